@@ -1,0 +1,34 @@
+# One command to set up and run the app, one to set up and run every test.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test check lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)  ## set up and open the workbench on the current directory
+	$(BIN)/ctxscope $(ARGS)
+
+test: $(STAMP)  ## set up and run the whole test suite
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check engine tools prompts tui tests bench
+	$(BIN)/ruff format --check engine tools prompts tui tests bench
+	$(BIN)/lint-imports
+
+check: lint test  ## lint, import contract and tests
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_engine.py
+	$(BIN)/python bench/bench_tools.py
+	$(BIN)/python bench/bench_tui.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

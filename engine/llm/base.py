@@ -1,0 +1,109 @@
+"""The provider protocol: send a request, stream events back, return blocks, stop reason, usage."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from engine.models import Message, ToolCall, Usage
+
+OFFLINE_NAME = "offline (rule-based, no LLM)"
+
+
+class ProviderRequest(BaseModel):
+    """Anthropic Messages API parameters, as built by ``engine.context``."""
+
+    system: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    max_tokens: int = 8192
+
+
+class StreamText(BaseModel):
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class StreamToolUse(BaseModel):
+    """A tool_use block is complete (its input fully received)."""
+
+    kind: Literal["tool_use"] = "tool_use"
+    call: ToolCall
+
+
+class StreamRetry(BaseModel):
+    """The provider waits before retrying (429, 5xx, connection error)."""
+
+    kind: Literal["retry"] = "retry"
+    attempt: int
+    max_attempts: int
+    wait_seconds: float
+    reason: str
+
+
+StreamEvent = StreamText | StreamToolUse | StreamRetry
+
+
+class ProviderResponse(BaseModel):
+    content: list[dict[str, Any]]
+    """The final content blocks (text and tool_use), as the API returns them."""
+    stop_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+    @property
+    def text(self) -> str:
+        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(id=b["id"], name=b["name"], input=b.get("input") or {})
+            for b in self.content
+            if b.get("type") == "tool_use"
+        ]
+
+
+ErrorKind = Literal[
+    "auth", "bad_request", "prompt_too_long", "overloaded", "rate_limit", "connection", "server"
+]
+
+
+class ProviderError(Exception):
+    """A model call failed; ``kind`` says what the loop should do about it."""
+
+    def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+class Cancelled(Exception):
+    """The call was cancelled by the user (Esc)."""
+
+
+class Provider(Protocol):
+    name: str
+    """Shown on screen and in ``--json``: ``anthropic`` or :data:`OFFLINE_NAME`."""
+    model: str
+
+    def complete(
+        self,
+        request: ProviderRequest,
+        on_event: Callable[[StreamEvent], None],
+        cancel: threading.Event | None = None,
+    ) -> ProviderResponse:
+        """Send one request, streaming events back; raise ProviderError or Cancelled."""
+        ...
+
+    def summarize(
+        self, messages: list[Message], prompt: str, focus: str | None, timeout: float
+    ) -> str:
+        """Summarise archived messages with ``prompt`` (SUMMARY_PROMPT); raise on failure.
+
+        Raises ``TimeoutError`` after ``timeout`` seconds and ProviderError on API failures;
+        the caller (engine.summary) falls back to the extractive summary.
+        """
+        ...

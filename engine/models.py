@@ -1,0 +1,250 @@
+"""The engine's data model: what a session holds, as pydantic models.
+
+peewee rows stay inside ``engine/store``; everything else sees these models.
+
+Conventions of seed 000 (D1, E1):
+- a ``tool`` message's ``content`` is the *compressed* result as a JSON string; its full
+  result lives in an :class:`Observation` (what the scratchpad showed the model);
+- an ``assistant`` step message's ``content`` is the model's own text (the thought) and its
+  ``tool_calls`` are the actions;
+- a round opens at a ``user`` message and closes with the assistant's final answer.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["user", "assistant", "tool", "summary"]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware (UTC)."""
+    return datetime.now(UTC)
+
+
+class ToolCall(BaseModel):
+    """One action of an assistant step: a ``tool_use`` block."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class MessageMeta(BaseModel):
+    """Auxiliary facts about a message (seed D1: step, tool_name, ...)."""
+
+    round: int | None = None
+    """Ordinal of the round (1-based) the message belongs to."""
+    step: int | None = None
+    """Step number within the round (1-based); None for the user input."""
+    tool_name: str | None = None
+    tool_use_id: str | None = None
+    is_error: bool = False
+    """For tool messages: the tool reported an error."""
+    interrupted: bool = False
+    """A synthetic message written when a round was interrupted or a result was missing."""
+    final: bool = False
+    """For assistant messages: the final answer of the round."""
+
+
+class Message(BaseModel):
+    """One message of history (L3)."""
+
+    id: int | None = None
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    meta: MessageMeta = Field(default_factory=MessageMeta)
+    tokens: int | None = None
+    """Cached token count of this message as sent (see engine.tokens)."""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class RoundStatus(StrEnum):
+    OPEN = "open"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+
+
+class Round(BaseModel):
+    """One user input through the assistant's final answer, with any number of tool calls."""
+
+    id: int | None = None
+    session_id: int
+    index: int
+    """1-based ordinal within the session."""
+    status: RoundStatus = RoundStatus.OPEN
+    archived: bool = False
+    """True once a compaction moved this round's messages to an archived segment."""
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    error: str | None = None
+
+
+class Summary(BaseModel):
+    """A summary of archived rounds, kept in L3 as a system block; never re-compacted."""
+
+    id: int | None = None
+    session_id: int
+    content: str
+    start_time: datetime | None = None
+    cutoff_time: datetime | None = None
+    first_round: int
+    last_round: int
+    fallback: bool = False
+    """True when the extractive fallback replaced a timed-out or failed summary call."""
+    tokens: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Trigger(StrEnum):
+    AUTO = "auto"
+    MANUAL = "manual"
+    EMERGENCY = "emergency"
+    """The API answered "prompt is too long"."""
+
+
+class Outcome(StrEnum):
+    SUCCESS = "success"
+    FALLBACK = "fallback"
+    """Archived with the extractive summary after the summary call timed out or failed."""
+    FAILED = "failed"
+    """Nothing changed; see ``error``."""
+    SKIPPED = "skipped"
+    """Nothing to compact (not enough rounds outside the keep zone)."""
+
+
+class Compaction(BaseModel):
+    """The record of one compaction, successful or not."""
+
+    id: int | None = None
+    session_id: int
+    trigger: Trigger
+    strategy: str
+    focus: str | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    messages_compacted: int = 0
+    messages_retained: int = 0
+    rounds_compacted: int = 0
+    duration_ms: float = 0.0
+    outcome: Outcome = Outcome.SUCCESS
+    error: str | None = None
+    summary_id: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def ratio(self) -> float:
+        """tokens_after / tokens_before (1.0 when nothing was measured)."""
+        return self.tokens_after / self.tokens_before if self.tokens_before else 1.0
+
+
+class ArchivedSegment(BaseModel):
+    """The raw messages a compaction removed from history, kept whole."""
+
+    id: int | None = None
+    compaction_id: int
+    summary_id: int | None
+    first_round: int
+    last_round: int
+    messages: list[Message]
+    tokens: int = 0
+
+
+class Usage(BaseModel):
+    """Token usage reported by one API call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    @property
+    def input_side(self) -> int:
+        """What the request cost on the input side: input + cache read + cache creation (A6)."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+
+class UsageRecord(BaseModel):
+    """A stored :class:`Usage` with where it came from."""
+
+    id: int | None = None
+    session_id: int
+    round_index: int | None
+    step: int | None
+    usage: Usage
+    local_estimate: int | None = None
+    """Our own count of the same request, for calibration."""
+    source: str = "api"
+    """``api`` for a provider's answer, ``import`` for a recorded session."""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Observation(BaseModel):
+    """The full result of one tool call as the model saw it in the scratchpad."""
+
+    id: int | None = None
+    session_id: int
+    round_index: int
+    step: int
+    tool_use_id: str
+    tool_name: str
+    result: dict[str, Any]
+    """The whole result envelope (status, data, error, text, stats, context)."""
+    text: str
+    """What the model saw."""
+    tokens_full: int = 0
+    tokens_compressed: int = 0
+    message_id: int | None = None
+    """The tool message that holds the compressed form."""
+
+
+TodoStatus = Literal["pending", "in_progress", "completed"]
+
+
+class TodoItem(BaseModel):
+    content: str = Field(min_length=1)
+    status: TodoStatus = "pending"
+
+
+class Session(BaseModel):
+    id: int | None = None
+    title: str = ""
+    workspace: str = ""
+    provider: str = ""
+    model: str = ""
+    strategy: str = "layered"
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SessionInfo(BaseModel):
+    """A session with the figures the sessions list shows."""
+
+    session: Session
+    rounds: int
+    messages: int
+    current_tokens: int
+    """Tokens of history as stored now (summaries + kept messages)."""
+    compactions: int
+
+
+class History(BaseModel):
+    """L3 as stored: summaries in order, then the messages of the rounds not archived."""
+
+    summaries: list[Summary] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list)
+
+    def rounds(self) -> list[list[Message]]:
+        """The messages grouped by round; a round starts at each user message."""
+        groups: list[list[Message]] = []
+        for msg in self.messages:
+            if msg.role == "user" or not groups:
+                groups.append([])
+            groups[-1].append(msg)
+        return groups

@@ -1,0 +1,1 @@
+"""prompts.agents_prompts package."""
