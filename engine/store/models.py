@@ -1,0 +1,160 @@
+"""peewee tables. These rows never leave ``engine.store``: the repository converts them."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from peewee import (
+    BooleanField,
+    DatabaseProxy,
+    FloatField,
+    ForeignKeyField,
+    IntegerField,
+    Model,
+    TextField,
+)
+
+# Bound at start-up by Store.open(), never at import time, so tests can use their own files.
+database = DatabaseProxy()
+
+
+class TimestampField(TextField):
+    """A timezone-aware datetime stored as ISO 8601 text (sorts lexically, keeps the offset)."""
+
+    def db_value(self, value: datetime | None) -> str | None:
+        return None if value is None else value.isoformat()
+
+    def python_value(self, value: str | None) -> datetime | None:
+        return None if value is None else datetime.fromisoformat(value)
+
+
+class JSONField(TextField):
+    """Any JSON-serialisable value."""
+
+    def db_value(self, value: Any) -> str | None:
+        return None if value is None else json.dumps(value, ensure_ascii=False)
+
+    def python_value(self, value: str | None) -> Any:
+        return None if value is None else json.loads(value)
+
+
+class BaseRow(Model):
+    class Meta:
+        database = database
+        legacy_table_names = False
+
+
+class SessionRow(BaseRow):
+    title = TextField(default="")
+    workspace = TextField(default="")
+    provider = TextField(default="")
+    model = TextField(default="")
+    strategy = TextField(default="layered")
+    todos = JSONField(default=list)
+    created_at = TimestampField()
+    updated_at = TimestampField(index=True)
+
+
+class RoundRow(BaseRow):
+    session = ForeignKeyField(SessionRow, backref="rounds", on_delete="CASCADE")
+    index = IntegerField()
+    status = TextField(default="open")
+    archived = BooleanField(default=False)
+    started_at = TimestampField()
+    finished_at = TimestampField(null=True)
+    error = TextField(null=True)
+
+    class Meta:
+        indexes = ((("session", "index"), True),)
+
+
+class SummaryRow(BaseRow):
+    session = ForeignKeyField(SessionRow, backref="summaries", on_delete="CASCADE")
+    content = TextField()
+    start_time = TimestampField(null=True)
+    cutoff_time = TimestampField(null=True)
+    first_round = IntegerField()
+    last_round = IntegerField()
+    fallback = BooleanField(default=False)
+    tokens = IntegerField(null=True)
+    created_at = TimestampField()
+
+
+class CompactionRow(BaseRow):
+    session = ForeignKeyField(SessionRow, backref="compactions", on_delete="CASCADE")
+    trigger = TextField()
+    strategy = TextField()
+    focus = TextField(null=True)
+    tokens_before = IntegerField(default=0)
+    tokens_after = IntegerField(default=0)
+    messages_compacted = IntegerField(default=0)
+    messages_retained = IntegerField(default=0)
+    rounds_compacted = IntegerField(default=0)
+    duration_ms = FloatField(default=0.0)
+    outcome = TextField()
+    error = TextField(null=True)
+    summary = ForeignKeyField(SummaryRow, null=True, on_delete="RESTRICT")
+    created_at = TimestampField()
+
+
+class SegmentRow(BaseRow):
+    """An archived raw segment: the messages pointing at it are the ones a compaction removed."""
+
+    compaction = ForeignKeyField(CompactionRow, backref="segments", on_delete="CASCADE")
+    summary = ForeignKeyField(SummaryRow, null=True, on_delete="RESTRICT")
+    first_round = IntegerField()
+    last_round = IntegerField()
+    tokens = IntegerField(default=0)
+
+
+class MessageRow(BaseRow):
+    session = ForeignKeyField(SessionRow, backref="messages", on_delete="CASCADE")
+    round = ForeignKeyField(RoundRow, backref="messages", on_delete="CASCADE")
+    role = TextField()
+    content = TextField(default="")
+    tool_calls = JSONField(default=list)
+    meta = JSONField(default=dict)
+    tokens = IntegerField(null=True)
+    created_at = TimestampField()
+    # NULL while the message is in history; set when a compaction archived it.
+    segment = ForeignKeyField(SegmentRow, null=True, backref="messages", on_delete="RESTRICT")
+
+
+class ObservationRow(BaseRow):
+    session = ForeignKeyField(SessionRow, backref="observations", on_delete="CASCADE")
+    message = ForeignKeyField(MessageRow, null=True, on_delete="SET NULL")
+    round_index = IntegerField()
+    step = IntegerField()
+    tool_use_id = TextField(index=True)
+    tool_name = TextField()
+    result = JSONField()
+    text = TextField()
+    tokens_full = IntegerField(default=0)
+    tokens_compressed = IntegerField(default=0)
+
+
+class UsageRow(BaseRow):
+    session = ForeignKeyField(SessionRow, backref="usages", on_delete="CASCADE")
+    round_index = IntegerField(null=True)
+    step = IntegerField(null=True)
+    input_tokens = IntegerField(default=0)
+    output_tokens = IntegerField(default=0)
+    cache_read_input_tokens = IntegerField(default=0)
+    cache_creation_input_tokens = IntegerField(default=0)
+    local_estimate = IntegerField(null=True)
+    source = TextField(default="api")
+    created_at = TimestampField()
+
+
+TABLES: list[type[BaseRow]] = [
+    SessionRow,
+    RoundRow,
+    SummaryRow,
+    CompactionRow,
+    SegmentRow,
+    MessageRow,
+    ObservationRow,
+    UsageRow,
+]

@@ -1,0 +1,579 @@
+"""The repository: every read and write of a session, in terms of ``engine.models``.
+
+Each write is committed as it happens (a crash loses at most the step being written). A
+compaction is one transaction: a crash at any point leaves either the old history or the new
+one, never a mix. Nothing is ever deleted by compaction: archived messages stay in the message
+table, linked to the segment (and through it to the summary) that replaced them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from peewee import JOIN, SqliteDatabase, fn
+
+from engine.models import (
+    ArchivedSegment,
+    Compaction,
+    History,
+    Message,
+    MessageMeta,
+    Observation,
+    Round,
+    RoundStatus,
+    Session,
+    SessionInfo,
+    Summary,
+    TodoItem,
+    ToolCall,
+    Usage,
+    UsageRecord,
+    utcnow,
+)
+from engine.store import schema
+from engine.store.models import (
+    TABLES,
+    CompactionRow,
+    MessageRow,
+    ObservationRow,
+    RoundRow,
+    SegmentRow,
+    SessionRow,
+    SummaryRow,
+    UsageRow,
+    database,
+)
+from engine.store.schema import StoreError
+
+PRAGMAS = {
+    "journal_mode": "wal",
+    "foreign_keys": 1,
+    "synchronous": "normal",
+    "busy_timeout": 5000,
+}
+
+
+class SessionNotFound(StoreError):
+    """No session with that id."""
+
+
+class Store:
+    """A ctxscope database. Create with :meth:`open`; one store is bound at a time."""
+
+    def __init__(self, db: SqliteDatabase, path: Path) -> None:
+        self.db = db
+        self.path = path
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def open(cls, path: Path | str) -> Store:
+        """Open (or create) the database at ``path``; refuse foreign or corrupt files."""
+        path = Path(path)
+        version = schema.inspect(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder for {path}: {exc}") from None
+        db = SqliteDatabase(str(path), pragmas=PRAGMAS)
+        database.initialize(db)
+        try:
+            db.connect(reuse_if_open=True)
+            if version is None:
+                with db.atomic():
+                    db.create_tables(TABLES)
+                    db.pragma("application_id", schema.APPLICATION_ID)
+                    db.pragma("user_version", schema.SCHEMA_VERSION)
+            else:
+                schema.migrate(db, version)
+        except Exception as exc:
+            db.close()
+            raise StoreError(f"cannot use {path}: {exc}") from None
+        return cls(db, path)
+
+    def close(self) -> None:
+        if not self.db.is_closed():
+            self.db.close()
+
+    # ------------------------------------------------------------------ sessions
+    def create_session(
+        self,
+        workspace: str,
+        title: str = "",
+        provider: str = "",
+        model: str = "",
+        strategy: str = "layered",
+    ) -> Session:
+        now = utcnow()
+        row = SessionRow.create(
+            title=title,
+            workspace=workspace,
+            provider=provider,
+            model=model,
+            strategy=strategy,
+            created_at=now,
+            updated_at=now,
+        )
+        return _session(row)
+
+    def get_session(self, session_id: int) -> Session:
+        row = SessionRow.get_or_none(SessionRow.id == session_id)
+        if row is None:
+            raise SessionNotFound(f"no session {session_id} in {self.path}")
+        return _session(row)
+
+    def latest_session(self) -> Session | None:
+        row = SessionRow.select().order_by(SessionRow.updated_at.desc()).first()
+        return None if row is None else _session(row)
+
+    def update_session(self, session_id: int, **fields: Any) -> Session:
+        """Change title, provider, model or strategy; bumps ``updated_at``."""
+        allowed = {"title", "provider", "model", "strategy", "workspace"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot update session fields {sorted(unknown)}")
+        self.get_session(session_id)
+        SessionRow.update(updated_at=utcnow(), **fields).where(
+            SessionRow.id == session_id
+        ).execute()
+        return self.get_session(session_id)
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every session, most recently updated first, with its figures."""
+        rounds = (
+            RoundRow.select(RoundRow.session, fn.COUNT(RoundRow.id).alias("n"))
+            .group_by(RoundRow.session)
+            .dicts()
+        )
+        n_rounds = {r["session"]: r["n"] for r in rounds}
+        msgs = (
+            MessageRow.select(
+                MessageRow.session,
+                fn.COUNT(MessageRow.id).alias("n"),
+                fn.SUM(
+                    fn.IIF(MessageRow.segment.is_null(), fn.COALESCE(MessageRow.tokens, 0), 0)
+                ).alias("live"),
+            )
+            .group_by(MessageRow.session)
+            .dicts()
+        )
+        n_msgs = {r["session"]: (r["n"], r["live"] or 0) for r in msgs}
+        summ = (
+            SummaryRow.select(
+                SummaryRow.session, fn.SUM(fn.COALESCE(SummaryRow.tokens, 0)).alias("t")
+            )
+            .group_by(SummaryRow.session)
+            .dicts()
+        )
+        summary_tokens = {r["session"]: r["t"] or 0 for r in summ}
+        comps = (
+            CompactionRow.select(CompactionRow.session, fn.COUNT(CompactionRow.id).alias("n"))
+            .where(CompactionRow.outcome.in_(["success", "fallback"]))
+            .group_by(CompactionRow.session)
+            .dicts()
+        )
+        n_comps = {r["session"]: r["n"] for r in comps}
+        out = []
+        for row in SessionRow.select().order_by(SessionRow.updated_at.desc(), SessionRow.id.desc()):
+            count, live = n_msgs.get(row.id, (0, 0))
+            out.append(
+                SessionInfo(
+                    session=_session(row),
+                    rounds=n_rounds.get(row.id, 0),
+                    messages=count,
+                    current_tokens=live + summary_tokens.get(row.id, 0),
+                    compactions=n_comps.get(row.id, 0),
+                )
+            )
+        return out
+
+    def _touch(self, session_id: int) -> None:
+        SessionRow.update(updated_at=utcnow()).where(SessionRow.id == session_id).execute()
+
+    # ------------------------------------------------------------------ rounds and messages
+    def open_round(self, session_id: int, user_message: Message) -> tuple[Round, Message]:
+        """Start the next round with its user message; both committed together."""
+        self.get_session(session_id)
+        with self.db.atomic():
+            last = (
+                RoundRow.select(fn.MAX(RoundRow.index))
+                .where(RoundRow.session == session_id)
+                .scalar()
+            )
+            index = (last or 0) + 1
+            row = RoundRow.create(session=session_id, index=index, started_at=utcnow())
+            user_message.meta.round = index
+            msg = self._insert_message(session_id, row, user_message)
+            self._touch(session_id)
+        return _round(row), msg
+
+    def append_message(self, session_id: int, round_index: int, message: Message) -> Message:
+        """Write one step of a round to history, committed at once."""
+        row = self._round_row(session_id, round_index)
+        message.meta.round = round_index
+        with self.db.atomic():
+            msg = self._insert_message(session_id, row, message)
+            self._touch(session_id)
+        return msg
+
+    def _insert_message(self, session_id: int, round_row: RoundRow, m: Message) -> Message:
+        row = MessageRow.create(
+            session=session_id,
+            round=round_row,
+            role=m.role,
+            content=m.content,
+            tool_calls=[c.model_dump() for c in m.tool_calls],
+            meta=m.meta.model_dump(exclude_defaults=True),
+            tokens=m.tokens,
+            created_at=m.created_at,
+        )
+        return m.model_copy(update={"id": row.id})
+
+    def finish_round(
+        self, session_id: int, round_index: int, status: RoundStatus, error: str | None = None
+    ) -> Round:
+        row = self._round_row(session_id, round_index)
+        row.status = status.value
+        row.finished_at = utcnow()
+        row.error = error
+        row.save()
+        self._touch(session_id)
+        return _round(row)
+
+    def rounds(self, session_id: int) -> list[Round]:
+        q = RoundRow.select().where(RoundRow.session == session_id).order_by(RoundRow.index)
+        return [_round(r) for r in q]
+
+    def open_rounds(self, session_id: int) -> list[Round]:
+        """Rounds still marked open (after a crash, or the one running now)."""
+        q = RoundRow.select().where(
+            (RoundRow.session == session_id) & (RoundRow.status == RoundStatus.OPEN.value)
+        )
+        return [_round(r) for r in q.order_by(RoundRow.index)]
+
+    def round_messages(self, session_id: int, round_index: int) -> list[Message]:
+        row = self._round_row(session_id, round_index)
+        q = MessageRow.select().where(MessageRow.round == row).order_by(MessageRow.id)
+        return [_message(r) for r in q]
+
+    def history(self, session_id: int) -> History:
+        """L3 as stored: summaries in order, then the messages not archived."""
+        self.get_session(session_id)
+        summaries = [
+            _summary(r)
+            for r in SummaryRow.select()
+            .where(SummaryRow.session == session_id)
+            .order_by(SummaryRow.id)
+        ]
+        msgs = [
+            _message(r)
+            for r in MessageRow.select()
+            .where((MessageRow.session == session_id) & MessageRow.segment.is_null())
+            .order_by(MessageRow.id)
+        ]
+        return History(summaries=summaries, messages=msgs)
+
+    def set_message_tokens(self, counts: dict[int, int]) -> None:
+        """Store token counts computed later (the per-message cache)."""
+        with self.db.atomic():
+            for mid, tokens in counts.items():
+                MessageRow.update(tokens=tokens).where(MessageRow.id == mid).execute()
+
+    def _round_row(self, session_id: int, round_index: int) -> RoundRow:
+        row = RoundRow.get_or_none(
+            (RoundRow.session == session_id) & (RoundRow.index == round_index)
+        )
+        if row is None:
+            raise StoreError(f"session {session_id} has no round {round_index}")
+        return row
+
+    # ------------------------------------------------------------------ observations and usage
+    def add_observation(self, obs: Observation) -> Observation:
+        row = ObservationRow.create(
+            session=obs.session_id,
+            message=obs.message_id,
+            round_index=obs.round_index,
+            step=obs.step,
+            tool_use_id=obs.tool_use_id,
+            tool_name=obs.tool_name,
+            result=obs.result,
+            text=obs.text,
+            tokens_full=obs.tokens_full,
+            tokens_compressed=obs.tokens_compressed,
+        )
+        return obs.model_copy(update={"id": row.id})
+
+    def observations(self, session_id: int, round_index: int | None = None) -> list[Observation]:
+        q = ObservationRow.select().where(ObservationRow.session == session_id)
+        if round_index is not None:
+            q = q.where(ObservationRow.round_index == round_index)
+        return [_observation(r) for r in q.order_by(ObservationRow.id)]
+
+    def observation_for(self, session_id: int, tool_use_id: str) -> Observation | None:
+        row = ObservationRow.get_or_none(
+            (ObservationRow.session == session_id) & (ObservationRow.tool_use_id == tool_use_id)
+        )
+        return None if row is None else _observation(row)
+
+    def add_usage(self, record: UsageRecord) -> UsageRecord:
+        u = record.usage
+        row = UsageRow.create(
+            session=record.session_id,
+            round_index=record.round_index,
+            step=record.step,
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_read_input_tokens=u.cache_read_input_tokens,
+            cache_creation_input_tokens=u.cache_creation_input_tokens,
+            local_estimate=record.local_estimate,
+            source=record.source,
+            created_at=record.created_at,
+        )
+        return record.model_copy(update={"id": row.id})
+
+    def usages(self, session_id: int) -> list[UsageRecord]:
+        q = UsageRow.select().where(UsageRow.session == session_id).order_by(UsageRow.id)
+        return [_usage(r) for r in q]
+
+    def last_usage(self, session_id: int) -> UsageRecord | None:
+        row = (
+            UsageRow.select()
+            .where(UsageRow.session == session_id)
+            .order_by(UsageRow.id.desc())
+            .first()
+        )
+        return None if row is None else _usage(row)
+
+    # ------------------------------------------------------------------ todos
+    def get_todos(self, session_id: int) -> list[TodoItem]:
+        row = SessionRow.get_or_none(SessionRow.id == session_id)
+        if row is None:
+            raise SessionNotFound(f"no session {session_id} in {self.path}")
+        return [TodoItem.model_validate(t) for t in row.todos or []]
+
+    def set_todos(self, session_id: int, todos: Iterable[TodoItem]) -> None:
+        SessionRow.update(todos=[t.model_dump() for t in todos], updated_at=utcnow()).where(
+            SessionRow.id == session_id
+        ).execute()
+
+    # ------------------------------------------------------------------ compaction
+    def apply_compaction(
+        self,
+        session_id: int,
+        round_indices: list[int],
+        summary: Summary | None,
+        compaction: Compaction,
+    ) -> tuple[Compaction, Summary | None, ArchivedSegment]:
+        """Archive whole rounds and insert their summary, in one transaction.
+
+        The messages of ``round_indices`` leave history (they are linked to a new archived
+        segment, never deleted); the summary joins L3; the compaction record is written.
+        Any failure rolls everything back.
+        """
+        if not round_indices:
+            raise ValueError("a compaction must archive at least one round")
+        with self.db.atomic():
+            rounds = list(
+                RoundRow.select().where(
+                    (RoundRow.session == session_id)
+                    & (RoundRow.index.in_(round_indices))
+                    & (RoundRow.archived == False)  # noqa: E712 - peewee expression
+                )
+            )
+            if len(rounds) != len(set(round_indices)):
+                raise StoreError("some of those rounds are missing or already archived")
+            summary_row = None
+            if summary is not None:
+                summary_row = SummaryRow.create(
+                    session=session_id,
+                    content=summary.content,
+                    start_time=summary.start_time,
+                    cutoff_time=summary.cutoff_time,
+                    first_round=summary.first_round,
+                    last_round=summary.last_round,
+                    fallback=summary.fallback,
+                    tokens=summary.tokens,
+                    created_at=summary.created_at,
+                )
+            comp_row = CompactionRow.create(
+                session=session_id,
+                summary=summary_row,
+                **compaction.model_dump(exclude={"id", "session_id", "summary_id"}),
+            )
+            tokens = (
+                MessageRow.select(fn.SUM(fn.COALESCE(MessageRow.tokens, 0)))
+                .where(MessageRow.round.in_(rounds))
+                .scalar()
+            ) or 0
+            seg_row = SegmentRow.create(
+                compaction=comp_row,
+                summary=summary_row,
+                first_round=min(round_indices),
+                last_round=max(round_indices),
+                tokens=tokens,
+            )
+            self._archive_messages(rounds, seg_row)
+            self._mark_rounds_archived(rounds)
+            self._touch(session_id)
+        comp = _compaction(comp_row)
+        stored_summary = None if summary_row is None else _summary(summary_row)
+        return comp, stored_summary, self.segment(seg_row.id)
+
+    def _archive_messages(self, rounds: list[RoundRow], segment: SegmentRow) -> None:
+        MessageRow.update(segment=segment).where(MessageRow.round.in_(rounds)).execute()
+
+    def _mark_rounds_archived(self, rounds: list[RoundRow]) -> None:
+        RoundRow.update(archived=True).where(RoundRow.id.in_([r.id for r in rounds])).execute()
+
+    def record_compaction(self, compaction: Compaction) -> Compaction:
+        """Store a compaction that changed nothing (failed or skipped)."""
+        row = CompactionRow.create(
+            session=compaction.session_id,
+            **compaction.model_dump(exclude={"id", "session_id", "summary_id"}),
+        )
+        return _compaction(row)
+
+    def compactions(self, session_id: int) -> list[Compaction]:
+        q = (
+            CompactionRow.select()
+            .where(CompactionRow.session == session_id)
+            .order_by(CompactionRow.id)
+        )
+        return [_compaction(r) for r in q]
+
+    def segment(self, segment_id: int) -> ArchivedSegment:
+        row = SegmentRow.get_by_id(segment_id)
+        msgs = [
+            _message(m)
+            for m in MessageRow.select().where(MessageRow.segment == row).order_by(MessageRow.id)
+        ]
+        return ArchivedSegment(
+            id=row.id,
+            compaction_id=row.compaction_id,
+            summary_id=row.summary_id,
+            first_round=row.first_round,
+            last_round=row.last_round,
+            messages=msgs,
+            tokens=row.tokens,
+        )
+
+    def segments(self, session_id: int) -> list[ArchivedSegment]:
+        q = (
+            SegmentRow.select(SegmentRow.id)
+            .join(CompactionRow, JOIN.INNER)
+            .where(CompactionRow.session == session_id)
+            .order_by(SegmentRow.id)
+        )
+        return [self.segment(r.id) for r in q]
+
+    def summary(self, summary_id: int) -> Summary:
+        return _summary(SummaryRow.get_by_id(summary_id))
+
+
+# ---------------------------------------------------------------------- row → model
+def _session(r: SessionRow) -> Session:
+    return Session(
+        id=r.id,
+        title=r.title,
+        workspace=r.workspace,
+        provider=r.provider,
+        model=r.model,
+        strategy=r.strategy,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
+
+
+def _round(r: RoundRow) -> Round:
+    return Round(
+        id=r.id,
+        session_id=r.session_id,
+        index=r.index,
+        status=RoundStatus(r.status),
+        archived=r.archived,
+        started_at=r.started_at,
+        finished_at=r.finished_at,
+        error=r.error,
+    )
+
+
+def _message(r: MessageRow) -> Message:
+    return Message(
+        id=r.id,
+        role=r.role,
+        content=r.content,
+        tool_calls=[ToolCall.model_validate(c) for c in r.tool_calls or []],
+        meta=MessageMeta.model_validate(r.meta or {}),
+        tokens=r.tokens,
+        created_at=r.created_at,
+    )
+
+
+def _summary(r: SummaryRow) -> Summary:
+    return Summary(
+        id=r.id,
+        session_id=r.session_id,
+        content=r.content,
+        start_time=r.start_time,
+        cutoff_time=r.cutoff_time,
+        first_round=r.first_round,
+        last_round=r.last_round,
+        fallback=r.fallback,
+        tokens=r.tokens,
+        created_at=r.created_at,
+    )
+
+
+def _compaction(r: CompactionRow) -> Compaction:
+    return Compaction(
+        id=r.id,
+        session_id=r.session_id,
+        trigger=r.trigger,
+        strategy=r.strategy,
+        focus=r.focus,
+        tokens_before=r.tokens_before,
+        tokens_after=r.tokens_after,
+        messages_compacted=r.messages_compacted,
+        messages_retained=r.messages_retained,
+        rounds_compacted=r.rounds_compacted,
+        duration_ms=r.duration_ms,
+        outcome=r.outcome,
+        error=r.error,
+        summary_id=r.summary_id,
+        created_at=r.created_at,
+    )
+
+
+def _observation(r: ObservationRow) -> Observation:
+    return Observation(
+        id=r.id,
+        session_id=r.session_id,
+        round_index=r.round_index,
+        step=r.step,
+        tool_use_id=r.tool_use_id,
+        tool_name=r.tool_name,
+        result=r.result,
+        text=r.text,
+        tokens_full=r.tokens_full,
+        tokens_compressed=r.tokens_compressed,
+        message_id=r.message_id,
+    )
+
+
+def _usage(r: UsageRow) -> UsageRecord:
+    return UsageRecord(
+        id=r.id,
+        session_id=r.session_id,
+        round_index=r.round_index,
+        step=r.step,
+        usage=Usage(
+            input_tokens=r.input_tokens,
+            output_tokens=r.output_tokens,
+            cache_read_input_tokens=r.cache_read_input_tokens,
+            cache_creation_input_tokens=r.cache_creation_input_tokens,
+        ),
+        local_estimate=r.local_estimate,
+        source=r.source,
+        created_at=r.created_at,
+    )

@@ -1,0 +1,81 @@
+"""Opening a database file safely: recognise ours, refuse foreign or corrupt files, migrate.
+
+A ctxscope database carries ``PRAGMA application_id`` = :data:`APPLICATION_ID` and its schema
+version in ``PRAGMA user_version``. A file is inspected read-only before it is opened for
+writing, so a file we refuse is never modified (not even switched to WAL).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from peewee import SqliteDatabase
+
+APPLICATION_ID = 0x63747873  # "ctxs"
+SCHEMA_VERSION = 1
+
+
+class StoreError(Exception):
+    """The database cannot be used; the message says which file and why."""
+
+
+# Migrations from version N to N+1, applied in order inside one transaction each.
+# Add an entry here (and bump SCHEMA_VERSION) when a table changes, e.g. with playhouse.migrate.
+MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {}
+
+
+def inspect(path: Path) -> int | None:
+    """Return the schema version of an existing ctxscope database, or None for a new file.
+
+    Raises StoreError for a file that is not SQLite, is corrupt, belongs to another program,
+    or comes from a newer ctxscope.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory, not a database file")
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}") from None
+    try:
+        app_id = con.execute("PRAGMA application_id").fetchone()[0]
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        tables = con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        ok = con.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{path} is not a ctxscope database (SQLite says: {exc}); "
+            "choose another file with --db or CTXSCOPE_DB"
+        ) from None
+    finally:
+        con.close()
+    if ok != "ok":
+        raise StoreError(f"{path} is damaged (integrity check: {ok}); it was not modified")
+    if app_id != APPLICATION_ID:
+        if app_id == 0 and tables == 0:
+            return None  # an empty SQLite file: ours to initialise
+        raise StoreError(
+            f"{path} is an SQLite database of another program (application_id={app_id}, "
+            f"{tables} schema objects); it was not modified. Choose another file with --db"
+        )
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer ctxscope (schema {version}, this one knows "
+            f"{SCHEMA_VERSION}); upgrade ctxscope to open it"
+        )
+    return int(version)
+
+
+def migrate(db: SqliteDatabase, version: int) -> None:
+    """Bring a database at ``version`` up to :data:`SCHEMA_VERSION`, one step at a time."""
+    while version < SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise StoreError(f"no migration from schema {version} to {version + 1}")
+        with db.atomic():
+            step(db)
+            version += 1
+            db.pragma("user_version", version)
