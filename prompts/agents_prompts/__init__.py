@@ -1,1 +1,1 @@
-"""prompts.agents_prompts package."""
+"""Prompts of the engine's helper calls (the summary agent)."""

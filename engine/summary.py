@@ -1,0 +1,267 @@
+"""Summaries of archived history (seed 000 A5, C2, E2).
+
+Two ways to fill the A5 template:
+
+- the model, called with SUMMARY_PROMPT through a provider, bounded by ``summary_timeout``;
+- :func:`extractive_summary`, deterministic, built from the messages alone (user goals, files
+  written or edited, errors met, decisions stated). It is the offline provider's summariser and
+  the fallback when the model call times out or fails, so archived rounds are always represented.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from engine.models import Message
+from prompts.agents_prompts.summary_prompt import (
+    SUMMARY_HEADING,
+    SUMMARY_PROMPT,
+    SUMMARY_TEMPLATE,
+)
+
+TIMEOUT_NOTICE = "Summary generation timed out, keeping recent history only."
+FAILURE_NOTICE = "Summary generation failed ({error}), keeping recent history only."
+FALLBACK_MARK = "*(Fallback: extractive summary written by ctxscope; {reason}.)*"
+
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
+_WRITE_TOOLS = {"Edit": "edited", "MultiEdit": "edited", "Write": "written"}
+_DECISION = re.compile(
+    r"\b(decid\w*|chose|choose|chosen|will use|switch\w* to|instead of|abandon\w*|prefer\w*)\b",
+    re.I,
+)
+_PREFERENCE = re.compile(r"\b(always|never|prefer|don't|do not|must not|make sure)\b", re.I)
+_STACK_BY_SUFFIX = {
+    ".py": "Python",
+    ".ts": "TypeScript",
+    ".tsx": "TypeScript/React",
+    ".js": "JavaScript",
+    ".rs": "Rust",
+    ".go": "Go",
+    ".java": "Java",
+    ".rb": "Ruby",
+    ".c": "C",
+    ".cpp": "C++",
+    ".md": "Markdown",
+    ".toml": "TOML",
+    ".json": "JSON",
+    ".sh": "shell scripts",
+}
+_MAX_ITEM = 160
+
+
+def time_label(value: datetime | None) -> str:
+    """How summaries write a time: ``2026-11-22 14:05 UTC``."""
+    return "unknown" if value is None else value.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _short(text: str, limit: int = _MAX_ITEM) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _user_text(msg: Message) -> str:
+    return _REMINDER.sub("", msg.content).strip()
+
+
+def _parse_tool(msg: Message) -> dict[str, Any]:
+    try:
+        value = json.loads(msg.content)
+    except (json.JSONDecodeError, TypeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def render_messages_for_summary(messages: list[Message]) -> str:
+    """The archived messages as text for the summary call (the seed's E1 ReAct form)."""
+    lines: list[str] = []
+    for msg in messages:
+        if msg.role == "assistant":
+            body = f"[assistant] Thought: {msg.content}".rstrip()
+            for call in msg.tool_calls:
+                body += f"\nAction: {call.name}[{json.dumps(call.input, ensure_ascii=False)}]"
+            lines.append(body)
+        else:
+            lines.append(f"[{msg.role}] {msg.content}")
+    return "\n\n".join(lines)
+
+
+def extractive_summary(
+    messages: list[Message],
+    focus: str | None = None,
+    start: datetime | None = None,
+    cutoff: datetime | None = None,
+) -> str:
+    """Fill the A5 template deterministically from ``messages``."""
+    start = start or (messages[0].created_at if messages else None)
+    cutoff = cutoff or (messages[-1].created_at if messages else None)
+    goals: list[str] = []
+    milestones: list[str] = []
+    decisions: list[str] = []
+    learnings: list[str] = []
+    preferences: list[str] = []
+    files: dict[str, str] = {}
+    stack: list[str] = []
+    used_bash = False
+    current_goal: str | None = None
+
+    def note_stack(path: str) -> None:
+        for suffix, name in _STACK_BY_SUFFIX.items():
+            if path.endswith(suffix) and name not in stack:
+                stack.append(name)
+
+    for msg in messages:
+        if msg.role == "user":
+            text = _user_text(msg)
+            current_goal = text
+            if text:
+                goals.append(_short(text))
+                for sentence in re.split(r"(?<=[.!?])\s+", text):
+                    if _PREFERENCE.search(sentence):
+                        preferences.append(_short(sentence))
+        elif msg.role == "assistant":
+            for call in msg.tool_calls:
+                path = str(call.input.get("file_path") or call.input.get("path") or "")
+                if path:
+                    note_stack(path)
+                if call.name in _WRITE_TOOLS and path:
+                    files[path] = _WRITE_TOOLS[call.name]
+                if call.name == "Bash":
+                    used_bash = True
+            if msg.meta.final and msg.content.strip():
+                answer = msg.content.strip().splitlines()[0]
+                goal = _short(current_goal or "answered", 80)
+                milestones.append(f"* [✓] {goal} - {_short(answer, 120)}")
+            for sentence in re.split(r"(?<=[.!?])\s+", msg.content):
+                if _DECISION.search(sentence):
+                    decisions.append(_short(sentence))
+        elif msg.role == "tool":
+            data = _parse_tool(msg)
+            error = data.get("error") if isinstance(data.get("error"), dict) else None
+            if data.get("status") == "error" and error:
+                tool = msg.meta.tool_name or "tool"
+                learnings.append(
+                    _short(f"{tool} failed: {error.get('code')}: {error.get('message')}")
+                )
+
+    if focus:
+        words = {w.lower() for w in re.findall(r"[A-Za-z0-9_]{4,}", focus)}
+        relevant = [
+            _short(_user_text(m) if m.role == "user" else m.content)
+            for m in messages
+            if m.role in ("user", "assistant")
+            and any(w in m.content.lower() for w in words)
+        ]
+        decisions.insert(0, f"Focus requested: {_short(focus)}")
+        decisions[1:1] = relevant[:5]
+
+    def joined(items: list[str], limit: int = 5) -> str:
+        uniq = list(dict.fromkeys(items))
+        if not uniq:
+            return "none recorded"
+        more = f" (+{len(uniq) - limit} more)" if len(uniq) > limit else ""
+        return "; ".join(uniq[:limit]) + more
+
+    goal_text = goals[0] if goals else "none recorded"
+    if len(goals) > 1:
+        goal_text += f" (then: {joined(goals[1:], 4)})"
+    file_lines = [f"* `{p}`: {what} in this segment." for p, what in files.items()]
+    return SUMMARY_TEMPLATE.format(
+        start=time_label(start),
+        cutoff=time_label(cutoff),
+        goal=goal_text,
+        stack=", ".join(stack) if stack else "none recorded",
+        environment="shell commands run through Bash" if used_bash else "none recorded",
+        milestones="\n".join(milestones[-12:]) or "* none recorded",
+        decisions=joined(decisions, 8),
+        learnings=joined(learnings),
+        preferences=joined(preferences),
+        files="\n".join(file_lines) or "* none modified",
+    )
+
+
+class Summariser(Protocol):
+    """What SummaryCompressor needs from a provider (see engine.llm.base.Provider)."""
+
+    def summarize(
+        self, messages: list[Message], prompt: str, focus: str | None, timeout: float
+    ) -> str: ...
+
+
+@dataclass
+class SummaryOutcome:
+    content: str
+    fallback: bool
+    error: str | None = None
+    """Why the fallback was used (the notice shown to the user)."""
+    duration_s: float = 0.0
+
+
+class SummaryCompressor:
+    """Produce the summary of an archive segment; never fails (seed C2, E2).
+
+    The model call runs in a separate thread bounded by ``timeout``; on a timeout or an error
+    the extractive summary is used instead, marked as a fallback.
+    """
+
+    def __init__(self, summariser: Summariser, timeout: float) -> None:
+        self.summariser = summariser
+        self.timeout = timeout
+
+    def summarize(
+        self,
+        messages: list[Message],
+        focus: str | None = None,
+        on_notice: Callable[[str], None] | None = None,
+    ) -> SummaryOutcome:
+        began = time.monotonic()
+        # Not a `with` block: on timeout we must return without waiting for the stuck call.
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="summary")
+        future = pool.submit(
+            self.summariser.summarize, messages, SUMMARY_PROMPT, focus, self.timeout
+        )
+        pool.shutdown(wait=False)
+        notice: str
+        try:
+            content = future.result(timeout=self.timeout)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            notice = TIMEOUT_NOTICE
+        except Exception as exc:  # noqa: BLE001 - any provider failure falls back
+            notice = FAILURE_NOTICE.format(error=_short(str(exc) or type(exc).__name__, 200))
+        else:
+            return SummaryOutcome(
+                content=ensure_template(content, messages),
+                fallback=False,
+                duration_s=time.monotonic() - began,
+            )
+        if on_notice is not None:
+            on_notice(notice)
+        reason = "the summary call timed out" if notice == TIMEOUT_NOTICE else "the summary call failed"
+        return SummaryOutcome(
+            content=mark_fallback(extractive_summary(messages, focus), reason),
+            fallback=True,
+            error=notice,
+            duration_s=time.monotonic() - began,
+        )
+
+
+def mark_fallback(summary: str, reason: str) -> str:
+    """Insert the fallback marker after the heading and time range, keeping the A5 layout."""
+    head, _, rest = summary.partition("\n\n")
+    return f"{head}\n{FALLBACK_MARK.format(reason=reason)}\n\n{rest}"
+
+
+def ensure_template(content: str, messages: list[Message]) -> str:
+    """A model summary that lost the A5 heading gets it back, with the time range."""
+    content = content.strip()
+    if content.startswith(SUMMARY_HEADING):
+        return content
+    start = time_label(messages[0].created_at) if messages else "unknown"
+    cutoff = time_label(messages[-1].created_at) if messages else "unknown"
+    return f"{SUMMARY_HEADING}\n*(Contains context from {start} to {cutoff})*\n\n{content}"

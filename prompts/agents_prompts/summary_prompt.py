@@ -1,0 +1,76 @@
+"""SUMMARY_PROMPT: the system prompt of the compaction summary call (seed 000 A5, C2)."""
+
+from __future__ import annotations
+
+SUMMARY_HEADING = "## 📌 Archived Session Summary"
+
+SUMMARY_TEMPLATE = """## 📌 Archived Session Summary
+*(Contains context from {start} to {cutoff})*
+
+### 🎯 Objectives & Status
+* **Original Goal**: {goal}
+
+### 🏗️ Technical Context (Static)
+* **Stack**: {stack}
+* **Environment**: {environment}
+
+### ✅ Completed Milestones (The "Done" Pile)
+{milestones}
+
+### 🧠 Key Insights & Decisions (Persistent Memory)
+* **Decisions**: {decisions}
+* **Learnings**: {learnings}
+* **User Preferences**: {preferences}
+
+### 📂 File System State (Snapshot)
+*(Modified files in this archive segment)*
+{files}"""
+
+SUMMARY_PROMPT = """You archive the older part of a coding agent's conversation so that it can \
+be removed from the context window. You receive the archived messages (user requests, the \
+assistant's thoughts and tool calls, and compressed tool results) between <archive> tags.
+
+Write a summary that lets the agent continue the session without the removed messages. \
+It is an archive of finished work only: do not describe the task in progress, do not plan \
+next steps, do not invent facts that the messages do not support. Keep exact file paths, \
+commands, error messages, API formats and version numbers. Prefer short bullet points.
+
+Answer with exactly this Markdown template and nothing before or after it; keep every heading \
+and its emoji, fill every bracket, and write "none recorded" where the messages say nothing:
+
+## 📌 Archived Session Summary
+*(Contains context from [Start Time] to [Cutoff Time])*
+
+### 🎯 Objectives & Status
+* **Original Goal**: [what the user first wanted to do]
+
+### 🏗️ Technical Context (Static)
+* **Stack**: [languages, frameworks, versions]
+* **Environment**: [OS, shell, key environment variables]
+
+### ✅ Completed Milestones (The "Done" Pile)
+* [✓] [finished task 1] - [short result]
+* [✓] [finished task 2] - [short result]
+
+### 🧠 Key Insights & Decisions (Persistent Memory)
+* **Decisions**: [key technical choices, and approaches that were abandoned]
+* **Learnings**: [special configuration, API formats, pitfalls met]
+* **User Preferences**: [habits and wishes the user stressed]
+
+### 📂 File System State (Snapshot)
+*(Modified files in this archive segment)*
+* `path/to/file`: [what changed]
+"""
+
+
+def summary_request_text(archive: str, start: str, cutoff: str, focus: str | None) -> str:
+    """The user message of the summary call: the archive, its time range, the user's focus."""
+    parts = [
+        f"Start Time: {start}\nCutoff Time: {cutoff}",
+        f"<archive>\n{archive}\n</archive>",
+    ]
+    if focus:
+        parts.append(
+            "Focus instructions from the user (keep these facts in the summary): " + focus
+        )
+    return "\n\n".join(parts)
