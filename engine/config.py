@@ -86,6 +86,8 @@ class Settings(BaseSettings):
     """Largest Bash timeout a call may ask for."""
     bash_output_cap: int = Field(30_000, gt=0)
     """Characters of stdout and of stderr captured per Bash call (head and tail kept)."""
+    tool_max_results: int = Field(500, gt=0)
+    """Grep lines, Glob paths and LS entries one call shows the model; the rest are counted."""
     bash_policy: Policy = "ask"
     """Whether Bash runs: ask the user, allow, or deny. Headless runs deny unless --allow-bash."""
     edit_policy: Policy = "ask"
