@@ -1,0 +1,387 @@
+"""The headless command line: ``ctxscope sessions | show | context | compact | import | ask``.
+
+Every subcommand takes ``--json`` and then prints one JSON document (``ask --json``: one event
+per line, then a ``result`` line); the shapes are documented in the README. Errors a user can
+meet (unknown session, unreadable file, bad option or setting) print one line on stderr and
+exit non-zero. Without a subcommand, the console script opens the workbench (``tui``); this
+module never imports it — the TUI passes itself in as ``run_tui``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.config import Settings, SettingsError, load_settings
+from engine.context import LAYERS, render_react
+from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
+from engine.importer import ImportError_, import_session
+from engine.models import RoundStatus, Session, Trigger
+from engine.store import SessionNotFound, Store, StoreError
+
+DEFAULT_DB = Path("sessions") / "ctxscope.db"
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed as one line."""
+
+
+# ---------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db", type=Path, default=argparse.SUPPRESS, help="database file (env CTXSCOPE_DB)"
+    )
+    common.add_argument(
+        "--config", type=Path, default=argparse.SUPPRESS, help="settings file (ctxscope.toml)"
+    )
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="print JSON (see README)")
+
+    parser = argparse.ArgumentParser(
+        prog="ctxscope",
+        description="See and steer an LLM agent's context. Without a command: the workbench.",
+        parents=[common],
+    )
+    parser.add_argument("--workspace", type=Path, help="the agent's working directory")
+    parser.add_argument("--resume", nargs="?", const="latest", metavar="ID",
+                        help="open a stored session (the latest without ID)")
+    parser.add_argument("--model", help="Anthropic model name, or 'offline'")
+    parser.add_argument("--strategy", help="compaction strategy (default: layered)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
+    p = sub.add_parser("show", parents=[common, as_json], help="a session as stored")
+    p.add_argument("session", type=int, metavar="ID")
+    p = sub.add_parser("context", parents=[common, as_json],
+                       help="the exact request the next step would send")
+    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("--input", default="", help="a next user input to include")
+    p = sub.add_parser("compact", parents=[common, as_json], help="compact a session now")
+    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("--focus", help="what the summary must keep")
+    p = sub.add_parser("import", parents=[common, as_json],
+                       help="store a session recorded as JSON lines of Anthropic messages")
+    p.add_argument("file", type=Path)
+    p.add_argument("--workspace", type=Path, default=argparse.SUPPRESS)
+    p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
+    p.add_argument("input", help="the user input")
+    p.add_argument("--session", type=int, metavar="ID", help="continue this session")
+    p.add_argument("--workspace", type=Path, default=argparse.SUPPRESS)
+    p.add_argument("--model", default=argparse.SUPPRESS)
+    p.add_argument("--strategy", default=argparse.SUPPRESS)
+    p.add_argument("--allow-bash", action="store_true", help="let the agent run Bash")
+    p.add_argument("--allow-edits", action="store_true", help="let the agent change files")
+    return parser
+
+
+# ---------------------------------------------------------------------- entry point
+def main(
+    argv: Sequence[str] | None = None,
+    run_tui: Callable[[argparse.Namespace, Settings], int] | None = None,
+) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_for(args)
+        if args.command is None:
+            if run_tui is None:
+                raise CliError("no command given (the workbench starts from `ctxscope`)")
+            return run_tui(args, settings)
+        command = COMMANDS[args.command]
+        return command(args, settings)
+    except (CliError, SettingsError, StoreError, ImportError_, ValueError) as exc:
+        print(f"ctxscope: {exc}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(exc, SettingsError) else EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "model", None):
+        overrides["model"] = args.model
+    if getattr(args, "strategy", None):
+        overrides["strategy"] = args.strategy
+    if getattr(args, "allow_bash", False):
+        overrides["bash_policy"] = "allow"
+    elif getattr(args, "command", None) == "ask":
+        overrides["bash_policy"] = "deny"  # headless: nobody to ask
+    if getattr(args, "allow_edits", False):
+        overrides["edit_policy"] = "allow"
+    return load_settings(getattr(args, "config", None), **overrides)
+
+
+def db_path(args: argparse.Namespace, settings: Settings) -> Path:
+    return Path(getattr(args, "db", None) or settings.db or DEFAULT_DB)
+
+
+def open_store(args: argparse.Namespace, settings: Settings) -> Store:
+    return Store.open(db_path(args, settings))
+
+
+def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(text)
+
+
+def _get_session(store: Store, session_id: int) -> Session:
+    try:
+        return store.get_session(session_id)
+    except SessionNotFound as exc:
+        raise CliError(f"{exc} (see `ctxscope sessions`)") from None
+
+
+def make_agent(
+    store: Store,
+    session: Session,
+    settings: Settings,
+    events: Callable[[Event], None] | None = None,
+) -> Any:
+    """An agent over ``session`` (imported lazily: the listing commands need no provider)."""
+    from engine.agent import Agent
+    from engine.llm.factory import make_provider
+
+    workspace = Path(session.workspace or os.getcwd())
+    provider = make_provider(settings)
+    kwargs: dict[str, Any] = {} if events is None else {"events": events}
+    return Agent(store, session, settings, provider, workspace, **kwargs)
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    infos = store.list_sessions()
+    data = [
+        {
+            **info.session.model_dump(mode="json"),
+            "rounds": info.rounds,
+            "messages": info.messages,
+            "current_tokens": info.current_tokens,
+            "compactions": info.compactions,
+        }
+        for info in infos
+    ]
+    rows = [f"{'ID':>4}  {'UPDATED':16}  {'ROUNDS':>6}  {'MSGS':>5}  {'TOKENS':>7}  "
+            f"{'COMP':>4}  TITLE"]
+    for info in infos:
+        s = info.session
+        rows.append(
+            f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {info.rounds:>6}  {info.messages:>5}  "
+            f"{info.current_tokens:>7}  {info.compactions:>4}  {s.title or '(untitled)'}"
+        )
+    emit(args, data, "\n".join(rows) if infos else "no sessions yet")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    session = _get_session(store, args.session)
+    sid = args.session
+    history = store.history(sid)
+    rounds = store.rounds(sid)
+    compactions = store.compactions(sid)
+    segments = store.segments(sid)
+    todos = store.get_todos(sid)
+    data = {
+        "session": session.model_dump(mode="json"),
+        "rounds": [r.model_dump(mode="json") for r in rounds],
+        "summaries": [s.model_dump(mode="json") for s in history.summaries],
+        "history": [m.model_dump(mode="json") for m in history.messages],
+        "archived_segments": [s.model_dump(mode="json") for s in segments],
+        "compactions": [{**c.model_dump(mode="json"), "ratio": c.ratio} for c in compactions],
+        "todos": [t.model_dump(mode="json") for t in todos],
+        "usage": [u.model_dump(mode="json") for u in store.usages(sid)],
+    }
+    lines = [
+        f"session {session.id}: {session.title or '(untitled)'}",
+        f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
+        f"  strategy {session.strategy}",
+        f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
+        f"{len(history.messages)} messages in history, {len(compactions)} compactions",
+        "",
+        render_react(history),
+    ]
+    for c in compactions:
+        lines.append(
+            f"compaction {c.id}: {c.trigger} {c.outcome} {c.tokens_before} → {c.tokens_after} "
+            f"tokens, {c.rounds_compacted} rounds / {c.messages_compacted} messages archived"
+            + (f" ({c.error})" if c.error else "")
+        )
+    if todos:
+        lines.append("todo: " + "; ".join(f"[{t.status}] {t.content}" for t in todos))
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    session = _get_session(store, args.session)
+    agent = make_agent(store, session, settings)
+    built = agent.preview(args.input)
+    budget = agent.budget(args.input)
+    data = {
+        "session_id": session.id,
+        "layers": [{"name": name, "tokens": built.layers[name]} for name in LAYERS],
+        "total": built.total,
+        "context_window": settings.context_window,
+        "threshold": settings.threshold_tokens,
+        "budget": {
+            "last_usage": budget.last_usage,
+            "input_estimate": budget.input_estimate,
+            "estimated_total": budget.estimated_total,
+            "source": budget.source,
+            "fires": budget.fire,
+        },
+        "request": built.request.model_dump(mode="json"),
+    }
+    width = max(len(n) for n in LAYERS)
+    lines = [f"{name:<{width}}  {built.layers[name]:>8}" for name in LAYERS]
+    lines.append(f"{'total':<{width}}  {built.total:>8}   (threshold {settings.threshold_tokens:,}"
+                 f" of {settings.context_window:,})")
+    lines.append("")
+    lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    session = _get_session(store, args.session)
+
+    def progress(event: Event) -> None:
+        if not args.json:
+            print(f"… {event.type.replace('_', ' ')}", file=sys.stderr)
+
+    agent = make_agent(store, session, settings, progress)
+    result = agent.compact(focus=args.focus, trigger=Trigger.MANUAL)
+    c = result.compaction
+    data = {
+        "compaction": {**c.model_dump(mode="json"), "ratio": c.ratio},
+        "summary": None if result.summary is None else result.summary.model_dump(mode="json"),
+        "segment": None
+        if result.segment is None
+        else {
+            "id": result.segment.id,
+            "first_round": result.segment.first_round,
+            "last_round": result.segment.last_round,
+            "messages": len(result.segment.messages),
+            "tokens": result.segment.tokens,
+        },
+    }
+    if c.outcome in ("success", "fallback"):
+        text = (
+            f"compacted rounds {result.segment.first_round}–{result.segment.last_round} "
+            f"({c.messages_compacted} messages): {c.tokens_before:,} → {c.tokens_after:,} tokens"
+            if result.segment
+            else ""
+        )
+        if result.summary is not None:
+            text += "\n\n" + result.summary.content
+    else:
+        text = f"nothing compacted: {c.error}"
+    emit(args, data, text)
+    return 0 if c.outcome != "failed" else EXIT_ERROR
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    if not args.file.is_file():
+        raise CliError(f"cannot read {args.file}: no such file")
+    store = open_store(args, settings)
+    workspace = str(Path(getattr(args, "workspace", None) or os.getcwd()).resolve())
+    report = import_session(store, args.file, workspace, settings.generic_max_chars)
+    data = {
+        "session_id": report.session.id,
+        "rounds": report.rounds,
+        "messages": report.messages,
+        "missing_results": report.missing_results,
+        "usage_records": report.usage_records,
+    }
+    text = (
+        f"imported session {report.session.id}: {report.rounds} rounds, {report.messages} "
+        f"messages, {report.usage_records} usage records"
+    )
+    if report.missing_results:
+        text += (
+            f"; {report.missing_results} tool calls had no recorded result and were "
+            "paired with an error result"
+        )
+    emit(args, data, text)
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    if args.session is not None:
+        session = _get_session(store, args.session)
+        if getattr(args, "workspace", None):
+            session = store.update_session(session.id or 0, workspace=str(args.workspace.resolve()))
+    else:
+        workspace = Path(getattr(args, "workspace", None) or os.getcwd()).resolve()
+        if not workspace.is_dir():
+            raise CliError(f"workspace {workspace} is not a directory")
+        session = store.create_session(
+            workspace=str(workspace), title=args.input[:60], strategy=settings.strategy
+        )
+
+    def on_event(event: Event) -> None:
+        if args.json:
+            print(event.model_dump_json(), flush=True)
+        elif isinstance(event, ToolStarted):
+            print(f"→ {event.call.name} {json.dumps(event.call.input)}", file=sys.stderr)
+        elif isinstance(event, ToolFinished):
+            print(f"  {event.status}: {event.tokens_full} tokens seen, "
+                  f"{event.tokens_compressed} kept", file=sys.stderr)
+        elif isinstance(event, (RoundStarted, TextDelta)):
+            pass
+        elif event.type in ("compaction_started", "compaction_finished", "compaction_failed",
+                            "budget_warning", "notice", "retry_waiting", "error"):
+            print(f"… {event.model_dump_json()}", file=sys.stderr)
+
+    agent = make_agent(store, session, settings, on_event)
+    store.update_session(
+        agent.session_id, provider=agent.provider.name, model=agent.provider.model
+    )
+    outcome = agent.run(args.input)
+    if args.json:
+        print(json.dumps({
+            "type": "result",
+            "session_id": agent.session_id,
+            "round_index": outcome.round_index,
+            "status": outcome.status.value,
+            "answer": outcome.answer,
+            "steps": outcome.steps,
+            "error": outcome.error,
+            "provider": agent.provider.name,
+            "model": agent.provider.model,
+        }, ensure_ascii=False))
+    else:
+        print(outcome.answer)
+        print(f"(session {agent.session_id}, round {outcome.round_index})", file=sys.stderr)
+    if outcome.status == RoundStatus.INTERRUPTED:
+        return EXIT_INTERRUPTED
+    return 0 if outcome.status == RoundStatus.FINISHED else EXIT_ERROR
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "sessions": cmd_sessions,
+    "show": cmd_show,
+    "context": cmd_context,
+    "compact": cmd_compact,
+    "import": cmd_import,
+    "ask": cmd_ask,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
