@@ -1,0 +1,573 @@
+"""The Anthropic provider: the Messages API through the official SDK, streamed, with retries.
+
+What this module adds on top of the SDK:
+
+- **prompt caching**: a ``cache_control`` breakpoint on the last tool definition (tools come
+  first in the cache prefix); the system blocks arrive with theirs from the context builder.
+  Messages never get one here (they change every step), and no request carries more than four.
+- **its own retries**: the SDK's are off, so every wait is visible (a :class:`StreamRetry`
+  before it) and interruptible (``cancel``). 429, 5xx, 529 and connection failures are
+  retried with bounded exponential backoff, honouring ``retry-after``.
+- **a stream cut mid-answer is retried whole**. Observers learn it from the
+  :class:`StreamRetry` (reason ``stream interrupted: …``): any StreamRetry means "what this
+  call streamed so far is void, the answer starts again".
+- **cancellation at any point**: the HTTP exchange runs on a helper thread, the caller's
+  thread relays its events and polls ``cancel``, so Esc works even before the first byte.
+- **summaries that always fit**: :func:`summarize_in_chunks` splits a segment too large for
+  one call into parts, summarises each, then merges the summaries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import importlib
+import json
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anthropic
+import httpx2
+
+from engine.config import Settings
+from engine.llm.base import (
+    Cancelled,
+    ErrorKind,
+    ProviderError,
+    ProviderRequest,
+    ProviderResponse,
+    StreamEvent,
+    StreamRetry,
+    StreamText,
+    StreamToolUse,
+)
+from engine.models import Message, ToolCall, Usage
+
+T = TypeVar("T")
+
+MAX_CACHE_BREAKPOINTS = 4
+"""The API refuses a request with more ``cache_control`` blocks than this."""
+
+_CANCEL_POLL_SECONDS = 0.05
+"""How often the caller's thread looks at ``cancel`` while the stream is quiet."""
+
+_MIN_SUMMARY_CHUNK_CHARS = 1_000
+"""Chunks never get smaller than this, so a tiny window cannot split a segment forever."""
+
+_MAX_SPLIT_HALVINGS = 4
+"""Times a "prompt is too long" answer may halve the chunk size before the summary gives up."""
+
+
+class AnthropicProvider:
+    """The :class:`~engine.llm.base.Provider` for the Anthropic Messages API."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        settings: Settings,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Defaults: ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``settings.model``."""
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ProviderError(
+                "auth",
+                "No Anthropic API key: set ANTHROPIC_API_KEY, or use the offline provider "
+                "(CTXSCOPE_MODEL=offline).",
+            )
+        self.settings = settings
+        self.model = model or settings.model
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        # max_retries=0: our own loop retries, so waits are observable and cancellable.
+        self._client = anthropic.Anthropic(api_key=key, base_url=self.base_url, max_retries=0)
+
+    # --- Provider protocol -----------------------------------------------------------------
+
+    def complete(
+        self,
+        request: ProviderRequest,
+        on_event: Callable[[StreamEvent], None],
+        cancel: threading.Event | None = None,
+    ) -> ProviderResponse:
+        """Stream one answer; emit text, completed tool calls and retries as they happen.
+
+        Raises :class:`ProviderError` (with its ``kind``) or :class:`Cancelled`.
+        """
+        cancel = cancel or threading.Event()
+        params = self.request_params(request)
+        return self._retrying(
+            lambda: self._stream_once(params, on_event, cancel), on_event, cancel, None
+        )
+
+    def summarize(
+        self, messages: list[Message], prompt: str, focus: str | None, timeout: float
+    ) -> str:
+        """Summarise ``messages`` with ``prompt`` as the system prompt, within ``timeout`` s.
+
+        The deadline covers every call, chunks included; past it :class:`TimeoutError`.
+        """
+        deadline = time.monotonic() + timeout
+        ratio, per_token = self.settings.threshold_ratio, self.settings.input_chars_per_token
+        budget_tokens = int(ratio * self.settings.context_window) - len(prompt) // per_token
+        max_chars = max(budget_tokens * per_token, _MIN_SUMMARY_CHUNK_CHARS)
+        return summarize_in_chunks(
+            messages,
+            lambda text: self._summary_call(prompt, text, deadline),
+            max_chars=max_chars,
+            focus=focus,
+        )
+
+    # --- request building ------------------------------------------------------------------
+
+    def request_params(self, request: ProviderRequest) -> dict[str, Any]:
+        """The keyword arguments for ``messages.stream``, with the cache breakpoints placed."""
+        tools = [dict(t) for t in request.tools]
+        system = [dict(b) for b in request.system]
+        messages = list(request.messages)
+        if tools and "cache_control" not in tools[-1]:
+            tools[-1]["cache_control"] = {"type": "ephemeral"}
+        _limit_breakpoints(tools, system, messages)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_tokens,
+            "messages": messages,
+        }
+        if system:
+            params["system"] = system
+        if tools:
+            params["tools"] = tools
+        return params
+
+    # --- one attempt -----------------------------------------------------------------------
+
+    def _stream_once(
+        self,
+        params: dict[str, Any],
+        on_event: Callable[[StreamEvent], None],
+        cancel: threading.Event,
+    ) -> ProviderResponse:
+        # The exchange runs on a helper thread so that this thread can honour `cancel` even
+        # while the socket is silent; events are relayed here, so observers see them on the
+        # caller's thread, in order, and never after Cancelled.
+        inbox: queue.SimpleQueue[StreamEvent | _Finished | BaseException] = queue.SimpleQueue()
+        abandon = threading.Event()
+        worker = threading.Thread(
+            target=self._pump_stream,
+            args=(params, inbox, abandon),
+            name="ctxscope-anthropic-stream",
+            daemon=True,
+        )
+        worker.start()
+        while True:
+            try:
+                item = inbox.get(timeout=_CANCEL_POLL_SECONDS)
+            except queue.Empty:
+                item = None
+            if cancel.is_set():
+                abandon.set()
+                raise Cancelled("cancelled while waiting for the model")
+            if item is None:
+                continue
+            if isinstance(item, _Finished):
+                return item.response
+            if isinstance(item, BaseException):
+                raise item
+            on_event(item)
+
+    def _pump_stream(
+        self,
+        params: dict[str, Any],
+        inbox: queue.SimpleQueue[StreamEvent | _Finished | BaseException],
+        abandon: threading.Event,
+    ) -> None:
+        try:
+            with self._client.messages.stream(**params) as stream:
+                for event in stream:
+                    if abandon.is_set():
+                        return  # leaving the `with` closes the connection
+                    if event.type == "text":
+                        inbox.put(StreamText(text=event.text))
+                    elif event.type == "content_block_stop":
+                        block = event.content_block
+                        if block.type == "tool_use":
+                            call = ToolCall(id=block.id, name=block.name, input=dict(block.input))
+                            inbox.put(StreamToolUse(call=call))
+                    elif event.type == "message_stop":
+                        inbox.put(_Finished(to_response(event.message)))
+                        return
+            inbox.put(_StreamInterrupted("the stream ended before message_stop"))
+        except Exception as exc:  # relayed to, and classified on, the caller's thread
+            inbox.put(exc)
+
+    def _summary_call(self, prompt: str, text: str, deadline: float) -> str:
+        def attempt() -> str:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("summary call timed out")
+            try:
+                message = self._client.messages.create(
+                    model=self.model,
+                    max_tokens=self.settings.max_tokens,
+                    system=[{"type": "text", "text": prompt}],
+                    messages=[{"role": "user", "content": text}],
+                    timeout=remaining,
+                )
+            except anthropic.APITimeoutError:
+                raise TimeoutError(f"summary call timed out after {remaining:.1f} s") from None
+            return "".join(b.text for b in message.content if b.type == "text").strip()
+
+        return self._retrying(attempt, lambda _event: None, None, deadline)
+
+    # --- retries ---------------------------------------------------------------------------
+
+    def _retrying(
+        self,
+        attempt: Callable[[], T],
+        on_event: Callable[[StreamEvent], None],
+        cancel: threading.Event | None,
+        deadline: float | None,
+    ) -> T:
+        retries = self.settings.max_retries
+        for tried in range(retries + 1):
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled before the request was sent")
+            try:
+                return attempt()
+            except (Cancelled, TimeoutError):
+                raise
+            except Exception as exc:
+                failure = classify(exc, self.model, self.base_url)
+                if failure is None:
+                    raise
+                if not failure.retryable:
+                    raise ProviderError(failure.kind, failure.message, failure.status) from exc
+                if tried == retries:
+                    raise ProviderError(
+                        failure.kind,
+                        f"{failure.message} Gave up after {retries} retries.",
+                        failure.status,
+                    ) from exc
+                wait = self.backoff(tried, failure.retry_after)
+                if deadline is not None and time.monotonic() + wait >= deadline:
+                    raise ProviderError(failure.kind, failure.message, failure.status) from exc
+                on_event(
+                    StreamRetry(
+                        attempt=tried + 1,
+                        max_attempts=retries,
+                        wait_seconds=wait,
+                        reason=failure.reason,
+                    )
+                )
+                if cancel is not None:
+                    if cancel.wait(wait):
+                        raise Cancelled("cancelled while waiting to retry") from None
+                else:
+                    time.sleep(wait)
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    def backoff(self, tried: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry ``tried + 1``: ``retry-after`` or base × 2^tried, capped."""
+        cap = self.settings.retry_max_delay
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), cap)
+        return min(self.settings.retry_base_delay * 2.0**tried, cap)
+
+
+# --- helpers (module level so tests and other providers can use them) ---------------------
+
+
+@dataclass(frozen=True)
+class _Finished:
+    response: ProviderResponse
+
+
+class _StreamInterrupted(Exception):
+    """The stream ended without ``message_stop`` (the connection closed cleanly mid-answer)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What an exception from the SDK means for the retry loop."""
+
+    kind: ErrorKind
+    retryable: bool
+    reason: str
+    """Short, for StreamRetry (``overloaded (HTTP 529)``)."""
+    message: str
+    """For the user, when the call finally fails."""
+    status: int | None = None
+    retry_after: float | None = None
+
+
+def classify(exc: BaseException, model: str, base_url: str | None) -> Failure | None:
+    """Map an SDK or transport exception to a :class:`Failure`; None if it is not an API error."""
+    where = base_url or "https://api.anthropic.com"
+    if isinstance(exc, _StreamInterrupted | httpx2.TransportError):
+        return Failure(
+            "connection",
+            True,
+            f"stream interrupted: {exc}",
+            f"The connection to {where} dropped mid-answer ({exc}).",
+        )
+    if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
+        detail = str(exc.__cause__ or exc)
+        return Failure(
+            "connection",
+            True,
+            f"connection error: {detail}",
+            f"Could not reach the Anthropic API at {where} ({detail}). "
+            "Check the network, or ANTHROPIC_BASE_URL.",
+        )
+    if not isinstance(exc, anthropic.APIStatusError):
+        return None
+    status = exc.status_code
+    api_message = exc.api_message or str(exc)
+    error_type = exc.type or ""
+    retry_after = _retry_after(exc.response.headers)
+    # An `error` event inside a stream arrives with HTTP 200; its type says what it is.
+    if status == 529 or error_type == "overloaded_error":
+        return Failure(
+            "overloaded",
+            True,
+            f"overloaded (HTTP {status})",
+            f"The Anthropic API is overloaded (HTTP {status}): {api_message}",
+            status,
+            retry_after,
+        )
+    if status == 429 or error_type == "rate_limit_error":
+        return Failure(
+            "rate_limit",
+            True,
+            f"rate limited (HTTP {status})",
+            f"The Anthropic API rate limit was hit (HTTP {status}): {api_message}",
+            status,
+            retry_after,
+        )
+    if status >= 500 or error_type == "api_error":
+        return Failure(
+            "server",
+            True,
+            f"server error (HTTP {status})",
+            f"The Anthropic API had a server error (HTTP {status}): {api_message}",
+            status,
+            retry_after,
+        )
+    if status == 408:
+        return Failure(
+            "connection", True, "request timeout (HTTP 408)", api_message, status, retry_after
+        )
+    if status in (401, 403):
+        return Failure(
+            "auth",
+            False,
+            "authentication",
+            f"The Anthropic API refused the credentials (HTTP {status}: {api_message}). "
+            "Check that ANTHROPIC_API_KEY holds a valid key, or unset it to work offline.",
+            status,
+        )
+    if status == 400 and "prompt is too long" in api_message.lower():
+        return Failure(
+            "prompt_too_long",
+            False,
+            "prompt too long",
+            f"The prompt does not fit the model's context window: {api_message}",
+            status,
+        )
+    hint = f" (is CTXSCOPE_MODEL={model!r} a valid model name?)" if status == 404 else ""
+    return Failure(
+        "bad_request",
+        False,
+        f"bad request (HTTP {status})",
+        f"The Anthropic API refused the request (HTTP {status}): {api_message}{hint}",
+        status,
+    )
+
+
+def _retry_after(headers: httpx2.Headers) -> float | None:
+    """The server's requested wait in seconds (``retry-after-ms``, seconds or an HTTP date)."""
+    with contextlib.suppress(TypeError, ValueError):
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return float(millis) / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return None if when is None else max(when.timestamp() - time.time(), 0.0)
+
+
+def _limit_breakpoints(
+    tools: list[dict[str, Any]], system: list[dict[str, Any]], messages: list[dict[str, Any]]
+) -> None:
+    """Drop the earliest breakpoints (tools first) until at most four remain.
+
+    The later a breakpoint, the longer the prefix it caches, so the earliest are the cheapest
+    to lose; a later system breakpoint still caches the tools before it.
+    """
+    holders = [b for b in (*tools, *system) if "cache_control" in b]
+    in_messages = sum(
+        1
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, dict) and "cache_control" in b
+    )
+    excess = len(holders) + in_messages - MAX_CACHE_BREAKPOINTS
+    for block in holders[: max(excess, 0)]:
+        del block["cache_control"]  # these dicts are our own copies, never the caller's
+
+
+def to_response(message: anthropic.types.Message) -> ProviderResponse:
+    """An SDK ``Message`` as a :class:`ProviderResponse` of plain dicts (text and tool_use)."""
+    content: list[dict[str, Any]] = []
+    for block in message.content:
+        if block.type == "text":
+            content.append({"type": "text", "text": block.text})
+        elif block.type == "tool_use":
+            content.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
+            )
+    u = message.usage
+    usage = Usage(
+        input_tokens=u.input_tokens or 0,
+        output_tokens=u.output_tokens or 0,
+        cache_read_input_tokens=u.cache_read_input_tokens or 0,
+        cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
+    )
+    return ProviderResponse(content=content, stop_reason=message.stop_reason, usage=usage)
+
+
+# --- summaries that always fit ------------------------------------------------------------
+
+
+def render_for_summary(messages: Sequence[Message]) -> str:
+    """The segment as plain text: ``engine.summary.render_messages_for_summary`` if present."""
+    with contextlib.suppress(ImportError):
+        module = importlib.import_module("engine.summary")
+        render = getattr(module, "render_messages_for_summary", None)
+        if callable(render):
+            return str(render(list(messages)))
+    return "\n\n".join(_render_message(m) for m in messages)
+
+
+def _render_message(message: Message) -> str:
+    lines = [f"[{message.role}] {message.content}".rstrip()]
+    for call in message.tool_calls:
+        lines.append(f"Action: {call.name}[{_compact_json(call.input)}]")
+    return "\n".join(lines)
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _frame(body: str, focus: str | None, header: str = "") -> str:
+    parts = [header, body] if header else [body]
+    if focus:
+        parts.append(f"Focus instructions from the user: {focus}")
+    return "\n\n".join(parts)
+
+
+def _time_header(messages: Sequence[Message]) -> str:
+    if not messages:
+        return ""
+    first, last = messages[0].created_at, messages[-1].created_at
+    return f"Segment time range: {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} (UTC)."
+
+
+def _pack(pieces: Sequence[str], max_chars: int) -> list[str]:
+    """Greedily join pieces (with blank lines) into chunks of at most ``max_chars``.
+
+    A piece longer than ``max_chars`` is cut into slices first.
+    """
+    slices: list[str] = []
+    for piece in pieces:
+        slices.extend(piece[i : i + max_chars] for i in range(0, max(len(piece), 1), max_chars))
+    chunks: list[str] = []
+    for piece in slices:
+        if chunks and len(chunks[-1]) + 2 + len(piece) <= max_chars:
+            chunks[-1] += "\n\n" + piece
+        else:
+            chunks.append(piece)
+    return chunks
+
+
+def summarize_in_chunks(
+    messages: Sequence[Message],
+    summarize_text: Callable[[str], str],
+    *,
+    max_chars: int,
+    focus: str | None = None,
+    render: Callable[[Sequence[Message]], str] = render_for_summary,
+) -> str:
+    """Summarise a segment with ``summarize_text`` (one model call), never sending more than
+    ``max_chars`` characters of user content in one call.
+
+    A segment that fits goes in one call. One that does not (by the estimate, or because the
+    API answered "prompt is too long") is split at message boundaries into parts that fit;
+    each part is summarised, then the part summaries are merged (in rounds, if even they do
+    not fit together). A "prompt is too long" answer halves the chunk size and starts over.
+    """
+    header = _time_header(messages)
+    for _ in range(_MAX_SPLIT_HALVINGS + 1):
+        try:
+            whole = _frame(render(messages), focus, header)
+            if len(whole) <= max_chars:
+                return summarize_text(whole)
+            return _summarize_parts(messages, summarize_text, max_chars, focus, header, render)
+        except ProviderError as exc:
+            if exc.kind != "prompt_too_long" or max_chars <= _MIN_SUMMARY_CHUNK_CHARS:
+                raise
+            max_chars = max(max_chars // 2, _MIN_SUMMARY_CHUNK_CHARS)
+    raise ProviderError(
+        "prompt_too_long", "The segment is still too long for a summary after splitting it."
+    )
+
+
+def _summarize_parts(
+    messages: Sequence[Message],
+    summarize_text: Callable[[str], str],
+    max_chars: int,
+    focus: str | None,
+    header: str,
+    render: Callable[[Sequence[Message]], str],
+) -> str:
+    frame_room = len(_frame("", focus, f"{header}\nPart 9999 of 9999 of the segment to archive."))
+    body_chars = max(max_chars - frame_room, _MIN_SUMMARY_CHUNK_CHARS // 2)
+    parts = _pack([render([m]) for m in messages], body_chars)
+    summaries = [
+        summarize_text(
+            _frame(part, focus, f"{header}\nPart {i} of {len(parts)} of the segment to archive.")
+        )
+        for i, part in enumerate(parts, 1)
+    ]
+    merge_header = (
+        f"{header}\nBelow are summaries of consecutive parts of ONE archived conversation "
+        "segment, oldest first. Merge them into a single summary that follows the template "
+        "exactly."
+    )
+    merge_room = len(_frame("", focus, merge_header))
+    while True:
+        groups = _pack(
+            [f"### Part {i}\n{s}" for i, s in enumerate(summaries, 1)],
+            max(max_chars - merge_room, _MIN_SUMMARY_CHUNK_CHARS // 2),
+        )
+        if len(groups) == 1:
+            return summarize_text(_frame(groups[0], focus, merge_header))
+        if len(groups) >= len(summaries):
+            # No two summaries fit together: shorten them so the merge rounds make progress.
+            room = max(max_chars - merge_room, _MIN_SUMMARY_CHUNK_CHARS // 2)
+            summaries = [s[: room // 2 - 16] for s in summaries]
+            continue
+        summaries = [summarize_text(_frame(g, focus, merge_header)) for g in groups]

@@ -1,0 +1,421 @@
+"""A scripted, local stand-in for the Anthropic Messages API (``POST /v1/messages``).
+
+Tests never touch the network: they start this server on 127.0.0.1 (a random port, one thread
+per connection), point a provider at ``server.url`` and script what it answers, one reply per
+request, in order. Every request body is recorded, so a test can assert on what was *sent*
+(cache breakpoints, tools, the summary prompt) as well as on what came back.
+
+A reply is served the way the request asked for it: as a server-sent event stream
+(``message_start`` … ``message_stop``, with ``text_delta`` and ``input_json_delta`` pieces)
+when the body says ``"stream": true``, as one JSON message otherwise.
+
+Use it through the ``fake_anthropic`` fixture::
+
+    def test_answer(fake_anthropic):
+        fake_anthropic.script([tool_reply(("Read", {"file_path": "a.py"})), text_reply("done")])
+        provider = AnthropicProvider(settings, api_key="test", base_url=fake_anthropic.url)
+        ...
+        assert fake_anthropic.requests[0].body["tools"][-1]["cache_control"]
+
+or, for a subprocess (the CLI), with ``env={**os.environ, **fake_anthropic.env()}``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+FAKE_API_KEY = "sk-ant-fake-test-key"
+"""What ``env()`` puts in ANTHROPIC_API_KEY; the server accepts any key."""
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class Reply:
+    """A successful answer: content blocks, a stop reason and usage figures."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str = "end_turn"
+    usage: dict[str, int] = field(default_factory=dict)
+    """Any of input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens."""
+    model: str = "claude-fake"
+    delay: float = 0.0
+    """Seconds to wait before answering (to trip client timeouts or test cancellation)."""
+    cut_after: int | None = None
+    """Streams only: drop the connection after this many SSE events (a stream cut mid-answer)."""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ErrorReply:
+    """An HTTP error with the API's error body ``{"type": "error", "error": {...}}``."""
+
+    status: int
+    message: str
+    error_type: str = "api_error"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+ScriptItem = Reply | ErrorReply | Callable[["RecordedRequest"], "Reply | ErrorReply"]
+"""A scripted answer, or a function of the request that returns one (for echo-style fakes)."""
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it."""
+
+    path: str
+    headers: dict[str, str]
+    """Header names in lower case."""
+    body: dict[str, Any]
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    @property
+    def user_text(self) -> str:
+        """The text of the last user message (string content or its text blocks)."""
+        for message in reversed(self.body.get("messages", [])):
+            if message.get("role") != "user":
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+        return ""
+
+
+def text_reply(
+    text: str,
+    *,
+    usage: dict[str, int] | None = None,
+    stop_reason: str = "end_turn",
+    **options: Any,
+) -> Reply:
+    """An answer with one text block; ``options`` are further :class:`Reply` fields."""
+    return Reply(
+        content=[{"type": "text", "text": text}],
+        stop_reason=stop_reason,
+        usage=usage or {},
+        **options,
+    )
+
+
+def tool_reply(
+    *calls: tuple[str, dict[str, Any]] | tuple[str, str, dict[str, Any]],
+    text: str | None = None,
+    usage: dict[str, int] | None = None,
+    **options: Any,
+) -> Reply:
+    """An answer with an optional text block then one tool_use block per call.
+
+    A call is ``(name, input)`` (a unique id is made up) or ``(id, name, input)``.
+    """
+    content: list[dict[str, Any]] = []
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    for call in calls:
+        if len(call) == 3:
+            call_id, name, tool_input = call
+        else:
+            name, tool_input = call
+            call_id = f"toolu_fake_{next(_ids):04d}"
+        content.append({"type": "tool_use", "id": call_id, "name": name, "input": tool_input})
+    return Reply(content=content, stop_reason="tool_use", usage=usage or {}, **options)
+
+
+def error_reply(
+    status: int,
+    message: str = "",
+    *,
+    error_type: str | None = None,
+    retry_after: float | None = None,
+    **options: Any,
+) -> ErrorReply:
+    """An API error; the error type defaults to the one the real API uses for ``status``."""
+    defaults = {
+        400: ("invalid_request_error", "Invalid request."),
+        401: ("authentication_error", "invalid x-api-key"),
+        403: ("permission_error", "Your API key does not have permission."),
+        404: ("not_found_error", "Not found."),
+        429: ("rate_limit_error", "Number of requests has exceeded your rate limit."),
+        500: ("api_error", "Internal server error."),
+        529: ("overloaded_error", "Overloaded"),
+    }
+    default_type, default_message = defaults.get(status, ("api_error", f"HTTP {status}"))
+    headers = dict(options.pop("headers", {}))
+    if retry_after is not None:
+        headers["retry-after"] = str(retry_after)
+    return ErrorReply(
+        status=status,
+        message=message or default_message,
+        error_type=error_type or default_type,
+        headers=headers,
+        **options,
+    )
+
+
+def prompt_too_long_reply(tokens: int = 210_000, limit: int = 200_000) -> ErrorReply:
+    """The 400 the API answers when the prompt does not fit the model's window."""
+    return error_reply(400, f"prompt is too long: {tokens} tokens > {limit} maximum")
+
+
+class FakeAnthropicServer:
+    """The server: ``url``, ``script(...)``, ``requests``; start and stop it, or use the fixture."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[ScriptItem] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            # A short poll keeps stop() (hence every test's teardown) fast.
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="fake-anthropic",
+            daemon=True,
+        )
+        self.default: ScriptItem | None = None
+        """Served when the script is empty; None answers a 400 that names the problem."""
+
+    @property
+    def url(self) -> str:
+        """The base URL to give the SDK (``http://127.0.0.1:<port>``)."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that point the Anthropic provider (and the CLI) here."""
+        return {"ANTHROPIC_BASE_URL": self.url, "ANTHROPIC_API_KEY": FAKE_API_KEY}
+
+    def script(self, replies: list[ScriptItem]) -> None:
+        """Queue answers, served one per request in order (appends to what is queued)."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, oldest first (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not yet served."""
+        with self._lock:
+            return len(self._queue)
+
+    def start(self) -> FakeAnthropicServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping on a delay
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def _next(self, request: RecordedRequest) -> Reply | ErrorReply:
+        with self._lock:
+            self._requests.append(request)
+            item = self._queue.popleft() if self._queue else self.default
+        if item is None:
+            # A 400 is not retried, so a test that under-scripts fails at once and says why.
+            return error_reply(
+                400, f"fake server: no scripted reply left for request #{len(self.requests)}"
+            )
+        return item(request) if callable(item) else item
+
+
+def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive and chunked streams, like the real API
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass  # keep pytest output clean
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                body = {"_raw": raw.decode("utf-8", "replace")}
+            recorded = RecordedRequest(
+                path=self.path,
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=body,
+            )
+            if not self.path.split("?")[0].endswith("/v1/messages"):
+                self._send_json(404, _error_body("not_found_error", f"no route {self.path}"))
+                return
+            reply = server._next(recorded)
+            if reply.delay and server._stopping.wait(reply.delay):
+                return
+            try:
+                if isinstance(reply, ErrorReply):
+                    self._send_json(
+                        reply.status, _error_body(reply.error_type, reply.message), reply.headers
+                    )
+                elif recorded.stream:
+                    self._send_stream(reply)
+                else:
+                    self._send_json(200, _message_body(reply), reply.headers)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (timeout, cancel)
+
+        def _send_json(
+            self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.send_header("request-id", f"req_fake_{next(_ids)}")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _send_stream(self, reply: Reply) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("transfer-encoding", "chunked")
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for sent, (event, data) in enumerate(sse_events(reply)):
+                if reply.cut_after is not None and sent >= reply.cut_after:
+                    # No terminating chunk: the client sees the body end mid-answer.
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                payload = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+                self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def _error_body(error_type: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def _usage(reply: Reply) -> dict[str, int]:
+    return {
+        "input_tokens": reply.usage.get("input_tokens", 10),
+        "output_tokens": reply.usage.get("output_tokens", 5),
+        "cache_read_input_tokens": reply.usage.get("cache_read_input_tokens", 0),
+        "cache_creation_input_tokens": reply.usage.get("cache_creation_input_tokens", 0),
+    }
+
+
+def _message_body(reply: Reply) -> dict[str, Any]:
+    return {
+        "id": f"msg_fake_{next(_ids)}",
+        "type": "message",
+        "role": "assistant",
+        "model": reply.model,
+        "content": reply.content,
+        "stop_reason": reply.stop_reason,
+        "stop_sequence": None,
+        "usage": _usage(reply),
+    }
+
+
+def _pieces(text: str, parts: int = 3) -> list[str]:
+    """Split text into a few non-empty pieces, as the API streams it."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def sse_events(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The (event name, data) pairs of the stream for ``reply``, as the real API orders them."""
+    usage = _usage(reply)
+    start = _message_body(reply) | {"content": [], "stop_reason": None}
+    start["usage"] = usage | {"output_tokens": 1}
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    for index, block in enumerate(reply.content):
+        if block["type"] == "text":
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+            for piece in _pieces(block["text"]):
+                delta = {"type": "text_delta", "text": piece}
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": delta,
+                    },
+                )
+        elif block["type"] == "tool_use":
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": block["id"],
+                        "name": block["name"],
+                        "input": {},
+                    },
+                },
+            )
+            for piece in _pieces(json.dumps(block["input"]), parts=2):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": delta,
+                    },
+                )
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropicServer]:
+    """A running :class:`FakeAnthropicServer`, stopped after the test."""
+    server = FakeAnthropicServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
