@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from engine.context import render_messages
 from engine.models import Message
 from prompts.agents_prompts.summary_prompt import (
     SUMMARY_HEADING,
@@ -80,16 +81,7 @@ def _parse_tool(msg: Message) -> dict[str, Any]:
 
 def render_messages_for_summary(messages: list[Message]) -> str:
     """The archived messages as text for the summary call (the seed's E1 ReAct form)."""
-    lines: list[str] = []
-    for msg in messages:
-        if msg.role == "assistant":
-            body = f"[assistant] Thought: {msg.content}".rstrip()
-            for call in msg.tool_calls:
-                body += f"\nAction: {call.name}[{json.dumps(call.input, ensure_ascii=False)}]"
-            lines.append(body)
-        else:
-            lines.append(f"[{msg.role}] {msg.content}")
-    return "\n\n".join(lines)
+    return render_messages(messages)
 
 
 def extractive_summary(

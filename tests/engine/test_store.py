@@ -1,0 +1,96 @@
+"""The store: WAL, foreign keys, schema version, safe refusal of foreign or corrupt files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from engine.models import Message, RoundStatus, TodoItem, Usage, UsageRecord
+from engine.store import SessionNotFound, Store, StoreError
+from engine.store.schema import APPLICATION_ID, SCHEMA_VERSION
+
+
+def test_new_database_is_wal_with_foreign_keys_and_versioned(store: Store) -> None:
+    assert store.db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.db.execute_sql("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert store.db.execute_sql("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+
+
+def test_reopening_keeps_sessions(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    s = Store.open(path)
+    sid = s.create_session("/w", "first").id
+    s.close()
+    again = Store.open(path)
+    assert again.get_session(sid).title == "first"
+    again.close()
+
+
+def test_garbage_file_is_refused_and_not_modified(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"this is not sqlite at all\n" * 100)
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a ctxscope database"):
+        Store.open(path)
+    assert path.read_bytes() == before
+    assert not Path(str(path) + "-wal").exists()
+
+
+def test_foreign_sqlite_database_is_refused_and_not_modified(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="another program"):
+        Store.open(path)
+    assert path.read_bytes() == before
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    Store.open(path).close()
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="newer ctxscope"):
+        Store.open(path)
+
+
+def test_unknown_session_raises(store: Store) -> None:
+    with pytest.raises(SessionNotFound, match="no session 42"):
+        store.get_session(42)
+
+
+def test_rounds_messages_usage_and_todos_round_trip(store: Store, session_id: int) -> None:
+    rnd, user = store.open_round(session_id, Message(role="user", content="hi", tokens=2))
+    assert rnd.index == 1 and user.meta.round == 1 and user.id is not None
+    store.append_message(session_id, 1, Message(role="assistant", content="hello", tokens=3))
+    store.finish_round(session_id, 1, RoundStatus.FINISHED)
+    store.add_usage(
+        UsageRecord(session_id=session_id, round_index=1, step=1,
+                    usage=Usage(input_tokens=10, cache_read_input_tokens=5,
+                                cache_creation_input_tokens=2, output_tokens=4))
+    )
+    store.set_todos(session_id, [TodoItem(content="a", status="in_progress")])
+
+    history = store.history(session_id)
+    assert [m.content for m in history.messages] == ["hi", "hello"]
+    assert store.rounds(session_id)[0].status is RoundStatus.FINISHED
+    last = store.last_usage(session_id)
+    assert last is not None and last.usage.input_side == 17
+    assert store.get_todos(session_id) == [TodoItem(content="a", status="in_progress")]
+    info = store.list_sessions()[0]
+    assert (info.rounds, info.messages, info.current_tokens) == (1, 2, 5)
+
+
+def test_second_round_gets_next_index(store: Store, session_id: int) -> None:
+    store.open_round(session_id, Message(role="user", content="one"))
+    rnd, _ = store.open_round(session_id, Message(role="user", content="two"))
+    assert rnd.index == 2
+    assert [r.index for r in store.open_rounds(session_id)] == [1, 2]
