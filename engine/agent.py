@@ -16,9 +16,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.registry import ToolRegistry, default_registry
+from tools.todo import todo_recap
+
+from engine.compress import ToolResultCompressor
 from engine.config import Settings
 from engine.context import BuiltContext, ContextBuilder, ScratchResult, ScratchStep
-from engine.compress import ToolResultCompressor
 from engine.events import (
     BudgetWarning,
     ErrorEvent,
@@ -62,8 +65,6 @@ from engine.strategies.base import Strategy, get_strategy
 from engine.summary import SummaryCompressor
 from engine.tokens import BudgetCheck, check_budget, count_text
 from tools.base import Asker, ToolContext
-from tools.registry import ToolRegistry, default_registry
-from tools.todo import todo_recap
 
 INTERRUPTED_ANSWER = "(round interrupted by the user)"
 CRASH_ANSWER = "(round interrupted: ctxscope stopped before it finished)"
@@ -177,7 +178,9 @@ class Agent:
             self.last_usage(), local, user_input, len(self.history.history.messages), self.settings
         )
 
-    def compact(self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL) -> CompactionResult:
+    def compact(
+        self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL
+    ) -> CompactionResult:
         """Compact now (manual ``compact``, or the budget rule); synchronous, with events."""
         result = self.history.compact(
             self.strategy, self.summaries, trigger, focus, in_progress=self.current_round
@@ -236,7 +239,9 @@ class Agent:
                 final = self.history.append(
                     index,
                     Message(
-                        role="assistant", content=response.text, meta=MessageMeta(step=step, final=True)
+                        role="assistant",
+                        content=response.text,
+                        meta=MessageMeta(step=step, final=True),
                     ),
                 )
                 self.events(StepStored(round_index=index, step=step, message=final))

@@ -52,8 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     parser.add_argument("--workspace", type=Path, help="the agent's working directory")
-    parser.add_argument("--resume", nargs="?", const="latest", metavar="ID",
-                        help="open a stored session (the latest without ID)")
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const="latest",
+        metavar="ID",
+        help="open a stored session (the latest without ID)",
+    )
     parser.add_argument("--model", help="Anthropic model name, or 'offline'")
     parser.add_argument("--strategy", help="compaction strategy (default: layered)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -61,15 +66,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
     p = sub.add_parser("show", parents=[common, as_json], help="a session as stored")
     p.add_argument("session", type=int, metavar="ID")
-    p = sub.add_parser("context", parents=[common, as_json],
-                       help="the exact request the next step would send")
+    p = sub.add_parser(
+        "context", parents=[common, as_json], help="the exact request the next step would send"
+    )
     p.add_argument("session", type=int, metavar="ID")
     p.add_argument("--input", default="", help="a next user input to include")
     p = sub.add_parser("compact", parents=[common, as_json], help="compact a session now")
     p.add_argument("session", type=int, metavar="ID")
     p.add_argument("--focus", help="what the summary must keep")
-    p = sub.add_parser("import", parents=[common, as_json],
-                       help="store a session recorded as JSON lines of Anthropic messages")
+    p = sub.add_parser(
+        "import",
+        parents=[common, as_json],
+        help="store a session recorded as JSON lines of Anthropic messages",
+    )
     p.add_argument("file", type=Path)
     p.add_argument("--workspace", type=Path, default=argparse.SUPPRESS)
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
@@ -172,8 +181,9 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         }
         for info in infos
     ]
-    rows = [f"{'ID':>4}  {'UPDATED':16}  {'ROUNDS':>6}  {'MSGS':>5}  {'TOKENS':>7}  "
-            f"{'COMP':>4}  TITLE"]
+    rows = [
+        f"{'ID':>4}  {'UPDATED':16}  {'ROUNDS':>6}  {'MSGS':>5}  {'TOKENS':>7}  {'COMP':>4}  TITLE"
+    ]
     for info in infos:
         s = info.session
         rows.append(
@@ -247,8 +257,10 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     }
     width = max(len(n) for n in LAYERS)
     lines = [f"{name:<{width}}  {built.layers[name]:>8}" for name in LAYERS]
-    lines.append(f"{'total':<{width}}  {built.total:>8}   (threshold {settings.threshold_tokens:,}"
-                 f" of {settings.context_window:,})")
+    lines.append(
+        f"{'total':<{width}}  {built.total:>8}   (threshold {settings.threshold_tokens:,}"
+        f" of {settings.context_window:,})"
+    )
     lines.append("")
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
@@ -340,31 +352,44 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         elif isinstance(event, ToolStarted):
             print(f"→ {event.call.name} {json.dumps(event.call.input)}", file=sys.stderr)
         elif isinstance(event, ToolFinished):
-            print(f"  {event.status}: {event.tokens_full} tokens seen, "
-                  f"{event.tokens_compressed} kept", file=sys.stderr)
+            print(
+                f"  {event.status}: {event.tokens_full} tokens seen, "
+                f"{event.tokens_compressed} kept",
+                file=sys.stderr,
+            )
         elif isinstance(event, (RoundStarted, TextDelta)):
             pass
-        elif event.type in ("compaction_started", "compaction_finished", "compaction_failed",
-                            "budget_warning", "notice", "retry_waiting", "error"):
+        elif event.type in (
+            "compaction_started",
+            "compaction_finished",
+            "compaction_failed",
+            "budget_warning",
+            "notice",
+            "retry_waiting",
+            "error",
+        ):
             print(f"… {event.model_dump_json()}", file=sys.stderr)
 
     agent = make_agent(store, session, settings, on_event)
-    store.update_session(
-        agent.session_id, provider=agent.provider.name, model=agent.provider.model
-    )
+    store.update_session(agent.session_id, provider=agent.provider.name, model=agent.provider.model)
     outcome = agent.run(args.input)
     if args.json:
-        print(json.dumps({
-            "type": "result",
-            "session_id": agent.session_id,
-            "round_index": outcome.round_index,
-            "status": outcome.status.value,
-            "answer": outcome.answer,
-            "steps": outcome.steps,
-            "error": outcome.error,
-            "provider": agent.provider.name,
-            "model": agent.provider.model,
-        }, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "type": "result",
+                    "session_id": agent.session_id,
+                    "round_index": outcome.round_index,
+                    "status": outcome.status.value,
+                    "answer": outcome.answer,
+                    "steps": outcome.steps,
+                    "error": outcome.error,
+                    "provider": agent.provider.name,
+                    "model": agent.provider.model,
+                },
+                ensure_ascii=False,
+            )
+        )
     else:
         print(outcome.answer)
         print(f"(session {agent.session_id}, round {outcome.round_index})", file=sys.stderr)

@@ -161,9 +161,7 @@ def _tool_content(text: str, is_error: bool, limit: int) -> str:
 def import_session(store: Store, path: Path, workspace: str, limit: int) -> ImportReport:
     """Parse ``path`` fully, then store it as a new session in one transaction."""
     lines = _parse(path)
-    title = next(
-        (b["text"] for b in lines[0].blocks if b.get("type") == "text"), path.stem
-    ).strip()
+    title = next((b["text"] for b in lines[0].blocks if b.get("type") == "text"), path.stem).strip()
     with store.db.atomic():
         session = store.create_session(
             workspace=workspace, title=f"import: {title[:60]}", provider="import"
@@ -207,8 +205,10 @@ def import_session(store: Store, path: Path, workspace: str, limit: int) -> Impo
                     use_id = block["tool_use_id"]
                     if use_id not in pending:
                         raise ImportError_(
-                            [f"line {line.number}: tool_result for {use_id!r}, which no "
-                             "preceding assistant tool_use awaits"]
+                            [
+                                f"line {line.number}: tool_result for {use_id!r}, which no "
+                                "preceding assistant tool_use awaits"
+                            ]
                         )
                     name = pending.pop(use_id)
                     append(

@@ -147,8 +147,7 @@ def extractive_summary(
         relevant = [
             _short(_user_text(m) if m.role == "user" else m.content)
             for m in messages
-            if m.role in ("user", "assistant")
-            and any(w in m.content.lower() for w in words)
+            if m.role in ("user", "assistant") and any(w in m.content.lower() for w in words)
         ]
         decisions.insert(0, f"Focus requested: {_short(focus)}")
         decisions[1:1] = relevant[:5]
@@ -234,7 +233,9 @@ class SummaryCompressor:
             )
         if on_notice is not None:
             on_notice(notice)
-        reason = "the summary call timed out" if notice == TIMEOUT_NOTICE else "the summary call failed"
+        reason = (
+            "the summary call timed out" if notice == TIMEOUT_NOTICE else "the summary call failed"
+        )
         return SummaryOutcome(
             content=mark_fallback(extractive_summary(messages, focus), reason),
             fallback=True,

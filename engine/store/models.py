@@ -41,6 +41,9 @@ class JSONField(TextField):
 
 
 class BaseRow(Model):
+    # Declared for the type checker; peewee adds the auto-increment key itself.
+    id: Any  # an int on rows, a field expression on the class
+
     class Meta:
         database = database
         legacy_table_names = False
@@ -59,7 +62,9 @@ class SessionRow(BaseRow):
 
 class RoundRow(BaseRow):
     session = ForeignKeyField(SessionRow, backref="rounds", on_delete="CASCADE")
-    index = IntegerField()
+    session_id: int
+    number = IntegerField()
+    """The round's 1-based ordinal within its session (``Round.index``)."""
     status = TextField(default="open")
     archived = BooleanField(default=False)
     started_at = TimestampField()
@@ -67,11 +72,12 @@ class RoundRow(BaseRow):
     error = TextField(null=True)
 
     class Meta:
-        indexes = ((("session", "index"), True),)
+        indexes = ((("session", "number"), True),)
 
 
 class SummaryRow(BaseRow):
     session = ForeignKeyField(SessionRow, backref="summaries", on_delete="CASCADE")
+    session_id: int
     content = TextField()
     start_time = TimestampField(null=True)
     cutoff_time = TimestampField(null=True)
@@ -84,6 +90,7 @@ class SummaryRow(BaseRow):
 
 class CompactionRow(BaseRow):
     session = ForeignKeyField(SessionRow, backref="compactions", on_delete="CASCADE")
+    session_id: int
     trigger = TextField()
     strategy = TextField()
     focus = TextField(null=True)
@@ -96,6 +103,7 @@ class CompactionRow(BaseRow):
     outcome = TextField()
     error = TextField(null=True)
     summary = ForeignKeyField(SummaryRow, null=True, on_delete="RESTRICT")
+    summary_id: int | None
     created_at = TimestampField()
 
 
@@ -103,7 +111,9 @@ class SegmentRow(BaseRow):
     """An archived raw segment: the messages pointing at it are the ones a compaction removed."""
 
     compaction = ForeignKeyField(CompactionRow, backref="segments", on_delete="CASCADE")
+    compaction_id: int
     summary = ForeignKeyField(SummaryRow, null=True, on_delete="RESTRICT")
+    summary_id: int | None
     first_round = IntegerField()
     last_round = IntegerField()
     tokens = IntegerField(default=0)
@@ -124,7 +134,9 @@ class MessageRow(BaseRow):
 
 class ObservationRow(BaseRow):
     session = ForeignKeyField(SessionRow, backref="observations", on_delete="CASCADE")
+    session_id: int
     message = ForeignKeyField(MessageRow, null=True, on_delete="SET NULL")
+    message_id: int | None
     round_index = IntegerField()
     step = IntegerField()
     tool_use_id = TextField(index=True)
@@ -137,6 +149,7 @@ class ObservationRow(BaseRow):
 
 class UsageRow(BaseRow):
     session = ForeignKeyField(SessionRow, backref="usages", on_delete="CASCADE")
+    session_id: int
     round_index = IntegerField(null=True)
     step = IntegerField(null=True)
     input_tokens = IntegerField(default=0)

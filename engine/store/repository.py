@@ -146,7 +146,7 @@ class Store:
             .group_by(RoundRow.session)
             .dicts()
         )
-        n_rounds = {r["session"]: r["n"] for r in rounds}
+        n_rounds = {r["session"]: r["n"] for r in _dicts(rounds)}
         msgs = (
             MessageRow.select(
                 MessageRow.session,
@@ -158,7 +158,7 @@ class Store:
             .group_by(MessageRow.session)
             .dicts()
         )
-        n_msgs = {r["session"]: (r["n"], r["live"] or 0) for r in msgs}
+        n_msgs = {r["session"]: (r["n"], r["live"] or 0) for r in _dicts(msgs)}
         summ = (
             SummaryRow.select(
                 SummaryRow.session, fn.SUM(fn.COALESCE(SummaryRow.tokens, 0)).alias("t")
@@ -166,14 +166,14 @@ class Store:
             .group_by(SummaryRow.session)
             .dicts()
         )
-        summary_tokens = {r["session"]: r["t"] or 0 for r in summ}
+        summary_tokens = {r["session"]: r["t"] or 0 for r in _dicts(summ)}
         comps = (
             CompactionRow.select(CompactionRow.session, fn.COUNT(CompactionRow.id).alias("n"))
             .where(CompactionRow.outcome.in_(["success", "fallback"]))
             .group_by(CompactionRow.session)
             .dicts()
         )
-        n_comps = {r["session"]: r["n"] for r in comps}
+        n_comps = {r["session"]: r["n"] for r in _dicts(comps)}
         out = []
         for row in SessionRow.select().order_by(SessionRow.updated_at.desc(), SessionRow.id.desc()):
             count, live = n_msgs.get(row.id, (0, 0))
@@ -197,12 +197,12 @@ class Store:
         self.get_session(session_id)
         with self.db.atomic():
             last = (
-                RoundRow.select(fn.MAX(RoundRow.index))
+                RoundRow.select(fn.MAX(RoundRow.number))
                 .where(RoundRow.session == session_id)
                 .scalar()
             )
             index = (last or 0) + 1
-            row = RoundRow.create(session=session_id, index=index, started_at=utcnow())
+            row = RoundRow.create(session=session_id, number=index, started_at=utcnow())
             user_message.meta.round = index
             msg = self._insert_message(session_id, row, user_message)
             self._touch(session_id)
@@ -242,7 +242,7 @@ class Store:
         return _round(row)
 
     def rounds(self, session_id: int) -> list[Round]:
-        q = RoundRow.select().where(RoundRow.session == session_id).order_by(RoundRow.index)
+        q = RoundRow.select().where(RoundRow.session == session_id).order_by(RoundRow.number)
         return [_round(r) for r in q]
 
     def open_rounds(self, session_id: int) -> list[Round]:
@@ -250,7 +250,7 @@ class Store:
         q = RoundRow.select().where(
             (RoundRow.session == session_id) & (RoundRow.status == RoundStatus.OPEN.value)
         )
-        return [_round(r) for r in q.order_by(RoundRow.index)]
+        return [_round(r) for r in q.order_by(RoundRow.number)]
 
     def round_messages(self, session_id: int, round_index: int) -> list[Message]:
         row = self._round_row(session_id, round_index)
@@ -282,7 +282,7 @@ class Store:
 
     def _round_row(self, session_id: int, round_index: int) -> RoundRow:
         row = RoundRow.get_or_none(
-            (RoundRow.session == session_id) & (RoundRow.index == round_index)
+            (RoundRow.session == session_id) & (RoundRow.number == round_index)
         )
         if row is None:
             raise StoreError(f"session {session_id} has no round {round_index}")
@@ -377,7 +377,7 @@ class Store:
             rounds = list(
                 RoundRow.select().where(
                     (RoundRow.session == session_id)
-                    & (RoundRow.index.in_(round_indices))
+                    & (RoundRow.number.in_(round_indices))
                     & (RoundRow.archived == False)  # noqa: E712 - peewee expression
                 )
             )
@@ -472,6 +472,11 @@ class Store:
 
 
 # ---------------------------------------------------------------------- row → model
+def _dicts(query: Any) -> list[dict[str, Any]]:
+    """The rows of a ``.dicts()`` query (peewee's stubs type them as models)."""
+    return list(query)
+
+
 def _session(r: SessionRow) -> Session:
     return Session(
         id=r.id,
@@ -489,7 +494,7 @@ def _round(r: RoundRow) -> Round:
     return Round(
         id=r.id,
         session_id=r.session_id,
-        index=r.index,
+        index=r.number,
         status=RoundStatus(r.status),
         archived=r.archived,
         started_at=r.started_at,

@@ -15,8 +15,12 @@ def write_round(manager: HistoryManager, n: int, tools: int = 1) -> int:
         call = ToolCall(id=f"toolu_{n}_{step}", name="Edit", input={"file_path": f"src/mod{n}.py"})
         manager.append(
             rnd.index,
-            Message(role="assistant", content=f"Thought: step {step}", tool_calls=[call],
-                    meta=MessageMeta(step=step)),
+            Message(
+                role="assistant",
+                content=f"Thought: step {step}",
+                tool_calls=[call],
+                meta=MessageMeta(step=step),
+            ),
         )
         manager.append(
             rnd.index,
@@ -28,7 +32,9 @@ def write_round(manager: HistoryManager, n: int, tools: int = 1) -> int:
         )
     manager.append(
         rnd.index,
-        Message(role="assistant", content=f"answer {n}", meta=MessageMeta(step=tools + 1, final=True)),
+        Message(
+            role="assistant", content=f"answer {n}", meta=MessageMeta(step=tools + 1, final=True)
+        ),
     )
     manager.finish_round(rnd.index, RoundStatus.FINISHED)
     return rnd.index

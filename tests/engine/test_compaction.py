@@ -14,7 +14,6 @@ from engine.store import Store
 from engine.strategies.layered import LayeredStrategy
 from engine.summary import TIMEOUT_NOTICE, SummaryCompressor, extractive_summary
 from prompts.agents_prompts.summary_prompt import SUMMARY_HEADING
-
 from tests.engine.builders import write_round
 
 

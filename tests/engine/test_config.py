@@ -13,7 +13,10 @@ def test_seed_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     s = load_settings()
     assert (s.context_window, s.threshold_ratio, s.min_messages, s.keep_rounds) == (
-        200_000, 0.8, 3, 10,
+        200_000,
+        0.8,
+        3,
+        10,
     )
     assert (s.summary_timeout, s.read_max_lines, s.grep_max_lines) == (120.0, 500, 5)
     assert (s.snippet_min_lines, s.snippet_max_lines, s.bash_stderr_tail_lines) == (20, 50, 20)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from engine.history import HistoryManager
 from engine.store import Store
-
 from tests.engine.builders import write_round
 
 CHILD = textwrap.dedent(

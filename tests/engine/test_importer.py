@@ -32,7 +32,12 @@ def test_recorded_session_is_stored_as_rounds_with_tool_pairs(store: Store) -> N
     ]
     tools = [m for m in history.messages if m.role == "tool"]
     assert [t.meta.tool_use_id for t in tools] == [
-        "toolu_01", "toolu_02", "toolu_03", "toolu_04", "toolu_05", "toolu_06"
+        "toolu_01",
+        "toolu_02",
+        "toolu_03",
+        "toolu_04",
+        "toolu_05",
+        "toolu_06",
     ]
     assert [t.meta.tool_name for t in tools] == ["Grep", "Read", "Read", "Edit", "Bash", "Edit"]
     missing = json.loads(tools[2].content)
@@ -42,7 +47,9 @@ def test_recorded_session_is_stored_as_rounds_with_tool_pairs(store: Store) -> N
     assert all(m.tokens and m.tokens > 0 for m in history.messages)
 
     assert [r.status for r in store.rounds(sid)] == [
-        RoundStatus.FINISHED, RoundStatus.FINISHED, RoundStatus.INTERRUPTED
+        RoundStatus.FINISHED,
+        RoundStatus.FINISHED,
+        RoundStatus.INTERRUPTED,
     ]
     usage = store.usages(sid)
     assert [u.usage.input_side for u in usage] == [3300, 1800, 1920]
@@ -54,12 +61,13 @@ def test_recorded_session_is_stored_as_rounds_with_tool_pairs(store: Store) -> N
             wire.append({"role": "user", "content": [{"type": "text", "text": m.content}]})
         elif m.role == "assistant":
             blocks = [{"type": "text", "text": m.content}] if m.content else []
-            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
-                       for c in m.tool_calls]
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
+                for c in m.tool_calls
+            ]
             wire.append({"role": "assistant", "content": blocks})
         else:
-            block = {"type": "tool_result", "tool_use_id": m.meta.tool_use_id,
-                     "content": m.content}
+            block = {"type": "tool_result", "tool_use_id": m.meta.tool_use_id, "content": m.content}
             if wire[-1]["role"] == "user" and wire[-1]["content"][0]["type"] == "tool_result":
                 wire[-1]["content"].append(block)
             else:
@@ -71,14 +79,22 @@ def test_recorded_session_is_stored_as_rounds_with_tool_pairs(store: Store) -> N
     ("lines", "expected"),
     [
         (['{"role": "user", "content": "hi"}', "not json"], "line 2: not JSON"),
-        (['{"role": "user", "content": "hi"}', '{"role": "system", "content": "x"}'],
-         "line 2: role must be 'user' or 'assistant'"),
-        (['{"role": "assistant", "content": "hello"}'],
-         "line 1: the conversation must start with a user input"),
+        (
+            ['{"role": "user", "content": "hi"}', '{"role": "system", "content": "x"}'],
+            "line 2: role must be 'user' or 'assistant'",
+        ),
+        (
+            ['{"role": "assistant", "content": "hello"}'],
+            "line 1: the conversation must start with a user input",
+        ),
         (['{"role": "user", "content": 5}'], "line 1: content must be a string"),
-        (['{"role": "user", "content": "a"}',
-          '{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "nope"}]}'],
-         "line 2: tool_result for 'nope'"),
+        (
+            [
+                '{"role": "user", "content": "a"}',
+                '{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "nope"}]}',
+            ],
+            "line 2: tool_result for 'nope'",
+        ),
     ],
 )
 def test_malformed_files_are_refused_by_line_and_store_nothing(

@@ -73,9 +73,17 @@ def test_rounds_messages_usage_and_todos_round_trip(store: Store, session_id: in
     store.append_message(session_id, 1, Message(role="assistant", content="hello", tokens=3))
     store.finish_round(session_id, 1, RoundStatus.FINISHED)
     store.add_usage(
-        UsageRecord(session_id=session_id, round_index=1, step=1,
-                    usage=Usage(input_tokens=10, cache_read_input_tokens=5,
-                                cache_creation_input_tokens=2, output_tokens=4))
+        UsageRecord(
+            session_id=session_id,
+            round_index=1,
+            step=1,
+            usage=Usage(
+                input_tokens=10,
+                cache_read_input_tokens=5,
+                cache_creation_input_tokens=2,
+                output_tokens=4,
+            ),
+        )
     )
     store.set_todos(session_id, [TodoItem(content="a", status="in_progress")])
 

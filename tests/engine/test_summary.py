@@ -13,7 +13,7 @@ HEADINGS = [
     "### 🎯 Objectives & Status",
     "* **Original Goal**: ",
     "### 🏗️ Technical Context (Static)",
-    "### ✅ Completed Milestones (The \"Done\" Pile)",
+    '### ✅ Completed Milestones (The "Done" Pile)',
     "### 🧠 Key Insights & Decisions (Persistent Memory)",
     "* **Decisions**: ",
     "* **Learnings**: ",
@@ -25,18 +25,36 @@ HEADINGS = [
 
 def segment() -> list[Message]:
     return [
-        Message(role="user", content="Add login to src/auth.ts. Never commit secrets.\n"
-                "<system-reminder>\nThe user mentioned @src/auth.ts.\n</system-reminder>"),
-        Message(role="assistant", content="Thought: read first",
-                tool_calls=[ToolCall(id="a", name="Read", input={"file_path": "src/auth.ts"})]),
-        Message(role="tool", meta=MessageMeta(tool_name="Read", tool_use_id="a"),
-                content=json.dumps({"status": "error",
-                                    "error": {"code": "not_found", "message": "no src/auth.ts"}})),
-        Message(role="assistant", content="Thought: create it",
-                tool_calls=[ToolCall(id="b", name="Write", input={"file_path": "src/auth.ts"}),
-                            ToolCall(id="c", name="Edit", input={"file_path": "package.json"})]),
-        Message(role="assistant", content="Done. I decided to use zod instead of joi.",
-                meta=MessageMeta(final=True)),
+        Message(
+            role="user",
+            content="Add login to src/auth.ts. Never commit secrets.\n"
+            "<system-reminder>\nThe user mentioned @src/auth.ts.\n</system-reminder>",
+        ),
+        Message(
+            role="assistant",
+            content="Thought: read first",
+            tool_calls=[ToolCall(id="a", name="Read", input={"file_path": "src/auth.ts"})],
+        ),
+        Message(
+            role="tool",
+            meta=MessageMeta(tool_name="Read", tool_use_id="a"),
+            content=json.dumps(
+                {"status": "error", "error": {"code": "not_found", "message": "no src/auth.ts"}}
+            ),
+        ),
+        Message(
+            role="assistant",
+            content="Thought: create it",
+            tool_calls=[
+                ToolCall(id="b", name="Write", input={"file_path": "src/auth.ts"}),
+                ToolCall(id="c", name="Edit", input={"file_path": "package.json"}),
+            ],
+        ),
+        Message(
+            role="assistant",
+            content="Done. I decided to use zod instead of joi.",
+            meta=MessageMeta(final=True),
+        ),
     ]
 
 
