@@ -1,0 +1,28 @@
+"""Choosing the provider: Anthropic when there is a key, the offline rules otherwise."""
+
+from __future__ import annotations
+
+import os
+
+from engine.config import Settings
+from engine.llm.anthropic import AnthropicProvider
+from engine.llm.base import Provider
+from engine.llm.offline import OfflineProvider
+
+OFFLINE_MODEL = "offline"
+"""The model name that selects the offline provider even when a key is set."""
+
+
+def make_provider(
+    settings: Settings, model: str | None = None, api_key: str | None = None
+) -> Provider:
+    """The provider for ``model`` (default ``settings.model``).
+
+    ``offline``, or no API key (``api_key`` or ``ANTHROPIC_API_KEY``), gives the
+    :class:`OfflineProvider`; anything else the :class:`AnthropicProvider`.
+    """
+    chosen = model or settings.model
+    key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+    if chosen.strip().lower() == OFFLINE_MODEL or not key:
+        return OfflineProvider(settings)
+    return AnthropicProvider(settings, api_key=key, model=chosen)
