@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import importlib
-import json
 import os
 import queue
 import threading
@@ -47,6 +45,7 @@ from engine.llm.base import (
     StreamToolUse,
 )
 from engine.models import Message, ToolCall, Usage
+from engine.summary import render_messages_for_summary, time_label
 
 T = TypeVar("T")
 
@@ -452,24 +451,8 @@ def to_response(message: anthropic.types.Message) -> ProviderResponse:
 
 
 def render_for_summary(messages: Sequence[Message]) -> str:
-    """The segment as plain text: ``engine.summary.render_messages_for_summary`` if present."""
-    with contextlib.suppress(ImportError):
-        module = importlib.import_module("engine.summary")
-        render = getattr(module, "render_messages_for_summary", None)
-        if callable(render):
-            return str(render(list(messages)))
-    return "\n\n".join(_render_message(m) for m in messages)
-
-
-def _render_message(message: Message) -> str:
-    lines = [f"[{message.role}] {message.content}".rstrip()]
-    for call in message.tool_calls:
-        lines.append(f"Action: {call.name}[{_compact_json(call.input)}]")
-    return "\n".join(lines)
-
-
-def _compact_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """The segment as plain text, in the E1 form ``engine.summary`` renders."""
+    return render_messages_for_summary(list(messages))
 
 
 def _frame(body: str, focus: str | None, header: str = "") -> str:
@@ -482,8 +465,8 @@ def _frame(body: str, focus: str | None, header: str = "") -> str:
 def _time_header(messages: Sequence[Message]) -> str:
     if not messages:
         return ""
-    first, last = messages[0].created_at, messages[-1].created_at
-    return f"Segment time range: {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} (UTC)."
+    first, last = time_label(messages[0].created_at), time_label(messages[-1].created_at)
+    return f"Segment time range: {first} to {last}."
 
 
 def _pack(pieces: Sequence[str], max_chars: int) -> list[str]:
@@ -520,16 +503,24 @@ def summarize_in_chunks(
     not fit together). A "prompt is too long" answer halves the chunk size and starts over.
     """
     header = _time_header(messages)
+    sent = 0
+
+    def call(text: str) -> str:
+        nonlocal sent
+        sent = len(text)
+        return summarize_text(text)
+
     for _ in range(_MAX_SPLIT_HALVINGS + 1):
         try:
             whole = _frame(render(messages), focus, header)
             if len(whole) <= max_chars:
-                return summarize_text(whole)
-            return _summarize_parts(messages, summarize_text, max_chars, focus, header, render)
+                return call(whole)
+            return _summarize_parts(messages, call, max_chars, focus, header, render)
         except ProviderError as exc:
             if exc.kind != "prompt_too_long" or max_chars <= _MIN_SUMMARY_CHUNK_CHARS:
                 raise
-            max_chars = max(max_chars // 2, _MIN_SUMMARY_CHUNK_CHARS)
+            # The estimate was wrong for this text: aim at half of what was refused.
+            max_chars = max(min(max_chars, sent) // 2, _MIN_SUMMARY_CHUNK_CHARS)
     raise ProviderError(
         "prompt_too_long", "The segment is still too long for a summary after splitting it."
     )

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine import summary
 from engine.config import Settings
 from engine.llm.base import (
     OFFLINE_NAME,
@@ -135,10 +136,7 @@ class OfflineProvider:
         self, messages: list[Message], prompt: str, focus: str | None, timeout: float
     ) -> str:
         """The extractive A5 summary (``engine.summary``); ``prompt`` and ``timeout`` unused."""
-        # Imported here: engine.summary sits above the providers in the import order.
-        from engine.summary import extractive_summary
-
-        return extractive_summary(messages, focus=focus)
+        return summary.extractive_summary(messages, focus=focus)
 
 
 # --- reading the request ------------------------------------------------------------------

@@ -229,6 +229,12 @@ class FakeAnthropicServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
+    def __enter__(self) -> FakeAnthropicServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
     def _next(self, request: RecordedRequest) -> Reply | ErrorReply:
         with self._lock:
             self._requests.append(request)
