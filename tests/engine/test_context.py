@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -476,3 +477,26 @@ def test_render_react_does_not_double_the_thought_label() -> None:
     assert render_react(History(messages=[msg])) == (
         '[assistant] Thought: read first\nAction: Read[{"file_path": "x"}]'
     )
+
+
+def test_summary_role_messages_join_the_summary_blocks(builder: ContextBuilder) -> None:
+    history = History(
+        summaries=[summary("S1")],
+        messages=[Message(role="summary", content="S-inline"), *one_round(2)],
+    )
+    built = builder.build(history, [], "q")
+    assert [b["text"] for b in built.request.system[1:]] == ["S1", "S-inline"]
+    assert "S-inline" not in json.dumps(built.request.messages)
+    assert_consistent(builder, built)
+
+
+def test_build_restores_the_garbage_collector_state(builder: ContextBuilder) -> None:
+    assert gc.isenabled()
+    builder.build(History(messages=one_round(1)), [], "q")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        builder.build(History(messages=one_round(1)), [], "q")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
