@@ -1,0 +1,248 @@
+"""Bash: run ``bash -c`` in the workspace, in its own process group, with a timeout.
+
+- stdin is ``/dev/null``; the process starts a new session, so the whole group can be
+  signalled: on timeout or when ``ctx.cancel`` is set it gets SIGTERM, then SIGKILL;
+- when the command ends, anything it left in the background is killed too (a background
+  child that keeps the pipes open would otherwise hold the call forever);
+- stdout and stderr are read by two threads, each capped at ``bash_output_cap`` characters
+  keeping the head and the tail around a ``[... N chars dropped ...]`` marker.
+
+``data``: ``{command, exit_code, stdout, stderr, timed_out, interrupted, timeout,
+stdout_chars, stderr_chars, stdout_lines, stderr_lines, stdout_truncated,
+stderr_truncated}`` (``*_chars`` and ``*_lines`` count the whole stream, before the cap). A
+non-zero exit is an error result (``nonzero_exit``) that still carries this data; so are
+``timeout`` and ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from prompts.tools.bash import DESCRIPTION
+from tools.base import ToolContext, ToolError, ToolResult
+from tools.common import BaseTool, ToolFailure, ToolInput
+from tools.paths import workspace_root
+from tools.permissions import require_permission
+
+POLL_SECONDS = 0.05
+"""How often the wait loop looks at the clock and at ``ctx.cancel``."""
+TERM_GRACE_SECONDS = 1.0
+"""After SIGTERM, how long the command may take to exit before the group gets SIGKILL."""
+PIPE_LINGER_SECONDS = 0.5
+"""After the command exits, how long its output pipes may stay open (a background child
+still writing) before the leftover processes are killed."""
+READ_CHUNK = 65536
+
+
+class BashInput(ToolInput):
+    command: str = Field(min_length=1, description="The command line to run with bash -c.")
+    timeout: float | None = Field(None, gt=0, description="Seconds before the command is killed.")
+    description: str | None = Field(None, description="A few words on what the command does.")
+
+
+class StreamCapture:
+    """Reads one pipe to its end, keeping at most ``cap`` characters: head and tail."""
+
+    def __init__(self, fd: int, cap: int) -> None:
+        self.fd = fd
+        self.head_cap = cap // 2
+        self.tail_cap = cap - self.head_cap
+        self.head = ""
+        self.tail = ""
+        self.chars = 0
+        self.newlines = 0
+        self.last_char = ""
+        self.thread = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while True:
+            try:
+                chunk = os.read(self.fd, READ_CHUNK)
+            except OSError:
+                chunk = b""
+            text = decoder.decode(chunk, final=not chunk)
+            if text:
+                self._add(text)
+            if not chunk:
+                break
+        os.close(self.fd)
+
+    def _add(self, text: str) -> None:
+        self.chars += len(text)
+        self.newlines += text.count("\n")
+        self.last_char = text[-1]
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += text[:room]
+            text = text[room:]
+        if text:
+            self.tail += text
+            if len(self.tail) > 2 * self.tail_cap:
+                self.tail = self.tail[-self.tail_cap :]
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self.chars - len(self.head) - min(len(self.tail), self.tail_cap))
+
+    @property
+    def lines(self) -> int:
+        return self.newlines + (1 if self.chars and self.last_char != "\n" else 0)
+
+    def text(self) -> str:
+        """What was kept: everything, or head + marker + tail."""
+        if not self.dropped:
+            return self.head + self.tail
+        return f"{self.head}\n[... {self.dropped} chars dropped ...]\n{self.tail[-self.tail_cap :]}"
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the whole group, wait a moment, then SIGKILL whatever is left of it."""
+    _kill_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=TERM_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        pass
+    _kill_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+class BashTool(BaseTool):
+    name: ClassVar[str] = "Bash"
+    description: ClassVar[str] = DESCRIPTION
+    input_model = BashInput
+
+    def execute(self, args: BashInput, ctx: ToolContext) -> ToolResult:
+        settings = ctx.settings
+        timeout = min(args.timeout or settings.bash_timeout, settings.bash_max_timeout)
+        summary = args.description or args.command.splitlines()[0]
+        require_permission(ctx, "bash", self.name, summary, args.command)
+        bash = shutil.which("bash")
+        if bash is None:
+            raise ToolFailure("bash_not_found", "bash is not installed on this machine.")
+        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                [bash, "-c", args.command],
+                cwd=workspace_root(ctx),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=env,
+            )
+        except OSError as exc:
+            raise ToolFailure("spawn_failed", f"Could not start bash: {exc}.") from None
+        assert proc.stdout is not None and proc.stderr is not None
+        out = StreamCapture(os.dup(proc.stdout.fileno()), settings.bash_output_cap)
+        err = StreamCapture(os.dup(proc.stderr.fileno()), settings.bash_output_cap)
+        proc.stdout.close()
+        proc.stderr.close()
+        out.thread.start()
+        err.thread.start()
+
+        timed_out = interrupted = False
+        deadline = started + timeout
+        while True:
+            try:
+                proc.wait(timeout=POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if ctx.cancel.is_set():
+                interrupted = True
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+        if timed_out or interrupted:
+            _stop(proc)
+        # Background children may still hold the pipes: give them a moment, then end them.
+        for capture in (out, err):
+            capture.thread.join(PIPE_LINGER_SECONDS)
+        _kill_group(proc.pid, signal.SIGKILL)
+        for capture in (out, err):
+            # A process that left the group (setsid) could hold a pipe forever; don't wait.
+            capture.thread.join(TERM_GRACE_SECONDS)
+        exit_code = proc.returncode
+        duration = time.monotonic() - started
+
+        data: dict[str, Any] = {
+            "command": args.command,
+            "exit_code": exit_code,
+            "stdout": out.text(),
+            "stderr": err.text(),
+            "timed_out": timed_out,
+            "interrupted": interrupted,
+            "timeout": timeout,
+            "stdout_chars": out.chars,
+            "stderr_chars": err.chars,
+            "stdout_lines": out.lines,
+            "stderr_lines": err.lines,
+            "stdout_truncated": out.dropped > 0,
+            "stderr_truncated": err.dropped > 0,
+        }
+        error: ToolError | None = None
+        if timed_out:
+            error = ToolError(
+                code="timeout",
+                message=f"The command timed out after {timeout:g} s and was killed with every "
+                f"process it started. Allow a longer timeout (at most "
+                f"{settings.bash_max_timeout:g} s) or run something shorter.",
+            )
+        elif interrupted:
+            error = ToolError(
+                code="interrupted", message="The command was interrupted by the user."
+            )
+        elif exit_code != 0:
+            error = ToolError(code="nonzero_exit", message=_exit_message(exit_code))
+        result = ToolResult(
+            status="error" if error else "success",
+            data=data,
+            error=error,
+            text=_text(data, error, duration),
+        )
+        result.stats["process_ms"] = round(duration * 1000, 1)
+        return result
+
+
+def _exit_message(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"The command was killed by {name}."
+    return f"The command exited with code {code}."
+
+
+def _text(data: dict[str, Any], error: ToolError | None, duration: float) -> str:
+    parts: list[str] = []
+    if data["stdout"]:
+        parts.append(data["stdout"].rstrip("\n"))
+    if data["stderr"]:
+        parts.append("[stderr]\n" + data["stderr"].rstrip("\n"))
+    if not parts:
+        parts.append("(no output)")
+    status = f"exit code {data['exit_code']}, {duration:.2f} s"
+    if error is not None:
+        status = f"{error.code}: {error.message} ({status})"
+    parts.append(f"[{status}]")
+    return "\n".join(parts)

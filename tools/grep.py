@@ -1,0 +1,370 @@
+"""Grep: regex search over file contents, through ripgrep or a pure-Python fallback.
+
+Both engines give the same ``data`` on the same tree (a test checks it):
+- the walk honours ``.gitignore`` (also without a git repository), walks hidden files, skips
+  ``.git``, binary files (a NUL byte) and symlinks;
+- results come in ripgrep's ``--sort path`` order (depth first, siblings by name), so the
+  first ``tool_max_results`` lines are the same whichever engine ran;
+- ``glob`` without ``/`` matches file names at any depth, with ``/`` the workspace-relative
+  path; a leading ``!`` excludes;
+- line text drops a trailing ``\\r`` and a UTF-8 BOM; invalid UTF-8 shows as U+FFFD.
+
+ripgrep is looked up next to the running Python first (the ``ripgrep`` wheel installs ``rg``
+into the virtualenv's ``bin``), then on ``PATH``.
+
+``data`` (content mode): ``{pattern, path, glob, output_mode, matches: [{file, line, text}],
+total_matches, files_matched, shown, truncated}``; ``files_with_matches`` mode has ``files``
+instead of ``matches`` (and no ``total_matches``); ``count`` mode has ``counts: [{file,
+count}]``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, ClassVar, Literal
+
+from pydantic import Field
+
+from prompts.tools.grep import DESCRIPTION
+from tools.base import ToolContext, ToolResult
+from tools.common import BaseTool, ToolFailure, ToolInput, cut_line, plural
+from tools.files import BINARY_SNIFF_BYTES, is_binary
+from tools.paths import display_path, resolve_path, workspace_root
+from tools.patterns import compile_glob
+from tools.walk import SKIP_DIRS, walk_files
+
+OutputMode = Literal["content", "files_with_matches", "count"]
+Engine = Literal["auto", "rg", "python"]
+
+RG_FLAGS = (
+    "--no-config",
+    "--hidden",
+    "--no-require-git",
+    "--no-ignore-global",
+    "--no-ignore-exclude",
+    "--no-ignore-dot",
+    "--glob",
+    "!.git",
+    "--sort",
+    "path",
+    "--null",
+    "--no-heading",
+    "--with-filename",
+    "--color",
+    "never",
+    "--no-messages",
+)
+"""ripgrep with the fallback's semantics: see the module docstring."""
+
+BOM = "\ufeff"
+
+
+class GrepInput(ToolInput):
+    pattern: str = Field(min_length=1, description="Regular expression to search for.")
+    path: str = Field(".", description="File or directory to search, relative to the workspace.")
+    glob: str | None = Field(None, description='Only search files matching this glob ("*.py").')
+    case_insensitive: bool = Field(False, description="Ignore case.")
+    output_mode: OutputMode = Field("content", description="content | files_with_matches | count")
+
+
+def find_rg() -> str | None:
+    """The ripgrep executable: the virtualenv's ``bin`` first, then ``PATH``."""
+    beside = Path(sys.executable).parent / "rg"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
+class Collector:
+    """Keeps the first ``cap`` results and counts all of them."""
+
+    def __init__(self, cap: int, max_line_chars: int) -> None:
+        self.cap = cap
+        self.max_line_chars = max_line_chars
+        self.lines: list[dict[str, Any]] = []
+        self.files: list[str] = []
+        self.counts: list[dict[str, Any]] = []
+        self.total_matches = 0
+        self.files_matched = 0
+        self._last_file: str | None = None
+
+    def line(self, file: str, number: int, text: str) -> None:
+        self.total_matches += 1
+        if file != self._last_file:
+            self._last_file = file
+            self.files_matched += 1
+        if len(self.lines) < self.cap:
+            text = text.removesuffix("\r")
+            if number == 1:
+                text = text.removeprefix(BOM)
+            self.lines.append(
+                {"file": file, "line": number, "text": cut_line(text, self.max_line_chars)}
+            )
+
+    def file(self, file: str) -> None:
+        self.files_matched += 1
+        if len(self.files) < self.cap:
+            self.files.append(file)
+
+    def count(self, file: str, count: int) -> None:
+        self.files_matched += 1
+        self.total_matches += count
+        if len(self.counts) < self.cap:
+            self.counts.append({"file": file, "count": count})
+
+    @property
+    def shown(self) -> int:
+        return len(self.lines) + len(self.files) + len(self.counts)
+
+
+class GrepTool(BaseTool):
+    name: ClassVar[str] = "Grep"
+    description: ClassVar[str] = DESCRIPTION
+    input_model = GrepInput
+
+    def __init__(self, engine: Engine = "auto") -> None:
+        self.engine = engine
+
+    def execute(self, args: GrepInput, ctx: ToolContext) -> ToolResult:
+        target = resolve_path(ctx, args.path)
+        shown = display_path(ctx, target)
+        if not target.exists():
+            raise ToolFailure("not_found", f"{shown} does not exist.")
+        collector = Collector(ctx.settings.tool_max_results, ctx.settings.read_max_line_chars)
+        notes: list[str] = []
+        rg = find_rg() if self.engine != "python" else None
+        if self.engine == "rg" and rg is None:
+            raise ToolFailure("rg_not_found", "ripgrep (rg) is not installed.")
+        if target.is_file() and _file_is_binary(target):
+            notes.append(f"{shown} is a binary file; it was not searched.")
+            engine = "none"
+        elif rg is not None:
+            _search_rg(rg, ctx, target, args, collector)
+            engine = "rg"
+        else:
+            _search_python(ctx, target, args, collector)
+            engine = "python"
+        data = _data(args, shown, collector)
+        result = ToolResult(status="success", data=data, text=_text(args, shown, collector, notes))
+        result.stats["engine"] = engine
+        return result
+
+
+def _file_is_binary(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return is_binary(handle.read(BINARY_SNIFF_BYTES))
+    except OSError:
+        return False
+
+
+def _data(args: GrepInput, shown: str, found: Collector) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "pattern": args.pattern,
+        "path": shown,
+        "glob": args.glob,
+        "output_mode": args.output_mode,
+    }
+    if args.output_mode == "content":
+        data["matches"] = found.lines
+        data["total_matches"] = found.total_matches
+        total = found.total_matches
+    elif args.output_mode == "files_with_matches":
+        data["files"] = found.files
+        total = found.files_matched
+    else:
+        data["counts"] = found.counts
+        data["total_matches"] = found.total_matches
+        total = found.files_matched
+    data["files_matched"] = found.files_matched
+    data["shown"] = found.shown
+    data["truncated"] = total > found.shown
+    return data
+
+
+def _text(args: GrepInput, shown: str, found: Collector, notes: list[str]) -> str:
+    where = f"{shown}" + (f" (glob {args.glob})" if args.glob else "")
+    if not found.files_matched:
+        return "\n".join([*notes, f"No matches for {args.pattern!r} in {where}."])
+    if args.output_mode == "content":
+        body = [f"{m['file']}:{m['line']}: {m['text']}" for m in found.lines]
+        summary = (
+            f"{plural(found.total_matches, 'matching line')} in "
+            f"{plural(found.files_matched, 'file')}"
+        )
+        rest = found.total_matches - len(found.lines)
+    elif args.output_mode == "files_with_matches":
+        body = list(found.files)
+        summary = f"{plural(found.files_matched, 'file')} match"
+        rest = found.files_matched - len(found.files)
+    else:
+        body = [f"{c['file']}: {c['count']}" for c in found.counts]
+        summary = (
+            f"{plural(found.total_matches, 'matching line')} in "
+            f"{plural(found.files_matched, 'file')}"
+        )
+        rest = found.files_matched - len(found.counts)
+    lines = [*notes, f"{summary} for {args.pattern!r} in {where}:", *body]
+    if rest > 0:
+        lines.append(f"[... {rest} more not shown; narrow the search with path or glob]")
+    return "\n".join(lines)
+
+
+# --- ripgrep -------------------------------------------------------------------------------
+
+
+def _search_rg(rg: str, ctx: ToolContext, target: Path, args: GrepInput, out: Collector) -> None:
+    root = workspace_root(ctx)
+    cmd = [rg, *RG_FLAGS]
+    if args.case_insensitive:
+        cmd.append("--ignore-case")
+    if args.glob:
+        cmd += ["--glob", args.glob]
+    if args.output_mode == "content":
+        cmd.append("--line-number")
+    elif args.output_mode == "files_with_matches":
+        cmd.append("--files-with-matches")
+    else:
+        cmd.append("--count")
+    cmd += ["--regexp", args.pattern, "--", str(target)]
+    prefix = str(root) + os.sep
+    proc = subprocess.Popen(
+        cmd,
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        if args.output_mode == "files_with_matches":
+            for raw in _split_nul(proc.stdout):
+                out.file(_rel(raw, prefix))
+                _check_cancel(ctx, proc)
+        else:
+            for raw in proc.stdout:
+                path_bytes, _, rest = raw.rstrip(b"\n").partition(b"\0")
+                file = _rel(path_bytes, prefix)
+                if args.output_mode == "count":
+                    out.count(file, int(rest))
+                else:
+                    number, _, text = rest.partition(b":")
+                    out.line(file, int(number), text.decode("utf-8", "replace"))
+                _check_cancel(ctx, proc)
+        stderr = proc.stderr.read().decode("utf-8", "replace")
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+        code = proc.wait()
+    if code == 2 and not out.files_matched:
+        if "regex parse error" in stderr or "error:" in stderr:
+            raise ToolFailure(
+                "invalid_pattern", f"Invalid regex {args.pattern!r}: {stderr.strip()}"
+            )
+        raise ToolFailure("grep_failed", f"ripgrep failed: {stderr.strip() or 'exit code 2'}")
+
+
+def _split_nul(stream: IO[bytes]) -> Iterator[bytes]:
+    """NUL-separated records of a binary stream (``--files-with-matches --null``)."""
+    pending = b""
+    for chunk in iter(lambda: stream.read(65536), b""):
+        pending += chunk
+        *records, pending = pending.split(b"\0")
+        yield from records
+    if pending:
+        yield pending
+
+
+def _rel(raw: bytes, prefix: str) -> str:
+    path = os.fsdecode(raw)
+    return path[len(prefix) :] if path.startswith(prefix) else os.path.basename(path)
+
+
+def _check_cancel(ctx: ToolContext, proc: subprocess.Popen[bytes]) -> None:
+    if ctx.cancel.is_set():
+        proc.kill()
+        raise ToolFailure("interrupted", "The search was interrupted by the user.")
+
+
+# --- pure Python ---------------------------------------------------------------------------
+
+
+def _glob_matcher(glob: str | None) -> tuple[re.Pattern[str] | None, bool, bool]:
+    """(regex, negated, anchored) of Grep's ``glob`` argument, ripgrep style."""
+    if not glob:
+        return None, False, False
+    negated = glob.startswith("!")
+    body = glob[1:] if negated else glob
+    anchored = "/" in body.rstrip("/")
+    return compile_glob(body.lstrip("/").rstrip("/")), negated, anchored
+
+
+def _search_python(ctx: ToolContext, target: Path, args: GrepInput, out: Collector) -> None:
+    flags = re.MULTILINE | (re.IGNORECASE if args.case_insensitive else 0)
+    try:
+        regex = re.compile(args.pattern, flags)
+    except re.error as exc:
+        raise ToolFailure("invalid_pattern", f"Invalid regex {args.pattern!r}: {exc}.") from None
+    root = workspace_root(ctx)
+    glob_re, negated, anchored = _glob_matcher(args.glob)
+
+    def glob_hit(rel: str, name: str) -> bool:
+        assert glob_re is not None
+        return glob_re.fullmatch(rel if anchored else name) is not None
+
+    def skip(rel: str, name: str, is_dir: bool) -> bool:
+        if glob_re is None:
+            return False
+        if negated:
+            return glob_hit(rel, name)
+        return not is_dir and not glob_hit(rel, name)
+
+    files: Any
+    if target.is_file():
+        files = [(display_path(ctx, target), target)]
+    else:
+        files = ((rel, entry.path) for rel, entry in walk_files(root, target, skip=skip))
+    for rel, path in files:
+        if ctx.cancel.is_set():
+            raise ToolFailure("interrupted", "The search was interrupted by the user.")
+        _search_file(rel, path, regex, args.output_mode, out)
+
+
+def _search_file(
+    rel: str, path: str | Path, regex: re.Pattern[str], mode: OutputMode, out: Collector
+) -> None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return
+    if b"\0" in data:
+        return
+    text = data.decode("utf-8", "replace")
+    if not regex.search(text):
+        return
+    if mode == "files_with_matches":
+        out.file(rel)
+        return
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if lines:
+        lines[0] = lines[0].removeprefix(BOM)
+    count = 0
+    for number, line in enumerate(lines, 1):
+        if regex.search(line):
+            count += 1
+            if mode == "content":
+                out.line(rel, number, line)
+    if mode == "count" and count:
+        out.count(rel, count)
+
+
+__all__ = ["GrepInput", "GrepTool", "SKIP_DIRS", "find_rg"]

@@ -1,0 +1,60 @@
+"""Confinement: every path a tool touches resolves inside the workspace.
+
+A path argument is taken relative to the workspace (absolute paths are accepted when they
+point inside it), then resolved with symlinks followed. Anything that lands outside — ``..``,
+an absolute path elsewhere, a symlink (even a dangling one) leading out — is refused with
+``path_outside_workspace``. Directory walks never follow symlinks (see ``tools.walk``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tools.base import ToolContext
+from tools.common import ToolFailure
+
+
+def workspace_root(ctx: ToolContext) -> Path:
+    """The workspace as an absolute path with its own symlinks resolved."""
+    return ctx.workspace.resolve()
+
+
+def resolve_path(ctx: ToolContext, raw: str) -> Path:
+    """The absolute, symlink-resolved path that ``raw`` names inside the workspace.
+
+    Raises :class:`ToolFailure` ``path_outside_workspace`` when it escapes, ``invalid_path``
+    when it is empty or holds a NUL byte.
+    """
+    if not raw.strip() or "\0" in raw:
+        raise ToolFailure("invalid_path", f"{raw!r} is not a usable path.")
+    root = workspace_root(ctx)
+    candidate = Path(os.path.expanduser(raw)) if raw.startswith("~") else Path(raw)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    resolved = Path(os.path.realpath(candidate))
+    if not is_inside(resolved, root):
+        raise ToolFailure(
+            "path_outside_workspace",
+            f"{raw!r} resolves to {resolved}, which is outside the workspace {root}. "
+            "Tools may only use paths inside the workspace.",
+            path=raw,
+        )
+    return resolved
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """True when ``path`` is ``root`` or below it (both already resolved)."""
+    return path == root or path.is_relative_to(root)
+
+
+def display_path(ctx: ToolContext, path: Path) -> str:
+    """``path`` relative to the workspace in POSIX form (``.`` for the workspace itself)."""
+    rel = path.relative_to(workspace_root(ctx))
+    text = rel.as_posix()
+    return text if text else "."
+
+
+def symlink_target_inside(path: Path, root: Path) -> bool:
+    """For a symlink found while walking: does it resolve inside ``root``?"""
+    return is_inside(Path(os.path.realpath(path)), root)

@@ -1,0 +1,110 @@
+"""The tool registry: schemas for the model and one ``run`` that never raises.
+
+``run`` validates the raw input against the tool's pydantic model, runs the tool and always
+returns a :class:`~tools.base.ToolResult`: an unknown name is ``unknown_tool``, a validation
+failure ``invalid_input`` (pydantic's reasons, one per field), an unexpected exception
+``internal_error``. Every result gets ``context`` (the tool and its arguments) and
+``stats.duration_ms``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from tools.base import Tool, ToolContext, ToolResult
+from tools.bash import BashTool
+from tools.common import clean_schema
+from tools.edit import EditTool, MultiEditTool
+from tools.glob_tool import GlobTool
+from tools.grep import GrepTool
+from tools.ls import LSTool
+from tools.read import ReadTool
+from tools.todo import TodoWriteTool
+from tools.write import WriteTool
+
+
+class ToolRegistry:
+    """The tools one agent may call, by name, in a fixed order."""
+
+    def __init__(self, tools: list[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"two tools are named {tool.name!r}")
+            self._tools[tool.name] = tool
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Anthropic tool definitions (name, description, input_schema), in order."""
+        out: list[dict[str, Any]] = []
+        for tool in self._tools.values():
+            schema = tool.schema()
+            schema["input_schema"] = clean_schema(schema["input_schema"])
+            out.append(schema)
+        return out
+
+    def run(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Validate and run one call; never raises."""
+        started = time.perf_counter()
+        result = self._run(name, raw_input, ctx)
+        result.context = {"tool": name, "arguments": raw_input}
+        result.stats["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        return result
+
+    def _run(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult.fail(
+                "unknown_tool",
+                f"There is no tool named {name!r}. Available tools: {', '.join(self.names)}.",
+            )
+        try:
+            args = tool.input_model.model_validate(raw_input)
+        except ValidationError as exc:
+            return ToolResult.fail("invalid_input", describe_validation(name, exc))
+        try:
+            return tool.run(args, ctx)
+        except Exception as exc:  # noqa: BLE001 - the registry is the last line of defence
+            return ToolResult.fail(
+                "internal_error", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
+            )
+
+
+def describe_validation(tool_name: str, exc: ValidationError) -> str:
+    """``Invalid input for Read: offset: Input should be greater than or equal to 1 (got 0)``."""
+    problems: list[str] = []
+    for err in exc.errors():
+        loc = ".".join(str(part) for part in err["loc"]) or "input"
+        text = f"{loc}: {err['msg']}"
+        if err["type"] not in ("missing",) and "input" in err:
+            got = repr(err["input"])
+            text += f" (got {got[:80] + '…' if len(got) > 80 else got})"
+        problems.append(text)
+    return f"Invalid input for {tool_name}: " + "; ".join(problems)
+
+
+def default_registry() -> ToolRegistry:
+    """All nine tools, in the order the model sees them."""
+    return ToolRegistry(
+        [
+            LSTool(),
+            GlobTool(),
+            GrepTool(),
+            ReadTool(),
+            EditTool(),
+            MultiEditTool(),
+            WriteTool(),
+            BashTool(),
+            TodoWriteTool(),
+        ]
+    )

@@ -1,0 +1,174 @@
+"""A directory walk with ripgrep's defaults: ``.gitignore`` honoured, ``.git`` skipped, no
+symlinks followed.
+
+The rules follow git: blank lines and ``#`` comments skipped, ``!`` re-includes, a trailing
+``/`` matches directories only, a pattern with a ``/`` (other than a trailing one) is anchored
+to the directory of its ``.gitignore``, otherwise it matches a name at any depth; the last
+matching rule wins and an ignored directory is not entered (so nothing inside it can be
+re-included). ``.gitignore`` files from the workspace root down to the start of the walk all
+apply, as ripgrep applies those of the parents of the path it searches. Hidden files are
+walked (like ``rg --hidden``). Symlinks are never yielded nor followed: a walk cannot leave
+the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.patterns import glob_to_regex
+
+SKIP_DIRS = frozenset({".git"})
+"""Directory names never entered (ripgrep is run with ``--glob '!.git'`` to match)."""
+
+IGNORE_FILE = ".gitignore"
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreRule:
+    """One line of a ``.gitignore``, compiled."""
+
+    base: str
+    """Directory of the ``.gitignore``, relative to the workspace (``""`` at the root)."""
+    regex: re.Pattern[str]
+    negated: bool
+    dir_only: bool
+    anchored: bool
+
+
+def parse_gitignore(text: str, base: str) -> list[IgnoreRule]:
+    """The rules of one ``.gitignore`` whose directory is ``base`` (workspace-relative)."""
+    rules: list[IgnoreRule] = []
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        if not line or line.startswith("#"):
+            continue
+        if not line.endswith("\\ "):
+            line = line.rstrip(" ")
+        negated = line.startswith("!")
+        if negated:
+            line = line[1:]
+        elif line.startswith("\\!") or line.startswith("\\#"):
+            line = line[1:]
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        anchored = "/" in line
+        line = line.lstrip("/")
+        regex = re.compile(glob_to_regex(line, braces=False), re.DOTALL)
+        rules.append(IgnoreRule(base, regex, negated, dir_only, anchored))
+    return rules
+
+
+def is_ignored(rules: list[IgnoreRule], rel: str, name: str, is_dir: bool) -> bool:
+    """Whether the entry at ``rel`` (workspace-relative, named ``name``) is ignored."""
+    ignored = False
+    for rule in rules:
+        if rule.dir_only and not is_dir:
+            continue
+        if rule.anchored:
+            sub = rel[len(rule.base) + 1 :] if rule.base else rel
+            hit = rule.regex.fullmatch(sub) is not None
+        else:
+            hit = rule.regex.fullmatch(name) is not None
+        if hit:
+            ignored = not rule.negated
+    return ignored
+
+
+def _load_rules(directory: Path, rel: str) -> list[IgnoreRule]:
+    try:
+        text = (directory / IGNORE_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return parse_gitignore(text, rel)
+
+
+def parent_rules(root: Path, start: Path) -> list[IgnoreRule]:
+    """Rules of the ``.gitignore`` files in ``root`` and every directory down to, but not
+    including, ``start``."""
+    rules: list[IgnoreRule] = []
+    if start == root:
+        return rules
+    rel_parts = start.relative_to(root).parts
+    directory, rel = root, ""
+    rules.extend(_load_rules(directory, rel))
+    for part in rel_parts[:-1]:
+        directory = directory / part
+        rel = f"{rel}/{part}" if rel else part
+        rules.extend(_load_rules(directory, rel))
+    return rules
+
+
+def walk_files(
+    root: Path,
+    start: Path,
+    *,
+    gitignore: bool = True,
+    skip: Callable[[str, str, bool], bool] | None = None,
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Regular files under ``start`` as ``(workspace-relative POSIX path, entry)``.
+
+    ``root`` is the resolved workspace and ``start`` a resolved directory inside it. The order
+    is ripgrep's ``--sort path``: depth first, siblings by name, files and directories mixed.
+    ``skip(rel, name, is_dir)`` can prune more entries (Grep's negated ``glob``).
+    """
+    base_rules = parent_rules(root, start) if gitignore else []
+    start_rel = "" if start == root else start.relative_to(root).as_posix()
+    yield from _walk(str(start), start_rel, base_rules, gitignore, skip)
+
+
+def _walk(
+    path: str,
+    rel: str,
+    rules: list[IgnoreRule],
+    gitignore: bool,
+    skip: Callable[[str, str, bool], bool] | None,
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    if gitignore:
+        own = _load_rules(Path(path), rel)
+        if own:
+            rules = rules + own
+    try:
+        with os.scandir(path) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        child = f"{rel}/{entry.name}" if rel else entry.name
+        try:
+            if entry.is_symlink():
+                continue
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if not is_dir and not entry.is_file(follow_symlinks=False):
+                continue
+        except OSError:
+            continue
+        if is_dir and entry.name in SKIP_DIRS:
+            continue
+        if rules and is_ignored(rules, child, entry.name, is_dir):
+            continue
+        if skip is not None and skip(child, entry.name, is_dir):
+            continue
+        if is_dir:
+            yield from _walk(entry.path, child, rules, gitignore, skip)
+        else:
+            yield child, entry
+
+
+def hidden_by_rules(root: Path, base: Path, start: Path) -> bool:
+    """Whether a walk from ``base`` would never reach ``start`` (a directory below it)
+    because ``start`` or a directory between them is skipped or ignored."""
+    directory = start
+    while directory != base:
+        if directory.name in SKIP_DIRS:
+            return True
+        rel = directory.relative_to(root).as_posix()
+        if is_ignored(parent_rules(root, directory), rel, directory.name, True):
+            return True
+        directory = directory.parent
+    return False
