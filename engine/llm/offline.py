@@ -222,6 +222,8 @@ def decide(current: RoundView | None) -> tuple[str, list[PlannedCall]]:
         return thought, [PlannedCall("Read", {"file_path": path})]
 
     commands, unknown = parse_commands(current.text)
+    # "look at @a.py" was answered by reading a.py: not a request left unanswered.
+    unknown = [u for u in unknown if not any(f"@{m}" in u for m in current.mentions)]
     # A mentioned file was read by rule 1 already; reading it again would add nothing.
     commands = [
         c for c in commands if not (c.name == "Read" and c.input["file_path"] in current.mentions)

@@ -180,6 +180,14 @@ def test_mentions_first_then_commands_then_report(workspace: Path) -> None:
     assert [[c.name for c in r.tool_calls] for r in responses] == [["Read"], ["LS"], []]
 
 
+def test_a_request_that_only_mentions_a_file_is_not_reported_as_unknown(
+    workspace: Path,
+) -> None:
+    responses = drive(OfflineProvider(), workspace, "look at @README.md then ls src", [])
+    assert [[c.name for c in r.tool_calls] for r in responses] == [["Read"], ["LS"], []]
+    assert "could not act" not in responses[-1].text
+
+
 def test_unknown_text_gets_the_capability_answer() -> None:
     response, events = step(OfflineProvider(), [{"role": "user", "content": "refactor it all"}])
     assert response.tool_calls == []
