@@ -250,13 +250,16 @@ class _Wire:
     def add_history(self, messages: list[Message], summaries: list[str]) -> None:
         """Append L3 history from the cached per-message counts.
 
-        The common well-formed cases are handled inline (this loop runs over every message of
-        the session at every step); anything needing a repair goes through the methods above.
+        The common well-formed cases are handled inline with the last turn kept in locals
+        (this loop runs over every message of the session at every step); anything needing a
+        repair goes through the methods above.
         """
         layer = "L3 history"
         out = self.messages
         open_ids = self._open
         total = 0
+        last_role = out[-1]["role"] if out else None
+        last_content: list[dict[str, Any]] = out[-1]["content"] if out else []
         for msg in messages:
             tokens = msg.tokens
             if tokens is None:
@@ -267,58 +270,71 @@ class _Wire:
             content = msg.content
             if role == "tool":
                 meta = msg.meta
+                use_id = meta.tool_use_id
                 block: dict[str, Any] = {
                     "type": "tool_result",
-                    "tool_use_id": meta.tool_use_id,
+                    "tool_use_id": use_id,
                     "content": content,
                 }
                 if meta.is_error:
                     block["is_error"] = True
-                if meta.tool_use_id not in open_ids:
-                    self.tool_result(block, layer, tokens)
+                if use_id in open_ids:
+                    del open_ids[use_id]
+                    if last_role == "user":
+                        last_content.insert(self._results_at, block)
+                        self._results_at += 1
+                    else:
+                        last_role, last_content = "user", [block]
+                        out.append({"role": "user", "content": last_content})
+                        self._results_at = 1
+                        total += MESSAGE_OVERHEAD
+                    total += tokens
                     continue
-                del open_ids[meta.tool_use_id]
-                last = out[-1]
-                if last["role"] == "user":
-                    last["content"].insert(self._results_at, block)
-                    self._results_at += 1
-                else:
-                    out.append({"role": "user", "content": [block]})
-                    self._results_at = 1
-                    total += MESSAGE_OVERHEAD
-                total += tokens
+                self.tool_result(block, layer, tokens)
             elif role == "assistant":
-                blocks = [_text(content)] if content and not content.isspace() else []
                 calls = msg.tool_calls
+                blocks: list[dict[str, Any]]
+                if content and not content.isspace():
+                    blocks = [{"type": "text", "text": content}]
+                elif calls:
+                    blocks = []
+                else:
+                    continue
                 for call in calls:
                     blocks.append(
                         {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
                     )
-                if not blocks:
-                    continue
-                if not out or open_ids and out[-1]["role"] == "user":
-                    self.assistant(blocks, [c.id for c in calls], layer, tokens)
-                    continue
-                if out[-1]["role"] == "assistant":
-                    out[-1]["content"].extend(blocks)
-                else:
-                    out.append({"role": "assistant", "content": blocks})
-                    total += MESSAGE_OVERHEAD
-                total += tokens
-                for call in calls:
                     open_ids[call.id] = layer
+                if last_role == "assistant":
+                    last_content.extend(blocks)
+                    total += tokens
+                    continue
+                if last_role == "user" and len(open_ids) == len(calls):
+                    last_role, last_content = "assistant", blocks
+                    out.append({"role": "assistant", "content": blocks})
+                    total += MESSAGE_OVERHEAD + tokens
+                    continue
+                # A repair: an opener first, or calls of the step before left without results.
+                for call in calls:
+                    del open_ids[call.id]
+                self.assistant(blocks, [c.id for c in calls], layer, tokens)
             elif role == "user":
                 if not content or content.isspace():
                     continue
-                if out and out[-1]["role"] == "user":
-                    out[-1]["content"].append(_text(content))
+                if last_role == "user":
+                    last_content.append({"type": "text", "text": content})
                 else:
-                    out.append({"role": "user", "content": [_text(content)]})
+                    last_role, last_content = "user", [{"type": "text", "text": content}]
+                    out.append({"role": "user", "content": last_content})
                     self._results_at = 0
                     total += MESSAGE_OVERHEAD
                 total += tokens
+                continue
             elif has_text(content):
                 summaries.append(content)
+                continue
+            # A repair method changed the last turn: pick it up again.
+            last_role, last_content = out[-1]["role"], out[-1]["content"]
         self.layers[layer] += total
 
 
