@@ -45,6 +45,8 @@ _MENTION = re.compile(r"@([a-zA-Z0-9/._-]+)")
 _QUOTED = re.compile(r"`[^`]*`")
 _SEPARATOR = re.compile(r"\s*\n\s*|,?\s+(?:and\s+)?then\s+", re.I)
 _NUMBERED_LINE = re.compile(r"^\s*\d+[\t→|:]", re.M)
+_EXIT_CODE = re.compile(r"exit code (-?\d+)")
+_STATUS_LINE = re.compile(r"^\[.*\]$")
 _GREP_SUMMARY = re.compile(r"(\d+) (?:matching lines?|matches?) in (\d+) files?")
 _GREP_HIT = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)[:-]", re.M)
 
@@ -332,9 +334,14 @@ def describe_result(call: ToolCall, text: str, is_error: bool) -> str:
     """One report line: what ``call`` returned, with the figures a reader looks for."""
     label = label_for(call.name, call.input)
     if is_error or text.startswith("Error"):
-        return f'{label}: error "{_first_line(text)}"'
+        return f'{label}: error "{_error_line(text)}"'
     if not text.strip():
         return f"{label}: no output"
+    if call.name == "Bash" and (code := _EXIT_CODE.search(text)):
+        output = [ln for ln in text.splitlines() if ln.strip() and not _STATUS_LINE.match(ln)]
+        shown = _first_line(output[0]) if output and output[0] != "(no output)" else "no output"
+        more = f" (+{_plural(len(output) - 1, 'line')})" if len(output) > 1 else ""
+        return f"{label}: exit code {code.group(1)}, {shown}{more}"
     if call.name == "Read" and (lines := len(_NUMBERED_LINE.findall(text))):
         return f"{label}: {_plural(lines, 'line')}"
     if call.name == "Grep" and (summary := _GREP_SUMMARY.search(text)):
@@ -345,6 +352,17 @@ def describe_result(call: ToolCall, text: str, is_error: bool) -> str:
         files = len({file for file, _ in hits})
         return f"{label}: {_plural(len(hits), 'match', 'matches')} in {_plural(files, 'file')}"
     return f"{label}: {_first_line(text)}"
+
+
+def _error_line(text: str) -> str:
+    """The line saying what went wrong: an ``Error …`` line, a ``[status]`` line, or the first."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for line in lines:
+        if line.startswith("Error"):
+            return _first_line(line)
+    if lines and _STATUS_LINE.match(lines[-1]):
+        return _first_line(lines[-1][1:-1])
+    return _first_line(text)
 
 
 def label_for(name: str, args: dict[str, Any]) -> str:

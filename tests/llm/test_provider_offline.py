@@ -277,6 +277,25 @@ def test_describe_result_counts_grep_hits_without_a_summary_line() -> None:
     assert describe_result(call, text, False) == "Grep TODO: 3 matches in 2 files"
 
 
+@pytest.mark.parametrize(
+    ("text", "is_error", "expected"),
+    [
+        ("hi\n[exit code 0, 0.01 s]", False, "Bash `x`: exit code 0, hi"),
+        ("a\nb\nc\n[exit code 0, 0.01 s]", False, "Bash `x`: exit code 0, a (+2 lines)"),
+        ("(no output)\n[exit code 0, 0.00 s]", False, "Bash `x`: exit code 0, no output"),
+        (
+            "oops\n[stderr]\nboom\n[nonzero_exit: The command exited with code 2. "
+            "(exit code 2, 0.01 s)]",
+            True,
+            'Bash `x`: error "nonzero_exit: The command exited with code 2. (exit code 2, 0.01 s)"',
+        ),
+    ],
+)
+def test_describe_bash_results(text: str, is_error: bool, expected: str) -> None:
+    call = ToolCall(id="t", name="Bash", input={"command": "x"})
+    assert describe_result(call, text, is_error) == expected
+
+
 def test_summarize_is_the_extractive_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
 
