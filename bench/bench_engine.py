@@ -249,7 +249,7 @@ def main() -> int:
         f"`python bench/bench_engine.py` on {platform.python_implementation()} "
         f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPU(s); "
         f"best of {REPEATS} runs unless noted, `time.perf_counter`; load average at the end "
-        f"{os.getloadavg()[0]:.2f} (other jobs shared the machine; the minima are the stable figures)."
+        f"{os.getloadavg()[0]:.2f} (other jobs shared the machine; minima are the stable figures)."
     )
     say()
     say("| measure | time | target | raw `encode_ordinary` of the same text | ratio |")
