@@ -316,7 +316,7 @@ class _Wire:
                     continue
                 # A repair: an opener first, or calls of the step before left without results.
                 for call in calls:
-                    del open_ids[call.id]
+                    open_ids.pop(call.id, None)
                 self.assistant(blocks, [c.id for c in calls], layer, tokens)
             elif role == "user":
                 if not content or content.isspace():

@@ -283,6 +283,23 @@ def test_consecutive_user_messages_merge(builder: ContextBuilder) -> None:
     assert_consistent(builder, built)
 
 
+def test_consecutive_assistant_messages_merge(builder: ContextBuilder) -> None:
+    history = History(
+        messages=[
+            user("q"),
+            Message(role="assistant", content="Let me think."),
+            step("Now read.", ("r", "Read", {})),
+            tool("r", {}),
+            final("done"),
+        ]
+    )
+    built = builder.build(history, [], "next")
+    assistant = built.request.messages[1]["content"]
+    assert [b["type"] for b in assistant] == ["text", "text", "tool_use"]
+    assert built.request.messages[2]["content"][0]["tool_use_id"] == "r"
+    assert_consistent(builder, built)
+
+
 # --- repairs ---
 
 
@@ -325,6 +342,15 @@ def test_result_without_id_answers_the_open_call(builder: ContextBuilder) -> Non
     assert built.request.messages[2]["content"][0]["tool_use_id"] == "only"
     assert built.warnings == []
     assert_consistent(builder, built)
+
+
+def test_duplicate_call_ids_do_not_break_the_build(builder: ContextBuilder) -> None:
+    history = History(
+        messages=[user("q"), step("twice", ("d", "Read", {}), ("d", "Read", {})), tool("d", {})]
+    )
+    built = builder.build(history, [], "next")
+    # The API would refuse duplicate ids; the builder must not crash, the validator says why.
+    assert any("duplicate tool_use id d" in p for p in validate_request(built.request))
 
 
 def test_history_starting_with_assistant_gets_an_opener(builder: ContextBuilder) -> None:
