@@ -518,15 +518,16 @@ class ContextBuilder:
 
 
 def validate_conversation(
-    messages: list[dict[str, Any]], *, allow_prefill: bool = False
+    messages: list[dict[str, Any]], *, require_user_last: bool = False
 ) -> list[str]:
     """Problems that would make the Messages API refuse ``messages`` (empty when valid).
 
     Checks: non-empty; starts with user; roles alternate; no empty content or blank text block;
     ``tool_use`` only from the assistant, ``tool_result`` only from the user and before any
     other block; every ``tool_use`` answered in the very next user message and every
-    ``tool_result`` answering the message before; unique ids. Unless ``allow_prefill``, the
-    last message must be the user's (a trailing assistant message would be continued).
+    ``tool_result`` answering the message before; unique ids. A trailing assistant message is
+    valid (the API continues it, a "prefill"); ``require_user_last`` flags it, for a request
+    that must ask the model for a new turn.
     """
     if not messages:
         return ["the conversation is empty; the API needs at least one message"]
@@ -580,7 +581,7 @@ def validate_conversation(
         prev_uses = uses if role == "assistant" else []
     for uid in prev_uses:
         problems.append(f"message {len(messages) - 1}: tool_use {uid} has no tool_result after it")
-    if not allow_prefill and messages[-1].get("role") != "user":
+    if require_user_last and messages[-1].get("role") != "user":
         problems.append("the conversation ends with an assistant message (a prefill)")
     return problems
 

@@ -219,6 +219,7 @@ def test_history_conversion_pairs_tools(builder: ContextBuilder) -> None:
     assert msgs[5]["content"] == [{"type": "text", "text": "answer 1"}]
     assert msgs[6]["content"][0]["text"] == "next question"
     assert_consistent(builder, built)
+    assert validate_conversation(msgs, require_user_last=True) == []
 
 
 def test_scratchpad_follows_question_with_full_results(builder: ContextBuilder) -> None:
@@ -245,6 +246,7 @@ def test_scratchpad_follows_question_with_full_results(builder: ContextBuilder) 
     assert built.layers["todo recap"] > 0
     assert len(history.messages) == 7  # the recap is never stored
     assert_consistent(builder, built)
+    assert validate_conversation(msgs, require_user_last=True) == []
 
 
 def test_question_only_and_empty_history(builder: ContextBuilder) -> None:
@@ -271,7 +273,7 @@ def test_blank_texts_are_never_sent(builder: ContextBuilder) -> None:
     built = builder.build(history, [], "  ")
     blocks = [b for m in built.request.messages for b in m["content"]]
     assert all(b["text"].strip() for b in blocks if b["type"] == "text")
-    assert validate_conversation(built.request.messages, allow_prefill=True) == []
+    assert validate_conversation(built.request.messages) == []
     assert built.layers["current input"] == 0
 
 
@@ -446,8 +448,8 @@ def test_validator_reports_each_kind_of_problem() -> None:
     orphan = [{"role": "user", "content": [result]}]
     assert any("answers no tool_use" in p for p in validate_conversation(orphan))
     prefill = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
-    assert any("prefill" in p for p in validate_conversation(prefill))
-    assert validate_conversation(prefill, allow_prefill=True) == []
+    assert validate_conversation(prefill) == []
+    assert any("prefill" in p for p in validate_conversation(prefill, require_user_last=True))
     ok = [
         {"role": "user", "content": "a"},
         {"role": "assistant", "content": [use]},
