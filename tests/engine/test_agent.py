@@ -112,8 +112,9 @@ def test_round_with_parallel_tools_stores_compressed_steps_and_full_observations
     assert read_hist["status"] == "success" and "text" not in read_hist
     obs = store.observations(agent.session_id)
     assert [o.tool_use_id for o in obs] == ["t1", "t2"]
-    assert "line 500" in obs[0].text  # the full observation (500 lines) the model saw
-    assert obs[0].tokens_full > obs[0].tokens_compressed > 0 or obs[0].tokens_full > 0
+    # the full observation the model saw: 500 lines (the last one is "line 499")
+    assert "\tline 499\n" in obs[0].text and "\tline 500" not in obs[0].text
+    assert obs[0].tokens_full > 0 and obs[0].tokens_compressed > 0
 
     # the second request carried the full observations (scratchpad), not the compressed ones
     second = provider.requests[1].messages

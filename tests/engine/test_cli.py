@@ -1,0 +1,137 @@
+"""The headless CLI: every subcommand, its --json shape, and its errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.context import LAYERS
+
+RECORDED = Path(__file__).parent.parent / "data" / "recorded_session.jsonl"
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "cli.db"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_import_compact_show_round_trip(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "import", str(RECORDED), "--db", str(db), "--json")
+    assert code == 0
+    imported = json.loads(out)
+    sid = imported["session_id"]
+    assert imported["missing_results"] == 2 and imported["rounds"] == 3
+
+    import os
+
+    os.environ["CTXSCOPE_KEEP_ROUNDS"] = "1"
+    try:
+        code, out, _ = run(
+            capsys, "compact", str(sid), "--db", str(db), "--json", "--focus", "retry delay"
+        )
+    finally:
+        del os.environ["CTXSCOPE_KEEP_ROUNDS"]
+    assert code == 0
+    compacted = json.loads(out)
+    assert compacted["compaction"]["outcome"] == "success"
+    assert compacted["segment"]["first_round"] == 1 and compacted["segment"]["last_round"] == 2
+
+    code, out, _ = run(capsys, "show", str(sid), "--db", str(db), "--json")
+    assert code == 0
+    shown = json.loads(out)
+    summary = shown["summaries"][0]["content"]
+    for heading in (
+        "## 📌 Archived Session Summary",
+        "### 🎯 Objectives & Status",
+        "### 📂 File System State (Snapshot)",
+    ):
+        assert heading in summary
+    assert "`src/client.py`: edited" in summary
+    segment = shown["archived_segments"][0]
+    assert len(segment["messages"]) == compacted["segment"]["messages"] == 13  # rounds 1-2
+    comp = shown["compactions"][0]
+    assert comp["tokens_before"] > comp["tokens_after"] > 0
+    assert comp["ratio"] == pytest.approx(comp["tokens_after"] / comp["tokens_before"])
+    assert {m["meta"]["round"] for m in shown["history"]} == {3}
+    assert [r["archived"] for r in shown["rounds"]] == [True, True, False]
+
+
+def test_sessions_lists_figures(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "import", str(RECORDED), "--db", str(db))
+    code, out, _ = run(capsys, "sessions", "--db", str(db), "--json")
+    assert code == 0
+    (row,) = json.loads(out)
+    assert row["rounds"] == 3 and row["messages"] == 16 and row["compactions"] == 0
+    assert row["current_tokens"] > 0 and row["title"].startswith("import: Find where")
+    code, out, _ = run(capsys, "sessions", "--db", str(db))
+    assert "import: Find where" in out
+
+
+def test_context_shows_layers_in_seed_order(
+    db: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "code_law.md").write_text("Never use print for logging.\n")
+    run(capsys, "import", str(RECORDED), "--db", str(db), "--workspace", str(tmp_path))
+    code, out, _ = run(capsys, "context", "1", "--db", str(db), "--json", "--input", "next?")
+    assert code == 0
+    data = json.loads(out)
+    assert [layer["name"] for layer in data["layers"]] == list(LAYERS)
+    tokens = {layer["name"]: layer["tokens"] for layer in data["layers"]}
+    assert tokens["L2 CODE_LAW"] > 0 and tokens["current input"] > 0
+    assert tokens["L3 history"] > tokens["L1 system"] > 0
+    system = data["request"]["system"]
+    assert "Never use print" in system[1]["text"]
+    assert data["request"]["messages"][-1]["role"] == "user"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["show", "99"], "no session 99"),
+        (["compact", "7"], "no session 7"),
+        (["import", "missing.jsonl"], "cannot read missing.jsonl"),
+    ],
+)
+def test_errors_are_one_line_on_stderr(
+    db: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, *argv, "--db", str(db))
+    assert code != 0 and out == ""
+    assert err.startswith("ctxscope: ") and message in err and err.count("\n") == 1
+
+
+def test_bad_setting_exits_with_usage_error(
+    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXSCOPE_THRESHOLD_RATIO", "2")
+    code, _, err = run(capsys, "sessions", "--db", str(db))
+    assert code == 2 and "threshold_ratio" in err
+
+
+def test_foreign_database_is_refused(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db.write_text("hello")
+    code, _, err = run(capsys, "sessions", "--db", str(db))
+    assert code == 1 and "not a ctxscope database" in err
+    assert db.read_text() == "hello"
+
+
+def test_malformed_import_reports_line_numbers(
+    db: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role": "user", "content": "hi"}\nnope\n')
+    code, _, err = run(capsys, "import", str(bad), "--db", str(db))
+    assert code == 1 and "line 2: not JSON" in err
+    code, out, _ = run(capsys, "sessions", "--db", str(db), "--json")
+    assert json.loads(out) == []
