@@ -6,8 +6,13 @@ Both engines give the same ``data`` on the same tree (a test checks it):
 - results come in ripgrep's ``--sort path`` order (depth first, siblings by name), so the
   first ``tool_max_results`` lines are the same whichever engine ran;
 - ``glob`` without ``/`` matches file names at any depth, with ``/`` the workspace-relative
-  path; a leading ``!`` excludes;
+  path; a leading ``!`` excludes; as with ``rg --glob``, a glob decides before
+  ``.gitignore`` (``glob="*.log"`` finds ignored log files);
 - line text drops a trailing ``\\r`` and a UTF-8 BOM; invalid UTF-8 shows as U+FFFD.
+
+One known difference: ripgrep never lets ``.`` or a class match a byte that is not valid
+UTF-8, while the fallback matches it as U+FFFD (``caf.`` finds Latin-1 ``café`` only there).
+Python's ``re`` also accepts look-around and backreferences, which ripgrep refuses.
 
 ripgrep is looked up next to the running Python first (the ``ripgrep`` wheel installs ``rg``
 into the virtualenv's ``bin``), then on ``PATH``.
@@ -314,22 +319,22 @@ def _search_python(ctx: ToolContext, target: Path, args: GrepInput, out: Collect
     root = workspace_root(ctx)
     glob_re, negated, anchored = _glob_matcher(args.glob)
 
-    def glob_hit(rel: str, name: str) -> bool:
-        assert glob_re is not None
-        return glob_re.fullmatch(rel if anchored else name) is not None
-
-    def skip(rel: str, name: str, is_dir: bool) -> bool:
+    def override(rel: str, name: str, is_dir: bool) -> bool | None:
+        """ripgrep's ``--glob`` precedence: a match decides, before ``.gitignore``; with a
+        positive glob, a file that does not match is dropped."""
         if glob_re is None:
+            return None
+        if glob_re.fullmatch(rel if anchored else name):
+            return not negated
+        if not negated and not is_dir:
             return False
-        if negated:
-            return glob_hit(rel, name)
-        return not is_dir and not glob_hit(rel, name)
+        return None
 
     files: Any
     if target.is_file():
         files = [(display_path(ctx, target), target)]
     else:
-        files = ((rel, entry.path) for rel, entry in walk_files(root, target, skip=skip))
+        files = ((rel, entry.path) for rel, entry in walk_files(root, target, override=override))
     for rel, path in files:
         if ctx.cancel.is_set():
             raise ToolFailure("interrupted", "The search was interrupted by the user.")
@@ -346,7 +351,7 @@ def _search_file(
         return
     if b"\0" in data:
         return
-    text = data.decode("utf-8", "replace")
+    text = data.decode("utf-8", "replace").removeprefix(BOM)
     if not regex.search(text):
         return
     if mode == "files_with_matches":
@@ -355,8 +360,6 @@ def _search_file(
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    if lines:
-        lines[0] = lines[0].removeprefix(BOM)
     count = 0
     for number, line in enumerate(lines, 1):
         if regex.search(line):

@@ -26,6 +26,9 @@ SKIP_DIRS = frozenset({".git"})
 
 IGNORE_FILE = ".gitignore"
 
+Override = Callable[[str, str, bool], bool | None]
+"""``(rel, name, is_dir) -> True (take) | False (drop) | None (ask the ignore rules)``."""
+
 
 @dataclass(frozen=True, slots=True)
 class IgnoreRule:
@@ -109,17 +112,19 @@ def walk_files(
     start: Path,
     *,
     gitignore: bool = True,
-    skip: Callable[[str, str, bool], bool] | None = None,
+    override: Override | None = None,
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Regular files under ``start`` as ``(workspace-relative POSIX path, entry)``.
 
     ``root`` is the resolved workspace and ``start`` a resolved directory inside it. The order
     is ripgrep's ``--sort path``: depth first, siblings by name, files and directories mixed.
-    ``skip(rel, name, is_dir)`` can prune more entries (Grep's negated ``glob``).
+    ``override(rel, name, is_dir)`` is consulted before the ignore rules, as ripgrep's
+    ``--glob`` is: True takes the entry whatever ``.gitignore`` says, False drops it, None
+    leaves the decision to the ignore rules.
     """
     base_rules = parent_rules(root, start) if gitignore else []
     start_rel = "" if start == root else start.relative_to(root).as_posix()
-    yield from _walk(str(start), start_rel, base_rules, gitignore, skip)
+    yield from _walk(str(start), start_rel, base_rules, gitignore, override)
 
 
 def _walk(
@@ -127,7 +132,7 @@ def _walk(
     rel: str,
     rules: list[IgnoreRule],
     gitignore: bool,
-    skip: Callable[[str, str, bool], bool] | None,
+    override: Override | None,
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     if gitignore:
         own = _load_rules(Path(path), rel)
@@ -150,12 +155,13 @@ def _walk(
             continue
         if is_dir and entry.name in SKIP_DIRS:
             continue
-        if rules and is_ignored(rules, child, entry.name, is_dir):
+        decision = override(child, entry.name, is_dir) if override is not None else None
+        if decision is False:
             continue
-        if skip is not None and skip(child, entry.name, is_dir):
+        if decision is None and rules and is_ignored(rules, child, entry.name, is_dir):
             continue
         if is_dir:
-            yield from _walk(entry.path, child, rules, gitignore, skip)
+            yield from _walk(entry.path, child, rules, gitignore, override)
         else:
             yield child, entry
 
