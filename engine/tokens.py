@@ -44,8 +44,9 @@ MESSAGE_OVERHEAD = 4
 """Tokens per message on top of its blocks: the role marker and turn delimiters."""
 
 TOOL_USE_SYSTEM_OVERHEAD = 346
-"""Tokens of the system prompt the API adds when ``tools`` is non-empty (``tool_choice``
-auto; the figure Anthropic's tool-use pricing page gives for current Claude models)."""
+"""Tokens of the system prompt the API adds when ``tools`` is non-empty: the figure Anthropic's
+tool-use pricing documentation lists for Claude 4 models with ``tool_choice`` auto (older
+models list 159-530). Attributed to the "L1 tools" layer."""
 
 _encoding: tiktoken.Encoding | None = None
 _encoding_lock = threading.Lock()
