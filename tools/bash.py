@@ -175,8 +175,9 @@ class BashTool(BaseTool):
         if timed_out or interrupted:
             _stop(proc)
         # Background children may still hold the pipes: give them a moment, then end them.
+        linger_until = time.monotonic() + PIPE_LINGER_SECONDS
         for capture in (out, err):
-            capture.thread.join(PIPE_LINGER_SECONDS)
+            capture.thread.join(max(0.0, linger_until - time.monotonic()))
         _kill_group(proc.pid, signal.SIGKILL)
         for capture in (out, err):
             # A process that left the group (setsid) could hold a pipe forever; don't wait.
