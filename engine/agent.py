@@ -173,10 +173,20 @@ class Agent:
 
     def budget(self, user_input: str = "") -> BudgetCheck:
         """The seed C7 check for ``user_input`` against the current history."""
-        local = self.builder.build(self.history.history, [], "", self._recap()).total
-        return check_budget(
-            self.last_usage(), local, user_input, len(self.history.history.messages), self.settings
+        return self._budget(user_input)[0]
+
+    def _budget(self, user_input: str) -> tuple[BudgetCheck, int]:
+        """The C7 check, and the tokens every request carries besides L3 (L1, L2, recap)."""
+        built = self.builder.build(self.history.history, [], "", self._recap())
+        fixed = built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
+        check = check_budget(
+            self.last_usage(),
+            built.total,
+            user_input,
+            len(self.history.history.messages),
+            self.settings,
         )
+        return check, fixed
 
     def compact(
         self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL
@@ -185,7 +195,7 @@ class Agent:
         result = self.history.compact(
             self.strategy, self.summaries, trigger, focus, in_progress=self.current_round
         )
-        self._warn_if_kept_rounds_exceed()
+        self._warn_if_kept_rounds_exceed(self._budget("")[1])
         return result
 
     # ------------------------------------------------------------------ the round
@@ -194,11 +204,11 @@ class Agent:
         self._cancel.clear()
         self.tool_ctx.cancel.clear()
         pre = self.preprocessor.process(user_input)
-        budget = self.budget(pre.text)
-        if self.strategy.should_compact(budget, self.history.history):
+        budget, fixed = self._budget(pre.text)
+        if self.strategy.should_compact(budget, self.history.history, fixed):
             self.compact(trigger=Trigger.AUTO)
         elif budget.fire:
-            self._warn_if_kept_rounds_exceed(force=True)
+            self._warn_if_kept_rounds_exceed(fixed)
 
         rnd, user_msg = self.history.open_round(pre.text)
         self.current_round = rnd.index
@@ -389,14 +399,14 @@ class Agent:
     def _save_todos(self, todos: list[TodoItem]) -> None:
         self.store.set_todos(self.session_id, todos)
 
-    def _warn_if_kept_rounds_exceed(self, force: bool = False) -> None:
-        """Say so when compacting cannot bring the context under the threshold.
+    def _warn_if_kept_rounds_exceed(self, fixed_tokens: int) -> None:
+        """Say so when the keep zone alone (with L1/L2) is at or over the threshold.
 
-        ``force``: the budget rule fired but the strategy had nothing to archive.
+        Compaction never goes below the last ``keep_rounds`` rounds, so it cannot help then.
         """
-        kept = self.history.kept_tokens()
+        kept = fixed_tokens + self.history.kept_tokens()
         threshold = self.settings.threshold_tokens
-        if not force and kept < threshold:
+        if kept < threshold:
             return
         keep = self.settings.keep_rounds
         self.events(
@@ -404,10 +414,9 @@ class Agent:
                 kept_tokens=kept,
                 threshold=threshold,
                 message=(
-                    f"Context is at the compaction threshold ({threshold:,} tokens) but only "
-                    f"the last {keep} rounds are left ({kept:,} tokens of history); they are "
-                    "never compacted. Lower CTXSCOPE_KEEP_ROUNDS or raise "
-                    "CTXSCOPE_CONTEXT_WINDOW."
+                    f"The last {keep} rounds alone need {kept:,} tokens, over the compaction "
+                    f"threshold of {threshold:,}; compaction never archives them. Lower "
+                    "CTXSCOPE_KEEP_ROUNDS or raise CTXSCOPE_CONTEXT_WINDOW."
                 ),
             )
         )

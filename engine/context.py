@@ -19,9 +19,11 @@ Prompt-cache breakpoints (the API allows 4), each at the end of a prefix that st
    is replaced by compressed steps, so the conversation prefix of the next round diverges
    inside the previous round; this breakpoint guarantees the summaries are still read from
    cache then;
-4. the last block of the conversation before the todo recap (``cache_conversation``): within
-   a round each step only appends, so the next step reads everything up to here from cache.
-   The recap is left after it because it is not stored and moves every step.
+4. optionally (``cache_conversation=True``, off by default) the last block of the
+   conversation before the todo recap: within a round each step only appends, so the next
+   step would read everything up to there from cache. It is off because that block changes
+   every step, and each step would pay a cache write for it; the default keeps breakpoints
+   on the stable prefix only (tools + L1, L2, summaries).
 
 The builder also repairs what would make the API refuse the request: consecutive same-role
 messages are merged (``tool_result`` blocks first), blank text is never sent, a ``tool_use``
@@ -377,7 +379,7 @@ class ContextBuilder:
         tools: list[dict[str, Any]],
         system_prompt: str = SYSTEM_PROMPT,
         *,
-        cache_conversation: bool = True,
+        cache_conversation: bool = False,
     ) -> None:
         self.workspace = workspace
         self.settings = settings

@@ -35,7 +35,7 @@ from engine.models import (
     Trigger,
 )
 from engine.store import Store
-from engine.strategies.base import Strategy
+from engine.strategies.base import Strategy, keep_zone_tokens
 from engine.summary import SummaryCompressor
 from engine.tokens import count_text, ensure_counted
 
@@ -96,10 +96,7 @@ class HistoryManager:
 
     def kept_tokens(self) -> int:
         """Tokens of the rounds a compaction would keep (the keep zone) plus summaries."""
-        groups = self._history.rounds()[-self.settings.keep_rounds :]
-        return sum(s.tokens or 0 for s in self._history.summaries) + sum(
-            m.tokens or 0 for g in groups for m in g
-        )
+        return keep_zone_tokens(self._history, self.settings.keep_rounds)
 
     # ------------------------------------------------------------------ writes
     def open_round(self, user_text: str) -> tuple[Round, Message]:

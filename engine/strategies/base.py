@@ -18,8 +18,12 @@ class Strategy(Protocol):
     name: str
     """The name users select (``--strategy``, ``CTXSCOPE_STRATEGY``)."""
 
-    def should_compact(self, budget: BudgetCheck, history: History) -> bool:
-        """Whether a new user input must wait for a compaction first."""
+    def should_compact(self, budget: BudgetCheck, history: History, fixed_tokens: int) -> bool:
+        """Whether a new user input must wait for a compaction first.
+
+        ``fixed_tokens`` is what every request carries besides L3 (system, tools, CODE_LAW),
+        so a strategy can tell whether compacting can bring the request under the threshold.
+        """
         ...
 
     def select_rounds(
@@ -41,6 +45,14 @@ def round_indices(history: History) -> list[int]:
         if msg.meta.round is not None:
             seen.setdefault(msg.meta.round)
     return list(seen)
+
+
+def keep_zone_tokens(history: History, keep_rounds: int) -> int:
+    """Tokens of the summaries plus the last ``keep_rounds`` rounds (cached counts)."""
+    groups = history.rounds()[-keep_rounds:]
+    return sum(s.tokens or 0 for s in history.summaries) + sum(
+        m.tokens or 0 for g in groups for m in g
+    )
 
 
 def get_strategy(name: str, settings: Settings) -> Strategy:

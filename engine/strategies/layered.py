@@ -3,14 +3,18 @@
 - fires on the budget rule of A6/C7 (``BudgetCheck.fire``);
 - archives every round before the keep zone; only user/assistant/tool messages go, summaries
   are never re-compacted (they are not rounds);
-- the boundary is a whole round, so tool_use / tool_result pairs are never split.
+- the boundary is a whole round, so tool_use / tool_result pairs are never split;
+- when the keep zone alone is already over the threshold, compacting one round per input
+  would only pile up one-round summaries without getting under it: the engine warns instead,
+  and compacts once ``keep_rounds`` rounds have gathered beyond the keep zone, so that each
+  summary covers a worthwhile batch.
 """
 
 from __future__ import annotations
 
 from engine.config import Settings
 from engine.models import History
-from engine.strategies.base import round_indices
+from engine.strategies.base import keep_zone_tokens, round_indices
 from engine.tokens import BudgetCheck
 
 
@@ -20,8 +24,14 @@ class LayeredStrategy:
     def __init__(self, settings: Settings) -> None:
         self.keep_rounds = settings.keep_rounds
 
-    def should_compact(self, budget: BudgetCheck, history: History) -> bool:
-        return budget.fire and bool(self.select_rounds(history))
+    def should_compact(self, budget: BudgetCheck, history: History, fixed_tokens: int) -> bool:
+        if not budget.fire:
+            return False
+        selected = self.select_rounds(history)
+        if not selected:
+            return False
+        crowded = fixed_tokens + keep_zone_tokens(history, self.keep_rounds) >= budget.threshold
+        return not crowded or len(selected) >= self.keep_rounds
 
     def select_rounds(
         self, history: History, *, in_progress: int | None = None, emergency: bool = False

@@ -49,7 +49,7 @@ def settings() -> Settings:
 
 @pytest.fixture
 def builder(tmp_path: Path, settings: Settings) -> ContextBuilder:
-    return ContextBuilder(tmp_path, settings, TOOLS, SYSTEM)
+    return ContextBuilder(tmp_path, settings, TOOLS, SYSTEM, cache_conversation=True)
 
 
 def user(text: str) -> Message:
@@ -181,10 +181,13 @@ def test_without_code_law_and_summaries_two_breakpoints(builder: ContextBuilder)
     assert count_cache_breakpoints(built.request) == 2
 
 
-def test_cache_conversation_off(tmp_path: Path, settings: Settings) -> None:
-    b = ContextBuilder(tmp_path, settings, TOOLS, SYSTEM, cache_conversation=False)
+def test_by_default_no_breakpoint_on_what_changes_every_step(
+    tmp_path: Path, settings: Settings
+) -> None:
+    b = ContextBuilder(tmp_path, settings, TOOLS, SYSTEM)
     built = b.build(History(messages=one_round(1)), [], "now")
     assert count_cache_breakpoints(built.request) == 1
+    assert "cache_control" not in json.dumps(built.request.messages)
 
 
 def test_todo_recap_goes_after_the_conversation_breakpoint(builder: ContextBuilder) -> None:

@@ -1,0 +1,83 @@
+"""Forty offline ``ctxscope ask`` rounds on this checkout under a 30 000-token window.
+
+The issue's acceptance run: large Reads make compaction fire several times; at the end the
+session has compactions recorded, at least ``keep_rounds`` whole rounds kept, summaries in A5
+form, and ``ctxscope context --json`` shows the layers in the seed's order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.context import LAYERS
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+FILES = [
+    "engine/agent.py",
+    "engine/store/repository.py",
+    "engine/context.py",
+    "engine/history.py",
+    "engine/cli.py",
+    "engine/summary.py",
+    "engine/importer.py",
+    "engine/tokens.py",
+]
+OTHER = ["ls engine", "glob **/*.py", "grep def ", "read README.md"]
+
+
+def test_forty_asks_compact_several_times_and_keep_ten_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("CTXSCOPE_CONTEXT_WINDOW", "30000")
+    db = tmp_path / "long.db"
+    common = ["--db", str(db), "--json"]
+
+    session_id = None
+    warnings = 0
+    for i in range(40):
+        text = f"read {FILES[i % len(FILES)]}" if i % 3 else OTHER[(i // 3) % len(OTHER)]
+        argv = ["ask", text, "--workspace", str(CHECKOUT), *common]
+        if session_id is not None:
+            argv += ["--session", str(session_id)]
+        assert main(argv) == 0
+        lines = capsys.readouterr().out.splitlines()
+        events = [json.loads(line) for line in lines]
+        warnings += sum(e["type"] == "budget_warning" for e in events)
+        result = events[-1]
+        assert result["type"] == "result" and result["status"] == "finished"
+        assert result["provider"] == "offline (rule-based, no LLM)"
+        session_id = result["session_id"]
+
+    assert main(["show", str(session_id), *common]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    done = [c for c in shown["compactions"] if c["outcome"] in ("success", "fallback")]
+    assert len(done) >= 2
+    # between compactions the keep zone alone is over the threshold: the engine warns
+    # instead of compacting one round per input
+    assert warnings >= 10
+    assert all(c["rounds_compacted"] >= 10 for c in done[1:])
+    assert all(c["tokens_after"] < c["tokens_before"] for c in done)
+    kept = [r for r in shown["rounds"] if not r["archived"]]
+    assert len(kept) >= 10 and all(r["status"] == "finished" for r in kept)
+    assert len(shown["rounds"]) == 40
+    # whole rounds: every kept round starts with its user message and ends with the answer
+    by_round: dict[int, list[dict]] = {}
+    for m in shown["history"]:
+        by_round.setdefault(m["meta"]["round"], []).append(m)
+    for msgs in by_round.values():
+        assert msgs[0]["role"] == "user" and msgs[-1]["meta"].get("final")
+    for s in shown["summaries"]:
+        assert s["content"].startswith("## 📌 Archived Session Summary\n*(Contains context from")
+        assert "### 📂 File System State (Snapshot)" in s["content"]
+    archived = sum(len(seg["messages"]) for seg in shown["archived_segments"])
+    assert archived == sum(c["messages_compacted"] for c in done)
+
+    assert main(["context", str(session_id), *common]) == 0
+    context = json.loads(capsys.readouterr().out)
+    assert [layer["name"] for layer in context["layers"]] == list(LAYERS)
+    assert context["context_window"] == 30000
