@@ -16,9 +16,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.registry import ToolRegistry, default_registry
-from tools.todo import todo_recap
-
 from engine.compress import ToolResultCompressor
 from engine.config import Settings
 from engine.context import BuiltContext, ContextBuilder, ScratchResult, ScratchStep
@@ -65,6 +62,8 @@ from engine.strategies.base import Strategy, get_strategy
 from engine.summary import SummaryCompressor
 from engine.tokens import BudgetCheck, check_budget, count_text
 from tools.base import Asker, ToolContext
+from tools.registry import ToolRegistry, default_registry
+from tools.todo import todo_recap
 
 INTERRUPTED_ANSWER = "(round interrupted by the user)"
 CRASH_ANSWER = "(round interrupted: ctxscope stopped before it finished)"
