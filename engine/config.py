@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     # --- agent loop and provider ---
     max_steps: int = Field(50, gt=0)
     """Steps (model calls) per round before the round is ended as runaway."""
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     """Anthropic model name, or ``offline`` for the rule-based provider."""
     max_tokens: int = Field(8192, gt=0)
     """Largest answer per model call."""
