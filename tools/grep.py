@@ -232,7 +232,7 @@ def _search_rg(rg: str, ctx: ToolContext, target: Path, args: GrepInput, out: Co
     if args.glob:
         cmd += ["--glob", args.glob]
     if args.output_mode == "content":
-        cmd.append("--line-number")
+        cmd += ["--line-number", "--stats"]
     elif args.output_mode == "files_with_matches":
         cmd.append("--files-with-matches")
     else:
@@ -252,16 +252,13 @@ def _search_rg(rg: str, ctx: ToolContext, target: Path, args: GrepInput, out: Co
             for raw in _split_nul(proc.stdout):
                 out.file(_rel(raw, prefix))
                 _check_cancel(ctx, proc)
-        else:
+        elif args.output_mode == "count":
             for raw in proc.stdout:
                 path_bytes, _, rest = raw.rstrip(b"\n").partition(b"\0")
-                file = _rel(path_bytes, prefix)
-                if args.output_mode == "count":
-                    out.count(file, int(rest))
-                else:
-                    number, _, text = rest.partition(b":")
-                    out.line(file, int(number), text.decode("utf-8", "replace"))
+                out.count(_rel(path_bytes, prefix), int(rest))
                 _check_cancel(ctx, proc)
+        else:
+            _read_content(ctx, proc, proc.stdout, prefix, out)
         stderr = proc.stderr.read().decode("utf-8", "replace")
     finally:
         proc.stdout.close()
@@ -273,6 +270,40 @@ def _search_rg(rg: str, ctx: ToolContext, target: Path, args: GrepInput, out: Co
                 "invalid_pattern", f"Invalid regex {args.pattern!r}: {stderr.strip()}"
             )
         raise ToolFailure("grep_failed", f"ripgrep failed: {stderr.strip() or 'exit code 2'}")
+
+
+_STATS = re.compile(rb"\n(\d+) matched lines\n(\d+) files contained matches\n")
+STATS_TAIL_BYTES = 65536
+"""How much of the end of ripgrep's output is kept to find its ``--stats`` block."""
+
+
+def _read_content(
+    ctx: ToolContext, proc: subprocess.Popen[bytes], stream: IO[bytes], prefix: str, out: Collector
+) -> None:
+    """Parse ``path\\0line:text`` records until the cap, then only drain to the totals.
+
+    Past the cap nothing but the counts matters, and ripgrep's ``--stats`` block at the end
+    has them: the rest of a big result is read in large chunks instead of line by line.
+    """
+    tail = b""
+    for raw in stream:
+        if raw == b"\n":  # the blank line before the stats block
+            tail = raw
+            break
+        if len(out.lines) >= out.cap:
+            tail = raw
+            break
+        path_bytes, _, rest = raw.rstrip(b"\n").partition(b"\0")
+        number, _, text = rest.partition(b":")
+        out.line(_rel(path_bytes, prefix), int(number), text.decode("utf-8", "replace"))
+        _check_cancel(ctx, proc)
+    for chunk in iter(lambda: stream.read(STATS_TAIL_BYTES), b""):
+        tail = (tail + chunk)[-2 * STATS_TAIL_BYTES :]
+        _check_cancel(ctx, proc)
+    found = list(_STATS.finditer(tail))
+    if found:
+        out.total_matches = int(found[-1].group(1))
+        out.files_matched = int(found[-1].group(2))
 
 
 def _split_nul(stream: IO[bytes]) -> Iterator[bytes]:
@@ -352,20 +383,32 @@ def _search_file(
     if b"\0" in data:
         return
     text = data.decode("utf-8", "replace").removeprefix(BOM)
-    if not regex.search(text):
+    found = regex.search(text)
+    if found is None:
         return
     if mode == "files_with_matches":
         out.file(rel)
         return
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    # Jump from match to match over the whole text instead of testing every line; each hit's
+    # line is checked on its own, as ripgrep matches line by line.
     count = 0
-    for number, line in enumerate(lines, 1):
+    number, counted_to = 1, 0
+    end = len(text)
+    while found is not None:
+        start = text.rfind("\n", 0, found.start()) + 1
+        stop = text.find("\n", found.start())
+        if stop < 0:
+            stop = end
+        if start >= end:
+            break  # a match on the empty "line" after the final newline
+        line = text[start:stop]
         if regex.search(line):
+            number += text.count("\n", counted_to, start)
+            counted_to = start
             count += 1
             if mode == "content":
                 out.line(rel, number, line)
+        found = regex.search(text, stop + 1) if stop < end else None
     if mode == "count" and count:
         out.count(rel, count)
 

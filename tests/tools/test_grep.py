@@ -46,6 +46,7 @@ def tree(files: Any, workspace: Path, outside: Path) -> Path:
     files("bom.txt", b"\xef\xbb\xbfTODO bom\n")
     files("long.txt", "TODO " + "y" * 3000 + "\n")
     files("empty.txt", "")
+    files("blank.txt", "a\n\nb\n\n")
     files("no_newline.txt", "last TODO")
     (workspace / "link_out").symlink_to(outside)
     (workspace / "link_in.txt").symlink_to(workspace / "a.txt")
@@ -69,6 +70,11 @@ QUERIES: list[dict[str, Any]] = [
     {"pattern": "caf"},
     {"pattern": r"\bfix\b", "output_mode": "count"},
     {"pattern": "nothing-matches-this"},
+    {"pattern": "^$", "output_mode": "count"},
+    {"pattern": "^$", "path": "blank.txt"},
+    {"pattern": r"none\s+TODO"},
+    {"pattern": "z*", "path": "crlf.txt"},
+    {"pattern": r"\d{2}"},
 ]
 
 
