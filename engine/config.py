@@ -35,6 +35,7 @@ class Settings(BaseSettings):
         env_prefix=ENV_PREFIX,
         extra="ignore",
         validate_default=True,
+        toml_file=TOML_NAME,
     )
 
     # --- token budget (A6, C7, E5) ---
@@ -128,12 +129,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_file = _toml_path_var or Path(TOML_NAME)
-        return (
-            init_settings,
-            env_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=toml_file),
-        )
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
 
     @property
     def threshold_tokens(self) -> int:
@@ -141,22 +137,25 @@ class Settings(BaseSettings):
         return int(self.threshold_ratio * self.context_window)
 
 
-_toml_path_var: Path | None = None
-
-
 def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
     """Build the settings, turning validation failures into one readable :class:`SettingsError`.
 
-    ``overrides`` (from command-line options) win over the environment and the TOML file.
+    ``toml_file`` replaces ``./ctxscope.toml``; ``overrides`` (from command-line options) win
+    over the environment and the file.
     """
-    global _toml_path_var
-    _toml_path_var = toml_file
+    cls: type[Settings] = Settings
+    if toml_file is not None:
+        if not toml_file.is_file():
+            raise SettingsError(f"settings file {toml_file} does not exist")
+
+        class FromFile(Settings):
+            model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml_file})
+
+        cls = FromFile
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        return cls(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         raise SettingsError(_describe(exc)) from None
-    finally:
-        _toml_path_var = None
 
 
 def _describe(exc: ValidationError) -> str:
