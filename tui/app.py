@@ -1,0 +1,153 @@
+"""CtxscopeApp: the workbench's application object, and ``run`` for the console script.
+
+Thin on purpose: it opens the store, knows the workspace, the settings and how to make a
+provider, puts every main-screen action into the command palette, and shows the main screen.
+The work itself lives in ``tui/screens`` and ``tui/widgets``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from engine.cli import CliError, db_path
+from engine.config import Settings
+from engine.events import EventSink
+from engine.llm.base import Provider
+from engine.store import Store
+from tools.base import Asker
+from tui.formatting import Clock, wall_clock
+from tui.screens.main_screen import MAIN_ACTIONS, MainScreen
+from tui.session_loader import OpenedSession, Resume, open_session
+
+
+class CtxscopeApp(App[int]):
+    """The ctxscope workbench."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "ctxscope"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+q",
+            "quit",
+            "Quit",
+            id="app.quit",
+            priority=True,
+            tooltip="Quit ctxscope (a running round is interrupted first)",
+        ),
+    ]
+
+    def __init__(
+        self,
+        *,
+        db_path: Path,
+        workspace: Path,
+        settings: Settings,
+        resume: Resume = None,
+        provider: Provider | None = None,
+        clock: Clock = wall_clock,
+        workspace_label: str | None = None,
+    ) -> None:
+        """Open the store at ``db_path`` (errors raise ``StoreError`` before any screen)."""
+        super().__init__()
+        self.settings = settings
+        self.workspace = workspace.resolve()
+        self.resume = resume
+        self.clock = clock
+        """What "now" is for relative times (tests freeze it)."""
+        self.workspace_label = workspace_label
+        """Shown instead of the workspace path (snapshots use a fixed name)."""
+        self._provider = provider
+        self.store = Store.open(db_path)
+
+    def provider_factory(self) -> Callable[[Settings], Provider]:
+        injected = self._provider
+        if injected is not None:
+            return lambda _settings: injected
+        # Imported here: the Anthropic SDK takes a second or two to import; the screen
+        # should be up first (this runs in the worker that opens the session).
+        from engine.llm.factory import make_provider
+
+        return make_provider
+
+    def open_session(self, resume: Resume, events: EventSink, ask: Asker) -> OpenedSession:
+        """Open a session with its agent (called from a thread worker)."""
+        return open_session(
+            self.store,
+            self.settings,
+            self.workspace,
+            resume,
+            events,
+            ask,
+            provider_factory=self.provider_factory(),
+        )
+
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen(self.resume)
+
+    @property
+    def main_screen(self) -> MainScreen | None:
+        """The workbench screen, wherever it is in the stack."""
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        return None
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        main = self.main_screen
+        if main is None or screen is not main:
+            return
+        for spec in MAIN_ACTIONS:
+            if main.check_action(spec.action, ()) is not True:
+                continue
+            yield SystemCommand(
+                f"{spec.label} ({spec.key})",
+                spec.help,
+                lambda action=spec.action: self.call_later(main.run_action, action),
+            )
+
+    async def action_quit(self) -> None:
+        main = self.main_screen
+        if main is not None:
+            main.stop_agent()
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        main = self.main_screen
+        if main is not None:
+            main.stop_agent()
+        self.store.close()
+
+
+def parse_resume(value: str | None) -> Resume:
+    """``--resume`` → None, ``"latest"`` or a session id."""
+    if value is None:
+        return None
+    if value == "latest":
+        return "latest"
+    try:
+        return int(value)
+    except ValueError:
+        raise CliError(f"--resume takes a session id (a number), not {value!r}") from None
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Open the workbench for ``ctxscope [--workspace W] [--resume [ID]] [--db F]``."""
+    workspace = Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
+    if not workspace.is_dir():
+        raise CliError(f"workspace {workspace} is not a directory")
+    resume = parse_resume(getattr(args, "resume", None))
+    app = CtxscopeApp(
+        db_path=db_path(args, settings), workspace=workspace, settings=settings, resume=resume
+    )
+    if isinstance(resume, int):
+        app.store.get_session(resume)  # an unknown id fails here, as one readable line
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,93 @@
+"""Small text helpers shared by the panes: token figures, relative times, labels.
+
+Nothing here touches Textual; each helper is a pure function so that snapshots stay stable
+(times are rendered relative to an injected clock, never the wall clock directly).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from engine.llm.base import OFFLINE_NAME
+
+Clock = Callable[[], datetime]
+"""Returns "now"; the app takes one so that tests can freeze what relative times say."""
+
+_REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
+
+
+def wall_clock() -> datetime:
+    """The real current time (UTC); the default :data:`Clock`."""
+    return datetime.now(UTC)
+
+
+def tokens(n: int | None) -> str:
+    """``12,345`` (or ``–`` when unknown)."""
+    return "–" if n is None else f"{n:,}"
+
+
+def short_tokens(n: int | None) -> str:
+    """``950``, ``12.3k``, ``1.2M``: for tight places such as the gauge legend."""
+    if n is None:
+        return "–"
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def percent(part: int, whole: int) -> str:
+    """``42%`` of ``whole`` (``0%`` when ``whole`` is zero)."""
+    return f"{(100 * part / whole) if whole else 0:.0f}%"
+
+
+def relative_time(when: datetime, now: datetime) -> str:
+    """``just now``, ``5 min ago``, ``3 h ago``, ``2 d ago``, else the date."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    seconds = (now - when).total_seconds()
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86_400:
+        return f"{int(seconds // 3600)} h ago"
+    if seconds < 30 * 86_400:
+        return f"{int(seconds // 86_400)} d ago"
+    return when.strftime("%Y-%m-%d")
+
+
+def workspace_label(path: str | Path) -> str:
+    """A workspace as people read it: ``~/code/app`` under the home folder, else the path."""
+    text = str(path)
+    try:
+        home = str(Path.home())
+    except RuntimeError:
+        return text
+    if text == home:
+        return "~"
+    if text.startswith(home + "/"):
+        return "~" + text[len(home) :]
+    return text
+
+
+def provider_label(name: str, model: str) -> str:
+    """``offline (rule-based, no LLM)`` spelled out, or ``anthropic · claude-…``."""
+    if name == OFFLINE_NAME or name.startswith("offline"):
+        return f"OFFLINE · {name}"
+    return f"{name} · {model}" if model else name
+
+
+def strip_reminders(text: str) -> str:
+    """A user message as the user typed it: the @file ``<system-reminder>`` blocks removed."""
+    return _REMINDER.sub("\n", text).strip()
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` collapsed to one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"

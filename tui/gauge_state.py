@@ -1,0 +1,113 @@
+"""GaugeState: every figure the token gauge shows, computed away from the widgets.
+
+The gauge is fed from three places: the per-layer breakdown of a request (``UsageUpdated``
+while a round runs, ``Agent.preview()`` when idle), the stored usage records (the sparkline and
+the calibration) and the seed C7 budget check (``Agent.budget()``). This module keeps the maths
+(severity colours, the live estimate while the user types) testable without Textual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from engine.context import LAYERS
+from engine.models import Compaction, Usage, UsageRecord
+from engine.tokens import BudgetCheck
+
+Severity = Literal["ok", "near", "over"]
+
+NEAR_RATIO = 0.75
+"""From this share of the threshold on, the gauge turns yellow; at the threshold, red."""
+
+LAYER_COLOURS: dict[str, str] = {
+    "L1 system": "#5f87d7",
+    "L1 tools": "#5fafd7",
+    "L2 CODE_LAW": "#af87d7",
+    "L3 summaries": "#d787af",
+    "L3 history": "#d7af5f",
+    "current input": "#87d787",
+    "todo recap": "#5fd7af",
+    "scratchpad": "#d75f5f",
+}
+"""One colour per layer of :data:`engine.context.LAYERS`, shared by the bar and its legend."""
+
+SEVERITY_COLOURS: dict[Severity, str] = {"ok": "green", "near": "yellow", "over": "red"}
+
+
+def severity(total: int, threshold: int) -> Severity:
+    """``ok`` below 75 % of the threshold, ``near`` up to it, ``over`` at or beyond it."""
+    if threshold <= 0 or total >= threshold:
+        return "over"
+    return "near" if total >= NEAR_RATIO * threshold else "ok"
+
+
+@dataclass(frozen=True)
+class GaugeState:
+    """A snapshot of the gauge's figures."""
+
+    context_window: int
+    threshold: int
+    chars_per_token: int = 3
+    min_messages: int = 3
+    layers: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LAYERS, 0))
+    layers_source: str = "next request"
+    """``next request`` (a preview) or ``request sent, round N step M``."""
+    last_usage: Usage | None = None
+    local_estimate: int | None = None
+    """Our count of the request that ``last_usage`` answered (for the calibration)."""
+    budget: BudgetCheck | None = None
+    typed_chars: int = 0
+    """Characters in the input box now: the estimate grows as the user types."""
+    steps: tuple[int, ...] = ()
+    """Input-side tokens of every API call of the session, in order (the sparkline)."""
+    compactions_at: tuple[int, ...] = ()
+    """For each successful compaction, how many steps preceded it."""
+    warning: str | None = None
+    """The BudgetWarning text when the kept rounds alone exceed the threshold."""
+
+    @property
+    def total(self) -> int:
+        return sum(self.layers.values())
+
+    @property
+    def calibration(self) -> float | None:
+        """API input side ÷ local estimate of the same request (None without both)."""
+        if self.last_usage is None or not self.local_estimate:
+            return None
+        return self.last_usage.input_side / self.local_estimate
+
+    @property
+    def next_estimate(self) -> int | None:
+        """Seed C7: ``last_usage + len(input) // 3`` with what is typed now."""
+        if self.budget is None:
+            return None
+        return self.budget.last_usage + self.typed_chars // self.chars_per_token
+
+    @property
+    def fires(self) -> bool:
+        """Whether sending the typed input would compact first (C7, with min_messages)."""
+        estimate = self.next_estimate
+        if estimate is None or self.budget is None:
+            return False
+        return estimate >= self.threshold and self.budget.message_count >= self.min_messages
+
+    @property
+    def severity(self) -> Severity:
+        return severity(max(self.total, self.next_estimate or 0), self.threshold)
+
+    def typing(self, chars: int) -> GaugeState:
+        return replace(self, typed_chars=chars)
+
+
+def steps_and_marks(
+    usages: list[UsageRecord], compactions: list[Compaction]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The sparkline series and where compactions fall between its steps."""
+    steps = tuple(u.usage.input_side for u in usages)
+    marks: list[int] = []
+    done = [c for c in compactions if c.outcome in ("success", "fallback")]
+    for comp in done:
+        before = sum(1 for u in usages if u.created_at <= comp.created_at)
+        marks.append(before)
+    return steps, tuple(marks)

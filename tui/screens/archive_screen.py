@@ -1,0 +1,185 @@
+"""ArchiveScreen: the session's compactions, each summary beside the raw rounds it replaced.
+
+Nothing is deleted by compaction: the archived segment keeps every message whole. Picking a
+compaction on the left shows its summary and that segment side by side, with the tokens of
+both, so one can judge what the summary kept and what it lost. Enter on an archived tool
+message opens its full raw observation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Label, Markdown, OptionList
+from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
+
+from engine.models import ArchivedSegment, Compaction, Message, Summary
+from engine.store import Store
+from tui.formatting import percent, tokens
+from tui.screens.detail_modal import DetailModal, parts_for_message
+from tui.widgets.block_view import Block, BlockView
+from tui.widgets.history_view import message_block
+
+
+@dataclass
+class ArchiveEntry:
+    """One compaction with what it produced."""
+
+    compaction: Compaction
+    summary: Summary | None
+    segment: ArchivedSegment | None
+
+
+def load_archive(store: Store, session_id: int) -> list[ArchiveEntry]:
+    """Every compaction of the session, newest last, with its summary and segment."""
+    segments = {s.compaction_id: s for s in store.segments(session_id)}
+    out = []
+    for comp in store.compactions(session_id):
+        summary = store.summary(comp.summary_id) if comp.summary_id is not None else None
+        out.append(ArchiveEntry(comp, summary, segments.get(comp.id or -1)))
+    return out
+
+
+def segment_blocks(segment: ArchivedSegment) -> list[Block]:
+    """The raw messages of a segment under one separator per round."""
+    blocks: list[Block] = []
+    current: int | None = None
+    for msg in segment.messages:
+        if msg.meta.round != current:
+            current = msg.meta.round
+            blocks.append(
+                Block(
+                    header=((f"── round {current} ", "block-view--separator"),),
+                    fill="─",
+                    selectable=False,
+                )
+            )
+        blocks.append(message_block(msg, False))
+    return blocks
+
+
+def entry_label(entry: ArchiveEntry) -> Text:
+    c = entry.compaction
+    text = Text()
+    text.append(f"#{c.id} {c.trigger} · {c.outcome}\n", style="bold")
+    if entry.segment is not None:
+        seg = entry.segment
+        text.append(f"rounds {seg.first_round}–{seg.last_round} · ")
+    text.append(f"{tokens(c.tokens_before)} → {tokens(c.tokens_after)} tok", style="dim")
+    if c.error and entry.segment is None:
+        text.append(f"\n{c.error}", style="dim italic")
+    return text
+
+
+class ArchiveScreen(Screen[None]):
+    """Browse compactions: summary | archived raw segment."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back", id="archive.back", tooltip="Back to the session"),
+    ]
+
+    def __init__(self, store: Store, session_id: int) -> None:
+        super().__init__()
+        self.store = store
+        self.session_id = session_id
+        self.entries: list[ArchiveEntry] = []
+
+    def compose(self) -> ComposeResult:
+        yield Label("Archive — compactions of this session (Esc goes back)", id="archive-title")
+        with Horizontal(id="archive-body"):
+            yield OptionList(id="archive-list")
+            with Vertical(id="archive-summary-pane", classes="pane"):
+                with VerticalScroll(id="archive-summary-scroll"):
+                    yield Markdown("", id="archive-summary")
+            with Vertical(id="archive-segment-pane", classes="pane"):
+                yield BlockView(id="archive-segment")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#archive-summary-pane").border_title = "Summary"
+        self.query_one("#archive-segment-pane").border_title = "Archived raw segment"
+        self.query_one(OptionList).loading = True
+        self.load()
+
+    @work(thread=True, exclusive=True, group="archive", exit_on_error=False)
+    def load(self) -> list[ArchiveEntry]:
+        try:
+            return load_archive(self.store, self.session_id)
+        finally:
+            self.store.db.close()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group != "archive":
+            return
+        options = self.query_one(OptionList)
+        if event.state == WorkerState.SUCCESS and worker.result is not None:
+            options.loading = False
+            self.entries = list(worker.result)
+            if not self.entries:
+                options.add_option(Option("No compactions yet (F5 compacts now)", disabled=True))
+                return
+            for i, entry in enumerate(self.entries):
+                options.add_option(Option(entry_label(entry), id=str(i)))
+            options.highlighted = len(self.entries) - 1
+            options.focus()
+        elif event.state == WorkerState.ERROR:
+            options.loading = False
+            self.notify(f"Cannot read the archive: {worker.error}", severity="error")
+
+    @on(OptionList.OptionHighlighted, "#archive-list")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option.id is not None:
+            self.show_entry(self.entries[int(event.option.id)])
+
+    def show_entry(self, entry: ArchiveEntry) -> None:
+        summary_pane = self.query_one("#archive-summary-pane")
+        segment_pane = self.query_one("#archive-segment-pane")
+        c = entry.compaction
+        if entry.summary is None:
+            summary_pane.border_title = "Summary — none"
+            body = f"*No summary: {c.outcome}.*\n\n{c.error or ''}"
+        else:
+            s = entry.summary
+            kind = " (extractive fallback)" if s.fallback else ""
+            summary_pane.border_title = f"Summary{kind} · {tokens(s.tokens)} tok"
+            body = s.content
+        if c.focus:
+            body = f"> focus: {c.focus}\n\n{body}"
+        self.query_one("#archive-summary", Markdown).update(body)
+        view = self.query_one("#archive-segment", BlockView)
+        if entry.segment is None:
+            segment_pane.border_title = "Archived raw segment — none"
+            view.set_blocks([])
+            return
+        seg = entry.segment
+        ratio = percent(entry.summary.tokens or 0, seg.tokens) if entry.summary else "–"
+        segment_pane.border_title = (
+            f"Archived r{seg.first_round}–{seg.last_round} · {len(seg.messages)} msgs"
+            f" · {tokens(seg.tokens)} tok · summary {ratio}"
+        )
+        view.set_blocks(segment_blocks(seg))
+        view.scroll_home(animate=False)
+
+    @on(BlockView.BlockActivated, "#archive-segment")
+    def _open_message(self, event: BlockView.BlockActivated) -> None:
+        block: Block = event.block
+        msg = block.data
+        if not isinstance(msg, Message):
+            return
+        observation = None
+        if msg.role == "tool" and msg.meta.tool_use_id:
+            observation = self.store.observation_for(self.session_id, msg.meta.tool_use_id)
+        heading = f"Archived message · round {msg.meta.round}"
+        self.app.push_screen(DetailModal(heading, parts_for_message(msg, observation)))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

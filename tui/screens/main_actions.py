@@ -1,0 +1,196 @@
+"""The main screen's actions (keys and command palette) and its permission dialogs.
+
+A mixin of :class:`~tui.screens.main_screen.MainScreen`, kept apart so each module stays
+small: compact now, sessions, archive, context inspector, the last scratchpad, the narrow
+layout's pane switch, new session, interrupt; and the bridge between the agent's blocking
+permission questions and :class:`~tui.screens.permission_modal.PermissionModal`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import on
+
+from tools.base import PermissionAnswer
+from tui.bridge import PermissionGate, PermissionReply
+from tui.formatting import tokens
+from tui.screens.archive_screen import ArchiveScreen
+from tui.screens.compact_modal import CompactModal
+from tui.screens.inspector_screen import InspectorScreen
+from tui.screens.permission_modal import PermissionModal
+from tui.screens.sessions_screen import SessionsScreen
+from tui.widgets.history_view import HistoryView
+from tui.widgets.scratchpad_view import ScratchpadView
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from engine.agent import Agent
+    from tui.app import CtxscopeApp
+    from tui.session_loader import Resume
+    from tui.widgets.block_view import Block
+
+    _Base = Screen[None]
+else:
+    _Base = object
+
+IDLE_ONLY = {"compact", "sessions", "new_session"}
+"""Actions refused while the agent works (they would race the round)."""
+
+
+class MainActions(_Base):
+    """Actions of the main screen."""
+
+    if TYPE_CHECKING:
+        agent: Agent | None
+        session_id: int | None
+        busy: str | None
+        pane: str
+        gate: PermissionGate
+        last_scratch: list[Block]
+        _permission_modals: dict[int, Any]
+
+        @property
+        def ctx_app(self) -> CtxscopeApp: ...
+
+        def open(self, resume: Resume) -> None: ...
+
+        def compact_worker(self, agent: Agent, focus: str) -> Any: ...
+
+        def _update_subtitles(self) -> None: ...
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_pane":
+            return self.has_class("-narrow")
+        if action == "interrupt":
+            return True if self.busy == "round" else None
+        if action in IDLE_ONLY and self.busy is not None:
+            return None
+        if action in ("archive", "inspect") and self.agent is None:
+            return None
+        return True
+
+    def _refuse_when_busy(self) -> bool:
+        if self.busy is None and self.agent is not None:
+            return False
+        self.notify(
+            "The agent is busy; wait for it or press Esc to interrupt the round.",
+            title="Busy",
+            severity="warning",
+        )
+        return True
+
+    # ------------------------------------------------------------------ compaction
+    def action_compact(self) -> None:
+        if self._refuse_when_busy():
+            return
+        self.app.push_screen(CompactModal(self._compaction_plan()), self._compact_answer)
+
+    def _compaction_plan(self) -> str:
+        layout = self.query_one(HistoryView).layout_data
+        if layout is None:
+            return "History is still loading."
+        keep = layout.keep_rounds
+        cut = layout.cut_rounds
+        if not cut:
+            return (
+                f"Nothing would be archived: history has no rounds beyond the last {keep} "
+                "(the keep zone). The engine will record a skipped compaction."
+            )
+        cut_set = set(cut)
+        cut_tokens = sum(m.tokens or 0 for m in layout.history.messages if m.meta.round in cut_set)
+        span = f"round {cut[0]}" if len(cut) == 1 else f"rounds {cut[0]}–{cut[-1]}"
+        return (
+            f"{span} ({len(cut)} rounds, {tokens(cut_tokens)} tokens) will be archived whole "
+            f"and replaced by one summary; the last {keep} rounds stay as they are."
+        )
+
+    def _compact_answer(self, focus: str | None) -> None:
+        if focus is None or self.agent is None or self.busy is not None:
+            return
+        self.busy = "compacting"
+        self.compact_worker(self.agent, focus)
+
+    # ------------------------------------------------------------------ other screens
+    def action_sessions(self) -> None:
+        if self._refuse_when_busy():
+            return
+        app = self.ctx_app
+        self.app.push_screen(SessionsScreen(app.store, app.clock, self.session_id), self._resume)
+
+    def _resume(self, session_id: int | None) -> None:
+        if session_id is None or session_id == self.session_id or self.busy is not None:
+            return
+        self.open(session_id)
+
+    def action_archive(self) -> None:
+        if self.session_id is not None:
+            self.app.push_screen(ArchiveScreen(self.ctx_app.store, self.session_id))
+
+    def action_inspect(self) -> None:
+        if self.agent is not None:
+            settings = self.agent.settings
+            self.app.push_screen(
+                InspectorScreen(self.agent, settings.context_window, settings.threshold_tokens)
+            )
+
+    def action_new_session(self) -> None:
+        if self._refuse_when_busy():
+            return
+        self.open(None)
+
+    # ------------------------------------------------------------------ panes
+    def action_last_scratchpad(self) -> None:
+        scratch = self.query_one(ScratchpadView)
+        if scratch.showing_last:
+            scratch.show_live()
+        else:
+            if not self.last_scratch:
+                self.notify("No round has finished in this session yet.", title="Scratchpad")
+            scratch.show_last(self.last_scratch)
+            if self.has_class("-narrow"):
+                self.pane = "scratch"
+        self._update_subtitles()
+
+    def action_next_pane(self) -> None:
+        panes = ("scratch", "history", "gauge")
+        self.pane = panes[(panes.index(self.pane) + 1) % len(panes)]
+
+    def action_interrupt(self) -> None:
+        if self.busy != "round" or self.agent is None:
+            return
+        self.gate.cancel()
+        self.agent.cancel()
+        self.notify("Interrupting the round…", title="Esc")
+
+    def stop_agent(self) -> None:
+        """Cancel whatever runs (the app is closing): no worker may wait for an answer."""
+        self.gate.cancel()
+        if self.agent is not None:
+            self.agent.cancel()
+
+    def on_unmount(self) -> None:
+        self.stop_agent()
+
+    # ------------------------------------------------------------------ permissions
+    @on(PermissionGate.PermissionRequested)
+    def _permission_requested(self, message: PermissionGate.PermissionRequested) -> None:
+        reply = message.reply
+        if reply.done.is_set():
+            return
+        modal = PermissionModal(reply.request)
+        self._permission_modals[id(reply)] = modal
+
+        def answered(answer: PermissionAnswer | None) -> None:
+            self._permission_modals.pop(id(reply), None)
+            reply.answer_with(answer or "deny")
+
+        self.app.push_screen(modal, answered)
+
+    @on(PermissionGate.PermissionWithdrawn)
+    def _permission_withdrawn(self, message: PermissionGate.PermissionWithdrawn) -> None:
+        reply: PermissionReply = message.reply
+        modal = self._permission_modals.pop(id(reply), None)
+        if modal is not None and self.app.screen is modal:
+            modal.dismiss("deny")

@@ -1,0 +1,393 @@
+"""MainScreen: chat, live scratchpad, compressed history and token gauge, side by side.
+
+The screen owns the session's :class:`~engine.agent.Agent`. Everything slow runs in thread
+workers (opening a session, a round, a compaction, listing workspace files); the panes change
+only from engine events (through :class:`~tui.bridge.EngineBridge` and the
+:class:`~tui.presenter.Presenter`) and from the workers' results, handled in one place,
+:meth:`MainScreen.on_worker_state_changed`, keyed on the worker group.
+
+Below 110 columns the scratchpad, history and gauge share one column behind tabs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.reactive import Reactive, reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Input, ProgressBar, Static, Tab, Tabs
+from textual.worker import Worker, WorkerState
+
+from engine.context import ScratchStep
+from engine.history import CompactionResult
+from engine.models import Message, Summary, TodoItem
+from tui.bridge import EngineBridge, PermissionGate
+from tui.formatting import one_line, tokens, workspace_label
+from tui.presenter import Panes, Presenter
+from tui.screens.detail_modal import DetailModal, parts_for_message, parts_for_summary
+from tui.screens.main_actions import MainActions
+from tui.session_loader import OpenedSession, Resume, SessionView, is_offline, measure
+from tui.widgets.block_view import Block, BlockView
+from tui.widgets.chat_input import ChatInput, workspace_files
+from tui.widgets.chat_view import ChatView
+from tui.widgets.history_view import HistoryView
+from tui.widgets.scratchpad_view import ScratchpadView, blocks_from_steps
+from tui.widgets.session_header import HeaderInfo, SessionHeader
+from tui.widgets.token_gauge import TokenGauge
+
+if TYPE_CHECKING:
+    from engine.agent import Agent
+    from tui.app import CtxscopeApp
+
+PANES = ("scratch", "history", "gauge")
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """A main-screen action: its key, footer label and palette help, in one place."""
+
+    key: str
+    action: str
+    label: str
+    help: str
+    show: bool = True
+
+    @property
+    def binding_id(self) -> str:
+        return f"main.{self.action}"
+
+
+MAIN_ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("f2", "sessions", "Sessions", "Browse stored sessions and resume one"),
+    ActionSpec("f3", "archive", "Archive", "Each compaction: its summary beside the raw rounds"),
+    ActionSpec("f4", "inspect", "Context", "The exact request the next step will send, by layer"),
+    ActionSpec("f5", "compact", "Compact", "Compact now: summarise rounds before the keep zone"),
+    ActionSpec("f6", "last_scratchpad", "Last pad", "Show or hide the last round's scratchpad"),
+    ActionSpec("f7", "next_pane", "Pane", "Show the next pane (narrow layout)"),
+    ActionSpec("ctrl+n", "new_session", "New", "Start a new session in this workspace"),
+    ActionSpec("escape", "interrupt", "Interrupt", "Interrupt the running round"),
+)
+
+
+@dataclass
+class RoundDone:
+    """What a round worker hands back."""
+
+    view: SessionView
+    title: str
+    last_scratch: list[ScratchStep]
+
+
+class MainScreen(MainActions, Screen[None]):
+    """The workbench."""
+
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-narrow"),
+        (110, "-wide"),
+    ]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(a.key, a.action, a.label, show=a.show, id=a.binding_id, tooltip=a.help)
+        for a in MAIN_ACTIONS
+    ]
+
+    busy: Reactive[str | None] = reactive[str | None](None)
+    """What the agent is doing: ``opening``, ``round``, ``compacting``, or None when idle."""
+    pane: Reactive[str] = reactive("history")
+    """The pane shown in the narrow layout: ``scratch``, ``history`` or ``gauge``."""
+
+    def __init__(self, resume: Resume) -> None:
+        super().__init__()
+        self.resume = resume
+        self.agent: Agent | None = None
+        self.session_id: int | None = None
+        self.bridge = EngineBridge(self)
+        self.gate = PermissionGate(self)
+        self.last_scratch: list[Block] = []
+        """The last finished round's scratchpad, for F6."""
+        self.presenter: Presenter | None = None
+        self._permission_modals: dict[int, Any] = {}
+
+    @property
+    def ctx_app(self) -> CtxscopeApp:
+        from tui.app import CtxscopeApp
+
+        app = self.app
+        assert isinstance(app, CtxscopeApp)
+        return app
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield SessionHeader(id="header")
+        with Horizontal(id="panes"):
+            with Vertical(id="chat-pane", classes="pane"):
+                yield ChatView(id="chat")
+                yield ChatInput(id="input")
+            with Vertical(id="right"):
+                yield Tabs(
+                    Tab("Scratchpad", id="tab-scratch"),
+                    Tab("History", id="tab-history"),
+                    Tab("Gauge", id="tab-gauge"),
+                    active="tab-history",
+                    id="pane-tabs",
+                )
+                with Horizontal(id="work"):
+                    with Vertical(id="scratch-pane", classes="pane"):
+                        yield Static(id="todos")
+                        yield ScratchpadView(id="scratch")
+                    with Vertical(id="history-pane", classes="pane"):
+                        yield Static(id="history-banner")
+                        yield ProgressBar(id="compact-progress", show_eta=False)
+                        yield HistoryView(id="history")
+                with Vertical(id="gauge-pane", classes="pane"):
+                    yield TokenGauge(id="gauge")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#chat-pane").border_title = "Chat"
+        self.query_one("#scratch-pane").border_title = "Scratchpad · live"
+        self.query_one("#history-pane").border_title = "History · L3 as stored"
+        self.query_one("#gauge-pane").border_title = "Token gauge"
+        self.query_one("#compact-progress").display = False
+        self.query_one("#history-banner").display = False
+        self.show_todos([])
+        self.presenter = Presenter(
+            Panes(
+                chat=self.query_one(ChatView),
+                scratch=self.query_one(ScratchpadView),
+                history=self.query_one(HistoryView),
+                gauge=self.query_one(TokenGauge),
+                show_todos=self.show_todos,
+                show_banner=self.show_banner,
+            ),
+            notify=lambda m, t, s, d: self.notify(m, title=t, severity=s, timeout=d),
+            take_text=self.bridge.take_text,
+            forget_text=self.bridge.forget,
+            todos=lambda: list(self.agent.todos) if self.agent else [],
+        )
+        self.set_class(True, "-pane-history")
+        self.query_one(ChatInput).focus()
+        self.load_files()
+        self.open(self.resume)
+
+    def watch_pane(self, pane: str) -> None:
+        for name in PANES:
+            self.set_class(name == pane, f"-pane-{name}")
+        if self.is_mounted:
+            self.query_one(Tabs).active = f"tab-{pane}"
+
+    @on(Tabs.TabActivated, "#pane-tabs")
+    def _tab(self, event: Tabs.TabActivated) -> None:
+        if event.tab.id:
+            self.pane = event.tab.id.removeprefix("tab-")
+
+    def watch_busy(self, busy: str | None) -> None:
+        if not self.is_mounted:
+            return
+        self.query_one(ChatInput).disabled = busy in ("opening", "compacting")
+        self.query_one("#compact-progress").display = busy == "compacting"
+        self.refresh_bindings()
+        if busy is None:
+            self.query_one(ChatInput).focus()
+
+    def show_todos(self, todos: list[TodoItem]) -> None:
+        widget = self.query_one("#todos", Static)
+        widget.display = bool(todos)
+        marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+        done = sum(1 for t in todos if t.status == "completed")
+        lines = [f"Todo {done}/{len(todos)}"] + [f"{marks[t.status]} {t.content}" for t in todos]
+        widget.update("\n".join(lines))
+
+    def show_banner(self, text: str, in_progress: bool) -> None:
+        banner = self.query_one("#history-banner", Static)
+        banner.update(text)
+        banner.display = bool(text)
+        banner.set_class(in_progress, "-progress")
+
+    # ------------------------------------------------------------------ workers
+    def open(self, resume: Resume) -> None:
+        self.busy = "opening"
+        self.query_one(HistoryView).loading = True
+        self.open_worker(resume)
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def open_worker(self, resume: Resume) -> OpenedSession:
+        app = self.ctx_app
+        try:
+            return app.open_session(resume, self.bridge, self.gate)
+        finally:
+            app.store.db.close()
+
+    @work(thread=True, exclusive=True, group="round", exit_on_error=False)
+    def round_worker(self, agent: Agent, text: str, title: str) -> RoundDone:
+        try:
+            if title:
+                agent.store.update_session(agent.session_id, title=title)
+            agent.run(text)
+            return RoundDone(measure(agent), title, list(agent.last_scratchpad))
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
+    def compact_worker(self, agent: Agent, focus: str) -> tuple[CompactionResult, SessionView]:
+        try:
+            result = agent.compact(focus or None)
+            return result, measure(agent)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="files", exit_on_error=False)
+    def load_files(self) -> list[str]:
+        return workspace_files(self.ctx_app.workspace)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker: Worker[Any] = event.worker
+        group = worker.group
+        if event.state == WorkerState.ERROR:
+            self._worker_failed(group, worker.error)
+        elif event.state == WorkerState.SUCCESS:
+            result = worker.result
+            if group == "open":
+                self._opened(result)
+            elif group == "round":
+                self._round_done(result)
+            elif group == "compact":
+                self._compacted(*result)
+            elif group == "files":
+                self.query_one(ChatInput).workspace_suggester.set_files(result)
+        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            if group in ("open", "round", "compact"):
+                self.busy = None
+                self.query_one(HistoryView).loading = False
+
+    def _worker_failed(self, group: str, error: BaseException | None) -> None:
+        what = {
+            "open": "Cannot open the session",
+            "round": "The round stopped",
+            "compact": "Compaction failed",
+            "files": "Cannot list the workspace files",
+        }.get(group, "Something failed")
+        detail = f"{type(error).__name__}: {error}" if error else "unknown error"
+        self.notify(detail, title=what, severity="error", timeout=10)
+
+    # ------------------------------------------------------------------ results
+    def _opened(self, opened: OpenedSession) -> None:
+        self.agent = opened.agent
+        self.session_id = opened.agent.session_id
+        session = opened.session
+        label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
+        self.query_one(SessionHeader).info = HeaderInfo(
+            session_id=session.id,
+            title=session.title,
+            workspace=label,
+            provider=session.provider,
+            model=session.model,
+            strategy=opened.agent.strategy.name,
+            offline=is_offline(session.provider),
+        )
+        self.query_one(ChatView).load(opened.chat)
+        self.query_one(ScratchpadView).end_round()
+        self.last_scratch = blocks_from_steps(opened.last_scratch)
+        self.show_banner("", False)
+        self._apply_view(opened.view)
+        for notice in opened.notices:
+            self.notify(notice, title="Workspace", severity="warning")
+
+    def _apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
+        history = self.query_one(HistoryView)
+        history.show(view.layout, scroll_end=scroll_end)
+        assert self.presenter is not None
+        self.presenter.set_gauge(view.gauge)
+        self.show_todos(view.todos)
+        self._update_subtitles()
+
+    def _update_subtitles(self) -> None:
+        history = self.query_one(HistoryView)
+        layout = history.layout_data
+        if layout is not None:
+            hist = layout.history
+            total = sum(s.tokens or 0 for s in hist.summaries) + sum(
+                m.tokens or 0 for m in hist.messages
+            )
+            self.query_one("#history-pane").border_subtitle = (
+                f"{len(hist.summaries)} summaries · {len(hist.messages)} messages · "
+                f"{tokens(total)} tok · Enter: full"
+            )
+        scratch = self.query_one(ScratchpadView)
+        pad = self.query_one("#scratch-pane")
+        if scratch.showing_last:
+            pad.border_title = "Scratchpad · last round"
+            pad.border_subtitle = "F6: back to live"
+        else:
+            pad.border_title = "Scratchpad · live"
+            pad.border_subtitle = "empty between rounds · F6 last"
+
+    def _round_done(self, done: RoundDone) -> None:
+        self.last_scratch = blocks_from_steps(done.last_scratch)
+        if done.title:
+            header = self.query_one(SessionHeader)
+            info = header.info
+            header.info = HeaderInfo(**{**info.__dict__, "title": done.title})
+        self._apply_view(done.view)
+
+    def _compacted(self, result: CompactionResult, view: SessionView) -> None:
+        self._apply_view(view, scroll_end=False)
+        history = self.query_one(HistoryView)
+        history.scroll_home(animate=False, immediate=True)
+        if result.summary is not None and view.layout.history.summaries:
+            history.cursor = len(view.layout.history.summaries) - 1
+
+    # ------------------------------------------------------------------ input
+    @on(Input.Submitted, "#input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        if self.agent is None or self.busy is not None:
+            self.notify(
+                "Wait for the current work to finish (Esc interrupts a round).",
+                title="Busy",
+                severity="warning",
+            )
+            return
+        event.input.value = ""
+        self.gate.reset()
+        title = "" if self.query_one(SessionHeader).info.title else one_line(text, 60)
+        self.busy = "round"
+        self.round_worker(self.agent, text, title)
+
+    @on(Input.Changed, "#input")
+    def _typing(self, event: Input.Changed) -> None:
+        if self.presenter is not None:
+            self.presenter.typing(len(event.value))
+
+    # ------------------------------------------------------------------ engine messages
+    @on(EngineBridge.EventReceived)
+    def _engine_event(self, message: EngineBridge.EventReceived) -> None:
+        if self.presenter is not None:
+            self.presenter.apply(message.event)
+            if message.event.type in ("round_finished", "round_interrupted"):
+                self._update_subtitles()
+
+    @on(EngineBridge.TextStreamed)
+    def _text(self, message: EngineBridge.TextStreamed) -> None:
+        if self.presenter is not None:
+            self.presenter.text_streamed(message.round_index, message.step)
+
+    @on(BlockView.BlockActivated, "#history")
+    def _open_block(self, event: BlockView.BlockActivated) -> None:
+        data = event.block.data
+        if isinstance(data, Summary):
+            self.app.push_screen(DetailModal("Summary (L3)", parts_for_summary(data)))
+        elif isinstance(data, Message) and self.agent is not None:
+            observation = None
+            if data.role == "tool" and data.meta.tool_use_id:
+                observation = self.agent.store.observation_for(
+                    self.agent.session_id, data.meta.tool_use_id
+                )
+            heading = f"History message · round {data.meta.round} · {data.role}"
+            self.app.push_screen(DetailModal(heading, parts_for_message(data, observation)))

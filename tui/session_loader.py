@@ -1,0 +1,231 @@
+"""Opening a session and measuring it: the work the main screen does in its thread workers.
+
+Everything here runs off the UI thread and returns plain data (no widgets): the agent over
+the session, the conversation for the chat, the history layout with its compaction marks, the
+gauge's figures, the todo list and the last round's scratchpad, all read back from the store
+so that a resumed session looks exactly as it was left.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from engine.agent import Agent
+from engine.config import Settings
+from engine.context import ScratchResult, ScratchStep
+from engine.events import EventSink
+from engine.llm.base import OFFLINE_NAME, Provider
+from engine.models import (
+    History,
+    Message,
+    RoundStatus,
+    Session,
+    TodoItem,
+)
+from engine.store import Store
+from tools.base import Asker
+from tui.gauge_state import GaugeState, steps_and_marks
+from tui.widgets.chat_view import ChatEntry
+from tui.widgets.history_view import HistoryLayout
+
+Resume = int | Literal["latest"] | None
+"""Which session to open: a new one (None), the most recent, or one by id."""
+
+
+@dataclass
+class SessionView:
+    """What the panes need after a change (a round, a compaction, a resume)."""
+
+    layout: HistoryLayout
+    gauge: GaugeState
+    todos: list[TodoItem] = field(default_factory=list)
+
+
+@dataclass
+class OpenedSession:
+    """A session ready to be shown."""
+
+    session: Session
+    agent: Agent
+    workspace: Path
+    chat: list[ChatEntry]
+    view: SessionView
+    last_scratch: list[ScratchStep]
+    notices: list[str] = field(default_factory=list)
+
+
+def choose_session(store: Store, resume: Resume, workspace: Path, settings: Settings) -> Session:
+    """The session to open: by id, the latest (a new one when there is none), or a new one."""
+    if isinstance(resume, int):
+        return store.get_session(resume)
+    if resume == "latest":
+        latest = store.latest_session()
+        if latest is not None:
+            return latest
+    return store.create_session(workspace=str(workspace), strategy=settings.strategy)
+
+
+def open_session(
+    store: Store,
+    settings: Settings,
+    workspace: Path,
+    resume: Resume,
+    events: EventSink,
+    ask: Asker,
+    provider_factory: Callable[[Settings], Provider],
+) -> OpenedSession:
+    """Open (or create) a session and build its agent and everything the panes show."""
+    session = choose_session(store, resume, workspace, settings)
+    assert session.id is not None
+    notices: list[str] = []
+    where = Path(session.workspace) if session.workspace else workspace
+    if not where.is_dir():
+        notices.append(
+            f"The session's workspace {where} is gone; the agent works in {workspace} instead."
+        )
+        where = workspace
+    provider = provider_factory(settings)
+    if (session.provider, session.model) != (provider.name, provider.model):
+        session = store.update_session(session.id, provider=provider.name, model=provider.model)
+    agent = Agent(store, session, settings, provider, where, events=events, ask=ask)
+    return OpenedSession(
+        session=session,
+        agent=agent,
+        workspace=where,
+        chat=chat_entries(store, session.id),
+        view=measure(agent),
+        last_scratch=last_scratchpad(store, agent),
+        notices=notices,
+    )
+
+
+def is_offline(provider_name: str) -> bool:
+    return provider_name == OFFLINE_NAME or provider_name.startswith("offline")
+
+
+def chat_entries(store: Store, session_id: int) -> list[ChatEntry]:
+    """The whole conversation, archived rounds included, with compactions where they fell."""
+    history = store.history(session_id)
+    messages: list[Message] = list(history.messages)
+    for segment in store.segments(session_id):
+        messages.extend(segment.messages)
+    messages.sort(key=lambda m: m.id or 0)
+    statuses = {r.index: r.status for r in store.rounds(session_id)}
+    timed: list[tuple[float, int, ChatEntry]] = []
+    for order, msg in enumerate(messages):
+        entry = _chat_entry(msg, statuses)
+        if entry is not None:
+            timed.append((msg.created_at.timestamp(), order, entry))
+    for comp in store.compactions(session_id):
+        if comp.outcome not in ("success", "fallback"):
+            continue
+        text = (
+            f"✂ {comp.trigger} compaction: {comp.rounds_compacted} rounds archived, "
+            f"{comp.tokens_before:,} → {comp.tokens_after:,} tokens"
+        )
+        timed.append((comp.created_at.timestamp(), len(messages), ChatEntry("notice", text)))
+    timed.sort(key=lambda t: (t[0], t[1]))
+    return [entry for _, _, entry in timed]
+
+
+def _chat_entry(msg: Message, statuses: dict[int, RoundStatus]) -> ChatEntry | None:
+    if msg.role == "user":
+        return ChatEntry("user", msg.content, msg.meta.round)
+    if msg.role == "assistant" and msg.meta.final:
+        status = statuses.get(msg.meta.round or -1)
+        return ChatEntry(
+            "answer",
+            msg.content,
+            msg.meta.round,
+            interrupted=msg.meta.interrupted or status == RoundStatus.INTERRUPTED,
+            error=status == RoundStatus.ERROR,
+        )
+    return None
+
+
+def last_scratchpad(store: Store, agent: Agent) -> list[ScratchStep]:
+    """The last round's scratchpad: the agent's own, or rebuilt from the stored observations."""
+    if agent.last_scratchpad:
+        return list(agent.last_scratchpad)
+    history = agent.history.history
+    if not history.messages:
+        return []
+    last = history.messages[-1].meta.round
+    if last is None:
+        return []
+    results = {
+        o.tool_use_id: ScratchResult(
+            tool_use_id=o.tool_use_id,
+            tool_name=o.tool_name,
+            text=o.text,
+            is_error=o.result.get("status") == "error",
+        )
+        for o in store.observations(agent.session_id, round_index=last)
+    }
+    steps: list[ScratchStep] = []
+    for msg in history.messages:
+        if msg.meta.round == last and msg.role == "assistant" and msg.tool_calls:
+            found = [results[c.id] for c in msg.tool_calls if c.id in results]
+            steps.append(ScratchStep(assistant=msg, results=found))
+    return steps
+
+
+def history_copy(agent: Agent) -> History:
+    """A snapshot of the agent's history that the UI can keep while the agent goes on."""
+    current = agent.history.history
+    return History(summaries=list(current.summaries), messages=list(current.messages))
+
+
+def layout_for(agent: Agent, store: Store, history: History | None = None) -> HistoryLayout:
+    history = history or history_copy(agent)
+    return HistoryLayout(
+        history=history,
+        keep_rounds=agent.settings.keep_rounds,
+        cut_rounds=agent.strategy.select_rounds(history, in_progress=agent.current_round),
+        statuses={r.index: r.status for r in store.rounds(agent.session_id)},
+    )
+
+
+def measure(agent: Agent) -> SessionView:
+    """History layout, gauge figures and todos as they stand now (worker thread)."""
+    store = agent.store
+    settings = agent.settings
+    built = agent.preview()
+    budget = agent.budget()
+    usages = store.usages(agent.session_id)
+    compactions = store.compactions(agent.session_id)
+    steps, marks = steps_and_marks(usages, compactions)
+    last = usages[-1] if usages else None
+    kept = agent.history.kept_tokens()
+    layout = layout_for(agent, store)
+    warning = None
+    if kept >= settings.threshold_tokens or (budget.fire and not layout.cut_rounds):
+        warning = (
+            f"the context is at the {settings.threshold_tokens:,}-token threshold but the last "
+            f"{settings.keep_rounds} rounds, which are never compacted, hold {kept:,} tokens "
+            "of history: compaction cannot help "
+            "(lower CTXSCOPE_KEEP_ROUNDS or raise CTXSCOPE_CONTEXT_WINDOW)"
+        )
+    gauge = GaugeState(
+        context_window=settings.context_window,
+        threshold=settings.threshold_tokens,
+        chars_per_token=settings.input_chars_per_token,
+        min_messages=settings.min_messages,
+        layers=dict(built.layers),
+        layers_source="next request (preview)",
+        last_usage=None if last is None else last.usage,
+        local_estimate=None if last is None else last.local_estimate,
+        budget=budget,
+        steps=steps,
+        compactions_at=marks,
+        warning=warning,
+    )
+    return SessionView(layout=layout, gauge=gauge, todos=list(agent.todos))
+
+
+def default_workspace() -> Path:
+    return Path(os.getcwd()).resolve()

@@ -1,0 +1,54 @@
+"""Cutting text into rows for the line-based views: fast enough for 10 000 messages.
+
+ASCII lines (most of a coding session: code, JSON, English) are word-wrapped with plain string
+slicing; other lines are cut by terminal cells with Rich's ``chop_cells`` so wide characters
+(CJK, emoji) never overflow a row. Control characters become ``�`` and tabs four spaces.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.cells import chop_cells
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _wrap_ascii(line: str, width: int) -> list[str]:
+    """Greedy word wrap of an ASCII line; words longer than ``width`` are cut."""
+    out: list[str] = []
+    start = 0
+    end = len(line)
+    while end - start > width:
+        cut = line.rfind(" ", start, start + width + 1)
+        if cut <= start:
+            out.append(line[start : start + width])
+            start += width
+        else:
+            out.append(line[start:cut])
+            start = cut + 1
+    out.append(line[start:])
+    return out
+
+
+def wrap_rows(text: str, width: int, max_rows: int | None) -> list[str]:
+    """``text`` cut into rows of at most ``width`` cells (word wrap for ASCII, else cells)."""
+    width = max(1, width)
+    rows: list[str] = []
+    lines = text.split("\n")
+    for number, raw in enumerate(lines):
+        line = _CONTROL.sub("�", raw.expandtabs(4))
+        if not line:
+            rows.append("")
+        elif line.isascii():
+            rows.extend(_wrap_ascii(line, width))
+        else:
+            rows.extend(chop_cells(line, width))
+        if max_rows is not None and len(rows) > max_rows:
+            # Rows past the cap: the rest of this line, then every later line.
+            hidden = len(lines) - number - 1 + (1 if len(rows) > max_rows else 0)
+            rows = rows[:max_rows]
+            more = "line" if hidden == 1 else "lines"
+            rows.append(f"… {hidden} more {more} (Enter: full text)")
+            break
+    return rows

@@ -1,0 +1,403 @@
+"""BlockView: a virtual list of text blocks on Textual's Line API (ScrollView + render_line).
+
+The chat, the scratchpad and the history panes are all lists of *blocks* (a header row, then
+wrapped body rows). A session can hold 10 000 messages, so no widget is mounted per block:
+the view keeps the blocks as plain data, wraps them into rows once per width (cheap string
+slicing, with an optional cap of rows per block), finds a row's block by bisection, and
+renders only the rows on screen, with an LRU cache of strips.
+
+Appending or replacing the last block (a streaming answer) re-wraps that block only.
+A cursor selects a block (Up/Down, Page keys, Home/End); Enter posts
+:class:`BlockView.BlockActivated`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import Reactive, reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui.text_wrap import wrap_rows
+
+GUTTER_WIDTH = 2
+
+
+@dataclass
+class Block:
+    """One item of a :class:`BlockView`: an optional header row and a wrapped body."""
+
+    body: str = ""
+    header: tuple[tuple[str, str], ...] = ()
+    """Header segments as ``(text, component class)``; no header row when empty."""
+    style: str = "block-view--body"
+    """Component class of the body rows."""
+    gutter: str = " "
+    """One character drawn left of every row (e.g. the keep-zone bar)."""
+    gutter_style: str = "block-view--gutter"
+    fill: str = " "
+    """Pads the header row to the full width (``─`` for separators)."""
+    max_rows: int | None = None
+    """Body rows shown at most; the rest is announced as ``… +N lines``."""
+    selectable: bool = True
+    space_before: bool = False
+    """A blank row above the block (separates rounds in the chat)."""
+    data: Any = field(default=None, compare=False)
+    """What the block stands for (a Message, a Summary...), for the owner's handlers."""
+
+
+class BlockView(ScrollView, can_focus=True):
+    """A scrollable, virtual list of :class:`Block` with a block cursor."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "block-view--body",
+        "block-view--gutter",
+        "block-view--cursor",
+        "block-view--header",
+        "block-view--dim",
+        "block-view--user",
+        "block-view--assistant",
+        "block-view--tool",
+        "block-view--summary",
+        "block-view--summary-header",
+        "block-view--error",
+        "block-view--separator",
+        "block-view--keep",
+        "block-view--cut",
+        "block-view--thought",
+        "block-view--action",
+        "block-view--observation",
+        "block-view--streaming",
+        "block-view--interrupted",
+        "block-view--notice",
+    }
+
+    DEFAULT_CSS = """
+    BlockView {
+        background: $surface;
+        scrollbar-gutter: stable;
+        overflow-x: hidden;
+        overflow-y: auto;
+        & > .block-view--body { color: $foreground; }
+        & > .block-view--gutter { color: $foreground-muted; }
+        & > .block-view--cursor { background: $boost; text-style: bold; }
+        & > .block-view--header { color: $foreground-muted; text-style: bold; }
+        & > .block-view--dim { color: $foreground-muted; }
+        & > .block-view--user { color: $primary; text-style: bold; }
+        & > .block-view--assistant { color: $success; text-style: bold; }
+        & > .block-view--tool { color: $warning; text-style: bold; }
+        & > .block-view--summary { color: $foreground; background: $secondary 20%; }
+        & > .block-view--summary-header {
+            color: $text; background: $secondary 60%; text-style: bold;
+        }
+        & > .block-view--error { color: $error; }
+        & > .block-view--separator { color: $foreground-muted; }
+        & > .block-view--keep { color: $success; }
+        & > .block-view--cut { color: $error; text-style: bold; }
+        & > .block-view--thought { color: $foreground; text-style: italic; }
+        & > .block-view--action { color: $accent; }
+        & > .block-view--observation { color: $foreground-muted; }
+        & > .block-view--streaming { color: $foreground; text-style: italic; }
+        & > .block-view--interrupted { color: $warning; text-style: bold; }
+        & > .block-view--notice { color: $accent; text-style: bold; }
+        &:focus > .block-view--cursor { background: $primary 30%; }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor_up", "Up", show=False, id="block.up", tooltip="Previous block"),
+        Binding("down", "cursor_down", "Down", show=False, id="block.down", tooltip="Next block"),
+        Binding(
+            "home", "cursor_first", "First", show=False, id="block.home", tooltip="First block"
+        ),
+        Binding("end", "cursor_last", "Last", show=False, id="block.end", tooltip="Last block"),
+        Binding(
+            "pageup",
+            "page_up",
+            "Page up",
+            show=False,
+            id="block.pageup",
+            tooltip="Scroll one page up",
+        ),
+        Binding(
+            "pagedown",
+            "page_down",
+            "Page down",
+            show=False,
+            id="block.pagedown",
+            tooltip="Scroll one page down",
+        ),
+        Binding(
+            "enter", "activate", "Open", id="block.open", tooltip="Show the selected item in full"
+        ),
+    ]
+
+    cursor: Reactive[int | None] = reactive[int | None](None, layout=False)
+    """Index of the selected block, or None."""
+
+    @dataclass
+    class BlockActivated(Message):
+        """Enter was pressed on a block."""
+
+        view: BlockView
+        index: int
+        block: Block
+
+        @property
+        def control(self) -> BlockView:
+            return self.view
+
+    def __init__(
+        self,
+        *,
+        auto_scroll: bool = True,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.auto_scroll = auto_scroll
+        """Follow new blocks when the view is already at the end."""
+        self._blocks: list[Block] = []
+        self._rows: list[list[str]] = []
+        """Per block, its rendered rows (header row first when it has one)."""
+        self._starts: list[int] = [0]
+        """``_starts[i]`` is the first row of block i; the last item is the total row count."""
+        self._width = 0
+        self._cache: LRUCache[tuple[int, bool], Strip] = LRUCache(2048)
+        self._styles: dict[str, Style] = {}
+
+    # ------------------------------------------------------------------ data
+    @property
+    def blocks(self) -> Sequence[Block]:
+        """The blocks shown (read only: change them with the methods below)."""
+        return self._blocks
+
+    @property
+    def row_count(self) -> int:
+        """Total number of rows at the current width."""
+        return self._starts[-1]
+
+    def set_blocks(self, blocks: Iterable[Block], *, scroll_end: bool = False) -> None:
+        """Replace everything (a session opened, history reloaded)."""
+        self._blocks = list(blocks)
+        if self.cursor is not None and self.cursor >= len(self._blocks):
+            self.cursor = None
+        self._relayout()
+        if scroll_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def append_block(self, block: Block) -> None:
+        """Add one block at the end (O(its rows))."""
+        at_end = self.is_vertical_scroll_end
+        self._blocks.append(block)
+        rows = self._wrap(block)
+        self._rows.append(rows)
+        self._starts.append(self._starts[-1] + len(rows))
+        self._after_tail_change(at_end)
+
+    def replace_last(self, block: Block) -> None:
+        """Replace the last block (a streaming answer grows); re-wraps that block only."""
+        if not self._blocks:
+            self.append_block(block)
+            return
+        at_end = self.is_vertical_scroll_end
+        self._blocks[-1] = block
+        rows = self._wrap(block)
+        first = self._starts[-2]
+        self._rows[-1] = rows
+        self._starts[-1] = first + len(rows)
+        for key in [k for k in self._cache.keys() if k[0] >= first]:
+            self._cache.discard(key)
+        self._after_tail_change(at_end)
+
+    def pop_last(self) -> Block | None:
+        """Remove the last block (a stream that turned out to be a thought)."""
+        if not self._blocks:
+            return None
+        block = self._blocks.pop()
+        self._rows.pop()
+        first = self._starts[-2]
+        self._starts.pop()
+        for key in [k for k in self._cache.keys() if k[0] >= first]:
+            self._cache.discard(key)
+        if self.cursor is not None and self.cursor >= len(self._blocks):
+            self.cursor = None
+        self._after_tail_change(self.is_vertical_scroll_end)
+        return block
+
+    def clear(self) -> None:
+        self.set_blocks([])
+
+    # ------------------------------------------------------------------ layout
+    def _content_width(self) -> int:
+        return max(1, self.scrollable_content_region.width - GUTTER_WIDTH)
+
+    def _wrap(self, block: Block) -> list[str]:
+        width = self._width or self._content_width()
+        rows = wrap_rows(block.body, width, block.max_rows) if block.body else []
+        rows = ([""] + rows) if block.header else (rows or [""])
+        return [""] + rows if block.space_before else rows
+
+    def _relayout(self) -> None:
+        self._width = self._content_width()
+        self._rows = [self._wrap(b) for b in self._blocks]
+        starts = [0]
+        total = 0
+        for rows in self._rows:
+            total += len(rows)
+            starts.append(total)
+        self._starts = starts
+        self._cache.clear()
+        self.virtual_size = Size(self._width + GUTTER_WIDTH, total)
+        self.refresh()
+
+    def _after_tail_change(self, at_end: bool) -> None:
+        self.virtual_size = Size(self._width + GUTTER_WIDTH, self._starts[-1])
+        self.refresh()
+        if self.auto_scroll and at_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._content_width() != self._width:
+            top = self.block_at_row(int(self.scroll_y))
+            self._relayout()
+            if top is not None:
+                self.scroll_to(y=self._starts[top], animate=False, immediate=True)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+        self._cache.clear()
+
+    # ------------------------------------------------------------------ rendering
+    def block_at_row(self, row: int) -> int | None:
+        """Index of the block that owns ``row`` (None past the end)."""
+        if row < 0 or row >= self._starts[-1]:
+            return None
+        return bisect_right(self._starts, row) - 1
+
+    def block_region(self, index: int) -> Region:
+        """The rows of block ``index`` in virtual coordinates."""
+        top = self._starts[index]
+        return Region(0, top, self._width + GUTTER_WIDTH, self._starts[index + 1] - top)
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            style = self.get_component_rich_style(name, partial=True)
+            self._styles[name] = style
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        row = int(self.scroll_y) + y
+        width = self.scrollable_content_region.width
+        index = self.block_at_row(row)
+        base = self.rich_style
+        if index is None:
+            return Strip.blank(width, base)
+        selected = index == self.cursor
+        key = (row, selected)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        strip = self._render_row(index, row - self._starts[index], width, selected)
+        self._cache[key] = strip
+        return strip
+
+    def _render_row(self, index: int, offset: int, width: int, selected: bool) -> Strip:
+        block = self._blocks[index]
+        base = self.rich_style
+        if block.space_before:
+            if offset == 0:
+                return Strip.blank(width, base)
+            offset -= 1
+        overlay = self._style("block-view--cursor") if selected else None
+        segments = [Segment(block.gutter + " ", base + self._style(block.gutter_style))]
+        used = GUTTER_WIDTH
+        if block.header and offset == 0:
+            for text, cls in block.header:
+                style = base + self._style(cls)
+                segments.append(Segment(text, style + overlay if overlay else style))
+                used += cell_len(text)
+            pad_style = base + self._style(block.header[-1][1])
+            fill = block.fill * max(0, width - used)
+            segments.append(Segment(fill, pad_style + overlay if overlay else pad_style))
+        else:
+            text = self._rows[index][offset + (1 if block.space_before else 0)]
+            style = base + self._style(block.style)
+            if overlay:
+                style += overlay
+            segments.append(Segment(text, style))
+            used += cell_len(text)
+            segments.append(Segment(" " * max(0, width - used), style))
+        return Strip(segments).crop_extend(0, width, base)
+
+    # ------------------------------------------------------------------ cursor
+    def watch_cursor(self, old: int | None, new: int | None) -> None:
+        self._cache.clear()
+        self.refresh()
+        if new is not None and 0 <= new < len(self._blocks):
+            self.scroll_to_region(self.block_region(new), animate=False, immediate=True)
+
+    def _step(self, start: int, delta: int) -> int | None:
+        i = start
+        while 0 <= i < len(self._blocks):
+            if self._blocks[i].selectable:
+                return i
+            i += delta
+        return None
+
+    def action_cursor_up(self) -> None:
+        if not self._blocks:
+            return
+        start = len(self._blocks) - 1 if self.cursor is None else self.cursor - 1
+        found = self._step(start, -1)
+        if found is not None:
+            self.cursor = found
+
+    def action_cursor_down(self) -> None:
+        if not self._blocks:
+            return
+        start = 0 if self.cursor is None else self.cursor + 1
+        found = self._step(start, 1)
+        if found is not None:
+            self.cursor = found
+
+    def action_cursor_first(self) -> None:
+        found = self._step(0, 1)
+        if found is not None:
+            self.cursor = found
+        self.scroll_home(animate=False, immediate=True)
+
+    def action_cursor_last(self) -> None:
+        found = self._step(len(self._blocks) - 1, -1)
+        if found is not None:
+            self.cursor = found
+        self.scroll_end(animate=False, immediate=True)
+
+    def action_activate(self) -> None:
+        if self.cursor is not None and 0 <= self.cursor < len(self._blocks):
+            self.post_message(self.BlockActivated(self, self.cursor, self._blocks[self.cursor]))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        index = self.block_at_row(int(self.scroll_y) + offset.y)
+        if index is not None and self._blocks[index].selectable:
+            if index == self.cursor and event.chain >= 2:
+                self.action_activate()
+            self.cursor = index

@@ -1,0 +1,87 @@
+"""ChatInput: the question box, with ``@path`` completion from the workspace's files.
+
+Typing ``@src/ma`` suggests ``@src/main.py`` as ghost text (Right or End accepts it). The file
+list is gathered off the UI thread with the tools' own walk (``.gitignore`` honoured) and handed
+over with :meth:`WorkspaceSuggester.set_files`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual.suggester import Suggester
+from textual.widgets import Input
+
+from tools.walk import walk_files
+
+MENTION_PREFIX = re.compile(r"(?:^|(?<=[^a-zA-Z0-9]))@([a-zA-Z0-9/._-]*)$")
+"""An @mention being typed at the end of the input (the engine's A7 rule for what counts)."""
+MAX_FILES = 20_000
+
+
+def workspace_files(root: Path, limit: int = MAX_FILES) -> list[str]:
+    """Workspace-relative paths of files, shallow ones first (what completion offers first)."""
+    root = root.resolve()
+    found: list[str] = []
+    try:
+        for rel, _entry in walk_files(root, root):
+            found.append(rel)
+            if len(found) >= limit:
+                break
+    except OSError:
+        pass
+    found.sort(key=lambda p: (p.count("/"), p))
+    return found
+
+
+class WorkspaceSuggester(Suggester):
+    """Completes the ``@path`` at the end of the input from a list of workspace files."""
+
+    def __init__(self, files: Iterable[str] = ()) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+        self._files = list(files)
+
+    def set_files(self, files: Iterable[str]) -> None:
+        self._files = list(files)
+
+    @property
+    def files(self) -> list[str]:
+        return self._files
+
+    def complete(self, value: str) -> str | None:
+        """``value`` with its trailing @mention completed, or None."""
+        match = MENTION_PREFIX.search(value)
+        if match is None:
+            return None
+        prefix = match.group(1)
+        for path in self._files:
+            if path.startswith(prefix) and path != prefix:
+                return value + path[len(prefix) :]
+        return None
+
+    async def get_suggestion(self, value: str) -> str | None:
+        return self.complete(value)
+
+
+class ChatInput(Input):
+    """The input box of the chat pane."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(
+            placeholder="Ask the agent… (@path mentions a file; Enter sends)",
+            suggester=WorkspaceSuggester(),
+            id=id,
+        )
+
+    @property
+    def workspace_suggester(self) -> WorkspaceSuggester:
+        suggester = self.suggester
+        assert isinstance(suggester, WorkspaceSuggester)
+        return suggester
+
+    def on_mount(self) -> None:
+        # A blinking cursor makes screenshots differ from run to run; tests run headless.
+        if self.app.is_headless:
+            self.cursor_blink = False

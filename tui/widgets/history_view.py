@@ -1,0 +1,198 @@
+"""HistoryView: L3 as stored — what the next request will carry.
+
+Summaries come first, on their own colour; then the rounds, each under a separator with its
+status. Every message shows its role and token count; a tool message shows the compressed JSON
+that history keeps (Enter opens the full raw observation). Two marks place the session in the
+compaction rules: where the next compaction would cut (rounds above go into one summary) and
+the keep zone, the last ``keep_rounds`` rounds that are never compacted (a green bar).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from engine.models import History, Message, RoundStatus, Summary
+from tui.formatting import tokens
+from tui.widgets.block_view import Block, BlockView
+
+MESSAGE_ROWS = 6
+"""Body rows a message shows in the pane; the whole message is one key away."""
+SUMMARY_ROWS = 14
+KEEP_BAR = "▌"
+
+
+@dataclass
+class HistoryLayout:
+    """Everything the pane needs to draw L3 and its compaction marks."""
+
+    history: History
+    keep_rounds: int
+    cut_rounds: list[int] = field(default_factory=list)
+    """Rounds the next compaction would archive (``Strategy.select_rounds``)."""
+    statuses: dict[int, RoundStatus] = field(default_factory=dict)
+
+
+def _role_header(msg: Message) -> tuple[tuple[str, str], ...]:
+    meta = msg.meta
+    if msg.role == "user":
+        parts: list[tuple[str, str]] = [("user", "block-view--user")]
+    elif msg.role == "assistant":
+        label = "assistant"
+        if meta.final:
+            label += " · final"
+        elif meta.step:
+            label += f" · step {meta.step}"
+        parts = [(label, "block-view--assistant")]
+    elif msg.role == "tool":
+        label = f"tool · {meta.tool_name or '?'}"
+        parts = [(label, "block-view--error" if meta.is_error else "block-view--tool")]
+    else:
+        parts = [(msg.role, "block-view--summary-header")]
+    parts.append((f"  {tokens(msg.tokens)} tok", "block-view--dim"))
+    if meta.interrupted:
+        parts.append(("  ⏹ interrupted", "block-view--interrupted"))
+    elif meta.is_error:
+        parts.append(("  error", "block-view--error"))
+    return tuple(parts)
+
+
+def _body(msg: Message) -> str:
+    if msg.role != "assistant" or not msg.tool_calls:
+        return msg.content
+    lines = [msg.content.strip()] if msg.content.strip() else []
+    for call in msg.tool_calls:
+        args = json.dumps(call.input, ensure_ascii=False, separators=(",", ":"))
+        lines.append(f"→ {call.name} {args}")
+    return "\n".join(lines)
+
+
+def message_block(msg: Message, in_keep_zone: bool) -> Block:
+    """One stored message."""
+    style = "block-view--observation" if msg.role == "tool" else "block-view--body"
+    return Block(
+        body=_body(msg),
+        header=_role_header(msg),
+        style=style,
+        gutter=KEEP_BAR if in_keep_zone else " ",
+        gutter_style="block-view--keep" if in_keep_zone else "block-view--gutter",
+        max_rows=MESSAGE_ROWS,
+        data=msg,
+    )
+
+
+def summary_block(number: int, summary: Summary) -> Block:
+    label = f"▣ SUMMARY {number} · r{summary.first_round}–{summary.last_round}"
+    header: tuple[tuple[str, str], ...] = (
+        (label, "block-view--summary-header"),
+        (f" · {tokens(summary.tokens)} tok", "block-view--summary-header"),
+    )
+    if summary.fallback:
+        header += ((" · extractive fallback", "block-view--summary-header"),)
+    return Block(
+        body=summary.content.strip(),
+        header=header + ((" ", "block-view--summary-header"),),
+        style="block-view--summary",
+        gutter="┃",
+        gutter_style="block-view--summary-header",
+        max_rows=SUMMARY_ROWS,
+        data=summary,
+    )
+
+
+def _separator(text: str, style: str, fill: str, gutter: str = " ", gstyle: str = "") -> Block:
+    return Block(
+        header=((text, style),),
+        fill=fill,
+        gutter=gutter,
+        gutter_style=gstyle or "block-view--gutter",
+        selectable=False,
+    )
+
+
+def history_blocks(layout: HistoryLayout) -> list[Block]:
+    """The pane's blocks for ``layout`` (summaries, marks, rounds, messages)."""
+    history = layout.history
+    blocks = [summary_block(n, s) for n, s in enumerate(history.summaries, 1)]
+    groups = history.rounds()
+    keep_from = max(0, len(groups) - layout.keep_rounds)
+    cut = set(layout.cut_rounds)
+    cut_tokens = 0
+    for i, group in enumerate(groups):
+        index = group[0].meta.round
+        in_keep = i >= keep_from
+        if i == keep_from and (cut or i > 0):
+            if cut:
+                first, last = min(cut), max(cut)
+                span = f"round {first}" if first == last else f"rounds {first}–{last}"
+                blocks.append(
+                    _separator(
+                        f"✂ next compaction cuts here: {span} above ({tokens(cut_tokens)} tok)"
+                        " → one summary ",
+                        "block-view--cut",
+                        "┄",
+                    )
+                )
+            blocks.append(_keep_mark(layout.keep_rounds, len(groups) - keep_from))
+        elif i == 0 and keep_from == 0:
+            blocks.append(_keep_mark(layout.keep_rounds, len(groups)))
+        status = layout.statuses.get(index) if index is not None else None
+        label = f"── round {index if index is not None else '?'}"
+        label += f" · {status.value} " if status and status != RoundStatus.FINISHED else " "
+        blocks.append(
+            _separator(
+                label,
+                "block-view--interrupted"
+                if status in (RoundStatus.INTERRUPTED, RoundStatus.ERROR)
+                else "block-view--separator",
+                "─",
+                KEEP_BAR if in_keep else " ",
+                "block-view--keep" if in_keep else "",
+            )
+        )
+        for msg in group:
+            if index in cut:
+                cut_tokens += msg.tokens or 0
+            blocks.append(message_block(msg, in_keep))
+    return blocks
+
+
+def _keep_mark(keep_rounds: int, present: int) -> Block:
+    text = (
+        f"━ keep zone: last {keep_rounds} rounds, never compacted ({present} here) "
+        if present
+        else "━ keep zone: empty "
+    )
+    return _separator(text, "block-view--keep", "━", KEEP_BAR, "block-view--keep")
+
+
+class HistoryView(BlockView):
+    """The compressed history pane."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.layout_data: HistoryLayout | None = None
+        """What is on screen now."""
+
+    def show(self, layout: HistoryLayout, *, scroll_end: bool = True) -> None:
+        """Draw ``layout`` (a session opened, a round closed, a compaction finished)."""
+        self.layout_data = layout
+        self.set_blocks(history_blocks(layout), scroll_end=scroll_end)
+
+    def append_message(self, msg: Message, new_round: bool) -> None:
+        """A step was written during a round: add it without redrawing everything."""
+        if new_round:
+            self.append_block(
+                _separator(
+                    f"── round {msg.meta.round} · open ",
+                    "block-view--separator",
+                    "─",
+                    KEEP_BAR,
+                    "block-view--keep",
+                )
+            )
+        self.append_block(message_block(msg, True))
+
+    def messages_shown(self) -> int:
+        """How many message blocks the pane holds (for tests and the status line)."""
+        return sum(1 for b in self.blocks if isinstance(b.data, Message))

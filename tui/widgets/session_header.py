@@ -1,0 +1,62 @@
+"""SessionHeader: one line naming the session, its workspace, provider and model, strategy.
+
+The offline provider is spelled out in a warning colour so nobody mistakes its rule-based
+answers for a model's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.reactive import Reactive, reactive
+from textual.widget import Widget
+
+from tui.formatting import provider_label
+
+
+@dataclass(frozen=True)
+class HeaderInfo:
+    """What the header shows."""
+
+    session_id: int | None = None
+    title: str = ""
+    workspace: str = ""
+    provider: str = ""
+    model: str = ""
+    strategy: str = ""
+    offline: bool = False
+
+
+class SessionHeader(Widget):
+    """The top line of the main screen."""
+
+    DEFAULT_CSS = """
+    SessionHeader {
+        height: 1;
+        background: $panel;
+        color: $foreground;
+    }
+    """
+
+    info: Reactive[HeaderInfo] = reactive(HeaderInfo)
+    """The session described; set when a session opens or is renamed."""
+
+    def render(self) -> Text:
+        info = self.info
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(" ctxscope ", style="bold reverse")
+        if info.session_id is None:
+            text.append("  opening…", style="dim")
+            return text
+        title = info.title or "(untitled)"
+        text.append(f" #{info.session_id} ", style="bold")
+        text.append(title, style="bold")
+        text.append("  │ ", style="dim")
+        text.append(info.workspace)
+        text.append("  │ ", style="dim")
+        label = provider_label(info.provider, info.model)
+        text.append(label, style="bold black on yellow" if info.offline else "bold")
+        text.append("  │ ", style="dim")
+        text.append(f"strategy {info.strategy}")
+        return text

@@ -1,0 +1,109 @@
+"""TokenGauge: the context budget at a glance.
+
+A stacked bar of the layers against the window with the threshold marked, a legend with each
+layer's tokens, the figures that drive compaction (last API usage, the seed C7 estimate for the
+next input, local-vs-API calibration), a sparkline of input tokens per step with compactions
+marked, and the warning when the kept rounds alone exceed the threshold.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.reactive import Reactive, reactive
+from textual.widgets import Static
+
+from engine.context import LAYERS
+from tui.formatting import percent, tokens
+from tui.gauge_state import LAYER_COLOURS, SEVERITY_COLOURS, GaugeState
+from tui.widgets.layer_bar import LayerBar
+from tui.widgets.usage_sparkline import UsageSparkline
+
+
+def legend(state: GaugeState, columns: int) -> Table:
+    """The layers with their swatch and tokens, in ``columns`` columns."""
+    table = Table.grid(padding=(0, 2), expand=True)
+    for _ in range(columns):
+        table.add_column(ratio=1)
+    cells: list[Text] = []
+    for name in LAYERS:
+        cell = Text()
+        cell.append("■ ", style=LAYER_COLOURS[name])
+        cell.append(name, style="bold" if state.layers.get(name) else "dim")
+        cell.append(f" {tokens(state.layers.get(name, 0))}", style="")
+        cells.append(cell)
+    for i in range(0, len(cells), columns):
+        table.add_row(*cells[i : i + columns])
+    return table
+
+
+def figures(state: GaugeState) -> Text:
+    """The numbers behind the compaction trigger."""
+    colour = SEVERITY_COLOURS[state.severity]
+    text = Text()
+    text.append(f"{tokens(state.total)}", style=f"bold {colour}")
+    text.append(
+        f" / {tokens(state.context_window)} ({percent(state.total, state.context_window)})"
+        f" · threshold {tokens(state.threshold)} · {state.layers_source}\n"
+    )
+    usage = state.last_usage
+    text.append("last API call ", style="dim")
+    if usage is None:
+        text.append("none since the last compaction or start\n", style="dim")
+    else:
+        text.append(
+            f"in {tokens(usage.input_tokens)} · out {tokens(usage.output_tokens)}"
+            f" · cache read {tokens(usage.cache_read_input_tokens)}"
+            f" · cache write {tokens(usage.cache_creation_input_tokens)}\n"
+        )
+    text.append("next input ", style="dim")
+    estimate = state.next_estimate
+    if estimate is None or state.budget is None:
+        text.append("–")
+    else:
+        source = "API usage" if state.budget.source == "api" else "local count"
+        text.append(f"≈ {tokens(estimate)}", style=f"bold {colour}")
+        text.append(
+            f" ({source} {tokens(state.budget.last_usage)}"
+            f" + typed {tokens(state.typed_chars // state.chars_per_token)})"
+        )
+        if state.fires:
+            text.append(" → compacts first", style="bold red")
+    calibration = state.calibration
+    text.append("\ncalibration ", style="dim")
+    if calibration is None:
+        text.append("– (no API usage yet)", style="dim")
+    else:
+        text.append(f"API input ÷ local count = {calibration:.2f}")
+    return text
+
+
+class TokenGauge(Vertical):
+    """The gauge pane's content."""
+
+    state: Reactive[GaugeState | None] = reactive[GaugeState | None](None)
+    """Everything the gauge shows; replace it to redraw."""
+
+    def compose(self) -> ComposeResult:
+        yield LayerBar(id="gauge-bar")
+        yield Static(id="gauge-legend")
+        yield Static(id="gauge-figures")
+        yield UsageSparkline(id="gauge-sparkline")
+        yield Static(id="gauge-warning")
+
+    def watch_state(self, state: GaugeState | None) -> None:
+        if state is None or not self.is_mounted:
+            return
+        self.query_one(LayerBar).state = state
+        self.query_one(UsageSparkline).state = state
+        columns = 4 if self.size.width >= 96 else 2
+        self.query_one("#gauge-legend", Static).update(legend(state, columns))
+        self.query_one("#gauge-figures", Static).update(figures(state))
+        warning = self.query_one("#gauge-warning", Static)
+        warning.update(Text("⚠ " + state.warning, style="bold red") if state.warning else "")
+        warning.display = bool(state.warning)
+
+    def on_mount(self) -> None:
+        self.watch_state(self.state)
