@@ -95,9 +95,7 @@ def edit_file(
     path: Path = resolve_path(ctx, file_path)
     shown = display_path(ctx, path)
     if not path.exists():
-        raise ToolFailure(
-            "file_not_found", f"{shown} does not exist. Use Write to create a new file."
-        )
+        raise ToolFailure("not_found", f"{shown} does not exist. Use Write to create a new file.")
     original = load_text(path, shown)
     require_fresh(ctx, path, shown)
     text = original.text

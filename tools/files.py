@@ -84,9 +84,7 @@ def decode(data: bytes) -> TextFile:
 def read_bytes(path: Path, shown: str) -> bytes:
     """The bytes of a regular file, or a :class:`ToolFailure` a model can act on."""
     if not path.exists():
-        raise ToolFailure(
-            "file_not_found", f"{shown} does not exist. Check the path with LS or Glob."
-        )
+        raise ToolFailure("not_found", f"{shown} does not exist. Check the path with LS or Glob.")
     if path.is_dir():
         raise ToolFailure("is_a_directory", f"{shown} is a directory; use LS to list it.")
     try:

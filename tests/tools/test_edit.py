@@ -118,7 +118,7 @@ def test_no_change_and_empty_old_string(call: Any, files: Any) -> None:
 
 def test_missing_and_binary_files(call: Any, files: Any) -> None:
     missing = call("Edit", file_path="nope.py", old_string="a", new_string="b")
-    assert missing.error is not None and missing.error.code == "file_not_found"
+    assert missing.error is not None and missing.error.code == "not_found"
     assert "Use Write" in missing.error.message
     files("blob.bin", b"\x00\x01\x02abc")
     binary = call("Edit", file_path="blob.bin", old_string="abc", new_string="xyz")

@@ -108,7 +108,7 @@ def test_offset_past_the_end(call: Any, files: Any) -> None:
 def test_missing_file_and_directory(call: Any, files: Any) -> None:
     files("dir/a.txt", "x")
     missing = call("Read", file_path="nope.txt")
-    assert missing.error is not None and missing.error.code == "file_not_found"
+    assert missing.error is not None and missing.error.code == "not_found"
     assert "nope.txt does not exist" in missing.error.message
     directory = call("Read", file_path="dir")
     assert directory.error is not None and directory.error.code == "is_a_directory"
