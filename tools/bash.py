@@ -131,7 +131,8 @@ class BashTool(BaseTool):
     def execute(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         settings = ctx.settings
         timeout = min(args.timeout or settings.bash_timeout, settings.bash_max_timeout)
-        summary = args.description or args.command.splitlines()[0]
+        first_line = args.command.strip().splitlines()[0] if args.command.strip() else ""
+        summary = f"{first_line} — {args.description}" if args.description else first_line
         require_permission(ctx, "bash", self.name, summary, args.command)
         bash = shutil.which("bash")
         if bash is None:

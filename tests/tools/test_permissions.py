@@ -52,7 +52,7 @@ def test_bash_ask_allow_once_then_deny(workspace: Path) -> None:
     assert asked[0] == PermissionRequest(
         tool_name="Bash",
         kind="bash",
-        summary="Touch a file",
+        summary="touch once && echo done — Touch a file",
         detail="touch once && echo done",
     )
     second = registry.run("Bash", {"command": "touch twice"}, ctx)
