@@ -12,7 +12,9 @@ Both engines give the same ``data`` on the same tree (a test checks it):
 
 One known difference: ripgrep never lets ``.`` or a class match a byte that is not valid
 UTF-8, while the fallback matches it as U+FFFD (``caf.`` finds Latin-1 ``café`` only there).
-Python's ``re`` also accepts look-around and backreferences, which ripgrep refuses.
+Python's ``re`` also accepts look-around and backreferences, which ripgrep refuses. And a
+file whose first NUL byte lies beyond ripgrep's first 64 KiB buffer is partly searched by
+ripgrep (matches before the NUL) but skipped whole by the fallback.
 
 ripgrep is looked up next to the running Python first (the ``ripgrep`` wheel installs ``rg``
 into the virtualenv's ``bin``), then on ``PATH``.
@@ -250,12 +252,14 @@ def _search_rg(rg: str, ctx: ToolContext, target: Path, args: GrepInput, out: Co
     try:
         if args.output_mode == "files_with_matches":
             for raw in _split_nul(proc.stdout):
-                out.file(_rel(raw, prefix))
+                # A warning line can precede the next path; the path is the last line.
+                out.file(_rel(raw.rsplit(b"\n", 1)[-1], prefix))
                 _check_cancel(ctx, proc)
         elif args.output_mode == "count":
             for raw in proc.stdout:
-                path_bytes, _, rest = raw.rstrip(b"\n").partition(b"\0")
-                out.count(_rel(path_bytes, prefix), int(rest))
+                path_bytes, nul, rest = raw.rstrip(b"\n").partition(b"\0")
+                if nul and rest.isdigit():  # else a ripgrep warning line
+                    out.count(_rel(path_bytes, prefix), int(rest))
                 _check_cancel(ctx, proc)
         else:
             _read_content(ctx, proc, proc.stdout, prefix, out)
@@ -293,8 +297,10 @@ def _read_content(
         if len(out.lines) >= out.cap:
             tail = raw
             break
-        path_bytes, _, rest = raw.rstrip(b"\n").partition(b"\0")
+        path_bytes, nul, rest = raw.rstrip(b"\n").partition(b"\0")
         number, _, text = rest.partition(b":")
+        if not nul or not number.isdigit():
+            continue  # a warning, e.g. "stopped searching binary file after match"
         out.line(_rel(path_bytes, prefix), int(number), text.decode("utf-8", "replace"))
         _check_cancel(ctx, proc)
     for chunk in iter(lambda: stream.read(STATS_TAIL_BYTES), b""):
@@ -307,14 +313,13 @@ def _read_content(
 
 
 def _split_nul(stream: IO[bytes]) -> Iterator[bytes]:
-    """NUL-separated records of a binary stream (``--files-with-matches --null``)."""
+    """NUL-terminated records of a binary stream (``--files-with-matches --null``); an
+    unterminated tail is not a path and is dropped."""
     pending = b""
     for chunk in iter(lambda: stream.read(65536), b""):
         pending += chunk
         *records, pending = pending.split(b"\0")
         yield from records
-    if pending:
-        yield pending
 
 
 def _rel(raw: bytes, prefix: str) -> str:

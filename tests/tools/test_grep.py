@@ -147,6 +147,26 @@ def test_explicit_binary_file_is_not_searched(tree: Path, ctx: ToolContext) -> N
         assert result.text.startswith("bin.dat is a binary file; it was not searched.")
 
 
+@pytest.mark.parametrize("mode", ["content", "files_with_matches", "count"])
+def test_late_nul_byte_is_the_documented_difference(
+    files: Any, ctx: ToolContext, mode: str
+) -> None:
+    """ripgrep reports matches before a NUL byte beyond its first buffer (with a warning line
+    in its output, which must not break the parser); the fallback skips the file."""
+    files("late.bin", b"TODO first\n" + b"x" * 200_000 + b"\n\x00\nTODO after\n")
+    files("plain.txt", "TODO plain\n")
+    through_rg = grep(ctx, "rg", pattern="TODO", output_mode=mode)
+    through_python = grep(ctx, "python", pattern="TODO", output_mode=mode)
+    assert through_rg.ok and through_python.ok
+    assert through_python.data["files_matched"] == 1
+    if mode == "content":
+        assert [m["file"] for m in through_rg.data["matches"]] == ["late.bin", "plain.txt"]
+    elif mode == "files_with_matches":
+        assert through_rg.data["files"] == ["late.bin", "plain.txt"]
+    else:
+        assert through_rg.data["counts"][-1] == {"file": "plain.txt", "count": 1}
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_invalid_regex(tree: Path, ctx: ToolContext, engine: str) -> None:
     result = grep(ctx, engine, pattern="foo(")
