@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.llm.base import OFFLINE_NAME
+from engine.models import Compaction, Summary
 
 Clock = Callable[[], datetime]
 """Returns "now"; the app takes one so that tests can freeze what relative times say."""
@@ -91,3 +92,17 @@ def one_line(text: str, limit: int) -> str:
     """``text`` collapsed to one line, cut to ``limit`` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
+
+
+def compaction_result(comp: Compaction, summary: Summary | None) -> str:
+    """One line for the banner and the chat: tokens before → after, rounds archived."""
+    text = (
+        f"✂ {comp.trigger} compaction: {comp.tokens_before:,} → {comp.tokens_after:,} tokens"
+        f" ({percent(comp.tokens_after, comp.tokens_before)}) · {comp.rounds_compacted} rounds,"
+        f" {comp.messages_compacted} messages archived"
+    )
+    if summary is not None:
+        text += f" · new summary rounds {summary.first_round}–{summary.last_round}"
+        if summary.fallback:
+            text += " (extractive fallback)"
+    return text

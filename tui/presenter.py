@@ -30,8 +30,8 @@ from engine.events import (
     ToolStarted,
     UsageUpdated,
 )
-from engine.models import Compaction, Summary, TodoItem
-from tui.formatting import percent
+from engine.models import TodoItem
+from tui.formatting import compaction_result
 from tui.gauge_state import GaugeState
 from tui.widgets.chat_view import ChatEntry, ChatView
 from tui.widgets.history_view import HistoryView
@@ -66,20 +66,6 @@ class Panes:
     show_todos: Callable[[list[TodoItem]], None]
     show_banner: Callable[[str, bool], None]
     """``(text, in_progress)``: the compaction banner over the history pane."""
-
-
-def compaction_result(comp: Compaction, summary: Summary | None) -> str:
-    """One line for the banner and the chat: tokens before → after, rounds archived."""
-    text = (
-        f"✂ {comp.trigger} compaction: {comp.tokens_before:,} → {comp.tokens_after:,} tokens"
-        f" ({percent(comp.tokens_after, comp.tokens_before)}) · {comp.rounds_compacted} rounds,"
-        f" {comp.messages_compacted} messages archived"
-    )
-    if summary is not None:
-        text += f" · new summary rounds {summary.first_round}–{summary.last_round}"
-        if summary.fallback:
-            text += " (extractive fallback)"
-    return text
 
 
 class Presenter:

@@ -28,6 +28,7 @@ from engine.models import (
 )
 from engine.store import Store
 from tools.base import Asker
+from tui.formatting import compaction_result
 from tui.gauge_state import GaugeState, steps_and_marks
 from tui.widgets.chat_view import ChatEntry
 from tui.widgets.history_view import HistoryLayout
@@ -123,10 +124,8 @@ def chat_entries(store: Store, session_id: int) -> list[ChatEntry]:
     for comp in store.compactions(session_id):
         if comp.outcome not in ("success", "fallback"):
             continue
-        text = (
-            f"✂ {comp.trigger} compaction: {comp.rounds_compacted} rounds archived, "
-            f"{comp.tokens_before:,} → {comp.tokens_after:,} tokens"
-        )
+        summary = store.summary(comp.summary_id) if comp.summary_id is not None else None
+        text = compaction_result(comp, summary)
         timed.append((comp.created_at.timestamp(), len(messages), ChatEntry("notice", text)))
     timed.sort(key=lambda t: (t[0], t[1]))
     return [entry for _, _, entry in timed]

@@ -1,6 +1,6 @@
 """The main screen's actions (keys and command palette) and its permission dialogs.
 
-A mixin of :class:`~tui.screens.main_screen.MainScreen`, kept apart so each module stays
+The base class of :class:`~tui.screens.main_screen.MainScreen`, kept apart so each module stays
 small: compact now, sessions, archive, context inspector, the last scratchpad, the narrow
 layout's pane switch, new session, interrupt; and the bridge between the agent's blocking
 permission questions and :class:`~tui.screens.permission_modal.PermissionModal`.
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from textual import on
+from textual.screen import Screen
 
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
@@ -24,23 +25,17 @@ from tui.widgets.history_view import HistoryView
 from tui.widgets.scratchpad_view import ScratchpadView
 
 if TYPE_CHECKING:
-    from textual.screen import Screen
-
     from engine.agent import Agent
     from tui.app import CtxscopeApp
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block
 
-    _Base = Screen[None]
-else:
-    _Base = object
-
 IDLE_ONLY = {"compact", "sessions", "new_session"}
 """Actions refused while the agent works (they would race the round)."""
 
 
-class MainActions(_Base):
-    """Actions of the main screen."""
+class MainActions(Screen[None]):
+    """Actions of the main screen (the base class of MainScreen)."""
 
     if TYPE_CHECKING:
         agent: Agent | None

@@ -19,7 +19,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import Reactive, reactive
-from textual.screen import Screen
 from textual.widgets import Footer, Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
@@ -83,7 +82,7 @@ class RoundDone:
     last_scratch: list[ScratchStep]
 
 
-class MainScreen(MainActions, Screen[None]):
+class MainScreen(MainActions):
     """The workbench."""
 
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [

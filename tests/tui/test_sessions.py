@@ -1,0 +1,155 @@
+"""Compaction by key, the stored result, and resuming a session exactly as it was left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Input, OptionList
+
+from engine.models import Message, Summary
+from engine.store import Store
+from tests.tui.conftest import AppFactory
+from tests.tui.helpers import (
+    THREE_ROUNDS,
+    ask,
+    build_session,
+    main_screen,
+    offline_settings,
+    opened,
+    settle,
+)
+from tui.app import CtxscopeApp
+from tui.screens.archive_screen import ArchiveScreen
+from tui.screens.compact_modal import CompactModal
+from tui.screens.sessions_screen import SessionsScreen
+from tui.widgets.block_view import BlockView
+from tui.widgets.chat_view import ChatView
+from tui.widgets.history_view import HistoryView
+from tui.widgets.session_header import SessionHeader
+from tui.widgets.token_gauge import TokenGauge
+
+pytestmark = pytest.mark.anyio
+
+
+def visible_state(app: CtxscopeApp) -> dict[str, object]:
+    """What the panes show, as comparable data."""
+    screen = main_screen(app)
+    gauge = screen.query_one(TokenGauge).state
+    assert gauge is not None
+    return {
+        "header": screen.query_one(SessionHeader).info,
+        "chat": [(b.header, b.body) for b in screen.query_one(ChatView).blocks],
+        "history": [(b.header, b.body, b.gutter) for b in screen.query_one(HistoryView).blocks],
+        "layers": gauge.layers,
+        "steps": gauge.steps,
+        "compactions_at": gauge.compactions_at,
+        "last_usage": gauge.last_usage,
+        "todos": str(screen.query_one("#todos").render()),
+    }
+
+
+async def test_compact_by_key_then_resume_the_same_state(
+    make_app: AppFactory, db_path: Path
+) -> None:
+    settings = offline_settings(keep_rounds=1)
+    app = make_app(settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        for text in THREE_ROUNDS:
+            await ask(pilot, text)
+        history = screen.query_one(HistoryView)
+        cut_marks = [b for b in history.blocks if "next compaction cuts here" in str(b.header)]
+        assert len(cut_marks) == 1 and "rounds 1–2" in str(cut_marks[0].header)
+
+        await pilot.press("f5")
+        assert isinstance(app.screen, CompactModal)
+        assert "rounds 1–2" in str(app.screen.query_one("#compact-plan").render())
+        app.screen.query_one("#compact-focus", Input).value = "the calculator API"
+        await pilot.press("enter")
+        await settle(pilot)
+
+        first = history.blocks[0]
+        assert isinstance(first.data, Summary)
+        assert first.data.first_round == 1 and first.data.last_round == 2
+        assert history.cursor == 0
+        assert [m.meta.round for m in (b.data for b in history.blocks) if isinstance(m, Message)]
+        kept_rounds = {b.data.meta.round for b in history.blocks if isinstance(b.data, Message)}
+        assert kept_rounds == {3}
+        banner = str(screen.query_one("#history-banner").render())
+        assert "→" in banner and "2 rounds" in banner
+        gauge = screen.query_one(TokenGauge).state
+        assert gauge is not None and gauge.layers["L3 summaries"] > 0
+        assert gauge.compactions_at == (len(gauge.steps),)
+        before = visible_state(app)
+
+    store = Store.open(db_path)
+    try:
+        comps = store.compactions(1)
+        assert [(c.outcome, c.trigger, c.focus) for c in comps] == [
+            ("success", "manual", "the calculator API")
+        ]
+        stored = store.history(1)
+        assert len(stored.summaries) == 1
+        assert {m.meta.round for m in stored.messages} == {3}
+        (segment,) = store.segments(1)
+        assert (segment.first_round, segment.last_round) == (1, 2)
+        assert [t.content for t in store.get_todos(1)] == ["add a mul function", "test it"]
+    finally:
+        store.close()
+
+    again = make_app(settings=settings, resume="latest")
+    async with again.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        after = visible_state(again)
+    # The banner of the finished compaction is not part of the stored state; all else is.
+    assert after == before
+
+
+async def test_sessions_screen_resumes_the_chosen_session(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    settings = offline_settings()
+    first = build_session(db_path, workspace, settings, ("read @README.md",), title="first")
+    build_session(db_path, workspace, settings, ("ls",), title="second")
+    app = make_app(settings=settings, resume="latest")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        assert screen.query_one(SessionHeader).info.title == "second"
+        await pilot.press("f2")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 2
+        titles = [table.get_row_at(i)[2] for i in range(2)]
+        assert titles == ["second", "first"]
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert app.screen is screen
+        assert screen.session_id == first
+        assert screen.query_one(SessionHeader).info.title == "first"
+        chat = screen.query_one(ChatView)
+        assert "read @README.md" in chat.blocks[0].body
+
+
+async def test_archive_shows_summary_beside_the_segment(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    settings = offline_settings(keep_rounds=1)
+    build_session(db_path, workspace, settings, compact=True)
+    app = make_app(settings=settings, resume=1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        await pilot.press("f3")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ArchiveScreen)
+        assert screen.query_one(OptionList).option_count == 1
+        segment = screen.query_one("#archive-segment", BlockView)
+        archived = [b.data for b in segment.blocks if isinstance(b.data, Message)]
+        assert {m.meta.round for m in archived} == {1, 2}
+        title = str(screen.query_one("#archive-segment-pane").border_title)
+        assert "r1–2" in title and "tok" in title
+        assert "Summary" in str(screen.query_one("#archive-summary-pane").border_title)
+        await pilot.press("escape")
+        assert app.screen is main_screen(app)
