@@ -1,7 +1,8 @@
 """Grep: regex search over file contents, through ripgrep or a pure-Python fallback.
 
 Both engines give the same ``data`` on the same tree (a test checks it):
-- the walk honours ``.gitignore`` (also without a git repository), walks hidden files, skips
+- the walk honours ``.gitignore`` from the workspace root down (also without a git
+  repository; never the ones above the workspace), walks hidden files, skips
   ``.git``, binary files (a NUL byte) and symlinks;
 - results come in ripgrep's ``--sort path`` order (depth first, siblings by name), so the
   first ``tool_max_results`` lines are the same whichever engine ran;
@@ -32,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, ClassVar, Literal
@@ -44,7 +46,7 @@ from tools.common import BaseTool, ToolFailure, ToolInput, cut_line, plural
 from tools.files import BINARY_SNIFF_BYTES, is_binary
 from tools.paths import display_path, resolve_path, workspace_root
 from tools.patterns import compile_glob
-from tools.walk import SKIP_DIRS, walk_files
+from tools.walk import SKIP_DIRS, parent_ignore_lines, walk_files
 
 OutputMode = Literal["content", "files_with_matches", "count"]
 Engine = Literal["auto", "rg", "python"]
@@ -56,6 +58,7 @@ RG_FLAGS = (
     "--no-ignore-global",
     "--no-ignore-exclude",
     "--no-ignore-dot",
+    "--no-ignore-parent",
     "--glob",
     "!.git",
     "--sort",
@@ -228,7 +231,20 @@ def _text(args: GrepInput, shown: str, found: Collector, notes: list[str]) -> st
 
 def _search_rg(rg: str, ctx: ToolContext, target: Path, args: GrepInput, out: Collector) -> None:
     root = workspace_root(ctx)
+    # ripgrep runs in the workspace on a relative path: its --glob and --ignore-file patterns
+    # are matched relative to its working directory. --no-ignore-parent keeps it from reading
+    # .gitignore files above the workspace; those between the workspace and the target are
+    # handed over, rewritten relative to the workspace, in a temporary --ignore-file.
+    relative = target.relative_to(root).as_posix() if target != root else "."
     cmd = [rg, *RG_FLAGS]
+    ignore_file: str | None = None
+    if target.is_dir() and target != root:
+        lines = parent_ignore_lines(root, target)
+        if lines:
+            fd, ignore_file = tempfile.mkstemp(prefix="ctxscope-", suffix=".ignore")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write("\n".join(lines) + "\n")
+            cmd += ["--ignore-file", ignore_file]
     if args.case_insensitive:
         cmd.append("--ignore-case")
     if args.glob:
@@ -239,8 +255,15 @@ def _search_rg(rg: str, ctx: ToolContext, target: Path, args: GrepInput, out: Co
         cmd.append("--files-with-matches")
     else:
         cmd.append("--count")
-    cmd += ["--regexp", args.pattern, "--", str(target)]
-    prefix = str(root) + os.sep
+    cmd += ["--regexp", args.pattern, "--", relative]
+    try:
+        _run_rg(cmd, root, ctx, args, out)
+    finally:
+        if ignore_file is not None:
+            os.unlink(ignore_file)
+
+
+def _run_rg(cmd: list[str], root: Path, ctx: ToolContext, args: GrepInput, out: Collector) -> None:
     proc = subprocess.Popen(
         cmd,
         cwd=root,
@@ -253,16 +276,16 @@ def _search_rg(rg: str, ctx: ToolContext, target: Path, args: GrepInput, out: Co
         if args.output_mode == "files_with_matches":
             for raw in _split_nul(proc.stdout):
                 # A warning line can precede the next path; the path is the last line.
-                out.file(_rel(raw.rsplit(b"\n", 1)[-1], prefix))
+                out.file(_rel(raw.rsplit(b"\n", 1)[-1]))
                 _check_cancel(ctx, proc)
         elif args.output_mode == "count":
             for raw in proc.stdout:
                 path_bytes, nul, rest = raw.rstrip(b"\n").partition(b"\0")
                 if nul and rest.isdigit():  # else a ripgrep warning line
-                    out.count(_rel(path_bytes, prefix), int(rest))
+                    out.count(_rel(path_bytes), int(rest))
                 _check_cancel(ctx, proc)
         else:
-            _read_content(ctx, proc, proc.stdout, prefix, out)
+            _read_content(ctx, proc, proc.stdout, out)
         stderr = proc.stderr.read().decode("utf-8", "replace")
     finally:
         proc.stdout.close()
@@ -282,7 +305,7 @@ STATS_TAIL_BYTES = 65536
 
 
 def _read_content(
-    ctx: ToolContext, proc: subprocess.Popen[bytes], stream: IO[bytes], prefix: str, out: Collector
+    ctx: ToolContext, proc: subprocess.Popen[bytes], stream: IO[bytes], out: Collector
 ) -> None:
     """Parse ``path\\0line:text`` records until the cap, then only drain to the totals.
 
@@ -301,7 +324,7 @@ def _read_content(
         number, _, text = rest.partition(b":")
         if not nul or not number.isdigit():
             continue  # a warning, e.g. "stopped searching binary file after match"
-        out.line(_rel(path_bytes, prefix), int(number), text.decode("utf-8", "replace"))
+        out.line(_rel(path_bytes), int(number), text.decode("utf-8", "replace"))
         _check_cancel(ctx, proc)
     for chunk in iter(lambda: stream.read(STATS_TAIL_BYTES), b""):
         tail = (tail + chunk)[-2 * STATS_TAIL_BYTES :]
@@ -322,9 +345,9 @@ def _split_nul(stream: IO[bytes]) -> Iterator[bytes]:
         yield from records
 
 
-def _rel(raw: bytes, prefix: str) -> str:
-    path = os.fsdecode(raw)
-    return path[len(prefix) :] if path.startswith(prefix) else os.path.basename(path)
+def _rel(raw: bytes) -> str:
+    """A path as ripgrep printed it (relative to the workspace), without a leading ``./``."""
+    return os.fsdecode(raw).removeprefix("./")
 
 
 def _check_cancel(ctx: ToolContext, proc: subprocess.Popen[bytes]) -> None:

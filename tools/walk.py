@@ -91,18 +91,50 @@ def _load_rules(directory: Path, rel: str) -> list[IgnoreRule]:
     return parse_gitignore(text, rel)
 
 
+def _parent_dirs(root: Path, start: Path) -> list[tuple[Path, str]]:
+    """``(directory, workspace-relative path)`` from ``root`` down to ``start``'s parent."""
+    if start == root:
+        return []
+    dirs = [(root, "")]
+    directory, rel = root, ""
+    for part in start.relative_to(root).parts[:-1]:
+        directory = directory / part
+        rel = f"{rel}/{part}" if rel else part
+        dirs.append((directory, rel))
+    return dirs
+
+
+def parent_ignore_lines(root: Path, start: Path) -> list[str]:
+    """The rules of :func:`parent_rules` rewritten relative to ``root``, for ripgrep's
+    ``--ignore-file`` (whose patterns are matched relative to its working directory, the
+    workspace): ``/top.txt`` in ``src/.gitignore`` becomes ``/src/top.txt``, ``*.log``
+    becomes ``/src/**/*.log``."""
+    out: list[str] = []
+    for directory, rel in _parent_dirs(root, start):
+        try:
+            text = (directory / IGNORE_FILE).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for raw in text.splitlines():
+            line = raw.rstrip("\r")
+            if not line or line.startswith("#"):
+                continue
+            if not rel:
+                out.append(line)
+                continue
+            negated = line.startswith("!")
+            body = line[1:] if negated else line
+            anchored = "/" in body.rstrip("/")
+            body = f"/{rel}/{body.lstrip('/')}" if anchored else f"/{rel}/**/{body}"
+            out.append(("!" if negated else "") + body)
+    return out
+
+
 def parent_rules(root: Path, start: Path) -> list[IgnoreRule]:
     """Rules of the ``.gitignore`` files in ``root`` and every directory down to, but not
     including, ``start``."""
     rules: list[IgnoreRule] = []
-    if start == root:
-        return rules
-    rel_parts = start.relative_to(root).parts
-    directory, rel = root, ""
-    rules.extend(_load_rules(directory, rel))
-    for part in rel_parts[:-1]:
-        directory = directory / part
-        rel = f"{rel}/{part}" if rel else part
+    for directory, rel in _parent_dirs(root, start):
         rules.extend(_load_rules(directory, rel))
     return rules
 

@@ -24,7 +24,14 @@ def grep(ctx: ToolContext, engine: str, **arguments: Any) -> ToolResult:
 def tree(files: Any, workspace: Path, outside: Path) -> Path:
     """A tree with every case the two engines must agree on."""
     files(".gitignore", "build/\n*.log\n!keep.log\n/top_only.txt\nsub/deep.txt\n# comment\n")
-    files("src/.gitignore", "generated_*\n")
+    files("src/.gitignore", "generated_*\n!generated_keep.py\n/sub/skip.txt\ncache/\n")
+    files("src/generated_keep.py", "MARK kept by negation\n")
+    files("src/sub/skip.txt", "MARK anchored ignore\n")
+    files("src/sub/deeper/skip.txt", "MARK not anchored here\n")
+    files("src/sub/deeper/x.log", "MARK ignored by the root rule\n")
+    files("src/sub/deeper/cache/c.txt", "MARK in an ignored directory\n")
+    files("src/sub/deeper/.gitignore", "/own.txt\n")
+    files("src/sub/deeper/own.txt", "MARK ignored by its own directory\n")
     files("src/app.py", "import os\nTODO: fix\nprint('todo later')\n")
     files("src/generated_api.py", "TODO: generated\n")
     files("src/sub/deep.txt", "TODO deep but not ignored (anchored rule is for /sub)\n")
@@ -70,6 +77,11 @@ QUERIES: list[dict[str, Any]] = [
     {"pattern": "caf"},
     {"pattern": r"\bfix\b", "output_mode": "count"},
     {"pattern": "nothing-matches-this"},
+    {"pattern": "MARK"},
+    {"pattern": "MARK", "path": "src/sub"},
+    {"pattern": "MARK", "path": "src/sub/deeper"},
+    {"pattern": "MARK", "path": "src/sub/deeper/cache"},
+    {"pattern": "MARK", "path": "src/sub/deeper", "glob": "*.log"},
     {"pattern": "^$", "output_mode": "count"},
     {"pattern": "^$", "path": "blank.txt"},
     {"pattern": r"none\s+TODO"},
@@ -122,6 +134,31 @@ def test_what_the_search_sees(tree: Path, ctx: ToolContext) -> None:
         assert texts["latin.txt"] == "caf\ufffd TODO"
         assert texts["long.txt"].endswith("… [1005 chars cut]")
         assert data["total_matches"] == 14 and data["files_matched"] == 13
+
+
+def test_nested_ignore_rules_apply_below_a_subdirectory(tree: Path, ctx: ToolContext) -> None:
+    for engine in ENGINES:
+        for path in (".", "src", "src/sub", "src/sub/deeper"):
+            found = [
+                m["file"] for m in grep(ctx, engine, pattern="MARK", path=path).data["matches"]
+            ]
+            assert found == [
+                f
+                for f in ("src/generated_keep.py", "src/sub/deeper/skip.txt")
+                if f.startswith(path) or path == "."
+            ], (engine, path)
+
+
+def test_ignore_files_above_the_workspace_do_not_apply(
+    workspace: Path, files: Any, ctx: ToolContext, call: Any
+) -> None:
+    (workspace.parent / ".gitignore").write_text("*\n")
+    files("src/app.py", "MARK\n")
+    for engine in ENGINES:
+        for path in (".", "src"):
+            result = grep(ctx, engine, pattern="MARK", path=path)
+            assert [m["file"] for m in result.data["matches"]] == ["src/app.py"], (engine, path)
+    assert call("Glob", pattern="**/*.py").data["matches"] == ["src/app.py"]
 
 
 def test_case_insensitive_finds_more(tree: Path, ctx: ToolContext) -> None:
