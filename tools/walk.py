@@ -6,7 +6,8 @@ The rules follow git: blank lines and ``#`` comments skipped, ``!`` re-includes,
 to the directory of its ``.gitignore``, otherwise it matches a name at any depth; the last
 matching rule wins and an ignored directory is not entered (so nothing inside it can be
 re-included). ``.gitignore`` files from the workspace root down to the start of the walk all
-apply, as ripgrep applies those of the parents of the path it searches. Hidden files are
+apply, never those above the workspace (Grep hands the same set to ripgrep, see
+:func:`parent_ignore_lines`). Hidden files are
 walked (like ``rg --hidden``). Symlinks are never yielded nor followed: a walk cannot leave
 the workspace.
 """
