@@ -22,6 +22,7 @@ lines...). Every limit comes from :class:`~engine.config.Settings`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -141,7 +142,7 @@ class ToolResultCompressor:
             form["lines"] = f"{start}-{start + limit - 1}"
             form["truncated"] = True
             form["omitted_lines"] = len(content.split("\n")) - limit
-        form["content"] = "\n".join(lines)
+        form["content"] = "\n".join(_compact_number(line) for line in lines)
         for key in ("encoding", "externally_modified", "note"):
             if key in data:
                 form[key] = data[key]
@@ -264,3 +265,16 @@ def _mark(form: Form, total: int, kept: int, key: str = "omitted") -> Form:
 
 def _clip(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[:max_chars] + "…"
+
+
+_NUMBERED = re.compile(r"^ *(\d+)\t")
+
+
+def _compact_number(line: str) -> str:
+    """``"   120\tcode"`` → ``"120: code"``.
+
+    Read shows the model ``cat -n`` lines; in history's JSON the padding and the tab (escaped
+    as ``\\t``) would make the kept fragment cost more tokens than the observation itself
+    (about 15 % more on a 500-line Python file). The line numbers stay, as A3 requires.
+    """
+    return _NUMBERED.sub(r"\1: ", line, count=1)

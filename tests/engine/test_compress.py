@@ -16,6 +16,7 @@ import pytest
 
 from engine.compress import ToolResultCompressor
 from engine.config import Settings
+from engine.tokens import count_text
 from tools.base import ToolContext, ToolError, ToolResult
 from tools.registry import default_registry
 
@@ -137,10 +138,20 @@ def test_read_of_a_5000_line_file(run: Any, compressor: Any, ws: Path) -> None:
     form = history(compressor, "Read", result)["data"]
     lines = form["content"].split("\n")
     assert len(lines) == 500
-    assert lines[0] == "  1000\tline_1000 = 1000" and lines[-1] == "  1499\tline_1499 = 1499"
+    assert lines[0] == "1000: line_1000 = 1000" and lines[-1] == "1499: line_1499 = 1499"
     assert form["lines"] == "1000-1499" and form["total_lines"] == 5000
     assert form["mtime"] == result.data["mtime"]
     assert "note" not in form and "truncated" not in form
+
+
+def test_read_history_costs_no_more_tokens_than_the_observation(
+    run: Any, compressor: Any, ws: Path
+) -> None:
+    source = "".join(f'    value_{i} = "text {i}"\t# note\n' for i in range(1, 400))
+    (ws / "code.py").write_text(source)
+    result = run("Read", file_path="code.py")
+    kept = compressor.to_json("Read", result)
+    assert count_text(kept) <= count_text(result.text)
 
 
 def test_read_longer_than_the_history_limit_is_cut(ws: Path) -> None:
@@ -164,7 +175,7 @@ def test_read_keeps_the_external_change_note(run: Any, compressor: Any, ws: Path
     form = history(compressor, "Read", run("Read", file_path="cfg.ini"))["data"]
     assert form["note"] == "Note: cfg.ini was modified externally."
     assert form["externally_modified"] is True
-    assert form["content"] == "     1\ta=2"
+    assert form["content"] == "1: a=2"
 
 
 def test_edit_small_diff_is_kept(run: Any, compressor: Any, ws: Path) -> None:
