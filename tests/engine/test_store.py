@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from peewee import SqliteDatabase
 
 from engine.models import Message, RoundStatus, TodoItem, Usage, UsageRecord
 from engine.store import SessionNotFound, Store, StoreError
@@ -102,3 +103,29 @@ def test_second_round_gets_next_index(store: Store, session_id: int) -> None:
     rnd, _ = store.open_round(session_id, Message(role="user", content="two"))
     assert rnd.index == 2
     assert [r.index for r in store.open_rounds(session_id)] == [1, 2]
+
+
+def test_an_older_schema_is_migrated_step_by_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.store import schema
+
+    path = tmp_path / "old.db"
+    s = Store.open(path)
+    sid = s.create_session("/w", "kept").id
+    s.close()
+    applied: list[int] = []
+
+    def add_notes(db: SqliteDatabase) -> None:
+        applied.append(1)
+        db.execute_sql("ALTER TABLE session_row ADD COLUMN notes TEXT")
+
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION, add_notes)
+    again = Store.open(path)
+    assert applied == [1]
+    assert again.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+    columns = [row[1] for row in again.db.execute_sql("PRAGMA table_info(session_row)")]
+    assert "notes" in columns
+    assert again.get_session(sid).title == "kept"
+    again.close()

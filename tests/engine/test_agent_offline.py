@@ -1,0 +1,103 @@
+"""The loop driven by the offline provider on a real temporary workspace."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from engine.agent import Agent
+from engine.config import Settings
+from engine.context import validate_conversation
+from engine.events import CompactionFinished, Event, ToolStarted
+from engine.llm.offline import OfflineProvider
+from engine.models import RoundStatus, Trigger
+from engine.store import Store
+
+
+def offline_agent(store: Store, ws: Path, **settings: object) -> tuple[Agent, list[Event]]:
+    events: list[Event] = []
+    conf = Settings(model="offline", **settings)  # type: ignore[arg-type]
+    session = store.create_session(str(ws), "offline")
+    agent = Agent(store, session, conf, OfflineProvider(conf), ws, events=events.append)
+    return agent, events
+
+
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "a.md").write_text("alpha\n")
+    (ws / "src" / "b.py").write_text("".join(f"x{i} = {i}\n" for i in range(900)))
+    (ws / "c.txt").write_text("gamma\n")
+    return ws
+
+
+def test_mentions_are_read_in_order_and_history_keeps_compressed_steps(
+    store: Store, tmp_path: Path
+) -> None:
+    ws = workspace(tmp_path)
+    agent, events = offline_agent(store, ws)
+    outcome = agent.run("compare @src/b.py with @a.md and @c.txt please")
+
+    assert outcome.status is RoundStatus.FINISHED
+    reads = [e.call.input["file_path"] for e in events if isinstance(e, ToolStarted)]
+    assert reads == ["src/b.py", "a.md", "c.txt"]
+    tools = [m for m in agent.history.history.messages if m.role == "tool"]
+    assert [m.meta.tool_name for m in tools] == ["Read", "Read", "Read"]
+    kept = json.loads(tools[0].content)
+    assert set(kept) == {"status", "data"}  # text, stats and context dropped
+    assert kept["data"]["lines"] == "1-500" and kept["data"]["total_lines"] == 900
+    full = store.observations(agent.session_id)
+    assert [o.tool_use_id for o in full] == [m.meta.tool_use_id for m in tools]
+    assert full[0].result["text"] == full[0].text and "x499 = 499" in full[0].text
+    assert full[0].result["stats"]  # the observation keeps what history dropped
+    assert agent.scratchpad == [] and len(agent.last_scratchpad) == 3
+    assert "src/b.py" in outcome.answer
+
+
+def test_budget_rule_fires_with_a_small_window(store: Store, tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    agent, events = offline_agent(store, ws, context_window=12_000, keep_rounds=2)
+    for _ in range(5):
+        agent.run("read src/b.py")
+    done = [e for e in events if isinstance(e, CompactionFinished)]
+    assert done and all(e.compaction.trigger == Trigger.AUTO for e in done)
+    assert len({m.meta.round for m in agent.history.history.messages}) >= 2
+    summary = agent.history.history.summaries[0].content
+    assert summary.startswith("## 📌 Archived Session Summary")
+
+
+def test_cancel_while_bash_runs(store: Store, tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    agent, events = offline_agent(store, ws, bash_policy="allow")
+    out: dict[str, object] = {}
+    runner = threading.Thread(target=lambda: out.update(r=agent.run("run `sleep 30`")))
+    began = time.monotonic()
+    runner.start()
+    while not any(isinstance(e, ToolStarted) for e in events):
+        assert time.monotonic() - began < 10
+        time.sleep(0.02)
+    agent.cancel()
+    runner.join(15)
+    assert not runner.is_alive() and time.monotonic() - began < 15
+    assert out["r"].status is RoundStatus.INTERRUPTED  # type: ignore[attr-defined]
+    wire = agent.preview("").request.messages
+    assert validate_conversation(wire) == []
+    bash = [m for m in agent.history.history.messages if m.role == "tool"][0]
+    assert json.loads(bash.content)["status"] == "error"
+
+
+def test_crash_restart_marks_the_open_round_interrupted(store: Store, tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    agent, _ = offline_agent(store, ws)
+    agent.run("read a.md")
+    # a crash: the next round is opened and its first step stored, then the process dies
+    rnd, _ = agent.history.open_round("read c.txt")
+    session = store.get_session(agent.session_id)
+    restarted = Agent(store, session, agent.settings, OfflineProvider(), ws)
+    rounds = store.rounds(agent.session_id)
+    assert [r.status for r in rounds] == [RoundStatus.FINISHED, RoundStatus.INTERRUPTED]
+    assert restarted.history.history.messages[-1].meta.interrupted
+    assert validate_conversation(restarted.preview("").request.messages) == []
+    assert restarted.run("read c.txt").status is RoundStatus.FINISHED
