@@ -18,9 +18,10 @@ run: $(STAMP)  ## set up and open the workbench on the current directory
 test: $(STAMP)  ## set up and run the whole test suite
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(STAMP)  ## ruff, formatting, strict types on engine/ and tools/, the import contract
 	$(BIN)/ruff check engine tools prompts tui tests bench
 	$(BIN)/ruff format --check engine tools prompts tui tests bench
+	$(BIN)/mypy engine tools
 	$(BIN)/lint-imports
 
 check: lint test  ## lint, import contract and tests
