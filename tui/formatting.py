@@ -79,7 +79,7 @@ def workspace_label(path: str | Path) -> str:
 def provider_label(name: str, model: str) -> str:
     """``offline (rule-based, no LLM)`` spelled out, or ``anthropic · claude-…``."""
     if name == OFFLINE_NAME or name.startswith("offline"):
-        return f"OFFLINE · {name}"
+        return name.replace("offline", "OFFLINE", 1)
     return f"{name} · {model}" if model else name
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from rich.cells import chop_cells
+from rich.cells import cell_len, chop_cells
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -31,6 +31,32 @@ def _wrap_ascii(line: str, width: int) -> list[str]:
     return out
 
 
+def _wrap_cells(line: str, width: int) -> list[str]:
+    """Greedy word wrap by terminal cells (wide characters count two)."""
+    out: list[str] = []
+    current = ""
+    used = 0
+    for word in line.split(" "):
+        size = cell_len(word)
+        if size > width:
+            if current:
+                out.append(current)
+            pieces = chop_cells(word, width)
+            out.extend(pieces[:-1])
+            current, used = pieces[-1], cell_len(pieces[-1])
+            continue
+        if not current:
+            current, used = word, size
+        elif used + 1 + size <= width:
+            current += " " + word
+            used += 1 + size
+        else:
+            out.append(current)
+            current, used = word, size
+    out.append(current)
+    return out
+
+
 def wrap_rows(text: str, width: int, max_rows: int | None) -> list[str]:
     """``text`` cut into rows of at most ``width`` cells (word wrap for ASCII, else cells)."""
     width = max(1, width)
@@ -43,7 +69,7 @@ def wrap_rows(text: str, width: int, max_rows: int | None) -> list[str]:
         elif line.isascii():
             rows.extend(_wrap_ascii(line, width))
         else:
-            rows.extend(chop_cells(line, width))
+            rows.extend(_wrap_cells(line, width))
         if max_rows is not None and len(rows) > max_rows:
             # Rows past the cap: the rest of this line, then every later line.
             hidden = len(lines) - number - 1 + (1 if len(rows) > max_rows else 0)

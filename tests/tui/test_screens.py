@@ -153,5 +153,5 @@ async def test_a_long_session_is_rendered_lazily(
         assert (
             main_screen(app)
             .query_one("#history-pane")
-            .border_subtitle.startswith("0 summaries · 2000 messages")
+            .border_subtitle.startswith("0 summ. · 2000 msgs")
         )

@@ -98,7 +98,8 @@ class MainActions(Screen[None]):
         span = f"round {cut[0]}" if len(cut) == 1 else f"rounds {cut[0]}–{cut[-1]}"
         return (
             f"{span} ({len(cut)} rounds, {tokens(cut_tokens)} tokens) will be archived whole "
-            f"and replaced by one summary; the last {keep} rounds stay as they are."
+            "and replaced by one summary; "
+            + ("the last round stays as it is." if keep == 1 else f"the last {keep} rounds stay.")
         )
 
     def _compact_answer(self, focus: str | None) -> None:

@@ -144,7 +144,7 @@ class MainScreen(MainActions):
                         yield HistoryView(id="history")
                 with Vertical(id="gauge-pane", classes="pane"):
                     yield TokenGauge(id="gauge")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#chat-pane").border_title = "Chat"
@@ -312,9 +312,10 @@ class MainScreen(MainActions):
             total = sum(s.tokens or 0 for s in hist.summaries) + sum(
                 m.tokens or 0 for m in hist.messages
             )
-            self.query_one("#history-pane").border_subtitle = (
-                f"{len(hist.summaries)} summaries · {len(hist.messages)} messages · "
-                f"{tokens(total)} tok · Enter: full"
+            self.query_one(
+                "#history-pane"
+            ).border_subtitle = (
+                f"{len(hist.summaries)} summ. · {len(hist.messages)} msgs · {tokens(total)} tok"
             )
         scratch = self.query_one(ScratchpadView)
         pad = self.query_one("#scratch-pane")

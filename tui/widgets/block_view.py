@@ -87,6 +87,7 @@ class BlockView(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     BlockView {
         background: $surface;
+        height: 1fr;
         scrollbar-gutter: stable;
         overflow-x: hidden;
         overflow-y: auto;
@@ -176,6 +177,8 @@ class BlockView(ScrollView, can_focus=True):
         self._starts: list[int] = [0]
         """``_starts[i]`` is the first row of block i; the last item is the total row count."""
         self._width = 0
+        self._pending_end = False
+        self._laid_out = False
         self._cache: LRUCache[tuple[int, bool], Strip] = LRUCache(2048)
         self._styles: dict[str, Style] = {}
 
@@ -197,7 +200,11 @@ class BlockView(ScrollView, can_focus=True):
             self.cursor = None
         self._relayout()
         if scroll_end:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            if self.size.width == 0:
+                # Not laid out yet: follow the end once the first resize gives a width.
+                self._pending_end = True
+            else:
+                self._to_end()
 
     def append_block(self, block: Block) -> None:
         """Add one block at the end (O(its rows))."""
@@ -268,13 +275,24 @@ class BlockView(ScrollView, can_focus=True):
         self.virtual_size = Size(self._width + GUTTER_WIDTH, self._starts[-1])
         self.refresh()
         if self.auto_scroll and at_end:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self._to_end()
+
+    def _to_end(self) -> None:
+        """Scroll to the last row now, and again once the new size is laid out."""
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
 
     def on_resize(self, event: events.Resize) -> None:
         if self._content_width() != self._width:
+            # Before the first layout the view counts as "at the end" (no size): ignore that.
+            at_end = self._pending_end or (self._laid_out and self.is_vertical_scroll_end)
+            self._pending_end = False
+            self._laid_out = True
             top = self.block_at_row(int(self.scroll_y))
             self._relayout()
-            if top is not None:
+            if at_end:
+                self._to_end()
+            elif top is not None:
                 self.scroll_to(y=self._starts[top], animate=False, immediate=True)
 
     def notify_style_update(self) -> None:

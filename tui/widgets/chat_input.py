@@ -70,7 +70,7 @@ class ChatInput(Input):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
-            placeholder="Ask the agent… (@path mentions a file; Enter sends)",
+            placeholder="Ask… (@path mentions a file)",
             suggester=WorkspaceSuggester(),
             id=id,
         )

@@ -16,7 +16,7 @@ from engine.models import History, Message, RoundStatus, Summary
 from tui.formatting import tokens
 from tui.widgets.block_view import Block, BlockView
 
-MESSAGE_ROWS = 6
+MESSAGE_ROWS = 4
 """Body rows a message shows in the pane; the whole message is one key away."""
 SUMMARY_ROWS = 14
 KEEP_BAR = "▌"
@@ -113,6 +113,8 @@ def _separator(text: str, style: str, fill: str, gutter: str = " ", gstyle: str 
 def history_blocks(layout: HistoryLayout) -> list[Block]:
     """The pane's blocks for ``layout`` (summaries, marks, rounds, messages)."""
     history = layout.history
+    if not history.summaries and not history.messages:
+        return [EMPTY]
     blocks = [summary_block(n, s) for n, s in enumerate(history.summaries, 1)]
     groups = history.rounds()
     keep_from = max(0, len(groups) - layout.keep_rounds)
@@ -157,6 +159,16 @@ def history_blocks(layout: HistoryLayout) -> list[Block]:
     return blocks
 
 
+EMPTY = Block(
+    body=(
+        "No history yet. Each step of a round is written here as soon as it is stored, "
+        "compressed, as the next request will carry it."
+    ),
+    style="block-view--dim",
+    selectable=False,
+)
+
+
 def _keep_mark(keep_rounds: int, present: int) -> Block:
     text = (
         f"━ keep zone: last {keep_rounds} rounds, never compacted ({present} here) "
@@ -181,6 +193,8 @@ class HistoryView(BlockView):
 
     def append_message(self, msg: Message, new_round: bool) -> None:
         """A step was written during a round: add it without redrawing everything."""
+        if len(self.blocks) == 1 and self.blocks[0] is EMPTY:
+            self.clear()
         if new_round:
             self.append_block(
                 _separator(

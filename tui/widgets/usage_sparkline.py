@@ -51,7 +51,8 @@ class UsageSparkline(Widget):
         bars.append("".join(marks), style="bold magenta")
         bars.append("\n")
         caption = (
-            f"steps {first + 1}–{len(steps)} · last {short_tokens(steps[-1])}"
+            (f"step {first + 1}" if len(steps) == first + 1 else f"steps {first + 1}–{len(steps)}")
+            + f" · last {short_tokens(steps[-1])}"
             f" · peak {short_tokens(max(steps))} · ✂ compaction after the step"
         )
         bars.append(caption[:width], style="dim")

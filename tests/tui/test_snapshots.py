@@ -1,0 +1,194 @@
+"""Pictures of the workbench (pytest-textual-snapshot); regenerate with ``--snapshot-update``.
+
+Each docstring says what the picture must show. Everything on screen is pinned: a fixed
+workspace named ``demo`` with fixed files and mtimes, a fresh database per test, the app's clock
+at a fixed instant and, where stored times show (sessions list, summaries), pinned timestamps.
+The input's cursor does not blink under test (the app turns blinking off when headless).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import Collapsible, Input
+
+from engine.context import LAYERS
+from tests.tui.conftest import AppFactory
+from tests.tui.helpers import (
+    THREE_ROUNDS,
+    ask,
+    build_session,
+    offline_settings,
+    opened,
+    settle,
+    wait_until,
+)
+from tui.screens.inspector_screen import InspectorScreen
+from tui.screens.permission_modal import PermissionModal
+
+SnapCompare = Callable[..., bool]
+WIDE = (120, 40)
+
+
+async def just_opened(pilot: Pilot[Any]) -> None:
+    await opened(pilot)
+
+
+def test_fresh_session(snap_compare: SnapCompare, make_app: AppFactory) -> None:
+    """A new session: header with session #1 (untitled), workspace ``demo``, the OFFLINE
+    provider badge and strategy ``layered``; empty chat with the input box focused; empty
+    scratchpad ("empty between rounds"); empty history; the gauge with L1 system, L1 tools and
+    L2 CODE_LAW in the bar, the 80% threshold marker, "no API calls yet"; the footer keys."""
+    assert snap_compare(make_app(), terminal_size=WIDE, run_before=just_opened)
+
+
+def test_after_three_offline_rounds(snap_compare: SnapCompare, make_app: AppFactory) -> None:
+    """After three offline rounds with tool calls (Read via @mention; LS + Grep; TodoWrite):
+    the chat holds three questions and answers; the todo list tops the (empty) scratchpad;
+    history shows the keep zone bar (last 2 rounds), the cut mark above it (round 1), round
+    separators, each message's role and tokens, tool messages as compressed JSON; the gauge
+    shows L3 history and the todo recap, last API usage, calibration 1.00 and a sparkline of
+    six steps."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        for text in THREE_ROUNDS:
+            await ask(pilot, text)
+
+    assert snap_compare(make_app(), terminal_size=WIDE, run_before=run_before)
+
+
+def _stored(make_app: AppFactory, db_path: Path, workspace: Path, **kw: Any) -> Any:
+    settings = offline_settings(keep_rounds=1)
+    build_session(db_path, workspace, settings, **kw)
+    return make_app(settings=settings, resume=1)
+
+
+def test_compaction_dialog(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """F5 over a stored three-round session (keep_rounds=1): the CompactModal says rounds 1–2
+    and their tokens will be archived into one summary and the last round kept, offers the
+    focus field (placeholder shown) and the Compact / Cancel buttons."""
+    app = _stored(make_app, db_path, workspace)
+    assert snap_compare(app, terminal_size=WIDE, press=["f5"], run_before=just_opened)
+
+
+def test_after_compaction(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """After F5 + Enter with a focus: the banner over history reads tokens before → after,
+    2 rounds and their messages archived, new summary rounds 1–2; the summary block comes
+    first in its own colour (selected), then the keep zone with round 3 only; the chat ends
+    with the compaction notice; the gauge shows L3 summaries and a ✂ under the last step."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        await pilot.press("f5")
+        pilot.app.screen.query_one("#compact-focus", Input).value = "the calculator API"
+        await pilot.press("enter")
+        await settle(pilot)
+
+    app = _stored(make_app, db_path, workspace)
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+
+def test_sessions_screen(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """F2: three stored sessions, most recent first, with title, workspace ``demo``, last
+    update relative to the app clock (2 h, 1 d, 4 d ago), rounds, history tokens and
+    compactions (1 for the compacted one); the open session is marked ●."""
+    settings = offline_settings(keep_rounds=1)
+    build_session(
+        db_path,
+        workspace,
+        settings,
+        ("ls",),
+        title="list the files",
+        age=timedelta(days=4, hours=1),
+    )
+    build_session(
+        db_path,
+        workspace,
+        settings,
+        title="calculator work",
+        compact=True,
+        age=timedelta(days=1, hours=1),
+    )
+    build_session(
+        db_path, workspace, settings, ("read @README.md",), title="readme", age=timedelta(hours=3)
+    )
+    app = make_app(settings=settings, resume="latest")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+
+def test_archive_screen(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """F3 on a compacted session: the compaction on the left (manual · success, rounds 1–2,
+    tokens before → after); its A5 summary (Markdown, pinned time range) beside the archived
+    raw rounds 1–2 with round separators, each with its tokens in the pane titles."""
+    app = _stored(make_app, db_path, workspace, compact=True)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        await pilot.press("f3")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+
+def test_context_inspector(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """F4: the next request's total against the window and threshold, whether the next input
+    compacts, L2 taken from CODE_LAW.md; one collapsible per layer titled with its tokens,
+    L2 CODE_LAW opened to show the rules' text, the raw JSON request last."""
+    app = _stored(make_app, db_path, workspace)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        await pilot.press("f4")
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, InspectorScreen)
+        items = list(screen.query(Collapsible))
+        items[LAYERS.index("L2 CODE_LAW")].collapsed = False
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+
+def test_permission_prompt(snap_compare: SnapCompare, make_app: AppFactory) -> None:
+    """``run `pytest -q``` with bash_policy=ask: the PermissionModal over the workbench names
+    the Bash tool and shows the command, with Allow once (a), Always this session (s) and
+    Deny (d / Esc) — Deny focused; behind it the scratchpad shows the thought, the Bash action
+    and its observation still running."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        await ask(pilot, "run `pytest -q`", wait=False)
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, PermissionModal))
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=WIDE, run_before=run_before)
+
+
+def test_narrow_layout(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """80×24 on the stored three-round session: chat on the left with the input; on the
+    right the Scratchpad / History / Gauge tabs with History shown; F7 (Pane) in the footer."""
+    app = _stored(make_app, db_path, workspace)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=just_opened)
