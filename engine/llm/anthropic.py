@@ -456,7 +456,10 @@ def render_for_summary(messages: Sequence[Message]) -> str:
 
 
 def _frame(body: str, focus: str | None, header: str = "") -> str:
-    parts = [header, body] if header else [body]
+    """The user message of a summary call: header, the text in the ``<archive>`` tags that
+    SUMMARY_PROMPT announces, and the user's focus instructions."""
+    parts = [header] if header else []
+    parts.append(f"<archive>\n{body}\n</archive>")
     if focus:
         parts.append(f"Focus instructions from the user: {focus}")
     return "\n\n".join(parts)

@@ -61,16 +61,3 @@ and its emoji, fill every bracket, and write "none recorded" where the messages 
 *(Modified files in this archive segment)*
 * `path/to/file`: [what changed]
 """
-
-
-def summary_request_text(archive: str, start: str, cutoff: str, focus: str | None) -> str:
-    """The user message of the summary call: the archive, its time range, the user's focus."""
-    parts = [
-        f"Start Time: {start}\nCutoff Time: {cutoff}",
-        f"<archive>\n{archive}\n</archive>",
-    ]
-    if focus:
-        parts.append(
-            "Focus instructions from the user (keep these facts in the summary): " + focus
-        )
-    return "\n\n".join(parts)

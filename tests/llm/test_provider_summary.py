@@ -69,7 +69,10 @@ def test_summary_request_shape(settings: Settings, fake_anthropic: FakeAnthropic
     assert text.startswith("Segment time range: ")
     assert "[user] request 0: uuuu" in text
     assert 'Action: Read[{"file_path": "f1.py"}]' in text
-    assert text.endswith("Focus instructions from the user: keep auth")
+    # the archive sits in the <archive> tags SUMMARY_PROMPT announces, the focus after it
+    archive = text.split("<archive>\n", 1)[1].split("\n</archive>", 1)[0]
+    assert archive.startswith("[user] request 0:") and "keep auth" not in archive
+    assert text.endswith("</archive>\n\nFocus instructions from the user: keep auth")
 
 
 def test_summary_timeout(settings: Settings, fake_anthropic: FakeAnthropicServer) -> None:
