@@ -30,8 +30,9 @@ from engine.store import Store
 from tools.base import Asker
 from tui.formatting import compaction_result
 from tui.gauge_state import GaugeState, steps_and_marks
+from tui.widgets.block_view import Block
 from tui.widgets.chat_view import ChatEntry
-from tui.widgets.history_view import HistoryLayout
+from tui.widgets.history_view import BlockMemo, HistoryLayout, history_blocks
 
 Resume = int | Literal["latest"] | None
 """Which session to open: a new one (None), the most recent, or one by id."""
@@ -42,6 +43,8 @@ class SessionView:
     """What the panes need after a change (a round, a compaction, a resume)."""
 
     layout: HistoryLayout
+    blocks: list[Block]
+    """The history pane's blocks for ``layout``, built off the UI thread."""
     gauge: GaugeState
     todos: list[TodoItem] = field(default_factory=list)
 
@@ -56,6 +59,8 @@ class OpenedSession:
     chat: list[ChatEntry]
     view: SessionView
     last_scratch: list[ScratchStep]
+    memo: BlockMemo
+    """The session's message blocks, reused by every later :func:`measure`."""
     notices: list[str] = field(default_factory=list)
 
 
@@ -93,13 +98,15 @@ def open_session(
     if (session.provider, session.model) != (provider.name, provider.model):
         session = store.update_session(session.id, provider=provider.name, model=provider.model)
     agent = Agent(store, session, settings, provider, where, events=events, ask=ask)
+    memo = BlockMemo()
     return OpenedSession(
         session=session,
         agent=agent,
         workspace=where,
-        chat=chat_entries(store, session.id),
-        view=measure(agent),
+        chat=chat_entries(store, session.id, agent.history.history),
+        view=measure(agent, memo),
         last_scratch=last_scratchpad(store, agent),
+        memo=memo,
         notices=notices,
     )
 
@@ -108,9 +115,11 @@ def is_offline(provider_name: str) -> bool:
     return provider_name == OFFLINE_NAME or provider_name.startswith("offline")
 
 
-def chat_entries(store: Store, session_id: int) -> list[ChatEntry]:
-    """The whole conversation, archived rounds included, with compactions where they fell."""
-    history = store.history(session_id)
+def chat_entries(store: Store, session_id: int, history: History) -> list[ChatEntry]:
+    """The whole conversation, archived rounds included, with compactions where they fell.
+
+    ``history`` is L3 as the agent loaded it (read once: a long session takes a while).
+    """
     messages: list[Message] = list(history.messages)
     for segment in store.segments(session_id):
         messages.extend(segment.messages)
@@ -189,8 +198,8 @@ def layout_for(agent: Agent, store: Store, history: History | None = None) -> Hi
     )
 
 
-def measure(agent: Agent) -> SessionView:
-    """History layout, gauge figures and todos as they stand now (worker thread)."""
+def measure(agent: Agent, memo: BlockMemo) -> SessionView:
+    """History layout and blocks, gauge figures and todos as they stand now (worker thread)."""
     store = agent.store
     settings = agent.settings
     built = agent.preview()
@@ -223,7 +232,8 @@ def measure(agent: Agent) -> SessionView:
         compactions_at=marks,
         warning=warning,
     )
-    return SessionView(layout=layout, gauge=gauge, todos=list(agent.todos))
+    blocks = history_blocks(layout, memo)
+    return SessionView(layout=layout, blocks=blocks, gauge=gauge, todos=list(agent.todos))
 
 
 def default_workspace() -> Path:

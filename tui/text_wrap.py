@@ -14,12 +14,15 @@ from rich.cells import cell_len, chop_cells
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-def _wrap_ascii(line: str, width: int) -> list[str]:
-    """Greedy word wrap of an ASCII line; words longer than ``width`` are cut."""
+def _wrap_ascii(line: str, width: int, limit: int) -> list[str]:
+    """Greedy word wrap of an ASCII line; words longer than ``width`` are cut.
+
+    Stops after ``limit`` rows (the rest of the line is then one more, unwrapped, row).
+    """
     out: list[str] = []
     start = 0
     end = len(line)
-    while end - start > width:
+    while end - start > width and len(out) < limit:
         cut = line.rfind(" ", start, start + width + 1)
         if cut <= start:
             out.append(line[start : start + width])
@@ -31,12 +34,14 @@ def _wrap_ascii(line: str, width: int) -> list[str]:
     return out
 
 
-def _wrap_cells(line: str, width: int) -> list[str]:
-    """Greedy word wrap by terminal cells (wide characters count two)."""
+def _wrap_cells(line: str, width: int, limit: int) -> list[str]:
+    """Greedy word wrap by terminal cells (wide characters count two); stops near ``limit``."""
     out: list[str] = []
     current = ""
     used = 0
     for word in line.split(" "):
+        if len(out) > limit:
+            break
         size = cell_len(word)
         if size > width:
             if current:
@@ -64,12 +69,14 @@ def wrap_rows(text: str, width: int, max_rows: int | None) -> list[str]:
     lines = text.split("\n")
     for number, raw in enumerate(lines):
         line = _CONTROL.sub("�", raw.expandtabs(4))
+        # Wrapping past the cap is wasted work (one tool result can be 30 000 characters).
+        limit = len(line) if max_rows is None else max_rows - len(rows) + 1
         if not line:
             rows.append("")
         elif line.isascii():
-            rows.extend(_wrap_ascii(line, width))
+            rows.extend(_wrap_ascii(line, width, limit))
         else:
-            rows.extend(_wrap_cells(line, width))
+            rows.extend(_wrap_cells(line, width, limit))
         if max_rows is not None and len(rows) > max_rows:
             # Rows past the cap: the rest of this line, then every later line.
             hidden = len(lines) - number - 1 + (1 if len(rows) > max_rows else 0)

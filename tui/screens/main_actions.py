@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tui.app import CtxscopeApp
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block
+    from tui.widgets.history_view import BlockMemo
 
 IDLE_ONLY = {"compact", "sessions", "new_session"}
 """Actions refused while the agent works (they would race the round)."""
@@ -43,6 +44,7 @@ class MainActions(Screen[None]):
         busy: str | None
         pane: str
         gate: PermissionGate
+        memo: BlockMemo
         last_scratch: list[Block]
         _permission_modals: dict[int, Any]
 
@@ -51,7 +53,7 @@ class MainActions(Screen[None]):
 
         def open(self, resume: Resume) -> None: ...
 
-        def compact_worker(self, agent: Agent, focus: str) -> Any: ...
+        def compact_worker(self, agent: Agent, memo: BlockMemo, focus: str) -> Any: ...
 
         def _update_subtitles(self) -> None: ...
 
@@ -106,7 +108,7 @@ class MainActions(Screen[None]):
         if focus is None or self.agent is None or self.busy is not None:
             return
         self.busy = "compacting"
-        self.compact_worker(self.agent, focus)
+        self.compact_worker(self.agent, self.memo, focus)
 
     # ------------------------------------------------------------------ other screens
     def action_sessions(self) -> None:

@@ -34,7 +34,7 @@ from tui.session_loader import OpenedSession, Resume, SessionView, is_offline, m
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput, workspace_files
 from tui.widgets.chat_view import ChatView
-from tui.widgets.history_view import HistoryView
+from tui.widgets.history_view import BlockMemo, HistoryView
 from tui.widgets.scratchpad_view import ScratchpadView, blocks_from_steps
 from tui.widgets.session_header import HeaderInfo, SessionHeader
 from tui.widgets.token_gauge import TokenGauge
@@ -103,6 +103,8 @@ class MainScreen(MainActions):
         super().__init__()
         self.resume = resume
         self.agent: Agent | None = None
+        self.memo = BlockMemo()
+        """Message blocks of the open session, reused across redraws."""
         self.session_id: int | None = None
         self.bridge = EngineBridge(self)
         self.gate = PermissionGate(self)
@@ -222,20 +224,22 @@ class MainScreen(MainActions):
             app.store.db.close()
 
     @work(thread=True, exclusive=True, group="round", exit_on_error=False)
-    def round_worker(self, agent: Agent, text: str, title: str) -> RoundDone:
+    def round_worker(self, agent: Agent, memo: BlockMemo, text: str, title: str) -> RoundDone:
         try:
             if title:
                 agent.store.update_session(agent.session_id, title=title)
             agent.run(text)
-            return RoundDone(measure(agent), title, list(agent.last_scratchpad))
+            return RoundDone(measure(agent, memo), title, list(agent.last_scratchpad))
         finally:
             agent.store.db.close()
 
     @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
-    def compact_worker(self, agent: Agent, focus: str) -> tuple[CompactionResult, SessionView]:
+    def compact_worker(
+        self, agent: Agent, memo: BlockMemo, focus: str
+    ) -> tuple[CompactionResult, SessionView]:
         try:
             result = agent.compact(focus or None)
-            return result, measure(agent)
+            return result, measure(agent, memo)
         finally:
             agent.store.db.close()
 
@@ -276,6 +280,7 @@ class MainScreen(MainActions):
     # ------------------------------------------------------------------ results
     def _opened(self, opened: OpenedSession) -> None:
         self.agent = opened.agent
+        self.memo = opened.memo
         self.session_id = opened.agent.session_id
         session = opened.session
         label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
@@ -298,7 +303,7 @@ class MainScreen(MainActions):
 
     def _apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         history = self.query_one(HistoryView)
-        history.show(view.layout, scroll_end=scroll_end)
+        history.show(view.layout, view.blocks, scroll_end=scroll_end)
         assert self.presenter is not None
         self.presenter.set_gauge(view.gauge)
         self.show_todos(view.todos)
@@ -358,7 +363,7 @@ class MainScreen(MainActions):
         self.gate.reset()
         title = "" if self.query_one(SessionHeader).info.title else one_line(text, 60)
         self.busy = "round"
-        self.round_worker(self.agent, text, title)
+        self.round_worker(self.agent, self.memo, text, title)
 
     @on(Input.Changed, "#input")
     def _typing(self, event: Input.Changed) -> None:

@@ -177,6 +177,8 @@ class BlockView(ScrollView, can_focus=True):
         self._starts: list[int] = [0]
         """``_starts[i]`` is the first row of block i; the last item is the total row count."""
         self._width = 0
+        self._wrapped: dict[int, tuple[Block, list[str]]] = {}
+        """Rows of the blocks shown, by block identity, valid for ``_width``."""
         self._pending_end = False
         self._laid_out = False
         self._cache: LRUCache[tuple[int, bool], Strip] = LRUCache(2048)
@@ -253,14 +255,36 @@ class BlockView(ScrollView, can_focus=True):
         return max(1, self.scrollable_content_region.width - GUTTER_WIDTH)
 
     def _wrap(self, block: Block) -> list[str]:
+        if self.size.width == 0:
+            return [""]  # wrapped for real on the first resize
         width = self._width or self._content_width()
         rows = wrap_rows(block.body, width, block.max_rows) if block.body else []
         rows = ([""] + rows) if block.header else (rows or [""])
         return [""] + rows if block.space_before else rows
 
     def _relayout(self) -> None:
-        self._width = self._content_width()
-        self._rows = [self._wrap(b) for b in self._blocks]
+        if self.size.width == 0:
+            # Not laid out yet: one row per block for now, wrapped on the first resize.
+            self._rows = [[""] for _ in self._blocks]
+            self._starts = list(range(len(self._blocks) + 1))
+            self._width = 0
+            self._cache.clear()
+            return
+        width = self._content_width()
+        if width != self._width:
+            self._wrapped.clear()
+        self._width = width
+        wrapped = self._wrapped
+        rows_of: list[list[str]] = []
+        for block in self._blocks:
+            # Blocks reused from the previous layout keep their rows (same width).
+            key = id(block)
+            hit = wrapped.get(key)
+            if hit is None or hit[0] is not block:
+                hit = (block, self._wrap(block))
+            rows_of.append(hit[1])
+        self._wrapped = {id(b): (b, rows) for b, rows in zip(self._blocks, rows_of, strict=True)}
+        self._rows = rows_of
         starts = [0]
         total = 0
         for rows in self._rows:
@@ -279,8 +303,15 @@ class BlockView(ScrollView, can_focus=True):
 
     def _to_end(self) -> None:
         """Scroll to the last row now, and again once the new size is laid out."""
-        self.scroll_end(animate=False, immediate=True, x_axis=False)
-        self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
+        # force: right after a relayout the scrollbar (and so "may scroll") is not updated yet.
+        self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+        self.call_after_refresh(self._end_after_layout)
+
+    def _end_after_layout(self) -> None:
+        self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+        if self.show_vertical_scrollbar:
+            # The bar may have appeared after the scroll: put its thumb where we are.
+            self.vertical_scrollbar.position = self.scroll_y
 
     def on_resize(self, event: events.Resize) -> None:
         if self._content_width() != self._width:
