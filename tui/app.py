@@ -20,7 +20,7 @@ from engine.cli import CliError, db_path
 from engine.config import Settings
 from engine.events import EventSink
 from engine.llm.base import Provider
-from engine.store import Store
+from engine.store import Store, StoreError
 from tools.base import Asker
 from tui.formatting import Clock, wall_clock
 from tui.screens.main_screen import MAIN_ACTIONS, MainScreen
@@ -148,6 +148,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         db_path=db_path(args, settings), workspace=workspace, settings=settings, resume=resume
     )
     if isinstance(resume, int):
-        app.store.get_session(resume)  # an unknown id fails here, as one readable line
+        try:
+            app.store.get_session(resume)  # an unknown id fails here, as one readable line
+        except StoreError:
+            app.store.close()
+            raise
     app.run()
     return app.return_code or 0

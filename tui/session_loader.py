@@ -87,6 +87,7 @@ def open_session(
     """Open (or create) a session and build its agent and everything the panes show."""
     session = choose_session(store, resume, workspace, settings)
     assert session.id is not None
+    session_id = session.id
     notices: list[str] = []
     where = Path(session.workspace) if session.workspace else workspace
     if not where.is_dir():
@@ -103,7 +104,7 @@ def open_session(
         session=session,
         agent=agent,
         workspace=where,
-        chat=chat_entries(store, session.id, agent.history.history),
+        chat=chat_entries(store, session_id, agent.history.history),
         view=measure(agent, memo),
         last_scratch=last_scratchpad(store, agent),
         memo=memo,

@@ -181,3 +181,27 @@ def test_parse_resume_and_run_errors(tmp_path: Path) -> None:
     args = argparse.Namespace(workspace=tmp_path / "missing", resume=None, db=tmp_path / "x.db")
     with pytest.raises(CliError, match="not a directory"):
         run(args, Settings(model="offline"))
+
+
+def test_run_opens_the_requested_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.store import SessionNotFound, Store
+    from tui.app import CtxscopeApp
+
+    store = Store.open(tmp_path / "s.db")
+    store.create_session(str(tmp_path), "kept")
+    store.close()
+    seen: list[object] = []
+
+    def fake_run(self: CtxscopeApp) -> None:
+        seen.append(self.resume)
+        self.store.close()
+
+    monkeypatch.setattr(CtxscopeApp, "run", fake_run)
+    args = argparse.Namespace(workspace=tmp_path, resume="1", db=tmp_path / "s.db")
+    assert run(args, Settings(model="offline")) == 0
+    args.resume = "latest"
+    assert run(args, Settings(model="offline")) == 0
+    assert seen == [1, "latest"]
+    args.resume = "7"
+    with pytest.raises(SessionNotFound):
+        run(args, Settings(model="offline"))

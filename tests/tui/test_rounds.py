@@ -20,6 +20,7 @@ from engine.llm.base import (
     ProviderRequest,
     ProviderResponse,
     StreamEvent,
+    StreamRetry,
     StreamText,
 )
 from engine.llm.offline import OfflineProvider
@@ -170,3 +171,49 @@ async def test_fast_stream_is_coalesced(make_app: AppFactory) -> None:
         answer = chat.blocks[-1].data
         assert isinstance(answer, ChatEntry)
         assert answer.text == "".join(f"{i % 10}" for i in range(StreamingProvider.PIECES))
+
+
+class RetryingProvider(OfflineProvider):
+    """Reports one overloaded-and-waiting retry, then answers like the offline provider."""
+
+    def complete(
+        self,
+        request: ProviderRequest,
+        on_event: Callable[[StreamEvent], None],
+        cancel: Any = None,
+    ) -> ProviderResponse:
+        on_event(
+            StreamRetry(attempt=1, max_attempts=4, wait_seconds=2.0, reason="API overloaded (529)")
+        )
+        return super().complete(request, on_event, cancel)
+
+
+async def test_retry_wait_is_a_notice(make_app: AppFactory) -> None:
+    settings = offline_settings()
+    app = make_app(settings=settings, provider=RetryingProvider(settings))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await opened(pilot)
+        await ask(pilot, "ls")
+        toasts = [str(t.render()) for t in app.screen.query("Toast")]
+        assert any("API overloaded (529); retrying in 2 s (attempt 1 of 4)" in t for t in toasts)
+
+
+async def test_new_session_and_quit(make_app: AppFactory, db_path: Path) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, "ls")
+        assert screen.session_id == 1
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert screen.session_id == 2
+        assert list(screen.query_one(ChatView).blocks) == []
+        assert messages_in(app) == []
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert app.return_code == 0
+    store = Store.open(db_path)
+    try:
+        assert [info.session.id for info in store.list_sessions()] == [2, 1]
+    finally:
+        store.close()

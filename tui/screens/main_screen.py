@@ -85,7 +85,7 @@ class RoundDone:
 class MainScreen(MainActions):
     """The workbench."""
 
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    HORIZONTAL_BREAKPOINTS = [
         (0, "-narrow"),
         (110, "-wide"),
     ]
@@ -252,7 +252,7 @@ class MainScreen(MainActions):
         group = worker.group
         if event.state == WorkerState.ERROR:
             self._worker_failed(group, worker.error)
-        elif event.state == WorkerState.SUCCESS:
+        elif event.state == WorkerState.SUCCESS and worker.result is not None:
             result = worker.result
             if group == "open":
                 self._opened(result)

@@ -90,7 +90,7 @@ class BlockView(ScrollView, can_focus=True):
         height: 1fr;
         scrollbar-gutter: stable;
         overflow-x: hidden;
-        overflow-y: auto;
+        overflow-y: scroll;
         & > .block-view--body { color: $foreground; }
         & > .block-view--gutter { color: $foreground-muted; }
         & > .block-view--cursor { background: $boost; text-style: bold; }
@@ -306,12 +306,10 @@ class BlockView(ScrollView, can_focus=True):
         # force: right after a relayout the scrollbar (and so "may scroll") is not updated yet.
         self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
         self.call_after_refresh(self._end_after_layout)
+        # (The vertical bar is always shown, ``overflow-y: scroll``, so its thumb follows.)
 
     def _end_after_layout(self) -> None:
         self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
-        if self.show_vertical_scrollbar:
-            # The bar may have appeared after the scroll: put its thumb where we are.
-            self.vertical_scrollbar.position = self.scroll_y
 
     def on_resize(self, event: events.Resize) -> None:
         if self._content_width() != self._width:
