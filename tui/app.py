@@ -23,7 +23,8 @@ from engine.llm.base import Provider
 from engine.store import Store, StoreError
 from tools.base import Asker
 from tui.formatting import Clock, wall_clock
-from tui.screens.main_screen import MAIN_ACTIONS, MainScreen
+from tui.screens.main_actions import MAIN_ACTIONS
+from tui.screens.main_screen import MainScreen
 from tui.session_loader import OpenedSession, Resume, open_session
 
 

@@ -66,6 +66,8 @@ class Panes:
     show_todos: Callable[[list[TodoItem]], None]
     show_banner: Callable[[str, bool], None]
     """``(text, in_progress)``: the compaction banner over the history pane."""
+    reload_history: Callable[[], None]
+    """Redraw the history pane from the agent's history (after a compaction mid-round)."""
 
 
 class Presenter:
@@ -171,6 +173,7 @@ class Presenter:
         self.last_compaction = text
         self.panes.show_banner(text, False)
         self.panes.chat.add(ChatEntry("notice", text))
+        self.panes.reload_history()
 
     def _on_compaction_failed(self, event: CompactionFailed) -> None:
         self.compacting = False

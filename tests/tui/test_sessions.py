@@ -12,12 +12,14 @@ from engine.store import Store
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import (
     THREE_ROUNDS,
+    GatedProvider,
     ask,
     build_session,
     main_screen,
     offline_settings,
     opened,
     settle,
+    wait_until,
 )
 from tui.app import CtxscopeApp
 from tui.screens.archive_screen import ArchiveScreen
@@ -153,3 +155,44 @@ async def test_archive_shows_summary_beside_the_segment(
         assert "Summary" in str(screen.query_one("#archive-summary-pane").border_title)
         await pilot.press("escape")
         assert app.screen is main_screen(app)
+
+
+async def test_auto_compaction_mid_round_redraws_history(make_app: AppFactory) -> None:
+    # L1 alone is ~3 100 tokens: with a 4 200-token window (threshold 3 360) the budget rule
+    # fires on the third input, before the round opens.
+    settings = offline_settings(keep_rounds=1, context_window=4_200)
+    provider = GatedProvider(settings, stop_at=5)  # the first model call of round 3
+    app = make_app(settings=settings, provider=provider)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, "ls")
+        await ask(pilot, "ls src")
+        await ask(pilot, "read @README.md", wait=False)
+        await wait_until(pilot, provider.waiting.is_set)
+        await pilot.pause()
+        history = screen.query_one(HistoryView)
+        assert screen.busy == "round"
+        first = history.blocks[0]
+        assert isinstance(first.data, Summary)
+        assert (first.data.first_round, first.data.last_round) == (1, 1)
+        assert "auto compaction" in str(screen.query_one("#history-banner").render())
+        provider.release.set()
+        await settle(pilot)
+        assert isinstance(history.blocks[0].data, Summary)
+        rounds = {b.data.meta.round for b in history.blocks if isinstance(b.data, Message)}
+        assert rounds == {2, 3}
+
+
+async def test_budget_warning_when_nothing_can_be_compacted(make_app: AppFactory) -> None:
+    settings = offline_settings(keep_rounds=10, context_window=3_000)
+    app = make_app(settings=settings)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, "ls")
+        await ask(pilot, "ls src")
+        gauge = screen.query_one(TokenGauge)
+        assert gauge.state is not None and gauge.state.severity == "over"
+        assert gauge.state.warning is not None and "never compacted" in gauge.state.warning
+        assert screen.query_one("#gauge-warning").display
+        toasts = [str(t.render()) for t in app.screen.query("Toast")]
+        assert any("CTXSCOPE_KEEP_ROUNDS" in t for t in toasts)  # the engine's BudgetWarning

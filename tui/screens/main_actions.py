@@ -8,6 +8,7 @@ permission questions and :class:`~tui.screens.permission_modal.PermissionModal`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from textual import on
@@ -30,6 +31,34 @@ if TYPE_CHECKING:
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block
     from tui.widgets.history_view import BlockMemo
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """A main-screen action: its key, footer label and palette help, in one place."""
+
+    key: str
+    action: str
+    label: str
+    help: str
+    show: bool = True
+
+    @property
+    def binding_id(self) -> str:
+        return f"main.{self.action}"
+
+
+MAIN_ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("f2", "sessions", "Sessions", "Browse stored sessions and resume one"),
+    ActionSpec("f3", "archive", "Archive", "Each compaction: its summary beside the raw rounds"),
+    ActionSpec("f4", "inspect", "Context", "The exact request the next step will send, by layer"),
+    ActionSpec("f5", "compact", "Compact", "Compact now: summarise rounds before the keep zone"),
+    ActionSpec("f6", "last_scratchpad", "Last pad", "Show or hide the last round's scratchpad"),
+    ActionSpec("f7", "next_pane", "Pane", "Show the next pane (narrow layout)"),
+    ActionSpec("ctrl+n", "new_session", "New", "Start a new session in this workspace"),
+    ActionSpec("escape", "interrupt", "Interrupt", "Interrupt the running round"),
+)
+
 
 IDLE_ONLY = {"compact", "sessions", "new_session"}
 """Actions refused while the agent works (they would race the round)."""

@@ -28,13 +28,25 @@ from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
 from tui.formatting import one_line, tokens, workspace_label
 from tui.presenter import Panes, Presenter
-from tui.screens.detail_modal import DetailModal, parts_for_message, parts_for_summary
-from tui.screens.main_actions import MainActions
-from tui.session_loader import OpenedSession, Resume, SessionView, is_offline, measure
+from tui.screens.detail_modal import (
+    DetailModal,
+    DetailPart,
+    parts_for_message,
+    parts_for_summary,
+)
+from tui.screens.main_actions import MAIN_ACTIONS, MainActions
+from tui.session_loader import (
+    OpenedSession,
+    Resume,
+    SessionView,
+    is_offline,
+    layout_for,
+    measure,
+)
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput, workspace_files
 from tui.widgets.chat_view import ChatView
-from tui.widgets.history_view import BlockMemo, HistoryView
+from tui.widgets.history_view import BlockMemo, HistoryView, history_blocks
 from tui.widgets.scratchpad_view import ScratchpadView, blocks_from_steps
 from tui.widgets.session_header import HeaderInfo, SessionHeader
 from tui.widgets.token_gauge import TokenGauge
@@ -44,33 +56,6 @@ if TYPE_CHECKING:
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")
-
-
-@dataclass(frozen=True)
-class ActionSpec:
-    """A main-screen action: its key, footer label and palette help, in one place."""
-
-    key: str
-    action: str
-    label: str
-    help: str
-    show: bool = True
-
-    @property
-    def binding_id(self) -> str:
-        return f"main.{self.action}"
-
-
-MAIN_ACTIONS: tuple[ActionSpec, ...] = (
-    ActionSpec("f2", "sessions", "Sessions", "Browse stored sessions and resume one"),
-    ActionSpec("f3", "archive", "Archive", "Each compaction: its summary beside the raw rounds"),
-    ActionSpec("f4", "inspect", "Context", "The exact request the next step will send, by layer"),
-    ActionSpec("f5", "compact", "Compact", "Compact now: summarise rounds before the keep zone"),
-    ActionSpec("f6", "last_scratchpad", "Last pad", "Show or hide the last round's scratchpad"),
-    ActionSpec("f7", "next_pane", "Pane", "Show the next pane (narrow layout)"),
-    ActionSpec("ctrl+n", "new_session", "New", "Start a new session in this workspace"),
-    ActionSpec("escape", "interrupt", "Interrupt", "Interrupt the running round"),
-)
 
 
 @dataclass
@@ -164,6 +149,7 @@ class MainScreen(MainActions):
                 gauge=self.query_one(TokenGauge),
                 show_todos=self.show_todos,
                 show_banner=self.show_banner,
+                reload_history=self.reload_history,
             ),
             notify=lambda m, t, s, d: self.notify(m, title=t, severity=s, timeout=d),
             take_text=self.bridge.take_text,
@@ -187,13 +173,17 @@ class MainScreen(MainActions):
             self.pane = event.tab.id.removeprefix("tab-")
 
     def watch_busy(self, busy: str | None) -> None:
-        if not self.is_mounted:
-            return
-        self.query_one(ChatInput).disabled = busy in ("opening", "compacting")
+        # Runs from on_mount too (opening), when the children exist but is_mounted is False.
+        box = self.query_one(ChatInput)
+        box.disabled = busy in ("opening", "compacting")
+        box.placeholder = {
+            "opening": "Opening the session…",
+            "compacting": "Compacting… (the input is blocked meanwhile)",
+        }.get(busy or "", ChatInput.PLACEHOLDER)
         self.query_one("#compact-progress").display = busy == "compacting"
         self.refresh_bindings()
         if busy is None:
-            self.query_one(ChatInput).focus()
+            box.focus()
 
     def show_todos(self, todos: list[TodoItem]) -> None:
         widget = self.query_one("#todos", Static)
@@ -208,6 +198,14 @@ class MainScreen(MainActions):
         banner.update(text)
         banner.display = bool(text)
         banner.set_class(in_progress, "-progress")
+
+    def reload_history(self) -> None:
+        """A compaction fired inside a round (budget rule or "prompt too long"): show its
+        result now rather than when the round ends. (A manual compaction's worker redraws.)"""
+        if self.agent is None or self.busy != "round":
+            return
+        layout = layout_for(self.agent, self.agent.store)
+        self.query_one(HistoryView).show(layout, history_blocks(layout, self.memo))
 
     # ------------------------------------------------------------------ workers
     def open(self, resume: Resume) -> None:
@@ -382,6 +380,12 @@ class MainScreen(MainActions):
     def _text(self, message: EngineBridge.TextStreamed) -> None:
         if self.presenter is not None:
             self.presenter.text_streamed(message.round_index, message.step)
+
+    @on(BlockView.BlockActivated, "#chat, #scratch")
+    def _open_text_block(self, event: BlockView.BlockActivated) -> None:
+        block = event.block
+        title = "".join(text for text, _ in block.header).strip() or "Text"
+        self.app.push_screen(DetailModal(title, [DetailPart(title, block.body)]))
 
     @on(BlockView.BlockActivated, "#history")
     def _open_block(self, event: BlockView.BlockActivated) -> None:

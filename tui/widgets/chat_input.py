@@ -68,9 +68,11 @@ class WorkspaceSuggester(Suggester):
 class ChatInput(Input):
     """The input box of the chat pane."""
 
+    PLACEHOLDER = "Ask… (@path mentions a file)"
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
-            placeholder="Ask… (@path mentions a file)",
+            placeholder=self.PLACEHOLDER,
             suggester=WorkspaceSuggester(),
             id=id,
         )

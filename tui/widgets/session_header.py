@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.reactive import Reactive, reactive
 from textual.widget import Widget
 
-from tui.formatting import provider_label
+from tui.formatting import one_line, provider_label
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class SessionHeader(Widget):
         if info.session_id is None:
             text.append("  opening…", style="dim")
             return text
-        title = info.title or "(untitled)"
+        title = one_line(info.title, 40) if info.title else "(untitled)"
         text.append(f" #{info.session_id} ", style="bold")
         text.append(title, style="bold")
         text.append("  │ ", style="dim")
