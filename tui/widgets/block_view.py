@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -30,59 +30,23 @@ from textual.reactive import Reactive, reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui.blocks import GUTTER_WIDTH, Block
 from tui.text_wrap import wrap_rows
 
-GUTTER_WIDTH = 2
-
-
-@dataclass
-class Block:
-    """One item of a :class:`BlockView`: an optional header row and a wrapped body."""
-
-    body: str = ""
-    header: tuple[tuple[str, str], ...] = ()
-    """Header segments as ``(text, component class)``; no header row when empty."""
-    style: str = "block-view--body"
-    """Component class of the body rows."""
-    gutter: str = " "
-    """One character drawn left of every row (e.g. the keep-zone bar)."""
-    gutter_style: str = "block-view--gutter"
-    fill: str = " "
-    """Pads the header row to the full width (``─`` for separators)."""
-    max_rows: int | None = None
-    """Body rows shown at most; the rest is announced as ``… +N lines``."""
-    selectable: bool = True
-    space_before: bool = False
-    """A blank row above the block (separates rounds in the chat)."""
-    data: Any = field(default=None, compare=False)
-    """What the block stands for (a Message, a Summary...), for the owner's handlers."""
+__all__ = ["Block", "BlockView"]
 
 
 class BlockView(ScrollView, can_focus=True):
     """A scrollable, virtual list of :class:`Block` with a block cursor."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "block-view--body",
-        "block-view--gutter",
-        "block-view--cursor",
-        "block-view--header",
-        "block-view--dim",
-        "block-view--user",
-        "block-view--assistant",
-        "block-view--tool",
-        "block-view--summary",
-        "block-view--summary-header",
-        "block-view--error",
-        "block-view--separator",
-        "block-view--keep",
-        "block-view--cut",
-        "block-view--thought",
-        "block-view--action",
-        "block-view--observation",
-        "block-view--streaming",
-        "block-view--interrupted",
-        "block-view--notice",
+        f"block-view--{part}"
+        for part in (
+            "body gutter cursor header dim user assistant tool summary summary-header error "
+            "separator keep cut thought action observation streaming interrupted notice"
+        ).split()
     }
+    """The styles blocks name (``Block.style``, header parts), themed in DEFAULT_CSS below."""
 
     DEFAULT_CSS = """
     BlockView {
@@ -118,31 +82,13 @@ class BlockView(ScrollView, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor_up", "Up", show=False, id="block.up", tooltip="Previous block"),
-        Binding("down", "cursor_down", "Down", show=False, id="block.down", tooltip="Next block"),
-        Binding(
-            "home", "cursor_first", "First", show=False, id="block.home", tooltip="First block"
-        ),
-        Binding("end", "cursor_last", "Last", show=False, id="block.end", tooltip="Last block"),
-        Binding(
-            "pageup",
-            "page_up",
-            "Page up",
-            show=False,
-            id="block.pageup",
-            tooltip="Scroll one page up",
-        ),
-        Binding(
-            "pagedown",
-            "page_down",
-            "Page down",
-            show=False,
-            id="block.pagedown",
-            tooltip="Scroll one page down",
-        ),
-        Binding(
-            "enter", "activate", "Open", id="block.open", tooltip="Show the selected item in full"
-        ),
+        Binding("up", "cursor_up", "Up", show=False, id="block.up", tooltip="Previous item"),
+        Binding("down", "cursor_down", "Down", show=False, id="block.down", tooltip="Next item"),
+        Binding("home", "cursor_first", "Top", show=False, id="block.home", tooltip="First item"),
+        Binding("end", "cursor_last", "End", show=False, id="block.end", tooltip="Last item"),
+        Binding("pageup", "page_up", "PgUp", show=False, id="block.pageup", tooltip="Page up"),
+        Binding("pagedown", "page_down", "PgDn", show=False, id="block.pagedown", tooltip="Down"),
+        Binding("enter", "activate", "Open", id="block.open", tooltip="The item in full"),
     ]
 
     cursor: Reactive[int | None] = reactive[int | None](None, layout=False)
@@ -183,6 +129,7 @@ class BlockView(ScrollView, can_focus=True):
         self._laid_out = False
         self._cache: LRUCache[tuple[int, bool], Strip] = LRUCache(2048)
         self._styles: dict[str, Style] = {}
+        self._combined: dict[tuple[str, bool], Style] = {}
 
     # ------------------------------------------------------------------ data
     @property
@@ -327,6 +274,7 @@ class BlockView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
+        self._combined.clear()
         self._cache.clear()
 
     # ------------------------------------------------------------------ rendering
@@ -364,33 +312,40 @@ class BlockView(ScrollView, can_focus=True):
         self._cache[key] = strip
         return strip
 
+    def _full_style(self, name: str, selected: bool) -> Style:
+        """The widget's style + component ``name`` (+ the cursor), combined once."""
+        key = (name, selected)
+        style = self._combined.get(key)
+        if style is None:
+            style = self.rich_style + self._style(name)
+            if selected:
+                style += self._style("block-view--cursor")
+            self._combined[key] = style
+        return style
+
     def _render_row(self, index: int, offset: int, width: int, selected: bool) -> Strip:
         block = self._blocks[index]
-        base = self.rich_style
         if block.space_before:
             if offset == 0:
-                return Strip.blank(width, base)
+                return Strip.blank(width, self.rich_style)
             offset -= 1
-        overlay = self._style("block-view--cursor") if selected else None
-        segments = [Segment(block.gutter + " ", base + self._style(block.gutter_style))]
+        segments = [Segment(block.gutter + " ", self._full_style(block.gutter_style, False))]
         used = GUTTER_WIDTH
         if block.header and offset == 0:
             for text, cls in block.header:
-                style = base + self._style(cls)
-                segments.append(Segment(text, style + overlay if overlay else style))
+                segments.append(Segment(text, self._full_style(cls, selected)))
                 used += cell_len(text)
-            pad_style = base + self._style(block.header[-1][1])
             fill = block.fill * max(0, width - used)
-            segments.append(Segment(fill, pad_style + overlay if overlay else pad_style))
+            segments.append(Segment(fill, self._full_style(block.header[-1][1], selected)))
         else:
             text = self._rows[index][offset + (1 if block.space_before else 0)]
-            style = base + self._style(block.style)
-            if overlay:
-                style += overlay
+            style = self._full_style(block.style, selected)
             segments.append(Segment(text, style))
             used += cell_len(text)
             segments.append(Segment(" " * max(0, width - used), style))
-        return Strip(segments).crop_extend(0, width, base)
+        if used <= width:
+            return Strip(segments, width)
+        return Strip(segments).crop_extend(0, width, self.rich_style)
 
     # ------------------------------------------------------------------ cursor
     def watch_cursor(self, old: int | None, new: int | None) -> None:
