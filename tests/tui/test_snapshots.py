@@ -41,18 +41,19 @@ async def just_opened(pilot: Pilot[Any]) -> None:
 def test_fresh_session(snap_compare: SnapCompare, make_app: AppFactory) -> None:
     """A new session: header with session #1 (untitled), workspace ``demo``, the OFFLINE
     provider badge and strategy ``layered``; empty chat with the input box focused; empty
-    scratchpad ("empty between rounds"); empty history; the gauge with L1 system, L1 tools and
-    L2 CODE_LAW in the bar, the 80% threshold marker, "no API calls yet"; the footer keys."""
+    scratchpad ("empty between rounds"); the "No history yet" hint; the gauge with L1 system,
+    L1 tools and L2 CODE_LAW in the bar, the 80% threshold marker, "no API calls yet"; the
+    footer keys."""
     assert snap_compare(make_app(), terminal_size=WIDE, run_before=just_opened)
 
 
 def test_after_three_offline_rounds(snap_compare: SnapCompare, make_app: AppFactory) -> None:
     """After three offline rounds with tool calls (Read via @mention; LS + Grep; TodoWrite):
     the chat holds three questions and answers; the todo list tops the (empty) scratchpad;
-    history shows the keep zone bar (last 2 rounds), the cut mark above it (round 1), round
-    separators, each message's role and tokens, tool messages as compressed JSON; the gauge
-    shows L3 history and the todo recap, last API usage, calibration 1.00 and a sparkline of
-    six steps."""
+    history is scrolled to the newest: the end of round 2 and round 3 under the green keep-zone
+    bar, each message with its role and tokens, the TodoWrite action and its compressed JSON,
+    long bodies capped with "… more line (Enter: full text)"; the gauge shows L3 history and
+    the todo recap, last API usage, calibration 1.00 and a sparkline of six steps."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await opened(pilot)
