@@ -174,9 +174,23 @@ class Agent:
         """The seed C7 check for ``user_input`` against the current history."""
         return self._budget(user_input)[0]
 
-    def _budget(self, user_input: str) -> tuple[BudgetCheck, int]:
-        """The C7 check, and the tokens every request carries besides L3 (L1, L2, recap)."""
-        built = self.builder.build(self.history.history, [], "", self._recap())
+    def preview_and_budget(self, question: str = "") -> tuple[BuiltContext, BudgetCheck]:
+        """:meth:`preview` and :meth:`budget` together, building the context once when idle.
+
+        The C7 check measures the request without the new input; that is the preview itself
+        when no round is running and no input is given (the gauge and the inspector).
+        """
+        if question or self.current_round is not None:
+            return self.preview(question), self.budget(question)
+        built = self.preview()
+        return built, self._budget("", built)[0]
+
+    def _budget(self, user_input: str, idle: BuiltContext | None = None) -> tuple[BudgetCheck, int]:
+        """The C7 check, and the tokens every request carries besides L3 (L1, L2, recap).
+
+        ``idle`` is the already built request with no input and no scratchpad, if at hand.
+        """
+        built = idle or self.builder.build(self.history.history, [], "", self._recap())
         fixed = built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
         check = check_budget(
             self.last_usage(),

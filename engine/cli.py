@@ -238,8 +238,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings)
     session = _get_session(store, args.session)
     agent = make_agent(store, session, settings)
-    built = agent.preview(args.input)
-    budget = agent.budget(args.input)
+    built, budget = agent.preview_and_budget(args.input)
     data = {
         "session_id": session.id,
         "layers": [{"name": name, "tokens": built.layers[name]} for name in LAYERS],

@@ -203,8 +203,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
     """History layout and blocks, gauge figures and todos as they stand now (worker thread)."""
     store = agent.store
     settings = agent.settings
-    built = agent.preview()
-    budget = agent.budget()
+    built, budget = agent.preview_and_budget()
     usages = store.usages(agent.session_id)
     compactions = store.compactions(agent.session_id)
     steps, marks = steps_and_marks(usages, compactions)

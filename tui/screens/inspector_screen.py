@@ -42,8 +42,7 @@ class Inspection:
 
 
 def inspect_agent(agent: Agent) -> Inspection:
-    built = agent.preview()
-    budget = agent.budget()
+    built, budget = agent.preview_and_budget()
     return Inspection(
         layers=dict(built.layers),
         texts=dict(built.layer_text),
