@@ -15,7 +15,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -84,63 +84,100 @@ def render_messages_for_summary(messages: list[Message]) -> str:
     return render_messages(messages)
 
 
-def extractive_summary(
+@dataclass
+class SegmentFacts:
+    """What an archived segment says, gathered deterministically from its messages.
+
+    Every extractive summary (A5 for seed 000, XML tags, JSON or plain text for the other
+    strategies) renders these same facts in its own format.
+    """
+
+    start: datetime | None
+    cutoff: datetime | None
+    goals: list[str] = field(default_factory=list)
+    milestones: list[str] = field(default_factory=list)
+    """``goal - first line of the answer`` for each finished round."""
+    decisions: list[str] = field(default_factory=list)
+    learnings: list[str] = field(default_factory=list)
+    preferences: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    """Path -> ``edited`` / ``written``."""
+    stack: list[str] = field(default_factory=list)
+    used_bash: bool = False
+    open_goal: str | None = None
+    """The last request when its round has no final answer in the segment (work in progress)."""
+
+    def joined(self, items: list[str], limit: int = 5) -> str:
+        uniq = list(dict.fromkeys(items))
+        if not uniq:
+            return "none recorded"
+        more = f" (+{len(uniq) - limit} more)" if len(uniq) > limit else ""
+        return "; ".join(uniq[:limit]) + more
+
+    @property
+    def goal_text(self) -> str:
+        text = self.goals[0] if self.goals else "none recorded"
+        if len(self.goals) > 1:
+            text += f" (then: {self.joined(self.goals[1:], 4)})"
+        return text
+
+
+def segment_facts(
     messages: list[Message],
     focus: str | None = None,
     start: datetime | None = None,
     cutoff: datetime | None = None,
-) -> str:
-    """Fill the A5 template deterministically from ``messages``."""
-    start = start or (messages[0].created_at if messages else None)
-    cutoff = cutoff or (messages[-1].created_at if messages else None)
-    goals: list[str] = []
-    milestones: list[str] = []
-    decisions: list[str] = []
-    learnings: list[str] = []
-    preferences: list[str] = []
-    files: dict[str, str] = {}
-    stack: list[str] = []
-    used_bash = False
+) -> SegmentFacts:
+    """Gather the facts every extractive summary is written from."""
+    facts = SegmentFacts(
+        start=start or (messages[0].created_at if messages else None),
+        cutoff=cutoff or (messages[-1].created_at if messages else None),
+    )
     current_goal: str | None = None
+    answered = True
 
     def note_stack(path: str) -> None:
         for suffix, name in _STACK_BY_SUFFIX.items():
-            if path.endswith(suffix) and name not in stack:
-                stack.append(name)
+            if path.endswith(suffix) and name not in facts.stack:
+                facts.stack.append(name)
 
     for msg in messages:
         if msg.role == "user":
             text = _user_text(msg)
             current_goal = text
+            answered = False
             if text:
-                goals.append(_short(text))
+                facts.goals.append(_short(text))
                 for sentence in re.split(r"(?<=[.!?])\s+", text):
                     if _PREFERENCE.search(sentence):
-                        preferences.append(_short(sentence))
+                        facts.preferences.append(_short(sentence))
         elif msg.role == "assistant":
             for call in msg.tool_calls:
                 path = str(call.input.get("file_path") or call.input.get("path") or "")
                 if path:
                     note_stack(path)
                 if call.name in _WRITE_TOOLS and path:
-                    files[path] = _WRITE_TOOLS[call.name]
+                    facts.files[path] = _WRITE_TOOLS[call.name]
                 if call.name == "Bash":
-                    used_bash = True
+                    facts.used_bash = True
             if msg.meta.final and msg.content.strip():
+                answered = True
                 answer = msg.content.strip().splitlines()[0]
                 goal = _short(current_goal or "answered", 80)
-                milestones.append(f"* [✓] {goal} - {_short(answer, 120)}")
+                facts.milestones.append(f"{goal} - {_short(answer, 120)}")
             for sentence in re.split(r"(?<=[.!?])\s+", msg.content):
                 if _DECISION.search(sentence):
-                    decisions.append(_short(sentence))
+                    facts.decisions.append(_short(sentence))
         elif msg.role == "tool":
             data = _parse_tool(msg)
             error = data.get("error") if isinstance(data.get("error"), dict) else None
             if data.get("status") == "error" and error:
                 tool = msg.meta.tool_name or "tool"
-                learnings.append(
+                facts.learnings.append(
                     _short(f"{tool} failed: {error.get('code')}: {error.get('message')}")
                 )
+    if not answered and current_goal:
+        facts.open_goal = _short(current_goal)
 
     if focus:
         words = {w.lower() for w in re.findall(r"[A-Za-z0-9_]{4,}", focus)}
@@ -149,30 +186,30 @@ def extractive_summary(
             for m in messages
             if m.role in ("user", "assistant") and any(w in m.content.lower() for w in words)
         ]
-        decisions.insert(0, f"Focus requested: {_short(focus)}")
-        decisions[1:1] = relevant[:5]
+        facts.decisions.insert(0, f"Focus requested: {_short(focus)}")
+        facts.decisions[1:1] = relevant[:5]
+    return facts
 
-    def joined(items: list[str], limit: int = 5) -> str:
-        uniq = list(dict.fromkeys(items))
-        if not uniq:
-            return "none recorded"
-        more = f" (+{len(uniq) - limit} more)" if len(uniq) > limit else ""
-        return "; ".join(uniq[:limit]) + more
 
-    goal_text = goals[0] if goals else "none recorded"
-    if len(goals) > 1:
-        goal_text += f" (then: {joined(goals[1:], 4)})"
-    file_lines = [f"* `{p}`: {what} in this segment." for p, what in files.items()]
+def extractive_summary(
+    messages: list[Message],
+    focus: str | None = None,
+    start: datetime | None = None,
+    cutoff: datetime | None = None,
+) -> str:
+    """Fill the A5 template deterministically from ``messages``."""
+    facts = segment_facts(messages, focus, start, cutoff)
+    file_lines = [f"* `{p}`: {what} in this segment." for p, what in facts.files.items()]
     return SUMMARY_TEMPLATE.format(
-        start=time_label(start),
-        cutoff=time_label(cutoff),
-        goal=goal_text,
-        stack=", ".join(stack) if stack else "none recorded",
-        environment="shell commands run through Bash" if used_bash else "none recorded",
-        milestones="\n".join(milestones[-12:]) or "* none recorded",
-        decisions=joined(decisions, 8),
-        learnings=joined(learnings),
-        preferences=joined(preferences),
+        start=time_label(facts.start),
+        cutoff=time_label(facts.cutoff),
+        goal=facts.goal_text,
+        stack=", ".join(facts.stack) if facts.stack else "none recorded",
+        environment="shell commands run through Bash" if facts.used_bash else "none recorded",
+        milestones="\n".join(f"* [✓] {m}" for m in facts.milestones[-12:]) or "* none recorded",
+        decisions=facts.joined(facts.decisions, 8),
+        learnings=facts.joined(facts.learnings),
+        preferences=facts.joined(facts.preferences),
         files="\n".join(file_lines) or "* none modified",
     )
 
