@@ -13,6 +13,7 @@ called from another thread (the TUI's Esc) at any time.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from engine.events import (
     UsageUpdated,
     ignore_events,
 )
+from engine.execution_log import append_run
 from engine.history import INTERRUPTED_RESULT, CompactionResult, HistoryManager
 from engine.llm.base import (
     Cancelled,
@@ -56,11 +58,14 @@ from engine.models import (
     Trigger,
     UsageRecord,
 )
+from engine.placement import MOCK_USER_PROMPT
 from engine.preprocess import InputPreprocessor
 from engine.store import Store
-from engine.strategies.base import Strategy, get_strategy
+from engine.strategies import get_strategy
+from engine.strategies.base import CheckPoint, CompactionPolicy, Plan, PolicyView
+from engine.strategies.layered import LayeredStrategy
 from engine.summary import SummaryCompressor
-from engine.tokens import BudgetCheck, check_budget, count_text
+from engine.tokens import BLOCK_OVERHEAD, BudgetCheck, check_budget, count_text
 from tools.base import Asker, ToolContext
 from tools.registry import ToolRegistry, default_registry
 from tools.todo import todo_recap
@@ -92,7 +97,7 @@ class Agent:
         events: EventSink = ignore_events,
         registry: ToolRegistry | None = None,
         ask: Asker | None = None,
-        strategy: Strategy | None = None,
+        strategy: CompactionPolicy | None = None,
     ) -> None:
         assert session.id is not None
         self.store = store
@@ -104,7 +109,9 @@ class Agent:
         self.events = events
         self.registry = registry or default_registry()
         self.strategy = strategy or get_strategy(session.strategy or settings.strategy, settings)
-        self.history = HistoryManager(store, self.session_id, settings, events)
+        self.data_dir = settings.data_dir or store.path.parent / "data"
+        """Files of this app beside the database; the session's own are in ``<id>/``."""
+        self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
         self.tool_ctx = ToolContext(
             workspace=workspace,
             settings=settings,
@@ -123,8 +130,6 @@ class Agent:
         self.current_round: int | None = None
         self.current_question = ""
         """The preprocessed input of the round in progress."""
-        self._earlier = 0
-        """How many history messages precede the round in progress."""
         self._cancel = threading.Event()
         self.recover()
 
@@ -168,48 +173,110 @@ class Agent:
         if self.current_round is not None:
             return self._build(self.current_question)
         text = self.preprocessor.process(question).text if question else ""
-        return self.builder.build(self.history.history, [], text, self._recap())
+        return self._build_idle(text)
 
     def budget(self, user_input: str = "") -> BudgetCheck:
-        """The seed C7 check for ``user_input`` against the current history."""
-        return self._budget(user_input)[0]
-
-    def preview_and_budget(self, question: str = "") -> tuple[BuiltContext, BudgetCheck]:
-        """:meth:`preview` and :meth:`budget` together, building the context once when idle.
-
-        The C7 check measures the request without the new input; that is the preview itself
-        when no round is running and no input is given (the gauge and the inspector).
-        """
-        if question or self.current_round is not None:
-            return self.preview(question), self.budget(question)
-        built = self.preview()
-        return built, self._budget("", built)[0]
-
-    def _budget(self, user_input: str, idle: BuiltContext | None = None) -> tuple[BudgetCheck, int]:
-        """The C7 check, and the tokens every request carries besides L3 (L1, L2, recap).
-
-        ``idle`` is the already built request with no input and no scratchpad, if at hand.
-        """
-        built = idle or self.builder.build(self.history.history, [], "", self._recap())
-        fixed = built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
-        check = check_budget(
+        """The seed C7 check for ``user_input`` against the current history (seed 000's rule;
+        :meth:`plan` is the active strategy's decision)."""
+        built = self._build_idle()
+        return check_budget(
             self.last_usage(),
             built.total,
             user_input,
             len(self.history.history.messages),
             self.settings,
         )
-        return check, fixed
+
+    def preview_and_budget(self, question: str = "") -> tuple[BuiltContext, BudgetCheck]:
+        """:meth:`preview` and :meth:`budget` together, building the context once when idle."""
+        if question or self.current_round is not None:
+            return self.preview(question), self.budget(question)
+        built = self.preview()
+        check = check_budget(
+            self.last_usage(), built.total, "", len(self.history.history.messages), self.settings
+        )
+        return built, check
+
+    def plan(self, user_input: str = "", built: BuiltContext | None = None) -> Plan:
+        """The active strategy's decision now: what it measures, whether it would compact
+        before the next request, and what it would cut. The gauge, the warnings and the agent
+        all act on this one decision."""
+        return self.strategy.plan(self._view(user_input, built))
 
     def compact(
         self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL
     ) -> CompactionResult:
-        """Compact now (manual ``compact``, or the budget rule); synchronous, with events."""
+        """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events."""
+        built = self._build(self.current_question) if self.current_round else None
+        view = self._view("", built)
+        live = self._live_summary_call(built) if self.strategy.name == "mock-user" else None
         result = self.history.compact(
-            self.strategy, self.summaries, trigger, focus, in_progress=self.current_round
+            self.strategy, self.summaries, trigger, focus, view=view, live_call=live
         )
-        self._warn_if_kept_rounds_exceed(self._budget("")[1])
+        if result.segment is not None and self.current_round is not None:
+            gone = {m.id for m in result.segment.messages}
+            self.scratchpad = [s for s in self.scratchpad if s.assistant.id not in gone]
+        if trigger != Trigger.EMERGENCY:
+            self._warn_if_stuck(self.plan())
         return result
+
+    def _view(self, user_input: str, built: BuiltContext | None) -> PolicyView:
+        built = built or self._build_idle()
+        sent: dict[int, int] = {}
+        if self.current_round is not None:
+            # The round in progress sends full observations, not history's compressed copies.
+            full = {r.tool_use_id: r for step in self.scratchpad for r in step.results}
+            for msg in self._round_messages():
+                result = full.get(msg.meta.tool_use_id or "")
+                if msg.id is not None and result is not None:
+                    sent[msg.id] = result.tokens or BLOCK_OVERHEAD + count_text(result.text)
+        record = self.store.last_usage(self.session_id)
+        return PolicyView(
+            history=self.history.history,
+            in_progress=self.current_round,
+            request_tokens=built.total,
+            fixed_tokens=built.total - built.layers["L3 summaries"] - built.layers["L3 history"],
+            last_usage=self.last_usage(),
+            last_usage_source=record.source if record else "api",
+            user_input=user_input,
+            sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,
+        )
+
+    def _live_summary_call(self, built: BuiltContext | None) -> Callable[[float], str]:
+        """Seed 002: the live conversation plus the mock user message, answered by the model."""
+        request = (built or self._build_idle()).request
+        messages = [*request.messages, {"role": "user", "content": MOCK_USER_PROMPT}]
+        if messages[-2]["role"] == "user":
+            last = messages.pop()
+            messages[-1] = {
+                "role": "user",
+                "content": [*messages[-1]["content"], {"type": "text", "text": last["content"]}],
+            }
+        live = request.model_copy(update={"messages": messages})
+
+        def call(timeout: float) -> str:
+            response = self.provider.complete(live, lambda _event: None, self._cancel)
+            if response.tool_calls:
+                raise ProviderError("bad_request", "the model answered with a tool call")
+            return response.text
+
+        return call
+
+    def _warn_if_stuck(self, plan: Plan) -> None:
+        """Say so when the strategy's measure fires but it will not compact (and why)."""
+        if not plan.measure.fires or plan.compacts or not plan.reason:
+            return
+        if isinstance(self.strategy, LayeredStrategy):
+            self._warn_if_kept_rounds_exceed(plan)
+            return
+        self.events(
+            BudgetWarning(
+                kept_tokens=self.history.tokens(),
+                threshold=int(plan.measure.threshold),
+                message=f"{plan.measure.describe()}, but {self.strategy.name} will not compact: "
+                f"{plan.reason}.",
+            )
+        )
 
     # ------------------------------------------------------------------ the round
     def run(self, user_input: str) -> RoundOutcome:
@@ -217,24 +284,58 @@ class Agent:
         self._cancel.clear()
         self.tool_ctx.cancel.clear()
         pre = self.preprocessor.process(user_input)
-        budget, fixed = self._budget(pre.text)
-        if self.strategy.should_compact(budget, self.history.history, fixed):
-            self.compact(trigger=Trigger.AUTO)
-        elif budget.fire:
-            self._warn_if_kept_rounds_exceed(fixed)
+        if CheckPoint.BEFORE_ROUND in self.strategy.checks:
+            self._check(pre.text)
 
         rnd, user_msg = self.history.open_round(pre.text)
         self.current_round = rnd.index
         self.current_question = pre.text
-        self._earlier = len(self.history.history.messages) - 1
         self.scratchpad = []
         self.events(RoundStarted(round_index=rnd.index, user_message=user_msg))
         try:
-            return self._steps(rnd.index)
+            outcome = self._steps(rnd.index)
         finally:
             self.last_scratchpad = self.scratchpad
             self.scratchpad = []
             self.current_round = None
+        if getattr(self.strategy, "keeps_execution_log", False):
+            self._log_run(outcome, user_msg)
+        if CheckPoint.AFTER_ROUND in self.strategy.checks:
+            self._check()
+        return outcome
+
+    def _check(self, user_input: str = "", built: BuiltContext | None = None) -> bool:
+        """Ask the strategy at one of its check points; compact when it says so."""
+        plan = self.strategy.plan(self._view(user_input, built))
+        if plan.compacts:
+            self.compact(trigger=Trigger.AUTO)
+            return True
+        self._warn_if_stuck(plan)
+        return False
+
+    def _log_run(self, outcome: RoundOutcome, user_msg: Message) -> None:
+        """Seed 003's execution log: one entry per run, windowed."""
+        calls = [
+            {"tool": c.name, "input": c.input}
+            for step in self.last_scratchpad
+            for c in step.assistant.tool_calls
+        ]
+        entry = {
+            "requestId": f"{self.session_id}-{outcome.round_index}",
+            "userPreview": user_msg.content[:200],
+            "outputPreview": outcome.answer[:200],
+            "toolCalls": calls,
+        }
+        window = self.settings.strategies.message_window.log_window
+        try:
+            append_run(self.execution_log_path, entry, window)
+        except OSError as exc:
+            self.events(ErrorEvent(message=f"execution log not written: {exc}", kind="log"))
+
+    @property
+    def execution_log_path(self) -> Path:
+        """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, under the data folder."""
+        return self.data_dir / str(self.session_id) / "agent-context.jsonl"
 
     def _steps(self, index: int) -> RoundOutcome:
         emergency_done = False
@@ -244,6 +345,8 @@ class Agent:
                 return self._interrupted(index, step)
             step += 1
             built = self._build(self.current_question)
+            if CheckPoint.BEFORE_REQUEST in self.strategy.checks and self._check("", built):
+                built = self._build(self.current_question)
             try:
                 response = self._call(built, index, step)
             except Cancelled:
@@ -297,10 +400,34 @@ class Agent:
         )
         return self._failed(index, step, message, "step_limit")
 
+    def _round_messages(self) -> list[Message]:
+        """The stored messages of the round in progress (always the newest in history)."""
+        messages = self.history.history.messages
+        start = len(messages)
+        while start > 0 and messages[start - 1].meta.round == self.current_round:
+            start -= 1
+        return messages[start:]
+
     def _build(self, question: str) -> BuiltContext:
+        """The request of the next step: earlier history as the strategy sends it, then this
+        round's input and its scratchpad (full observations)."""
         hist = self.history.history
-        earlier = History(summaries=hist.summaries, messages=hist.messages[: self._earlier])
-        return self.builder.build(earlier, self.scratchpad, question, self._recap())
+        earlier = hist.messages[: len(hist.messages) - len(self._round_messages())]
+        messages, scratchpad = self.strategy.project(earlier, self.scratchpad, self.current_round)
+        return self.builder.build(
+            History(summaries=hist.summaries, messages=messages),
+            scratchpad,
+            question,
+            self._recap(),
+        )
+
+    def _build_idle(self, question: str = "") -> BuiltContext:
+        """The request with no round running: history as the strategy sends it, and ``question``."""
+        hist = self.history.history
+        messages, _ = self.strategy.project(hist.messages, [], None)
+        return self.builder.build(
+            History(summaries=hist.summaries, messages=messages), [], question, self._recap()
+        )
 
     def _call(self, built: BuiltContext, index: int, step: int) -> ProviderResponse:
         def forward(event: StreamEvent) -> None:
@@ -412,12 +539,14 @@ class Agent:
     def _save_todos(self, todos: list[TodoItem]) -> None:
         self.store.set_todos(self.session_id, todos)
 
-    def _warn_if_kept_rounds_exceed(self, fixed_tokens: int) -> None:
-        """Say so when the keep zone alone (with L1/L2) is at or over the threshold.
+    def _warn_if_kept_rounds_exceed(self, plan: Plan) -> None:
+        """Seed 000: the keep zone alone (with L1/L2) is at or over the threshold.
 
         Compaction never goes below the last ``keep_rounds`` rounds, so it cannot help then.
         """
-        kept = fixed_tokens + self.history.kept_tokens()
+        built = self._build_idle()
+        fixed = built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
+        kept = fixed + self.history.kept_tokens()
         threshold = self.settings.threshold_tokens
         if kept < threshold:
             return

@@ -7,10 +7,12 @@ refused at start-up with a :class:`SettingsError` that names the setting.
 
 from __future__ import annotations
 
+import os
+import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,6 +25,104 @@ TOML_NAME = "ctxscope.toml"
 
 Policy = Literal["ask", "allow", "deny"]
 
+StrategyName = Literal[
+    "layered", "reset-hint", "mock-user", "message-window", "head-middle-tail", "masking"
+]
+"""Every strategy users can select (``engine.strategies`` maps each to its policy)."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class ResetHintSettings(_Section):
+    """Seed 001 (mini-claude-code): ``MODEL_CONTEXT_LIMIT`` and ``COMPRESS_THRESHOLD``."""
+
+    context_limit: int = Field(128_000, gt=0)
+    """The model's context limit the threshold is a share of (001: 128 000)."""
+    threshold_ratio: float = Field(0.8, gt=0, le=1)
+    """Compaction fires when the last API prompt tokens are *over* this share (001: 0.8)."""
+
+
+MOCK_USER_PROFILES: dict[str, tuple[int, int, int]] = {
+    "init": (200_000, 150_000, 3),
+    "execute": (1_000_000, 700_000, 5),
+}
+"""Seed 002's two agents: (context window, compact trigger, keep recent steps)."""
+
+
+class MockUserSettings(_Section):
+    """Seed 002 (Init / Execute agents): a profile, each of its numbers overridable."""
+
+    profile: Literal["init", "execute"] = "init"
+    """``init``: 200 000 / 150 000 / 3; ``execute``: 1 000 000 / 700 000 / 5."""
+    context_window: int | None = Field(None, gt=0)
+    """Overrides the profile's context window (002: ``API_HARD_LIMIT``)."""
+    trigger_tokens: int | None = Field(None, gt=0)
+    """Overrides the profile's ``COMPACT_TRIGGER_THRESHOLD``: compacts when total > this."""
+    keep_recent_steps: int | None = Field(None, ge=1)
+    """Overrides the profile's ``KEEP_RECENT_STEPS`` (the last N steps sent whole)."""
+    long_result_chars: int = Field(5000, ge=0)
+    """002 step 5 (optional): a tool result longer than this is sent as its first and last
+    1 000 characters; 0 turns the cut off."""
+
+    def resolved(self) -> tuple[int, int, int]:
+        """(context window, trigger tokens, keep recent steps) after the overrides."""
+        window, trigger, keep = MOCK_USER_PROFILES[self.profile]
+        return (
+            self.context_window or window,
+            self.trigger_tokens or trigger,
+            self.keep_recent_steps or keep,
+        )
+
+
+class MessageWindowSettings(_Section):
+    """Seed 003 (ship.json ``context``)."""
+
+    max_messages: int = Field(60, ge=1)
+    """``chatHistory.inMemoryMaxMessages``: compaction when history holds more (003: 60)."""
+    keep_last: int = Field(30, ge=1)
+    """``chatHistory.compactKeepLastMessages``: messages kept after compaction (003: 30)."""
+    log_window: int = Field(200, ge=2)
+    """``agentContext.windowEntries``: execution-log entries kept (003: 200)."""
+
+
+class HeadMiddleTailSettings(_Section):
+    """Seed 004 (the Context Compact PRD)."""
+
+    context_limit: int | None = Field(None, gt=0)
+    """``CONTEXT_TOKEN_LIMIT``; default: the session's context window."""
+    threshold_ratio: float = Field(0.92, gt=0, le=1)
+    """``COMPACT_THRESHOLD_RATIO``: compacts when the request is at or over this share."""
+    tail_retention_ratio: float = Field(0.25, gt=0, lt=1)
+    """``TAIL_RETENTION_RATIO`` (the PRD leaves it open): the tail kept whole is this share of
+    the limit. 0.25 leaves, after a compaction at 92 %, about two thirds of the window for new
+    work before the next one, while a 200k window still keeps ~50k tokens of recent steps."""
+    max_retries: int = Field(2, ge=0)
+    """``COMPACT_MAX_RETRIES``: further summary attempts before the compaction is skipped."""
+
+
+class MaskingSettings(_Section):
+    """Observation masking (JetBrains, "The Complexity Trap"; OpenHands' masking condenser)."""
+
+    keep_last_observations: int = Field(10, ge=1)
+    """Observations sent whole; older ones become a one-line placeholder. 10 is the window the
+    JetBrains study found best for masking (M = 10 turns) on SWE-bench Verified."""
+
+
+class StrategySettings(_Section):
+    """``[strategies.<name>]`` sections of ``ctxscope.toml``."""
+
+    reset_hint: ResetHintSettings = Field(default_factory=ResetHintSettings, alias="reset-hint")
+    mock_user: MockUserSettings = Field(default_factory=MockUserSettings, alias="mock-user")
+    message_window: MessageWindowSettings = Field(
+        default_factory=MessageWindowSettings, alias="message-window"
+    )
+    head_middle_tail: HeadMiddleTailSettings = Field(
+        default_factory=HeadMiddleTailSettings, alias="head-middle-tail"
+    )
+    masking: MaskingSettings = Field(default_factory=MaskingSettings)
+
 
 class SettingsError(ValueError):
     """A setting has a value ctxscope cannot use; the message names it."""
@@ -33,6 +133,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
         extra="ignore",
         validate_default=True,
         toml_file=TOML_NAME,
@@ -53,8 +154,11 @@ class Settings(BaseSettings):
     """Compaction keeps at least this many of the most recent whole rounds (A4/C6: 10)."""
     summary_timeout: float = Field(120.0, gt=0)
     """Seconds the summary call may take before the fallback is used (E2: 120 s)."""
-    strategy: str = "layered"
-    """The compaction strategy; ``layered`` is the seed-000 engine."""
+    strategy: StrategyName = "layered"
+    """The compaction strategy of new sessions; ``layered`` is the seed-000 engine."""
+    strategies: StrategySettings = Field(default_factory=StrategySettings)
+    """Each strategy's own numbers (``[strategies.<name>]``, or e.g.
+    ``CTXSCOPE_STRATEGIES__RESET_HINT__CONTEXT_LIMIT``)."""
 
     # --- tool-result compression for history (A3) ---
     read_max_lines: int = Field(500, gt=0)
@@ -111,6 +215,9 @@ class Settings(BaseSettings):
     # --- storage ---
     db: Path | None = None
     """Database file; default ``sessions/ctxscope.db`` under the current directory."""
+    data_dir: Path | None = None
+    """Files written beside the database (seed 004's raw middles, seed 003's execution log),
+    one folder per session; default ``<database folder>/data``."""
 
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:
@@ -144,9 +251,11 @@ def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
     over the environment and the file.
     """
     cls: type[Settings] = Settings
+    if toml_file is not None and not toml_file.is_file():
+        raise SettingsError(f"settings file {toml_file} does not exist")
+    path = toml_file or Path(TOML_NAME)
+    file_values = _read_toml(path) if path.is_file() else {}
     if toml_file is not None:
-        if not toml_file.is_file():
-            raise SettingsError(f"settings file {toml_file} does not exist")
 
         class FromFile(Settings):
             model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml_file})
@@ -155,17 +264,63 @@ def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
     try:
         return cls(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
-        raise SettingsError(_describe(exc)) from None
+        raise SettingsError(_describe(exc, path, file_values)) from None
 
 
-def _describe(exc: ValidationError) -> str:
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The file's values, after refusing any key the settings do not know."""
+    try:
+        values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"settings file {path} cannot be read: {exc}") from None
+    unknown = _unknown_keys(values, Settings, "")
+    if unknown:
+        raise SettingsError(f"{path}: unknown setting {unknown[0]}")
+    return values
+
+
+def _unknown_keys(values: dict[str, Any], model: type[BaseModel], prefix: str) -> list[str]:
+    """Dotted names of the keys of ``values`` that ``model`` has no field (or alias) for."""
+    fields = {(f.alias or name): f for name, f in model.model_fields.items()}
+    fields.update(model.model_fields)
+    found = []
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        field = fields.get(key)
+        if field is None:
+            known = ", ".join(sorted(f.alias or n for n, f in model.model_fields.items()))
+            found.append(f"{name!r} (known here: {known})")
+            continue
+        sub = field.annotation
+        if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
+            found += _unknown_keys(value, sub, f"{name}.")
+    return found
+
+
+def _describe(exc: ValidationError, toml: Path, file_values: dict[str, Any]) -> str:
+    """One line per problem, naming where the bad value came from."""
     problems = []
     for err in exc.errors():
-        loc = ".".join(str(part) for part in err["loc"])
-        if loc:
-            env = ENV_PREFIX + loc.upper()
-            got = err.get("input")
-            problems.append(f"setting {loc} ({env}={got!r}): {err['msg']}")
-        else:
+        parts = [str(p) for p in err["loc"]]
+        loc = ".".join(parts)
+        if not loc:
             problems.append(err["msg"].removeprefix("Value error, "))
+            continue
+        got = err.get("input")
+        env = ENV_PREFIX + "__".join(p.replace("-", "_") for p in parts).upper()
+        if env in os.environ:
+            source = f"{env}={got!r}"
+        elif _has_key(file_values, parts):
+            source = f"{toml}: {loc} = {got!r}"
+        else:
+            source = f"{loc}={got!r}"
+        problems.append(f"setting {loc} ({source}): {err['msg']}")
     return "invalid settings: " + "; ".join(problems)
+
+
+def _has_key(values: dict[str, Any], parts: list[str]) -> bool:
+    for part in parts:
+        if not isinstance(values, dict) or part not in values:
+            return False
+        values = values[part]
+    return True

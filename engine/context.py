@@ -45,6 +45,7 @@ from typing import Any
 from engine.config import Settings
 from engine.llm.base import ProviderRequest
 from engine.models import History, Message
+from engine.placement import IN_SYSTEM, leading_messages, system_text
 from engine.tokens import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
@@ -427,17 +428,33 @@ class ContextBuilder:
             layers["L2 CODE_LAW"] = self._count_code_law(code_law)
 
         wire = _Wire(layers, warnings)
-        summaries = [s.content for s in history.summaries if has_text(s.content)]
-        # One pass over history; summary-role messages found in it join the summary blocks.
-        wire.add_history(history.messages, summaries)
+        placed = [s for s in history.summaries if has_text(s.content)]
+        summaries = [system_text(s) for s in placed if s.placement in IN_SYSTEM]
+        leading = [
+            turn for s in placed if s.placement not in IN_SYSTEM for turn in leading_messages(s)
+        ]
         # Summaries change only at compaction: keep the counts of the current ones.
         old = self._summary_memo
-        memo = {text: old.get(text) or count_blocks([_text(text)]) for text in summaries}
-        self._summary_memo = memo
+        memo: dict[str, int] = {}
+        last_leading: dict[str, Any] | None = None
+        for role, text in leading:
+            tokens = memo[text] = old.get(text) or count_blocks([_text(text)])
+            last_leading = _text(text)
+            if role == "user":
+                wire.user_blocks([last_leading], "L3 summaries", tokens)
+            else:
+                wire.assistant([last_leading], [], "L3 summaries", tokens)
+        # One pass over history; summary-role messages found in it join the summary blocks.
+        wire.add_history(history.messages, summaries)
         for text in summaries:
+            memo[text] = old.get(text) or count_blocks([_text(text)])
             system.append(_text(text))
             layers["L3 summaries"] += memo[text]
-        if summaries:
+        self._summary_memo = memo
+        # Breakpoint 3 goes on the last summary, wherever its placement put it.
+        if last_leading is not None:
+            last_leading["cache_control"] = EPHEMERAL
+        elif summaries:
             system[-1]["cache_control"] = EPHEMERAL
 
         if has_text(question):

@@ -11,6 +11,8 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from engine.config import Settings
 from engine.events import (
@@ -29,15 +31,19 @@ from engine.models import (
     Message,
     MessageMeta,
     Outcome,
+    Placement,
     Round,
     RoundStatus,
     Summary,
     Trigger,
+    utcnow,
 )
+from engine.placement import summary_tokens
 from engine.store import Store
-from engine.strategies.base import Strategy, keep_zone_tokens
-from engine.summary import SummaryCompressor
-from engine.tokens import count_text, ensure_counted
+from engine.strategies.base import CompactionPolicy, PolicyView
+from engine.strategies.layered import keep_zone_tokens
+from engine.summary import SummaryCompressor, SummaryOutcome
+from engine.tokens import ensure_counted
 
 INTERRUPTED_RESULT = "Interrupted by the user before this tool returned a result."
 MISSING_RESULT = "No result was recorded for this tool call."
@@ -59,11 +65,14 @@ class HistoryManager:
         session_id: int,
         settings: Settings,
         events: EventSink = ignore_events,
+        data_dir: Path | None = None,
     ) -> None:
         self.store = store
         self.session_id = session_id
         self.settings = settings
         self.events = events
+        self.data_dir = data_dir
+        """Where seed 004's raw middles go (one folder per session); None: not written."""
         self._history = self._load()
 
     def _load(self) -> History:
@@ -76,7 +85,7 @@ class HistoryManager:
             self.store.set_message_tokens(missing)
         for s in history.summaries:
             if s.tokens is None:
-                s.tokens = count_text(s.content)
+                s.tokens = summary_tokens(s)
         return history
 
     def reload(self) -> History:
@@ -166,80 +175,116 @@ class HistoryManager:
     # ------------------------------------------------------------------ compaction
     def compact(
         self,
-        strategy: Strategy,
+        policy: CompactionPolicy,
         summaries: SummaryCompressor,
         trigger: Trigger,
         focus: str | None = None,
-        in_progress: int | None = None,
-        on_progress: Callable[[str], None] | None = None,
+        view: PolicyView | None = None,
+        live_call: Callable[[float], str] | None = None,
     ) -> CompactionResult:
-        """Archive the rounds the strategy selects and replace them by one summary.
+        """Archive what ``policy`` cuts now, summarise it as the policy says, in one transaction.
 
-        Always records a Compaction: ``skipped`` when nothing may be archived, ``failed`` if
-        storing failed (history unchanged), ``fallback`` when the extractive summary stood in.
+        ``view`` is what the policy decides on (default: history as stored, nothing in
+        progress); ``live_call`` asks the model on the live conversation (seed 002's mock user
+        turn). Always records a Compaction: ``skipped`` when nothing may be archived or the
+        policy skips after failed summary calls (seed 004), ``failed`` if storing failed
+        (history unchanged), ``fallback`` when the extractive summary stood in.
         """
         began = time.monotonic()
+        history = self._history
+        view = view or PolicyView(history=history)
         before = self.tokens()
         base = Compaction(
             session_id=self.session_id,
             trigger=trigger,
-            strategy=strategy.name,
+            strategy=policy.name,
             focus=focus,
             tokens_before=before,
             tokens_after=before,
-            messages_retained=len(self._history.messages),
+            messages_retained=len(history.messages),
         )
-        selected = strategy.select_rounds(
-            self._history, in_progress=in_progress, emergency=trigger == Trigger.EMERGENCY
-        )
-        if not selected:
-            keep = self.settings.keep_rounds
-            base.outcome = Outcome.SKIPPED
-            base.error = f"nothing to compact: history holds no rounds beyond the last {keep}"
-            stored = self.store.record_compaction(base)
-            self.events(CompactionFailed(compaction=stored, error=base.error))
-            return CompactionResult(stored, None, None)
+        plan = policy.plan(view, emergency=trigger == Trigger.EMERGENCY)
+        segment = plan.cut
+        if not segment:
+            return self._skipped(base, plan.reason or "nothing to compact", began)
 
-        chosen = set(selected)
-        segment = [m for m in self._history.messages if m.meta.round in chosen]
+        rounds = plan.cut_rounds
         self.events(
-            CompactionStarted(trigger=trigger.value, tokens_before=before, rounds=len(selected))
+            CompactionStarted(trigger=trigger.value, tokens_before=before, rounds=len(rounds))
         )
-        self.events(CompactionProgress(stage="summarizing", done=0, total=len(segment)))
-        outcome = summaries.summarize(
-            segment, focus, on_notice=lambda text: self.events(Notice(message=text))
-        )
-        summary = Summary(
-            session_id=self.session_id,
-            content=outcome.content,
-            start_time=segment[0].created_at,
-            cutoff_time=segment[-1].created_at,
-            first_round=min(selected),
-            last_round=max(selected),
-            fallback=outcome.fallback,
-            tokens=count_text(outcome.content),
-        )
-        kept = [m for m in self._history.messages if m.meta.round not in chosen]
+        summarised = policy.recompacted(history) + segment
+        self.events(CompactionProgress(stage="summarizing", done=0, total=len(summarised)))
+        summary: Summary | None = None
+        outcome: SummaryOutcome | None = None
+        if policy.summary is not None:
+            outcome = summaries.summarize(
+                summarised,
+                focus,
+                on_notice=lambda text: self.events(Notice(message=text)),
+                spec=policy.summary,
+                call=live_call,
+            )
+            if outcome is None:
+                reason = (
+                    f"the summary call failed {policy.summary.max_retries + 1} times; "
+                    "history left untouched"
+                )
+                return self._skipped(base, reason, began, {"compacted": False})
+            summary = Summary(
+                session_id=self.session_id,
+                content=outcome.content,
+                start_time=summarised[0].created_at,
+                cutoff_time=segment[-1].created_at,
+                first_round=min(rounds),
+                last_round=max(rounds),
+                fallback=outcome.fallback,
+                placement=policy.placement or Placement.SYSTEM_BLOCK,
+                strategy=policy.name,
+            )
+            summary.tokens = summary_tokens(summary)
+        retired = policy.supersedes(history) if summary is not None else []
+        gone = {m.id for m in segment}
+        kept = [m for m in history.messages if m.id not in gone]
         after = (
-            sum(s.tokens or 0 for s in self._history.summaries)
-            + (summary.tokens or 0)
+            sum(s.tokens or 0 for s in history.summaries if s.id not in retired)
+            + (summary.tokens or 0 if summary else 0)
             + sum(m.tokens or 0 for m in kept)
         )
+        stats: dict[str, Any] = {
+            "measured": plan.measure.describe(),
+            "fired": plan.measure.fires,
+            "superseded_summaries": retired,
+            "summary_attempts": outcome.attempts if outcome else 0,
+            # Seed 004 F-008, under its own names.
+            "originalTokenCount": before,
+            "compactedTokenCount": after,
+            "compactionRatio": round(after / before, 4) if before else 1.0,
+            "compactedMessageCount": len(segment),
+            "retainedMessageCount": len(kept),
+        }
+        if getattr(policy, "writes_raw_middle", False):
+            stats["raw_middle_file"] = self._write_raw_middle(segment, stats)
         record = base.model_copy(
             update={
                 "tokens_after": after,
                 "messages_compacted": len(segment),
                 "messages_retained": len(kept),
-                "rounds_compacted": len(selected),
+                "rounds_compacted": len(rounds),
                 "duration_ms": (time.monotonic() - began) * 1000,
-                "outcome": Outcome.FALLBACK if outcome.fallback else Outcome.SUCCESS,
-                "error": outcome.error,
+                "outcome": Outcome.FALLBACK if outcome and outcome.fallback else Outcome.SUCCESS,
+                "error": outcome.error if outcome else None,
+                "placement": summary.placement if summary else None,
+                "stats": stats,
             }
         )
         self.events(CompactionProgress(stage="storing", done=len(segment), total=len(segment)))
         try:
             comp, stored_summary, seg = self.store.apply_compaction(
-                self.session_id, selected, summary, record
+                self.session_id,
+                [m.id for m in segment if m.id is not None],
+                summary,
+                record,
+                supersede=retired,
             )
         except Exception as exc:
             failed = base.model_copy(
@@ -256,3 +301,39 @@ class HistoryManager:
         self.reload()
         self.events(CompactionFinished(compaction=comp, summary=stored_summary))
         return CompactionResult(comp, stored_summary, seg)
+
+    def _skipped(
+        self, base: Compaction, reason: str, began: float, stats: dict[str, Any] | None = None
+    ) -> CompactionResult:
+        record = base.model_copy(
+            update={
+                "outcome": Outcome.SKIPPED,
+                "error": reason,
+                "duration_ms": (time.monotonic() - began) * 1000,
+                "stats": stats or {},
+            }
+        )
+        stored = self.store.record_compaction(record)
+        self.events(CompactionFailed(compaction=stored, error=reason))
+        return CompactionResult(stored, None, None)
+
+    def _write_raw_middle(self, segment: list[Message], stats: dict[str, Any]) -> str | None:
+        """Seed 004 F-006: ``<data dir>/<session>/compact-<ISO8601>-<seq>.json``, indented.
+
+        A failure is reported as a notice and never blocks the compaction.
+        """
+        if self.data_dir is None:
+            return None
+        folder = self.data_dir / str(self.session_id)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            seq = len(list(folder.glob("compact-*.json"))) + 1
+            stamp = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+            path = folder / f"compact-{stamp}-{seq}.json"
+            rows = [m.model_dump(mode="json") for m in segment]
+            path.write_text(json.dumps(rows, indent=2, ensure_ascii=False), encoding="utf-8")
+        except OSError as exc:
+            stats["raw_middle_error"] = str(exc)
+            self.events(Notice(message=f"The raw middle could not be written: {exc}"))
+            return None
+        return str(path)

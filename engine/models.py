@@ -86,8 +86,23 @@ class Round(BaseModel):
     error: str | None = None
 
 
+class Placement(StrEnum):
+    """Where a strategy puts its summary in the request (see ``engine.placement``)."""
+
+    SYSTEM_BLOCK = "system_block"
+    """Seed 000: one ``system`` block per summary, after L1 and L2."""
+    SYSTEM_HINT = "system_hint"
+    """Seed 001: the summary in the seed's wrapper text, as a runtime hint in the system prompt."""
+    MOCK_PAIR = "mock_pair"
+    """Seed 002: the mock user message, then the summary as the assistant's answer."""
+    ASSISTANT_MESSAGE = "assistant_message"
+    """Seed 003: one assistant message at the start of the conversation."""
+    USER_MESSAGE = "user_message"
+    """Seed 004: one user message between the head (system) and the tail."""
+
+
 class Summary(BaseModel):
-    """A summary of archived rounds, kept in L3 as a system block; never re-compacted."""
+    """A summary of archived messages, placed in the request as its strategy says."""
 
     id: int | None = None
     session_id: int
@@ -99,6 +114,11 @@ class Summary(BaseModel):
     fallback: bool = False
     """True when the extractive fallback replaced a timed-out or failed summary call."""
     tokens: int | None = None
+    """Tokens of the summary as the request carries it (placement included)."""
+    placement: Placement = Placement.SYSTEM_BLOCK
+    strategy: str = "layered"
+    active: bool = True
+    """False once a later compaction replaced or re-compacted it (it stays in the archive)."""
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -136,6 +156,11 @@ class Compaction(BaseModel):
     outcome: Outcome = Outcome.SUCCESS
     error: str | None = None
     summary_id: int | None = None
+    placement: Placement | None = None
+    """Where the summary went (None when there is none: skipped, failed)."""
+    stats: dict[str, Any] = Field(default_factory=dict)
+    """The strategy's own figures: what was measured and against what, the seed-004 F-008
+    statistics, retries, superseded summaries, the raw-middle file."""
     created_at: datetime = Field(default_factory=utcnow)
 
     @property
@@ -221,6 +246,14 @@ class Session(BaseModel):
     strategy: str = "layered"
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class StrategySwitch(BaseModel):
+    """A recorded change of a session's compaction strategy."""
+
+    previous: str
+    strategy: str
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class SessionInfo(BaseModel):

@@ -14,7 +14,7 @@ import concurrent.futures
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -217,9 +217,54 @@ def extractive_summary(
 class Summariser(Protocol):
     """What SummaryCompressor needs from a provider (see engine.llm.base.Provider)."""
 
+    is_model: bool
+
     def summarize(
-        self, messages: list[Message], prompt: str, focus: str | None, timeout: float
+        self,
+        messages: list[Message],
+        prompt: str,
+        focus: str | None,
+        timeout: float,
+        render: Callable[[Sequence[Message]], str] | None = None,
     ) -> str: ...
+
+
+def _not_empty(content: str) -> str | None:
+    return None if content.strip() else "the summary is empty"
+
+
+@dataclass(frozen=True)
+class SummarySpec:
+    """How one strategy's summary is written, checked, and replaced when the call fails."""
+
+    form: str
+    """What the summary is: ``A5 template``, ``XML tags``, ``JSON``, ``structured text``."""
+    prompt: str
+    """The summary call's instructions (the system prompt of a separate call)."""
+    extractive: Callable[[list[Message], str | None], str]
+    """The deterministic summary in this form: the offline provider's, and the fallback."""
+    finish: Callable[[str, list[Message]], str] = lambda content, _messages: content.strip()
+    """Applied to a model's answer before it is checked (A5: restore a lost heading)."""
+    check: Callable[[str], str | None] = _not_empty
+    """A problem with a model's answer, or None when it is acceptable."""
+    render: Callable[[Sequence[Message]], str] | None = None
+    """How the archived messages are written for the call; None: the seed-000 E1 text form."""
+    on_failure: str = "extractive"
+    """``extractive``: the extractive summary stands in (seed 000); ``skip``: no compaction,
+    history untouched (seed 004 F-007)."""
+    max_retries: int = 0
+    """Further attempts after a failed call (seed 004: ``COMPACT_MAX_RETRIES`` = 2)."""
+    retry_delay: float = 1.0
+    """First wait between attempts; doubled each time (seed 004 F-007's simple backoff)."""
+
+
+A5_SPEC = SummarySpec(
+    form="A5 template",
+    prompt=SUMMARY_PROMPT,
+    extractive=lambda messages, focus: extractive_summary(messages, focus),
+    finish=lambda content, messages: ensure_template(content, messages),
+)
+"""Seed 000's summary: the A5 template from SUMMARY_PROMPT, extractive fallback."""
 
 
 @dataclass
@@ -229,56 +274,104 @@ class SummaryOutcome:
     error: str | None = None
     """Why the fallback was used (the notice shown to the user)."""
     duration_s: float = 0.0
+    attempts: int = 1
+    """Calls made (retries included); 0 when no model was asked (offline)."""
 
 
 class SummaryCompressor:
-    """Produce the summary of an archive segment; never fails (seed C2, E2).
+    """Produce the summary of an archive segment by a strategy's :class:`SummarySpec`.
 
-    The model call runs in a separate thread bounded by ``timeout``; on a timeout or an error
-    the extractive summary is used instead, marked as a fallback.
+    Each model call runs in a separate thread bounded by ``timeout``. On a timeout, an error or
+    an answer the spec's check refuses, the call is retried ``spec.max_retries`` times with a
+    doubling wait; then the spec decides: the extractive summary stands in, marked as a
+    fallback (seed 000, C2/E2), or the compaction is skipped (seed 004, F-007) and
+    :meth:`summarize` returns None. Without a model (the offline provider) the extractive
+    summary is the summary.
     """
 
-    def __init__(self, summariser: Summariser, timeout: float) -> None:
+    def __init__(
+        self,
+        summariser: Summariser,
+        timeout: float,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.summariser = summariser
         self.timeout = timeout
+        self.sleep = sleep
 
     def summarize(
         self,
         messages: list[Message],
         focus: str | None = None,
         on_notice: Callable[[str], None] | None = None,
-    ) -> SummaryOutcome:
+        spec: SummarySpec = A5_SPEC,
+        call: Callable[[float], str] | None = None,
+    ) -> SummaryOutcome | None:
+        """The summary of ``messages``; None when the spec says to skip after failures.
+
+        ``call`` replaces the default separate summary call (seed 002 asks the live
+        conversation instead); it gets the timeout and returns the model's text.
+        """
         began = time.monotonic()
-        # Not a `with` block: on timeout we must return without waiting for the stuck call.
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="summary")
-        future = pool.submit(
-            self.summariser.summarize, messages, SUMMARY_PROMPT, focus, self.timeout
-        )
-        pool.shutdown(wait=False)
-        notice: str
-        try:
-            content = future.result(timeout=self.timeout)
-        except (TimeoutError, concurrent.futures.TimeoutError):
-            notice = TIMEOUT_NOTICE
-        except Exception as exc:  # noqa: BLE001 - any provider failure falls back
-            notice = FAILURE_NOTICE.format(error=_short(str(exc) or type(exc).__name__, 200))
-        else:
-            return SummaryOutcome(
-                content=ensure_template(content, messages),
-                fallback=False,
-                duration_s=time.monotonic() - began,
-            )
+        if not self.summariser.is_model:
+            content = spec.extractive(messages, focus)
+            return SummaryOutcome(content, False, duration_s=time.monotonic() - began, attempts=0)
+        ask = call or self._separate_call(messages, spec, focus)
+        notice = ""
+        attempts = 0
+        for attempt in range(spec.max_retries + 1):
+            if attempt:
+                self.sleep(spec.retry_delay * 2 ** (attempt - 1))
+            attempts += 1
+            content, notice = self._attempt(ask, spec, messages)
+            if not notice:
+                return SummaryOutcome(
+                    content, False, duration_s=time.monotonic() - began, attempts=attempts
+                )
+            if attempt < spec.max_retries and on_notice is not None:
+                on_notice(f"{notice} Retrying ({attempt + 1} of {spec.max_retries}).")
         if on_notice is not None:
             on_notice(notice)
+        if spec.on_failure == "skip":
+            return None
         reason = (
             "the summary call timed out" if notice == TIMEOUT_NOTICE else "the summary call failed"
         )
         return SummaryOutcome(
-            content=mark_fallback(extractive_summary(messages, focus), reason),
+            content=mark_fallback(spec.extractive(messages, focus), reason),
             fallback=True,
             error=notice,
             duration_s=time.monotonic() - began,
+            attempts=attempts,
         )
+
+    def _separate_call(
+        self, messages: list[Message], spec: SummarySpec, focus: str | None
+    ) -> Callable[[float], str]:
+        summarize = self.summariser.summarize
+        if spec.render is None:
+            return lambda timeout: summarize(messages, spec.prompt, focus, timeout)
+        render = spec.render
+        return lambda timeout: summarize(messages, spec.prompt, focus, timeout, render=render)
+
+    def _attempt(
+        self, ask: Callable[[float], str], spec: SummarySpec, messages: list[Message]
+    ) -> tuple[str, str]:
+        """One bounded call: (content, "") on success, ("", notice) on failure."""
+        # Not a `with` block: on timeout we must return without waiting for the stuck call.
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="summary")
+        future = pool.submit(ask, self.timeout)
+        pool.shutdown(wait=False)
+        try:
+            content = spec.finish(future.result(timeout=self.timeout), messages)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            return "", TIMEOUT_NOTICE
+        except Exception as exc:  # noqa: BLE001 - any provider failure is a failed attempt
+            return "", FAILURE_NOTICE.format(error=_short(str(exc) or type(exc).__name__, 200))
+        problem = spec.check(content)
+        if problem is not None:
+            return "", FAILURE_NOTICE.format(error=problem)
+        return content, ""
 
 
 def mark_fallback(summary: str, reason: str) -> str:

@@ -194,7 +194,7 @@ def layout_for(agent: Agent, store: Store, history: History | None = None) -> Hi
     return HistoryLayout(
         history=history,
         keep_rounds=agent.settings.keep_rounds,
-        cut_rounds=agent.strategy.select_rounds(history, in_progress=agent.current_round),
+        cut_rounds=agent.plan().cut_rounds,
         statuses={r.index: r.status for r in store.rounds(agent.session_id)},
     )
 

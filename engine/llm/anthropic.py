@@ -66,6 +66,7 @@ class AnthropicProvider:
     """The :class:`~engine.llm.base.Provider` for the Anthropic Messages API."""
 
     name = "anthropic"
+    is_model = True
 
     def __init__(
         self,
@@ -107,7 +108,12 @@ class AnthropicProvider:
         )
 
     def summarize(
-        self, messages: list[Message], prompt: str, focus: str | None, timeout: float
+        self,
+        messages: list[Message],
+        prompt: str,
+        focus: str | None,
+        timeout: float,
+        render: Callable[[Sequence[Message]], str] | None = None,
     ) -> str:
         """Summarise ``messages`` with ``prompt`` as the system prompt, within ``timeout`` s.
 
@@ -122,6 +128,7 @@ class AnthropicProvider:
             lambda text: self._summary_call(prompt, text, deadline),
             max_chars=max_chars,
             focus=focus,
+            render=render or render_for_summary,
         )
 
     # --- request building ------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -88,6 +88,9 @@ class Provider(Protocol):
     name: str
     """Shown on screen and in ``--json``: ``anthropic`` or :data:`OFFLINE_NAME`."""
     model: str
+    is_model: bool
+    """False for the rule-based offline provider: summaries are then each strategy's
+    extractive ones, in the strategy's own format."""
 
     def complete(
         self,
@@ -99,7 +102,12 @@ class Provider(Protocol):
         ...
 
     def summarize(
-        self, messages: list[Message], prompt: str, focus: str | None, timeout: float
+        self,
+        messages: list[Message],
+        prompt: str,
+        focus: str | None,
+        timeout: float,
+        render: Callable[[Sequence[Message]], str] | None = None,
     ) -> str:
         """Summarise archived messages with ``prompt`` (SUMMARY_PROMPT); raise on failure.
 

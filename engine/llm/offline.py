@@ -21,7 +21,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +97,8 @@ class OfflineProvider:
 
     name = OFFLINE_NAME
     model = "offline"
+    is_model = False
+    """No model writes summaries here: each strategy's extractive summariser does."""
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings
@@ -135,7 +137,12 @@ class OfflineProvider:
         )
 
     def summarize(
-        self, messages: list[Message], prompt: str, focus: str | None, timeout: float
+        self,
+        messages: list[Message],
+        prompt: str,
+        focus: str | None,
+        timeout: float,
+        render: Callable[[Sequence[Message]], str] | None = None,
     ) -> str:
         """The extractive A5 summary (``engine.summary``); ``prompt`` and ``timeout`` unused."""
         return summary.extractive_summary(messages, focus=focus)

@@ -85,6 +85,9 @@ class SummaryRow(BaseRow):
     last_round = IntegerField()
     fallback = BooleanField(default=False)
     tokens = IntegerField(null=True)
+    placement = TextField(default="system_block")
+    strategy = TextField(default="layered")
+    active = BooleanField(default=True)
     created_at = TimestampField()
 
 
@@ -103,6 +106,8 @@ class CompactionRow(BaseRow):
     outcome = TextField()
     error = TextField(null=True)
     summary = ForeignKeyField(SummaryRow, null=True, on_delete="RESTRICT")
+    placement = TextField(null=True)
+    stats = JSONField(default=dict)
     summary_id: int | None
     created_at = TimestampField()
 
@@ -122,6 +127,7 @@ class SegmentRow(BaseRow):
 class MessageRow(BaseRow):
     session = ForeignKeyField(SessionRow, backref="messages", on_delete="CASCADE")
     round = ForeignKeyField(RoundRow, backref="messages", on_delete="CASCADE")
+    round_id: int
     role = TextField()
     content = TextField(default="")
     tool_calls = JSONField(default=list)
@@ -161,6 +167,16 @@ class UsageRow(BaseRow):
     created_at = TimestampField()
 
 
+class StrategySwitchRow(BaseRow):
+    """A session's strategy changed (``ctxscope strategy ID NAME``): from what, to what, when."""
+
+    session = ForeignKeyField(SessionRow, backref="strategy_switches", on_delete="CASCADE")
+    session_id: int
+    previous = TextField()
+    strategy = TextField()
+    created_at = TimestampField()
+
+
 TABLES: list[type[BaseRow]] = [
     SessionRow,
     RoundRow,
@@ -170,4 +186,5 @@ TABLES: list[type[BaseRow]] = [
     MessageRow,
     ObservationRow,
     UsageRow,
+    StrategySwitchRow,
 ]

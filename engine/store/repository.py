@@ -25,6 +25,7 @@ from engine.models import (
     RoundStatus,
     Session,
     SessionInfo,
+    StrategySwitch,
     Summary,
     TodoItem,
     ToolCall,
@@ -42,6 +43,7 @@ from engine.store.models import (
     RoundRow,
     SegmentRow,
     SessionRow,
+    StrategySwitchRow,
     SummaryRow,
     UsageRow,
     database,
@@ -164,6 +166,7 @@ class Store:
             SummaryRow.select(
                 SummaryRow.session, fn.SUM(fn.COALESCE(SummaryRow.tokens, 0)).alias("t")
             )
+            .where(SummaryRow.active == True)  # noqa: E712 - peewee expression
             .group_by(SummaryRow.session)
             .dicts()
         )
@@ -268,7 +271,7 @@ class Store:
         summaries = [
             _summary(r)
             for r in SummaryRow.select()
-            .where(SummaryRow.session == session_id)
+            .where((SummaryRow.session == session_id) & (SummaryRow.active == True))  # noqa: E712
             .order_by(SummaryRow.id)
         ]
         # namedtuples, not model instances: a 10 000-message history loads several times faster
@@ -372,70 +375,99 @@ class Store:
     def apply_compaction(
         self,
         session_id: int,
-        round_indices: list[int],
+        message_ids: list[int],
         summary: Summary | None,
         compaction: Compaction,
+        supersede: list[int] | None = None,
     ) -> tuple[Compaction, Summary | None, ArchivedSegment]:
-        """Archive whole rounds and insert their summary, in one transaction.
+        """Archive messages, insert their summary and retire earlier ones, in one transaction.
 
-        The messages of ``round_indices`` leave history (they are linked to a new archived
-        segment, never deleted); the summary joins L3; the compaction record is written.
-        Any failure rolls everything back.
+        The messages ``message_ids`` leave history (they are linked to a new archived segment,
+        never deleted); a round all of whose messages are archived is marked archived; the
+        summary joins L3; the summaries ``supersede`` (replaced or re-compacted by this one)
+        stop being active but stay in the archive; the compaction record is written. Any
+        failure rolls everything back.
         """
-        if not round_indices:
-            raise ValueError("a compaction must archive at least one round")
+        if not message_ids:
+            raise ValueError("a compaction must archive at least one message")
         with self.db.atomic():
-            rounds = list(
-                RoundRow.select().where(
-                    (RoundRow.session == session_id)
-                    & (RoundRow.number.in_(round_indices))
-                    & (RoundRow.archived == False)  # noqa: E712 - peewee expression
+            rows = list(
+                MessageRow.select(MessageRow.id, MessageRow.round, MessageRow.tokens).where(
+                    (MessageRow.session == session_id)
+                    & (MessageRow.id.in_(message_ids))
+                    & MessageRow.segment.is_null()
                 )
             )
-            if len(rounds) != len(set(round_indices)):
-                raise StoreError("some of those rounds are missing or already archived")
+            if len(rows) != len(set(message_ids)):
+                raise StoreError("some of those messages are missing or already archived")
+            round_ids = {r.round_id for r in rows}
+            numbers = [
+                r.number for r in RoundRow.select(RoundRow.number).where(RoundRow.id.in_(round_ids))
+            ]
             summary_row = None
             if summary is not None:
                 summary_row = SummaryRow.create(
                     session=session_id,
-                    content=summary.content,
-                    start_time=summary.start_time,
-                    cutoff_time=summary.cutoff_time,
-                    first_round=summary.first_round,
-                    last_round=summary.last_round,
-                    fallback=summary.fallback,
-                    tokens=summary.tokens,
-                    created_at=summary.created_at,
+                    **summary.model_dump(exclude={"id", "session_id"}),
                 )
+            if supersede:
+                SummaryRow.update(active=False).where(
+                    (SummaryRow.session == session_id) & SummaryRow.id.in_(supersede)
+                ).execute()
             comp_row = CompactionRow.create(
                 session=session_id,
                 summary=summary_row,
                 **compaction.model_dump(exclude={"id", "session_id", "summary_id"}),
             )
-            tokens = (
-                MessageRow.select(fn.SUM(fn.COALESCE(MessageRow.tokens, 0)))
-                .where(MessageRow.round.in_(rounds))
-                .scalar()
-            ) or 0
             seg_row = SegmentRow.create(
                 compaction=comp_row,
                 summary=summary_row,
-                first_round=min(round_indices),
-                last_round=max(round_indices),
-                tokens=tokens,
+                first_round=min(numbers),
+                last_round=max(numbers),
+                tokens=sum(r.tokens or 0 for r in rows),
             )
-            self._archive_messages(rounds, seg_row)
-            self._mark_rounds_archived(rounds)
+            self._archive_messages(message_ids, seg_row)
+            still_live = MessageRow.select(MessageRow.round).where(
+                MessageRow.round.in_(round_ids) & MessageRow.segment.is_null()
+            )
+            RoundRow.update(archived=True).where(
+                RoundRow.id.in_(round_ids) & RoundRow.id.not_in(still_live)
+            ).execute()
             self._touch(session_id)
         comp = _compaction(comp_row)
         stored_summary = None if summary_row is None else _summary(summary_row)
         return comp, stored_summary, self.segment(seg_row.id)
 
-    def _archive_messages(self, rounds: list[RoundRow], segment: SegmentRow) -> None:
-        MessageRow.update(segment=segment).where(MessageRow.round.in_(rounds)).execute()
+    def _archive_messages(self, message_ids: list[int], segment: SegmentRow) -> None:
+        MessageRow.update(segment=segment).where(MessageRow.id.in_(message_ids)).execute()
 
-    def _mark_rounds_archived(self, rounds: list[RoundRow]) -> None:
-        RoundRow.update(archived=True).where(RoundRow.id.in_([r.id for r in rounds])).execute()
+    def switch_strategy(self, session_id: int, strategy: str) -> Session:
+        """Make ``strategy`` the session's strategy and record the switch (no-op if unchanged)."""
+        session = self.get_session(session_id)
+        if session.strategy == strategy:
+            return session
+        with self.db.atomic():
+            StrategySwitchRow.create(
+                session=session_id,
+                previous=session.strategy,
+                strategy=strategy,
+                created_at=utcnow(),
+            )
+            SessionRow.update(strategy=strategy, updated_at=utcnow()).where(
+                SessionRow.id == session_id
+            ).execute()
+        return self.get_session(session_id)
+
+    def strategy_switches(self, session_id: int) -> list[StrategySwitch]:
+        q = (
+            StrategySwitchRow.select()
+            .where(StrategySwitchRow.session == session_id)
+            .order_by(StrategySwitchRow.id)
+        )
+        return [
+            StrategySwitch(previous=r.previous, strategy=r.strategy, created_at=r.created_at)
+            for r in q
+        ]
 
     def record_compaction(self, compaction: Compaction) -> Compaction:
         """Store a compaction that changed nothing (failed or skipped)."""
@@ -480,6 +512,11 @@ class Store:
 
     def summary(self, summary_id: int) -> Summary:
         return _summary(SummaryRow.get_by_id(summary_id))
+
+    def summaries(self, session_id: int) -> list[Summary]:
+        """Every summary of the session, active or superseded, oldest first."""
+        q = SummaryRow.select().where(SummaryRow.session == session_id).order_by(SummaryRow.id)
+        return [_summary(r) for r in q]
 
 
 # ---------------------------------------------------------------------- row → model
@@ -549,6 +586,9 @@ def _summary(r: SummaryRow) -> Summary:
         last_round=r.last_round,
         fallback=r.fallback,
         tokens=r.tokens,
+        placement=r.placement,
+        strategy=r.strategy,
+        active=r.active,
         created_at=r.created_at,
     )
 
@@ -569,6 +609,8 @@ def _compaction(r: CompactionRow) -> Compaction:
         outcome=r.outcome,
         error=r.error,
         summary_id=r.summary_id,
+        placement=r.placement,
+        stats=r.stats or {},
         created_at=r.created_at,
     )
 

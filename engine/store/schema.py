@@ -14,7 +14,7 @@ from pathlib import Path
 from peewee import SqliteDatabase
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class StoreError(Exception):
@@ -23,7 +23,26 @@ class StoreError(Exception):
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
 # Add an entry here (and bump SCHEMA_VERSION) when a table changes, e.g. with playhouse.migrate.
-MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {}
+def _compaction_policies(db: SqliteDatabase) -> None:
+    """1 -> 2: summaries carry their placement, strategy and whether they are still active;
+    compactions their placement and the strategy's own figures; strategy switches are kept."""
+    from playhouse.migrate import SqliteMigrator, migrate
+
+    from engine.store.models import CompactionRow, StrategySwitchRow, SummaryRow
+
+    migrator = SqliteMigrator(db)
+    summaries, compactions = SummaryRow._meta.table_name, CompactionRow._meta.table_name
+    migrate(
+        migrator.add_column(summaries, "placement", SummaryRow.placement),
+        migrator.add_column(summaries, "strategy", SummaryRow.strategy),
+        migrator.add_column(summaries, "active", SummaryRow.active),
+        migrator.add_column(compactions, "placement", CompactionRow.placement),
+        migrator.add_column(compactions, "stats", CompactionRow.stats),
+    )
+    db.create_tables([StrategySwitchRow])
+
+
+MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {1: _compaction_policies}
 
 
 def inspect(path: Path) -> int | None:

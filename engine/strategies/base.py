@@ -1,41 +1,171 @@
-"""The compaction strategy interface: when to compact, and which whole rounds to archive.
+"""The compaction policy model: one set of parts in which every seed's design can be written.
 
-A strategy decides; :class:`engine.history.HistoryManager` carries out (summary, archive,
-one transaction). Seed 000's ``layered`` strategy lives next to this file; the other seeds'
-designs are added as further strategies with the same two methods.
+A strategy is a :class:`CompactionPolicy` with explicit parts (see DESIGN.md, "Compaction
+policies"):
+
+- **when it checks** (:attr:`CompactionPolicy.checks`): before a round, after a round, before
+  every model request;
+- **what it measures** (:meth:`CompactionPolicy.measure`): last API usage (with or without the
+  seed-000 input estimate), a local count of the request, a message count, with the seed's own
+  comparison (``>`` or ``>=``);
+- **what it cuts** (:meth:`CompactionPolicy.select`): an ordered list of history *messages*,
+  always whole steps (an assistant message and its tool results stay together), never a pinned
+  message, never the round in progress' own user input;
+- **the summary** (:attr:`CompactionPolicy.summary`, an :class:`engine.summary.SummarySpec`),
+  its **placement** and the **lifecycle** of earlier summaries (append, replace, re-compact);
+- **projection** (:meth:`CompactionPolicy.project`): how older history is sent without being
+  archived (seed 002's dropped tool results, observation masking).
+
+A policy decides; :class:`engine.history.HistoryManager` carries the compaction out (summary,
+archive, one transaction) and :class:`engine.agent.Agent` asks at the policy's check points.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar, Literal
 
 from engine.config import Settings
-from engine.models import History
-from engine.tokens import BudgetCheck
+from engine.context import ScratchStep
+from engine.models import History, Message, Placement
+from engine.summary import SummarySpec
 
 
-class Strategy(Protocol):
-    name: str
-    """The name users select (``--strategy``, ``CTXSCOPE_STRATEGY``)."""
+class CheckPoint(StrEnum):
+    BEFORE_ROUND = "before a round"
+    AFTER_ROUND = "after a round"
+    BEFORE_REQUEST = "before every request"
 
-    def should_compact(self, budget: BudgetCheck, history: History, fixed_tokens: int) -> bool:
-        """Whether a new user input must wait for a compaction first.
 
-        ``fixed_tokens`` is what every request carries besides L3 (system, tools, CODE_LAW),
-        so a strategy can tell whether compacting can bring the request under the threshold.
-        """
-        ...
+class Lifecycle(StrEnum):
+    """What a new summary does to the active summaries before it."""
 
-    def select_rounds(
-        self, history: History, *, in_progress: int | None = None, emergency: bool = False
-    ) -> list[int]:
-        """Indices of the whole rounds to archive (oldest first); empty when none may go.
+    APPEND = "append"
+    """Seed 000: earlier summaries stay; summaries are never re-compacted."""
+    REPLACE = "replace"
+    """Seed 001: the new hint replaces the earlier one."""
+    RECOMPACT = "re-compact"
+    """Seeds 002-004: the earlier summary is part of what the new one summarises."""
 
-        ``in_progress`` is the round being worked on, never archived. ``emergency`` is set
-        when the API refused the prompt as too long: the strategy may then go below its
-        usual keep zone, but still never archives the round in progress.
-        """
-        ...
+
+@dataclass(frozen=True)
+class Measure:
+    """What a policy measured at a check point, against what, and whether it fires."""
+
+    what: str
+    """In words: ``last API usage + input estimate``, ``request tokens (local count)``, ..."""
+    value: int
+    threshold: float
+    comparison: Literal[">", ">="]
+    source: str = "local"
+    """``api`` when the value came from the API's usage, ``local`` for ctxscope's count."""
+    extra_condition: bool = True
+    """A further condition of the seed's rule (seed 000: at least ``min_messages`` messages)."""
+
+    @property
+    def fires(self) -> bool:
+        over = (
+            self.value > self.threshold if self.comparison == ">" else self.value >= self.threshold
+        )
+        return over and self.extra_condition
+
+    def describe(self) -> str:
+        return f"{self.what} {self.value:,} {self.comparison} {self.threshold:,.0f}"
+
+
+@dataclass
+class PolicyView:
+    """What a policy looks at: history as stored, the round in progress and the request's size."""
+
+    history: History
+    in_progress: int | None = None
+    """The round being worked on (its user input is never archived), or None between rounds."""
+    request_tokens: int = 0
+    """Local count of the request as it would be sent now (projection applied)."""
+    fixed_tokens: int = 0
+    """What every request carries besides L3: L1, L2, the todo recap."""
+    last_usage: int | None = None
+    """Input side of the last API call, None when absent or stale (after a compaction)."""
+    last_usage_source: str = "api"
+    user_input: str = ""
+    """A new input about to open a round (checks before a round)."""
+    sent_tokens: Callable[[Message], int] | None = None
+    """What a history message costs as sent now (the round in progress sends full observations);
+    defaults to its stored count."""
+    pinned: frozenset[int] = frozenset()
+    """Message ids no policy may archive."""
+
+    def tokens_of(self, msg: Message) -> int:
+        if self.sent_tokens is not None:
+            return self.sent_tokens(msg)
+        return msg.tokens or 0
+
+    def protected(self) -> set[int]:
+        """Ids that never leave history: pins and the round in progress' own user input."""
+        ids = set(self.pinned)
+        if self.in_progress is not None:
+            for msg in self.history.messages:
+                if msg.meta.round == self.in_progress and msg.role == "user" and msg.id:
+                    ids.add(msg.id)
+        return ids
+
+
+@dataclass
+class Plan:
+    """One decision of a policy: what it measured, whether it fires, and what it would cut."""
+
+    strategy: str
+    measure: Measure
+    cut: list[Message] = field(default_factory=list)
+    """The messages a compaction would archive now, in order (whole steps)."""
+    reason: str = ""
+    """Why it does not compact although the measure fires (nothing may go, pins, ...)."""
+
+    @property
+    def compacts(self) -> bool:
+        """Whether the agent compacts at this check point."""
+        return self.measure.fires and bool(self.cut) and not self.reason
+
+    @property
+    def cut_rounds(self) -> list[int]:
+        """The rounds the cut touches, in order."""
+        seen: dict[int, None] = {}
+        for msg in self.cut:
+            if msg.meta.round is not None:
+                seen.setdefault(msg.meta.round)
+        return list(seen)
+
+
+def step_units(messages: list[Message]) -> Iterator[list[Message]]:
+    """History as the units a cut may not split: a user message alone, or an assistant message
+    with the tool messages that answer it."""
+    unit: list[Message] = []
+    for msg in messages:
+        if msg.role == "tool" and unit:
+            unit.append(msg)
+            continue
+        if unit:
+            yield unit
+        unit = [msg]
+    if unit:
+        yield unit
+
+
+def cut_before(messages: list[Message], keep_from: int, protected: set[int]) -> list[Message]:
+    """The messages before index ``keep_from``, moved back to a step boundary, without the
+    ``protected`` ones (a protected message keeps its whole step)."""
+    out: list[Message] = []
+    pos = 0
+    for unit in step_units(messages):
+        if pos + len(unit) > keep_from:
+            break
+        pos += len(unit)
+        if any(m.id in protected for m in unit):
+            continue
+        out.extend(unit)
+    return out
 
 
 def round_indices(history: History) -> list[int]:
@@ -47,20 +177,73 @@ def round_indices(history: History) -> list[int]:
     return list(seen)
 
 
-def keep_zone_tokens(history: History, keep_rounds: int) -> int:
-    """Tokens of the summaries plus the last ``keep_rounds`` rounds (cached counts)."""
-    groups = history.rounds()[-keep_rounds:]
-    return sum(s.tokens or 0 for s in history.summaries) + sum(
-        m.tokens or 0 for g in groups for m in g
-    )
+class CompactionPolicy:
+    """Base of every strategy: the parts, with the defaults most seeds share."""
 
+    name: ClassVar[str]
+    """The name users select (``--strategy``, ``CTXSCOPE_STRATEGY``)."""
+    seed: ClassVar[str]
+    """The seed file the strategy implements (or the literature it comes from)."""
+    checks: ClassVar[frozenset[CheckPoint]]
+    placement: ClassVar[Placement | None]
+    lifecycle: ClassVar[Lifecycle]
+    summary: SummarySpec | None
+    """None for a strategy without summaries (masking)."""
 
-def get_strategy(name: str, settings: Settings) -> Strategy:
-    """The strategy called ``name``; ValueError naming the known ones otherwise."""
-    from engine.strategies.layered import LayeredStrategy
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
-    known: dict[str, type] = {LayeredStrategy.name: LayeredStrategy}
-    if name not in known:
-        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(sorted(known))}")
-    strategy: Strategy = known[name](settings)
-    return strategy
+    # -- the decision -----------------------------------------------------------------------
+    def measure(self, view: PolicyView) -> Measure:
+        raise NotImplementedError
+
+    def select(self, view: PolicyView, *, emergency: bool = False) -> list[Message]:
+        """The messages a compaction archives now (whole steps, oldest first)."""
+        raise NotImplementedError
+
+    def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
+        """Measure, and say what a compaction would cut."""
+        measure = self.measure(view)
+        cut = self.select(view, emergency=emergency)
+        reason = "" if cut else "nothing outside what this strategy always keeps"
+        return Plan(self.name, measure, cut, reason)
+
+    def emergency_cut(self, view: PolicyView) -> list[Message]:
+        """After "prompt is too long": everything but the last step and the protected ones."""
+        messages = view.history.messages
+        units = list(step_units(messages))
+        keep_from = len(messages) - len(units[-1]) if units else 0
+        return cut_before(messages, keep_from, view.protected())
+
+    # -- what is sent -----------------------------------------------------------------------
+    def project(
+        self, messages: list[Message], scratchpad: list[ScratchStep], in_progress: int | None
+    ) -> tuple[list[Message], list[ScratchStep]]:
+        """History and scratchpad as this strategy sends them (unchanged by default)."""
+        return messages, scratchpad
+
+    def supersedes(self, history: History) -> list[int]:
+        """Ids of the active summaries a new summary retires (its lifecycle)."""
+        if self.lifecycle == Lifecycle.APPEND:
+            return []
+        return [s.id for s in history.summaries if s.id is not None]
+
+    def recompacted(self, history: History) -> list[Message]:
+        """The earlier summaries as messages, when the new summary re-compacts them."""
+        if self.lifecycle != Lifecycle.RECOMPACT:
+            return []
+        return [
+            Message(role="assistant", content=s.content, created_at=s.created_at)
+            for s in history.summaries
+        ]
+
+    def describe(self) -> dict[str, str]:
+        """The policy's parts in words (README table, ``show --json``, the TUI)."""
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "checks": ", ".join(sorted(c.value for c in self.checks)),
+            "summary": self.summary.form if self.summary else "none",
+            "placement": self.placement.value if self.placement else "none",
+            "lifecycle": self.lifecycle.value,
+        }

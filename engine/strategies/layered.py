@@ -1,8 +1,9 @@
-"""Seed 000's compaction strategy: keep at least the last ``keep_rounds`` whole rounds.
+"""Seed 000 (``layered``): keep at least the last ``keep_rounds`` whole rounds.
 
-- fires on the budget rule of A6/C7 (``BudgetCheck.fire``);
-- archives every round before the keep zone; only user/assistant/tool messages go, summaries
-  are never re-compacted (they are not rounds);
+- checked when a new user input arrives (A6/C7): ``last usage + len(input)//3 >= 0.8 × window``
+  and at least ``min_messages`` messages (:func:`engine.tokens.check_budget`);
+- archives every closed round before the keep zone; only user/assistant/tool messages go,
+  summaries are never re-compacted (they are appended, in system blocks);
 - the boundary is a whole round, so tool_use / tool_result pairs are never split;
 - when the keep zone alone is already over the threshold, compacting one round per input
   would only pile up one-round summaries without getting under it: the engine warns instead,
@@ -12,35 +13,90 @@
 
 from __future__ import annotations
 
-from engine.config import Settings
-from engine.models import History
-from engine.strategies.base import keep_zone_tokens, round_indices
-from engine.tokens import BudgetCheck
+from engine.models import History, Message, Placement
+from engine.strategies.base import (
+    CheckPoint,
+    CompactionPolicy,
+    Lifecycle,
+    Measure,
+    Plan,
+    PolicyView,
+    cut_before,
+    round_indices,
+)
+from engine.summary import A5_SPEC
+from engine.tokens import BudgetCheck, check_budget
 
 
-class LayeredStrategy:
+def keep_zone_tokens(history: History, keep_rounds: int) -> int:
+    """Tokens of the active summaries plus the last ``keep_rounds`` rounds (cached counts)."""
+    groups = history.rounds()[-keep_rounds:]
+    return sum(s.tokens or 0 for s in history.summaries) + sum(
+        m.tokens or 0 for g in groups for m in g
+    )
+
+
+class LayeredStrategy(CompactionPolicy):
     name = "layered"
+    seed = "000_be2100c33498e983.txt"
+    checks = frozenset({CheckPoint.BEFORE_ROUND})
+    placement = Placement.SYSTEM_BLOCK
+    lifecycle = Lifecycle.APPEND
+    summary = A5_SPEC
 
-    def __init__(self, settings: Settings) -> None:
-        self.keep_rounds = settings.keep_rounds
+    @property
+    def keep_rounds(self) -> int:
+        return self.settings.keep_rounds
 
-    def should_compact(self, budget: BudgetCheck, history: History, fixed_tokens: int) -> bool:
-        if not budget.fire:
-            return False
-        selected = self.select_rounds(history)
-        if not selected:
-            return False
-        crowded = fixed_tokens + keep_zone_tokens(history, self.keep_rounds) >= budget.threshold
-        return not crowded or len(selected) >= self.keep_rounds
+    def budget(self, view: PolicyView) -> BudgetCheck:
+        """The seed A6/C7 check for ``view.user_input``."""
+        return check_budget(
+            view.last_usage,
+            view.request_tokens,
+            view.user_input,
+            len(view.history.messages),
+            self.settings,
+        )
 
-    def select_rounds(
-        self, history: History, *, in_progress: int | None = None, emergency: bool = False
-    ) -> list[int]:
-        closed = [r for r in round_indices(history) if r != in_progress]
+    def measure(self, view: PolicyView) -> Measure:
+        check = self.budget(view)
+        return Measure(
+            what="last API usage + input estimate",
+            value=check.estimated_total,
+            threshold=self.settings.threshold_ratio * self.settings.context_window,
+            comparison=">=",
+            source=check.source,
+            extra_condition=check.message_count >= self.settings.min_messages,
+        )
+
+    def select(self, view: PolicyView, *, emergency: bool = False) -> list[Message]:
+        closed = [r for r in round_indices(view.history) if r != view.in_progress]
         keep = self.keep_rounds
         if emergency and len(closed) <= keep:
             # The API refused the prompt: go below the keep zone. Keep the newest closed round
             # unless a round is in progress (then that one is the context that must fit).
-            keep = 0 if in_progress is not None else 1
-        cut = max(0, len(closed) - keep)
-        return closed[:cut]
+            keep = 0 if view.in_progress is not None else 1
+        chosen = set(closed[: max(0, len(closed) - keep)])
+        messages = view.history.messages
+        keep_from = next(
+            (i for i, m in enumerate(messages) if m.meta.round not in chosen), len(messages)
+        )
+        return cut_before(messages, keep_from, view.protected())
+
+    def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
+        plan = super().plan(view, emergency=emergency)
+        if not plan.cut:
+            plan.reason = (
+                f"nothing to compact: history holds no rounds beyond the last {self.keep_rounds}"
+            )
+            return plan
+        crowded = (
+            view.fixed_tokens + keep_zone_tokens(view.history, self.keep_rounds)
+            >= plan.measure.threshold
+        )
+        if crowded and len(plan.cut_rounds) < self.keep_rounds and not emergency:
+            plan.reason = (
+                f"the last {self.keep_rounds} rounds alone are over the threshold; compacting "
+                f"waits until {self.keep_rounds} rounds have gathered beyond them"
+            )
+        return plan

@@ -43,6 +43,8 @@ def answer(text: str, *blocks: dict[str, Any], usage: int = 100) -> ProviderResp
 class Scripted:
     """A provider that plays back answers (or raises errors) and records each request."""
 
+    is_model = True
+
     name = "scripted"
     model = "scripted"
 

@@ -11,6 +11,7 @@ from engine.events import CompactionFailed, CompactionFinished, Event, Notice
 from engine.history import HistoryManager
 from engine.models import Message, Outcome, Trigger
 from engine.store import Store
+from engine.strategies.base import PolicyView
 from engine.strategies.layered import LayeredStrategy
 from engine.summary import TIMEOUT_NOTICE, SummaryCompressor, extractive_summary
 from prompts.agents_prompts.summary_prompt import SUMMARY_HEADING
@@ -18,6 +19,8 @@ from tests.engine.builders import write_round
 
 
 class ExtractiveSummariser:
+    is_model = True
+
     def __init__(self) -> None:
         self.calls: list[tuple[list[Message], str | None]] = []
 
@@ -27,12 +30,16 @@ class ExtractiveSummariser:
 
 
 class SlowSummariser:
+    is_model = True
+
     def summarize(self, messages, prompt, focus, timeout):  # type: ignore[no-untyped-def]
         time.sleep(timeout * 5)
         return "never used"
 
 
 class BrokenSummariser:
+    is_model = True
+
     def summarize(self, messages, prompt, focus, timeout):  # type: ignore[no-untyped-def]
         raise RuntimeError("overloaded_error: upstream busy")
 
@@ -158,7 +165,8 @@ def test_emergency_goes_below_keep_zone_but_never_takes_round_in_progress(
     for n in range(1, 3):
         write_round(manager, n)
     rnd, _ = manager.open_round("the round in progress")
-    result = compact(manager, settings, trigger=Trigger.EMERGENCY, in_progress=rnd.index)
+    view = PolicyView(history=manager.history, in_progress=rnd.index)
+    result = compact(manager, settings, trigger=Trigger.EMERGENCY, view=view)
     assert result.segment is not None
     assert (result.segment.first_round, result.segment.last_round) == (1, 2)
     assert {m.meta.round for m in manager.history.messages} == {rnd.index}
@@ -171,10 +179,10 @@ def test_store_failure_leaves_history_unchanged(
         write_round(manager, n)
     before = store.history(session_id)
 
-    def boom(self, rounds):  # type: ignore[no-untyped-def]
+    def boom(self, message_ids, segment):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(Store, "_mark_rounds_archived", boom)
+    monkeypatch.setattr(Store, "_archive_messages", boom)
     result = compact(manager, settings)
     assert result.compaction.outcome is Outcome.FAILED
     assert "disk full" in (result.compaction.error or "")

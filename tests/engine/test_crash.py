@@ -22,6 +22,8 @@ CHILD = textwrap.dedent(
     from engine.summary import SummaryCompressor, extractive_summary
 
     class Extractive:
+
+        is_model = True
         def summarize(self, messages, prompt, focus, timeout):
             return extractive_summary(messages, focus)
 
