@@ -1,4 +1,5 @@
-"""The headless command line: ``ctxscope sessions | show | context | compact | import | ask``.
+"""The headless command line: ``ctxscope sessions | show | context | compact | import | ask |
+strategy | strategies``.
 
 Every subcommand takes ``--json`` and then prints one JSON document (``ask --json``: one event
 per line, then a ``result`` line); the shapes are documented in the README. Errors a user can
@@ -23,6 +24,8 @@ from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStar
 from engine.importer import ImportError_, import_session
 from engine.models import RoundStatus, Session, Trigger
 from engine.store import SessionNotFound, Store, StoreError
+from engine.strategies import STRATEGIES, get_strategy
+from engine.strategies.base import Plan
 
 DEFAULT_DB = Path("sessions") / "ctxscope.db"
 EXIT_ERROR = 1
@@ -60,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="open a stored session (the latest without ID)",
     )
     parser.add_argument("--model", help="Anthropic model name, or 'offline'")
-    parser.add_argument("--strategy", help="compaction strategy (default: layered)")
+    parser.add_argument(
+        "--strategy", help="compaction strategy of a new session (default: layered)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
@@ -81,6 +86,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", type=Path)
     p.add_argument("--workspace", type=Path, default=argparse.SUPPRESS)
+    p = sub.add_parser(
+        "strategy",
+        parents=[common, as_json],
+        help="show a session's compaction strategy, or switch it (the switch is recorded)",
+    )
+    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("name", nargs="?", help="the strategy to switch to")
+    sub.add_parser(
+        "strategies", parents=[common, as_json], help="the compaction strategies and their parts"
+    )
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=int, metavar="ID", help="continue this session")
@@ -212,6 +227,10 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         "compactions": [{**c.model_dump(mode="json"), "ratio": c.ratio} for c in compactions],
         "todos": [t.model_dump(mode="json") for t in todos],
         "usage": [u.model_dump(mode="json") for u in store.usages(sid)],
+        "superseded_summaries": [
+            s.model_dump(mode="json") for s in store.summaries(sid) if not s.active
+        ],
+        "strategy_switches": [w.model_dump(mode="json") for w in store.strategy_switches(sid)],
     }
     lines = [
         f"session {session.id}: {session.title or '(untitled)'}",
@@ -224,8 +243,9 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     ]
     for c in compactions:
         lines.append(
-            f"compaction {c.id}: {c.trigger} {c.outcome} {c.tokens_before} → {c.tokens_after} "
-            f"tokens, {c.rounds_compacted} rounds / {c.messages_compacted} messages archived"
+            f"compaction {c.id} ({c.strategy}, {c.placement or 'no summary'}): {c.trigger} "
+            f"{c.outcome} {c.tokens_before} → {c.tokens_after} tokens, {c.rounds_compacted} "
+            f"rounds / {c.messages_compacted} messages archived"
             + (f" ({c.error})" if c.error else "")
         )
     if todos:
@@ -239,6 +259,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     session = _get_session(store, args.session)
     agent = make_agent(store, session, settings)
     built, budget = agent.preview_and_budget(args.input)
+    plan = agent.plan(args.input)
     data = {
         "session_id": session.id,
         "layers": [{"name": name, "tokens": built.layers[name]} for name in LAYERS],
@@ -252,6 +273,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             "source": budget.source,
             "fires": budget.fire,
         },
+        "strategy": {**agent.strategy.describe(), "plan": plan_json(plan)},
         "request": built.request.model_dump(mode="json"),
     }
     width = max(len(n) for n in LAYERS)
@@ -260,9 +282,67 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
         f"{'total':<{width}}  {built.total:>8}   (threshold {settings.threshold_tokens:,}"
         f" of {settings.context_window:,})"
     )
+    lines.append(
+        f"strategy {agent.strategy.name}: {plan.measure.describe()}"
+        + (
+            f" → compacts {len(plan.cut)} messages first"
+            if plan.compacts
+            else f" ({plan.reason})"
+            if plan.measure.fires and plan.reason
+            else ""
+        )
+    )
     lines.append("")
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
+    return 0
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    """A strategy's decision as ``context --json`` reports it."""
+    m = plan.measure
+    return {
+        "measure": m.what,
+        "value": m.value,
+        "comparison": m.comparison,
+        "threshold": m.threshold,
+        "source": m.source,
+        "fires": m.fires,
+        "compacts": plan.compacts,
+        "cut_messages": [msg.id for msg in plan.cut],
+        "cut_rounds": plan.cut_rounds,
+        "reason": plan.reason,
+    }
+
+
+def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    session = _get_session(store, args.session)
+    if args.name is not None:
+        if args.name not in STRATEGIES:
+            raise CliError(f"unknown strategy {args.name!r}; known: {', '.join(STRATEGIES)}")
+        session = store.switch_strategy(args.session, args.name)
+    switches = store.strategy_switches(args.session)
+    data = {
+        "session_id": session.id,
+        "strategy": session.strategy,
+        "switches": [w.model_dump(mode="json") for w in switches],
+    }
+    text = f"session {session.id} uses {session.strategy}"
+    if switches:
+        last = switches[-1]
+        text += f" (switched from {last.previous} at {last.created_at:%Y-%m-%d %H:%M})"
+    emit(args, data, text)
+    return 0
+
+
+def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
+    rows = [get_strategy(name, settings).describe() for name in STRATEGIES]
+    keys = ["name", "checks", "summary", "placement", "lifecycle", "seed"]
+    width = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
+    lines = ["  ".join(f"{k:<{width[k]}}" for k in keys)]
+    lines += ["  ".join(f"{r[k]:<{width[k]}}" for k in keys) for r in rows]
+    emit(args, rows, "\n".join(lines))
     return 0
 
 
@@ -335,6 +415,12 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings)
     if args.session is not None:
         session = _get_session(store, args.session)
+        wanted = getattr(args, "strategy", None)
+        if wanted and wanted != session.strategy:
+            raise CliError(
+                f"session {session.id} uses the {session.strategy} strategy; switch it first "
+                f"with `ctxscope strategy {session.id} {wanted}` (the switch is recorded)"
+            )
         if getattr(args, "workspace", None):
             session = store.update_session(session.id or 0, workspace=str(args.workspace.resolve()))
     else:
@@ -404,6 +490,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "compact": cmd_compact,
     "import": cmd_import,
     "ask": cmd_ask,
+    "strategy": cmd_strategy,
+    "strategies": cmd_strategies,
 }
 
 

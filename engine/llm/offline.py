@@ -188,10 +188,13 @@ def find_round(messages: list[dict[str, Any]]) -> RoundView | None:
         if message.get("role") != "user":
             continue
         texts = [b.get("text", "") for b in _blocks(message) if b.get("type") == "text"]
-        words = "\n".join(_REMINDER.sub("", t).strip() for t in texts).strip()
+        # The input is the last block with words of its own: a summary placed as a user
+        # message (seed 004) can share the turn, before it.
+        own = [t for t in texts if _REMINDER.sub("", t).strip()]
+        words = _REMINDER.sub("", own[-1]).strip() if own else ""
         has_results = any(b.get("type") == "tool_result" for b in _blocks(message))
         if words or (texts and not has_results):
-            return _collect(messages, start, words, mentions_in("\n".join(texts)))
+            return _collect(messages, start, words, mentions_in(own[-1] if own else ""))
     return None
 
 
