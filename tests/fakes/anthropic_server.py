@@ -34,6 +34,8 @@ from typing import Any
 
 import pytest
 
+from engine.context import MAX_CACHE_BREAKPOINTS, validate_conversation
+
 FAKE_API_KEY = "sk-ant-fake-test-key"
 """What ``env()`` puts in ANTHROPIC_API_KEY; the server accepts any key."""
 
@@ -191,6 +193,8 @@ class FakeAnthropicServer:
         )
         self.default: ScriptItem | None = None
         """Served when the script is empty; None answers a 400 that names the problem."""
+        self.refused: list[list[str]] = []
+        """The problems of every request refused as malformed (see :func:`refusals`)."""
 
     @property
     def url(self) -> str:
@@ -269,6 +273,14 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             if not self.path.split("?")[0].endswith("/v1/messages"):
                 self._send_json(404, _error_body("not_found_error", f"no route {self.path}"))
                 return
+            problems = refusals(body)
+            if problems:
+                # What the real API answers to a malformed conversation: a 400, never retried.
+                with server._lock:
+                    server._requests.append(recorded)
+                    server.refused.append(problems)
+                self._send_json(400, _error_body("invalid_request_error", "; ".join(problems)))
+                return
             reply = server._next(recorded)
             if reply.delay and server._stopping.wait(reply.delay):
                 return
@@ -318,6 +330,33 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
+
+
+def refusals(body: dict[str, Any]) -> list[str]:
+    """Why the real Messages API would refuse ``body`` (empty when it would accept it):
+    duplicate tool_use ids, orphan or missing tool results, wrong alternation, empty content
+    or text blocks, more than 4 cache breakpoints."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return ["messages: field required"]
+    problems = validate_conversation(messages)
+    system = body.get("system") or []
+    blocks = [system] if isinstance(system, str) else list(system)
+    for i, block in enumerate(blocks):
+        text = block if isinstance(block, str) else block.get("text", "")
+        if not str(text).strip():
+            problems.append(f"system block {i}: text content blocks must be non-empty")
+    cached = [b for b in [*blocks, *(body.get("tools") or [])] if isinstance(b, dict)]
+    for m in messages:
+        if isinstance(m.get("content"), list):
+            cached += m["content"]
+    n = sum(1 for b in cached if "cache_control" in b)
+    if n > MAX_CACHE_BREAKPOINTS:
+        problems.append(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {n}."
+        )
+    return problems
 
 
 def _error_body(error_type: str, message: str) -> dict[str, Any]:
