@@ -230,13 +230,14 @@ class Agent:
                 result = full.get(msg.meta.tool_use_id or "")
                 if msg.id is not None and result is not None:
                     sent[msg.id] = result.tokens or BLOCK_OVERHEAD + count_text(result.text)
-        record = self.store.last_usage(self.session_id)
+        uses_api = self.strategy.uses_api_usage
+        record = self.store.last_usage(self.session_id) if uses_api else None
         return PolicyView(
             history=self.history.history,
             in_progress=self.current_round,
             request_tokens=built.total,
             fixed_tokens=built.total - built.layers["L3 summaries"] - built.layers["L3 history"],
-            last_usage=self.last_usage(),
+            last_usage=self.last_usage() if uses_api else None,
             last_usage_source=record.source if record else "api",
             user_input=user_input,
             sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,

@@ -23,8 +23,9 @@ archive, one transaction) and :class:`engine.agent.Agent` asks at the policy's c
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import ClassVar, Literal
 
 from engine.config import Settings
@@ -106,22 +107,45 @@ class PolicyView:
         """Ids that never leave history: pins and the round in progress' own user input."""
         ids = set(self.pinned)
         if self.in_progress is not None:
-            for msg in self.history.messages:
-                if msg.meta.round == self.in_progress and msg.role == "user" and msg.id:
+            # The round in progress is the newest: look back only as far as its start.
+            for msg in reversed(self.history.messages):
+                if msg.meta.round != self.in_progress:
+                    break
+                if msg.role == "user" and msg.id:
                     ids.add(msg.id)
         return ids
 
 
-@dataclass
 class Plan:
-    """One decision of a policy: what it measured, whether it fires, and what it would cut."""
+    """One decision of a policy: what it measured, whether it fires, and what it would cut.
 
-    strategy: str
-    measure: Measure
-    cut: list[Message] = field(default_factory=list)
-    """The messages a compaction would archive now, in order (whole steps)."""
-    reason: str = ""
-    """Why it does not compact although the measure fires (nothing may go, pins, ...)."""
+    The cut is worked out on first use: a check point that does not fire costs only the
+    measure, so checking before every request stays cheap on long sessions.
+    """
+
+    def __init__(
+        self,
+        strategy: str,
+        measure: Measure,
+        select: Callable[[], list[Message]],
+        judge: Callable[[list[Message]], str] | None = None,
+    ) -> None:
+        self.strategy = strategy
+        self.measure = measure
+        self._select = select
+        self._judge = judge
+
+    @cached_property
+    def cut(self) -> list[Message]:
+        """The messages a compaction would archive now, in order (whole steps)."""
+        return self._select()
+
+    @cached_property
+    def reason(self) -> str:
+        """Why it does not compact although the measure fires (nothing may go, pins, ...)."""
+        if self._judge is not None:
+            return self._judge(self.cut)
+        return "" if self.cut else "nothing outside what this strategy always keeps"
 
     @property
     def compacts(self) -> bool:
@@ -136,6 +160,46 @@ class Plan:
             if msg.meta.round is not None:
                 seen.setdefault(msg.meta.round)
         return list(seen)
+
+
+def last_units_start(messages: list[Message], count: int) -> int:
+    """Index where the newest whole steps covering at least ``count`` messages begin (walks
+    back from the end only as far as needed)."""
+    i = len(messages)
+    while i > 0 and count > 0:
+        j = i - 1
+        while j > 0 and messages[j].role == "tool":
+            j -= 1
+        count -= i - j
+        i = j
+    return i
+
+
+@dataclass
+class Prefix:
+    """Work already done on the first ``length`` messages of a history, reusable while those
+    messages stay the same (history only grows between compactions, and ids only increase, so
+    equal first and last ids at equal positions mean an equal prefix)."""
+
+    first_id: int | None
+    length: int
+    last_id: int | None
+
+    @classmethod
+    def of(cls, messages: list[Message], length: int) -> Prefix:
+        return cls(
+            messages[0].id if length else None, length, messages[length - 1].id if length else None
+        )
+
+    def holds_for(self, messages: list[Message]) -> bool:
+        n = self.length
+        if n == 0:
+            return True
+        return (
+            len(messages) >= n
+            and messages[0].id == self.first_id
+            and messages[n - 1].id == self.last_id
+        )
 
 
 def step_units(messages: list[Message]) -> Iterator[list[Message]]:
@@ -201,12 +265,12 @@ class CompactionPolicy:
         """The messages a compaction archives now (whole steps, oldest first)."""
         raise NotImplementedError
 
+    uses_api_usage: ClassVar[bool] = False
+    """Whether the measure reads the last API usage (the agent looks it up only then)."""
+
     def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
-        """Measure, and say what a compaction would cut."""
-        measure = self.measure(view)
-        cut = self.select(view, emergency=emergency)
-        reason = "" if cut else "nothing outside what this strategy always keeps"
-        return Plan(self.name, measure, cut, reason)
+        """Measure, and say (on demand) what a compaction would cut."""
+        return Plan(self.name, self.measure(view), lambda: self.select(view, emergency=emergency))
 
     def emergency_cut(self, view: PolicyView) -> list[Message]:
         """After "prompt is too long": everything but the last step and the protected ones."""

@@ -43,6 +43,7 @@ class LayeredStrategy(CompactionPolicy):
     placement = Placement.SYSTEM_BLOCK
     lifecycle = Lifecycle.APPEND
     summary = A5_SPEC
+    uses_api_usage = True
 
     @property
     def keep_rounds(self) -> int:
@@ -84,19 +85,21 @@ class LayeredStrategy(CompactionPolicy):
         return cut_before(messages, keep_from, view.protected())
 
     def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
-        plan = super().plan(view, emergency=emergency)
-        if not plan.cut:
-            plan.reason = (
-                f"nothing to compact: history holds no rounds beyond the last {self.keep_rounds}"
+        def judge(cut: list[Message]) -> str:
+            if not cut:
+                keep = self.keep_rounds
+                return f"nothing to compact: history holds no rounds beyond the last {keep}"
+            crowded = (
+                view.fixed_tokens + keep_zone_tokens(view.history, self.keep_rounds)
+                >= self.settings.threshold_ratio * self.settings.context_window
             )
-            return plan
-        crowded = (
-            view.fixed_tokens + keep_zone_tokens(view.history, self.keep_rounds)
-            >= plan.measure.threshold
-        )
-        if crowded and len(plan.cut_rounds) < self.keep_rounds and not emergency:
-            plan.reason = (
-                f"the last {self.keep_rounds} rounds alone are over the threshold; compacting "
-                f"waits until {self.keep_rounds} rounds have gathered beyond them"
-            )
-        return plan
+            rounds = {m.meta.round for m in cut}
+            if crowded and len(rounds) < self.keep_rounds and not emergency:
+                return (
+                    f"the last {self.keep_rounds} rounds alone are over the threshold; "
+                    f"compacting waits until {self.keep_rounds} rounds have gathered beyond them"
+                )
+            return ""
+
+        select = lambda: self.select(view, emergency=emergency)  # noqa: E731
+        return Plan(self.name, self.measure(view), select, judge)

@@ -26,6 +26,7 @@ from engine.strategies.base import (
     Measure,
     Plan,
     PolicyView,
+    Prefix,
 )
 
 MAX_ARGS_CHARS = 120
@@ -54,48 +55,52 @@ class MaskingStrategy(CompactionPolicy):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._masked_messages: dict[int, Message] = {}
         self._masked_results: dict[str, ScratchResult] = {}
+        self._counted: tuple[Prefix, int] = (Prefix(None, 0, None), 0)
+        self._prefix: tuple[Prefix, list[Message], int] = (Prefix(None, 0, None), [], 0)
+        """The history prefix masked last time: where it ends, its messages, how many masked."""
+        self._calls: dict[str, ToolCall] = {}
 
     @property
     def keep(self) -> int:
         return self.settings.strategies.masking.keep_last_observations
 
     def measure(self, view: PolicyView) -> Measure:
-        observations = sum(1 for m in view.history.messages if m.role == "tool")
         return Measure(
             what="observations in context",
-            value=observations,
+            value=self._count_tools(view.history.messages),
             threshold=self.keep,
             comparison=">",
             source="count",
         )
 
+    def _count_tools(self, messages: list[Message]) -> int:
+        """Tool messages in ``messages``, counting only those added since the last call."""
+        done, count = self._counted
+        if not done.holds_for(messages):
+            done, count = Prefix(None, 0, None), 0
+        count += sum(1 for m in messages[done.length :] if m.role == "tool")
+        self._counted = (Prefix.of(messages, len(messages)), count)
+        return count
+
     def select(self, view: PolicyView, *, emergency: bool = False) -> list[Message]:
         return self.emergency_cut(view) if emergency else []
 
     def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
-        plan = super().plan(view, emergency=emergency)
-        if not emergency:
-            plan.reason = "masking never archives: older observations are masked instead"
-        return plan
+        if emergency:
+            return super().plan(view, emergency=True)
+        # Masking never archives (older observations are masked instead): nothing to judge.
+        return Plan(self.name, self.measure(view), list, lambda _cut: "")
 
     def project(
         self, messages: list[Message], scratchpad: list[ScratchStep], in_progress: int | None
     ) -> tuple[list[Message], list[ScratchStep]]:
         in_pad = sum(len(s.results) for s in scratchpad)
-        in_history = sum(1 for m in messages if m.role == "tool")
+        in_history = self._count_tools(messages)
         to_mask = max(0, in_history + in_pad - self.keep)
         if not to_mask:
             return messages, scratchpad
-        calls: dict[str, ToolCall] = {}
-        out: list[Message] = []
-        for msg in messages:
-            for call in msg.tool_calls:
-                calls[call.id] = call
-            if msg.role == "tool" and to_mask > 0 and msg.id is not None:
-                to_mask -= 1
-                out.append(self._masked_message(msg, calls))
-            else:
-                out.append(msg)
+        out = self._mask_history(messages, min(to_mask, in_history))
+        to_mask -= min(to_mask, in_history)
         steps = []
         for step in scratchpad:
             results = []
@@ -107,6 +112,27 @@ class MaskingStrategy(CompactionPolicy):
                     results.append(r)
             steps.append(ScratchStep(assistant=step.assistant, results=results))
         return out, steps
+
+    def _mask_history(self, messages: list[Message], count: int) -> list[Message]:
+        """``messages`` with their first ``count`` tool messages masked; the masked prefix of
+        the last call is reused while history only grows."""
+        done, prefix, masked = self._prefix
+        if not done.holds_for(messages) or masked > count:
+            done, prefix, masked = Prefix(None, 0, None), [], 0
+            self._calls = {}
+        prefix = list(prefix)
+        i = done.length
+        while masked < count and i < len(messages):
+            msg = messages[i]
+            for call in msg.tool_calls:
+                self._calls[call.id] = call
+            if msg.role == "tool" and msg.id is not None:
+                masked += 1
+                msg = self._masked_message(msg, self._calls)
+            prefix.append(msg)
+            i += 1
+        self._prefix = (Prefix.of(messages, i), prefix, masked)
+        return prefix + messages[i:]
 
     def _masked_message(self, msg: Message, calls: dict[str, ToolCall]) -> Message:
         assert msg.id is not None

@@ -25,8 +25,9 @@ from engine.strategies.base import (
     Lifecycle,
     Measure,
     PolicyView,
+    Prefix,
     cut_before,
-    step_units,
+    last_units_start,
 )
 from engine.strategies.formats import MOCK_USER_SPEC
 
@@ -57,6 +58,8 @@ class MockUserStrategy(CompactionPolicy):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._projected: dict[int, Message] = {}
         self._cut_results: dict[str, ScratchResult] = {}
+        self._older: tuple[Prefix, list[Message]] = (Prefix(None, 0, None), [])
+        """The complete rounds projected last time, reused while history only grows."""
 
     @property
     def numbers(self) -> tuple[int, int, int]:
@@ -84,18 +87,28 @@ class MockUserStrategy(CompactionPolicy):
     ) -> tuple[list[Message], list[ScratchStep]]:
         keep_steps = self.numbers[2]
         # The last N steps are the newest 2N messages: the scratchpad's first, then history's.
-        left = max(0, 2 * keep_steps - sum(1 + len(s.results) for s in scratchpad))
-        recent_from = len(messages)
-        pos = len(messages)
-        for unit in reversed(list(step_units(messages))):
-            if left <= 0:
-                break
-            pos -= len(unit)
-            left -= len(unit)
-            recent_from = pos
-        projected = self._project_rounds(messages[:recent_from]) + messages[recent_from:]
+        left = 2 * keep_steps - sum(1 + len(s.results) for s in scratchpad)
+        recent_from = last_units_start(messages, left) if left > 0 else len(messages)
+        projected = self._project_older(messages[:recent_from]) + messages[recent_from:]
         limit = self.settings.strategies.mock_user.long_result_chars
         return projected, [self._cut_step(step, limit) for step in scratchpad]
+
+    def _project_older(self, older: list[Message]) -> list[Message]:
+        """:meth:`_project_rounds` of ``older``, reusing the rounds projected last time."""
+        done, base = self._older
+        start = done.length if done.holds_for(older) else 0
+        if not start:
+            base = []
+        # The newest round may still grow: project it apart, keep the complete ones.
+        end = len(older)
+        if end > start:
+            newest = older[-1].meta.round
+            while end > start and older[end - 1].meta.round == newest:
+                end -= 1
+        if end > start:
+            base = base + self._project_rounds(older[start:end])
+            self._older = (Prefix.of(older, end), base)
+        return base + self._project_rounds(older[end:])
 
     def _project_rounds(self, messages: list[Message]) -> list[Message]:
         """Each round: its last user message and last assistant message, without tool calls."""

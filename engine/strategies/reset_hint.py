@@ -30,6 +30,7 @@ class ResetHintStrategy(CompactionPolicy):
     placement = Placement.SYSTEM_HINT
     lifecycle = Lifecycle.REPLACE
     summary = RESET_HINT_SPEC
+    uses_api_usage = True
 
     def measure(self, view: PolicyView) -> Measure:
         own = self.settings.strategies.reset_hint
