@@ -197,6 +197,15 @@ class Agent:
         )
         return built, check
 
+    def sent_history(self) -> History:
+        """L3 as the strategy sends it: its summaries, and history after its projection (seed
+        002's projected rounds, masked observations); the round in progress as stored."""
+        hist = self.history.history
+        round_msgs = self._round_messages() if self.current_round is not None else []
+        earlier = hist.messages[: len(hist.messages) - len(round_msgs)]
+        messages, _ = self.strategy.project(earlier, [], None)
+        return History(summaries=list(hist.summaries), messages=[*messages, *round_msgs])
+
     def plan(self, user_input: str = "", built: BuiltContext | None = None) -> Plan:
         """The active strategy's decision now: what it measures, whether it would compact
         before the next request, and what it would cut. The gauge, the warnings and the agent

@@ -184,9 +184,9 @@ def last_scratchpad(store: Store, agent: Agent) -> list[ScratchStep]:
 
 
 def history_copy(agent: Agent) -> History:
-    """A snapshot of the agent's history that the UI can keep while the agent goes on."""
-    current = agent.history.history
-    return History(summaries=list(current.summaries), messages=list(current.messages))
+    """A snapshot of the history as the strategy sends it (projected, masked), that the UI can
+    keep while the agent goes on."""
+    return agent.sent_history()
 
 
 def layout_for(agent: Agent, store: Store, history: History | None = None) -> HistoryLayout:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from engine.models import History, Message, RoundStatus, Summary
+from engine.models import History, Message, Placement, RoundStatus, Summary
 from tui.formatting import tokens
 from tui.widgets.block_view import Block, BlockView
 
@@ -102,7 +102,18 @@ def message_block(msg: Message, in_keep_zone: bool) -> Block:
     )
 
 
+PLACEMENT_LABELS: dict[Placement, str] = {
+    Placement.SYSTEM_BLOCK: "a system block",
+    Placement.SYSTEM_HINT: "a hint in the system prompt",
+    Placement.MOCK_PAIR: "a mock user turn + the assistant's answer",
+    Placement.ASSISTANT_MESSAGE: "an assistant message",
+    Placement.USER_MESSAGE: "a user message",
+}
+"""How the request carries each summary (``engine.placement``)."""
+
+
 def summary_block(number: int, summary: Summary) -> Block:
+    where = PLACEMENT_LABELS.get(summary.placement, summary.placement.value)
     label = f"▣ SUMMARY {number} · r{summary.first_round}–{summary.last_round}"
     header: tuple[tuple[str, str], ...] = (
         (label, "block-view--summary-header"),
@@ -111,7 +122,7 @@ def summary_block(number: int, summary: Summary) -> Block:
     if summary.fallback:
         header += ((" · extractive fallback", "block-view--summary-header"),)
     return Block(
-        body=summary.content.strip(),
+        body=f"(sent as {where})\n{summary.content.strip()}",
         header=header + ((" ", "block-view--summary-header"),),
         style="block-view--summary",
         gutter="┃",
