@@ -19,7 +19,13 @@ from pathlib import Path
 
 from engine.compress import ToolResultCompressor
 from engine.config import Settings
-from engine.context import BuiltContext, ContextBuilder, ScratchResult, ScratchStep
+from engine.context import (
+    BuiltContext,
+    ContextBuilder,
+    ScratchResult,
+    ScratchStep,
+    validate_request,
+)
 from engine.events import (
     BudgetWarning,
     ErrorEvent,
@@ -73,6 +79,12 @@ from tools.todo import todo_recap
 INTERRUPTED_ANSWER = "(round interrupted by the user)"
 CRASH_ANSWER = "(round interrupted: ctxscope stopped before it finished)"
 CRASH_RESULT = "ctxscope stopped before this tool returned a result."
+
+
+class InvalidRequest(AssertionError):
+    """Debug mode (``validate_requests``): the engine built a request the API would refuse.
+
+    An engine bug, never a provider error: it is not caught by the round's error handling."""
 
 
 @dataclass
@@ -440,6 +452,13 @@ class Agent:
         )
 
     def _call(self, built: BuiltContext, index: int, step: int) -> ProviderResponse:
+        if self.settings.validate_requests:
+            problems = validate_request(built.request)
+            if problems:
+                raise InvalidRequest(
+                    f"round {index} step {step}: the engine built an invalid request: "
+                    + "; ".join(problems)
+                )
         def forward(event: StreamEvent) -> None:
             if isinstance(event, StreamText):
                 self.events(TextDelta(round_index=index, step=step, text=event.text))

@@ -212,6 +212,10 @@ class Settings(BaseSettings):
     retry_max_delay: float = Field(30.0, ge=0)
     """Upper bound of one backoff wait."""
 
+    validate_requests: bool = False
+    """Debug mode: check every outgoing request as the Messages API would, and stop the round
+    with the problems instead of sending an invalid one (the test suite turns it on)."""
+
     # --- storage ---
     db: Path | None = None
     """Database file; default ``sessions/ctxscope.db`` under the current directory."""

@@ -327,3 +327,34 @@ def test_kill_during_compaction_leaves_a_valid_conversation(
     agent = Agent(store, store.get_session(sid), settings_for(name), Validating(), workspace)
     assert not validate_request(agent.preview().request)
     assert agent.run("ls .").status == RoundStatus.FINISHED
+
+
+def test_debug_mode_stops_an_invalid_request_before_it_is_sent(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from engine.agent import InvalidRequest
+    from engine.history import HistoryManager
+    from engine.models import Message, MessageMeta, ToolCall
+
+    store = Store.open(tmp_path / "bad.db")
+    settings = settings_for("layered")
+    assert settings.validate_requests  # the suite's conftest turns the debug mode on
+    provider = Validating()
+    agent = new_agent(store, settings, provider, workspace, None)
+    manager = HistoryManager(store, agent.session_id, settings)
+    for n in (1, 2):  # two rounds whose calls share one id, as a careless import would store
+        rnd, _ = manager.open_round(f"round {n}")
+        call = ToolCall(id="toolu_same", name="LS", input={"path": "."})
+        manager.append(rnd.index, Message(role="assistant", tool_calls=[call]))
+        manager.append(
+            rnd.index,
+            Message(role="tool", content="{}", meta=MessageMeta(tool_use_id="toolu_same")),
+        )
+        manager.append(
+            rnd.index, Message(role="assistant", content="ok", meta=MessageMeta(final=True))
+        )
+        manager.finish_round(rnd.index, RoundStatus.FINISHED)
+    agent = new_agent(store, settings, provider, workspace, agent.session_id)
+    with pytest.raises(InvalidRequest, match="duplicate tool_use id toolu_same"):
+        agent.run("ls .")
+    assert provider.requests == []  # nothing was sent
