@@ -42,7 +42,12 @@ from engine.events import (
     ignore_events,
 )
 from engine.execution_log import append_run
-from engine.history import INTERRUPTED_RESULT, CompactionResult, HistoryManager
+from engine.history import (
+    INTERRUPTED_RESULT,
+    CompactionDraft,
+    CompactionResult,
+    HistoryManager,
+)
 from engine.llm.base import (
     Cancelled,
     Provider,
@@ -53,6 +58,7 @@ from engine.llm.base import (
     StreamText,
 )
 from engine.models import (
+    Compaction,
     History,
     Message,
     MessageMeta,
@@ -228,18 +234,72 @@ class Agent:
         self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL
     ) -> CompactionResult:
         """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events."""
+        draft = self.prepare_compaction(focus, trigger)
+        if isinstance(draft, CompactionResult):
+            return draft
+        return self.commit_compaction(draft, trigger=trigger)
+
+    def prepare_compaction(
+        self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL, dry_run: bool = False
+    ) -> CompactionDraft | CompactionResult:
+        """What compacting now would do, stored nowhere (``compact --dry-run``, the F5 preview):
+        the messages it archives, the draft summary, the figures after."""
         built = self._build(self.current_question) if self.current_round else None
         view = self._view("", built)
         live = self._live_summary_call(built) if self.strategy.name == "mock-user" else None
-        result = self.history.compact(
-            self.strategy, self.summaries, trigger, focus, view=view, live_call=live
+        return self.history.prepare(
+            self.strategy, self.summaries, trigger, focus, view, live, dry_run=dry_run
         )
+
+    def commit_compaction(
+        self,
+        draft: CompactionDraft,
+        content: str | None = None,
+        trigger: Trigger = Trigger.MANUAL,
+    ) -> CompactionResult:
+        """Store a prepared compaction; ``content`` is the user's edit of the draft summary."""
+        result = self.history.commit(draft, content)
         if result.segment is not None and self.current_round is not None:
             gone = {m.id for m in result.segment.messages}
             self.scratchpad = [s for s in self.scratchpad if s.assistant.id not in gone]
         if trigger != Trigger.EMERGENCY:
             self._warn_if_stuck(self.plan())
         return result
+
+    def uncompact(self, compaction_id: int | None = None) -> Compaction:
+        """Reverse the latest compaction: its messages return to history (``ctxscope
+        uncompact``); refused for any compaction but the latest one not yet undone."""
+        return self.history.undo(compaction_id)
+
+    def pin(self, message_ids: list[int], pinned: bool = True) -> int:
+        """Pin (or unpin) messages: no strategy archives a pinned message or its step."""
+        changed = self.history.pin(message_ids, pinned)
+        self._warn_if_pins_crowd()
+        return changed
+
+    def _warn_if_pins_crowd(self) -> None:
+        """Say so when the pinned messages alone (with L1/L2) reach the threshold."""
+        pinned = self.history.pinned_ids
+        if not pinned:
+            return
+        built = self._build_idle()
+        fixed = built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
+        tokens = fixed + sum(m.tokens or 0 for m in self.history.history.messages if m.id in pinned)
+        measure = self.plan().measure
+        token_based = measure.source != "count"
+        threshold = int(measure.threshold) if token_based else self.settings.threshold_tokens
+        if tokens >= threshold:
+            self.events(
+                BudgetWarning(
+                    kept_tokens=tokens,
+                    threshold=threshold,
+                    message=(
+                        f"The {len(pinned)} pinned messages alone need {tokens:,} tokens with "
+                        f"the system prompt, over the threshold of {threshold:,}; no strategy "
+                        "archives them. Unpin some (ctxscope pin ID MSG --unpin)."
+                    ),
+                )
+            )
 
     def _view(self, user_input: str, built: BuiltContext | None) -> PolicyView:
         built = built or self._build_idle()
@@ -262,6 +322,7 @@ class Agent:
             last_usage_source=record.source if record else "api",
             user_input=user_input,
             sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,
+            pinned=self.history.pinned_ids,
         )
 
     def _live_summary_call(self, built: BuiltContext | None) -> Callable[[float], str]:
@@ -285,8 +346,13 @@ class Agent:
         return call
 
     def _warn_if_stuck(self, plan: Plan) -> None:
-        """Say so when the strategy's measure fires but it will not compact (and why)."""
+        """Say so when the strategy's measure fires but it will not compact (and why).
+
+        Masking's measure firing is its normal state (older observations are masked), not a
+        compaction that cannot happen."""
         if not plan.measure.fires or plan.compacts or not plan.reason:
+            return
+        if self.strategy.summary is None:
             return
         if isinstance(self.strategy, LayeredStrategy):
             self._warn_if_kept_rounds_exceed(plan)
@@ -459,6 +525,7 @@ class Agent:
                     f"round {index} step {step}: the engine built an invalid request: "
                     + "; ".join(problems)
                 )
+
         def forward(event: StreamEvent) -> None:
             if isinstance(event, StreamText):
                 self.events(TextDelta(round_index=index, step=step, text=event.text))

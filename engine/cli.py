@@ -21,11 +21,13 @@ from typing import Any
 from engine.config import Settings, SettingsError, load_settings
 from engine.context import LAYERS, render_react
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
+from engine.history import CompactionResult
 from engine.importer import ImportError_, import_session
 from engine.models import RoundStatus, Session, Trigger
 from engine.store import SessionNotFound, Store, StoreError
 from engine.strategies import STRATEGIES, get_strategy
 from engine.strategies.base import Plan
+from engine.tokens import count_text
 
 DEFAULT_DB = Path("sessions") / "ctxscope.db"
 EXIT_ERROR = 1
@@ -79,6 +81,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compact", parents=[common, as_json], help="compact a session now")
     p.add_argument("session", type=int, metavar="ID")
     p.add_argument("--focus", help="what the summary must keep")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what would be archived and the draft summary; change nothing",
+    )
+    p = sub.add_parser(
+        "uncompact",
+        parents=[common, as_json],
+        help="undo the latest compaction: its messages return to history",
+    )
+    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument(
+        "--compaction", type=int, metavar="N", help="the compaction to undo (must be the latest)"
+    )
+    p = sub.add_parser(
+        "pin", parents=[common, as_json], help="pin a message or a round: never archived"
+    )
+    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("target", metavar="MSG|rN", help="a message id, or rN for round N")
+    p.add_argument("--unpin", action="store_true", help="unpin instead")
     p = sub.add_parser(
         "import",
         parents=[common, as_json],
@@ -355,6 +377,8 @@ def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
             print(f"… {event.type.replace('_', ' ')}", file=sys.stderr)
 
     agent = make_agent(store, session, settings, progress)
+    if args.dry_run:
+        return _dry_run(args, agent)
     result = agent.compact(focus=args.focus, trigger=Trigger.MANUAL)
     c = result.compaction
     data = {
@@ -379,10 +403,106 @@ def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
         )
         if result.summary is not None:
             text += "\n\n" + result.summary.content
-    else:
+    elif c.outcome == "skipped":
         text = f"nothing compacted: {c.error}"
+    else:
+        text = f"compaction failed: {c.error}"
     emit(args, data, text)
     return 0 if c.outcome != "failed" else EXIT_ERROR
+
+
+def _dry_run(args: argparse.Namespace, agent: Any) -> int:
+    """``compact --dry-run``: the draft, stored nowhere."""
+    draft = agent.prepare_compaction(focus=args.focus, dry_run=True)
+    if isinstance(draft, CompactionResult):
+        reason = draft.compaction.error
+        emit(
+            args,
+            {"dry_run": True, "compacts": False, "reason": reason},
+            f"nothing would be compacted: {reason}",
+        )
+        return 0
+    c = draft.record
+    summary = draft.summary
+    rounds = sorted({m.meta.round for m in draft.messages if m.meta.round is not None})
+    prompt = agent.strategy.summary.prompt if agent.strategy.summary else ""
+    call_tokens = count_text(prompt) + sum(m.tokens or 0 for m in draft.summarised)
+    archived = sum(m.tokens or 0 for m in draft.messages)
+    data: dict[str, Any] = {
+        "dry_run": True,
+        "compacts": True,
+        "strategy": agent.strategy.name,
+        "archive": {
+            "messages": [m.id for m in draft.messages],
+            "rounds": rounds,
+            "tokens": archived,
+        },
+        "supersedes_summaries": draft.supersede,
+        "summary": None if summary is None else summary.model_dump(mode="json"),
+        "tokens_before": c.tokens_before,
+        "tokens_after": c.tokens_after,
+        "summary_call": {
+            "model": agent.provider.model,
+            "writes_it": "model" if agent.provider.is_model else "extractive (offline)",
+            "input_tokens": call_tokens if summary is not None else 0,
+        },
+        "stats": c.stats,
+    }
+    span = f"rounds {rounds[0]}–{rounds[-1]}" if len(rounds) > 1 else f"round {rounds[0]}"
+    text = (
+        f"would archive {len(draft.messages)} messages ({span}, "
+        f"{archived:,} tokens): {c.tokens_before:,} → {c.tokens_after:,} "
+        f"tokens of history; nothing was changed"
+    )
+    if summary is not None:
+        text += f"\n\ndraft summary ({summary.placement.value}):\n\n{summary.content}"
+    emit(args, data, text)
+    return 0
+
+
+def cmd_uncompact(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    session = _get_session(store, args.session)
+    agent = make_agent(store, session, settings)
+    undone = agent.uncompact(args.compaction)
+    data = {
+        "compaction": undone.model_dump(mode="json"),
+        "history_messages": len(agent.history.history.messages),
+    }
+    text = (
+        f"undid compaction {undone.id}: {undone.messages_compacted} messages are back in "
+        f"history ({len(agent.history.history.messages)} now); its summary stays in the archive"
+    )
+    emit(args, data, text)
+    return 0
+
+
+def cmd_pin(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    session = _get_session(store, args.session)
+    agent = make_agent(store, session, settings, _stderr_warnings)
+    history = agent.history.history.messages
+    target = args.target
+    if target.startswith("r") and target[1:].isdigit():
+        ids = [m.id for m in history if m.meta.round == int(target[1:])]
+        what = f"round {target[1:]}"
+    elif target.isdigit():
+        ids = [m.id for m in history if m.id == int(target)]
+        what = f"message {target}"
+    else:
+        raise CliError(f"pin what? {target!r} is neither a message id nor rN (a round)")
+    if not ids:
+        raise CliError(f"session {session.id} has no {what} in history (see `ctxscope show`)")
+    changed = agent.pin(ids, pinned=not args.unpin)
+    data = {"session_id": session.id, "messages": ids, "pinned": not args.unpin, "changed": changed}
+    verb = "unpinned" if args.unpin else "pinned"
+    emit(args, data, f"{verb} {what} ({len(ids)} messages, {changed} changed)")
+    return 0
+
+
+def _stderr_warnings(event: Event) -> None:
+    if event.type == "budget_warning":
+        print(f"ctxscope: warning: {getattr(event, 'message', '')}", file=sys.stderr)
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
@@ -492,6 +612,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "ask": cmd_ask,
     "strategy": cmd_strategy,
     "strategies": cmd_strategies,
+    "uncompact": cmd_uncompact,
+    "pin": cmd_pin,
 }
 
 

@@ -50,6 +50,23 @@ MISSING_RESULT = "No result was recorded for this tool call."
 
 
 @dataclass
+class CompactionDraft:
+    """A compaction worked out and not yet stored (:meth:`HistoryManager.prepare`)."""
+
+    record: Compaction
+    summary: Summary | None
+    messages: list[Message]
+    """What it archives, in order."""
+    summarised: list[Message]
+    """What the summary was written from: earlier summaries it re-compacts, then the cut."""
+    supersede: list[int]
+    """Active summaries it retires (replaced or re-compacted)."""
+    kept_tokens: int
+    """L3 tokens that stay (summaries kept, messages kept), without the new summary."""
+    writes_raw_middle: bool = False
+
+
+@dataclass
 class CompactionResult:
     compaction: Compaction
     summary: Summary | None
@@ -73,6 +90,7 @@ class HistoryManager:
         self.events = events
         self.data_dir = data_dir
         """Where seed 004's raw middles go (one folder per session); None: not written."""
+        self._pinned: frozenset[int] = frozenset()
         self._history = self._load()
 
     def _load(self) -> History:
@@ -86,6 +104,7 @@ class HistoryManager:
         for s in history.summaries:
             if s.tokens is None:
                 s.tokens = summary_tokens(s)
+        self._pinned = frozenset(m.id for m in history.messages if m.pinned and m.id is not None)
         return history
 
     def reload(self) -> History:
@@ -190,9 +209,30 @@ class HistoryManager:
         policy skips after failed summary calls (seed 004), ``failed`` if storing failed
         (history unchanged), ``fallback`` when the extractive summary stood in.
         """
+        draft = self.prepare(policy, summaries, trigger, focus, view, live_call)
+        if isinstance(draft, CompactionResult):
+            return draft
+        return self.commit(draft)
+
+    def prepare(
+        self,
+        policy: CompactionPolicy,
+        summaries: SummaryCompressor,
+        trigger: Trigger,
+        focus: str | None = None,
+        view: PolicyView | None = None,
+        live_call: Callable[[float], str] | None = None,
+        dry_run: bool = False,
+    ) -> CompactionDraft | CompactionResult:
+        """Everything a compaction would do, written nowhere: what it archives, the draft
+        summary, the figures after (a dry run, or the dialog's preview before an edit).
+
+        Returns the ``skipped`` result instead when there is nothing to compact (or the policy
+        skips after failed summary calls); it is stored unless ``dry_run``.
+        """
         began = time.monotonic()
         history = self._history
-        view = view or PolicyView(history=history)
+        view = view or PolicyView(history=history, pinned=self.pinned_ids)
         before = self.tokens()
         base = Compaction(
             session_id=self.session_id,
@@ -206,7 +246,9 @@ class HistoryManager:
         plan = policy.plan(view, emergency=trigger == Trigger.EMERGENCY)
         segment = plan.cut
         if not segment:
-            return self._skipped(base, plan.reason or "nothing to compact", began)
+            return self._skipped(
+                base, plan.reason or "nothing to compact", began, store=not dry_run
+            )
 
         rounds = plan.cut_rounds
         self.events(
@@ -229,7 +271,7 @@ class HistoryManager:
                     f"the summary call failed {policy.summary.max_retries + 1} times; "
                     "history left untouched"
                 )
-                return self._skipped(base, reason, began, {"compacted": False})
+                return self._skipped(base, reason, began, {"compacted": False}, store=not dry_run)
             summary = Summary(
                 session_id=self.session_id,
                 content=outcome.content,
@@ -245,11 +287,9 @@ class HistoryManager:
         retired = policy.supersedes(history) if summary is not None else []
         gone = {m.id for m in segment}
         kept = [m for m in history.messages if m.id not in gone]
-        after = (
-            sum(s.tokens or 0 for s in history.summaries if s.id not in retired)
-            + (summary.tokens or 0 if summary else 0)
-            + sum(m.tokens or 0 for m in kept)
-        )
+        carried = sum(s.tokens or 0 for s in history.summaries if s.id not in retired)
+        kept_tokens = carried + sum(m.tokens or 0 for m in kept)
+        after = kept_tokens + (summary.tokens or 0 if summary else 0)
         stats: dict[str, Any] = {
             "measured": plan.measure.describe(),
             "fired": plan.measure.fires,
@@ -262,8 +302,6 @@ class HistoryManager:
             "compactedMessageCount": len(segment),
             "retainedMessageCount": len(kept),
         }
-        if getattr(policy, "writes_raw_middle", False):
-            stats["raw_middle_file"] = self._write_raw_middle(segment, stats)
         record = base.model_copy(
             update={
                 "tokens_after": after,
@@ -277,6 +315,35 @@ class HistoryManager:
                 "stats": stats,
             }
         )
+        return CompactionDraft(
+            record=record,
+            summary=summary,
+            messages=segment,
+            summarised=summarised,
+            supersede=retired,
+            kept_tokens=kept_tokens,
+            writes_raw_middle=getattr(policy, "writes_raw_middle", False),
+        )
+
+    def commit(self, draft: CompactionDraft, content: str | None = None) -> CompactionResult:
+        """Store a prepared compaction in one transaction; ``content`` replaces the draft
+        summary (the user's edit: both are kept, the record marked as edited)."""
+        record, summary = draft.record, draft.summary
+        stats = dict(record.stats)
+        if summary is not None and content is not None and content != summary.content:
+            stats["edited"] = True
+            stats["draft_summary"] = summary.content
+            summary = summary.model_copy(update={"content": content})
+            summary.tokens = summary_tokens(summary)
+            after = draft.kept_tokens + summary.tokens
+            stats["compactedTokenCount"] = after
+            before = record.tokens_before
+            stats["compactionRatio"] = round(after / before, 4) if before else 1.0
+            record = record.model_copy(update={"tokens_after": after})
+        if draft.writes_raw_middle:
+            stats["raw_middle_file"] = self._write_raw_middle(draft.messages, stats)
+        record = record.model_copy(update={"stats": stats})
+        segment = draft.messages
         self.events(CompactionProgress(stage="storing", done=len(segment), total=len(segment)))
         try:
             comp, stored_summary, seg = self.store.apply_compaction(
@@ -284,14 +351,19 @@ class HistoryManager:
                 [m.id for m in segment if m.id is not None],
                 summary,
                 record,
-                supersede=retired,
+                supersede=draft.supersede,
             )
         except Exception as exc:
-            failed = base.model_copy(
+            failed = record.model_copy(
                 update={
                     "outcome": Outcome.FAILED,
                     "error": f"storing the compaction failed: {exc}",
-                    "duration_ms": (time.monotonic() - began) * 1000,
+                    "tokens_after": record.tokens_before,
+                    "messages_compacted": 0,
+                    "messages_retained": record.messages_retained + record.messages_compacted,
+                    "rounds_compacted": 0,
+                    "placement": None,
+                    "stats": {},
                 }
             )
             stored = self.store.record_compaction(failed)
@@ -302,8 +374,31 @@ class HistoryManager:
         self.events(CompactionFinished(compaction=comp, summary=stored_summary))
         return CompactionResult(comp, stored_summary, seg)
 
+    def undo(self, compaction_id: int | None = None) -> Compaction:
+        """Reverse the latest compaction (see :meth:`Store.undo_compaction`)."""
+        undone = self.store.undo_compaction(self.session_id, compaction_id)
+        self.reload()
+        return undone
+
+    def pin(self, message_ids: list[int], pinned: bool = True) -> int:
+        """Pin (or unpin) history messages; a pinned message is never archived."""
+        changed = self.store.pin(self.session_id, message_ids, pinned)
+        self.reload()
+        return changed
+
+    @property
+    def pinned_ids(self) -> frozenset[int]:
+        """The ids of the pinned messages in history."""
+        return self._pinned
+
     def _skipped(
-        self, base: Compaction, reason: str, began: float, stats: dict[str, Any] | None = None
+        self,
+        base: Compaction,
+        reason: str,
+        began: float,
+        stats: dict[str, Any] | None = None,
+        *,
+        store: bool = True,
     ) -> CompactionResult:
         record = base.model_copy(
             update={
@@ -313,6 +408,8 @@ class HistoryManager:
                 "stats": stats or {},
             }
         )
+        if not store:
+            return CompactionResult(record, None, None)
         stored = self.store.record_compaction(record)
         self.events(CompactionFailed(compaction=stored, error=reason))
         return CompactionResult(stored, None, None)

@@ -61,6 +61,8 @@ class Message(BaseModel):
     meta: MessageMeta = Field(default_factory=MessageMeta)
     tokens: int | None = None
     """Cached token count of this message as sent (see engine.tokens)."""
+    pinned: bool = False
+    """Pinned by the user: no strategy ever archives it (nor the rest of its step)."""
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -158,6 +160,8 @@ class Compaction(BaseModel):
     summary_id: int | None = None
     placement: Placement | None = None
     """Where the summary went (None when there is none: skipped, failed)."""
+    undone_at: datetime | None = None
+    """When ``ctxscope uncompact`` reversed it (its messages are back in history)."""
     stats: dict[str, Any] = Field(default_factory=dict)
     """The strategy's own figures: what was measured and against what, the seed-004 F-008
     statistics, retries, superseded summaries, the raw-middle file."""

@@ -108,6 +108,7 @@ class CompactionRow(BaseRow):
     summary = ForeignKeyField(SummaryRow, null=True, on_delete="RESTRICT")
     placement = TextField(null=True)
     stats = JSONField(default=dict)
+    undone_at = TimestampField(null=True)
     summary_id: int | None
     created_at = TimestampField()
 
@@ -133,6 +134,7 @@ class MessageRow(BaseRow):
     tool_calls = JSONField(default=list)
     meta = JSONField(default=dict)
     tokens = IntegerField(null=True)
+    pinned = BooleanField(default=False)
     created_at = TimestampField()
     # NULL while the message is in history; set when a compaction archived it.
     segment = ForeignKeyField(SegmentRow, null=True, backref="messages", on_delete="RESTRICT")

@@ -173,7 +173,10 @@ class Store:
         summary_tokens = {r["session"]: r["t"] or 0 for r in _dicts(summ)}
         comps = (
             CompactionRow.select(CompactionRow.session, fn.COUNT(CompactionRow.id).alias("n"))
-            .where(CompactionRow.outcome.in_(["success", "fallback"]))
+            .where(
+                CompactionRow.outcome.in_(["success", "fallback"])
+                & CompactionRow.undone_at.is_null()
+            )
             .group_by(CompactionRow.session)
             .dicts()
         )
@@ -441,6 +444,69 @@ class Store:
     def _archive_messages(self, message_ids: list[int], segment: SegmentRow) -> None:
         MessageRow.update(segment=segment).where(MessageRow.id.in_(message_ids)).execute()
 
+    def undo_compaction(self, session_id: int, compaction_id: int | None = None) -> Compaction:
+        """Reverse the latest compaction (or ``compaction_id``, which must be the latest one
+        not yet undone), in one transaction.
+
+        Its archived messages return to history in their places (history is ordered by id),
+        their rounds are no longer archived, its summary stays in the archive but leaves L3,
+        the summaries it replaced or re-compacted are active again, and the record gets
+        ``undone_at``. Raises StoreError naming the compaction to undo first.
+        """
+        with self.db.atomic():
+            done = list(
+                CompactionRow.select()
+                .where(
+                    (CompactionRow.session == session_id)
+                    & CompactionRow.outcome.in_(["success", "fallback"])
+                    & CompactionRow.undone_at.is_null()
+                )
+                .order_by(CompactionRow.id.desc())
+            )
+            if not done:
+                raise StoreError(f"session {session_id} has no compaction to undo")
+            latest = done[0]
+            if compaction_id is not None and compaction_id != latest.id:
+                if compaction_id not in {c.id for c in done}:
+                    raise StoreError(
+                        f"session {session_id} has no compaction {compaction_id} that can be "
+                        "undone (it does not exist, did not archive anything, or was undone)"
+                    )
+                raise StoreError(
+                    f"compaction {compaction_id} is not the latest: undo compaction "
+                    f"{latest.id} first (later compactions build on it)"
+                )
+            segments = [sg.id for sg in SegmentRow.select().where(SegmentRow.compaction == latest)]
+            restored = MessageRow.select(MessageRow.id).where(MessageRow.segment.in_(segments))
+            ids = [r.id for r in restored]
+            self._restore_messages(ids)
+            round_ids = MessageRow.select(MessageRow.round).where(MessageRow.id.in_(ids))
+            RoundRow.update(archived=False).where(RoundRow.id.in_(round_ids)).execute()
+            if latest.summary_id is not None:
+                SummaryRow.update(active=False).where(SummaryRow.id == latest.summary_id).execute()
+            back = (latest.stats or {}).get("superseded_summaries") or []
+            if back:
+                SummaryRow.update(active=True).where(SummaryRow.id.in_(back)).execute()
+            latest.undone_at = utcnow()
+            latest.save()
+            self._touch(session_id)
+        return _compaction(latest)
+
+    def _restore_messages(self, message_ids: list[int]) -> None:
+        MessageRow.update(segment=None).where(MessageRow.id.in_(message_ids)).execute()
+
+    def pin(self, session_id: int, message_ids: list[int], pinned: bool = True) -> int:
+        """Pin (or unpin) messages of the session; returns how many changed."""
+        return int(
+            MessageRow.update(pinned=pinned)
+            .where(
+                (MessageRow.session == session_id)
+                & MessageRow.id.in_(message_ids)
+                & (MessageRow.pinned != pinned)
+            )
+            .execute()
+        )
+
     def switch_strategy(self, session_id: int, strategy: str) -> Session:
         """Make ``strategy`` the session's strategy and record the switch (no-op if unchanged)."""
         session = self.get_session(session_id)
@@ -502,10 +568,11 @@ class Store:
         )
 
     def segments(self, session_id: int) -> list[ArchivedSegment]:
+        """The archived segments, oldest first (an undone compaction's is back in history)."""
         q = (
             SegmentRow.select(SegmentRow.id)
             .join(CompactionRow, JOIN.INNER)
-            .where(CompactionRow.session == session_id)
+            .where((CompactionRow.session == session_id) & CompactionRow.undone_at.is_null())
             .order_by(SegmentRow.id)
         )
         return [self.segment(r.id) for r in q]
@@ -571,6 +638,7 @@ def _message(r: MessageRow) -> Message:
         tool_calls=[ToolCall.model_validate(c) for c in r.tool_calls or []],
         meta=MessageMeta.model_validate(r.meta or {}),
         tokens=r.tokens,
+        pinned=r.pinned,
         created_at=r.created_at,
     )
 
@@ -611,6 +679,7 @@ def _compaction(r: CompactionRow) -> Compaction:
         summary_id=r.summary_id,
         placement=r.placement,
         stats=r.stats or {},
+        undone_at=r.undone_at,
         created_at=r.created_at,
     )
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from peewee import SqliteDatabase
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class StoreError(Exception):
@@ -42,7 +42,23 @@ def _compaction_policies(db: SqliteDatabase) -> None:
     db.create_tables([StrategySwitchRow])
 
 
-MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {1: _compaction_policies}
+def _pins_and_undo(db: SqliteDatabase) -> None:
+    """2 -> 3: messages can be pinned; a compaction records when it was undone."""
+    from playhouse.migrate import SqliteMigrator, migrate
+
+    from engine.store.models import CompactionRow, MessageRow
+
+    migrator = SqliteMigrator(db)
+    migrate(
+        migrator.add_column(MessageRow._meta.table_name, "pinned", MessageRow.pinned),
+        migrator.add_column(CompactionRow._meta.table_name, "undone_at", CompactionRow.undone_at),
+    )
+
+
+MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
+    1: _compaction_policies,
+    2: _pins_and_undo,
+}
 
 
 def inspect(path: Path) -> int | None:

@@ -88,8 +88,8 @@ class MaskingStrategy(CompactionPolicy):
     def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
         if emergency:
             return super().plan(view, emergency=True)
-        # Masking never archives (older observations are masked instead): nothing to judge.
-        return Plan(self.name, self.measure(view), list, lambda _cut: "")
+        reason = "masking never archives: older observations are masked instead"
+        return Plan(self.name, self.measure(view), list, lambda _cut: reason)
 
     def project(
         self, messages: list[Message], scratchpad: list[ScratchStep], in_progress: int | None
