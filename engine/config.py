@@ -7,6 +7,7 @@ refused at start-up with a :class:`SettingsError` that names the setting.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -244,8 +245,10 @@ class Settings(BaseSettings):
 
     @property
     def threshold_tokens(self) -> int:
-        """The token count at which compaction fires: ``threshold_ratio × context_window``."""
-        return int(self.threshold_ratio * self.context_window)
+        """The smallest token count at which seed 000's compaction fires:
+        ``ceil(threshold_ratio × context_window)`` (the rule compares with the float product,
+        so this is the one integer threshold every figure and check uses)."""
+        return math.ceil(self.threshold_ratio * self.context_window)
 
 
 def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:

@@ -278,10 +278,16 @@ class History(BaseModel):
     messages: list[Message] = Field(default_factory=list)
 
     def rounds(self) -> list[list[Message]]:
-        """The messages grouped by round; a round starts at each user message."""
+        """The messages grouped by the round they belong to (``meta.round``), in order.
+
+        One definition of a round everywhere: a compaction may leave a round without its user
+        message (a cut inside it, a pin), so a round is not "from one user message to the next".
+        """
         groups: list[list[Message]] = []
+        current: int | None = None
         for msg in self.messages:
-            if msg.role == "user" or not groups:
+            if not groups or (msg.meta.round != current and msg.meta.round is not None):
                 groups.append([])
+                current = msg.meta.round
             groups[-1].append(msg)
         return groups

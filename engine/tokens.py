@@ -23,7 +23,6 @@ store persists it, so a step costs O(new messages) instead of re-tokenizing the 
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -243,13 +242,13 @@ def check_budget(
     base = last_usage if last_usage is not None else local_estimate
     input_estimate = len(user_input) // settings.input_chars_per_token
     estimated_total = base + input_estimate
-    limit = settings.threshold_ratio * settings.context_window
-    fire = estimated_total >= limit and message_count >= settings.min_messages
+    threshold = settings.threshold_tokens  # for an integer total, >= the float product
+    fire = estimated_total >= threshold and message_count >= settings.min_messages
     return BudgetCheck(
         last_usage=base,
         input_estimate=input_estimate,
         estimated_total=estimated_total,
-        threshold=math.ceil(limit),
+        threshold=threshold,
         message_count=message_count,
         fire=fire,
         source=source,

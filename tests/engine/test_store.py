@@ -129,3 +129,16 @@ def test_an_older_schema_is_migrated_step_by_step(
     assert "notes" in columns
     assert again.get_session(sid).title == "kept"
     again.close()
+
+
+def test_rounds_are_grouped_by_their_round_not_by_user_messages() -> None:
+    from engine.models import History, MessageMeta
+
+    def m(role: str, rnd: int) -> Message:
+        return Message(role=role, meta=MessageMeta(round=rnd))  # type: ignore[arg-type]
+
+    # round 2 lost its user message to a cut inside it; round 3 keeps a pinned user message
+    history = History(
+        messages=[m("assistant", 2), m("tool", 2), m("assistant", 2), m("user", 3), m("user", 4)]
+    )
+    assert [[x.meta.round for x in g] for g in history.rounds()] == [[2, 2, 2], [3], [4]]

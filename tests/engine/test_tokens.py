@@ -272,3 +272,13 @@ def test_budget_follows_settings() -> None:
     check = check_budget(14_990, 0, "y" * 40, 3, s)
     assert check.input_estimate == 10
     assert check.fire
+
+
+def test_one_threshold_for_settings_and_the_budget_check() -> None:
+    # 0.8 × 30 001 = 24 000.8: the smallest integer total that fires is 24 001, everywhere
+    settings = Settings(context_window=30_001)
+    assert settings.threshold_tokens == 24_001
+    below = check_budget(24_000, 0, "", 10, settings)
+    at = check_budget(24_001, 0, "", 10, settings)
+    assert (below.fire, at.fire) == (False, True)
+    assert below.threshold == at.threshold == settings.threshold_tokens
