@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings, SettingsError, load_settings
-from engine.context import LAYERS, render_react
+from engine.context import LAYERS
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.history import CompactionResult
 from engine.importer import ImportError_, import_session
 from engine.models import RoundStatus, Session, Trigger
+from engine.render import render_react
 from engine.store import SessionNotFound, Store, StoreError
 from engine.strategies import STRATEGIES, get_strategy
 from engine.strategies.base import Plan

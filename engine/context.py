@@ -44,8 +44,10 @@ from typing import Any
 
 from engine.config import Settings
 from engine.llm.base import ProviderRequest
-from engine.models import History, Message
+from engine.models import History
 from engine.placement import IN_SYSTEM, leading_messages, system_text
+from engine.render import render_messages, render_react, render_scratchpad
+from engine.scratchpad import ScratchResult, ScratchStep
 from engine.tokens import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
@@ -55,7 +57,27 @@ from engine.tokens import (
     ensure_counted,
     has_text,
 )
+from engine.validate import (
+    MAX_CACHE_BREAKPOINTS,
+    count_cache_breakpoints,
+    validate_conversation,
+    validate_request,
+)
+from engine.wire import Wire, assistant_blocks, text_block
 from prompts.system_prompt import SYSTEM_PROMPT
+
+__all__ = [
+    # re-exported: the request's parts are built here, checked and rendered next door
+    "MAX_CACHE_BREAKPOINTS",
+    "ScratchResult",
+    "ScratchStep",
+    "count_cache_breakpoints",
+    "render_messages",
+    "render_react",
+    "render_scratchpad",
+    "validate_conversation",
+    "validate_request",
+]
 
 LAYERS = (
     "L1 system",
@@ -71,11 +93,6 @@ LAYERS = (
 
 CODE_LAW_NAME = "CODE_LAW.md"
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
-MAX_CACHE_BREAKPOINTS = 4
-"""The Messages API refuses a request with more ``cache_control`` blocks than this."""
-
-MISSING_RESULT_TEXT = "No result was recorded for this tool call (the round was interrupted)."
-CONVERSATION_OPENER = "(Earlier conversation was shortened; it continues below.)"
 
 
 def find_code_law(workspace: Path) -> Path | None:
@@ -110,26 +127,6 @@ def todo_reminder(recap: str) -> str:
 
 
 @dataclass
-class ScratchResult:
-    """One FULL tool observation of the current round, exactly as the model sees it."""
-
-    tool_use_id: str
-    tool_name: str
-    text: str
-    is_error: bool = False
-    tokens: int | None = field(default=None, compare=False, repr=False)
-    """Cached ``tool_result`` block count (filled by the builder)."""
-
-
-@dataclass
-class ScratchStep:
-    """One step of the current round: the assistant message (with tool_calls) and its results."""
-
-    assistant: Message
-    results: list[ScratchResult] = field(default_factory=list)
-
-
-@dataclass
 class BuiltContext:
     """A request ready to send, with its per-layer token breakdown."""
 
@@ -159,197 +156,6 @@ class BuiltContext:
             "todo recap": t.get("recap", ""),
             "scratchpad": render_scratchpad(t.get("scratchpad", [])),
         }
-
-
-class _Wire:
-    """Accumulates wire messages, merging same-role turns and pairing tool_use/tool_result."""
-
-    def __init__(self, layers: dict[str, int], warnings: list[str]) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self.layers = layers
-        self.warnings = warnings
-        self._open: dict[str, str] = {}
-        """tool_use ids of the last assistant message still without a result -> their layer."""
-        self._results_at = 0
-        """Number of leading tool_result blocks of the current user message."""
-
-    def _last_role(self) -> str | None:
-        return self.messages[-1]["role"] if self.messages else None
-
-    def _start(self, role: str, layer: str) -> list[dict[str, Any]]:
-        content: list[dict[str, Any]] = []
-        self.messages.append({"role": role, "content": content})
-        self.layers[layer] += MESSAGE_OVERHEAD
-        if role == "user":
-            self._results_at = 0
-        return content
-
-    def _user_content(self, layer: str) -> list[dict[str, Any]]:
-        if self._last_role() == "user":
-            content: list[dict[str, Any]] = self.messages[-1]["content"]
-            return content
-        return self._start("user", layer)
-
-    def user_blocks(self, blocks: list[dict[str, Any]], layer: str, tokens: int) -> None:
-        """Append text (or other non-result) blocks to the current user turn."""
-        self._user_content(layer).extend(blocks)
-        self.layers[layer] += tokens
-
-    def assistant(
-        self, blocks: list[dict[str, Any]], ids: list[str], layer: str, tokens: int
-    ) -> None:
-        """Append an assistant step; its ``ids`` must be answered in the next user turn."""
-        role = self._last_role()
-        if role is None:
-            opener = _text(CONVERSATION_OPENER)
-            self.user_blocks([opener], layer, count_blocks([opener]))
-            role = "user"
-        if role == "user":
-            self._close_open()
-            content = self._start("assistant", layer)
-        else:
-            content = self.messages[-1]["content"]
-        content.extend(blocks)
-        self.layers[layer] += tokens
-        for tool_use_id in ids:
-            self._open[tool_use_id] = layer
-
-    def tool_result(self, block: dict[str, Any], layer: str, tokens: int) -> None:
-        """Place a result in the user turn after its tool_use, or keep it as text if orphaned."""
-        tool_use_id = block.get("tool_use_id")
-        if tool_use_id is None and self._open:
-            # A result stored without its id answers the oldest call still open.
-            tool_use_id = block["tool_use_id"] = next(iter(self._open))
-        if tool_use_id is None or tool_use_id not in self._open:
-            content = block.get("content", "")
-            text = f"[result of tool call {tool_use_id}, whose call is not in context]\n{content}"
-            self.warnings.append(f"tool result {tool_use_id} has no matching call; sent as text")
-            self.user_blocks([{"type": "text", "text": text}], layer, count_blocks([_text(text)]))
-            return
-        del self._open[tool_use_id]
-        content = self._user_content(layer)
-        content.insert(self._results_at, block)
-        self._results_at += 1
-        self.layers[layer] += tokens
-
-    def _close_open(self) -> None:
-        """Give every still-open tool_use a synthetic error result (an interrupted step)."""
-        if not self._open:
-            return
-        for tool_use_id, layer in list(self._open.items()):
-            self.warnings.append(f"tool call {tool_use_id} has no result; sent as interrupted")
-            block = {
-                "type": "tool_result",
-                "tool_use_id": tool_use_id,
-                "content": MISSING_RESULT_TEXT,
-                "is_error": True,
-            }
-            self.tool_result(block, layer, count_blocks([block]))
-
-    def finish(self) -> None:
-        """Close the conversation: interrupted calls get their synthetic results."""
-        self._close_open()
-
-    def add_history(self, messages: list[Message], summaries: list[str]) -> None:
-        """Append L3 history from the cached per-message counts.
-
-        The common well-formed cases are handled inline with the last turn kept in locals
-        (this loop runs over every message of the session at every step); anything needing a
-        repair goes through the methods above.
-        """
-        layer = "L3 history"
-        out = self.messages
-        open_ids = self._open
-        total = 0
-        last_role = out[-1]["role"] if out else None
-        last_content: list[dict[str, Any]] = out[-1]["content"] if out else []
-        for msg in messages:
-            tokens = msg.tokens
-            if tokens is None:
-                tokens = ensure_counted(msg)
-            # The cached count includes one message overhead; the wire adds it per real turn.
-            tokens -= MESSAGE_OVERHEAD
-            role = msg.role
-            content = msg.content
-            if role == "tool":
-                meta = msg.meta
-                use_id = meta.tool_use_id
-                block: dict[str, Any] = {
-                    "type": "tool_result",
-                    "tool_use_id": use_id,
-                    "content": content,
-                }
-                if meta.is_error:
-                    block["is_error"] = True
-                if use_id in open_ids:
-                    del open_ids[use_id]
-                    if last_role == "user":
-                        last_content.insert(self._results_at, block)
-                        self._results_at += 1
-                    else:
-                        last_role, last_content = "user", [block]
-                        out.append({"role": "user", "content": last_content})
-                        self._results_at = 1
-                        total += MESSAGE_OVERHEAD
-                    total += tokens
-                    continue
-                self.tool_result(block, layer, tokens)
-            elif role == "assistant":
-                calls = msg.tool_calls
-                blocks: list[dict[str, Any]]
-                if content and not content.isspace():
-                    blocks = [{"type": "text", "text": content}]
-                elif calls:
-                    blocks = []
-                else:
-                    continue
-                for call in calls:
-                    blocks.append(
-                        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
-                    )
-                    open_ids[call.id] = layer
-                if last_role == "assistant":
-                    last_content.extend(blocks)
-                    total += tokens
-                    continue
-                if last_role == "user" and len(open_ids) == len(calls):
-                    last_role, last_content = "assistant", blocks
-                    out.append({"role": "assistant", "content": blocks})
-                    total += MESSAGE_OVERHEAD + tokens
-                    continue
-                # A repair: an opener first, or calls of the step before left without results.
-                for call in calls:
-                    open_ids.pop(call.id, None)
-                self.assistant(blocks, [c.id for c in calls], layer, tokens)
-            elif role == "user":
-                if not content or content.isspace():
-                    continue
-                if last_role == "user":
-                    last_content.append({"type": "text", "text": content})
-                else:
-                    last_role, last_content = "user", [{"type": "text", "text": content}]
-                    out.append({"role": "user", "content": last_content})
-                    self._results_at = 0
-                    total += MESSAGE_OVERHEAD
-                total += tokens
-                continue
-            elif has_text(content):
-                summaries.append(content)
-                continue
-            # A repair method changed the last turn: pick it up again.
-            last_role, last_content = out[-1]["role"], out[-1]["content"]
-        self.layers[layer] += total
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _assistant_blocks(msg: Message) -> tuple[list[dict[str, Any]], list[str]]:
-    blocks = [_text(msg.content)] if has_text(msg.content) else []
-    for call in msg.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.input})
-    return blocks, [call.id for call in msg.tool_calls]
 
 
 @contextmanager
@@ -388,7 +194,9 @@ class ContextBuilder:
         self.system_prompt = system_prompt
         self.cache_conversation = cache_conversation
         # L1 never changes for a builder: count it once.
-        self._l1_system = count_blocks([_text(system_prompt)]) if has_text(system_prompt) else 0
+        self._l1_system = (
+            count_blocks([text_block(system_prompt)]) if has_text(system_prompt) else 0
+        )
         self._l1_tools = count_tools(tools)
         self._code_law_memo: tuple[str, int] = ("", 0)
         self._summary_memo: dict[str, int] = {}
@@ -427,7 +235,7 @@ class ContextBuilder:
             system.append({"type": "text", "text": code_law, "cache_control": EPHEMERAL})
             layers["L2 CODE_LAW"] = self._count_code_law(code_law)
 
-        wire = _Wire(layers, warnings)
+        wire = Wire(layers, warnings)
         placed = [s for s in history.summaries if has_text(s.content)]
         summaries = [system_text(s) for s in placed if s.placement in IN_SYSTEM]
         leading = [
@@ -438,8 +246,8 @@ class ContextBuilder:
         memo: dict[str, int] = {}
         last_leading: dict[str, Any] | None = None
         for role, text in leading:
-            tokens = memo[text] = old.get(text) or count_blocks([_text(text)])
-            last_leading = _text(text)
+            tokens = memo[text] = old.get(text) or count_blocks([text_block(text)])
+            last_leading = text_block(text)
             if role == "user":
                 wire.user_blocks([last_leading], "L3 summaries", tokens)
             else:
@@ -447,8 +255,8 @@ class ContextBuilder:
         # One pass over history; summary-role messages found in it join the summary blocks.
         wire.add_history(history.messages, summaries)
         for text in summaries:
-            memo[text] = old.get(text) or count_blocks([_text(text)])
-            system.append(_text(text))
+            memo[text] = old.get(text) or count_blocks([text_block(text)])
+            system.append(text_block(text))
             layers["L3 summaries"] += memo[text]
         self._summary_memo = memo
         # Breakpoint 3 goes on the last summary, wherever its placement put it.
@@ -458,7 +266,9 @@ class ContextBuilder:
             system[-1]["cache_control"] = EPHEMERAL
 
         if has_text(question):
-            wire.user_blocks([_text(question)], "current input", self._count_question(question))
+            wire.user_blocks(
+                [text_block(question)], "current input", self._count_question(question)
+            )
         for step in scratchpad:
             self._add_step(wire, step)
         wire.finish()
@@ -467,7 +277,9 @@ class ContextBuilder:
             messages[-1]["content"][-1]["cache_control"] = EPHEMERAL
         if has_text(todo_recap):
             reminder = todo_reminder(todo_recap)
-            wire.user_blocks([_text(reminder)], "todo recap", count_blocks([_text(reminder)]))
+            wire.user_blocks(
+                [text_block(reminder)], "todo recap", count_blocks([text_block(reminder)])
+            )
 
         # Built here from well-formed parts: skip pydantic's walk over every message.
         request = ProviderRequest.model_construct(
@@ -508,19 +320,19 @@ class ContextBuilder:
 
     def _count_code_law(self, text: str) -> int:
         if self._code_law_memo[0] != text:
-            self._code_law_memo = (text, count_blocks([_text(text)]))
+            self._code_law_memo = (text, count_blocks([text_block(text)]))
         return self._code_law_memo[1]
 
     def _count_question(self, text: str) -> int:
         # The question is the same for every step of a round.
         if self._question_memo[0] != text:
-            self._question_memo = (text, count_blocks([_text(text)]))
+            self._question_memo = (text, count_blocks([text_block(text)]))
         return self._question_memo[1]
 
     @staticmethod
-    def _add_step(wire: _Wire, step: ScratchStep) -> None:
+    def _add_step(wire: Wire, step: ScratchStep) -> None:
         layer = "scratchpad"
-        blocks, ids = _assistant_blocks(step.assistant)
+        blocks, ids = assistant_blocks(step.assistant)
         if blocks:
             wire.assistant(blocks, ids, layer, ensure_counted(step.assistant) - MESSAGE_OVERHEAD)
         for result in step.results:
@@ -534,144 +346,3 @@ class ContextBuilder:
             if result.is_error:
                 block["is_error"] = True
             wire.tool_result(block, layer, result.tokens)
-
-
-def validate_conversation(
-    messages: list[dict[str, Any]], *, require_user_last: bool = False
-) -> list[str]:
-    """Problems that would make the Messages API refuse ``messages`` (empty when valid).
-
-    Checks: non-empty; starts with user; roles alternate; no empty content or blank text block;
-    ``tool_use`` only from the assistant, ``tool_result`` only from the user and before any
-    other block; every ``tool_use`` answered in the very next user message and every
-    ``tool_result`` answering the message before; unique ids. A trailing assistant message is
-    valid (the API continues it, a "prefill"); ``require_user_last`` flags it, for a request
-    that must ask the model for a new turn.
-    """
-    if not messages:
-        return ["the conversation is empty; the API needs at least one message"]
-    problems: list[str] = []
-    seen_uses: set[str] = set()
-    prev_uses: list[str] = []
-    for i, msg in enumerate(messages):
-        role = msg.get("role")
-        if role not in ("user", "assistant"):
-            problems.append(f"message {i}: role {role!r} is not user or assistant")
-        if i == 0 and role != "user":
-            problems.append("message 0: the conversation must start with a user message")
-        if i > 0 and role == messages[i - 1].get("role"):
-            problems.append(f"messages {i - 1} and {i}: two {role} messages in a row")
-        content = msg.get("content")
-        blocks = [_text(content)] if isinstance(content, str) else list(content or [])
-        if not blocks:
-            problems.append(f"message {i}: empty content")
-        uses: list[str] = []
-        results: list[str] = []
-        other_seen = False
-        for j, block in enumerate(blocks):
-            kind = block.get("type")
-            if kind == "tool_result":
-                if role != "user":
-                    problems.append(f"message {i} block {j}: tool_result outside a user message")
-                if other_seen:
-                    problems.append(f"message {i} block {j}: tool_result after other content")
-                results.append(str(block.get("tool_use_id")))
-                continue
-            other_seen = True
-            if kind == "text" and not has_text(str(block.get("text", ""))):
-                problems.append(f"message {i} block {j}: empty text block")
-            elif kind == "tool_use":
-                use_id = str(block.get("id"))
-                if role != "assistant":
-                    problems.append(f"message {i} block {j}: tool_use outside an assistant message")
-                if use_id in seen_uses:
-                    problems.append(f"message {i} block {j}: duplicate tool_use id {use_id}")
-                seen_uses.add(use_id)
-                uses.append(use_id)
-        if role == "user":
-            for rid in results:
-                if rid not in prev_uses:
-                    problems.append(f"message {i}: tool_result {rid} answers no tool_use before it")
-            if len(set(results)) != len(results):
-                problems.append(f"message {i}: a tool_use is answered twice")
-            for uid in prev_uses:
-                if uid not in results:
-                    problems.append(f"message {i - 1}: tool_use {uid} has no tool_result after it")
-        prev_uses = uses if role == "assistant" else []
-    for uid in prev_uses:
-        problems.append(f"message {len(messages) - 1}: tool_use {uid} has no tool_result after it")
-    if require_user_last and messages[-1].get("role") != "user":
-        problems.append("the conversation ends with an assistant message (a prefill)")
-    return problems
-
-
-def count_cache_breakpoints(request: ProviderRequest) -> int:
-    """How many blocks of ``request`` carry ``cache_control`` (the API allows 4)."""
-    blocks: list[dict[str, Any]] = [*request.system, *request.tools]
-    for msg in request.messages:
-        if isinstance(msg["content"], list):
-            blocks.extend(msg["content"])
-    return sum(1 for block in blocks if "cache_control" in block)
-
-
-def validate_request(request: ProviderRequest) -> list[str]:
-    """:func:`validate_conversation` plus the system blocks and the breakpoint limit."""
-    problems = validate_conversation(request.messages)
-    for i, block in enumerate(request.system):
-        if block.get("type") == "text" and not has_text(str(block.get("text", ""))):
-            problems.append(f"system block {i}: empty text block")
-    n = count_cache_breakpoints(request)
-    if n > MAX_CACHE_BREAKPOINTS:
-        problems.append(f"{n} cache_control breakpoints; the API allows {MAX_CACHE_BREAKPOINTS}")
-    return problems
-
-
-def _react_assistant(msg: Message) -> str:
-    if not msg.tool_calls:
-        return f"[assistant] {msg.content.strip()}".rstrip()
-    thought = msg.content.strip()
-    lines: list[str] = []
-    if thought:
-        # The model often writes "Thought:" itself (the ReAct habit); do not double it.
-        has_label = thought[:8].lower() == "thought:"
-        lines.append(thought if has_label else f"Thought: {thought}")
-    for call in msg.tool_calls:
-        lines.append(f"Action: {call.name}[{json.dumps(call.input, ensure_ascii=False)}]")
-    return "[assistant] " + "\n".join(lines)
-
-
-def render_messages(messages: list[Message]) -> str:
-    """History messages in the seed E1 text form (see :func:`render_react`)."""
-    parts: list[str] = []
-    for msg in messages:
-        if msg.role == "assistant":
-            parts.append(_react_assistant(msg))
-        else:
-            parts.append(f"[{msg.role}] {msg.content}")
-    return "\n\n".join(parts)
-
-
-def render_react(history: History) -> str:
-    """L3 as seed E1 text, for display: ``[summary]`` blocks first, then the messages.
-
-    ``[user] …``; an assistant step as ``[assistant] Thought: …`` with one
-    ``Action: Tool[{json}]`` line per call; ``[tool] {compressed json}``. A final answer is
-    ``[assistant] …`` as written: on this wire a round ends with an answer *without* a tool
-    call, so E1's ``Action: Finish[...]`` would wrap the whole answer in brackets for nothing.
-    """
-    parts = [f"[summary] {s.content}" for s in history.summaries if has_text(s.content)]
-    body = render_messages(history.messages)
-    if body:
-        parts.append(body)
-    return "\n\n".join(parts)
-
-
-def render_scratchpad(steps: list[ScratchStep]) -> str:
-    """The current round's steps with their full observations, for display."""
-    parts: list[str] = []
-    for step in steps:
-        parts.append(_react_assistant(step.assistant))
-        for result in step.results:
-            label = "observation, error" if result.is_error else "observation"
-            parts.append(f"[{label}: {result.tool_name}] {result.text}")
-    return "\n\n".join(parts)

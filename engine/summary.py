@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from engine.context import render_messages
 from engine.models import Message
+from engine.render import render_messages
 from prompts.agents_prompts.summary_prompt import (
     SUMMARY_HEADING,
     SUMMARY_PROMPT,

@@ -29,8 +29,8 @@ from functools import cached_property
 from typing import ClassVar, Literal
 
 from engine.config import Settings
-from engine.context import ScratchStep
 from engine.models import History, Message, Placement
+from engine.scratchpad import ScratchStep
 from engine.summary import SummarySpec
 
 

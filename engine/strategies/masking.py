@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from engine.context import ScratchResult, ScratchStep
 from engine.models import Message, ToolCall
+from engine.scratchpad import ScratchResult, ScratchStep
 from engine.strategies.base import (
     CheckPoint,
     CompactionPolicy,

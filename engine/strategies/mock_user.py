@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.context import ScratchResult, ScratchStep
 from engine.models import Message, Placement
+from engine.scratchpad import ScratchResult, ScratchStep
 from engine.strategies.base import (
     CheckPoint,
     CompactionPolicy,

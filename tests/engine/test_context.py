@@ -13,7 +13,6 @@ from engine import context as context_module
 from engine.config import Settings
 from engine.context import (
     LAYERS,
-    MISSING_RESULT_TEXT,
     ContextBuilder,
     ScratchResult,
     ScratchStep,
@@ -25,6 +24,7 @@ from engine.context import (
 )
 from engine.models import History, Message, MessageMeta, Summary, ToolCall
 from engine.tokens import count_message, count_request
+from engine.wire import MISSING_RESULT_TEXT
 
 TOOLS: list[dict[str, Any]] = [
     {

@@ -1,0 +1,60 @@
+"""History as readable text: the seed E1 ReAct form, for display and for summary calls."""
+
+from __future__ import annotations
+
+import json
+
+from engine.models import History, Message
+from engine.scratchpad import ScratchStep
+from engine.tokens import has_text
+
+
+def _react_assistant(msg: Message) -> str:
+    if not msg.tool_calls:
+        return f"[assistant] {msg.content.strip()}".rstrip()
+    thought = msg.content.strip()
+    lines: list[str] = []
+    if thought:
+        # The model often writes "Thought:" itself (the ReAct habit); do not double it.
+        has_label = thought[:8].lower() == "thought:"
+        lines.append(thought if has_label else f"Thought: {thought}")
+    for call in msg.tool_calls:
+        lines.append(f"Action: {call.name}[{json.dumps(call.input, ensure_ascii=False)}]")
+    return "[assistant] " + "\n".join(lines)
+
+
+def render_messages(messages: list[Message]) -> str:
+    """History messages in the seed E1 text form (see :func:`render_react`)."""
+    parts: list[str] = []
+    for msg in messages:
+        if msg.role == "assistant":
+            parts.append(_react_assistant(msg))
+        else:
+            parts.append(f"[{msg.role}] {msg.content}")
+    return "\n\n".join(parts)
+
+
+def render_react(history: History) -> str:
+    """L3 as seed E1 text, for display: ``[summary]`` blocks first, then the messages.
+
+    ``[user] …``; an assistant step as ``[assistant] Thought: …`` with one
+    ``Action: Tool[{json}]`` line per call; ``[tool] {compressed json}``. A final answer is
+    ``[assistant] …`` as written: on this wire a round ends with an answer *without* a tool
+    call, so E1's ``Action: Finish[...]`` would wrap the whole answer in brackets for nothing.
+    """
+    parts = [f"[summary] {s.content}" for s in history.summaries if has_text(s.content)]
+    body = render_messages(history.messages)
+    if body:
+        parts.append(body)
+    return "\n\n".join(parts)
+
+
+def render_scratchpad(steps: list[ScratchStep]) -> str:
+    """The current round's steps with their full observations, for display."""
+    parts: list[str] = []
+    for step in steps:
+        parts.append(_react_assistant(step.assistant))
+        for result in step.results:
+            label = "observation, error" if result.is_error else "observation"
+            parts.append(f"[{label}: {result.tool_name}] {result.text}")
+    return "\n\n".join(parts)
