@@ -236,7 +236,15 @@ def main() -> int:
         ]
         builder = ContextBuilder(Path(tmp), settings, tools)
         built = builder.build(history, scratch, "What next?", "1. [in_progress] bench")
-        build_runs = timings_ms(lambda: builder.build(history, scratch, "What next?", "1. [x] b"))
+        # What a step pays: the same history as the step before, so its wire is resumed.
+        step_runs = timings_ms(lambda: builder.build(history, scratch, "What next?", "1. [x] b"))
+        step_build_ms = step_runs[len(step_runs) // 2]
+        # A first build (a new builder, nothing to resume): opening a session, a compaction.
+        fresh: list[ContextBuilder] = []
+        build_runs = timings_ms(
+            lambda: fresh[-1].build(history, scratch, "What next?", "1. [x] b"),
+            setup=lambda: fresh.append(ContextBuilder(Path(tmp), settings, tools)),
+        )
         build_ms, build_median = build_runs[0], build_runs[len(build_runs) // 2]
         problems = validate_request(built.request)
         validate_ms = best_ms(lambda: validate_request(built.request), repeats=3)
@@ -266,8 +274,14 @@ def main() -> int:
     )
     say(
         f"| context build, {BUILD_ROUNDS:,} rounds ({len(big):,} messages, {big_tokens:,} tokens), "
-        f"cached counts | {build_ms:.1f} ms | < {TARGET_BUILD_MS:.0f} ms "
-        f"| {big_raw_ms:.1f} ms (re-tokenizing it) | {build_ms / big_raw_ms:.3f}x |"
+        f"cached counts, nothing to resume (median) | {build_median:.1f} ms "
+        f"| < {TARGET_BUILD_MS:.0f} ms | {big_raw_ms:.1f} ms (re-tokenizing it) "
+        f"| {build_median / big_raw_ms:.3f}x |"
+    )
+    say(
+        f"| a step's build on the same session: the history prefix resumed (median) "
+        f"| {step_build_ms:.2f} ms | — | {build_median:.1f} ms (nothing to resume) "
+        f"| {step_build_ms / build_median:.3f}x |"
     )
     say()
     say("Other figures:")
@@ -283,7 +297,8 @@ def main() -> int:
         f"the budget check (best of 50)."
     )
     say(
-        f"- 2 000-round build, all {REPEATS} runs: median {build_median:.1f} ms, worst "
+        f"- 2 000-round build with nothing to resume, all {REPEATS} runs: best {build_ms:.1f} ms, "
+        f"median {build_median:.1f} ms, worst "
         f"{build_runs[-1]:.1f} ms (the garbage collector is paused during a build; see "
         f"`engine.context._gc_paused`)."
     )
@@ -297,7 +312,7 @@ def main() -> int:
         + f"; total {built.total:,} (message overhead {MESSAGE_OVERHEAD} tokens each)."
     )
     say()
-    ok = full_ms < TARGET_FULL_MS and step_ms < TARGET_STEP_MS and build_ms < TARGET_BUILD_MS
+    ok = full_ms < TARGET_FULL_MS and step_ms < TARGET_STEP_MS and build_median < TARGET_BUILD_MS
     say(f"All targets met: {'yes' if ok else 'NO'}.")
 
     if not args.no_write:

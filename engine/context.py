@@ -44,7 +44,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.llm.base import ProviderRequest
-from engine.models import History
+from engine.models import History, Message
 from engine.placement import IN_SYSTEM, leading_messages, system_text
 from engine.render import render_messages, render_react, render_scratchpad
 from engine.scratchpad import ScratchResult, ScratchStep
@@ -63,7 +63,7 @@ from engine.validate import (
     validate_conversation,
     validate_request,
 )
-from engine.wire import Wire, assistant_blocks, text_block
+from engine.wire import Wire, WireState, assistant_blocks, text_block
 from prompts.system_prompt import SYSTEM_PROMPT
 
 __all__ = [
@@ -176,6 +176,16 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+@dataclass
+class _Prefix:
+    """What :meth:`ContextBuilder._history_wire` placed last time."""
+
+    leading: list[tuple[str, str]]
+    messages: list[Message]
+    state: WireState
+    found: list[str]
+
+
 class ContextBuilder:
     """Builds the request of each step; counts L1 once and history from cached counts."""
 
@@ -201,6 +211,8 @@ class ContextBuilder:
         self._code_law_memo: tuple[str, int] = ("", 0)
         self._summary_memo: dict[str, int] = {}
         self._question_memo: tuple[str, int] = ("", 0)
+        self._prefix: _Prefix | None = None
+        """The wire of the last build's summaries and history, to resume from."""
 
     def build(
         self,
@@ -215,6 +227,8 @@ class ContextBuilder:
         ``question`` (already preprocessed) and its steps as ``scratchpad`` with full results,
         not as their compressed history copies. ``Message.tokens`` must be unset or come from
         :func:`engine.tokens.count_message`; missing counts are filled in (and cached).
+        Messages are treated as values: a changed message is a new object (the store and the
+        strategies' projections make new ones), so an unchanged prefix is not placed again.
         """
         with _gc_paused():
             return self._build(history, scratchpad, question, todo_recap)
@@ -235,7 +249,6 @@ class ContextBuilder:
             system.append({"type": "text", "text": code_law, "cache_control": EPHEMERAL})
             layers["L2 CODE_LAW"] = self._count_code_law(code_law)
 
-        wire = Wire(layers, warnings)
         placed = [s for s in history.summaries if has_text(s.content)]
         summaries = [system_text(s) for s in placed if s.placement in IN_SYSTEM]
         leading = [
@@ -243,26 +256,18 @@ class ContextBuilder:
         ]
         # Summaries change only at compaction: keep the counts of the current ones.
         old = self._summary_memo
-        memo: dict[str, int] = {}
-        last_leading: dict[str, Any] | None = None
-        for role, text in leading:
-            tokens = memo[text] = old.get(text) or count_blocks([text_block(text)])
-            last_leading = text_block(text)
-            if role == "user":
-                wire.user_blocks([last_leading], "L3 summaries", tokens)
-            else:
-                wire.assistant([last_leading], [], "L3 summaries", tokens)
-        # One pass over history; summary-role messages found in it join the summary blocks.
-        wire.add_history(history.messages, summaries)
+        memo: dict[str, int] = {text: old.get(text) or count_blocks([text_block(text)])
+                                for _, text in leading}  # fmt: skip
+        wire, found = self._history_wire(history.messages, leading, memo, layers, warnings)
+        summaries += found
         for text in summaries:
             memo[text] = old.get(text) or count_blocks([text_block(text)])
             system.append(text_block(text))
             layers["L3 summaries"] += memo[text]
         self._summary_memo = memo
-        # Breakpoint 3 goes on the last summary, wherever its placement put it.
-        if last_leading is not None:
-            last_leading["cache_control"] = EPHEMERAL
-        elif summaries:
+        # Breakpoint 3 goes on the last summary, wherever its placement put it (the leading
+        # summaries were marked when they were placed).
+        if not leading and summaries:
             system[-1]["cache_control"] = EPHEMERAL
 
         if has_text(question):
@@ -274,7 +279,9 @@ class ContextBuilder:
         wire.finish()
         messages = wire.messages
         if self.cache_conversation and messages and messages[-1]["content"]:
-            messages[-1]["content"][-1]["cache_control"] = EPHEMERAL
+            # A copy: the block may also sit in the resumable history prefix.
+            last = messages[-1]["content"]
+            last[-1] = {**last[-1], "cache_control": EPHEMERAL}
         if has_text(todo_recap):
             reminder = todo_reminder(todo_recap)
             wire.user_blocks(
@@ -289,7 +296,7 @@ class ContextBuilder:
             "system": self.system_prompt,
             "tools": self.tools,
             "code_law": code_law,
-            "summaries": summaries,
+            "summaries": [*(text for _, text in leading), *summaries],
             "history": history.messages,
             "question": question,
             "recap": todo_reminder(todo_recap) if has_text(todo_recap) else "",
@@ -303,6 +310,45 @@ class ContextBuilder:
             warnings=warnings,
             _texts=texts,
         )
+
+    def _history_wire(
+        self,
+        messages: list[Message],
+        leading: list[tuple[str, str]],
+        counts: dict[str, int],
+        layers: dict[str, int],
+        warnings: list[str],
+    ) -> tuple[Wire, list[str]]:
+        """The wire after the leading summaries and history, and the summary-role texts found
+        in history. When the last build began with the same summaries and the same message
+        objects (history only grew: the next step, the next round), its wire is resumed and
+        only the new messages are placed, so a step costs O(new messages) plus one identity
+        check of the old ones."""
+        prev = self._prefix
+        if (
+            prev is not None
+            and prev.leading == leading
+            and len(messages) >= len(prev.messages)
+            and all(a is b for a, b in zip(prev.messages, messages, strict=False))
+        ):
+            wire = Wire.resume(prev.state, layers, warnings)
+            found = list(prev.found)
+            new = messages[len(prev.messages) :]
+        else:
+            wire, found, new = Wire(layers, warnings), [], messages
+            for i, (role, text) in enumerate(leading):
+                block = text_block(text)
+                if i == len(leading) - 1:
+                    block["cache_control"] = EPHEMERAL  # breakpoint 3: the last summary
+                if role == "user":
+                    wire.user_blocks([block], "L3 summaries", counts[text])
+                else:
+                    wire.assistant([block], [], "L3 summaries", counts[text])
+        # One pass over the new messages; summary-role messages join the summary blocks.
+        wire.add_history(new, found)
+        state = wire.snapshot(("L3 summaries", "L3 history"))
+        self._prefix = _Prefix(leading, list(messages), state, list(found))
+        return wire, found
 
     def _read_code_law(self, warnings: list[str]) -> tuple[Path | None, str]:
         # Re-read at every build (seed C5): the user may edit the rules mid-session.

@@ -9,6 +9,7 @@ blocks are placed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from engine.models import Message
@@ -16,6 +17,25 @@ from engine.tokens import MESSAGE_OVERHEAD, count_blocks, ensure_counted, has_te
 
 MISSING_RESULT_TEXT = "No result was recorded for this tool call (the round was interrupted)."
 CONVERSATION_OPENER = "(Earlier conversation was shortened; it continues below.)"
+
+
+@dataclass
+class WireState:
+    """A :class:`Wire` frozen after some messages, to resume from without redoing them."""
+
+    messages: list[dict[str, Any]]
+    open: dict[str, str]
+    results_at: int
+    layers: dict[str, int]
+    warnings: list[str]
+
+
+def _detached(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the list whose last message (the one later blocks may merge into) is new."""
+    if not messages:
+        return []
+    last = messages[-1]
+    return [*messages[:-1], {"role": last["role"], "content": list(last["content"])}]
 
 
 class Wire:
@@ -29,6 +49,28 @@ class Wire:
         """tool_use ids of the last assistant message still without a result -> their layer."""
         self._results_at = 0
         """Number of leading tool_result blocks of the current user message."""
+
+    def snapshot(self, layers: tuple[str, ...]) -> WireState:
+        """The state now, with the tokens placed so far in ``layers`` (the layers this wire
+        filled up to now); later appends to this wire do not change it."""
+        return WireState(
+            messages=_detached(self.messages),
+            open=dict(self._open),
+            results_at=self._results_at,
+            layers={name: self.layers[name] for name in layers},
+            warnings=list(self.warnings),
+        )
+
+    @classmethod
+    def resume(cls, state: WireState, layers: dict[str, int], warnings: list[str]) -> Wire:
+        """A wire that continues from ``state`` (its layers and warnings copied in)."""
+        wire = cls(layers, warnings)
+        wire.messages = _detached(state.messages)
+        wire._open = dict(state.open)
+        wire._results_at = state.results_at
+        layers.update(state.layers)
+        warnings[:] = state.warnings
+        return wire
 
     def _last_role(self) -> str | None:
         return self.messages[-1]["role"] if self.messages else None

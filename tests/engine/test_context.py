@@ -390,7 +390,8 @@ def test_history_layer_uses_cached_counts(builder: ContextBuilder) -> None:
     built = builder.build(History(messages=messages), [], "q")
     assert all(m.tokens == count_message(m) for m in messages)  # filled and cached
     before = built.layers["L3 history"]
-    messages[0].tokens = (messages[0].tokens or 0) + 1000  # a stored count is trusted as is
+    # a stored count is trusted as is (a message as loaded again from the store)
+    messages[0] = messages[0].model_copy(update={"tokens": (messages[0].tokens or 0) + 1000})
     again = builder.build(History(messages=messages), [], "q")
     assert again.layers["L3 history"] == before + 1000
 
@@ -531,3 +532,34 @@ def test_build_restores_the_garbage_collector_state(builder: ContextBuilder) -> 
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_resumed_history_prefix_builds_what_a_fresh_builder_builds(
+    tmp_path: Path, settings: Settings
+) -> None:
+    """Step after step the builder resumes the wire of the unchanged prefix; every request
+    must equal the one a builder with no memory of earlier builds makes."""
+    from engine.models import Placement
+
+    incremental = ContextBuilder(tmp_path, settings, TOOLS, SYSTEM, cache_conversation=True)
+    messages: list[Message] = []
+    summaries: list[Summary] = []
+    stages = []
+    for n in range(1, 5):
+        for msg in one_round(n):
+            messages.append(msg)
+            stages.append((list(summaries), list(messages)))
+        if n == 2:  # a compaction: a summary placed as a user message, history restarts
+            summaries = [
+                summary("S", 1, 2).model_copy(update={"placement": Placement.USER_MESSAGE})
+            ]
+            messages = [user("after the summary")]  # merges into the summary's user turn
+            stages.append((list(summaries), list(messages)))
+    for summ, msgs in stages:
+        history = History(summaries=summ, messages=msgs)
+        got = incremental.build(history, [], "next question")
+        fresh = ContextBuilder(tmp_path, settings, TOOLS, SYSTEM, cache_conversation=True)
+        want = fresh.build(history, [], "next question")
+        assert got.request == want.request
+        assert got.layers == want.layers and got.warnings == want.warnings
+        assert not validate_request(got.request)
