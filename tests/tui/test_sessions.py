@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input, OptionList
+from textual.widgets import DataTable, Input, OptionList, TextArea
 
 from engine.models import Message, Summary
 from engine.store import Store
@@ -24,6 +24,7 @@ from tests.tui.helpers import (
 from tui.app import CtxscopeApp
 from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_modal import CompactModal
+from tui.screens.compact_preview_modal import CompactPreviewModal
 from tui.screens.sessions_screen import SessionsScreen
 from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatView
@@ -69,6 +70,9 @@ async def test_compact_by_key_then_resume_the_same_state(
         assert "rounds 1–2" in str(app.screen.query_one("#compact-plan").render())
         app.screen.query_one("#compact-focus", Input).value = "the calculator API"
         await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, CompactPreviewModal)  # the draft, nothing stored yet
+        await pilot.press("ctrl+s")
         await settle(pilot)
 
         first = history.blocks[0]
@@ -196,3 +200,39 @@ async def test_budget_warning_when_nothing_can_be_compacted(make_app: AppFactory
         assert screen.query_one("#gauge-warning").display
         toasts = [str(t.render()) for t in app.screen.query("Toast")]
         assert any("CTXSCOPE_KEEP_ROUNDS" in t for t in toasts)  # the engine's BudgetWarning
+
+
+async def test_preview_edit_commit_and_abandon(make_app: AppFactory, db_path: Path) -> None:
+    settings = offline_settings(keep_rounds=1)
+    app = make_app(settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        for text in THREE_ROUNDS:
+            await ask(pilot, text)
+        # abandon: the draft is dropped, nothing is stored (not even a record)
+        await pilot.press("f5", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, CompactPreviewModal)
+        draft = app.screen.query_one("#compact-preview-summary", TextArea).text
+        assert draft.startswith("## 📌 Archived Session Summary")
+        assert "archives" in str(app.screen.query_one("#compact-preview-plan").render())
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, CompactPreviewModal)
+        # edit, then commit: the edit is what is stored and sent, the draft kept beside it
+        await pilot.press("f5", "enter")
+        await settle(pilot)
+        area = app.screen.query_one("#compact-preview-summary", TextArea)
+        area.text = "Rounds 1–2: built a calculator; keep its API (add, mul)."
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        request = app.screen.agent.preview().request  # type: ignore[attr-defined]
+        assert request.system[-1]["text"] == area.text
+
+    store = Store.open(db_path)
+    try:
+        [comp] = store.compactions(1)
+        assert comp.stats["edited"] is True and comp.stats["draft_summary"] == draft
+        assert store.history(1).summaries[0].content == area.text
+    finally:
+        store.close()

@@ -93,6 +93,25 @@ def test_after_compaction(
         pilot.app.screen.query_one("#compact-focus", Input).value = "the calculator API"
         await pilot.press("enter")
         await settle(pilot)
+        await pilot.press("ctrl+s")  # commit the draft as it is
+        await settle(pilot)
+
+    app = _stored(make_app, db_path, workspace)
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+
+def test_compaction_preview(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """F5 + Enter: the preview says nothing is stored yet, what the layered strategy archives
+    (the messages of rounds 1–2 and their tokens) and history tokens before → after, then
+    the draft A5 summary in an editable text area, a focus field with Regenerate, and the
+    Commit (Ctrl+S) / Abandon (Esc) buttons."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        await pilot.press("f5", "enter")
+        await settle(pilot)
 
     app = _stored(make_app, db_path, workspace)
     assert snap_compare(app, terminal_size=WIDE, run_before=run_before)

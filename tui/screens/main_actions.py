@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 from textual import on
 from textual.screen import Screen
 
+from engine.history import CompactionDraft, CompactionResult
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import tokens
 from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_modal import CompactModal
+from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
 from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.sessions_screen import SessionsScreen
@@ -82,7 +84,11 @@ class MainActions(Screen[None]):
 
         def open(self, resume: Resume) -> None: ...
 
-        def compact_worker(self, agent: Agent, memo: BlockMemo, focus: str) -> Any: ...
+        def prepare_worker(self, agent: Agent, focus: str) -> Any: ...
+
+        def compact_worker(
+            self, agent: Agent, memo: BlockMemo, draft: CompactionDraft, content: str | None
+        ) -> Any: ...
 
         def _update_subtitles(self) -> None: ...
 
@@ -134,10 +140,36 @@ class MainActions(Screen[None]):
         )
 
     def _compact_answer(self, focus: str | None) -> None:
+        """The focus is given: work out the draft (stored nowhere) and preview it."""
         if focus is None or self.agent is None or self.busy is not None:
             return
         self.busy = "compacting"
-        self.compact_worker(self.agent, self.memo, focus)
+        self.prepare_worker(self.agent, focus)
+
+    def _prepared(self, draft: CompactionDraft | CompactionResult) -> None:
+        self.busy = None
+        if isinstance(draft, CompactionResult):
+            self.notify(
+                draft.compaction.error or "nothing to compact",
+                title="Nothing to compact",
+                severity="warning",
+            )
+            return
+        if self.agent is None:
+            return
+        self.app.push_screen(
+            CompactPreviewModal(draft, self.agent.strategy.name),
+            lambda choice: self._preview_answer(draft, choice),
+        )
+
+    def _preview_answer(self, draft: CompactionDraft, choice: Commit | Regenerate | None) -> None:
+        if choice is None:
+            self.notify("Compaction abandoned; nothing was changed.", title="Compaction")
+        elif isinstance(choice, Regenerate):
+            self._compact_answer(choice.focus)
+        elif self.agent is not None and self.busy is None:
+            self.busy = "compacting"
+            self.compact_worker(self.agent, self.memo, draft, choice.content)
 
     # ------------------------------------------------------------------ other screens
     def action_sessions(self) -> None:

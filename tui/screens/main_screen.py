@@ -23,7 +23,7 @@ from textual.widgets import Footer, Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from engine.context import ScratchStep
-from engine.history import CompactionResult
+from engine.history import CompactionDraft, CompactionResult
 from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
 from tui.formatting import one_line, tokens, workspace_label
@@ -231,12 +231,19 @@ class MainScreen(MainActions):
         finally:
             agent.store.db.close()
 
+    @work(thread=True, exclusive=True, group="prepare", exit_on_error=False)
+    def prepare_worker(self, agent: Agent, focus: str) -> CompactionDraft | CompactionResult:
+        try:
+            return agent.prepare_compaction(focus or None, dry_run=True)
+        finally:
+            agent.store.db.close()
+
     @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
     def compact_worker(
-        self, agent: Agent, memo: BlockMemo, focus: str
+        self, agent: Agent, memo: BlockMemo, draft: CompactionDraft, content: str | None
     ) -> tuple[CompactionResult, SessionView]:
         try:
-            result = agent.compact(focus or None)
+            result = agent.commit_compaction(draft, content)
             return result, measure(agent, memo)
         finally:
             agent.store.db.close()
@@ -256,12 +263,14 @@ class MainScreen(MainActions):
                 self._opened(result)
             elif group == "round":
                 self._round_done(result)
+            elif group == "prepare":
+                self._prepared(result)
             elif group == "compact":
                 self._compacted(*result)
             elif group == "files":
                 self.query_one(ChatInput).workspace_suggester.set_files(result)
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
-            if group in ("open", "round", "compact"):
+            if group in ("open", "round", "prepare", "compact"):
                 self.busy = None
                 self.query_one(HistoryView).loading = False
 
@@ -269,6 +278,7 @@ class MainScreen(MainActions):
         what = {
             "open": "Cannot open the session",
             "round": "The round stopped",
+            "prepare": "Cannot prepare the compaction",
             "compact": "Compaction failed",
             "files": "Cannot list the workspace files",
         }.get(group, "Something failed")
