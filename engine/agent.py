@@ -386,8 +386,8 @@ class Agent:
             self.last_scratchpad = self.scratchpad
             self.scratchpad = []
             self.current_round = None
-        if getattr(self.strategy, "keeps_execution_log", False):
-            self._log_run(outcome, user_msg)
+        if self.strategy.keeps_execution_log:
+            self._log_run(outcome, user_input)
         if CheckPoint.AFTER_ROUND in self.strategy.checks:
             self._check()
         return outcome
@@ -401,7 +401,7 @@ class Agent:
         self._warn_if_stuck(plan)
         return False
 
-    def _log_run(self, outcome: RoundOutcome, user_msg: Message) -> None:
+    def _log_run(self, outcome: RoundOutcome, user_input: str) -> None:
         """Seed 003's execution log: one entry per run, windowed."""
         calls = [
             {"tool": c.name, "input": c.input}
@@ -410,7 +410,7 @@ class Agent:
         ]
         entry = {
             "requestId": f"{self.session_id}-{outcome.round_index}",
-            "userPreview": user_msg.content[:200],
+            "userPreview": user_input[:200],
             "outputPreview": outcome.answer[:200],
             "toolCalls": calls,
         }

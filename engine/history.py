@@ -322,7 +322,7 @@ class HistoryManager:
             summarised=summarised,
             supersede=retired,
             kept_tokens=kept_tokens,
-            writes_raw_middle=getattr(policy, "writes_raw_middle", False),
+            writes_raw_middle=policy.writes_raw_middle,
         )
 
     def commit(self, draft: CompactionDraft, content: str | None = None) -> CompactionResult:

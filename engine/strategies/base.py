@@ -267,6 +267,10 @@ class CompactionPolicy:
 
     uses_api_usage: ClassVar[bool] = False
     """Whether the measure reads the last API usage (the agent looks it up only then)."""
+    keeps_execution_log: ClassVar[bool] = False
+    """Seed 003: an entry per run in the session's ``agent-context.jsonl``."""
+    writes_raw_middle: ClassVar[bool] = False
+    """Seed 004 F-006: the archived messages also go to a JSON file beside the database."""
 
     def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
         """Measure, and say (on demand) what a compaction would cut."""

@@ -31,6 +31,7 @@ class MessageWindowStrategy(CompactionPolicy):
     placement = Placement.ASSISTANT_MESSAGE
     lifecycle = Lifecycle.RECOMPACT
     summary = MESSAGE_WINDOW_SPEC
+    keeps_execution_log = True
 
     def message_count(self, view: PolicyView) -> int:
         """Messages in the seed's in-memory history: each summary message counts as one."""

@@ -155,3 +155,25 @@ async def test_a_long_session_is_rendered_lazily(
             .query_one("#history-pane")
             .border_subtitle.startswith("0 summ. · 2000 msgs")
         )
+
+
+async def test_execution_log_of_a_message_window_session(make_app: AppFactory) -> None:
+    """Seed 003's log: one entry per run, listed by Ctrl+L (also a palette entry)."""
+    from textual.widgets import DataTable
+
+    from tests.tui.helpers import THREE_ROUNDS, ask, offline_settings, opened
+    from tui.screens.execution_log_screen import ExecutionLogScreen
+
+    app = make_app(settings=offline_settings(strategy="message-window"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        for text in THREE_ROUNDS[:2]:
+            await ask(pilot, text)
+        await pilot.press("ctrl+l")
+        assert isinstance(app.screen, ExecutionLogScreen)
+        table = app.screen.query_one(DataTable)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert [r[1] for r in rows] == ["read @src/calc.py", "ls src then grep def in src"]
+        assert rows[0][3] == "Read" and rows[1][3] == "LS, Grep"
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ExecutionLogScreen)

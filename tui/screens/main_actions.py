@@ -21,6 +21,7 @@ from tui.formatting import tokens
 from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_modal import CompactModal
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
+from tui.screens.execution_log_screen import ExecutionLogScreen
 from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.sessions_screen import SessionsScreen
@@ -57,6 +58,13 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("f5", "compact", "Compact", "Compact now: summarise rounds before the keep zone"),
     ActionSpec("f6", "last_scratchpad", "Last pad", "Show or hide the last round's scratchpad"),
     ActionSpec("f7", "next_pane", "Pane", "Show the next pane (narrow layout)"),
+    ActionSpec(
+        "ctrl+l",
+        "execution_log",
+        "Log",
+        "The session's execution log (seed 003, message-window strategy)",
+        show=False,
+    ),
     ActionSpec("ctrl+n", "new_session", "New", "Start a new session in this workspace"),
     ActionSpec("escape", "interrupt", "Interrupt", "Interrupt the running round"),
 )
@@ -99,7 +107,7 @@ class MainActions(Screen[None]):
             return True if self.busy == "round" else None
         if action in IDLE_ONLY and self.busy is not None:
             return None
-        if action in ("archive", "inspect") and self.agent is None:
+        if action in ("archive", "inspect", "execution_log") and self.agent is None:
             return None
         return True
 
@@ -193,6 +201,10 @@ class MainActions(Screen[None]):
             self.app.push_screen(
                 InspectorScreen(self.agent, settings.context_window, settings.threshold_tokens)
             )
+
+    def action_execution_log(self) -> None:
+        if self.agent is not None:
+            self.app.push_screen(ExecutionLogScreen(self.agent.execution_log_path))
 
     def action_new_session(self) -> None:
         if self._refuse_when_busy():

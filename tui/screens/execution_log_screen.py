@@ -1,0 +1,72 @@
+"""ExecutionLogScreen: seed 003's execution log of the session (``message-window`` strategy).
+
+After every run the strategy appends ``{requestId, userPreview, outputPreview, toolCalls}`` to
+the session's ``agent-context.jsonl``; past the window the older entries are merged into one
+summary entry. This screen lists the entries as stored, newest last.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label
+
+from engine.execution_log import read_log
+from tui.formatting import one_line
+
+
+def tool_summary(entry: dict[str, Any]) -> str:
+    """The entry's tool calls in one line: names (with counts for a merged entry)."""
+    parts = []
+    for call in entry.get("toolCalls", []):
+        name = str(call.get("tool", "?"))
+        count = call.get("count")
+        parts.append(f"{name}×{count}" if count else name)
+    return ", ".join(parts) or "—"
+
+
+class ExecutionLogScreen(Screen[None]):
+    """The entries of one session's execution log."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", id="log.back", tooltip="Back to the session"),
+    ]
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="log-screen"):
+            yield Label(f"Execution log · {self.path}", id="log-title")
+            yield DataTable(id="log-table", cursor_type="row", zebra_stripes=True)
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("request", "you asked", "the answer", "tools")
+        try:
+            entries = read_log(self.path)
+        except (OSError, ValueError) as exc:
+            self.query_one("#log-title", Label).update(f"Execution log · cannot read: {exc}")
+            return
+        if not entries:
+            self.query_one("#log-title", Label).update(
+                "Execution log · empty: the message-window strategy writes one entry per run"
+            )
+        for entry in entries:
+            request = str(entry.get("requestId", ""))
+            if entry.get("summary"):
+                request = f"{entry.get('merged', '?')} merged"
+            table.add_row(
+                request,
+                one_line(str(entry.get("userPreview", "")), 40),
+                one_line(str(entry.get("outputPreview", "")), 50),
+                tool_summary(entry),
+            )
+        table.focus()
