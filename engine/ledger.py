@@ -1,0 +1,427 @@
+"""The artifact ledger: what a stretch of a session did, extracted deterministically.
+
+From stored messages and their observations (the full tool results, where an exception line
+past the compressed form's 2 000-character window still is) the ledger lists, in order:
+
+| kind | key | from |
+|---|---|---|
+| ``file_read`` | the path | Read / NotebookRead calls; ``cat``/``head``/``tail``/… in Bash |
+| ``file_changed`` | the path | Edit / MultiEdit / Write / NotebookEdit; Bash (below) |
+| ``command`` | the command's first line (at most 80 characters) | Bash calls |
+| ``error`` | the exception / error line (at most 120 characters) | tool results that failed |
+| ``request`` | the user's words without IDE markup (first 60 characters) | user messages |
+| ``decision`` | the sentence (at most 100 characters) | final answers that state a choice |
+
+Bash changes: ``sed -i``, ``perl -i``, ``>``/``>>`` redirects, ``tee``, ``mv``/``git mv``
+(both paths), ``cp`` (the target), ``rm``/``git rm``, ``touch``.
+
+Every key is whitespace-normalised. :func:`ledger_recall` tells, per kind, how many items a
+text (a summary, a request) still names: an item is present when its key occurs in the text,
+compared case-insensitively with whitespace normalised. Cheap enough to call per step: the
+text is normalised once, then one substring test per item.
+
+:func:`fidelity` is the per-compaction figure: of the ledger items of an archived segment,
+how many its summary keeps, by kind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.models import Message, Observation
+
+KINDS = ("file_read", "file_changed", "command", "error", "request", "decision")
+"""Every ledger kind, in the order reports show them."""
+FILE_KINDS = ("file_read", "file_changed")
+"""The kinds the issue's "files" target counts together."""
+
+REQUEST_KEY_CHARS = 60
+"""A request is identified by its first 60 characters (markup stripped, spaces normalised)."""
+COMMAND_KEY_CHARS = 80
+ERROR_KEY_CHARS = 120
+DECISION_KEY_CHARS = 100
+
+_READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
+_CHANGE_TOOLS = {
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "Write": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+_MARKUP_DROPPED = re.compile(
+    r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics|command-message|"
+    r"command-name|local-command-stdout|local-command-stderr)>.*?</\1>",
+    re.S,
+)
+_ANY_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?>")
+_DECISION = re.compile(
+    r"\b(decid\w*|chose|choose|chosen|will use|switch\w* to|instead of|abandon\w*|prefer\w*)\b",
+    re.I,
+)
+# ``KeyError: 'x'``, ``requests.exceptions.HTTPError: 404``, ``SystemExit``, ``E   ValueError``
+_EXCEPTION = re.compile(
+    r"^(?:E\s+)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|"
+    r"Failure|Fault)\b(?::.*)?)$"
+)
+_ERROR_LINE = re.compile(r"^(?:E\s+)?((?:error|fatal|panic|FAILED|ERROR|Error)\b[:\[ ].*)$")
+_READ_COMMANDS = {"cat", "head", "tail", "less", "more", "nl", "wc", "bat"}
+_SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "\n", "(", ")", ";;", "|&"}
+
+
+@dataclass(frozen=True)
+class LedgerItem:
+    """One thing the session did or said."""
+
+    kind: str
+    key: str
+    """What identifies it in any text: the path, the command, the error line, the words."""
+    round: int | None = None
+    step: int | None = None
+    message_id: int | None = None
+    detail: str = ""
+    """How (``edited``, ``written``, ``Bash: sed -i``, ``Bash: rm``…), or the tool that failed."""
+
+
+@dataclass
+class Ledger:
+    """The items of a stretch of a session, in order of first appearance, one per (kind, key)."""
+
+    items: list[LedgerItem] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[LedgerItem]:
+        return [item for item in self.items if item.kind == kind]
+
+    def counts(self) -> dict[str, int]:
+        return {kind: len(self.of(kind)) for kind in KINDS}
+
+
+# ---------------------------------------------------------------------- normalising
+def normalise(text: str) -> str:
+    """Whitespace collapsed to single spaces, stripped."""
+    return " ".join(text.split())
+
+
+def strip_markup(text: str) -> str:
+    """The user's own words: IDE and harness blocks removed, other tags unwrapped."""
+    text = _MARKUP_DROPPED.sub(" ", text)
+    return normalise(_ANY_TAG.sub(" ", text))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text[:limit].rstrip()
+
+
+def request_key(text: str) -> str:
+    """The ledger key of a user message's text ('' when only markup)."""
+    return _clip(strip_markup(text), REQUEST_KEY_CHARS)
+
+
+def command_key(command: str) -> str:
+    first = next((ln for ln in command.splitlines() if ln.strip()), "")
+    return _clip(normalise(first), COMMAND_KEY_CHARS)
+
+
+# ---------------------------------------------------------------------- errors
+def error_line(text: str) -> str:
+    """The line that says what went wrong in a tool's output.
+
+    The last exception line (``ValueError: …``, pytest's ``E   AssertionError: …``), else the
+    first ``error:``/``fatal:`` line, else the last non-empty line; markup wrappers such as
+    ``<returncode>1</returncode> <output>`` are removed first.
+    """
+    lines = [normalise(_ANY_TAG.sub(" ", ln)) for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln]
+    exceptions = [m.group(1) for ln in lines if (m := _EXCEPTION.match(ln))]
+    if exceptions:
+        return exceptions[-1]
+    for ln in lines:
+        if m := _ERROR_LINE.match(ln):
+            return m.group(1)
+    # Status lines the Bash tool adds ("[nonzero_exit: …]", "[stderr]") say nothing new.
+    meaningful = [ln for ln in lines if not (ln.startswith("[") and ln.endswith("]"))]
+    return (meaningful or lines or [""])[-1]
+
+
+def _tool_form(msg: Message) -> dict[str, Any]:
+    try:
+        value = json.loads(msg.content)
+    except (json.JSONDecodeError, TypeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _failed_output(msg: Message, obs: Observation | None) -> str | None:
+    """The whole text of a failed tool result, or None when it did not fail."""
+    form = _tool_form(msg)
+    failed = msg.meta.is_error or form.get("status") == "error"
+    if obs is not None:
+        failed = failed or obs.result.get("status") == "error"
+    if not failed or msg.meta.interrupted:
+        return None
+    parts: list[str] = []
+    if obs is not None:
+        data = obs.result.get("data") or {}
+        if isinstance(data, dict) and (data.get("stdout") or data.get("stderr")):
+            parts += [str(data.get("stdout") or ""), str(data.get("stderr") or "")]
+        else:
+            parts.append(obs.text)
+    else:
+        data = form.get("data") or {}
+        if isinstance(data, dict):
+            parts += [str(data.get(k) or "") for k in ("output", "stderr_tail")]
+            stdout = data.get("stdout")
+            if isinstance(stdout, dict):
+                parts.append(str(stdout.get("last_line") or ""))
+    error = form.get("error")
+    if isinstance(error, dict):
+        parts.append(str(error.get("message") or ""))
+    return "\n".join(p for p in parts if p)
+
+
+# ---------------------------------------------------------------------- Bash
+def _shell_words(command: str) -> list[str]:
+    """Shell tokens with separators and redirections as their own tokens; best effort."""
+    body = command.split("<<", 1)[0] if "<<" in command else command
+    try:
+        lexer = shlex.shlex(body, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        return list(lexer)
+    except ValueError:  # unbalanced quotes: fall back to whitespace
+        return body.replace(";", " ; ").replace("&&", " && ").split()
+
+
+def _simple_commands(words: list[str]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for word in words:
+        if word in _SHELL_SEPARATORS:
+            out.append([])
+        else:
+            out[-1].append(word)
+    return [c for c in out if c]
+
+
+def _operands(args: list[str]) -> list[str]:
+    """Arguments that are not options (``--`` ends options)."""
+    out: list[str] = []
+    options = True
+    for arg in args:
+        if options and arg == "--":
+            options = False
+        elif options and arg.startswith("-") and arg != "-":
+            continue
+        else:
+            out.append(arg)
+    return out
+
+
+def _is_path(word: str) -> bool:
+    return bool(word) and word != "-" and not word.startswith(("&", "/dev/", "$("))
+
+
+def bash_files(command: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """Files a Bash command changes (``(path, how)``) and files it reads, by its words.
+
+    Recognised: ``sed -i``, ``perl -i``, ``>``/``>>``/``&>`` redirects (not to /dev/…), ``tee``,
+    ``mv`` and ``git mv`` (both paths), ``cp`` (the target), ``rm``/``git rm``, ``touch``;
+    reads by ``cat``, ``head``, ``tail``, ``less``, ``more``, ``nl``, ``wc``, ``bat``.
+    """
+    changed: list[tuple[str, str]] = []
+    read: list[str] = []
+    for words in _simple_commands(_shell_words(command)):
+        # redirections: ``> file``, ``>> file``, ``2> file``, ``&> file``
+        rest: list[str] = []
+        i = 0
+        while i < len(words):
+            word = words[i]
+            if word in (">", ">>", "&>", ">|", "&>>") and i + 1 < len(words):
+                target = words[i + 1]
+                if rest and rest[-1].isdigit() and rest[-1] != "1" and word in (">", ">>"):
+                    rest.pop()  # ``2> err.log`` still writes a file
+                if _is_path(target):
+                    changed.append((target, f"Bash: {word}"))
+                i += 2
+                continue
+            if word in ("<",) and i + 1 < len(words):
+                if _is_path(words[i + 1]):
+                    read.append(words[i + 1])
+                i += 2
+                continue
+            if word in (">&", "<&", "<<<"):
+                i += 2
+                continue
+            rest.append(word)
+            i += 1
+        while rest and re.fullmatch(r"[A-Za-z_]\w*=.*", rest[0]):
+            rest = rest[1:]  # VAR=value prefixes
+        while rest and rest[0] in ("sudo", "command", "env", "time", "nohup", "xargs"):
+            rest = rest[1:]
+        if not rest:
+            continue
+        name, args = rest[0].rsplit("/", 1)[-1], rest[1:]
+        if name == "git" and args and args[0] in ("mv", "rm"):
+            name, args = f"git {args[0]}", args[1:]
+        ops = [a for a in _operands(args) if _is_path(a)]
+        if name in ("sed", "perl"):
+            in_place = any(
+                (a.startswith("-") and not a.startswith("--") and "i" in a[1:])
+                or a.startswith("--in-place")
+                for a in args
+            )
+            if not in_place:
+                read += ops[1:] if name == "sed" else []
+                continue
+            scripts = {args[k + 1] for k, a in enumerate(args[:-1]) if a in ("-e", "--expression")}
+            files = [a for a in ops if a not in scripts]
+            if not scripts and files:
+                files = files[1:]  # the first operand is the script
+            changed += [(f, f"Bash: {name} -i") for f in files]
+        elif name == "tee":
+            changed += [(f, "Bash: tee") for f in ops]
+        elif name in ("mv", "git mv"):
+            changed += [(f, f"Bash: {name}") for f in ops]
+        elif name == "cp" and len(ops) >= 2:
+            changed.append((ops[-1], "Bash: cp"))
+            read += ops[:-1]
+        elif name in ("rm", "git rm"):
+            changed += [(f, f"Bash: {name}") for f in ops]
+        elif name == "touch":
+            changed += [(f, "Bash: touch") for f in ops]
+        elif name in _READ_COMMANDS:
+            read += [a for a in ops if not a.isdigit()]
+    return changed, read
+
+
+# ---------------------------------------------------------------------- extraction
+def _observations_by_message(
+    observations: Iterable[Observation],
+) -> tuple[dict[int, Observation], dict[str, Observation]]:
+    by_id: dict[int, Observation] = {}
+    by_use: dict[str, Observation] = {}
+    for obs in observations:
+        if obs.message_id is not None:
+            by_id[obs.message_id] = obs
+        by_use.setdefault(obs.tool_use_id, obs)
+    return by_id, by_use
+
+
+def extract_ledger(messages: Sequence[Message], observations: Iterable[Observation] = ()) -> Ledger:
+    """The ledger of ``messages`` (in order); ``observations`` supply full tool results."""
+    by_id, by_use = _observations_by_message(observations)
+    seen: set[tuple[str, str]] = set()
+    ledger = Ledger()
+    tool_names: dict[str, str] = {}
+
+    def add(kind: str, key: str, msg: Message, detail: str = "") -> None:
+        key = normalise(key)
+        if not key or (kind, key) in seen:
+            return
+        seen.add((kind, key))
+        ledger.items.append(LedgerItem(kind, key, msg.meta.round, msg.meta.step, msg.id, detail))
+
+    for msg in messages:
+        if msg.role == "user":
+            add("request", request_key(msg.content), msg)
+        elif msg.role == "assistant":
+            for call in msg.tool_calls:
+                tool_names[call.id] = call.name
+                if call.name in _READ_TOOLS:
+                    add("file_read", str(call.input.get(_READ_TOOLS[call.name]) or ""), msg)
+                elif call.name in _CHANGE_TOOLS:
+                    how = "written" if call.name == "Write" else "edited"
+                    add(
+                        "file_changed",
+                        str(call.input.get(_CHANGE_TOOLS[call.name]) or ""),
+                        msg,
+                        how,
+                    )
+                elif call.name == "Bash":
+                    command = str(call.input.get("command") or "")
+                    add("command", command_key(command), msg)
+                    changed, read = bash_files(command)
+                    for path, how in changed:
+                        add("file_changed", path, msg, how)
+                    for path in read:
+                        add("file_read", path, msg)
+            if msg.meta.final and not msg.meta.interrupted:
+                for sentence in re.split(r"(?<=[.!?])\s+|\n+", msg.content):
+                    if _DECISION.search(sentence):
+                        add("decision", _clip(normalise(sentence), DECISION_KEY_CHARS), msg)
+        elif msg.role == "tool":
+            obs = by_id.get(msg.id) if msg.id is not None else None
+            if obs is None and msg.meta.tool_use_id:
+                obs = by_use.get(msg.meta.tool_use_id)
+            output = _failed_output(msg, obs)
+            if output is not None:
+                tool = msg.meta.tool_name or tool_names.get(msg.meta.tool_use_id or "", "tool")
+                add("error", _clip(error_line(output), ERROR_KEY_CHARS), msg, tool)
+    return ledger
+
+
+# ---------------------------------------------------------------------- presence
+def present(items: Sequence[LedgerItem], text: str) -> list[bool]:
+    """For each item, whether ``text`` names it (its key, case and spacing aside)."""
+    haystack = normalise(text).casefold()
+    return [item.key.casefold() in haystack for item in items]
+
+
+def ledger_counts(items: Sequence[LedgerItem], text: str) -> dict[str, tuple[int, int]]:
+    """``{kind: (kept, total)}`` for every kind in :data:`KINDS` (``(0, 0)`` when none)."""
+    out = {kind: [0, 0] for kind in KINDS}
+    for item, here in zip(items, present(items, text), strict=True):
+        pair = out.setdefault(item.kind, [0, 0])
+        pair[1] += 1
+        pair[0] += int(here)
+    return {kind: (kept, total) for kind, (kept, total) in out.items()}
+
+
+def ledger_recall(items: Sequence[LedgerItem], text: str) -> dict[str, float | None]:
+    """Per kind, the fraction of ``items`` that ``text`` still names (None: no such item)."""
+    return {
+        kind: (kept / total if total else None)
+        for kind, (kept, total) in ledger_counts(items, text).items()
+    }
+
+
+def fidelity(
+    segment_messages: Sequence[Message],
+    observations: Iterable[Observation],
+    summary_text: str,
+) -> dict[str, tuple[int, int]]:
+    """Of the archived segment's ledger items, how many the summary keeps: ``{kind: (kept,
+    total)}``, every kind present (``(0, 0)`` when the segment has none of it)."""
+    return ledger_counts(extract_ledger(segment_messages, observations).items, summary_text)
+
+
+def fidelity_json(figures: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:
+    """The stored / ``--json`` form: ``{kind: {kept, total}}``."""
+    return {kind: {"kept": kept, "total": total} for kind, (kept, total) in figures.items()}
+
+
+def fidelity_line(figures: dict[str, Any]) -> str:
+    """``files read 3/4 · changed 2/2 · errors 1/1 …`` for notices and panes (kinds with items).
+
+    Takes either form (:func:`fidelity` or :func:`fidelity_json`).
+    """
+    names = {
+        "file_read": "files read",
+        "file_changed": "changed",
+        "command": "commands",
+        "error": "errors",
+        "request": "requests",
+        "decision": "decisions",
+    }
+    parts = []
+    for kind in KINDS:
+        value = figures.get(kind)
+        if value is None:
+            continue
+        kept, total = (value["kept"], value["total"]) if isinstance(value, dict) else value
+        if total:
+            parts.append(f"{names[kind]} {kept}/{total}")
+    return " · ".join(parts) if parts else "nothing to keep"
