@@ -136,6 +136,7 @@ class Agent:
             todos=store.get_todos(self.session_id),
             on_todos=self._save_todos,
             ask=ask,
+            recall=lambda query, limit: store.search_archive(self.session_id, query, limit),
         )
         self.builder = ContextBuilder(workspace, settings, self.registry.schemas())
         self.compressor = ToolResultCompressor(settings)

@@ -23,12 +23,15 @@ from engine.context import LAYERS
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.history import CompactionResult
 from engine.importer import ImportError_, import_session
+from engine.ledger import fidelity_line
 from engine.models import RoundStatus, Session, Trigger
 from engine.render import render_react
 from engine.store import SessionNotFound, Store, StoreError
 from engine.strategies import STRATEGIES, get_strategy
 from engine.strategies.base import Plan
 from engine.tokens import count_text
+from tools.recall import MAX_LIMIT as RECALL_MAX_LIMIT
+from tools.recall import hit_line
 
 DEFAULT_DB = Path("sessions") / "ctxscope.db"
 EXIT_ERROR = 1
@@ -119,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "strategies", parents=[common, as_json], help="the compaction strategies and their parts"
     )
+    p = sub.add_parser(
+        "recall",
+        parents=[common, as_json],
+        help="search a session's archived segments (what the Recall tool sees)",
+    )
+    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("query", help="the words to look for")
+    p.add_argument("--limit", type=int, default=5, help="passages to return (default 5)")
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=int, metavar="ID", help="continue this session")
@@ -270,6 +281,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             f"{c.outcome} {c.tokens_before} → {c.tokens_after} tokens, {c.rounds_compacted} "
             f"rounds / {c.messages_compacted} messages archived"
             + (f" ({c.error})" if c.error else "")
+            + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
         )
     if todos:
         lines.append("todo: " + "; ".join(f"[{t.status}] {t.content}" for t in todos))
@@ -402,6 +414,8 @@ def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
             if result.segment
             else ""
         )
+        if c.fidelity is not None:
+            text += f"\nthe summary keeps {fidelity_line(c.fidelity)}"
         if result.summary is not None:
             text += "\n\n" + result.summary.content
     elif c.outcome == "skipped":
@@ -448,6 +462,7 @@ def _dry_run(args: argparse.Namespace, agent: Any) -> int:
             "input_tokens": call_tokens if summary is not None else 0,
         },
         "stats": c.stats,
+        "fidelity": c.fidelity,
     }
     span = f"rounds {rounds[0]}–{rounds[-1]}" if len(rounds) > 1 else f"round {rounds[0]}"
     text = (
@@ -455,6 +470,8 @@ def _dry_run(args: argparse.Namespace, agent: Any) -> int:
         f"{archived:,} tokens): {c.tokens_before:,} → {c.tokens_after:,} "
         f"tokens of history; nothing was changed"
     )
+    if c.fidelity is not None:
+        text += f"\nthe draft summary keeps {fidelity_line(c.fidelity)}"
     if summary is not None:
         text += f"\n\ndraft summary ({summary.placement.value}):\n\n{summary.content}"
     emit(args, data, text)
@@ -473,6 +490,20 @@ def cmd_uncompact(args: argparse.Namespace, settings: Settings) -> int:
     text = (
         f"undid compaction {undone.id}: {undone.messages_compacted} messages are back in "
         f"history ({len(agent.history.history.messages)} now); its summary stays in the archive"
+    )
+    emit(args, data, text)
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
+    if not 1 <= args.limit <= RECALL_MAX_LIMIT:
+        raise CliError(f"--limit must be between 1 and {RECALL_MAX_LIMIT}, got {args.limit}")
+    store = open_store(args, settings)
+    _get_session(store, args.session)
+    hits = store.search_archive(args.session, args.query, args.limit)
+    data = {"session_id": args.session, "query": args.query, "hits": [h.model_dump() for h in hits]}
+    text = "\n".join(hit_line(h.model_dump()) for h in hits) or (
+        f'no archived message of session {args.session} matches "{args.query}"'
     )
     emit(args, data, text)
     return 0
@@ -615,6 +646,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "strategies": cmd_strategies,
     "uncompact": cmd_uncompact,
     "pin": cmd_pin,
+    "recall": cmd_recall,
 }
 
 

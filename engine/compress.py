@@ -14,8 +14,9 @@ lines...). Every limit comes from :class:`~engine.config.Settings`.
 | Read | the numbered fragment (current range, at most ``read_max_lines``), mtime, note |
 | Edit / MultiEdit | file, changed ranges, the diff if at most ``snippet_max_lines`` lines |
 | Write | file, created/overwritten, line count, first lines of a new file |
-| Bash | exit code, sizes, stdout summary (counts, first and last line), stderr tail |
+| Bash | exit code, sizes, stdout summary (counts, first/last line), stderr tail, error line |
 | TodoWrite | the recap |
+| Recall | query, hit count, first ``grep_max_lines`` hits (segment, round, message, snippet) |
 | others | ``data`` whole if its JSON fits ``generic_max_chars``, else a cut preview |
 """
 
@@ -27,7 +28,12 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.config import Settings
+from engine.ledger import error_line
 from tools.base import ToolResult
+from tools.recall import hit_line
+
+RECALL_HIT_CHARS = 300
+"""A recalled passage kept in history is cut here (its snippet is about 24 words)."""
 
 Form = dict[str, Any]
 
@@ -47,6 +53,7 @@ class ToolResultCompressor:
             "Write": self._write,
             "Bash": self._bash,
             "TodoWrite": self._todo,
+            "Recall": self._recall,
         }
 
     def compress(self, tool_name: str, result: ToolResult) -> dict[str, Any]:
@@ -223,6 +230,12 @@ class ToolResultCompressor:
         for flag in ("timed_out", "interrupted"):
             if data.get(flag):
                 form[flag] = True
+        if data.get("exit_code") not in (0, None):
+            # What went wrong, even when it is far from the stderr tail (a traceback followed
+            # by pages of logs): the summary and the ledger name errors by this line.
+            line = error_line(f"{stdout}\n{stderr}")
+            if line:
+                form["error_line"] = _clip(line, max_chars)
         cut = False
         if out_lines:
             form["stdout"]["first_line"] = _clip(out_lines[0], max_chars)
@@ -245,6 +258,14 @@ class ToolResultCompressor:
 
     def _todo(self, data: dict[str, Any]) -> Form:
         return {"recap": data["recap"]}
+
+    def _recall(self, data: dict[str, Any]) -> Form:
+        """Like Grep: the query, the count, the first ``grep_max_lines`` hits as lines."""
+        limit = self.settings.grep_max_lines
+        hits = data.get("hits", [])
+        lines = [_clip(hit_line(h), RECALL_HIT_CHARS) for h in hits[:limit]]
+        form: Form = {"query": data["query"], "total": data["total"], "hits": lines}
+        return _mark(form, data["total"], len(lines))
 
     def _generic(self, data: dict[str, Any]) -> Form:
         """Unknown tools (and error data): whole if small, else a marked preview."""

@@ -24,6 +24,7 @@ from engine.events import (
     Notice,
     ignore_events,
 )
+from engine.ledger import measure_fidelity
 from engine.models import (
     ArchivedSegment,
     Compaction,
@@ -313,6 +314,9 @@ class HistoryManager:
                 "error": outcome.error if outcome else None,
                 "placement": summary.placement if summary else None,
                 "stats": stats,
+                "fidelity": measure_fidelity(
+                    self.store, segment, summary.content if summary else None
+                ),
             }
         )
         return CompactionDraft(
@@ -339,7 +343,8 @@ class HistoryManager:
             stats["compactedTokenCount"] = after
             before = record.tokens_before
             stats["compactionRatio"] = round(after / before, 4) if before else 1.0
-            record = record.model_copy(update={"tokens_after": after})
+            fidelity = measure_fidelity(self.store, draft.messages, content)
+            record = record.model_copy(update={"tokens_after": after, "fidelity": fidelity})
         if draft.writes_raw_middle:
             stats["raw_middle_file"] = self._write_raw_middle(draft.messages, stats)
         record = record.model_copy(update={"stats": stats})

@@ -31,7 +31,7 @@ import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from engine.models import Message, Observation
 
@@ -163,23 +163,19 @@ def _failed_output(msg: Message, obs: Observation | None) -> str | None:
         failed = failed or obs.result.get("status") == "error"
     if not failed or msg.meta.interrupted:
         return None
-    parts: list[str] = []
+    # The error message first: the output's own error line, further down, wins over it.
+    error = form.get("error")
+    parts: list[str] = [str(error.get("message") or "")] if isinstance(error, dict) else []
     if obs is not None:
         data = obs.result.get("data") or {}
         if isinstance(data, dict) and (data.get("stdout") or data.get("stderr")):
             parts += [str(data.get("stdout") or ""), str(data.get("stderr") or "")]
-        else:
+        elif not parts:
             parts.append(obs.text)
     else:
         data = form.get("data") or {}
         if isinstance(data, dict):
-            parts += [str(data.get(k) or "") for k in ("output", "stderr_tail")]
-            stdout = data.get("stdout")
-            if isinstance(stdout, dict):
-                parts.append(str(stdout.get("last_line") or ""))
-    error = form.get("error")
-    if isinstance(error, dict):
-        parts.append(str(error.get("message") or ""))
+            parts += [str(data.get(k) or "") for k in ("output", "stderr_tail", "error_line")]
     return "\n".join(p for p in parts if p)
 
 
@@ -425,3 +421,21 @@ def fidelity_line(figures: dict[str, Any]) -> str:
         if total:
             parts.append(f"{names[kind]} {kept}/{total}")
     return " · ".join(parts) if parts else "nothing to keep"
+
+
+class ObservationSource(Protocol):
+    """What :func:`measure_fidelity` needs from the store."""
+
+    def observations_for_messages(self, message_ids: list[int]) -> list[Observation]: ...
+
+
+def measure_fidelity(
+    store: ObservationSource, segment: Sequence[Message], summary_text: str | None
+) -> dict[str, dict[str, int]] | None:
+    """The stored form of :func:`fidelity` for a compaction (None without a summary); the
+    observations of the segment's tool messages are read from ``store``."""
+    if summary_text is None:
+        return None
+    ids = [m.id for m in segment if m.role == "tool" and m.id is not None]
+    observations = store.observations_for_messages(ids) if ids else []
+    return fidelity_json(fidelity(segment, observations, summary_text))

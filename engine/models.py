@@ -165,6 +165,9 @@ class Compaction(BaseModel):
     stats: dict[str, Any] = Field(default_factory=dict)
     """The strategy's own figures: what was measured and against what, the seed-004 F-008
     statistics, retries, superseded summaries, the raw-middle file."""
+    fidelity: dict[str, dict[str, int]] | None = None
+    """Of the archived messages' ledger items (``engine.ledger``), how many the summary names:
+    ``{kind: {kept, total}}``; None without a summary."""
     created_at: datetime = Field(default_factory=utcnow)
 
     @property
@@ -291,3 +294,17 @@ class History(BaseModel):
                 current = msg.meta.round
             groups[-1].append(msg)
         return groups
+
+
+class RecallHit(BaseModel):
+    """One archived message that matched a Recall search."""
+
+    message_id: int
+    segment_id: int
+    round: int
+    role: str
+    tool_name: str | None = None
+    snippet: str
+    """The matching passage, matched words in ``[brackets]``."""
+    score: float
+    """Relevance (bm25, higher is better)."""

@@ -19,9 +19,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from engine.ledger import (
+    DECISION_KEY_CHARS,
+    REQUEST_KEY_CHARS,
+    command_key,
+    error_line,
+    extract_ledger,
+    strip_markup,
+)
 from engine.models import Message
 from engine.render import render_messages
+from engine.tokens import count_text, ensure_counted
 from prompts.agents_prompts.summary_prompt import (
+    RECALL_NOTE,
+    SEGMENT_PENDING,
     SUMMARY_HEADING,
     SUMMARY_PROMPT,
     SUMMARY_TEMPLATE,
@@ -31,8 +42,8 @@ TIMEOUT_NOTICE = "Summary generation timed out, keeping recent history only."
 FAILURE_NOTICE = "Summary generation failed ({error}), keeping recent history only."
 FALLBACK_MARK = "*(Fallback: extractive summary written by ctxscope; {reason}.)*"
 
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
-_WRITE_TOOLS = {"Edit": "edited", "MultiEdit": "edited", "Write": "written"}
+SUMMARY_BUDGET = 0.10
+"""An extractive A5 summary aims at no more than this share of its segment's tokens."""
 _DECISION = re.compile(
     r"\b(decid\w*|chose|choose|chosen|will use|switch\w* to|instead of|abandon\w*|prefer\w*)\b",
     re.I,
@@ -68,7 +79,8 @@ def _short(text: str, limit: int = _MAX_ITEM) -> str:
 
 
 def _user_text(msg: Message) -> str:
-    return _REMINDER.sub("", msg.content).strip()
+    """The user's own words: system-reminders and IDE markup removed."""
+    return strip_markup(msg.content)
 
 
 def _parse_tool(msg: Message) -> dict[str, Any]:
@@ -89,19 +101,26 @@ class SegmentFacts:
     """What an archived segment says, gathered deterministically from its messages.
 
     Every extractive summary (A5 for seed 000, XML tags, JSON or plain text for the other
-    strategies) renders these same facts in its own format.
+    strategies) renders these same facts in its own format. Files, commands, errors and
+    requests come from the artifact ledger (:mod:`engine.ledger`).
     """
 
     start: datetime | None
     cutoff: datetime | None
     goals: list[str] = field(default_factory=list)
+    """Every request, markup removed, in order (each cut at 160 characters)."""
     milestones: list[str] = field(default_factory=list)
     """``goal - first line of the answer`` for each finished round."""
     decisions: list[str] = field(default_factory=list)
     learnings: list[str] = field(default_factory=list)
+    """``Tool failed (code): the exception / error line``."""
     preferences: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
-    """Path -> ``edited`` / ``written``."""
+    """Path -> ``edited`` / ``written`` / ``changed through Bash (sed -i)``..."""
+    files_read: list[str] = field(default_factory=list)
+    """Paths read (Read, or cat/head/tail in Bash) and not changed in the segment."""
+    commands: list[str] = field(default_factory=list)
+    """Bash commands run (first line, at most 80 characters)."""
     stack: list[str] = field(default_factory=list)
     used_bash: bool = False
     open_goal: str | None = None
@@ -120,6 +139,23 @@ class SegmentFacts:
         if len(self.goals) > 1:
             text += f" (then: {self.joined(self.goals[1:], 4)})"
         return text
+
+
+def _error_of(msg: Message) -> str | None:
+    """``Tool failed (code): line`` for a failed tool message, from its compressed form."""
+    data = _parse_tool(msg)
+    error = data.get("error") if isinstance(data.get("error"), dict) else None
+    if data.get("status") != "error" or not error or msg.meta.interrupted:
+        return None
+    raw = data.get("data")
+    body: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    # The compressed Bash form keeps the exception line itself (engine.compress); imported
+    # results keep the whole output in the error message.
+    line = str(body.get("error_line") or "") or error_line(str(error.get("message") or ""))
+    tool = msg.meta.tool_name or "tool"
+    if tool == "Bash" and body.get("command"):
+        tool = f"Bash `{command_key(str(body['command']))}`"
+    return _short(f"{tool} failed ({error.get('code')}): {line}", 240)
 
 
 def segment_facts(
@@ -141,6 +177,24 @@ def segment_facts(
             if path.endswith(suffix) and name not in facts.stack:
                 facts.stack.append(name)
 
+    ledger = extract_ledger(messages)
+    for item in ledger.of("file_changed"):
+        how = item.detail
+        if how.startswith("Bash: "):
+            previous = facts.files.get(item.key, "")
+            tool = how.removeprefix("Bash: ")
+            how = (
+                previous[:-1] + f", {tool})"
+                if previous.startswith("changed through Bash")
+                else f"changed through Bash ({tool})"
+            )
+        facts.files[item.key] = how
+    changed = set(facts.files)
+    facts.files_read = [i.key for i in ledger.of("file_read") if i.key not in changed]
+    facts.commands = [i.key for i in ledger.of("command")]
+    for path in [*facts.files, *facts.files_read]:
+        note_stack(path)
+
     for msg in messages:
         if msg.role == "user":
             text = _user_text(msg)
@@ -156,8 +210,6 @@ def segment_facts(
                 path = str(call.input.get("file_path") or call.input.get("path") or "")
                 if path:
                     note_stack(path)
-                if call.name in _WRITE_TOOLS and path:
-                    facts.files[path] = _WRITE_TOOLS[call.name]
                 if call.name == "Bash":
                     facts.used_bash = True
             if msg.meta.final and msg.content.strip():
@@ -165,17 +217,13 @@ def segment_facts(
                 answer = msg.content.strip().splitlines()[0]
                 goal = _short(current_goal or "answered", 80)
                 facts.milestones.append(f"{goal} - {_short(answer, 120)}")
-            for sentence in re.split(r"(?<=[.!?])\s+", msg.content):
+            for sentence in re.split(r"(?<=[.!?])\s+|\n+", msg.content):
                 if _DECISION.search(sentence):
                     facts.decisions.append(_short(sentence))
         elif msg.role == "tool":
-            data = _parse_tool(msg)
-            error = data.get("error") if isinstance(data.get("error"), dict) else None
-            if data.get("status") == "error" and error:
-                tool = msg.meta.tool_name or "tool"
-                facts.learnings.append(
-                    _short(f"{tool} failed: {error.get('code')}: {error.get('message')}")
-                )
+            learning = _error_of(msg)
+            if learning is not None:
+                facts.learnings.append(learning)
     if not answered and current_goal:
         facts.open_goal = _short(current_goal)
 
@@ -191,27 +239,84 @@ def segment_facts(
     return facts
 
 
+@dataclass(frozen=True)
+class _A5Limits:
+    """How much of each list an A5 summary writes; the stages get stricter to fit a budget."""
+
+    item: int
+    """Characters per request, decision and learning."""
+    milestones: int
+    decisions: int
+    learnings: int
+
+
+_A5_STAGES = (
+    _A5Limits(item=_MAX_ITEM, milestones=12, decisions=12, learnings=20),
+    _A5Limits(item=100, milestones=6, decisions=8, learnings=12),
+    _A5Limits(item=REQUEST_KEY_CHARS + 1, milestones=3, decisions=5, learnings=8),
+    _A5Limits(item=REQUEST_KEY_CHARS + 1, milestones=1, decisions=3, learnings=5),
+)
+
+
+def _render_a5(facts: SegmentFacts, limits: _A5Limits, segment: str) -> str:
+    def clip(text: str) -> str:
+        return _short(text, limits.item)
+
+    goals = list(dict.fromkeys(clip(g) for g in facts.goals))
+    goal = goals[0] if goals else "none recorded"
+    if len(goals) > 1:
+        goal += f" (then: {'; '.join(goals[1:])})"
+    commands = list(dict.fromkeys(facts.commands))
+    environment = (
+        "shell commands run through Bash: " + "; ".join(f"`{c}`" for c in commands)
+        if commands
+        else ("shell commands run through Bash" if facts.used_bash else "none recorded")
+    )
+    milestones = facts.milestones[-limits.milestones :]
+    milestone_lines = "\n".join(f"* [✓] {clip(m)}" for m in milestones) or "* none recorded"
+    file_lines = [f"* `{p}`: {what} in this segment." for p, what in facts.files.items()]
+    if facts.files_read:
+        file_lines.append(
+            "* Read, not modified: " + ", ".join(f"`{p}`" for p in facts.files_read) + "."
+        )
+    # A decision is named by its first 100 characters (engine.ledger): never cut shorter.
+    decisions = [_short(d, max(limits.item, DECISION_KEY_CHARS + 1)) for d in facts.decisions]
+    body = SUMMARY_TEMPLATE.format(
+        start=time_label(facts.start),
+        cutoff=time_label(facts.cutoff),
+        goal=goal,
+        stack=", ".join(facts.stack) if facts.stack else "none recorded",
+        environment=environment,
+        milestones=milestone_lines,
+        decisions=facts.joined(decisions, limits.decisions),
+        learnings=facts.joined(facts.learnings, limits.learnings),
+        preferences=facts.joined([clip(p) for p in facts.preferences]),
+        files="\n".join(file_lines) or "* none modified",
+    )
+    return f"{body}\n\n{RECALL_NOTE.format(segment=segment)}"
+
+
 def extractive_summary(
     messages: list[Message],
     focus: str | None = None,
     start: datetime | None = None,
     cutoff: datetime | None = None,
+    segment: str = SEGMENT_PENDING,
 ) -> str:
-    """Fill the A5 template deterministically from ``messages``."""
+    """Fill the A5 template deterministically from ``messages``.
+
+    Every request, file read or changed (Bash included), command and error line of the
+    segment is named; within :data:`SUMMARY_BUDGET` of the segment's tokens when it can be,
+    by writing fewer milestones, decisions and learnings and shorter items first.
+    """
     facts = segment_facts(messages, focus, start, cutoff)
-    file_lines = [f"* `{p}`: {what} in this segment." for p, what in facts.files.items()]
-    return SUMMARY_TEMPLATE.format(
-        start=time_label(facts.start),
-        cutoff=time_label(facts.cutoff),
-        goal=facts.goal_text,
-        stack=", ".join(facts.stack) if facts.stack else "none recorded",
-        environment="shell commands run through Bash" if facts.used_bash else "none recorded",
-        milestones="\n".join(f"* [✓] {m}" for m in facts.milestones[-12:]) or "* none recorded",
-        decisions=facts.joined(facts.decisions, 8),
-        learnings=facts.joined(facts.learnings),
-        preferences=facts.joined(facts.preferences),
-        files="\n".join(file_lines) or "* none modified",
-    )
+    budget = SUMMARY_BUDGET * sum(ensure_counted(m) for m in messages)
+    text = ""
+    for limits in _A5_STAGES:
+        text = _render_a5(facts, limits, segment)
+        if count_text(text) <= budget:
+            break
+    return text
 
 
 class Summariser(Protocol):
@@ -381,10 +486,17 @@ def mark_fallback(summary: str, reason: str) -> str:
 
 
 def ensure_template(content: str, messages: list[Message]) -> str:
-    """A model summary that lost the A5 heading gets it back, with the time range."""
+    """A model summary that lost the A5 heading gets it back, with the time range; every A5
+    summary ends with the note that its raw messages can be recalled."""
     content = content.strip()
-    if content.startswith(SUMMARY_HEADING):
-        return content
-    start = time_label(messages[0].created_at) if messages else "unknown"
-    cutoff = time_label(messages[-1].created_at) if messages else "unknown"
-    return f"{SUMMARY_HEADING}\n*(Contains context from {start} to {cutoff})*\n\n{content}"
+    if not content.startswith(SUMMARY_HEADING):
+        start = time_label(messages[0].created_at) if messages else "unknown"
+        cutoff = time_label(messages[-1].created_at) if messages else "unknown"
+        content = f"{SUMMARY_HEADING}\n*(Contains context from {start} to {cutoff})*\n\n{content}"
+    return with_recall_note(content)
+
+
+def with_recall_note(content: str) -> str:
+    """``content`` ending with :data:`RECALL_NOTE` (the segment still to be numbered)."""
+    note = RECALL_NOTE.format(segment=SEGMENT_PENDING)
+    return content if content.rstrip().endswith(note) else f"{content.rstrip()}\n\n{note}"

@@ -31,6 +31,8 @@ the new content.
 ## Context
 - Earlier rounds may appear as compressed tool results or as an archived session summary in \
 the system prompt; trust them for what was done, and Read again if you need exact content.
+- Archived rounds are not lost: the Recall tool searches their raw messages and full tool \
+results when a summary lacks a detail you need.
 - Project rules from CODE_LAW.md, when present, override your defaults.
 - A todo recap in a <system-reminder> shows the current task list; keep it current with \
 TodoWrite on multi-step work.

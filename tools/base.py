@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from engine.config import Settings
-from engine.models import TodoItem
+from engine.models import RecallHit, TodoItem
 
 
 class ToolError(BaseModel):
@@ -91,6 +91,8 @@ class ToolContext:
     """Permission kinds the user allowed for the rest of the session."""
     cancel: threading.Event = field(default_factory=threading.Event)
     """Set to interrupt a running tool (Bash kills its process group)."""
+    recall: Callable[[str, int], list[RecallHit]] | None = None
+    """Searches the session's archived segments (``query, limit``); None: no store."""
 
 
 class Tool:

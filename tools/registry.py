@@ -22,6 +22,7 @@ from tools.glob_tool import GlobTool
 from tools.grep import GrepTool
 from tools.ls import LSTool
 from tools.read import ReadTool
+from tools.recall import RecallTool
 from tools.todo import TodoWriteTool
 from tools.write import WriteTool
 
@@ -94,7 +95,7 @@ def describe_validation(tool_name: str, exc: ValidationError) -> str:
 
 
 def default_registry() -> ToolRegistry:
-    """All nine tools, in the order the model sees them."""
+    """All ten tools, in the order the model sees them."""
     return ToolRegistry(
         [
             LSTool(),
@@ -106,5 +107,6 @@ def default_registry() -> ToolRegistry:
             WriteTool(),
             BashTool(),
             TodoWriteTool(),
+            RecallTool(),
         ]
     )

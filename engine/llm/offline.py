@@ -8,7 +8,8 @@ and everything after it):
 1. every file the @file system-reminder names is Read, in order, one per step;
 2. then the user's commands are run, all in one answer (parallel tool calls). A command is one
    of ``ls [dir]``, ``glob PATTERN [in PATH]``, ``grep PATTERN [in PATH]``, ``read FILE``,
-   ``run `CMD```, ``run: CMD``, ``todo: a; b; c``; several are joined by newlines or "then";
+   ``run `CMD```, ``run: CMD``, ``todo: a; b; c``, ``recall QUERY``; several are joined by
+   newlines or "then";
 3. once every call has its result, a short report of what each tool returned ends the round;
 4. input with no command and no mention gets a list of what this provider understands.
 
@@ -59,6 +60,7 @@ CAPABILITIES = (
     "- read FILE\n"
     "- run `CMD`  (or run: CMD)\n"
     "- todo: first; second; third\n"
+    "- recall QUERY  (search the archived rounds)\n"
     'Join several with "then" or new lines to run them together. Files you mention as @path '
     "are read first. Set ANTHROPIC_API_KEY to work with Claude."
 )
@@ -308,6 +310,8 @@ def parse_command(request: str) -> PlannedCall | None:
     if m := re.fullmatch(r"run\s+`([^`]+)`\.?|run:\s*(.+)", request, re.I | re.S):
         command = (m.group(1) or m.group(2)).strip()
         return PlannedCall("Bash", {"command": command})
+    if m := re.fullmatch(r"recall\s+(.+)", request, re.I | re.S):
+        return PlannedCall("Recall", {"query": _unquote(m.group(1))})
     if m := re.fullmatch(r"todo:\s*(.+)", request, re.I | re.S):
         items = [item.strip() for item in m.group(1).split(";") if item.strip()]
         todos = [{"content": item, "status": "pending"} for item in items]
@@ -385,6 +389,8 @@ def label_for(name: str, args: dict[str, Any]) -> str:
         return f"Read {args.get('file_path', '')}"
     if name == "Bash":
         return f"Bash `{args.get('command', '')}`"
+    if name == "Recall":
+        return f"Recall {args.get('query', '')}"
     if name == "TodoWrite":
         return f"TodoWrite ({_plural(len(args.get('todos') or []), 'item')})"
     return name

@@ -109,6 +109,7 @@ class CompactionRow(BaseRow):
     placement = TextField(null=True)
     stats = JSONField(default=dict)
     undone_at = TimestampField(null=True)
+    fidelity = JSONField(null=True)
     summary_id: int | None
     created_at = TimestampField()
 

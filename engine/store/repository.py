@@ -21,6 +21,7 @@ from engine.models import (
     Message,
     MessageMeta,
     Observation,
+    RecallHit,
     Round,
     RoundStatus,
     Session,
@@ -33,7 +34,7 @@ from engine.models import (
     UsageRecord,
     utcnow,
 )
-from engine.store import schema
+from engine.store import schema, search
 from engine.store.models import (
     TABLES,
     BaseRow,
@@ -49,6 +50,7 @@ from engine.store.models import (
     database,
 )
 from engine.store.schema import StoreError
+from prompts.agents_prompts.summary_prompt import RECALL_NOTE, SEGMENT_PENDING
 
 PRAGMAS = {
     "journal_mode": "wal",
@@ -86,6 +88,7 @@ class Store:
             if version is None:
                 with db.atomic():
                     db.create_tables(TABLES)
+                    search.create(db)
                     db.pragma("application_id", schema.APPLICATION_ID)
                     db.pragma("user_version", schema.SCHEMA_VERSION)
             else:
@@ -430,6 +433,9 @@ class Store:
                 tokens=sum(r.tokens or 0 for r in rows),
             )
             self._archive_messages(message_ids, seg_row)
+            search.index_segment(self.db, seg_row.id)
+            if summary_row is not None:
+                self._name_segment(summary_row, seg_row.id)
             still_live = MessageRow.select(MessageRow.round).where(
                 MessageRow.round.in_(round_ids) & MessageRow.segment.is_null()
             )
@@ -443,6 +449,42 @@ class Store:
 
     def _archive_messages(self, message_ids: list[int], segment: SegmentRow) -> None:
         MessageRow.update(segment=segment).where(MessageRow.id.in_(message_ids)).execute()
+
+    def _name_segment(self, summary_row: SummaryRow, segment_id: int) -> None:
+        """Write the segment's id into the summary's recall note: it exists only now."""
+        pending = RECALL_NOTE.format(segment=SEGMENT_PENDING)
+        if pending in summary_row.content:
+            named = RECALL_NOTE.format(segment=f"#{segment_id}")
+            summary_row.content = summary_row.content.replace(pending, named)
+            summary_row.save()
+
+    # ------------------------------------------------------------------ archive search
+    def search_archive(self, session_id: int, query: str, limit: int = 5) -> list[RecallHit]:
+        """Archived messages of the session matching ``query``, best first (Recall)."""
+        return search.search(self.db, session_id, query, limit)
+
+    def index_segment(self, segment_id: int) -> int:
+        """Add a segment's messages to the archive index; returns how many."""
+        with self.db.atomic():
+            return search.index_segment(self.db, segment_id)
+
+    def unindex_segment(self, segment_id: int) -> int:
+        """Remove a segment from the archive index (its messages are back in history).
+
+        :meth:`undo_compaction` calls it inside its own transaction; call it in the same
+        transaction as any other code that restores a segment's messages.
+        """
+        with self.db.atomic():
+            return search.unindex_segment(self.db, segment_id)
+
+    def indexed_messages(self, session_id: int) -> set[int]:
+        """Ids of the session's messages in the archive index (consistency checks)."""
+        return search.indexed_messages(self.db, session_id)
+
+    def observations_for_messages(self, message_ids: list[int]) -> list[Observation]:
+        """The observations behind the given tool messages (full results), in order."""
+        q = ObservationRow.select().where(ObservationRow.message.in_(message_ids))
+        return [_observation(r) for r in q.order_by(ObservationRow.id)]
 
     def undo_compaction(self, session_id: int, compaction_id: int | None = None) -> Compaction:
         """Reverse the latest compaction (or ``compaction_id``, which must be the latest one
@@ -480,6 +522,8 @@ class Store:
             restored = MessageRow.select(MessageRow.id).where(MessageRow.segment.in_(segments))
             ids = [r.id for r in restored]
             self._restore_messages(ids)
+            for segment_id in segments:
+                self.unindex_segment(segment_id)
             round_ids = MessageRow.select(MessageRow.round).where(MessageRow.id.in_(ids))
             RoundRow.update(archived=False).where(RoundRow.id.in_(round_ids)).execute()
             if latest.summary_id is not None:
@@ -679,6 +723,7 @@ def _compaction(r: CompactionRow) -> Compaction:
         summary_id=r.summary_id,
         placement=r.placement,
         stats=r.stats or {},
+        fidelity=r.fidelity,
         undone_at=r.undone_at,
         created_at=r.created_at,
     )

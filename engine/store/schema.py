@@ -14,7 +14,7 @@ from pathlib import Path
 from peewee import SqliteDatabase
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 
 class StoreError(Exception):
@@ -55,9 +55,35 @@ def _pins_and_undo(db: SqliteDatabase) -> None:
     )
 
 
+def _compaction_fidelity(db: SqliteDatabase) -> None:
+    """3 -> 4: a compaction records how much of its segment's ledger the summary kept."""
+    from playhouse.migrate import SqliteMigrator, migrate
+
+    from engine.store.models import CompactionRow
+
+    migrator = SqliteMigrator(db)
+    migrate(migrator.add_column(CompactionRow._meta.table_name, "fidelity", CompactionRow.fidelity))
+
+
+def _archive_search(db: SqliteDatabase) -> None:
+    """4 -> 5: the full-text index of archived segments (Recall), built for existing ones."""
+    from engine.store import search
+
+    search.create(db)
+    live = search.sql(
+        db,
+        "SELECT s.id FROM segment_row s JOIN compaction_row c ON c.id = s.compaction_id "
+        "WHERE c.undone_at IS NULL",
+    ).fetchall()
+    for (segment_id,) in live:
+        search.index_segment(db, segment_id)
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
+    3: _compaction_fidelity,
+    4: _archive_search,
 }
 
 

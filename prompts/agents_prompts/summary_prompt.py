@@ -4,6 +4,13 @@ from __future__ import annotations
 
 SUMMARY_HEADING = "## 📌 Archived Session Summary"
 
+RECALL_NOTE = "*(Raw messages archived as segment {segment}; the Recall tool searches them.)*"
+"""The last line of every A5 summary: where its raw messages are, and how to get them back."""
+SEGMENT_PENDING = "#next"
+"""What the note says before the segment is stored; ``Store.apply_compaction`` writes the real
+id in the same transaction (a segment id exists only once its row does, and ids are shared by
+every session of the database, so it cannot be reserved earlier)."""
+
 SUMMARY_TEMPLATE = """## 📌 Archived Session Summary
 *(Contains context from {start} to {cutoff})*
 
@@ -35,6 +42,18 @@ It is an archive of finished work only: do not describe the task in progress, do
 next steps, do not invent facts that the messages do not support. Keep exact file paths, \
 commands, error messages, API formats and version numbers. Prefer short bullet points.
 
+Nothing may be lost from this inventory; copy each item verbatim:
+- Original Goal: every request of the user, in the user's own words (leave out markup such as \
+<system-reminder>, <ide_opened_file> or <command-message> blocks), the first one first.
+- Environment: every shell command run, each in backticks.
+- Learnings: for every failed tool call, the exact exception or error line (for example \
+`KeyError: 'port'` from the last line of a traceback), not wrappers such as <returncode> or \
+"Traceback (most recent call last)".
+- Decisions: each decision the assistant stated, as it stated it.
+- File System State: every file created, edited, moved or deleted, including through shell \
+commands (`sed -i`, `>` or `>>` redirects, `tee`, `mv`, `git mv`, `cp`, `rm`), one bullet each; \
+then one bullet "Read, not modified:" listing every other file that was read.
+
 Answer with exactly this Markdown template and nothing before or after it; keep every heading \
 and its emoji, fill every bracket, and write "none recorded" where the messages say nothing:
 
@@ -60,4 +79,5 @@ and its emoji, fill every bracket, and write "none recorded" where the messages 
 ### 📂 File System State (Snapshot)
 *(Modified files in this archive segment)*
 * `path/to/file`: [what changed]
+* Read, not modified: [`path`, `path`]
 """

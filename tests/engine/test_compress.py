@@ -276,6 +276,19 @@ def test_bash_huge_stderr_keeps_the_tail(run: Any, compressor: Any) -> None:
     assert len(compressor.to_json("Bash", result)) < 2_000
 
 
+def test_bash_failure_keeps_its_exception_line_far_from_the_tail(
+    run: Any, compressor: Any
+) -> None:
+    command = (
+        "python3 -c 'import sys; 1/0' ; "
+        'for i in $(seq 1 60); do echo "cleanup step $i of the test harness" >&2; done; exit 3'
+    )
+    form = history(compressor, "Bash", run("Bash", command=command))["data"]
+    assert "ZeroDivisionError" not in form["stderr_tail"]  # 60 lines later, out of the tail
+    assert form["error_line"] == "ZeroDivisionError: division by zero"
+    assert "error_line" not in history(compressor, "Bash", run("Bash", command="echo ok"))["data"]
+
+
 def test_bash_small_success(run: Any, compressor: Any) -> None:
     form = history(compressor, "Bash", run("Bash", command="echo hello"))["data"]
     assert form == {

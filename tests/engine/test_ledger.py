@@ -204,7 +204,7 @@ def test_exception_line_past_2000_characters_comes_from_the_observation() -> Non
         result("Bash", compressed, mid=3),
     ]
     without = extract_ledger(msgs).of("error")
-    assert [i.key for i in without] == ["The command exited with code 1."]
+    assert [i.key for i in without] == ["log line 0039 …"]  # the tail's last line: wrong
     obs = Observation(
         session_id=1,
         round_index=1,

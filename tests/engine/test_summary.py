@@ -6,6 +6,7 @@ import json
 
 from engine.models import Message, MessageMeta, ToolCall
 from engine.summary import ensure_template, extractive_summary, render_messages_for_summary
+from engine.tokens import count_text, ensure_counted
 
 HEADINGS = [
     "## 📌 Archived Session Summary",
@@ -70,7 +71,7 @@ def test_facts_goal_files_errors_decisions_preferences() -> None:
     assert "system-reminder" not in text  # reminders are not the user's goal
     assert "* `src/auth.ts`: written in this segment." in text
     assert "* `package.json`: edited in this segment." in text
-    assert "Read failed: not_found: no src/auth.ts" in text
+    assert "Read failed (not_found): no src/auth.ts" in text
     assert "I decided to use zod instead of joi." in text
     assert "Never commit secrets." in text.split("**User Preferences**")[1]
     assert "* [✓] Add login to src/auth.ts." in text
@@ -92,3 +93,77 @@ def test_render_for_summary_uses_react_form() -> None:
     text = render_messages_for_summary(segment())
     assert '[assistant] Thought: read first\nAction: Read[{"file_path": "src/auth.ts"}]' in text
     assert text.count("[tool] ") == 1
+
+
+def test_the_ledger_goes_into_the_summary() -> None:
+    ide = "<ide_opened_file>The user opened src/app.py in the IDE.</ide_opened_file>"
+    wrapped = (
+        "<returncode>1</returncode> <output> Traceback (most recent call last):\n"
+        "  File \"app.py\", line 3\nKeyError: 'port'\n</output>"
+    )
+    bash_form = {
+        "status": "error",
+        "data": {"command": "pytest -q", "exit_code": 1, "error_line": "AssertionError: 0.5"},
+        "error": {"code": "nonzero_exit", "message": "The command exited with code 1."},
+    }
+    msgs = [
+        Message(role="user", content=f"{ide}Why does the app crash?", meta=MessageMeta(round=1)),
+        Message(
+            role="assistant",
+            tool_calls=[
+                ToolCall(id="r", name="Read", input={"file_path": "src/config.py"}),
+                ToolCall(id="s", name="Bash", input={"command": "sed -i 's/a/b/' src/app.py"}),
+                ToolCall(id="p", name="Bash", input={"command": "python app.py"}),
+                ToolCall(id="q", name="Bash", input={"command": "pytest -q"}),
+            ],
+            meta=MessageMeta(round=1, step=1),
+        ),
+        Message(
+            role="tool",
+            content=json.dumps({"status": "error", "error": {"code": "x", "message": wrapped}}),
+            meta=MessageMeta(round=1, step=1, tool_name="Bash", tool_use_id="p", is_error=True),
+        ),
+        Message(
+            role="tool",
+            content=json.dumps(bash_form),
+            meta=MessageMeta(round=1, step=1, tool_name="Bash", tool_use_id="q", is_error=True),
+        ),
+    ]
+    text = extractive_summary(msgs)
+    assert "**Original Goal**: Why does the app crash?" in text
+    assert "ide_opened_file" not in text
+    assert "* `src/app.py`: changed through Bash (sed -i) in this segment." in text
+    assert "* Read, not modified: `src/config.py`." in text
+    assert "`sed -i 's/a/b/' src/app.py`; `python app.py`; `pytest -q`" in text
+    assert "Bash failed (x): KeyError: 'port'" in text
+    assert "Bash `pytest -q` failed (nonzero_exit): AssertionError: 0.5" in text
+    assert "returncode" not in text
+    assert text.endswith(
+        "*(Raw messages archived as segment #next; the Recall tool searches them.)*"
+    )
+
+
+def test_a_big_segment_summary_stays_within_a_tenth_and_names_every_file() -> None:
+    msgs: list[Message] = []
+    body = "\n".join(f"{n}: value_{n} = compute(value_{n - 1}) + offset" for n in range(300))
+    for r in range(1, 21):
+        msgs += [
+            Message(role="user", content=f"look at module number {r}", meta=MessageMeta(round=r)),
+            Message(
+                role="assistant",
+                tool_calls=[ToolCall(id=f"t{r}", name="Read", input={"file_path": f"m/f{r}.py"})],
+                meta=MessageMeta(round=r, step=1),
+            ),
+            Message(
+                role="tool",
+                content=json.dumps({"status": "success", "data": {"content": body}}),
+                meta=MessageMeta(round=r, step=1, tool_name="Read", tool_use_id=f"t{r}"),
+            ),
+            Message(role="assistant", content="Read it.", meta=MessageMeta(round=r, final=True)),
+        ]
+    text = extractive_summary(msgs)
+    segment_tokens = sum(ensure_counted(m) for m in msgs)
+    assert segment_tokens > 60_000  # 20 reads of ~3 500 tokens
+    assert count_text(text) <= segment_tokens // 10
+    assert all(f"`m/f{r}.py`" in text for r in range(1, 21))
+    assert all(f"look at module number {r}" in text for r in range(1, 21))

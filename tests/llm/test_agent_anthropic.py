@@ -135,7 +135,12 @@ def test_prompt_too_long_compacts_and_retries(
         summary_call.body["system"]
     )
     store = Store.open(db)
-    assert store.history(int(sid)).summaries[0].content == summary
+    # the model's summary, with the note naming its archived segment (searchable by Recall)
+    [segment] = store.segments(int(sid))
+    assert store.history(int(sid)).summaries[0].content == (
+        f"{summary}\n\n*(Raw messages archived as segment #{segment.id}; "
+        "the Recall tool searches them.)*"
+    )
     # keep_rounds=1: round 1 goes, round 2 (the keep zone) and the round in progress stay
     assert [r.archived for r in store.rounds(int(sid))] == [True, False, False]
     store.close()

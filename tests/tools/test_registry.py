@@ -11,7 +11,18 @@ from tools.base import Tool, ToolContext, ToolResult
 from tools.common import ToolInput
 from tools.registry import ToolRegistry, default_registry
 
-NINE = ["LS", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "Bash", "TodoWrite"]
+TEN = [
+    "LS",
+    "Glob",
+    "Grep",
+    "Read",
+    "Edit",
+    "MultiEdit",
+    "Write",
+    "Bash",
+    "TodoWrite",
+    "Recall",
+]
 
 SCHEMA_KEYWORDS = {
     "type",
@@ -24,6 +35,7 @@ SCHEMA_KEYWORDS = {
     "anyOf",
     "minLength",
     "minimum",
+    "maximum",
     "exclusiveMinimum",
     "minItems",
     "additionalProperties",
@@ -48,10 +60,10 @@ def check_schema(node: Any, where: str) -> None:
         assert name in node["properties"], f"{where}: required {name} is not a property"
 
 
-def test_default_registry_has_the_nine_tools_in_order() -> None:
+def test_default_registry_has_the_ten_tools_in_order() -> None:
     registry = default_registry()
-    assert registry.names == NINE
-    assert [s["name"] for s in registry.schemas()] == NINE
+    assert registry.names == TEN
+    assert [s["name"] for s in registry.schemas()] == TEN
     assert registry.get("Read") is not None and registry.get("Read").name == "Read"
     assert registry.get("cat") is None
 
