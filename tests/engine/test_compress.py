@@ -276,9 +276,7 @@ def test_bash_huge_stderr_keeps_the_tail(run: Any, compressor: Any) -> None:
     assert len(compressor.to_json("Bash", result)) < 2_000
 
 
-def test_bash_failure_keeps_its_exception_line_far_from_the_tail(
-    run: Any, compressor: Any
-) -> None:
+def test_bash_failure_keeps_its_exception_line_far_from_the_tail(run: Any, compressor: Any) -> None:
     command = (
         "python3 -c 'import sys; 1/0' ; "
         'for i in $(seq 1 60); do echo "cleanup step $i of the test harness" >&2; done; exit 3'
