@@ -2,8 +2,12 @@
 
 Nothing is deleted by compaction: the archived segment keeps every message whole. Picking a
 compaction on the left shows its summary and that segment side by side, with the tokens of
-both, so one can judge what the summary kept and what it lost. Enter on an archived tool
-message opens its full raw observation.
+both, so one can judge what the summary kept and what it lost — and the summary's fidelity,
+what share of the segment's ledger items (files, commands, errors, requests, decisions) it
+names. Enter on an archived tool message opens its full raw observation.
+
+The search box finds archived messages as the Recall tool does (full-text, best first); Enter
+on a hit opens the compaction whose segment holds it.
 """
 
 from __future__ import annotations
@@ -17,16 +21,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Label, Markdown, OptionList
+from textual.widgets import Footer, Input, Label, Markdown, OptionList
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
-from engine.models import ArchivedSegment, Compaction, Message, Summary
+from engine.ledger import fidelity_line
+from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
 from engine.store import Store
 from tui.formatting import percent, tokens
 from tui.screens.detail_modal import DetailModal, parts_for_message
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.history_view import message_block
+
+SEARCH_LIMIT = 20
+"""Hits the archive's search box shows."""
 
 
 @dataclass
@@ -94,6 +102,7 @@ class ArchiveScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Label("Archive — compactions of this session (Esc goes back)", id="archive-title")
+        yield Input(placeholder="Search the archived messages (Enter)", id="archive-search")
         with Horizontal(id="archive-body"):
             yield OptionList(id="archive-list")
             with Vertical(id="archive-summary-pane", classes="pane"):
@@ -116,8 +125,52 @@ class ArchiveScreen(Screen[None]):
         finally:
             self.store.db.close()
 
+    @on(Input.Submitted, "#archive-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self.search(event.value.strip())
+
+    @work(thread=True, exclusive=True, group="archive-search", exit_on_error=False)
+    def search(self, query: str) -> tuple[str, list[RecallHit]]:
+        try:
+            return query, self.store.search_archive(self.session_id, query, SEARCH_LIMIT)
+        finally:
+            self.store.db.close()
+
+    def show_hits(self, query: str, hits: list[RecallHit]) -> None:
+        """The hits in the right pane; Enter on one opens its compaction."""
+        pane = self.query_one("#archive-segment-pane")
+        pane.border_title = f"Search “{query}” · {len(hits)} hits, best first"
+        view = self.query_one("#archive-segment", BlockView)
+        view.set_blocks(
+            [
+                Block(
+                    header=(
+                        (
+                            f"segment #{h.segment_id} · round {h.round} · message "
+                            f"{h.message_id} ({h.role})",
+                            "block-view--header",
+                        ),
+                    ),
+                    body=h.snippet,
+                    data=h,
+                )
+                for h in hits
+            ]
+            or [Block(body="No archived message matches.", selectable=False)]
+        )
+        view.cursor = 0 if hits else None
+        view.scroll_home(animate=False)
+        view.focus()
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
+        if worker.group == "archive-search":
+            if event.state == WorkerState.SUCCESS and worker.result is not None:
+                self.show_hits(*worker.result)
+            elif event.state == WorkerState.ERROR:
+                self.notify(f"Cannot search the archive: {worker.error}", severity="error")
+            return
         if worker.group != "archive":
             return
         options = self.query_one(OptionList)
@@ -152,6 +205,8 @@ class ArchiveScreen(Screen[None]):
             kind = " (extractive fallback)" if s.fallback else ""
             summary_pane.border_title = f"Summary{kind} · {tokens(s.tokens)} tok"
             body = s.content
+        if c.fidelity is not None:
+            body = f"> keeps {fidelity_line(c.fidelity)}\n\n{body}"
         if c.focus:
             body = f"> focus: {c.focus}\n\n{body}"
         self.query_one("#archive-summary", Markdown).update(body)
@@ -172,6 +227,9 @@ class ArchiveScreen(Screen[None]):
     @on(BlockView.BlockActivated, "#archive-segment")
     def _open_message(self, event: BlockView.BlockActivated) -> None:
         block: Block = event.block
+        if isinstance(block.data, RecallHit):
+            self._open_hit(block.data)
+            return
         msg = block.data
         if not isinstance(msg, Message):
             return
@@ -180,6 +238,14 @@ class ArchiveScreen(Screen[None]):
             observation = self.store.observation_for(self.session_id, msg.meta.tool_use_id)
         heading = f"Archived message · round {msg.meta.round}"
         self.app.push_screen(DetailModal(heading, parts_for_message(msg, observation)))
+
+    def _open_hit(self, hit: RecallHit) -> None:
+        for i, entry in enumerate(self.entries):
+            if entry.segment is not None and entry.segment.id == hit.segment_id:
+                options = self.query_one(OptionList)
+                options.highlighted = i
+                self.show_entry(entry)
+                return
 
     def action_close(self) -> None:
         self.dismiss(None)
