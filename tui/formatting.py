@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from engine.ledger import fidelity_line
 from engine.llm.base import OFFLINE_NAME
 from engine.models import Compaction, Summary
 
@@ -105,4 +106,6 @@ def compaction_result(comp: Compaction, summary: Summary | None) -> str:
         text += f" · new summary rounds {summary.first_round}–{summary.last_round}"
         if summary.fallback:
             text += " (extractive fallback)"
+    if comp.fidelity is not None:
+        text += f" · keeps {fidelity_line(comp.fidelity)}"
     return text
