@@ -29,6 +29,7 @@ check: lint test  ## lint, import contract and tests
 bench: $(STAMP)
 	$(BIN)/python bench/bench_engine.py
 	$(BIN)/python bench/bench_strategies.py
+	$(BIN)/python bench/bench_fidelity.py
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_tui.py
 

@@ -7,8 +7,12 @@ Two corpora, both offline (the summaries are the extractive A5 ones, as with no 
   exception, a missing file, pytest-style output past 2 000 characters), edits made through
   Bash (``sed -i``, ``>>``, ``tee``, ``mv``, ``cp``, ``rm``) and requests carrying IDE markup.
   Compaction fires several times on its own;
-- **recorded**: ``tests/data/recorded_session.jsonl`` (and any JSONL files given on the
-  command line) imported and compacted by hand with ``keep_rounds`` = 1.
+- **recorded**: ``tests/data/recorded_session.jsonl`` (a short Claude-style recording) and
+  ``tests/data/ide_session.jsonl`` (a hand-made IDE-agent recording: ``<ide_opened_file>`` and
+  ``<command-message>`` markup, Reads the requests do not name, edits through ``sed -i``, ``>``,
+  ``>>``, ``git mv``, ``rm``, errors in ``<returncode>``/``<output>`` wrappers, one exception
+  past 2 000 characters), and any JSONL files given on the command line, imported and
+  compacted by hand with ``keep_rounds`` = 1.
 
 For every kind of :mod:`engine.ledger` the figure is kept / total over all compactions, and
 "files" is read and changed together. The size is summary tokens / archived segment tokens.
@@ -64,6 +68,7 @@ EXTRA = [
     "run `ls | tee listing.txt`",
 ]
 OTHER = ["ls engine", "glob **/*.py", "grep def ", "read README.md"]
+SAMPLES = [ROOT / "tests/data/recorded_session.jsonl", ROOT / "tests/data/ide_session.jsonl"]
 
 
 def long_session(tmp: Path) -> tuple[Path, int]:
@@ -137,7 +142,8 @@ def report(name: str, figures: tuple[dict[str, list[int]], int, int, int]) -> li
     files = [sum(totals[k][0] for k in FILE_KINDS), sum(totals[k][1] for k in FILE_KINDS)]
     cells = [pct(*files)] + [pct(*totals[k]) for k in KINDS]
     size = f"{100 * summary_tokens / segment_tokens:.1f} %" if segment_tokens else "–"
-    return [f"| {name} ({count} compactions) | " + " | ".join(cells) + f" | {size} |"]
+    row = f"| {name} ({count} compactions) | " + " | ".join(cells)
+    return [f"{row} | {size} of {segment_tokens:,} tokens |"]
 
 
 def main() -> int:
@@ -146,7 +152,7 @@ def main() -> int:
     lines = [header, "|" + "---|" * (len(KINDS) + 3)]
     with tempfile.TemporaryDirectory() as tmp:
         lines += report("long offline session", measure(*long_session(Path(tmp))))
-        for path in [ROOT / "tests/data/recorded_session.jsonl", *extra]:
+        for path in [*SAMPLES, *extra]:
             lines += report(path.name, measure(*recorded_session(Path(tmp), path)))
     print("\n".join(lines))
     return 0
