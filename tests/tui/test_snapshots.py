@@ -83,7 +83,8 @@ def test_after_compaction(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
     """After F5 + Enter with a focus: the banner over history reads tokens before → after,
-    2 rounds and their messages archived, new summary rounds 1–2; the summary block comes
+    2 rounds and their messages archived, new summary rounds 1–2, what the summary keeps
+    ("files read 1/1 · requests 2/2"); the summary block comes
     first in its own colour (selected), then the keep zone with round 3 only; the chat ends
     with the compaction notice; the gauge shows L3 summaries and a ✂ under the last step."""
 
@@ -156,9 +157,11 @@ def test_sessions_screen(
 def test_archive_screen(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
-    """F3 on a compacted session: the compaction on the left (manual · success, rounds 1–2,
-    tokens before → after); its A5 summary (Markdown, pinned time range) beside the archived
-    raw rounds 1–2 with round separators, each with its tokens in the pane titles."""
+    """F3 on a compacted session: the archive search box on top; the compaction on the left
+    (manual · success, rounds 1–2, tokens before → after); its A5 summary (Markdown, pinned
+    time range) under the focus and the fidelity line ("keeps files read 1/1 · requests 2/2"),
+    beside the archived raw rounds 1–2 with round separators, each with its tokens in the pane
+    titles."""
     app = _stored(make_app, db_path, workspace, compact=True)
 
     async def run_before(pilot: Pilot[Any]) -> None:
