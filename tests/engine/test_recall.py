@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
-from engine.history import HistoryManager
+from engine.history import CompactionDraft, HistoryManager
 from engine.llm.offline import OfflineProvider
 from engine.models import Message, MessageMeta, Observation, RoundStatus, ToolCall, Trigger
 from engine.store import Store
@@ -316,3 +316,40 @@ def test_recall_from_the_shell_and_from_the_offline_agent(
     answer = cli_json(capsys, "ask", "recall platypus", "--session", sid, *db)
     assert isinstance(answer, dict) and answer["status"] == "finished"
     assert 'Recall platypus: 1 archived passage for "platypus", best first:' in answer["answer"]
+
+
+class Forgetful:
+    """A 'model' whose summary names round 1's file and request but not round 2's."""
+
+    is_model = True
+
+    def summarize(self, messages, prompt, focus, timeout, render=None):  # type: ignore[no-untyped-def]
+        return (
+            "## 📌 Archived Session Summary\n*(Contains context from a to b)*\n\n"
+            "* **Original Goal**: question 1: please edit src/mod1.py\n"
+            "* `src/mod1.py`: edited"
+        )
+
+
+def test_fidelity_measures_a_model_summary_and_an_edited_one(
+    session: tuple[Store, HistoryManager],
+) -> None:
+    store, manager = session
+    for n in range(1, 5):
+        write_round(manager, n)
+    draft = manager.prepare(
+        LayeredStrategy(SETTINGS), SummaryCompressor(Forgetful(), 5), Trigger.MANUAL
+    )
+    assert isinstance(draft, CompactionDraft)
+    # rounds 1-2 archived; the model named round 1's request and file only
+    assert draft.record.fidelity is not None
+    assert draft.record.fidelity["request"] == {"kept": 1, "total": 2}
+    assert draft.record.fidelity["file_changed"] == {"kept": 1, "total": 2}
+    # the user's edit adds round 2: the stored figure is the edit's, not the draft's
+    assert draft.summary is not None
+    edited = draft.summary.content + "\n* question 2: please edit src/mod2.py (done)"
+    result = manager.commit(draft, edited)
+    assert result.compaction.fidelity is not None
+    assert result.compaction.fidelity["request"] == {"kept": 2, "total": 2}
+    assert result.compaction.fidelity["file_changed"] == {"kept": 2, "total": 2}
+    assert store.compactions(manager.session_id)[0].fidelity == result.compaction.fidelity
