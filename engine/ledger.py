@@ -69,6 +69,7 @@ _EXCEPTION = re.compile(
     r"Failure|Fault)\b(?::.*)?)$"
 )
 _ERROR_LINE = re.compile(r"^(?:E\s+)?((?:error|fatal|panic|FAILED|ERROR|Error)\b[:\[ ].*)$")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)[A-Za-z_]\w*\1")
 _READ_COMMANDS = {"cat", "head", "tail", "less", "more", "nl", "wc", "bat"}
 _SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "\n", "(", ")", ";;", "|&"}
 
@@ -182,7 +183,11 @@ def _failed_output(msg: Message, obs: Observation | None) -> str | None:
 # ---------------------------------------------------------------------- Bash
 def _shell_words(command: str) -> list[str]:
     """Shell tokens with separators and redirections as their own tokens; best effort."""
-    body = command.split("<<", 1)[0] if "<<" in command else command
+    body = command
+    if m := _HEREDOC.search(command):
+        # The heredoc's text is data, not shell: keep the line that starts it, minus ``<<EOF``.
+        line_end = command.find("\n", m.end())
+        body = command[: m.start()] + command[m.end() : None if line_end < 0 else line_end]
     try:
         lexer = shlex.shlex(body, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True

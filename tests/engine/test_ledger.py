@@ -100,6 +100,8 @@ def test_files_changed_by_tools_with_how() -> None:
         ("rm -rf build dist; git rm -q stale.py", ["build", "dist", "stale.py"], []),
         ("FOO=1 sudo touch marker", ["marker"], []),
         ("cat > f.py <<'EOF'\nprint('it''s')\nEOF", ["f.py"], []),
+        ("cat <<'EOF' > gen/conf.py\nx = \"a > b\"\nEOF", ["gen/conf.py"], []),
+        ('echo "a > b" | grep -c x 2>/dev/null >&2', [], []),
         ("pytest -q", [], []),
     ],
 )
