@@ -70,6 +70,7 @@ _EXCEPTION = re.compile(
 )
 _ERROR_LINE = re.compile(r"^(?:E\s+)?((?:error|fatal|panic|FAILED|ERROR|Error)\b[:\[ ].*)$")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)[A-Za-z_]\w*\1")
+_LOCATED = re.compile(r"^[\w./-]+:\d+(?::\d+)?:\s+\S")
 _READ_COMMANDS = {"cat", "head", "tail", "less", "more", "nl", "wc", "bat"}
 _SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "\n", "(", ")", ";;", "|&"}
 
@@ -132,7 +133,8 @@ def error_line(text: str) -> str:
     """The line that says what went wrong in a tool's output.
 
     The last exception line (``ValueError: …``, pytest's ``E   AssertionError: …``), else the
-    first ``error:``/``fatal:`` line, else the last non-empty line; markup wrappers such as
+    first ``error:``/``fatal:`` line, else the first ``path:line[:col]: message`` line (a
+    compiler or linter), else the last non-empty line; markup wrappers such as
     ``<returncode>1</returncode> <output>`` are removed first.
     """
     lines = [normalise(_ANY_TAG.sub(" ", ln)) for ln in text.splitlines()]
@@ -143,6 +145,10 @@ def error_line(text: str) -> str:
     for ln in lines:
         if m := _ERROR_LINE.match(ln):
             return m.group(1)
+    # a compiler's or linter's ``path:line[:col]: message``
+    for ln in lines:
+        if _LOCATED.match(ln):
+            return ln
     # Status lines the Bash tool adds ("[nonzero_exit: …]", "[stderr]") say nothing new.
     meaningful = [ln for ln in lines if not (ln.startswith("[") and ln.endswith("]"))]
     return (meaningful or lines or [""])[-1]

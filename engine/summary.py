@@ -141,7 +141,7 @@ class SegmentFacts:
         return text
 
 
-def _error_of(msg: Message) -> str | None:
+def _error_of(msg: Message, commands: dict[str, str]) -> str | None:
     """``Tool failed (code): line`` for a failed tool message, from its compressed form."""
     data = _parse_tool(msg)
     error = data.get("error") if isinstance(data.get("error"), dict) else None
@@ -153,8 +153,9 @@ def _error_of(msg: Message) -> str | None:
     # results keep the whole output in the error message.
     line = str(body.get("error_line") or "") or error_line(str(error.get("message") or ""))
     tool = msg.meta.tool_name or "tool"
-    if tool == "Bash" and body.get("command"):
-        tool = f"Bash `{command_key(str(body['command']))}`"
+    command = str(body.get("command") or commands.get(msg.meta.tool_use_id or "", ""))
+    if tool == "Bash" and command:
+        tool = f"Bash `{command_key(command)}`"
     return _short(f"{tool} failed ({error.get('code')}): {line}", 240)
 
 
@@ -171,6 +172,8 @@ def segment_facts(
     )
     current_goal: str | None = None
     answered = True
+    commands: dict[str, str] = {}
+    """Bash commands by tool_use id (an imported result does not repeat its command)."""
 
     def note_stack(path: str) -> None:
         for suffix, name in _STACK_BY_SUFFIX.items():
@@ -212,6 +215,7 @@ def segment_facts(
                     note_stack(path)
                 if call.name == "Bash":
                     facts.used_bash = True
+                    commands[call.id] = str(call.input.get("command") or "")
             if msg.meta.final and msg.content.strip():
                 answered = True
                 answer = msg.content.strip().splitlines()[0]
@@ -221,7 +225,7 @@ def segment_facts(
                 if _DECISION.search(sentence):
                     facts.decisions.append(_short(sentence))
         elif msg.role == "tool":
-            learning = _error_of(msg)
+            learning = _error_of(msg, commands)
             if learning is not None:
                 facts.learnings.append(learning)
     if not answered and current_goal:

@@ -225,6 +225,8 @@ def test_error_line_rules() -> None:
         "error: cannot find module 'zod'"
     )
     assert error_line("compiling\nfailed badly\n[nonzero_exit: exited 2]") == "failed badly"
+    ruff = "<output>src/a.py:3:1: F401 [*] `os` imported but unused\nFound 1 error.\n</output>"
+    assert error_line(ruff) == "src/a.py:3:1: F401 [*] `os` imported but unused"
     assert error_line("a.ValueError: first\nrequests.exceptions.HTTPError: 404") == (
         "requests.exceptions.HTTPError: 404"
     )

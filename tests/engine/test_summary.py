@@ -135,7 +135,7 @@ def test_the_ledger_goes_into_the_summary() -> None:
     assert "* `src/app.py`: changed through Bash (sed -i) in this segment." in text
     assert "* Read, not modified: `src/config.py`." in text
     assert "`sed -i 's/a/b/' src/app.py`; `python app.py`; `pytest -q`" in text
-    assert "Bash failed (x): KeyError: 'port'" in text
+    assert "Bash `python app.py` failed (x): KeyError: 'port'" in text  # command from its call
     assert "Bash `pytest -q` failed (nonzero_exit): AssertionError: 0.5" in text
     assert "returncode" not in text
     assert text.endswith(
