@@ -105,8 +105,9 @@ def test_compaction_preview(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
     """F5 + Enter: the preview says nothing is stored yet, what the layered strategy archives
-    (the messages of rounds 1–2 and their tokens) and history tokens before → after, then
-    the draft A5 summary in an editable text area, a focus field with Regenerate, and the
+    (the messages of rounds 1–2 and their tokens) and history tokens before → after, what
+    the draft keeps of the ledger ("files read 1/1 · requests 2/2"), then the draft A5
+    summary in an editable text area, a focus field with Regenerate, and the
     Commit (Ctrl+S) / Abandon (Esc) buttons."""
 
     async def run_before(pilot: Pilot[Any]) -> None:

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from engine.history import CompactionDraft
+from engine.ledger import fidelity_line
 from tui.formatting import tokens
 
 
@@ -58,6 +59,8 @@ def describe(draft: CompactionDraft, strategy: str) -> str:
     if draft.summary is not None:
         where = draft.summary.placement.value.replace("_", " ")
         fallback = " (extractive fallback)" if draft.summary.fallback else ""
+        if record.fidelity is not None:
+            lines.append(f"The draft keeps {fidelity_line(record.fidelity)} of the ledger.")
         lines.append(f"Draft summary{fallback}, sent as a {where}; edit it before committing:")
     else:
         lines.append("This strategy writes no summary.")
