@@ -72,7 +72,7 @@ _ERROR_LINE = re.compile(r"^(?:E\s+)?((?:error|fatal|panic|FAILED|ERROR|Error)\b
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)[A-Za-z_]\w*\1")
 _LOCATED = re.compile(r"^[\w./-]+:\d+(?::\d+)?:\s+\S")
 _READ_COMMANDS = {"cat", "head", "tail", "less", "more", "nl", "wc", "bat"}
-_SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "\n", "(", ")", ";;", "|&"}
+_SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"}
 
 
 @dataclass(frozen=True)
@@ -187,23 +187,16 @@ def _failed_output(msg: Message, obs: Observation | None) -> str | None:
 
 
 # ---------------------------------------------------------------------- Bash
-def _shell_words(command: str) -> list[str]:
-    """Shell tokens with separators and redirections as their own tokens; best effort."""
-    body = command
-    if m := _HEREDOC.search(command):
-        # The heredoc's text is data, not shell: keep the line that starts it, minus ``<<EOF``.
-        line_end = command.find("\n", m.end())
-        body = command[: m.start()] + command[m.end() : None if line_end < 0 else line_end]
-    try:
-        lexer = shlex.shlex(body, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        return list(lexer)
-    except ValueError:  # unbalanced quotes: fall back to whitespace
-        return body.replace(";", " ; ").replace("&&", " && ").split()
+def _lex(text: str) -> list[str]:
+    """Shell words of ``text``, separators and redirections as their own words."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    return list(lexer)
 
 
-def _simple_commands(words: list[str]) -> list[list[str]]:
+def _split(words: list[str]) -> list[list[str]]:
+    """Words into simple commands, at ``&&``, ``||``, ``;``, ``|``, ``&``, parentheses."""
     out: list[list[str]] = [[]]
     for word in words:
         if word in _SHELL_SEPARATORS:
@@ -211,6 +204,27 @@ def _simple_commands(words: list[str]) -> list[list[str]]:
         else:
             out[-1].append(word)
     return [c for c in out if c]
+
+
+def simple_commands(command: str) -> list[list[str]]:
+    """The simple commands of a Bash command line, as words; best effort.
+
+    A heredoc's text is data, not shell (its first line is kept, minus ``<<EOF``); each line
+    is a command of its own unless quotes span lines; unbalanced quotes fall back to words
+    split at spaces.
+    """
+    body = command.replace("\\\n", " ")
+    if m := _HEREDOC.search(body):
+        line_end = body.find("\n", m.end())
+        body = body[: m.start()] + body[m.end() : None if line_end < 0 else line_end]
+    try:
+        return [c for line in body.splitlines() for c in _split(_lex(line))]
+    except ValueError:  # quotes spanning lines, or unbalanced
+        pass
+    try:
+        return _split(_lex(body))
+    except ValueError:
+        return _split(body.replace(";", " ; ").replace("&&", " && ").split())
 
 
 def _operands(args: list[str]) -> list[str]:
@@ -240,7 +254,7 @@ def bash_files(command: str) -> tuple[list[tuple[str, str]], list[str]]:
     """
     changed: list[tuple[str, str]] = []
     read: list[str] = []
-    for words in _simple_commands(_shell_words(command)):
+    for words in simple_commands(command):
         # redirections: ``> file``, ``>> file``, ``2> file``, ``&> file``
         rest: list[str] = []
         i = 0

@@ -102,6 +102,8 @@ def test_files_changed_by_tools_with_how() -> None:
         ("cat > f.py <<'EOF'\nprint('it''s')\nEOF", ["f.py"], []),
         ("cat <<'EOF' > gen/conf.py\nx = \"a > b\"\nEOF", ["gen/conf.py"], []),
         ('echo "a > b" | grep -c x 2>/dev/null >&2', [], []),
+        ("sed -i 's/a/b/' x.py\nrm y.txt", ["x.py", "y.txt"], []),
+        ("python -c 'print(1)\nprint(2)' > out.log", ["out.log"], []),
         ("pytest -q", [], []),
     ],
 )
