@@ -16,9 +16,11 @@ Two corpora, both offline (the summaries are the extractive A5 ones, as with no 
 
 For every kind of :mod:`engine.ledger` the figure is kept / total over all compactions, and
 "files" is read and changed together. The size is summary tokens / archived segment tokens.
-Run from the repository root:
+With ``--strategies`` the long session is also run under every other compaction strategy
+(their summaries are XML tags, JSON or structured text; ``masking`` never summarises). Run
+from the repository root:
 
-    .venv/bin/python bench/bench_fidelity.py [more.jsonl ...]
+    .venv/bin/python bench/bench_fidelity.py [--strategies] [more.jsonl ...]
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from engine.cli import main as cli  # noqa: E402
 from engine.ledger import FILE_KINDS, KINDS, fidelity  # noqa: E402
 from engine.store import Store  # noqa: E402
+from engine.strategies import STRATEGIES  # noqa: E402
 
 FILES = [
     "engine/agent.py",
@@ -71,13 +74,13 @@ OTHER = ["ls engine", "glob **/*.py", "grep def ", "read README.md"]
 SAMPLES = [ROOT / "tests/data/recorded_session.jsonl", ROOT / "tests/data/ide_session.jsonl"]
 
 
-def long_session(tmp: Path) -> tuple[Path, int]:
-    work = tmp / "work"
+def long_session(tmp: Path, strategy: str = "layered") -> tuple[Path, int]:
+    work = tmp / f"work-{strategy}"
     for rel in [*FILES, "README.md"]:
         (work / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, work / rel)
     (work / "notes.txt").write_text("TODO one\nTODO two\n")
-    db = tmp / "long.db"
+    db = tmp / f"long-{strategy}.db"
     os.environ["CTXSCOPE_CONTEXT_WINDOW"] = "30000"
     os.environ.pop("ANTHROPIC_API_KEY", None)
     session_id = None
@@ -91,6 +94,8 @@ def long_session(tmp: Path) -> tuple[Path, int]:
         argv = ["ask", text, "--workspace", str(work), "--db", str(db), "--json", "--allow-bash"]
         if session_id is not None:
             argv += ["--session", str(session_id)]
+        else:
+            argv += ["--strategy", strategy]
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             assert cli(argv) == 0, text
@@ -147,13 +152,17 @@ def report(name: str, figures: tuple[dict[str, list[int]], int, int, int]) -> li
 
 
 def main() -> int:
-    extra = [Path(p) for p in sys.argv[1:]]
+    every = "--strategies" in sys.argv[1:]
+    extra = [Path(p) for p in sys.argv[1:] if p != "--strategies"]
     header = "| corpus | files | " + " | ".join(k.replace("_", " ") for k in KINDS) + " | size |"
     lines = [header, "|" + "---|" * (len(KINDS) + 3)]
     with tempfile.TemporaryDirectory() as tmp:
         lines += report("long offline session", measure(*long_session(Path(tmp))))
         for path in [*SAMPLES, *extra]:
             lines += report(path.name, measure(*recorded_session(Path(tmp), path)))
+        for name in [s for s in STRATEGIES if s != "layered"] if every else []:
+            figures = measure(*long_session(Path(tmp), name))
+            lines += report(f"long offline session, {name}", figures)
     print("\n".join(lines))
     return 0
 
