@@ -353,3 +353,31 @@ def test_fidelity_measures_a_model_summary_and_an_edited_one(
     assert result.compaction.fidelity["request"] == {"kept": 2, "total": 2}
     assert result.compaction.fidelity["file_changed"] == {"kept": 2, "total": 2}
     assert store.compactions(manager.session_id)[0].fidelity == result.compaction.fidelity
+
+
+def test_recall_command_text_and_bad_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.cli import main
+
+    monkeypatch.setenv("CTXSCOPE_KEEP_ROUNDS", "1")
+    db = tmp_path / "text.db"
+    store = Store.open(db)
+    sid = store.create_session(str(tmp_path)).id
+    assert sid is not None
+    manager = HistoryManager(store, sid, Settings(keep_rounds=1))
+    for n in range(1, 4):
+        write_round(manager, n)
+    store.close()
+    assert main(["compact", str(sid), "--db", str(db), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["recall", str(sid), "mod2", "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # round 2's user message, assistant step and tool result all name src/mod2.py
+    assert len(lines) == 3
+    assert all(line.startswith("segment #1 · round 2 · message ") for line in lines)
+    assert "(tool Edit): " in "\n".join(lines) and "[mod2]" in lines[0]
+    assert main(["recall", str(sid), "zzzz", "--db", str(db)]) == 0
+    assert capsys.readouterr().out == f'no archived message of session {sid} matches "zzzz"\n'
+    assert main(["recall", str(sid), "mod2", "--limit", "0", "--db", str(db)]) == 1
+    assert "--limit must be between 1 and 20, got 0" in capsys.readouterr().err
