@@ -12,6 +12,7 @@ on a hit opens the compaction whose segment holds it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -77,7 +78,12 @@ def segment_blocks(segment: ArchivedSegment) -> list[Block]:
 def entry_label(entry: ArchiveEntry) -> Text:
     c = entry.compaction
     text = Text()
-    text.append(f"#{c.id} {c.trigger} · {c.outcome}\n", style="bold")
+    undone = " · undone" if c.undone_at else ""
+    text.append(f"#{c.id} {c.trigger} · {c.outcome}{undone}\n", style="bold")
+    text.append(f"{c.strategy}", style="italic")
+    if c.placement:
+        text.append(f" · {c.placement.value.replace('_', ' ')}", style="italic")
+    text.append("\n")
     if entry.segment is not None:
         seg = entry.segment
         text.append(f"rounds {seg.first_round}–{seg.last_round} · ")
@@ -87,18 +93,50 @@ def entry_label(entry: ArchiveEntry) -> Text:
     return text
 
 
-class ArchiveScreen(Screen[None]):
-    """Browse compactions: summary | archived raw segment."""
+def strategy_line(c: Compaction) -> str:
+    """How the strategy decided and what it did, in one line (its stored stats)."""
+    parts = [f"{c.strategy}"]
+    if c.stats.get("measured"):
+        parts.append(f"measured {c.stats['measured']}")
+    retired = c.stats.get("superseded_summaries") or []
+    if retired:
+        parts.append(f"retired summaries {', '.join(f'#{i}' for i in retired)}")
+    if c.stats.get("raw_middle_file"):
+        parts.append(f"raw middle {c.stats['raw_middle_file']}")
+    if c.undone_at:
+        parts.append(f"undone {c.undone_at:%Y-%m-%d %H:%M}")
+    return " · ".join(parts)
+
+
+class ArchiveScreen(Screen[bool]):
+    """Browse compactions: summary | archived raw segment. Dismisses with True when a
+    compaction was undone here (the session's history changed)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", id="archive.back", tooltip="Back to the session"),
+        Binding(
+            "u",
+            "undo",
+            "Undo compaction",
+            id="archive.undo",
+            tooltip="Undo the highlighted compaction (the latest one): its messages return to "
+            "history, its summary stays here as superseded",
+        ),
     ]
 
-    def __init__(self, store: Store, session_id: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        session_id: int,
+        undo: Callable[[int], Compaction] | None = None,
+    ) -> None:
         super().__init__()
         self.store = store
         self.session_id = session_id
         self.entries: list[ArchiveEntry] = []
+        self._undo = undo
+        """Reverses a compaction through the session's agent (None: undo unavailable)."""
+        self.changed = False
 
     def compose(self) -> ComposeResult:
         yield Label("Archive — compactions of this session (Esc goes back)", id="archive-title")
@@ -165,6 +203,9 @@ class ArchiveScreen(Screen[None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
+        if worker.group == "archive-undo":
+            self._undo_finished(event)
+            return
         if worker.group == "archive-search":
             if event.state == WorkerState.SUCCESS and worker.result is not None:
                 self.show_hits(*worker.result)
@@ -205,10 +246,15 @@ class ArchiveScreen(Screen[None]):
             kind = " (extractive fallback)" if s.fallback else ""
             summary_pane.border_title = f"Summary{kind} · {tokens(s.tokens)} tok"
             body = s.content
+        if c.stats.get("edited"):
+            draft = str(c.stats.get("draft_summary", ""))
+            body = f"*Edited before it was committed. The draft follows the edit.*\n\n{body}"
+            body += f"\n\n---\n\n**The draft as written**\n\n{draft}"
         if c.fidelity is not None:
             body = f"> keeps {fidelity_line(c.fidelity)}\n\n{body}"
         if c.focus:
             body = f"> focus: {c.focus}\n\n{body}"
+        body = f"> {strategy_line(c)}\n\n{body}"
         self.query_one("#archive-summary", Markdown).update(body)
         view = self.query_one("#archive-segment", BlockView)
         if entry.segment is None:
@@ -247,5 +293,37 @@ class ArchiveScreen(Screen[None]):
                 self.show_entry(entry)
                 return
 
+    def action_undo(self) -> None:
+        options = self.query_one(OptionList)
+        if self._undo is None or options.highlighted is None or not self.entries:
+            return
+        entry = self.entries[options.highlighted]
+        if entry.compaction.id is not None:
+            self.undo(entry.compaction.id)
+
+    @work(thread=True, exclusive=True, group="archive-undo", exit_on_error=False)
+    def undo(self, compaction_id: int) -> Compaction:
+        assert self._undo is not None
+        try:
+            return self._undo(compaction_id)
+        finally:
+            self.store.db.close()
+
+    def _undo_finished(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
+            undone: Compaction = event.worker.result
+            self.changed = True
+            self.notify(
+                f"Compaction #{undone.id} undone: {undone.messages_compacted} messages are back "
+                "in history.",
+                title="Undone",
+            )
+            options = self.query_one(OptionList)
+            options.clear_options()
+            options.loading = True
+            self.load()
+        elif event.state == WorkerState.ERROR:
+            self.notify(str(event.worker.error), title="Cannot undo", severity="error")
+
     def action_close(self) -> None:
-        self.dismiss(None)
+        self.dismiss(self.changed)

@@ -94,6 +94,8 @@ class MainActions(Screen[None]):
 
         def prepare_worker(self, agent: Agent, focus: str) -> Any: ...
 
+        def redraw_worker(self, agent: Agent, memo: BlockMemo) -> Any: ...
+
         def compact_worker(
             self, agent: Agent, memo: BlockMemo, draft: CompactionDraft, content: str | None
         ) -> Any: ...
@@ -192,8 +194,18 @@ class MainActions(Screen[None]):
         self.open(session_id)
 
     def action_archive(self) -> None:
-        if self.session_id is not None:
-            self.app.push_screen(ArchiveScreen(self.ctx_app.store, self.session_id))
+        if self.session_id is None:
+            return
+        undo = self.agent.uncompact if self.agent is not None and self.busy is None else None
+        self.app.push_screen(
+            ArchiveScreen(self.ctx_app.store, self.session_id, undo), self._archive_closed
+        )
+
+    def _archive_closed(self, changed: bool | None) -> None:
+        """A compaction was undone in the archive: history and gauge are redrawn."""
+        if changed and self.agent is not None and self.busy is None:
+            self.busy = "compacting"
+            self.redraw_worker(self.agent, self.memo)
 
     def action_inspect(self) -> None:
         if self.agent is not None:

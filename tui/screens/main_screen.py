@@ -248,6 +248,13 @@ class MainScreen(MainActions):
         finally:
             agent.store.db.close()
 
+    @work(thread=True, exclusive=True, group="redraw", exit_on_error=False)
+    def redraw_worker(self, agent: Agent, memo: BlockMemo) -> SessionView:
+        try:
+            return measure(agent, memo)
+        finally:
+            agent.store.db.close()
+
     @work(thread=True, exclusive=True, group="files", exit_on_error=False)
     def load_files(self) -> list[str]:
         return workspace_files(self.ctx_app.workspace)
@@ -265,12 +272,14 @@ class MainScreen(MainActions):
                 self._round_done(result)
             elif group == "prepare":
                 self._prepared(result)
+            elif group == "redraw":
+                self._apply_view(result, scroll_end=False)
             elif group == "compact":
                 self._compacted(*result)
             elif group == "files":
                 self.query_one(ChatInput).workspace_suggester.set_files(result)
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
-            if group in ("open", "round", "prepare", "compact"):
+            if group in ("open", "round", "prepare", "compact", "redraw"):
                 self.busy = None
                 self.query_one(HistoryView).loading = False
 
@@ -279,6 +288,7 @@ class MainScreen(MainActions):
             "open": "Cannot open the session",
             "round": "The round stopped",
             "prepare": "Cannot prepare the compaction",
+            "redraw": "Cannot redraw the session",
             "compact": "Compaction failed",
             "files": "Cannot list the workspace files",
         }.get(group, "Something failed")
