@@ -10,8 +10,25 @@ import json
 import re
 from collections.abc import Sequence
 
+from engine.ledger import Ledger, extract_ledger
 from engine.models import Message
-from engine.summary import SegmentFacts, SummarySpec, segment_facts, time_label
+from engine.summary import SummarySpec, segment_facts, time_label
+from prompts.agents_prompts.summary_prompt import RECALL_NOTE, SEGMENT_PENDING
+
+RECALL = RECALL_NOTE.format(segment=SEGMENT_PENDING)
+"""Every summary names its archived segment (``Store.apply_compaction`` writes the id)."""
+
+
+def _inventory(messages: list[Message]) -> dict[str, list[str]]:
+    """The segment's artifact ledger by kind: files read and changed, commands, errors."""
+    ledger: Ledger = extract_ledger(messages)
+    changed = [f"{i.key} ({i.detail})" if i.detail else i.key for i in ledger.of("file_changed")]
+    return {
+        "files_read": [i.key for i in ledger.of("file_read")],
+        "files_changed": changed,
+        "commands": [i.key for i in ledger.of("command")],
+        "errors": [i.key for i in ledger.of("error")],
+    }
 
 # ------------------------------------------------------------------ seed 001: XML tags
 RESET_HINT_PROMPT = """你是一个 Agent 执行历史压缩器。将以下执行历史总结为结构化摘要，\
@@ -55,15 +72,22 @@ def _bullets(items: list[str], empty: str = "none recorded") -> str:
     return "\n".join(f"- {i}" for i in uniq) if uniq else empty
 
 
-def _files(facts: SegmentFacts) -> list[str]:
-    return [f"{path} ({what})" for path, what in facts.files.items()]
-
-
 def extractive_xml(messages: list[Message], focus: str | None) -> str:
     facts = segment_facts(messages, focus)
+    inv = _inventory(messages)
     remaining = [facts.open_goal] if facts.open_goal else []
-    state = [f"goal: {facts.goal_text}"] + [f"file {f}" for f in _files(facts)]
-    notes = facts.decisions + facts.learnings + facts.preferences
+    state = (
+        [f"goal: {facts.goal_text}"]
+        + [f"changed {f}" for f in inv["files_changed"]]
+        + [f"read {f}" for f in inv["files_read"]]
+    )
+    notes = (
+        facts.decisions
+        + [f"error: {e}" for e in inv["errors"]]
+        + [f"ran `{c}`" for c in inv["commands"]]
+        + facts.preferences
+        + [RECALL]
+    )
     return "\n".join(
         [
             f"<completed>\n{_bullets(facts.milestones)}\n</completed>",
@@ -97,14 +121,17 @@ def check_json_summary(content: str) -> str | None:
 
 def extractive_json(messages: list[Message], focus: str | None) -> str:
     facts = segment_facts(messages, focus)
+    inv = _inventory(messages)
     summary = {
         "current_goal": facts.open_goal or facts.goal_text,
         "progress": list(dict.fromkeys(facts.milestones)),
         "analysis_conclusions": list(dict.fromkeys(facts.decisions)),
-        "identified_issues": list(dict.fromkeys(facts.learnings)),
+        "identified_issues": inv["errors"] or list(dict.fromkeys(facts.learnings)),
         "pending_actions": [facts.open_goal] if facts.open_goal else [],
-        "key_paths": {path: what for path, what in facts.files.items()},
+        "key_paths": {"changed": inv["files_changed"], "read": inv["files_read"]},
+        "commands": inv["commands"],
         "time_range": [time_label(facts.start), time_label(facts.cutoff)],
+        "archive": RECALL,
     }
     body = json.dumps(summary, ensure_ascii=False, indent=2)
     return f"<compact_summary>\n{body}\n</compact_summary>"
@@ -126,17 +153,21 @@ Keep exact paths and commands. Be brief."""
 
 def extractive_plain(messages: list[Message], focus: str | None) -> str:
     facts = segment_facts(messages, focus)
+    inv = _inventory(messages)
     lines = [
         f"Summary of the earlier conversation ({time_label(facts.start)} to "
         f"{time_label(facts.cutoff)}).",
         f"Requests: {facts.joined(facts.goals, 8)}",
         f"Done: {facts.joined(facts.milestones, 8)}",
-        f"Files changed: {facts.joined(_files(facts), 12)}",
-        f"Errors: {facts.joined(facts.learnings)}",
+        f"Files changed: {facts.joined(inv['files_changed'], 40)}",
+        f"Files read: {facts.joined(inv['files_read'], 40)}",
+        f"Commands: {facts.joined(inv['commands'], 20)}",
+        f"Errors: {facts.joined(inv['errors'] or facts.learnings, 20)}",
         f"Decisions: {facts.joined(facts.decisions)}",
     ]
     if facts.open_goal:
         lines.append(f"Still open: {facts.open_goal}")
+    lines.append(RECALL)
     return "\n".join(lines)
 
 
@@ -175,6 +206,7 @@ def check_structured(content: str) -> str | None:
 
 def extractive_structured(messages: list[Message], focus: str | None) -> str:
     facts = segment_facts(messages, focus)
+    inv = _inventory(messages)
     calls: dict[str, list[int]] = {}
     for m in messages:
         if m.role == "tool":
@@ -191,13 +223,18 @@ def extractive_structured(messages: list[Message], focus: str | None) -> str:
             f"- goal: {facts.goal_text}",
             *(f"- {d}" for d in dict.fromkeys(facts.decisions)),
             "FILE OPERATIONS (read, created, modified, deleted):",
-            _bullets(_files(facts)),
+            _bullets(
+                [f"changed {f}" for f in inv["files_changed"]]
+                + [f"read {f}" for f in inv["files_read"]]
+            ),
             "TOOL CALLS (name, key result, success or failure):",
             "\n".join(tool_lines) or "none recorded",
             "TASK STATUS (progress, what is still to do):",
             "\n".join(status) or "none recorded",
             "ERRORS AND RESOLUTIONS:",
-            _bullets(facts.learnings),
+            _bullets(inv["errors"] or facts.learnings),
+            *(f"- ran `{c}`" for c in inv["commands"]),
+            RECALL,
         ]
     )
 
