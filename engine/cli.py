@@ -123,6 +123,19 @@ def build_parser() -> argparse.ArgumentParser:
         "strategies", parents=[common, as_json], help="the compaction strategies and their parts"
     )
     p = sub.add_parser(
+        "replay",
+        parents=[common, as_json],
+        help="replay a stored session under other strategies and compare them",
+    )
+    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument(
+        "--strategy",
+        dest="replay_strategies",
+        default="all",
+        help="strategies to replay, comma-separated, or all",
+    )
+    p.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
+    p = sub.add_parser(
         "recall",
         parents=[common, as_json],
         help="search a session's archived segments (what the Recall tool sees)",
@@ -378,6 +391,69 @@ def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
     lines = ["  ".join(f"{k:<{width[k]}}" for k in keys)]
     lines += ["  ".join(f"{r[k]:<{width[k]}}" for k in keys) for r in rows]
     emit(args, rows, "\n".join(lines))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.replay import replay
+
+    wanted = args.replay_strategies
+    names = list(STRATEGIES) if wanted == "all" else wanted.split(",")
+    for name in names:
+        if name not in STRATEGIES:
+            raise CliError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, all")
+    store = open_store(args, settings)
+    session = _get_session(store, args.session)
+    workspace = Path(session.workspace or os.getcwd())
+    results = []
+    for name in names:
+
+        def progress(step: int, total: int, name: str = name) -> None:
+            if not args.json and (step == total or step % 50 == 0):
+                print(f"… {name}: step {step} of {total}", file=sys.stderr)
+
+        results.append(replay(store, args.session, name, settings, workspace, on_step=progress))
+    rows = [r.row() for r in results]
+    data = {
+        "session_id": args.session,
+        "strategies": rows,
+        "series": {
+            r.strategy: [
+                {
+                    "step": s.step,
+                    "round": s.round,
+                    "tokens": s.tokens,
+                    "cache_read": s.cache.read,
+                    "cache_write": s.cache.write,
+                    "uncached": s.cache.uncached,
+                    "output": s.output,
+                    "cost": round(s.cost, 6),
+                    "compactions": s.compactions,
+                    "recall": s.recall,
+                }
+                for s in r.steps
+            ]
+            for r in results
+        },
+    }
+    columns = ["strategy", "steps", "compactions", "peak", "total_input", "cache_read",
+               "cache_write", "cost"]  # fmt: skip
+    kinds = list(rows[0]["recall_last"]) if rows else []
+    header = columns + [f"recall_{k}" for k in kinds]
+
+    def cells(row: dict[str, Any]) -> list[str]:
+        recall = [row["recall_last"].get(k) for k in kinds]
+        return [str(row[c]) for c in columns] + ["–" if v is None else f"{v:.0%}" for v in recall]
+
+    if args.csv is not None:
+        lines = [",".join(header)] + [",".join(cells(r)) for r in rows]
+        args.csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = [header] + [cells(r) for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    text = "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in table
+    )
+    emit(args, data, text)
     return 0
 
 
@@ -645,6 +721,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "strategy": cmd_strategy,
     "strategies": cmd_strategies,
     "uncompact": cmd_uncompact,
+    "replay": cmd_replay,
     "pin": cmd_pin,
     "recall": cmd_recall,
 }

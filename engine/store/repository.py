@@ -98,6 +98,11 @@ class Store:
             raise StoreError(f"cannot use {path}: {exc}") from None
         return cls(db, path)
 
+    def rebind(self) -> None:
+        """Point the tables back at this store (another ``Store.open`` in the process moved
+        them: they share one proxy until each store binds its own)."""
+        database.initialize(self.db)
+
     def close(self) -> None:
         if not self.db.is_closed():
             self.db.close()
@@ -289,6 +294,15 @@ class Store:
             .namedtuples()
         ]
         return History(summaries=summaries, messages=msgs)
+
+    def all_messages(self, session_id: int) -> list[Message]:
+        """Every message of the session, in history or archived, in the order written."""
+        q = (
+            MessageRow.select(*_columns(MessageRow))
+            .where(MessageRow.session == session_id)
+            .order_by(MessageRow.id)
+        )
+        return [_message(r) for r in q.namedtuples()]
 
     def set_message_tokens(self, counts: dict[int, int]) -> None:
         """Store token counts computed later (the per-message cache)."""

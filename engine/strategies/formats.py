@@ -30,6 +30,7 @@ def _inventory(messages: list[Message]) -> dict[str, list[str]]:
         "errors": [i.key for i in ledger.of("error")],
     }
 
+
 # ------------------------------------------------------------------ seed 001: XML tags
 RESET_HINT_PROMPT = """你是一个 Agent 执行历史压缩器。将以下执行历史总结为结构化摘要，\
 输出格式如下（使用 XML 标签）：

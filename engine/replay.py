@@ -1,0 +1,366 @@
+"""Counterfactual replay: a stored session run again under another strategy.
+
+The recorded model outputs and tool results are held fixed; at each recorded model call the
+*same* agent loop the live sessions use (:class:`engine.agent.Agent`, its strategy, its context
+builder) builds the request that strategy would have sent — projection, triggers and
+compactions included — so a replay under the session's own strategy reproduces its requests.
+
+How: a scratch database (a temporary file) gets a new session; the agent runs each recorded
+round's input with a provider that answers with the recorded assistant messages, in order, and a
+tool registry that answers each call with its recorded result (the full observation). The
+original database is only read.
+
+What comes back per step: the request's local token count, its prompt-cache use (read, write,
+uncached, :mod:`engine.cache_model`), its output tokens, the compactions that fired before it,
+and — at compactions and at the end — how much of the session's artifact ledger
+(:mod:`engine.ledger`) the request still holds. Summaries are written by the strategies'
+extractive summarisers (a replay calls no model).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.cache_model import CacheUse, PromptCache, request_blocks
+from engine.config import Settings
+from engine.ledger import KINDS, LedgerItem, extract_ledger, ledger_counts
+from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
+from engine.models import Message, Observation, Usage
+from engine.store import Store
+from engine.tokens import count_blocks, count_request
+from tools.base import ToolContext, ToolResult
+from tools.registry import ToolRegistry, default_registry
+
+RECALL_EVERY = 10
+"""Ledger recall is measured at every compaction, at the last step and every this many steps
+(it scans the whole request for every item: measuring it at each step would dominate)."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens; cache writes 1.25× and reads 0.1× the input price."""
+
+    input: float
+    output: float
+
+    def cost(self, use: CacheUse, output: int) -> float:
+        return (
+            use.uncached * self.input
+            + use.write * self.input * 1.25
+            + use.read * self.input * 0.1
+            + output * self.output
+        ) / 1_000_000
+
+
+@dataclass
+class StepFigures:
+    """One recorded model call as the strategy would have sent it."""
+
+    step: int
+    round: int
+    tokens: int
+    cache: CacheUse
+    output: int
+    cost: float
+    compactions: int = 0
+    """Compactions that fired just before this request."""
+    recall: dict[str, float | None] | None = None
+
+
+@dataclass
+class CompactionFigures:
+    step: int
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    outcome: str
+
+
+@dataclass
+class ReplayResult:
+    """A strategy's replay of one session."""
+
+    strategy: str
+    steps: list[StepFigures] = field(default_factory=list)
+    compactions: list[CompactionFigures] = field(default_factory=list)
+
+    @property
+    def peak(self) -> int:
+        return max((s.tokens for s in self.steps), default=0)
+
+    @property
+    def total_input(self) -> int:
+        return sum(s.tokens for s in self.steps)
+
+    @property
+    def cost(self) -> float:
+        return sum(s.cost for s in self.steps)
+
+    def recall_last(self) -> dict[str, float | None]:
+        for s in reversed(self.steps):
+            if s.recall is not None:
+                return s.recall
+        return {}
+
+    def recall_min(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for kind in KINDS:
+            seen = [s.recall[kind] for s in self.steps if s.recall and s.recall[kind] is not None]
+            out[kind] = min(v for v in seen if v is not None) if seen else None
+        return out
+
+    def row(self) -> dict[str, Any]:
+        """The comparison table's row."""
+        return {
+            "strategy": self.strategy,
+            "steps": len(self.steps),
+            "compactions": len([c for c in self.compactions if c.outcome != "skipped"]),
+            "peak": self.peak,
+            "total_input": self.total_input,
+            "cache_read": sum(s.cache.read for s in self.steps),
+            "cache_write": sum(s.cache.write for s in self.steps),
+            "cost": round(self.cost, 4),
+            "recall_last": self.recall_last(),
+            "recall_min": self.recall_min(),
+        }
+
+
+@dataclass
+class RecordedRound:
+    """One round of the original session: its input, model outputs and tool results."""
+
+    text: str
+    assistants: list[Message]
+    results: dict[str, Observation | Message]
+    """By tool_use id: the full observation, or (without one) the stored tool message."""
+    last_id: int = 0
+    """The newest message id of the round (the ledger items recorded up to it)."""
+
+
+def recorded_rounds(store: Store, session_id: int) -> list[RecordedRound]:
+    """The session's rounds as recorded, archived messages included, in order."""
+    messages = store.all_messages(session_id)
+    observations = {o.tool_use_id: o for o in store.observations(session_id)}
+    rounds: list[RecordedRound] = []
+    by_round: dict[int | None, RecordedRound] = {}
+    for msg in messages:
+        rnd = by_round.get(msg.meta.round)
+        if msg.role == "user" and (rnd is None or not rnd.text):
+            rnd = RecordedRound(msg.content, [], {})
+            by_round[msg.meta.round] = rnd
+            rounds.append(rnd)
+        elif rnd is None:
+            continue
+        rnd.last_id = max(rnd.last_id, msg.id or 0)
+        if msg.role == "assistant":
+            rnd.assistants.append(msg)
+        elif msg.role == "tool" and msg.meta.tool_use_id:
+            found = observations.get(msg.meta.tool_use_id)
+            rnd.results[msg.meta.tool_use_id] = found if found is not None else msg
+    return rounds
+
+
+class RecordedProvider:
+    """Answers each request with the next recorded assistant message of the round."""
+
+    name = "replay"
+    model = "replay"
+    is_model = False
+
+    def __init__(self, on_request: Callable[[ProviderRequest], None]) -> None:
+        self.queue: deque[Message] = deque()
+        self.on_request = on_request
+
+    def complete(
+        self,
+        request: ProviderRequest,
+        on_event: Callable[[StreamEvent], None],
+        cancel: threading.Event | None = None,
+    ) -> ProviderResponse:
+        self.on_request(request)
+        msg = self.queue.popleft() if self.queue else Message(role="assistant", content="(end)")
+        content: list[dict[str, Any]] = []
+        if msg.content.strip():
+            content.append({"type": "text", "text": msg.content})
+            on_event(StreamText(text=msg.content))
+        for call in msg.tool_calls:
+            content.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
+            )
+        if not content:
+            content.append({"type": "text", "text": "(no text)"})
+        usage = Usage(
+            input_tokens=count_request(request.system, request.messages, request.tools),
+            output_tokens=count_blocks(content),
+        )
+        stop = "tool_use" if msg.tool_calls else "end_turn"
+        return ProviderResponse(content=content, stop_reason=stop, usage=usage)
+
+    def summarize(
+        self,
+        messages: list[Message],
+        prompt: str,
+        focus: str | None,
+        timeout: float,
+        render: Callable[[Sequence[Message]], str] | None = None,
+    ) -> str:
+        raise NotImplementedError("a replay writes extractive summaries (is_model is False)")
+
+
+class RecordedTools(ToolRegistry):
+    """The default tools' definitions (L1 as recorded), answering with recorded results."""
+
+    def __init__(self) -> None:
+        tools = default_registry()
+        super().__init__([t for t in (tools.get(n) for n in tools.names) if t is not None])
+        self.queue: deque[Observation | Message] = deque()
+
+    def run(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        recorded = self.queue.popleft() if self.queue else None
+        if isinstance(recorded, Observation):
+            result = ToolResult.model_validate(recorded.result)
+            result.text = recorded.text
+        elif isinstance(recorded, Message):
+            failed = recorded.meta.is_error
+            result = ToolResult(status="error" if failed else "success", text=recorded.content)
+        else:
+            result = ToolResult.fail("not_recorded", "no result was recorded for this call")
+        if name == "TodoWrite" and result.status == "success":
+            super().run(name, raw_input, ctx)  # the todo list only: the recap is part of L3
+        return result
+
+
+def replay(
+    store: Store,
+    session_id: int,
+    strategy: str,
+    settings: Settings,
+    workspace: Path | None = None,
+    price: Price | None = None,
+    min_cache_tokens: int = 1024,
+    on_step: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
+    """Replay ``session_id`` of ``store`` (read only) under ``strategy``."""
+    from engine.agent import Agent  # the agent imports strategies; keep this module light
+
+    rounds = recorded_rounds(store, session_id)
+    original = store.get_session(session_id)
+    workspace = workspace or Path(original.workspace or ".")
+    price = price or Price(3.0, 15.0)
+    result = ReplayResult(strategy)
+    cache = PromptCache(min_cache_tokens)
+    ledger_items = extract_ledger(
+        store.all_messages(session_id), store.observations(session_id)
+    ).items
+    total_steps = sum(max(1, len(r.assistants)) for r in rounds)
+    state = {"step": 0, "round": 0, "compactions_before": 0, "upto": 0}
+
+    with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
+        scratch = Store.open(Path(tmp) / "replay.db")
+        try:
+            session = scratch.create_session(str(workspace), "replay", strategy=strategy)
+            tools = RecordedTools()
+
+            def on_request(request: ProviderRequest) -> None:
+                state["step"] += 1
+                tokens = count_request(request.system, request.messages, request.tools)
+                use = cache.use(request_blocks(request))
+                comps = scratch.compactions(session.id or 0)
+                fired = len(comps) - state["compactions_before"]
+                for comp in comps[state["compactions_before"] :]:
+                    result.compactions.append(
+                        CompactionFigures(
+                            state["step"],
+                            comp.trigger,
+                            comp.tokens_before,
+                            comp.tokens_after,
+                            comp.outcome,
+                        )
+                    )
+                state["compactions_before"] = len(comps)
+                figures = StepFigures(
+                    step=state["step"],
+                    round=state["round"],
+                    tokens=tokens,
+                    cache=use,
+                    output=0,
+                    cost=0.0,
+                    compactions=fired,
+                )
+                last = state["step"] == total_steps
+                if fired or last or state["step"] % RECALL_EVERY == 0:
+                    figures.recall = _recall(ledger_items, state["upto"], request)
+                result.steps.append(figures)
+                if on_step is not None:
+                    on_step(state["step"], total_steps)
+
+            provider = RecordedProvider(on_request)
+            agent = Agent(scratch, session, settings, provider, workspace, registry=tools)
+            agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
+            for number, rnd in enumerate(rounds, 1):
+                state["round"] = number
+                provider.queue = deque(rnd.assistants)
+                tools.queue = deque(
+                    rnd.results[c.id]
+                    for a in rnd.assistants
+                    for c in a.tool_calls
+                    if c.id in rnd.results
+                )
+                state["upto"] = rnd.last_id
+                before = len(result.steps)
+                agent.run(rnd.text)
+                for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
+                    s.output = count_blocks(
+                        [{"type": "text", "text": msg.content or " "}]
+                        + [
+                            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
+                            for c in msg.tool_calls
+                        ]
+                    )
+                    s.cost = price.cost(s.cache, s.output)
+        finally:
+            scratch.close()
+            store.rebind()
+    return result
+
+
+def _as_recorded(text: str) -> Any:
+    """The stored input already carries its @file reminder: take it as it is."""
+    from engine.preprocess import Preprocessed
+
+    return Preprocessed(text=text, original=text)
+
+
+def _recall(
+    items: list[LedgerItem], upto: int, request: ProviderRequest
+) -> dict[str, float | None]:
+    """The share of ledger items recorded up to now that the request still holds, by kind."""
+    known = [i for i in items if i.message_id is None or i.message_id <= upto]
+    text = request_text(request)
+    counts = ledger_counts(known, text)
+    return {kind: (kept / total if total else None) for kind, (kept, total) in counts.items()}
+
+
+def request_text(request: ProviderRequest) -> str:
+    """The request's words as one text (system blocks, then every text and result)."""
+    parts = [str(b.get("text", "")) for b in request.system]
+    for message in request.messages:
+        content = message["content"]
+        if isinstance(content, str):
+            parts.append(content)
+            continue
+        for block in content:
+            if block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_result":
+                inner = block.get("content", "")
+                parts.append(inner if isinstance(inner, str) else str(inner))
+            elif block.get("type") == "tool_use":
+                parts.append(f"{block.get('name')} {block.get('input')}")
+    return "\n".join(parts)

@@ -1,0 +1,140 @@
+"""Counterfactual replay: checked against a live session, against hand-worked compaction points,
+and for leaving the original untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.agent import Agent
+from engine.cli import main
+from engine.config import Settings
+from engine.llm.offline import OfflineProvider
+from engine.models import RoundStatus
+from engine.replay import replay
+from engine.store import Store
+
+ASKS = [
+    "read m0.py",
+    "read m1.py",
+    "ls .",
+    "read m2.py",
+    "read m3.py",
+    "grep def in m1.py",
+    "read m0.py",
+    "read m2.py",
+    "ls .",
+    "read m1.py",
+]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for n in range(4):
+        lines = [f"def f{n}_{i}(x):  # line {i} of module {n}" for i in range(250)]
+        (ws / f"m{n}.py").write_text("\n".join(lines) + "\n")
+    return ws
+
+
+def live_session(db: Path, workspace: Path, settings: Settings) -> int:
+    store = Store.open(db)
+    session = store.create_session(str(workspace), "live", strategy=settings.strategy)
+    agent = Agent(store, session, settings, OfflineProvider(), workspace)
+    for text in ASKS:
+        assert agent.run(text).status == RoundStatus.FINISHED
+    store.close()
+    assert session.id is not None
+    return session.id
+
+
+def test_replay_under_layered_reproduces_the_live_requests(workspace: Path, tmp_path: Path) -> None:
+    settings = Settings(context_window=20_000, keep_rounds=2)
+    db = tmp_path / "live.db"
+    sid = live_session(db, workspace, settings)
+    store = Store.open(db)
+    usages = store.usages(sid)
+    live_compactions = [c for c in store.compactions(sid) if c.outcome == "success"]
+    assert len(live_compactions) >= 2  # the live run did compact
+
+    replayed = replay(store, sid, "layered", settings, workspace)
+    # every recorded call, with the token count the live agent counted for it
+    assert [s.tokens for s in replayed.steps] == [u.local_estimate for u in usages]
+    # and the same compaction points: the step each compaction came before
+    live_points = [
+        sum(1 for u in usages if u.created_at <= c.created_at) + 1 for c in live_compactions
+    ]
+    assert [c.step for c in replayed.compactions if c.outcome == "success"] == live_points
+    store.close()
+
+
+def test_each_strategy_fires_where_its_rule_says(workspace: Path, tmp_path: Path) -> None:
+    # Every ask is one Read or LS/Grep and one answer: 2 model calls per round (20 steps).
+    settings = Settings(context_window=20_000, keep_rounds=2)
+    db = tmp_path / "live.db"
+    sid = live_session(db, workspace, settings)
+    store = Store.open(db)
+
+    # message-window with max 8 / keep 4: after round 2 history holds 8 messages (4 per
+    # round: input, call, result, answer): not more than 8; after round 3 it holds 12 > 8,
+    # so the compaction comes before round 4's first request, step 7 (2 calls per round)
+    window = Settings(
+        context_window=20_000, strategies={"message-window": {"max_messages": 8, "keep_last": 4}}
+    )
+    mw = replay(store, sid, "message-window", window, workspace)
+    assert [c.step for c in mw.compactions][:1] == [7]
+    # masking never archives; the first step whose request masks anything is the one where
+    # the observations passed K = 2: round 3's second call sees 3 results (rounds 1-3)
+    masking = Settings(context_window=20_000, strategies={"masking": {"keep_last_observations": 2}})
+    masked = replay(store, sid, "masking", masking, workspace)
+    assert masked.compactions == []
+    assert masked.steps[5].tokens < replayed_unmasked(store, sid, workspace).steps[5].tokens
+    store.close()
+
+
+def replayed_unmasked(store: Store, sid: int, workspace: Path):  # type: ignore[no-untyped-def]
+    many = Settings(context_window=20_000, strategies={"masking": {"keep_last_observations": 99}})
+    return replay(store, sid, "masking", many, workspace)
+
+
+def test_the_replayed_session_stays_byte_identical(workspace: Path, tmp_path: Path) -> None:
+    settings = Settings(context_window=20_000, keep_rounds=2)
+    db = tmp_path / "live.db"
+    sid = live_session(db, workspace, settings)
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    store = Store.open(db)
+    for name in ("layered", "reset-hint", "mock-user", "message-window", "head-middle-tail",
+                 "masking"):  # fmt: skip
+        result = replay(store, sid, name, settings, workspace)
+        assert len(result.steps) == 20
+    store.close()
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def test_replay_command_compares_strategies(
+    workspace: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings(context_window=20_000, keep_rounds=2)
+    db = tmp_path / "live.db"
+    sid = live_session(db, workspace, settings)
+    monkeypatch.setenv("CTXSCOPE_CONTEXT_WINDOW", "20000")
+    monkeypatch.setenv("CTXSCOPE_KEEP_ROUNDS", "2")
+    csv = tmp_path / "cmp.csv"
+    argv = ["replay", str(sid), "--db", str(db), "--strategy", "layered,masking", "--json"]
+    assert main([*argv, "--csv", str(csv)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["strategy"]: r for r in data["strategies"]}
+    assert set(rows) == {"layered", "masking"}
+    assert rows["layered"]["steps"] == rows["masking"]["steps"] == 20
+    assert rows["layered"]["compactions"] >= 2 and rows["masking"]["compactions"] == 0
+    assert len(data["series"]["layered"]) == 20
+    assert csv.read_text().splitlines()[0].startswith("strategy,steps,compactions,peak")
+    assert main(["replay", str(sid), "--db", str(db), "--strategy", "nope"]) == 1
+    assert "unknown strategy 'nope'" in capsys.readouterr().err
