@@ -52,30 +52,73 @@ class Block:
     breakpoint: bool
 
 
-def request_blocks(request: ProviderRequest, tools_breakpoint: bool = True) -> list[Block]:
-    """The request's blocks in cache order, with their tokens (a message's overhead goes to
-    its first block, the tool-use system prompt to the first tool)."""
-    blocks: list[Block] = []
-    tools = request.tools
-    for i, tool in enumerate(tools):
-        marked = "cache_control" in tool or (tools_breakpoint and i == len(tools) - 1)
-        tokens = count_tool(tool) + (TOOL_USE_SYSTEM_OVERHEAD if i == 0 else 0)
-        blocks.append(Block(tokens, _key({"tool": tool}), marked))
-    for block in request.system:
-        blocks.append(Block(count_blocks([block]), _key(block), "cache_control" in block))
-    for message in request.messages:
-        content = message["content"]
-        items = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        for j, block in enumerate(items):
-            tokens = count_blocks([block]) + (MESSAGE_OVERHEAD if j == 0 else 0)
-            key = _key({"role": message["role"], "first": j == 0, **block})
-            blocks.append(Block(tokens, key, "cache_control" in block))
-    return blocks
+class BlockCounter:
+    """Each request block as the cache sees it, counted once per block object.
+
+    The context builder reuses the block dicts of an unchanged history prefix from one request
+    to the next, so a replay pays for the new blocks only. The memo holds the dicts it has seen
+    (an id is never reused while its object lives).
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[int, bool], tuple[dict[str, Any], Block]] = {}
+
+    def _seen(self, raw: dict[str, Any], breakpoint: bool, first: bool = False) -> Block | None:
+        found = self._memo.get((id(raw), first))
+        if found is not None and found[0] is raw and found[1].breakpoint == breakpoint:
+            return found[1]
+        return None
+
+    def _keep(self, raw: dict[str, Any], block: Block, first: bool = False) -> Block:
+        """Remember ``block`` for ``raw`` (as its message's first block or not)."""
+        self._memo[(id(raw), first)] = (raw, block)
+        return block
+
+    def blocks(self, request: ProviderRequest, tools_breakpoint: bool = True) -> list[Block]:
+        """The request's blocks in cache order, with their tokens (a message's overhead goes to
+        its first block, the tool-use system prompt to the first tool); their sum is the
+        request's local count."""
+        out: list[Block] = []
+        tools = request.tools
+        for i, tool in enumerate(tools):
+            marked = "cache_control" in tool or (tools_breakpoint and i == len(tools) - 1)
+            extra = TOOL_USE_SYSTEM_OVERHEAD if i == 0 else 0
+            out.append(
+                self._seen(tool, marked)
+                or self._keep(tool, Block(count_tool(tool) + extra, _key({"tool": tool}), marked))
+            )
+        for raw in request.system:
+            marked = "cache_control" in raw
+            out.append(
+                self._seen(raw, marked)
+                or self._keep(raw, Block(count_blocks([raw]), _key(raw), marked))
+            )
+        for message in request.messages:
+            content = message["content"]
+            if isinstance(content, str):
+                text = {"type": "text", "text": content}
+                out.append(Block(MESSAGE_OVERHEAD + count_blocks([text]), _key(text), False))
+                continue
+            role = message["role"]
+            for j, raw in enumerate(content):
+                marked, first = "cache_control" in raw, j == 0
+                found = self._seen(raw, marked, first)
+                if found is None:
+                    tokens = count_blocks([raw]) + (MESSAGE_OVERHEAD if first else 0)
+                    key = _key({"role": role, "first": first, **raw})
+                    found = self._keep(raw, Block(tokens, key, marked), first)
+                out.append(found)
+        return out
 
 
 def _key(block: dict[str, Any]) -> str:
     plain = {k: v for k, v in block.items() if k != "cache_control"}
     return json.dumps(plain, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def request_blocks(request: ProviderRequest, tools_breakpoint: bool = True) -> list[Block]:
+    """:meth:`BlockCounter.blocks` without a memo (one request on its own)."""
+    return BlockCounter().blocks(request, tools_breakpoint)
 
 
 @dataclass
@@ -85,19 +128,14 @@ class PromptCache:
     min_tokens: int = 1024
     """The model's minimum cacheable prompt length."""
     written: set[str] = field(default_factory=set)
+    _last: tuple[list[Block], list[str], list[int]] = field(
+        default_factory=lambda: ([], [], []), repr=False
+    )
 
     def use(self, blocks: list[Block]) -> CacheUse:
         """Charge one request (in order); remembers the prefixes it writes."""
-        hashes: list[str] = []
-        cumulative: list[int] = []
-        digest = hashlib.sha1()
-        total = 0
-        for block in blocks:
-            digest.update(block.key.encode("utf-8"))
-            digest.update(b"\x00")
-            hashes.append(digest.copy().hexdigest())
-            total += block.tokens
-            cumulative.append(total)
+        hashes, cumulative = self._chain(blocks)
+        total = cumulative[-1] if cumulative else 0
         breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
         read = 0
         for bp in breakpoints:
@@ -113,3 +151,24 @@ class PromptCache:
             for bp in cacheable:
                 self.written.add(hashes[bp])
         return CacheUse(read=read, write=write, uncached=total - read - write)
+
+    def _chain(self, blocks: list[Block]) -> tuple[list[str], list[int]]:
+        """Prefix hashes and cumulative tokens, reusing the last request's for the blocks it
+        shares at the start (the same objects), so a request costs its new blocks."""
+        prev_blocks, prev_hashes, prev_cum = self._last
+        same = 0
+        for a, b in zip(prev_blocks, blocks, strict=False):
+            if a is not b:
+                break
+            same += 1
+        hashes, cumulative = prev_hashes[:same], prev_cum[:same]
+        head = hashes[-1] if hashes else ""
+        total = cumulative[-1] if cumulative else 0
+        for block in blocks[same:]:
+            # h(i) = sha1(h(i-1) + NUL + key(i)): a prefix has one hash however it was reached
+            head = hashlib.sha1(f"{head}\x00{block.key}".encode()).hexdigest()
+            hashes.append(head)
+            total += block.tokens
+            cumulative.append(total)
+        self._last = (list(blocks), hashes, cumulative)
+        return hashes, cumulative

@@ -19,6 +19,7 @@ extractive summarisers (a replay calls no model).
 
 from __future__ import annotations
 
+import json
 import tempfile
 import threading
 from collections import deque
@@ -27,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.cache_model import CacheUse, PromptCache, request_blocks
+from engine.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.config import Settings
-from engine.ledger import KINDS, LedgerItem, extract_ledger, ledger_counts
+from engine.ledger import KINDS, LedgerItem, extract_ledger, present
 from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
 from engine.models import Message, Observation, Usage
 from engine.store import Store
-from engine.tokens import count_blocks, count_request
+from engine.tokens import count_blocks
 from tools.base import ToolContext, ToolResult
 from tools.registry import ToolRegistry, default_registry
 
@@ -173,9 +174,10 @@ class RecordedProvider:
     model = "replay"
     is_model = False
 
-    def __init__(self, on_request: Callable[[ProviderRequest], None]) -> None:
+    def __init__(self, on_request: Callable[[ProviderRequest], int]) -> None:
         self.queue: deque[Message] = deque()
         self.on_request = on_request
+        """Records the request and returns its local token count."""
 
     def complete(
         self,
@@ -183,7 +185,7 @@ class RecordedProvider:
         on_event: Callable[[StreamEvent], None],
         cancel: threading.Event | None = None,
     ) -> ProviderResponse:
-        self.on_request(request)
+        input_tokens = self.on_request(request)
         msg = self.queue.popleft() if self.queue else Message(role="assistant", content="(end)")
         content: list[dict[str, Any]] = []
         if msg.content.strip():
@@ -195,10 +197,7 @@ class RecordedProvider:
             )
         if not content:
             content.append({"type": "text", "text": "(no text)"})
-        usage = Usage(
-            input_tokens=count_request(request.system, request.messages, request.tools),
-            output_tokens=count_blocks(content),
-        )
+        usage = Usage(input_tokens=input_tokens, output_tokens=count_blocks(content))
         stop = "tool_use" if msg.tool_calls else "end_turn"
         return ProviderResponse(content=content, stop_reason=stop, usage=usage)
 
@@ -255,11 +254,13 @@ def replay(
     price = price or Price(3.0, 15.0)
     result = ReplayResult(strategy)
     cache = PromptCache(min_cache_tokens)
+    counter = BlockCounter()
     ledger_items = extract_ledger(
         store.all_messages(session_id), store.observations(session_id)
     ).items
     total_steps = sum(max(1, len(r.assistants)) for r in rounds)
     state = {"step": 0, "round": 0, "compactions_before": 0, "upto": 0}
+    holder: dict[str, Any] = {}
 
     with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
         scratch = Store.open(Path(tmp) / "replay.db")
@@ -267,10 +268,11 @@ def replay(
             session = scratch.create_session(str(workspace), "replay", strategy=strategy)
             tools = RecordedTools()
 
-            def on_request(request: ProviderRequest) -> None:
+            def on_request(request: ProviderRequest) -> int:
                 state["step"] += 1
-                tokens = count_request(request.system, request.messages, request.tools)
-                use = cache.use(request_blocks(request))
+                blocks = counter.blocks(request)
+                tokens = sum(b.tokens for b in blocks)  # = count_request, new blocks only
+                use = cache.use(blocks)
                 comps = scratch.compactions(session.id or 0)
                 fired = len(comps) - state["compactions_before"]
                 for comp in comps[state["compactions_before"] :]:
@@ -295,13 +297,15 @@ def replay(
                 )
                 last = state["step"] == total_steps
                 if fired or last or state["step"] % RECALL_EVERY == 0:
-                    figures.recall = _recall(ledger_items, state["upto"], request)
+                    figures.recall = _recall(ledger_items, state["upto"], holder["agent"])
                 result.steps.append(figures)
                 if on_step is not None:
                     on_step(state["step"], total_steps)
+                return tokens
 
             provider = RecordedProvider(on_request)
             agent = Agent(scratch, session, settings, provider, workspace, registry=tools)
+            holder["agent"] = agent
             agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
             for number, rnd in enumerate(rounds, 1):
                 state["round"] = number
@@ -337,30 +341,42 @@ def _as_recorded(text: str) -> Any:
     return Preprocessed(text=text, original=text)
 
 
-def _recall(
-    items: list[LedgerItem], upto: int, request: ProviderRequest
-) -> dict[str, float | None]:
-    """The share of ledger items recorded up to now that the request still holds, by kind."""
+def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float | None]:
+    """The share of ledger items recorded up to now that the request still holds, by kind.
+
+    An item whose step is still sent as stored (not projected, masked or archived) is looked
+    for in that step's own messages; any other in the summaries and the projected messages —
+    so each item is checked against a small text, not the whole request.
+    """
+    from engine.placement import as_sent
+
     known = [i for i in items if i.message_id is None or i.message_id <= upto]
-    text = request_text(request)
-    counts = ledger_counts(known, text)
+    sent = agent.sent_history()
+    stored = {id(m) for m in agent.history.history.messages}
+    own: dict[tuple[int | None, int | None], list[str]] = {}
+    others = [as_sent(s) for s in sent.summaries]
+    for msg in sent.messages:
+        text = message_text(msg)
+        if id(msg) in stored:
+            own.setdefault((msg.meta.round, msg.meta.step), []).append(text)
+        else:
+            others.append(text)
+    for step in agent.scratchpad:  # the round in progress: full observations
+        key = (agent.current_round, step.assistant.meta.step)
+        own.setdefault(key, []).extend(r.text for r in step.results)
+    rest = "\n".join(others)
+    counts = {kind: [0, 0] for kind in KINDS}
+    own_text = {k: "\n".join(v) for k, v in own.items()}
+    for item in known:
+        here = own_text.get((item.round, item.step))
+        found = (here is not None and present([item], here)[0]) or present([item], rest)[0]
+        pair = counts.setdefault(item.kind, [0, 0])
+        pair[1] += 1
+        pair[0] += int(found)
     return {kind: (kept / total if total else None) for kind, (kept, total) in counts.items()}
 
 
-def request_text(request: ProviderRequest) -> str:
-    """The request's words as one text (system blocks, then every text and result)."""
-    parts = [str(b.get("text", "")) for b in request.system]
-    for message in request.messages:
-        content = message["content"]
-        if isinstance(content, str):
-            parts.append(content)
-            continue
-        for block in content:
-            if block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif block.get("type") == "tool_result":
-                inner = block.get("content", "")
-                parts.append(inner if isinstance(inner, str) else str(inner))
-            elif block.get("type") == "tool_use":
-                parts.append(f"{block.get('name')} {block.get('input')}")
-    return "\n".join(parts)
+def message_text(msg: Message) -> str:
+    """A history message's words: its content and its calls."""
+    calls = " ".join(f"{c.name} {json.dumps(c.input, ensure_ascii=False)}" for c in msg.tool_calls)
+    return f"{msg.content}\n{calls}" if calls else msg.content

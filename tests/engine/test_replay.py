@@ -138,3 +138,23 @@ def test_replay_command_compares_strategies(
     assert csv.read_text().splitlines()[0].startswith("strategy,steps,compactions,peak")
     assert main(["replay", str(sid), "--db", str(db), "--strategy", "nope"]) == 1
     assert "unknown strategy 'nope'" in capsys.readouterr().err
+
+
+def test_recall_sees_what_a_replacing_summary_forgets(workspace: Path, tmp_path: Path) -> None:
+    settings = Settings(
+        context_window=20_000,
+        keep_rounds=2,
+        strategies={"reset-hint": {"context_limit": 9_000}},  # fires after most rounds
+    )
+    db = tmp_path / "live.db"
+    sid = live_session(db, workspace, Settings(context_window=20_000, keep_rounds=2))
+    store = Store.open(db)
+    layered = replay(store, sid, "layered", settings, workspace)
+    reset = replay(store, sid, "reset-hint", settings, workspace)
+    store.close()
+    # layered appends summaries: every request of the session is still named at the end
+    assert layered.recall_last()["request"] == 1.0
+    # reset-hint replaces its hint: requests summarised by an earlier hint are gone
+    assert len(reset.compactions) >= 2
+    assert reset.recall_min()["request"] is not None and reset.recall_min()["request"] < 1.0
+    assert [s.step for s in reset.steps if s.recall is not None][-1] == 20  # measured at the end
