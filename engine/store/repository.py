@@ -217,8 +217,8 @@ class Store:
                 CompactionRow.session == session_id
             )
             SegmentRow.delete().where(SegmentRow.compaction.in_(compactions)).execute()
-            for table in (CompactionRow, SummaryRow, RoundRow):
-                table.delete().where(table.session == session_id).execute()
+            for parent in (CompactionRow, SummaryRow, RoundRow):
+                parent.delete().where(parent.session == session_id).execute()
             SessionRow.delete().where(SessionRow.id == session_id).execute()
 
     def _touch(self, session_id: int) -> None:
