@@ -42,3 +42,22 @@ async def test_chat_follows_new_answers_after_resizes(make_app: AppFactory) -> N
             entries = [b.data for b in chat.blocks if isinstance(b.data, ChatEntry)]
             assert entries[-1].role == "answer"
             assert _last_answer_visible(chat), size
+
+
+async def test_keys_typed_right_after_enter_stay_in_the_box(make_app: AppFactory) -> None:
+    """Bug 2: keys that arrive before the screen handled Enter belong to the next message:
+    they must neither join the message sent nor be wiped with it."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        box = screen.query_one("#input")
+        box.focus()
+        await pilot.press(*"read README.md")
+        # Enter and the next keys queued together, as a fast typist's keys arrive.
+        for key, char in (("enter", None), ("z", "z"), ("q", "q")):
+            app.post_message(events.Key(key, char))
+        await settle(pilot)
+        assert screen.agent is not None
+        users = [m for m in screen.agent.history.history.messages if m.role == "user"]
+        assert [m.content for m in users] == ["read README.md"]
+        assert box.value == "zq"

@@ -176,6 +176,11 @@ class MainScreen(MainActions):
         # Runs from on_mount too (opening), when the children exist but is_mounted is False.
         box = self.query_one(ChatInput)
         box.disabled = busy in ("opening", "compacting")
+        box.refusal = (
+            None
+            if busy is None
+            else "Wait for the current round to finish (Esc interrupts it); your text stays here."
+        )
         box.placeholder = {
             "opening": "Opening the session…",
             "compacting": "Compacting… (the input is blocked meanwhile)",
@@ -365,19 +370,11 @@ class MainScreen(MainActions):
             history.cursor = len(view.layout.history.summaries) - 1
 
     # ------------------------------------------------------------------ input
-    @on(Input.Submitted, "#input")
-    def _submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        if not text:
+    @on(ChatInput.Sent, "#input")
+    def _sent(self, event: ChatInput.Sent) -> None:
+        text = event.text.strip()
+        if self.agent is None or self.busy is not None:  # ChatInput.refusal covers this
             return
-        if self.agent is None or self.busy is not None:
-            self.notify(
-                "Wait for the current work to finish (Esc interrupts a round).",
-                title="Busy",
-                severity="warning",
-            )
-            return
-        event.input.value = ""
         self.gate.reset()
         title = "" if self.query_one(SessionHeader).info.title else one_line(text, 60)
         self.busy = "round"
