@@ -32,7 +32,7 @@ from engine.events import (
 )
 from engine.models import TodoItem
 from tui.formatting import compaction_result
-from tui.gauge_state import GaugeState
+from tui.gauge_state import Decision, GaugeState
 from tui.widgets.chat_view import ChatEntry, ChatView
 from tui.widgets.history_view import HistoryView
 from tui.widgets.scratchpad_view import ScratchpadView
@@ -222,3 +222,9 @@ class Presenter:
         current = self.panes.gauge.state
         typed = current.typed_chars if current is not None else 0
         self.panes.gauge.state = replace(state, typed_chars=typed)
+
+    def decided(self, decision: Decision) -> None:
+        """The strategy's decision for the input as typed now (from the decide worker)."""
+        state = self.panes.gauge.state
+        if state is not None and decision.typed_chars == state.typed_chars:
+            self.panes.gauge.state = replace(state, decision=decision, warning=decision.warning)

@@ -16,7 +16,7 @@ from typing import Literal
 
 from engine.agent import Agent
 from engine.config import Settings
-from engine.context import ScratchResult, ScratchStep
+from engine.context import BuiltContext, ScratchResult, ScratchStep
 from engine.events import EventSink
 from engine.llm.base import OFFLINE_NAME, Provider
 from engine.models import (
@@ -27,9 +27,10 @@ from engine.models import (
     TodoItem,
 )
 from engine.store import Store
+from engine.strategies.base import Plan
 from tools.base import Asker
 from tui.formatting import compaction_result
-from tui.gauge_state import GaugeState, steps_and_marks
+from tui.gauge_state import Decision, GaugeState, steps_and_marks
 from tui.widgets.block_view import Block
 from tui.widgets.chat_view import ChatEntry
 from tui.widgets.history_view import BlockMemo, HistoryLayout, history_blocks
@@ -47,6 +48,9 @@ class SessionView:
     """The history pane's blocks for ``layout``, built off the UI thread."""
     gauge: GaugeState
     todos: list[TodoItem] = field(default_factory=list)
+    built: BuiltContext | None = None
+    """The idle request the figures were measured on (reused by :func:`decide` while the
+    history stays the same), or None during a round."""
 
 
 @dataclass
@@ -189,14 +193,24 @@ def history_copy(agent: Agent) -> History:
     return agent.sent_history()
 
 
-def layout_for(agent: Agent, store: Store, history: History | None = None) -> HistoryLayout:
+def layout_for(
+    agent: Agent, store: Store, history: History | None = None, plan: Plan | None = None
+) -> HistoryLayout:
     history = history or history_copy(agent)
+    plan = plan or agent.plan()
     return HistoryLayout(
         history=history,
         keep_rounds=agent.settings.keep_rounds,
-        cut_rounds=agent.plan().cut_rounds,
+        cut_rounds=plan.cut_rounds,
         statuses={r.index: r.status for r in store.rounds(agent.session_id)},
     )
+
+
+def decide(agent: Agent, text: str, built: BuiltContext | None = None) -> Decision:
+    """The active strategy's decision for ``text`` typed now (worker thread): the one call the
+    gauge, its warning and the agent all go by (``Agent.plan``)."""
+    question = agent.preprocessor.process(text).text if text.strip() else ""
+    return Decision.of(agent.plan(question, built), len(text))
 
 
 def measure(agent: Agent, memo: BlockMemo) -> SessionView:
@@ -204,20 +218,14 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
     store = agent.store
     settings = agent.settings
     built, budget = agent.preview_and_budget()
+    idle = built if agent.current_round is None else None
+    plan = agent.plan("", idle)
+    decision = Decision.of(plan)
     usages = store.usages(agent.session_id)
     compactions = store.compactions(agent.session_id)
     steps, marks = steps_and_marks(usages, compactions)
     last = usages[-1] if usages else None
-    kept = agent.history.kept_tokens()
-    layout = layout_for(agent, store)
-    warning = None
-    if kept >= settings.threshold_tokens or (budget.fire and not layout.cut_rounds):
-        warning = (
-            f"the context is at the {settings.threshold_tokens:,}-token threshold but the last "
-            f"{settings.keep_rounds} rounds, which are never compacted, hold {kept:,} tokens "
-            "of history: compaction cannot help "
-            "(lower CTXSCOPE_KEEP_ROUNDS or raise CTXSCOPE_CONTEXT_WINDOW)"
-        )
+    layout = layout_for(agent, store, plan=plan)
     gauge = GaugeState(
         context_window=settings.context_window,
         threshold=settings.threshold_tokens,
@@ -230,10 +238,13 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         budget=budget,
         steps=steps,
         compactions_at=marks,
-        warning=warning,
+        warning=decision.warning,
+        decision=decision,
     )
     blocks = history_blocks(layout, memo)
-    return SessionView(layout=layout, blocks=blocks, gauge=gauge, todos=list(agent.todos))
+    return SessionView(
+        layout=layout, blocks=blocks, gauge=gauge, todos=list(agent.todos), built=idle
+    )
 
 
 def default_workspace() -> Path:

@@ -61,3 +61,42 @@ async def test_keys_typed_right_after_enter_stay_in_the_box(make_app: AppFactory
         users = [m for m in screen.agent.history.history.messages if m.role == "user"]
         assert [m.content for m in users] == ["read README.md"]
         assert box.value == "zq"
+
+
+async def test_gauge_follows_the_strategys_decision(
+    make_app: AppFactory, workspace: Path
+) -> None:
+    """Bug 3: the gauge said "→ compacts first" by the raw budget rule while the strategy
+    declined (the last rounds alone over the threshold, too few rounds beyond them), and
+    nothing compacted. The gauge, its warning and the agent now go by one decision."""
+    for name in ("big1.txt", "big2.txt"):
+        lines = [f"line {i}: the quick brown fox jumps over the lazy dog {name}" for i in range(400)]
+        (workspace / name).write_text("\n".join(lines), encoding="utf-8")
+    settings = offline_settings(context_window=20_000, keep_rounds=2)
+    app = make_app(settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, "ls src")
+        await ask(pilot, "read big1.txt")
+        await ask(pilot, "read big2.txt")
+        gauge = screen.query_one("#gauge")
+        box = screen.query_one("#input")
+        box.focus()
+        await pilot.press(*"ls")
+        await settle(pilot)
+        state = gauge.state
+        assert state is not None
+        # The estimate is over the threshold, but layered waits: one round beyond the keep
+        # zone is not worth a summary while the keep zone alone is over the threshold.
+        assert state.next_estimate is not None and state.next_estimate >= state.threshold
+        figures = str(screen.query_one("#gauge-figures").render())
+        assert "compacts first" not in figures
+        assert not state.fires
+        assert state.decision is not None
+        assert state.decision.fires and not state.decision.compacts
+        assert state.warning is not None and "will not compact" in state.warning
+        # ... and indeed the agent does not compact.
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.agent is not None
+        assert screen.agent.store.compactions(screen.agent.session_id) == []

@@ -196,7 +196,8 @@ async def test_budget_warning_when_nothing_can_be_compacted(make_app: AppFactory
         await ask(pilot, "ls src")
         gauge = screen.query_one(TokenGauge)
         assert gauge.state is not None and gauge.state.severity == "over"
-        assert gauge.state.warning is not None and "never compacted" in gauge.state.warning
+        warning = gauge.state.warning
+        assert warning is not None and "layered will not compact: nothing to compact" in warning
         assert screen.query_one("#gauge-warning").display
         toasts = [str(t.render()) for t in app.screen.query("Toast")]
         assert any("CTXSCOPE_KEEP_ROUNDS" in t for t in toasts)  # the engine's BudgetWarning

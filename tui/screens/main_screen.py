@@ -22,11 +22,12 @@ from textual.reactive import Reactive, reactive
 from textual.widgets import Footer, Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
-from engine.context import ScratchStep
+from engine.context import BuiltContext, ScratchStep
 from engine.history import CompactionDraft, CompactionResult
 from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
 from tui.formatting import one_line, tokens, workspace_label
+from tui.gauge_state import Decision
 from tui.presenter import Panes, Presenter
 from tui.screens.detail_modal import (
     DetailModal,
@@ -39,6 +40,7 @@ from tui.session_loader import (
     OpenedSession,
     Resume,
     SessionView,
+    decide,
     is_offline,
     layout_for,
     measure,
@@ -96,6 +98,9 @@ class MainScreen(MainActions):
         self.last_scratch: list[Block] = []
         """The last finished round's scratchpad, for F6."""
         self.presenter: Presenter | None = None
+        self.idle_built: BuiltContext | None = None
+        """The idle request of the last measure, reused by the strategy's decision as one
+        types (the history has not changed in between)."""
         self._permission_modals: dict[int, Any] = {}
 
     @property
@@ -260,6 +265,13 @@ class MainScreen(MainActions):
         finally:
             agent.store.db.close()
 
+    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
+    def decide_worker(self, agent: Agent, text: str, built: BuiltContext | None) -> Decision:
+        try:
+            return decide(agent, text, built)
+        finally:
+            agent.store.db.close()
+
     @work(thread=True, exclusive=True, group="files", exit_on_error=False)
     def load_files(self) -> list[str]:
         return workspace_files(self.ctx_app.workspace)
@@ -281,6 +293,9 @@ class MainScreen(MainActions):
                 self._apply_view(result, scroll_end=False)
             elif group == "compact":
                 self._compacted(*result)
+            elif group == "decide":
+                if self.busy is None and self.presenter is not None:
+                    self.presenter.decided(result)
             elif group == "files":
                 self.query_one(ChatInput).workspace_suggester.set_files(result)
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
@@ -296,6 +311,7 @@ class MainScreen(MainActions):
             "redraw": "Cannot redraw the session",
             "compact": "Compaction failed",
             "files": "Cannot list the workspace files",
+            "decide": "Cannot work out the strategy's decision",
         }.get(group, "Something failed")
         detail = f"{type(error).__name__}: {error}" if error else "unknown error"
         self.notify(detail, title=what, severity="error", timeout=10)
@@ -328,6 +344,7 @@ class MainScreen(MainActions):
         history = self.query_one(HistoryView)
         history.show(view.layout, view.blocks, scroll_end=scroll_end)
         assert self.presenter is not None
+        self.idle_built = view.built
         self.presenter.set_gauge(view.gauge)
         self.show_todos(view.todos)
         self._update_subtitles()
@@ -384,6 +401,8 @@ class MainScreen(MainActions):
     def _typing(self, event: Input.Changed) -> None:
         if self.presenter is not None:
             self.presenter.typing(len(event.value))
+        if self.agent is not None and self.busy is None:
+            self.decide_worker(self.agent, event.value, self.idle_built)
 
     # ------------------------------------------------------------------ engine messages
     @on(EngineBridge.EventReceived)

@@ -69,8 +69,20 @@ def figures(state: GaugeState) -> Text:
             f" ({source} {tokens(state.budget.last_usage)}"
             f" + typed {tokens(state.typed_chars // state.chars_per_token)})"
         )
-        if state.fires:
-            text.append(" → compacts first", style="bold red")
+    decision = state.decision
+    if decision is not None:
+        text.append(f"\n{decision.strategy} ", style="dim")
+        if decision.compacts:
+            text.append("→ compacts first", style="bold red")
+            text.append(f" ({decision.measured})", style="dim")
+        elif decision.fires:
+            text.append("→ over its threshold, will not compact (see ⚠)", style="bold yellow")
+        else:
+            text.append(f"{tokens(decision.to_go)} until compaction", style="bold")
+            text.append(
+                f" ({decision.what} {tokens(decision.value)} of {decision.threshold:,.0f})",
+                style="dim",
+            )
     calibration = state.calibration
     text.append("\ncalibration ", style="dim")
     if calibration is None:
