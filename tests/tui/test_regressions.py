@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from textual import events
 
-from engine.store import Store
 from tests.tui.conftest import AppFactory
-from tests.tui.helpers import ask, main_screen, offline_settings, opened, settle
+from tests.tui.helpers import ask, offline_settings, opened, settle
 from tui.widgets.chat_view import ChatEntry, ChatView
 
 pytestmark = pytest.mark.anyio
@@ -63,14 +62,12 @@ async def test_keys_typed_right_after_enter_stay_in_the_box(make_app: AppFactory
         assert box.value == "zq"
 
 
-async def test_gauge_follows_the_strategys_decision(
-    make_app: AppFactory, workspace: Path
-) -> None:
+async def test_gauge_follows_the_strategys_decision(make_app: AppFactory, workspace: Path) -> None:
     """Bug 3: the gauge said "→ compacts first" by the raw budget rule while the strategy
     declined (the last rounds alone over the threshold, too few rounds beyond them), and
     nothing compacted. The gauge, its warning and the agent now go by one decision."""
     for name in ("big1.txt", "big2.txt"):
-        lines = [f"line {i}: the quick brown fox jumps over the lazy dog {name}" for i in range(400)]
+        lines = [f"line {i}: the quick brown fox jumps over the dog {name}" for i in range(400)]
         (workspace / name).write_text("\n".join(lines), encoding="utf-8")
     settings = offline_settings(context_window=20_000, keep_rounds=2)
     app = make_app(settings=settings)
