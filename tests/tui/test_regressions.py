@@ -6,15 +6,36 @@ Each test failed on the code before its fix (checked by running it against the o
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rich.cells import cell_len
 from textual import events
+from textual.pilot import Pilot
 
 from tests.tui.conftest import AppFactory
-from tests.tui.helpers import ask, offline_settings, opened, settle
+from engine.models import Summary
+from tests.tui.helpers import ask, build_session, offline_settings, opened, settle
+from tui.text_wrap import wrap_rows
+from tui.widgets.history_view import HistoryView
+from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatEntry, ChatView
 
 pytestmark = pytest.mark.anyio
+
+
+async def drawn_rows(pilot: Pilot[Any], view: BlockView) -> list[str]:
+    """Every row of ``view`` as drawn, page by page (``render_line`` of what is on screen)."""
+    rows: list[str] = []
+    height = view.scrollable_content_region.height
+    for top in range(0, view.virtual_size.height, height):
+        view.scroll_to(y=top, animate=False, immediate=True)
+        await pilot.pause()
+        offset = int(view.scroll_y)
+        for y in range(top - offset, height):
+            if offset + y < view.virtual_size.height:
+                rows.append(view.render_line(y).text)
+    return rows
 
 
 def _last_answer_visible(chat: ChatView) -> bool:
@@ -97,3 +118,26 @@ async def test_gauge_follows_the_strategys_decision(make_app: AppFactory, worksp
         await settle(pilot)
         assert screen.agent is not None
         assert screen.agent.store.compactions(screen.agent.session_id) == []
+
+
+async def test_emoji_of_ambiguous_width_cannot_shift_rows(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """Bug 4: the A5 template's ``🏗️`` (with U+FE0F) is two cells for Rich and one for tmux:
+    rows shifted and borders broke. Rows are drawn without such sequences; the stored summary
+    keeps them."""
+    settings = offline_settings(keep_rounds=1)
+    build_session(db_path, workspace, settings, compact=True)
+    app = make_app(settings=settings, resume=1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        view = screen.query_one(HistoryView)
+        summary = next(b.data for b in view.blocks if isinstance(b.data, Summary))
+        assert "🏗️" in summary.content  # stored as written
+        rows = await drawn_rows(pilot, view)
+        assert any("Archived Session Summary" in row for row in rows)
+        assert not any(ch in row for row in rows for ch in "\ufe0f\u200d")
+        width = view.scrollable_content_region.width
+        assert all(cell_len(row) == width for row in rows)
+    assert "\ufe0f" not in "".join(wrap_rows("### 🏗️ Technical Context", 20, None))
+    assert wrap_rows("### 🏗️ Technical Context", 40, None) == ["### 🏗 Technical Context"]

@@ -31,6 +31,7 @@ from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summa
 from engine.store import Store
 from tui.formatting import percent, tokens
 from tui.screens.detail_modal import DetailModal, parts_for_message
+from tui.text_wrap import display_safe
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.history_view import message_block
 
@@ -255,7 +256,7 @@ class ArchiveScreen(Screen[bool]):
         if c.focus:
             body = f"> focus: {c.focus}\n\n{body}"
         body = f"> {strategy_line(c)}\n\n{body}"
-        self.query_one("#archive-summary", Markdown).update(body)
+        self.query_one("#archive-summary", Markdown).update(display_safe(body))
         view = self.query_one("#archive-segment", BlockView)
         if entry.segment is None:
             segment_pane.border_title = "Archived raw segment — none"

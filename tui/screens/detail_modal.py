@@ -20,6 +20,7 @@ from textual.widgets import Label, TextArea
 from engine.context import render_messages
 from engine.models import Message, Observation, Summary
 from tui.formatting import tokens
+from tui.text_wrap import display_safe
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,10 @@ class DetailModal(ModalScreen[None]):
                     with Vertical(classes="detail-column"):
                         yield Label(part.title, classes="detail-heading")
                         area = TextArea(
-                            part.text, read_only=True, soft_wrap=True, classes="detail-text"
+                            display_safe(part.text),
+                            read_only=True,
+                            soft_wrap=True,
+                            classes="detail-text",
                         )
                         if self.app.is_headless:
                             area.cursor_blink = False

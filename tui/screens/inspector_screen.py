@@ -23,6 +23,7 @@ from textual.worker import Worker, WorkerState
 from engine.context import LAYERS
 from engine.tokens import BudgetCheck
 from tui.formatting import percent, tokens
+from tui.text_wrap import display_safe
 
 if TYPE_CHECKING:
     from engine.agent import Agent
@@ -55,7 +56,7 @@ def inspect_agent(agent: Agent) -> Inspection:
 
 
 def _text_area(text: str, headless: bool, classes: str) -> TextArea:
-    area = TextArea(text, read_only=True, soft_wrap=True, classes=classes)
+    area = TextArea(display_safe(text), read_only=True, soft_wrap=True, classes=classes)
     if headless:
         area.cursor_blink = False
     return area

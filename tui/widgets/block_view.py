@@ -31,7 +31,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.blocks import GUTTER_WIDTH, Block
-from tui.text_wrap import wrap_rows
+from tui.text_wrap import display_safe, wrap_rows
 
 __all__ = ["Block", "BlockView"]
 
@@ -306,7 +306,10 @@ class BlockView(ScrollView, can_focus=True):
         return style
 
     def render_line(self, y: int) -> Strip:
-        row = int(self.scroll_y) + y
+        return self.row_strip(int(self.scroll_y) + y)
+
+    def row_strip(self, row: int) -> Strip:
+        """Row ``row`` of the whole list as drawn at the current width (on screen or not)."""
         width = self.scrollable_content_region.width
         index = self.block_at_row(row)
         base = self.rich_style
@@ -341,7 +344,8 @@ class BlockView(ScrollView, can_focus=True):
         segments = [Segment(block.gutter + " ", self._full_style(block.gutter_style, False))]
         used = GUTTER_WIDTH
         if block.header and offset == 0:
-            for text, cls in block.header:
+            for raw, cls in block.header:
+                text = display_safe(raw)
                 segments.append(Segment(text, self._full_style(cls, selected)))
                 used += cell_len(text)
             fill = block.fill * max(0, width - used)
