@@ -31,7 +31,7 @@ from engine.events import (
     UsageUpdated,
 )
 from engine.models import TodoItem
-from tui.formatting import compaction_result
+from tui.formatting import compaction_result, plural
 from tui.gauge_state import Decision, GaugeState
 from tui.widgets.chat_view import ChatEntry, ChatView
 from tui.widgets.history_view import HistoryView
@@ -158,7 +158,7 @@ class Presenter:
     def _on_compaction_started(self, event: CompactionStarted) -> None:
         self.compacting = True
         self.panes.show_banner(
-            f"✂ {event.trigger} compaction: archiving {event.rounds} rounds"
+            f"✂ {event.trigger} compaction: archiving {plural(event.rounds, 'round')}"
             f" ({event.tokens_before:,} tokens of history)…",
             True,
         )

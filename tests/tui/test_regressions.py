@@ -13,13 +13,13 @@ from rich.cells import cell_len
 from textual import events
 from textual.pilot import Pilot
 
-from tests.tui.conftest import AppFactory
 from engine.models import Summary
+from tests.tui.conftest import AppFactory
 from tests.tui.helpers import ask, build_session, offline_settings, opened, settle
 from tui.text_wrap import wrap_rows
-from tui.widgets.history_view import HistoryView
 from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatEntry, ChatView
+from tui.widgets.history_view import HistoryView
 
 pytestmark = pytest.mark.anyio
 
@@ -141,3 +141,25 @@ async def test_emoji_of_ambiguous_width_cannot_shift_rows(
         assert all(cell_len(row) == width for row in rows)
     assert "\ufe0f" not in "".join(wrap_rows("### 🏗️ Technical Context", 20, None))
     assert wrap_rows("### 🏗️ Technical Context", 40, None) == ["### 🏗 Technical Context"]
+
+
+@pytest.mark.parametrize("size", [(120, 40), (200, 60)])
+async def test_cut_and_keep_marks_are_not_clipped(
+    make_app: AppFactory, db_path: Path, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Bug 5: the ✂ next-cut and keep-zone lines were one row each, clipped at the pane's
+    width (at 120×40 and at 200×60); counts said "1 rounds"."""
+    settings = offline_settings(keep_rounds=1)
+    build_session(db_path, workspace, settings)
+    app = make_app(settings=settings, resume=1)
+    async with app.run_test(size=size) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("f5")
+        plan = str(screen.app.screen.query_one("#compact-plan").render())
+        assert "1 rounds" not in plan and "(2 rounds," in plan
+        await pilot.press("escape")
+        view = screen.query_one(HistoryView)
+        text = " ".join(row.strip(" ┄━▌") for row in await drawn_rows(pilot, view))
+        text = " ".join(text.split())
+        assert "rounds 1–2 above" in text and "→ one summary" in text
+        assert "the last round, never compacted" in text

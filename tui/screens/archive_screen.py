@@ -29,7 +29,7 @@ from textual.worker import Worker, WorkerState
 from engine.ledger import fidelity_line
 from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
 from engine.store import Store
-from tui.formatting import percent, tokens
+from tui.formatting import percent, round_span, tokens
 from tui.screens.detail_modal import DetailModal, parts_for_message
 from tui.text_wrap import display_safe
 from tui.widgets.block_view import Block, BlockView
@@ -87,7 +87,7 @@ def entry_label(entry: ArchiveEntry) -> Text:
     text.append("\n")
     if entry.segment is not None:
         seg = entry.segment
-        text.append(f"rounds {seg.first_round}–{seg.last_round} · ")
+        text.append(f"{round_span(seg.first_round, seg.last_round)} · ")
     text.append(f"{tokens(c.tokens_before)} → {tokens(c.tokens_after)} tok", style="dim")
     if c.error and entry.segment is None:
         text.append(f"\n{c.error}", style="dim italic")
@@ -265,7 +265,8 @@ class ArchiveScreen(Screen[bool]):
         seg = entry.segment
         ratio = percent(entry.summary.tokens or 0, seg.tokens) if entry.summary else "–"
         segment_pane.border_title = (
-            f"Archived r{seg.first_round}–{seg.last_round} · {len(seg.messages)} msgs"
+            f"Archived {round_span(seg.first_round, seg.last_round, short=True)}"
+            f" · {len(seg.messages)} msgs"
             f" · {tokens(seg.tokens)} tok · summary {ratio}"
         )
         view.set_blocks(segment_blocks(seg))

@@ -17,7 +17,7 @@ from textual.screen import Screen
 from engine.history import CompactionDraft, CompactionResult
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
-from tui.formatting import tokens
+from tui.formatting import plural, round_span, tokens
 from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_modal import CompactModal
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
@@ -142,9 +142,10 @@ class MainActions(Screen[None]):
             )
         cut_set = set(cut)
         cut_tokens = sum(m.tokens or 0 for m in layout.history.messages if m.meta.round in cut_set)
-        span = f"round {cut[0]}" if len(cut) == 1 else f"rounds {cut[0]}–{cut[-1]}"
+        span = round_span(cut[0], cut[-1])
         return (
-            f"{span} ({len(cut)} rounds, {tokens(cut_tokens)} tokens) will be archived whole "
+            f"{span} ({plural(len(cut), 'round')}, {tokens(cut_tokens)} tokens) will be archived "
+            "whole "
             "and replaced by one summary; "
             + ("the last round stays as it is." if keep == 1 else f"the last {keep} rounds stay.")
         )
