@@ -34,6 +34,7 @@ from tui.gauge_state import Decision, GaugeState, steps_and_marks
 from tui.widgets.block_view import Block
 from tui.widgets.chat_view import ChatEntry
 from tui.widgets.history_view import BlockMemo, HistoryLayout, history_blocks
+from tui.widgets.scratchpad_view import blocks_from_steps
 
 Resume = int | Literal["latest"] | None
 """Which session to open: a new one (None), the most recent, or one by id."""
@@ -62,7 +63,8 @@ class OpenedSession:
     workspace: Path
     chat: list[ChatEntry]
     view: SessionView
-    last_scratch: list[ScratchStep]
+    last_scratch: list[Block]
+    """The last round's scratchpad, with each observation's cost (F6)."""
     memo: BlockMemo
     """The session's message blocks, reused by every later :func:`measure`."""
     notices: list[str] = field(default_factory=list)
@@ -110,7 +112,7 @@ def open_session(
         workspace=where,
         chat=chat_entries(store, session_id, agent.history.history),
         view=measure(agent, memo),
-        last_scratch=last_scratchpad(store, agent),
+        last_scratch=last_scratchpad_blocks(store, agent),
         memo=memo,
         notices=notices,
     )
@@ -185,6 +187,19 @@ def last_scratchpad(store: Store, agent: Agent) -> list[ScratchStep]:
             found = [results[c.id] for c in msg.tool_calls if c.id in results]
             steps.append(ScratchStep(assistant=msg, results=found))
     return steps
+
+
+def last_scratchpad_blocks(store: Store, agent: Agent) -> list[Block]:
+    """The last round's scratchpad as blocks, each observation with ``N tok seen → M kept``."""
+    steps = last_scratchpad(store, agent)
+    if not steps:
+        return []
+    round_index = steps[0].assistant.meta.round
+    costs = {
+        o.tool_use_id: (o.tokens_full, o.tokens_compressed)
+        for o in store.observations(agent.session_id, round_index=round_index)
+    }
+    return blocks_from_steps(steps, costs)
 
 
 def history_copy(agent: Agent) -> History:

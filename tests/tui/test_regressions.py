@@ -20,6 +20,7 @@ from tui.text_wrap import wrap_rows
 from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatEntry, ChatView
 from tui.widgets.history_view import HistoryView
+from tui.widgets.scratchpad_view import ScratchpadView
 
 pytestmark = pytest.mark.anyio
 
@@ -163,3 +164,24 @@ async def test_cut_and_keep_marks_are_not_clipped(
         text = " ".join(text.split())
         assert "rounds 1–2 above" in text and "→ one summary" in text
         assert "the last round, never compacted" in text
+
+
+async def test_last_scratchpad_keeps_the_observation_costs(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """Bug 6: F6 (the last round's scratchpad) left out "N tok seen → M kept", the figure
+    the live pad shows for too short a time in offline rounds; after a resume too."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, "read @src/calc.py then ls src")
+        await pilot.press("f6")
+        scratch = screen.query_one(ScratchpadView)
+        costs = [str(b.header) for b in scratch.blocks if "tok seen →" in str(b.header)]
+        assert len(costs) == 2 and "kept" in costs[0]
+    app = make_app(resume=1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("f6")
+        scratch = screen.query_one(ScratchpadView)
+        assert sum("tok seen →" in str(b.header) for b in scratch.blocks) == 2

@@ -22,7 +22,7 @@ from textual.reactive import Reactive, reactive
 from textual.widgets import Footer, Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
-from engine.context import BuiltContext, ScratchStep
+from engine.context import BuiltContext
 from engine.history import CompactionDraft, CompactionResult
 from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
@@ -42,6 +42,7 @@ from tui.session_loader import (
     SessionView,
     decide,
     is_offline,
+    last_scratchpad_blocks,
     layout_for,
     measure,
 )
@@ -49,7 +50,7 @@ from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput, workspace_files
 from tui.widgets.chat_view import ChatView
 from tui.widgets.history_view import BlockMemo, HistoryView, history_blocks
-from tui.widgets.scratchpad_view import ScratchpadView, blocks_from_steps
+from tui.widgets.scratchpad_view import ScratchpadView
 from tui.widgets.session_header import HeaderInfo, SessionHeader
 from tui.widgets.token_gauge import TokenGauge
 
@@ -66,7 +67,7 @@ class RoundDone:
 
     view: SessionView
     title: str
-    last_scratch: list[ScratchStep]
+    last_scratch: list[Block]
 
 
 class MainScreen(MainActions):
@@ -237,7 +238,9 @@ class MainScreen(MainActions):
             if title:
                 agent.store.update_session(agent.session_id, title=title)
             agent.run(text)
-            return RoundDone(measure(agent, memo), title, list(agent.last_scratchpad))
+            return RoundDone(
+                measure(agent, memo), title, last_scratchpad_blocks(agent.store, agent)
+            )
         finally:
             agent.store.db.close()
 
@@ -334,7 +337,7 @@ class MainScreen(MainActions):
         )
         self.query_one(ChatView).load(opened.chat)
         self.query_one(ScratchpadView).end_round()
-        self.last_scratch = blocks_from_steps(opened.last_scratch)
+        self.last_scratch = opened.last_scratch
         self.show_banner("", False)
         self._apply_view(opened.view)
         for notice in opened.notices:
@@ -372,7 +375,7 @@ class MainScreen(MainActions):
             pad.border_subtitle = "empty between rounds · F6 last"
 
     def _round_done(self, done: RoundDone) -> None:
-        self.last_scratch = blocks_from_steps(done.last_scratch)
+        self.last_scratch = done.last_scratch
         if done.title:
             header = self.query_one(SessionHeader)
             info = header.info
