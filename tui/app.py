@@ -42,6 +42,14 @@ class CtxscopeApp(App[int]):
             priority=True,
             tooltip="Quit ctxscope (a running round is interrupted first)",
         ),
+        Binding(
+            "escape",
+            "close_keys_panel",
+            "Close keys",
+            show=False,
+            id="app.close_keys_panel",
+            tooltip="Close Textual's keys panel (opened from the command palette)",
+        ),
     ]
 
     def __init__(
@@ -113,6 +121,14 @@ class CtxscopeApp(App[int]):
                 spec.help,
                 lambda action=spec.action: self.call_later(main.run_action, action),
             )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "close_keys_panel":
+            return bool(self.screen.query("HelpPanel"))
+        return super().check_action(action, parameters)
+
+    def action_close_keys_panel(self) -> None:
+        self.action_hide_help_panel()
 
     async def action_quit(self) -> None:
         main = self.main_screen

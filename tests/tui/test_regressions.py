@@ -15,7 +15,16 @@ from textual.pilot import Pilot
 
 from engine.models import Summary
 from tests.tui.conftest import AppFactory
-from tests.tui.helpers import ask, build_session, offline_settings, opened, settle
+from tests.tui.helpers import (
+    GatedProvider,
+    ask,
+    build_session,
+    offline_settings,
+    opened,
+    screen_lines,
+    settle,
+    wait_until,
+)
 from tui.text_wrap import wrap_rows
 from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatEntry, ChatView
@@ -185,3 +194,33 @@ async def test_last_scratchpad_keeps_the_observation_costs(
         await pilot.press("f6")
         scratch = screen.query_one(ScratchpadView)
         assert sum("tok seen →" in str(b.header) for b in scratch.blocks) == 2
+
+
+async def test_footer_fits_80_columns_and_shows_only_live_keys(make_app: AppFactory) -> None:
+    """Bug 7: at 80 columns the palette key was drawn over the last keys (``paletteq``) and
+    Quit / Interrupt fell off; ``f7 Pane`` showed in the wide layout, where F7 does nothing;
+    Esc did not close Textual's keys panel."""
+    settings = offline_settings()
+    provider = GatedProvider(settings, stop_at=1)
+    app = make_app(settings=settings, provider=provider)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await opened(pilot)
+        footer = screen_lines(app)[-1]
+        assert "Quit" in footer and "paletteq" not in footer
+        assert "Pane" in footer  # F7 works in the narrow layout
+        await ask(pilot, "ls src", wait=False)
+        await wait_until(pilot, provider.waiting.is_set)
+        await pilot.pause()
+        footer = screen_lines(app)[-1]
+        assert "Interrupt" in footer and "Quit" in footer
+        provider.release.set()
+        await settle(pilot)
+        await pilot.resize_terminal(120, 40)
+        await settle(pilot)
+        footer = screen_lines(app)[-1]
+        assert "Pane" not in footer and "Quit" in footer
+        app.action_show_help_panel()
+        await pilot.pause()
+        assert app.screen.query("HelpPanel")
+        await pilot.press("escape")
+        assert not app.screen.query("HelpPanel")

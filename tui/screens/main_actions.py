@@ -23,6 +23,7 @@ from tui.screens.compact_modal import CompactModal
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
 from tui.screens.execution_log_screen import ExecutionLogScreen
 from tui.screens.inspector_screen import InspectorScreen
+from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.sessions_screen import SessionsScreen
 from tui.widgets.history_view import HistoryView
@@ -52,6 +53,7 @@ class ActionSpec:
 
 
 MAIN_ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("f1", "keys", "Keys", "Every key of the workbench, and what the panes show"),
     ActionSpec("f2", "sessions", "Sessions", "Browse stored sessions and resume one"),
     ActionSpec("f3", "archive", "Archive", "Each compaction: its summary beside the raw rounds"),
     ActionSpec("f4", "inspect", "Context", "The exact request the next step will send, by layer"),
@@ -71,7 +73,7 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
 
 
 IDLE_ONLY = {"compact", "sessions", "new_session"}
-"""Actions refused while the agent works (they would race the round)."""
+"""Actions refused while the agent works (they would race the round); they say so."""
 
 
 class MainActions(Screen[None]):
@@ -103,12 +105,12 @@ class MainActions(Screen[None]):
         def _update_subtitles(self) -> None: ...
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # False hides a key that does nothing here (F7 in the wide layout, Esc between
+        # rounds). Keys refused while the agent works stay active: the action says why.
         if action == "next_pane":
             return self.has_class("-narrow")
         if action == "interrupt":
-            return True if self.busy == "round" else None
-        if action in IDLE_ONLY and self.busy is not None:
-            return None
+            return self.busy == "round"
         if action in ("archive", "inspect", "execution_log") and self.agent is None:
             return None
         return True
@@ -116,11 +118,11 @@ class MainActions(Screen[None]):
     def _refuse_when_busy(self) -> bool:
         if self.busy is None and self.agent is not None:
             return False
-        self.notify(
-            "The agent is busy; wait for it or press Esc to interrupt the round.",
-            title="Busy",
-            severity="warning",
-        )
+        doing = {
+            "round": "a round is running; wait for its answer or press Esc to interrupt it",
+            "compacting": "a compaction is running; wait for it to finish",
+        }.get(self.busy or "", "the session is still opening; wait a moment")
+        self.notify(f"Not now: {doing}.", title="Busy", severity="warning")
         return True
 
     # ------------------------------------------------------------------ compaction
@@ -193,6 +195,9 @@ class MainActions(Screen[None]):
         if session_id is None or session_id == self.session_id or self.busy is not None:
             return
         self.open(session_id)
+
+    def action_keys(self) -> None:
+        self.app.push_screen(KeysModal([(a.key, a.help) for a in MAIN_ACTIONS]))
 
     def action_archive(self) -> None:
         if self.session_id is None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import Reactive, reactive
-from textual.widgets import Footer, Input, ProgressBar, Static, Tab, Tabs
+from textual.widgets import Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from engine.context import BuiltContext
@@ -50,6 +50,7 @@ from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput, workspace_files
 from tui.widgets.chat_view import ChatView
 from tui.widgets.history_view import BlockMemo, HistoryView, history_blocks
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.scratchpad_view import ScratchpadView
 from tui.widgets.session_header import HeaderInfo, SessionHeader
 from tui.widgets.token_gauge import TokenGauge
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")
+FOOTER_DROP_ORDER = ("new_session", "archive", "last_scratchpad", "inspect", "sessions", "compact")
+"""Footer keys left out first when the line is too narrow (all stay on F1 and Ctrl+P)."""
 
 
 @dataclass
@@ -78,8 +81,18 @@ class MainScreen(MainActions):
         (110, "-wide"),
     ]
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(a.key, a.action, a.label, show=a.show, id=a.binding_id, tooltip=a.help)
-        for a in MAIN_ACTIONS
+        *(
+            Binding(a.key, a.action, a.label, show=a.show, id=a.binding_id, tooltip=a.help)
+            for a in MAIN_ACTIONS
+        ),
+        Binding(
+            "question_mark",
+            "keys",
+            "Keys",
+            show=False,
+            id="main.keys_question",
+            tooltip="Every key of the workbench (when the input box is not focused)",
+        ),
     ]
 
     busy: Reactive[str | None] = reactive[str | None](None)
@@ -137,7 +150,7 @@ class MainScreen(MainActions):
                         yield HistoryView(id="history")
                 with Vertical(id="gauge-pane", classes="pane"):
                     yield TokenGauge(id="gauge")
-        yield Footer(compact=True)
+        yield KeyBar(FOOTER_DROP_ORDER, id="keys")
 
     def on_mount(self) -> None:
         self.query_one("#chat-pane").border_title = "Chat"
@@ -166,6 +179,16 @@ class MainScreen(MainActions):
         self.query_one(ChatInput).focus()
         self.load_files()
         self.open(self.resume)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The breakpoint class (-narrow / -wide) decides whether F7 does anything: show it
+        # only where it does, once the class has changed.
+        self.call_after_refresh(self.refresh_bindings)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The breakpoint class (-narrow / -wide) decides whether F7 does anything: show it
+        # only where it does, once the class has changed.
+        self.call_after_refresh(self.refresh_bindings)
 
     def watch_pane(self, pane: str) -> None:
         for name in PANES:
@@ -388,6 +411,30 @@ class MainScreen(MainActions):
         history.scroll_home(animate=False, immediate=True)
         if result.summary is not None and view.layout.history.summaries:
             history.cursor = len(view.layout.history.summaries) - 1
+
+    def action_focus_pane(self, name: str) -> None:
+        """Jump to a pane (1–4); in the narrow layout its tab comes to the front."""
+        if name != "chat" and self.has_class("-narrow"):
+            self.pane = name
+        target = {"chat": "#chat", "scratch": "#scratch", "history": "#history"}.get(name)
+        if target is not None:
+            self.query_one(target).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        # A printable key typed while a pane has the focus goes to the input box rather than
+        # being dropped (keys the screen binds, 1–4 and ?, keep their meaning).
+        focused = self.focused
+        if not isinstance(focused, BlockView) or not event.is_printable:
+            return
+        if event.character is None or event.character in "1234?":
+            return
+        box = self.query_one(ChatInput)
+        if box.disabled:
+            return
+        event.stop()
+        event.prevent_default()
+        box.focus()
+        box.insert_text_at_cursor(event.character)
 
     # ------------------------------------------------------------------ input
     @on(ChatInput.Sent, "#input")
