@@ -204,7 +204,7 @@ async def test_footer_fits_80_columns_and_shows_only_live_keys(make_app: AppFact
     provider = GatedProvider(settings, stop_at=1)
     app = make_app(settings=settings, provider=provider)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await opened(pilot)
+        await opened(pilot)
         footer = screen_lines(app)[-1]
         assert "Quit" in footer and "paletteq" not in footer
         assert "Pane" in footer  # F7 works in the narrow layout

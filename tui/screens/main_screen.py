@@ -185,11 +185,6 @@ class MainScreen(MainActions):
         # only where it does, once the class has changed.
         self.call_after_refresh(self.refresh_bindings)
 
-    def on_resize(self, event: events.Resize) -> None:
-        # The breakpoint class (-narrow / -wide) decides whether F7 does anything: show it
-        # only where it does, once the class has changed.
-        self.call_after_refresh(self.refresh_bindings)
-
     def watch_pane(self, pane: str) -> None:
         for name in PANES:
             self.set_class(name == pane, f"-pane-{name}")
