@@ -62,6 +62,7 @@ class CtxscopeApp(App[int]):
         provider: Provider | None = None,
         clock: Clock = wall_clock,
         workspace_label: str | None = None,
+        workspace_explicit: bool = False,
     ) -> None:
         """Open the store at ``db_path`` (errors raise ``StoreError`` before any screen)."""
         super().__init__()
@@ -73,6 +74,12 @@ class CtxscopeApp(App[int]):
         self.workspace_label = workspace_label
         """Shown instead of the workspace path (snapshots use a fixed name)."""
         self._provider = provider
+        self.workspace_explicit = workspace_explicit
+        """``--workspace`` was given: ``--resume`` (latest) then means the latest session of
+        that workspace."""
+        self.session_grants: dict[int, set[str]] = {}
+        """Per session, the kinds of tool call answered "always for this session", kept while
+        the app runs, so leaving a session and coming back does not forget them."""
         self.store = Store.open(db_path)
 
     def provider_factory(self) -> Callable[[Settings], Provider]:
@@ -87,7 +94,7 @@ class CtxscopeApp(App[int]):
 
     def open_session(self, resume: Resume, events: EventSink, ask: Asker) -> OpenedSession:
         """Open a session with its agent (called from a thread worker)."""
-        return open_session(
+        opened = open_session(
             self.store,
             self.settings,
             self.workspace,
@@ -95,7 +102,13 @@ class CtxscopeApp(App[int]):
             events,
             ask,
             provider_factory=self.provider_factory(),
+            workspace_explicit=self.workspace_explicit,
         )
+        # The same set object: answers given from now on are remembered for the session.
+        grants = self.session_grants.setdefault(opened.agent.session_id, set())
+        grants |= opened.agent.tool_ctx.always_allowed
+        opened.agent.tool_ctx.always_allowed = grants
+        return opened
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen(self.resume)
@@ -162,7 +175,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(f"workspace {workspace} is not a directory")
     resume = parse_resume(getattr(args, "resume", None))
     app = CtxscopeApp(
-        db_path=db_path(args, settings), workspace=workspace, settings=settings, resume=resume
+        db_path=db_path(args, settings),
+        workspace=workspace,
+        settings=settings,
+        resume=resume,
+        workspace_explicit=bool(getattr(args, "workspace", None)),
     )
     if isinstance(resume, int):
         try:

@@ -95,9 +95,9 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
 
 
-def plural(n: int, noun: str) -> str:
-    """``1 round``, ``2 rounds``."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 round``, ``2 rounds`` (``nouns`` when the plural is not ``noun + s``)."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {nouns or noun + 's'}"
 
 
 def round_span(first: int | None, last: int | None, short: bool = False) -> str:

@@ -70,14 +70,26 @@ class OpenedSession:
     notices: list[str] = field(default_factory=list)
 
 
-def choose_session(store: Store, resume: Resume, workspace: Path, settings: Settings) -> Session:
-    """The session to open: by id, the latest (a new one when there is none), or a new one."""
+def choose_session(
+    store: Store,
+    resume: Resume,
+    workspace: Path,
+    settings: Settings,
+    workspace_explicit: bool = False,
+) -> Session:
+    """The session to open: by id, the latest (of ``workspace`` when it was given explicitly;
+    a new one when there is none), or a new one."""
     if isinstance(resume, int):
         return store.get_session(resume)
     if resume == "latest":
-        latest = store.latest_session()
-        if latest is not None:
-            return latest
+        if workspace_explicit:
+            for info in store.list_sessions():
+                if Path(info.session.workspace or "") == workspace:
+                    return info.session
+        else:
+            latest = store.latest_session()
+            if latest is not None:
+                return latest
     return store.create_session(workspace=str(workspace), strategy=settings.strategy)
 
 
@@ -89,13 +101,19 @@ def open_session(
     events: EventSink,
     ask: Asker,
     provider_factory: Callable[[Settings], Provider],
+    workspace_explicit: bool = False,
 ) -> OpenedSession:
     """Open (or create) a session and build its agent and everything the panes show."""
-    session = choose_session(store, resume, workspace, settings)
+    session = choose_session(store, resume, workspace, settings, workspace_explicit)
     assert session.id is not None
     session_id = session.id
     notices: list[str] = []
     where = Path(session.workspace) if session.workspace else workspace
+    if workspace_explicit and where != workspace and where.is_dir():
+        notices.append(
+            f"Session {session_id} works in {where}; it stays there (--workspace {workspace} "
+            "applies to new sessions and to --resume without an id)."
+        )
     if not where.is_dir():
         notices.append(
             f"The session's workspace {where} is gone; the agent works in {workspace} instead."

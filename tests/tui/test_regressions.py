@@ -5,6 +5,7 @@ Each test failed on the code before its fix (checked by running it against the o
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from tests.tui.helpers import (
     settle,
     wait_until,
 )
+from tui.screens.permission_modal import PermissionModal
 from tui.text_wrap import wrap_rows
 from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatEntry, ChatView
@@ -224,3 +226,70 @@ async def test_footer_fits_80_columns_and_shows_only_live_keys(make_app: AppFact
         assert app.screen.query("HelpPanel")
         await pilot.press("escape")
         assert not app.screen.query("HelpPanel")
+
+
+async def test_always_is_remembered_when_coming_back_to_a_session(make_app: AppFactory) -> None:
+    """Bug 8: "always for this session" was forgotten after leaving the session and
+    resuming it."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, "run `echo one`", wait=False)
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
+        await pilot.press("s")
+        await settle(pilot)
+        first = screen.session_id
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert screen.session_id != first
+        screen.open(first)
+        await settle(pilot)
+        assert screen.session_id == first
+        await ask(pilot, "run `echo two`", wait=False)
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, PermissionModal) or screen.busy is None
+        )
+        asked_again = isinstance(app.screen, PermissionModal)
+        if asked_again:
+            await pilot.press("a")
+        await settle(pilot)
+        assert not asked_again
+
+
+async def test_busy_keys_say_why_and_history_figures_say_what_they_count(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """Bug 8: F2 / F5 during a round did nothing without a word; the history pane's figure
+    silently included the summaries."""
+    settings = offline_settings(keep_rounds=1)
+    build_session(db_path, workspace, settings, compact=True)
+    provider = GatedProvider(settings, stop_at=1)
+    app = make_app(settings=settings, provider=provider, resume=1)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        screen = await opened(pilot)
+        subtitle = str(screen.query_one("#history-pane").border_subtitle)
+        assert "1 summary" in subtitle and "messages" in subtitle
+        await ask(pilot, "ls src", wait=False)
+        await wait_until(pilot, provider.waiting.is_set)
+        for key in ("f2", "f5"):
+            await pilot.press(key)
+            await pilot.pause()
+        toasts = [str(t.render()) for t in app.screen.query("Toast")]
+        assert sum("a round is running" in t for t in toasts) == 2
+        provider.release.set()
+        await settle(pilot)
+
+
+async def test_workspace_with_resume_opens_that_workspaces_latest(
+    make_app: AppFactory, db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Bug 8: ``--workspace X --resume`` opened the latest session of any workspace."""
+    other = tmp_path / "other"
+    other.mkdir()
+    settings = offline_settings()
+    build_session(db_path, workspace, settings, title="in demo")
+    build_session(db_path, other, settings, title="in other", age=timedelta(hours=1))
+    app = make_app(settings=settings, resume="latest", workspace_explicit=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        assert screen.session_id == 1  # the latest of *this* workspace, not session 2

@@ -26,7 +26,7 @@ from engine.context import BuiltContext
 from engine.history import CompactionDraft, CompactionResult
 from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
-from tui.formatting import one_line, tokens, workspace_label
+from tui.formatting import one_line, plural, tokens, workspace_label
 from tui.gauge_state import Decision
 from tui.presenter import Panes, Presenter
 from tui.screens.detail_modal import (
@@ -375,13 +375,14 @@ class MainScreen(MainActions):
         layout = history.layout_data
         if layout is not None:
             hist = layout.history
-            total = sum(s.tokens or 0 for s in hist.summaries) + sum(
-                m.tokens or 0 for m in hist.messages
-            )
-            self.query_one(
-                "#history-pane"
-            ).border_subtitle = (
-                f"{len(hist.summaries)} summ. · {len(hist.messages)} msgs · {tokens(total)} tok"
+            summaries = sum(s.tokens or 0 for s in hist.summaries)
+            messages = sum(m.tokens or 0 for m in hist.messages)
+            # Each figure says what it counts (stored counts, without the request's framing:
+            # the gauge's "L3 history" layer is the same messages as sent).
+            self.query_one("#history-pane").border_subtitle = (
+                f"{plural(len(hist.summaries), 'summary', 'summaries')}"
+                f" {tokens(summaries)} tok · {plural(len(hist.messages), 'message')}"
+                f" {tokens(messages)} tok"
             )
         scratch = self.query_one(ScratchpadView)
         pad = self.query_one("#scratch-pane")
