@@ -153,7 +153,7 @@ async def test_a_long_session_is_rendered_lazily(
         assert (
             main_screen(app)
             .query_one("#history-pane")
-            .border_subtitle.startswith("0 summ. · 2000 msgs")
+            .border_subtitle.startswith("0 summaries 0 tok · 2,000 messages")
         )
 
 
