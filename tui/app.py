@@ -153,6 +153,7 @@ class CtxscopeApp(App[int]):
         main = self.main_screen
         if main is not None:
             main.stop_agent()
+            main.leave_session()
         self.store.close()
 
 

@@ -26,7 +26,7 @@ from engine.models import (
     Session,
     TodoItem,
 )
-from engine.store import Store
+from engine.store import Store, StoreError
 from engine.strategies.base import Plan
 from tools.base import Asker
 from tui.formatting import compaction_result
@@ -90,7 +90,24 @@ def choose_session(
             latest = store.latest_session()
             if latest is not None:
                 return latest
+    # A session is worth storing from its first input: reuse an empty one of this workspace
+    # (left by a crash; a clean exit deletes it) rather than adding another "(untitled)".
+    for info in store.list_sessions():
+        if info.rounds == 0 and not info.session.title and info.session.workspace == str(workspace):
+            return info.session
     return store.create_session(workspace=str(workspace), strategy=settings.strategy)
+
+
+def forget_if_empty(store: Store, session_id: int) -> bool:
+    """Delete the session if nothing was ever sent in it (UI thread, on leaving it)."""
+    try:
+        session = store.get_session(session_id)
+    except StoreError:
+        return False
+    if session.title or store.rounds(session_id):
+        return False
+    store.delete_session(session_id)
+    return True
 
 
 def open_session(

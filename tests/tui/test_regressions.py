@@ -15,6 +15,7 @@ from textual import events
 from textual.pilot import Pilot
 
 from engine.models import Summary
+from engine.store import Store
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import (
     GatedProvider,
@@ -293,3 +294,28 @@ async def test_workspace_with_resume_opens_that_workspaces_latest(
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot)
         assert screen.session_id == 1  # the latest of *this* workspace, not session 2
+
+
+async def test_launches_without_input_store_no_session(make_app: AppFactory, db_path: Path) -> None:
+    """Bug 9: every launch stored a new empty "(untitled)" session (8 launches left 7)."""
+    for _ in range(3):
+        app = make_app()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await opened(pilot)
+            await pilot.press("ctrl+n")
+            await settle(pilot)
+    store = Store.open(db_path)
+    try:
+        assert store.list_sessions() == []
+    finally:
+        store.close()
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        await ask(pilot, "ls src")
+    store = Store.open(db_path)
+    try:
+        infos = store.list_sessions()
+        assert [(i.rounds, i.session.title) for i in infos] == [(1, "ls src")]
+    finally:
+        store.close()

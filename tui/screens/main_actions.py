@@ -104,6 +104,8 @@ class MainActions(Screen[None]):
 
         def _update_subtitles(self) -> None: ...
 
+        def leave_session(self) -> None: ...
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides a key that does nothing here (F7 in the wide layout, Esc between
         # rounds). Keys refused while the agent works stay active: the action says why.
@@ -261,6 +263,7 @@ class MainActions(Screen[None]):
 
     def on_unmount(self) -> None:
         self.stop_agent()
+        self.leave_session()
 
     # ------------------------------------------------------------------ permissions
     @on(PermissionGate.PermissionRequested)

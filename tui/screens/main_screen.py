@@ -41,6 +41,7 @@ from tui.session_loader import (
     Resume,
     SessionView,
     decide,
+    forget_if_empty,
     is_offline,
     last_scratchpad_blocks,
     layout_for,
@@ -237,7 +238,15 @@ class MainScreen(MainActions):
         self.query_one(HistoryView).show(layout, history_blocks(layout, self.memo))
 
     # ------------------------------------------------------------------ workers
+    def leave_session(self) -> None:
+        """The open session is being left: if nothing was ever sent in it, it is not kept
+        (every launch used to store an empty "(untitled)" session)."""
+        if self.session_id is not None and self.busy is None:
+            forget_if_empty(self.ctx_app.store, self.session_id)
+
     def open(self, resume: Resume) -> None:
+        if resume != self.session_id:
+            self.leave_session()
         self.busy = "opening"
         self.query_one(HistoryView).loading = True
         self.open_worker(resume)
