@@ -200,14 +200,18 @@ class MainScreen(MainActions):
     def watch_busy(self, busy: str | None) -> None:
         # Runs from on_mount too (opening), when the children exist but is_mounted is False.
         box = self.query_one(ChatInput)
-        box.disabled = busy in ("opening", "compacting")
-        box.refusal = (
-            None
-            if busy is None
-            else "Wait for the current round to finish (Esc interrupts it); your text stays here."
-        )
+        # Typing works while the session opens (the screen is usable at once, however long
+        # the session); only sending waits.
+        box.disabled = busy == "compacting"
+        box.refusal = {
+            None: None,
+            "opening": "The session is still opening; press Enter again in a moment.",
+            "round": "A round is running: wait for its answer (Esc interrupts it).",
+        }.get(busy, "Wait for the compaction to finish.")
+        if box.refusal is not None:
+            box.refusal += " Your text stays in the box."
         box.placeholder = {
-            "opening": "Opening the session…",
+            "opening": "Opening the session… (you can type already)",
             "compacting": "Compacting… (the input is blocked meanwhile)",
         }.get(busy or "", ChatInput.PLACEHOLDER)
         self.query_one("#compact-progress").display = busy == "compacting"
