@@ -119,6 +119,8 @@ class GaugeState:
     """The strategy's warning: its measure fires but it will not compact (and why)."""
     decision: Decision | None = None
     """The strategy's decision for the input as typed (refreshed in a worker as one types)."""
+    offline: bool = False
+    """The offline provider: its "usage" is ctxscope's own count, not an API's."""
 
     @property
     def total(self) -> int:

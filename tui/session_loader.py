@@ -290,6 +290,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         compactions_at=marks,
         warning=decision.warning,
         decision=decision,
+        offline=is_offline(agent.provider.name),
     )
     blocks = history_blocks(layout, memo)
     return SessionView(

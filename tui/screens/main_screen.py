@@ -49,7 +49,7 @@ from tui.session_loader import (
 )
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput, workspace_files
-from tui.widgets.chat_view import ChatView
+from tui.widgets.chat_view import ChatView, Example
 from tui.widgets.history_view import BlockMemo, HistoryView, history_blocks
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.scratchpad_view import ScratchpadView
@@ -93,6 +93,17 @@ class MainScreen(MainActions):
             show=False,
             id="main.keys_question",
             tooltip="Every key of the workbench (when the input box is not focused)",
+        ),
+        *(
+            Binding(
+                str(n),
+                f"focus_pane('{name}')",
+                name.title(),
+                show=False,
+                id=f"main.focus_{name}",
+                tooltip=f"Jump to the {name} pane (when the input box is not focused)",
+            )
+            for n, name in enumerate(("chat", "scratch", "history", "gauge"), 1)
         ),
     ]
 
@@ -366,7 +377,7 @@ class MainScreen(MainActions):
             strategy=opened.agent.strategy.name,
             offline=is_offline(session.provider),
         )
-        self.query_one(ChatView).load(opened.chat)
+        self.query_one(ChatView).load(opened.chat, offline=is_offline(session.provider))
         self.query_one(ScratchpadView).end_round()
         self.last_scratch = opened.last_scratch
         self.show_banner("", False)
@@ -479,6 +490,12 @@ class MainScreen(MainActions):
     @on(BlockView.BlockActivated, "#chat, #scratch")
     def _open_text_block(self, event: BlockView.BlockActivated) -> None:
         block = event.block
+        if isinstance(block.data, Example):
+            box = self.query_one(ChatInput)
+            box.value = block.data.text
+            box.cursor_position = len(box.value)
+            box.focus()
+            return
         title = "".join(text for text, _ in block.header).strip() or "Text"
         self.app.push_screen(DetailModal(title, [DetailPart(title, block.body)]))
 

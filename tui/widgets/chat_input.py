@@ -97,6 +97,7 @@ class ChatInput(Input):
             placeholder=self.PLACEHOLDER,
             suggester=WorkspaceSuggester(),
             id=id,
+            select_on_focus=False,  # keys redirected from a pane add to the text
         )
 
     @property

@@ -49,7 +49,9 @@ def figures(state: GaugeState) -> Text:
         f" · threshold {tokens(state.threshold)} · {state.layers_source}\n"
     )
     usage = state.last_usage
-    text.append("last API call ", style="dim")
+    text.append(
+        "last call (offline: local counts) " if state.offline else "last API call ", style="dim"
+    )
     if usage is None:
         text.append("none since the last compaction or start\n", style="dim")
     else:
@@ -85,7 +87,9 @@ def figures(state: GaugeState) -> Text:
             )
     calibration = state.calibration
     text.append("\ncalibration ", style="dim")
-    if calibration is None:
+    if state.offline:
+        text.append("– offline: no API count to compare with", style="dim")
+    elif calibration is None:
         text.append("– (no API usage yet)", style="dim")
     else:
         text.append(f"API input ÷ local count = {calibration:.2f}")

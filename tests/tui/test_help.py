@@ -1,0 +1,68 @@
+"""Newcomer help: the empty chat explains itself, the keys list (F1 / ?), pane keys, honest
+offline labels."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input
+
+from tests.tui.conftest import AppFactory
+from tests.tui.helpers import opened, screen_lines, settle
+from tui.screens.keys_modal import KeysModal
+from tui.widgets.chat_view import EXAMPLES, ChatView, Example
+from tui.widgets.history_view import HistoryView
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_empty_offline_chat_offers_examples_that_fill_the_input(
+    make_app: AppFactory,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        chat = screen.query_one(ChatView)
+        text = " ".join(b.body for b in chat.blocks)
+        assert "rule-based provider" in text and "grep PATTERN" in text and "run `CMD`" in text
+        examples = [b.data.text for b in chat.blocks if isinstance(b.data, Example)]
+        assert examples == list(EXAMPLES) and len(examples) == 3
+        chat.focus()
+        await pilot.press("down", "down", "enter")
+        box = screen.query_one("#input", Input)
+        assert box.value == EXAMPLES[1] and box.has_focus
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not chat.showing_intro
+        figures = str(screen.query_one("#gauge-figures").render())
+        assert "offline: local counts" in figures and "no API count" in figures
+
+
+async def test_keys_list_and_pane_keys(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("f1")
+        assert isinstance(app.screen, KeysModal)
+        listed = "\n".join(screen_lines(app))
+        for key in ("F2", "F5", "Ctrl+N", "Esc", "Ctrl+Q"):
+            assert key in listed
+        await pilot.press("escape")
+        assert app.screen is screen
+        box = screen.query_one("#input", Input)
+        await pilot.press("?")  # the input has the focus: it is typed
+        assert box.value == "?" and app.screen is screen
+        box.value = ""
+        await pilot.press("3")  # typed too
+        assert box.value == "3"
+        box.value = ""
+        history = screen.query_one(HistoryView)
+        history.focus()
+        await pilot.press("?")
+        assert isinstance(app.screen, KeysModal)
+        await pilot.press("escape")
+        await pilot.press("1")
+        assert screen.query_one(ChatView).has_focus
+        await pilot.press("3")
+        assert history.has_focus
+        await pilot.press("l", "s")  # printable keys in a pane go to the input
+        assert box.value == "ls" and box.has_focus
