@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from engine.context import LAYERS
-from engine.models import Compaction, Usage, UsageRecord
+from engine.models import Compaction, History, Message, ToolCall, Usage, UsageRecord
 from engine.strategies.base import Plan
 from engine.tokens import BudgetCheck
 
@@ -43,6 +43,50 @@ def severity(total: int, threshold: int) -> Severity:
     if threshold <= 0 or total >= threshold:
         return "over"
     return "near" if total >= NEAR_RATIO * threshold else "ok"
+
+
+@dataclass(frozen=True)
+class Heavy:
+    """One heavy item of the history: what it is, its tokens, and where it is."""
+
+    label: str
+    tokens: int
+    key: str
+    """``m<message id>`` or ``s<summary id>`` (for the jump to it)."""
+
+
+def heaviest_items(history: History, count: int = 3) -> tuple[Heavy, ...]:
+    """The ``count`` biggest summaries and messages of ``history``, heaviest first."""
+    calls: dict[str, ToolCall] = {
+        c.id: c for m in history.messages if m.role == "assistant" for c in m.tool_calls
+    }
+    items: list[Heavy] = []
+    for summary in history.summaries:
+        span = f"r{summary.first_round}" + (
+            f"–{summary.last_round}" if summary.last_round != summary.first_round else ""
+        )
+        items.append(Heavy(f"summary {span}", summary.tokens or 0, f"s{summary.id}"))
+    for msg in history.messages:
+        items.append(Heavy(_label(msg, calls), msg.tokens or 0, f"m{msg.id}"))
+    items.sort(key=lambda h: -h.tokens)
+    return tuple(items[:count])
+
+
+def _label(msg: Message, calls: dict[str, ToolCall]) -> str:
+    where = f" · r{msg.meta.round}" if msg.meta.round is not None else ""
+    if msg.role == "tool":
+        call = calls.get(msg.meta.tool_use_id or "")
+        arg = ""
+        if call is not None:
+            for name in ("file_path", "path", "pattern", "command"):
+                value = call.input.get(name)
+                if isinstance(value, str) and value:
+                    arg = value if len(value) <= 32 else value[:31] + "…"
+                    break
+        return f"{msg.meta.tool_name or 'tool'} {arg}".strip() + where
+    if msg.role == "user":
+        return "user input" + where
+    return ("answer" if msg.meta.final else "assistant step") + where
 
 
 @dataclass(frozen=True)
@@ -121,6 +165,19 @@ class GaugeState:
     """The strategy's decision for the input as typed (refreshed in a worker as one types)."""
     offline: bool = False
     """The offline provider: its "usage" is ctxscope's own count, not an API's."""
+    heaviest: tuple[Heavy, ...] = ()
+    """The biggest items of L3, heaviest first (each one key away in the history pane)."""
+
+    @property
+    def free(self) -> int:
+        """The window's room left after this request."""
+        return max(0, self.context_window - self.total)
+
+    @property
+    def buffer(self) -> int:
+        """The part of the window above the compaction threshold (Claude Code's "autocompact
+        buffer"): compaction is meant to fire before a request reaches into it."""
+        return max(0, self.context_window - self.threshold)
 
     @property
     def total(self) -> int:

@@ -30,7 +30,7 @@ from engine.store import Store, StoreError
 from engine.strategies.base import Plan
 from tools.base import Asker
 from tui.formatting import compaction_result
-from tui.gauge_state import Decision, GaugeState, steps_and_marks
+from tui.gauge_state import Decision, GaugeState, heaviest_items, steps_and_marks
 from tui.widgets.block_view import Block
 from tui.widgets.chat_view import ChatEntry
 from tui.widgets.history_view import BlockMemo, HistoryLayout, history_blocks
@@ -291,6 +291,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         warning=decision.warning,
         decision=decision,
         offline=is_offline(agent.provider.name),
+        heaviest=heaviest_items(layout.history),
     )
     blocks = history_blocks(layout, memo)
     return SessionView(

@@ -7,10 +7,11 @@ import pytest
 from textual.widgets import Input
 
 from tests.tui.conftest import AppFactory
-from tests.tui.helpers import opened, screen_lines, settle
+from tests.tui.helpers import ask, messages_in, opened, screen_lines, settle
 from tui.screens.keys_modal import KeysModal
 from tui.widgets.chat_view import EXAMPLES, ChatView, Example
 from tui.widgets.history_view import HistoryView
+from tui.widgets.token_gauge import TokenGauge
 
 pytestmark = pytest.mark.anyio
 
@@ -66,3 +67,34 @@ async def test_keys_list_and_pane_keys(make_app: AppFactory) -> None:
         assert history.has_focus
         await pilot.press("l", "s")  # printable keys in a pane go to the input
         assert box.value == "ls" and box.has_focus
+
+
+async def test_breakdown_percent_free_buffer_heaviest_and_round_subtotals(
+    make_app: AppFactory,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, "read @src/calc.py then ls src")
+        gauge = screen.query_one(TokenGauge)
+        state = gauge.state
+        assert state is not None
+        assert state.free == state.context_window - state.total
+        assert state.buffer == state.context_window - state.threshold
+        shown = "\n".join(screen_lines(app))
+        assert "free " in shown and "buffer over the threshold" in shown
+        assert "until compaction" in shown
+        top = state.heaviest[0]
+        assert top.tokens == max(m.tokens or 0 for m in messages_in(app))
+        assert f"{top.label} {top.tokens:,} tok" in str(
+            screen.query_one("#gauge-heaviest").render()
+        )
+        screen.action_jump_to(top.key)
+        await pilot.pause()
+        history = screen.query_one(HistoryView)
+        assert history.has_focus and history.cursor is not None
+        picked = history.blocks[history.cursor].data
+        assert f"m{picked.id}" == top.key
+        separators = [str(b.header) for b in history.blocks if "── round 1" in str(b.header)]
+        total = sum(m.tokens or 0 for m in messages_in(app) if m.meta.round == 1)
+        assert separators and f"{total:,} tok" in separators[0]

@@ -440,6 +440,20 @@ class MainScreen(MainActions):
         if target is not None:
             self.query_one(target).focus()
 
+    def action_jump_to(self, key: str) -> None:
+        """Select a history item (``m<message id>`` / ``s<summary id>``), e.g. from the
+        gauge's heaviest items."""
+        history = self.query_one(HistoryView)
+        for index, block in enumerate(history.blocks):
+            data = block.data
+            prefix = "m" if isinstance(data, Message) else "s"
+            if isinstance(data, Message | Summary) and f"{prefix}{data.id}" == key:
+                if self.has_class("-narrow"):
+                    self.pane = "history"
+                history.focus()
+                history.cursor = index
+                return
+
     def on_key(self, event: events.Key) -> None:
         # A printable key typed while a pane has the focus goes to the input box rather than
         # being dropped (keys the screen binds, 1–4 and ?, keep their meaning).

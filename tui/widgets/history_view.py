@@ -172,7 +172,8 @@ def history_blocks(layout: HistoryLayout, memo: BlockMemo | None = None) -> list
             blocks.append(_keep_mark(layout.keep_rounds, len(groups)))
         status = layout.statuses.get(index) if index is not None else None
         label = f"── round {index if index is not None else '?'}"
-        label += f" · {status.value} " if status and status != RoundStatus.FINISHED else " "
+        label += f" · {status.value}" if status and status != RoundStatus.FINISHED else ""
+        label += f" · {tokens(sum(m.tokens or 0 for m in group))} tok "
         blocks.append(
             _separator(
                 label,
