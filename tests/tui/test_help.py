@@ -82,7 +82,7 @@ async def test_breakdown_percent_free_buffer_heaviest_and_round_subtotals(
         assert state.free == state.context_window - state.total
         assert state.buffer == state.context_window - state.threshold
         shown = "\n".join(screen_lines(app))
-        assert "free " in shown and "buffer over the threshold" in shown
+        assert "free " in shown and "buffer " in shown
         assert "until compaction" in shown
         top = state.heaviest[0]
         assert top.tokens == max(m.tokens or 0 for m in messages_in(app))
@@ -98,3 +98,24 @@ async def test_breakdown_percent_free_buffer_heaviest_and_round_subtotals(
         separators = [str(b.header) for b in history.blocks if "── round 1" in str(b.header)]
         total = sum(m.tokens or 0 for m in messages_in(app) if m.meta.round == 1)
         assert separators and f"{total:,} tok" in separators[0]
+
+
+async def test_split_adapts_and_f8_maximises_the_focused_pane(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        scratch = screen.query_one("#scratch-pane")
+        history_pane = screen.query_one("#history-pane")
+        assert scratch.size.width < history_pane.size.width  # idle: the pad yields
+        await ask(pilot, "ls src")
+        await pilot.press("f6")  # the last round's pad: it grows
+        await pilot.pause()
+        assert scratch.size.width > history_pane.size.width
+        await pilot.press("f6")
+        screen.query_one("#history").focus()
+        await pilot.press("f8")
+        await pilot.pause()
+        assert screen.maximized is history_pane
+        await pilot.press("f8")
+        await pilot.pause()
+        assert screen.maximized is None

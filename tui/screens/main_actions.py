@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.screen import Screen
+from textual.widget import Widget
 
 from engine.history import CompactionDraft, CompactionResult
 from tools.base import PermissionAnswer
@@ -67,6 +68,7 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "The session's execution log (seed 003, message-window strategy)",
         show=False,
     ),
+    ActionSpec("f8", "toggle_maximize", "Max", "Maximise the focused pane, or restore it"),
     ActionSpec("ctrl+n", "new_session", "New", "Start a new session in this workspace"),
     ActionSpec("escape", "interrupt", "Interrupt", "Interrupt the running round"),
 )
@@ -243,6 +245,19 @@ class MainActions(Screen[None]):
             if self.has_class("-narrow"):
                 self.pane = "scratch"
         self._update_subtitles()
+
+    def action_toggle_maximize(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+            return
+        focused = self.focused
+        pane = (
+            next((a for a in focused.ancestors if a.has_class("pane")), None) if focused else None
+        )
+        if pane is None or not isinstance(pane, Widget):
+            self.notify("Focus a pane first (1–4 or Tab), then F8.", title="Maximise")
+            return
+        self.maximized = pane
 
     def action_next_pane(self) -> None:
         panes = ("scratch", "history", "gauge")

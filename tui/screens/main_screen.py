@@ -61,7 +61,15 @@ if TYPE_CHECKING:
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")
-FOOTER_DROP_ORDER = ("new_session", "archive", "last_scratchpad", "inspect", "sessions", "compact")
+FOOTER_DROP_ORDER = (
+    "toggle_maximize",
+    "new_session",
+    "archive",
+    "last_scratchpad",
+    "inspect",
+    "sessions",
+    "compact",
+)
 """Footer keys left out first when the line is too narrow (all stay on F1 and Ctrl+P)."""
 
 
@@ -226,6 +234,8 @@ class MainScreen(MainActions):
             "compacting": "Compacting… (the input is blocked meanwhile)",
         }.get(busy or "", ChatInput.PLACEHOLDER)
         self.query_one("#compact-progress").display = busy == "compacting"
+        # The scratchpad is wide while it has something to show (a round runs, or F6).
+        self.set_class(busy == "round", "-round")
         self.refresh_bindings()
         if busy is None:
             box.focus()
@@ -410,6 +420,7 @@ class MainScreen(MainActions):
             )
         scratch = self.query_one(ScratchpadView)
         pad = self.query_one("#scratch-pane")
+        self.set_class(scratch.showing_last, "-pad-last")
         if scratch.showing_last:
             pad.border_title = "Scratchpad · last round"
             pad.border_subtitle = "F6: back to live"

@@ -45,8 +45,7 @@ def legend(state: GaugeState, columns: int) -> Table:
     buffer = Text()
     buffer.append("┃ ", style="red")
     buffer.append(
-        f"buffer over the threshold {tokens(state.buffer)}"
-        f" {percent(state.buffer, state.context_window)}",
+        f"buffer {tokens(state.buffer)} {percent(state.buffer, state.context_window)}",
         style="dim",
     )
     cells.append(buffer)
