@@ -235,5 +235,58 @@ async def test_preview_edit_commit_and_abandon(make_app: AppFactory, db_path: Pa
         [comp] = store.compactions(1)
         assert comp.stats["edited"] is True and comp.stats["draft_summary"] == draft
         assert store.history(1).summaries[0].content == area.text
+
+
+async def test_sessions_screen_filters_previews_renames_and_deletes(
+    make_app: AppFactory, db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    settings = offline_settings(keep_rounds=1)
+    first = build_session(db_path, workspace, settings, title="first", compact=True)
+    build_session(db_path, other, settings, ("ls",), title="not here")
+    build_session(db_path, workspace, settings, ("ls src",), title="current")
+    app = make_app(settings=settings, resume=3)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+        sessions = app.screen
+        assert isinstance(sessions, SessionsScreen)
+        table = sessions.query_one(DataTable)
+        assert [table.get_row_at(i)[2] for i in range(table.row_count)] == ["current", "first"]
+        await pilot.press("w")
+        await settle(pilot)
+        assert table.row_count == 3
+        await pilot.press("w")
+        await settle(pilot)
+        await pilot.press("down")
+        await settle(pilot)
+        preview = str(sessions.query_one("#sessions-preview").render())
+        assert "#1 first" in preview and "first: read @src/calc.py" in preview
+        await pilot.press("r")
+        await pilot.pause()
+        rename = app.screen.query_one("#rename-input", Input)
+        rename.value = "calculator"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.store.get_session(first).title == "calculator"
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("escape")  # keep it
+        await settle(pilot)
+        assert table.row_count == 2
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot)
+        assert [table.get_row_at(i)[2] for i in range(table.row_count)] == ["current"]
+        await pilot.press("d")  # the open session is not deleted
+        await settle(pilot)
+        assert table.row_count == 1
+    store = Store.open(db_path)
+    try:
+        assert [i.session.id for i in store.list_sessions()] == [3, 2]
+        assert store.segments(first) == [] and store.observations(first) == []
     finally:
         store.close()

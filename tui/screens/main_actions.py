@@ -193,7 +193,10 @@ class MainActions(Screen[None]):
         if self._refuse_when_busy():
             return
         app = self.ctx_app
-        self.app.push_screen(SessionsScreen(app.store, app.clock, self.session_id), self._resume)
+        workspace = str(self.agent.workspace) if self.agent else str(app.workspace)
+        self.app.push_screen(
+            SessionsScreen(app.store, app.clock, self.session_id, workspace), self._resume
+        )
 
     def _resume(self, session_id: int | None) -> None:
         if session_id is None or session_id == self.session_id or self.busy is not None:
