@@ -3,12 +3,23 @@ offline labels."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from textual.widgets import Input
 
 from tests.tui.conftest import AppFactory
-from tests.tui.helpers import ask, messages_in, opened, screen_lines, settle
+from tests.tui.helpers import (
+    ask,
+    build_session,
+    messages_in,
+    offline_settings,
+    opened,
+    screen_lines,
+    settle,
+)
 from tui.screens.keys_modal import KeysModal
+from tui.screens.search_modal import SearchModal
 from tui.widgets.chat_view import EXAMPLES, ChatView, Example
 from tui.widgets.history_view import HistoryView
 from tui.widgets.token_gauge import TokenGauge
@@ -119,3 +130,31 @@ async def test_split_adapts_and_f8_maximises_the_focused_pane(make_app: AppFacto
         await pilot.press("f8")
         await pilot.pause()
         assert screen.maximized is None
+
+
+async def test_slash_searches_history_and_archive(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    settings = offline_settings(keep_rounds=1)
+    build_session(db_path, workspace, settings, compact=True)
+    app = make_app(settings=settings, resume=1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        screen.query_one(HistoryView).focus()
+        await pilot.press("slash")
+        assert isinstance(app.screen, SearchModal)
+        app.screen.query_one("#search-input", Input).value = "def sub"
+        await settle(pilot)
+        hits = app.screen.hits
+        assert {h.where for h in hits} >= {"archive"}  # round 1 read calc.py: archived now
+        app.screen.query_one("#search-input", Input).value = "mul function"
+        await settle(pilot)
+        hits = app.screen.hits
+        assert hits and all(h.where in ("history", "summary") for h in hits)
+        first = hits[0]
+        await pilot.press("enter", "enter")
+        await settle(pilot)
+        history = screen.query_one(HistoryView)
+        assert app.screen is screen and history.cursor is not None
+        data = history.blocks[history.cursor].data
+        assert data is (first.message or first.summary)

@@ -37,6 +37,8 @@ def key_label(key: str) -> str:
     """``f2`` → ``F2``, ``ctrl+n`` → ``Ctrl+N``, ``escape`` → ``Esc``."""
     if key == "escape":
         return "Esc"
+    if key == "slash":
+        return "/"
     if key.startswith("ctrl+"):
         return "Ctrl+" + key.removeprefix("ctrl+").upper()
     return key.upper()

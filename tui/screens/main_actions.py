@@ -68,6 +68,13 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "The session's execution log (seed 003, message-window strategy)",
         show=False,
     ),
+    ActionSpec(
+        "slash",
+        "search",
+        "Search",
+        "Search the history, its summaries and the archive (/ when the input is not focused)",
+        show=False,
+    ),
     ActionSpec("f8", "toggle_maximize", "Max", "Maximise the focused pane, or restore it"),
     ActionSpec("ctrl+n", "new_session", "New", "Start a new session in this workspace"),
     ActionSpec("escape", "interrupt", "Interrupt", "Interrupt the running round"),

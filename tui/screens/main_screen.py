@@ -36,6 +36,7 @@ from tui.screens.detail_modal import (
     parts_for_summary,
 )
 from tui.screens.main_actions import MAIN_ACTIONS, MainActions
+from tui.screens.search_modal import SearchHit, SearchModal
 from tui.session_loader import (
     OpenedSession,
     Resume,
@@ -451,6 +452,22 @@ class MainScreen(MainActions):
         if target is not None:
             self.query_one(target).focus()
 
+    def action_search(self) -> None:
+        history = self.query_one(HistoryView).layout_data
+        if self.session_id is None or history is None:
+            return
+        modal = SearchModal(self.ctx_app.store, self.session_id, history.history)
+        self.app.push_screen(modal, self._found)
+
+    def _found(self, hit: SearchHit | None) -> None:
+        if hit is None:
+            return
+        if hit.key is not None:
+            self.action_jump_to(hit.key)
+        elif hit.message is not None:
+            title = f"Archived message · round {hit.message.meta.round} · {hit.message.role}"
+            self.app.push_screen(DetailModal(title, parts_for_message(hit.message, None)))
+
     def action_jump_to(self, key: str) -> None:
         """Select a history item (``m<message id>`` / ``s<summary id>``), e.g. from the
         gauge's heaviest items."""
@@ -471,7 +488,7 @@ class MainScreen(MainActions):
         focused = self.focused
         if not isinstance(focused, BlockView) or not event.is_printable:
             return
-        if event.character is None or event.character in "1234?":
+        if event.character is None or event.character in "1234?/":
             return
         box = self.query_one(ChatInput)
         if box.disabled:
