@@ -35,7 +35,7 @@ async def test_empty_offline_chat_offers_examples_that_fill_the_input(
         screen = await opened(pilot)
         chat = screen.query_one(ChatView)
         text = " ".join(b.body for b in chat.blocks)
-        assert "rule-based provider" in text and "grep PATTERN" in text and "run `CMD`" in text
+        assert "rule-based answers" in text and "grep PATTERN" in text and "run `CMD`" in text
         examples = [b.data.text for b in chat.blocks if isinstance(b.data, Example)]
         assert examples == list(EXAMPLES) and len(examples) == 3
         chat.focus()

@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Markdown, OptionList
+from textual.widgets import Input, Label, Markdown, OptionList
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
@@ -34,6 +34,7 @@ from tui.screens.detail_modal import DetailModal, parts_for_message
 from tui.text_wrap import display_safe
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.history_view import message_block
+from tui.widgets.key_bar import KeyBar
 
 SEARCH_LIMIT = 20
 """Hits the archive's search box shows."""
@@ -149,7 +150,7 @@ class ArchiveScreen(Screen[bool]):
                     yield Markdown("", id="archive-summary")
             with Vertical(id="archive-segment-pane", classes="pane"):
                 yield BlockView(id="archive-segment")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#archive-summary-pane").border_title = "Summary"

@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Collapsible, Footer, Label, Static, TextArea
+from textual.widgets import Collapsible, Label, Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from engine.context import LAYERS
@@ -25,6 +25,7 @@ from engine.tokens import BudgetCheck
 from tui.formatting import percent, tokens
 from tui.gauge_state import Decision
 from tui.text_wrap import display_safe
+from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from engine.agent import Agent
@@ -92,7 +93,7 @@ class InspectorScreen(Screen[None]):
         yield Label("Context inspector — the next request, layer by layer", id="inspector-title")
         yield Static("building the request…", id="inspector-summary")
         yield VerticalScroll(id="inspector-layers")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#inspector-layers").loading = True

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -71,10 +70,9 @@ class KeysModal(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="keys-dialog", classes="dialog"):
-            yield Label("Keys of the workbench", id="keys-title")
+            yield Label("Keys of the workbench — Esc closes this list", id="keys-title")
             with VerticalScroll(id="keys-scroll"):
                 yield Static(keys_table(self.actions), id="keys-table")
-            yield Static(Text("Esc closes this list.", style="dim"))
 
     def action_close(self) -> None:
         self.dismiss(None)

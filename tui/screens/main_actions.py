@@ -18,7 +18,7 @@ from textual.widget import Widget
 from engine.history import CompactionDraft, CompactionResult
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
-from tui.formatting import plural, round_span, tokens
+from tui.formatting import plural, round_span, tokens, workspace_label
 from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_modal import CompactModal
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
@@ -201,8 +201,10 @@ class MainActions(Screen[None]):
             return
         app = self.ctx_app
         workspace = str(self.agent.workspace) if self.agent else str(app.workspace)
+        fixed = app.workspace_label
+        label = (lambda _path: fixed) if fixed else workspace_label
         self.app.push_screen(
-            SessionsScreen(app.store, app.clock, self.session_id, workspace), self._resume
+            SessionsScreen(app.store, app.clock, self.session_id, workspace, label), self._resume
         )
 
     def _resume(self, session_id: int | None) -> None:

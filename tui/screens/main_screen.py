@@ -176,7 +176,7 @@ class MainScreen(MainActions):
     def on_mount(self) -> None:
         self.query_one("#chat-pane").border_title = "Chat"
         self.query_one("#scratch-pane").border_title = "Scratchpad · live"
-        self.query_one("#history-pane").border_title = "History · L3 as stored"
+        self.query_one("#history-pane").border_title = "History · L3"
         self.query_one("#gauge-pane").border_title = "Token gauge"
         self.query_one("#compact-progress").display = False
         self.query_one("#history-banner").display = False
@@ -427,7 +427,7 @@ class MainScreen(MainActions):
             pad.border_subtitle = "F6: back to live"
         else:
             pad.border_title = "Scratchpad · live"
-            pad.border_subtitle = "empty between rounds · F6 last"
+            pad.border_subtitle = "F6: last round"
 
     def _round_done(self, done: RoundDone) -> None:
         self.last_scratch = done.last_scratch

@@ -48,7 +48,7 @@ class SearchHit:
         return None
 
 
-def _snippet(text: str, needle: str, width: int = 70) -> str:
+def _snippet(text: str, needle: str, width: int = 50) -> str:
     at = text.lower().find(needle)
     start = max(0, at - width // 3)
     return one_line(("…" if start else "") + text[start : start + width], width + 1)

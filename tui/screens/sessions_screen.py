@@ -10,6 +10,7 @@ session id (or None).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,13 +19,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.reactive import Reactive, reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, Static
+from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState
 
 from engine.models import SessionInfo
 from engine.store import Store
-from tui.formatting import Clock, one_line, relative_time, strip_reminders
+from tui.formatting import (
+    Clock,
+    one_line,
+    plural,
+    relative_time,
+    strip_reminders,
+    workspace_label,
+)
 from tui.screens.session_modals import DeleteModal, RenameModal
+from tui.widgets.key_bar import KeyBar
 
 
 class SessionsScreen(Screen[int | None]):
@@ -61,9 +70,16 @@ class SessionsScreen(Screen[int | None]):
     """List the sessions of every workspace, not only this one's."""
 
     def __init__(
-        self, store: Store, clock: Clock, current: int | None, workspace: str = ""
+        self,
+        store: Store,
+        clock: Clock,
+        current: int | None,
+        workspace: str = "",
+        label: Callable[[str], str] = workspace_label,
     ) -> None:
         super().__init__()
+        self.label = label
+        """How a workspace path is shown (``~/code/app``; tests pin a fixed name)."""
         self.store = store
         self.clock = clock
         self.current = current
@@ -79,7 +95,7 @@ class SessionsScreen(Screen[int | None]):
         table.add_columns("", "ID", "Title", "Workspace", "Updated", "Rounds", "Tokens", "Comp.")
         yield table
         yield Static("", id="sessions-preview")
-        yield Footer()
+        yield KeyBar()
 
     def watch_every_workspace(self) -> None:
         which = "all workspaces" if self.every_workspace or not self.workspace else "this workspace"
@@ -111,7 +127,7 @@ class SessionsScreen(Screen[int | None]):
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
     def preview_worker(self, session_id: int) -> str:
         try:
-            return session_preview(self.store, self.infos[session_id])
+            return session_preview(self.store, self.infos[session_id], self.label)
         finally:
             self.store.db.close()
 
@@ -220,15 +236,18 @@ class SessionsScreen(Screen[int | None]):
         self.app.push_screen(DeleteModal(session_id, info.session.title, info.rounds), answered)
 
 
-def session_preview(store: Store, info: SessionInfo) -> str:
+def session_preview(
+    store: Store, info: SessionInfo, label: Callable[[str], str] = workspace_label
+) -> str:
     """A few lines about a session: where, with what, its first and last question and its
     last answer (worker thread)."""
     s = info.session
     assert s.id is not None
     lines = [
-        f"#{s.id} {s.title or '(untitled)'} · {s.workspace}",
+        f"#{s.id} {s.title or '(untitled)'} · {label(s.workspace)}",
         f"{s.provider or '?'} · {s.model or '?'} · strategy {s.strategy} · "
-        f"{info.rounds} rounds · {info.current_tokens:,} tok · {info.compactions} compactions",
+        f"{plural(info.rounds, 'round')} · {info.current_tokens:,} tok"
+        f" · {plural(info.compactions, 'compaction')}",
     ]
     rounds = store.rounds(s.id)
     if rounds:

@@ -28,9 +28,8 @@ class ChatEntry:
 
 
 OFFLINE_PHRASES = (
-    "`@path` — read a file you mention",
-    "`ls [dir]`, `glob PATTERN [in PATH]`, `grep PATTERN [in PATH]`, `read FILE`",
-    "run `CMD` (asks first), `todo: a; b; c` — several at once with `then`",
+    "@path, ls [dir], read FILE, glob PATTERN, grep PATTERN [in PATH]",
+    "run `CMD` (asks first), todo: a; b — several joined with `then`",
 )
 EXAMPLES = (
     "read README.md then ls .",
@@ -62,8 +61,8 @@ def intro_blocks(offline: bool) -> list[Block]:
     lines = "\n".join(f"• {p}" for p in OFFLINE_PHRASES)
     blocks = [
         Block(
-            body="Offline: no API key, so a rule-based provider (not a language model) answers. "
-            f"It understands:\n{lines}\nTry one (Enter or a click puts it in the box):",
+            body=f"Offline: rule-based answers, no LLM. It understands:\n{lines}\n"
+            "Try one (Enter or a click puts it in the box):",
             style="block-view--dim",
             selectable=False,
         )
@@ -73,7 +72,7 @@ def intro_blocks(offline: bool) -> list[Block]:
     ]
     blocks.append(
         Block(
-            body="Set ANTHROPIC_API_KEY to use Claude. F1 lists every key.",
+            body="With ANTHROPIC_API_KEY set, Claude answers. F1: every key.",
             style="block-view--dim",
             selectable=False,
             space_before=True,

@@ -98,7 +98,9 @@ class KeyBar(Widget):
                 break
             items = [(b, n) for b, n in items if b.action != action]
         while items and length(items) > width:
-            items.pop(0)
+            # Still too long: leave out the last key but Quit.
+            last = max(i for i, (b, _) in enumerate(items) if b.action != "quit" or i == 0)
+            items.pop(last)
         text = Text(no_wrap=True, overflow="crop")
         key_style = self.get_component_rich_style("key-bar--key")
         shown: list[_Shown] = []
