@@ -59,12 +59,12 @@ def cli_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
     env["PYTHONPATH"] = str(ROOT)
     os.environ.pop("ANTHROPIC_API_KEY", None)
     with open(os.devnull, "w") as null:
-        saved = sys.stdout
-        sys.stdout = null
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = null
         try:
             main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)])
         finally:
-            sys.stdout = saved
+            sys.stdout, sys.stderr = saved
     py = sys.executable
     out: list[tuple[str, float, float]] = []
     for label, args in (

@@ -198,8 +198,13 @@ class MainScreen(MainActions):
         )
         self.set_class(True, "-pane-history")
         self.query_one(ChatInput).focus()
-        self.load_files()
+        # Draw the screen first: the open worker holds the GIL for a while on a long session.
+        self.busy = "opening"
+        self.call_after_refresh(self._open_after_first_frame)
+
+    def _open_after_first_frame(self) -> None:
         self.open(self.resume)
+        self.load_files()
 
     def on_resize(self, event: events.Resize) -> None:
         # The breakpoint class (-narrow / -wide) decides whether F7 does anything: show it
