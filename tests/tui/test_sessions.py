@@ -235,6 +235,8 @@ async def test_preview_edit_commit_and_abandon(make_app: AppFactory, db_path: Pa
         [comp] = store.compactions(1)
         assert comp.stats["edited"] is True and comp.stats["draft_summary"] == draft
         assert store.history(1).summaries[0].content == area.text
+    finally:
+        store.close()
 
 
 async def test_sessions_screen_filters_previews_renames_and_deletes(
