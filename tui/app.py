@@ -25,7 +25,7 @@ from tools.base import Asker
 from tui.formatting import Clock, wall_clock
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_screen import MainScreen
-from tui.session_loader import OpenedSession, Resume, open_session
+from tui.session_loader import OpenedSession, Resume, load_grants, open_session
 
 
 class CtxscopeApp(App[int]):
@@ -79,7 +79,8 @@ class CtxscopeApp(App[int]):
         that workspace."""
         self.session_grants: dict[int, set[str]] = {}
         """Per session, the kinds of tool call answered "always for this session", kept while
-        the app runs, so leaving a session and coming back does not forget them."""
+        the app runs and stored beside the session after each round (``load_grants``), so
+        leaving a session and coming back, now or after a restart, does not forget them."""
         self.store = Store.open(db_path)
 
     def provider_factory(self) -> Callable[[Settings], Provider]:
@@ -106,7 +107,7 @@ class CtxscopeApp(App[int]):
         )
         # The same set object: answers given from now on are remembered for the session.
         grants = self.session_grants.setdefault(opened.agent.session_id, set())
-        grants |= opened.agent.tool_ctx.always_allowed
+        grants |= opened.agent.tool_ctx.always_allowed | load_grants(opened.agent)
         opened.agent.tool_ctx.always_allowed = grants
         return opened
 

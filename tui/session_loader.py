@@ -8,6 +8,7 @@ so that a resumed session looks exactly as it was left.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -151,6 +152,37 @@ def open_session(
         memo=memo,
         notices=notices,
     )
+
+
+GRANTS_FILE = "always_allowed.json"
+"""Beside the session's other files (``<data dir>/<session id>/``): the kinds of tool call
+answered "always for this session", so that resuming the session later keeps them."""
+
+
+def grants_path(agent: Agent) -> Path:
+    return agent.data_dir / str(agent.session_id) / GRANTS_FILE
+
+
+def load_grants(agent: Agent) -> set[str]:
+    """The session's stored "always" answers (none when the file is absent or unreadable)."""
+    try:
+        data = json.loads(grants_path(agent).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {kind for kind in data if isinstance(kind, str)} if isinstance(data, list) else set()
+
+
+def save_grants(agent: Agent) -> None:
+    """Store the session's "always" answers (worker thread, after a round)."""
+    kinds = sorted(agent.tool_ctx.always_allowed)
+    path = grants_path(agent)
+    if not kinds and not path.exists():
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(kinds), encoding="utf-8")
+    except OSError:
+        pass  # remembered for this run anyway; the file is a convenience
 
 
 def is_offline(provider_name: str) -> bool:

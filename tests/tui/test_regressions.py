@@ -255,6 +255,19 @@ async def test_always_is_remembered_when_coming_back_to_a_session(make_app: AppF
             await pilot.press("a")
         await settle(pilot)
         assert not asked_again
+    # ... and after a restart, resuming the session.
+    app = make_app(resume=first)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, "run `echo three`", wait=False)
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, PermissionModal) or screen.busy is None
+        )
+        asked_again = isinstance(app.screen, PermissionModal)
+        if asked_again:
+            await pilot.press("a")
+        await settle(pilot)
+        assert not asked_again
 
 
 async def test_busy_keys_say_why_and_history_figures_say_what_they_count(

@@ -47,6 +47,7 @@ from tui.session_loader import (
     last_scratchpad_blocks,
     layout_for,
     measure,
+    save_grants,
 )
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput, workspace_files
@@ -296,6 +297,7 @@ class MainScreen(MainActions):
             if title:
                 agent.store.update_session(agent.session_id, title=title)
             agent.run(text)
+            save_grants(agent)
             return RoundDone(
                 measure(agent, memo), title, last_scratchpad_blocks(agent.store, agent)
             )
