@@ -25,7 +25,7 @@ from tools.base import Asker
 from tui.formatting import Clock, wall_clock
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_screen import MainScreen
-from tui.session_loader import OpenedSession, Resume, open_session
+from tui.session_loader import OpenedSession, Resume, load_grants, open_session
 
 
 class CtxscopeApp(App[int]):
@@ -42,6 +42,14 @@ class CtxscopeApp(App[int]):
             priority=True,
             tooltip="Quit ctxscope (a running round is interrupted first)",
         ),
+        Binding(
+            "escape",
+            "close_keys_panel",
+            "Close keys",
+            show=False,
+            id="app.close_keys_panel",
+            tooltip="Close Textual's keys panel (opened from the command palette)",
+        ),
     ]
 
     def __init__(
@@ -54,6 +62,7 @@ class CtxscopeApp(App[int]):
         provider: Provider | None = None,
         clock: Clock = wall_clock,
         workspace_label: str | None = None,
+        workspace_explicit: bool = False,
     ) -> None:
         """Open the store at ``db_path`` (errors raise ``StoreError`` before any screen)."""
         super().__init__()
@@ -65,6 +74,13 @@ class CtxscopeApp(App[int]):
         self.workspace_label = workspace_label
         """Shown instead of the workspace path (snapshots use a fixed name)."""
         self._provider = provider
+        self.workspace_explicit = workspace_explicit
+        """``--workspace`` was given: ``--resume`` (latest) then means the latest session of
+        that workspace."""
+        self.session_grants: dict[int, set[str]] = {}
+        """Per session, the kinds of tool call answered "always for this session", kept while
+        the app runs and stored beside the session after each round (``load_grants``), so
+        leaving a session and coming back, now or after a restart, does not forget them."""
         self.store = Store.open(db_path)
 
     def provider_factory(self) -> Callable[[Settings], Provider]:
@@ -79,7 +95,7 @@ class CtxscopeApp(App[int]):
 
     def open_session(self, resume: Resume, events: EventSink, ask: Asker) -> OpenedSession:
         """Open a session with its agent (called from a thread worker)."""
-        return open_session(
+        opened = open_session(
             self.store,
             self.settings,
             self.workspace,
@@ -87,7 +103,13 @@ class CtxscopeApp(App[int]):
             events,
             ask,
             provider_factory=self.provider_factory(),
+            workspace_explicit=self.workspace_explicit,
         )
+        # The same set object: answers given from now on are remembered for the session.
+        grants = self.session_grants.setdefault(opened.agent.session_id, set())
+        grants |= opened.agent.tool_ctx.always_allowed | load_grants(opened.agent)
+        opened.agent.tool_ctx.always_allowed = grants
+        return opened
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen(self.resume)
@@ -114,6 +136,14 @@ class CtxscopeApp(App[int]):
                 lambda action=spec.action: self.call_later(main.run_action, action),
             )
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "close_keys_panel":
+            return bool(self.screen.query("HelpPanel"))
+        return super().check_action(action, parameters)
+
+    def action_close_keys_panel(self) -> None:
+        self.action_hide_help_panel()
+
     async def action_quit(self) -> None:
         main = self.main_screen
         if main is not None:
@@ -124,6 +154,7 @@ class CtxscopeApp(App[int]):
         main = self.main_screen
         if main is not None:
             main.stop_agent()
+            main.leave_session()
         self.store.close()
 
 
@@ -146,7 +177,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(f"workspace {workspace} is not a directory")
     resume = parse_resume(getattr(args, "resume", None))
     app = CtxscopeApp(
-        db_path=db_path(args, settings), workspace=workspace, settings=settings, resume=resume
+        db_path=db_path(args, settings),
+        workspace=workspace,
+        settings=settings,
+        resume=resume,
+        workspace_explicit=bool(getattr(args, "workspace", None)),
     )
     if isinstance(resume, int):
         try:

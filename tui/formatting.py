@@ -95,15 +95,28 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
 
 
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 round``, ``2 rounds`` (``nouns`` when the plural is not ``noun + s``)."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {nouns or noun + 's'}"
+
+
+def round_span(first: int | None, last: int | None, short: bool = False) -> str:
+    """``round 14`` / ``rounds 14–15`` (``r14`` / ``r14–15`` when ``short``)."""
+    if short:
+        return f"r{first}" if first == last else f"r{first}–{last}"
+    return f"round {first}" if first == last else f"rounds {first}–{last}"
+
+
 def compaction_result(comp: Compaction, summary: Summary | None) -> str:
     """One line for the banner and the chat: tokens before → after, rounds archived."""
     text = (
         f"✂ {comp.trigger} compaction: {comp.tokens_before:,} → {comp.tokens_after:,} tokens"
-        f" ({percent(comp.tokens_after, comp.tokens_before)}) · {comp.rounds_compacted} rounds,"
-        f" {comp.messages_compacted} messages archived"
+        f" ({percent(comp.tokens_after, comp.tokens_before)})"
+        f" · {plural(comp.rounds_compacted, 'round')},"
+        f" {plural(comp.messages_compacted, 'message')} archived"
     )
     if summary is not None:
-        text += f" · new summary rounds {summary.first_round}–{summary.last_round}"
+        text += f" · new summary of {round_span(summary.first_round, summary.last_round)}"
         if summary.fallback:
             text += " (extractive fallback)"
     if comp.fidelity is not None:

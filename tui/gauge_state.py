@@ -2,8 +2,10 @@
 
 The gauge is fed from three places: the per-layer breakdown of a request (``UsageUpdated``
 while a round runs, ``Agent.preview()`` when idle), the stored usage records (the sparkline and
-the calibration) and the seed C7 budget check (``Agent.budget()``). This module keeps the maths
-(severity colours, the live estimate while the user types) testable without Textual.
+the calibration) and the active strategy's decision (``Agent.plan(input)``: what it measures,
+whether it would compact before the next request, and why not). Whether "→ compacts first"
+shows is that decision, never a rule re-computed here; the seed C7 estimate is shown as a
+figure only. This module keeps the maths testable without Textual.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from engine.context import LAYERS
-from engine.models import Compaction, Usage, UsageRecord
+from engine.models import Compaction, History, Message, ToolCall, Usage, UsageRecord
+from engine.strategies.base import Plan
 from engine.tokens import BudgetCheck
 
 Severity = Literal["ok", "near", "over"]
@@ -43,6 +46,99 @@ def severity(total: int, threshold: int) -> Severity:
 
 
 @dataclass(frozen=True)
+class Heavy:
+    """One heavy item of the history: what it is, its tokens, and where it is."""
+
+    label: str
+    tokens: int
+    key: str
+    """``m<message id>`` or ``s<summary id>`` (for the jump to it)."""
+
+
+def heaviest_items(history: History, count: int = 3) -> tuple[Heavy, ...]:
+    """The ``count`` biggest summaries and messages of ``history``, heaviest first."""
+    calls: dict[str, ToolCall] = {
+        c.id: c for m in history.messages if m.role == "assistant" for c in m.tool_calls
+    }
+    items: list[Heavy] = []
+    for summary in history.summaries:
+        span = f"r{summary.first_round}" + (
+            f"–{summary.last_round}" if summary.last_round != summary.first_round else ""
+        )
+        items.append(Heavy(f"summary {span}", summary.tokens or 0, f"s{summary.id}"))
+    for msg in history.messages:
+        items.append(Heavy(_label(msg, calls), msg.tokens or 0, f"m{msg.id}"))
+    items.sort(key=lambda h: -h.tokens)
+    return tuple(items[:count])
+
+
+def _label(msg: Message, calls: dict[str, ToolCall]) -> str:
+    where = f" · r{msg.meta.round}" if msg.meta.round is not None else ""
+    if msg.role == "tool":
+        call = calls.get(msg.meta.tool_use_id or "")
+        arg = ""
+        if call is not None:
+            for name in ("file_path", "path", "pattern", "command"):
+                value = call.input.get(name)
+                if isinstance(value, str) and value:
+                    arg = value if len(value) <= 32 else value[:31] + "…"
+                    break
+        return f"{msg.meta.tool_name or 'tool'} {arg}".strip() + where
+    if msg.role == "user":
+        return "user input" + where
+    return ("answer" if msg.meta.final else "assistant step") + where
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The active strategy's decision for one input (``Agent.plan``), as plain data."""
+
+    strategy: str
+    measured: str
+    """The measure in words: ``last API usage + input estimate 17,020 >= 16,000``."""
+    fires: bool
+    """The strategy's measure is over its threshold."""
+    compacts: bool
+    """The agent will compact before sending this input (the measure fires and a cut is
+    allowed)."""
+    reason: str = ""
+    """Why it will not compact although the measure fires."""
+    typed_chars: int = 0
+    """Length of the input the decision was made for."""
+    what: str = ""
+    """What the strategy measures (``messages in history``, ``last API usage + ...``)."""
+    value: int = 0
+    threshold: float = 0
+
+    @property
+    def to_go(self) -> int:
+        """How far the measure is below its threshold (in the measure's unit)."""
+        return max(0, int(self.threshold) - self.value)
+
+    @classmethod
+    def of(cls, plan: Plan, typed_chars: int = 0) -> Decision:
+        fires = plan.measure.fires
+        return cls(
+            strategy=plan.strategy,
+            measured=plan.measure.describe(),
+            fires=fires,
+            compacts=plan.compacts,
+            reason=plan.reason if fires and not plan.compacts else "",
+            typed_chars=typed_chars,
+            what=plan.measure.what,
+            value=plan.measure.value,
+            threshold=plan.measure.threshold,
+        )
+
+    @property
+    def warning(self) -> str | None:
+        """The gauge's warning when the measure fires and the strategy will not compact."""
+        if not self.fires or self.compacts:
+            return None
+        return f"{self.measured}, but {self.strategy} will not compact: {self.reason}"
+
+
+@dataclass(frozen=True)
 class GaugeState:
     """A snapshot of the gauge's figures."""
 
@@ -64,7 +160,24 @@ class GaugeState:
     compactions_at: tuple[int, ...] = ()
     """For each successful compaction, how many steps preceded it."""
     warning: str | None = None
-    """The BudgetWarning text when the kept rounds alone exceed the threshold."""
+    """The strategy's warning: its measure fires but it will not compact (and why)."""
+    decision: Decision | None = None
+    """The strategy's decision for the input as typed (refreshed in a worker as one types)."""
+    offline: bool = False
+    """The offline provider: its "usage" is ctxscope's own count, not an API's."""
+    heaviest: tuple[Heavy, ...] = ()
+    """The biggest items of L3, heaviest first (each one key away in the history pane)."""
+
+    @property
+    def free(self) -> int:
+        """The window's room left after this request."""
+        return max(0, self.context_window - self.total)
+
+    @property
+    def buffer(self) -> int:
+        """The part of the window above the compaction threshold (Claude Code's "autocompact
+        buffer"): compaction is meant to fire before a request reaches into it."""
+        return max(0, self.context_window - self.threshold)
 
     @property
     def total(self) -> int:
@@ -86,11 +199,8 @@ class GaugeState:
 
     @property
     def fires(self) -> bool:
-        """Whether sending the typed input would compact first (C7, with min_messages)."""
-        estimate = self.next_estimate
-        if estimate is None or self.budget is None:
-            return False
-        return estimate >= self.threshold and self.budget.message_count >= self.min_messages
+        """Whether sending the typed input compacts first: the strategy's decision."""
+        return self.decision is not None and self.decision.compacts
 
     @property
     def severity(self) -> Severity:

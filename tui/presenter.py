@@ -31,8 +31,8 @@ from engine.events import (
     UsageUpdated,
 )
 from engine.models import TodoItem
-from tui.formatting import compaction_result
-from tui.gauge_state import GaugeState
+from tui.formatting import compaction_result, plural
+from tui.gauge_state import Decision, GaugeState
 from tui.widgets.chat_view import ChatEntry, ChatView
 from tui.widgets.history_view import HistoryView
 from tui.widgets.scratchpad_view import ScratchpadView
@@ -158,7 +158,7 @@ class Presenter:
     def _on_compaction_started(self, event: CompactionStarted) -> None:
         self.compacting = True
         self.panes.show_banner(
-            f"✂ {event.trigger} compaction: archiving {event.rounds} rounds"
+            f"✂ {event.trigger} compaction: archiving {plural(event.rounds, 'round')}"
             f" ({event.tokens_before:,} tokens of history)…",
             True,
         )
@@ -222,3 +222,9 @@ class Presenter:
         current = self.panes.gauge.state
         typed = current.typed_chars if current is not None else 0
         self.panes.gauge.state = replace(state, typed_chars=typed)
+
+    def decided(self, decision: Decision) -> None:
+        """The strategy's decision for the input as typed now (from the decide worker)."""
+        state = self.panes.gauge.state
+        if state is not None and decision.typed_chars == state.typed_chars:
+            self.panes.gauge.state = replace(state, decision=decision, warning=decision.warning)

@@ -8,6 +8,7 @@ so that a resumed session looks exactly as it was left.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Literal
 
 from engine.agent import Agent
 from engine.config import Settings
-from engine.context import ScratchResult, ScratchStep
+from engine.context import BuiltContext, ScratchResult, ScratchStep
 from engine.events import EventSink
 from engine.llm.base import OFFLINE_NAME, Provider
 from engine.models import (
@@ -26,13 +27,15 @@ from engine.models import (
     Session,
     TodoItem,
 )
-from engine.store import Store
+from engine.store import Store, StoreError
+from engine.strategies.base import Plan
 from tools.base import Asker
 from tui.formatting import compaction_result
-from tui.gauge_state import GaugeState, steps_and_marks
+from tui.gauge_state import Decision, GaugeState, heaviest_items, steps_and_marks
 from tui.widgets.block_view import Block
 from tui.widgets.chat_view import ChatEntry
 from tui.widgets.history_view import BlockMemo, HistoryLayout, history_blocks
+from tui.widgets.scratchpad_view import blocks_from_steps
 
 Resume = int | Literal["latest"] | None
 """Which session to open: a new one (None), the most recent, or one by id."""
@@ -47,6 +50,9 @@ class SessionView:
     """The history pane's blocks for ``layout``, built off the UI thread."""
     gauge: GaugeState
     todos: list[TodoItem] = field(default_factory=list)
+    built: BuiltContext | None = None
+    """The idle request the figures were measured on (reused by :func:`decide` while the
+    history stays the same), or None during a round."""
 
 
 @dataclass
@@ -58,21 +64,51 @@ class OpenedSession:
     workspace: Path
     chat: list[ChatEntry]
     view: SessionView
-    last_scratch: list[ScratchStep]
+    last_scratch: list[Block]
+    """The last round's scratchpad, with each observation's cost (F6)."""
     memo: BlockMemo
     """The session's message blocks, reused by every later :func:`measure`."""
     notices: list[str] = field(default_factory=list)
 
 
-def choose_session(store: Store, resume: Resume, workspace: Path, settings: Settings) -> Session:
-    """The session to open: by id, the latest (a new one when there is none), or a new one."""
+def choose_session(
+    store: Store,
+    resume: Resume,
+    workspace: Path,
+    settings: Settings,
+    workspace_explicit: bool = False,
+) -> Session:
+    """The session to open: by id, the latest (of ``workspace`` when it was given explicitly;
+    a new one when there is none), or a new one."""
     if isinstance(resume, int):
         return store.get_session(resume)
     if resume == "latest":
-        latest = store.latest_session()
-        if latest is not None:
-            return latest
+        if workspace_explicit:
+            for info in store.list_sessions():
+                if Path(info.session.workspace or "") == workspace:
+                    return info.session
+        else:
+            latest = store.latest_session()
+            if latest is not None:
+                return latest
+    # A session is worth storing from its first input: reuse an empty one of this workspace
+    # (left by a crash; a clean exit deletes it) rather than adding another "(untitled)".
+    for info in store.list_sessions():
+        if info.rounds == 0 and not info.session.title and info.session.workspace == str(workspace):
+            return info.session
     return store.create_session(workspace=str(workspace), strategy=settings.strategy)
+
+
+def forget_if_empty(store: Store, session_id: int) -> bool:
+    """Delete the session if nothing was ever sent in it (UI thread, on leaving it)."""
+    try:
+        session = store.get_session(session_id)
+    except StoreError:
+        return False
+    if session.title or store.rounds(session_id):
+        return False
+    store.delete_session(session_id)
+    return True
 
 
 def open_session(
@@ -83,13 +119,19 @@ def open_session(
     events: EventSink,
     ask: Asker,
     provider_factory: Callable[[Settings], Provider],
+    workspace_explicit: bool = False,
 ) -> OpenedSession:
     """Open (or create) a session and build its agent and everything the panes show."""
-    session = choose_session(store, resume, workspace, settings)
+    session = choose_session(store, resume, workspace, settings, workspace_explicit)
     assert session.id is not None
     session_id = session.id
     notices: list[str] = []
     where = Path(session.workspace) if session.workspace else workspace
+    if workspace_explicit and where != workspace and where.is_dir():
+        notices.append(
+            f"Session {session_id} works in {where}; it stays there (--workspace {workspace} "
+            "applies to new sessions and to --resume without an id)."
+        )
     if not where.is_dir():
         notices.append(
             f"The session's workspace {where} is gone; the agent works in {workspace} instead."
@@ -106,10 +148,41 @@ def open_session(
         workspace=where,
         chat=chat_entries(store, session_id, agent.history.history),
         view=measure(agent, memo),
-        last_scratch=last_scratchpad(store, agent),
+        last_scratch=last_scratchpad_blocks(store, agent),
         memo=memo,
         notices=notices,
     )
+
+
+GRANTS_FILE = "always_allowed.json"
+"""Beside the session's other files (``<data dir>/<session id>/``): the kinds of tool call
+answered "always for this session", so that resuming the session later keeps them."""
+
+
+def grants_path(agent: Agent) -> Path:
+    return agent.data_dir / str(agent.session_id) / GRANTS_FILE
+
+
+def load_grants(agent: Agent) -> set[str]:
+    """The session's stored "always" answers (none when the file is absent or unreadable)."""
+    try:
+        data = json.loads(grants_path(agent).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {kind for kind in data if isinstance(kind, str)} if isinstance(data, list) else set()
+
+
+def save_grants(agent: Agent) -> None:
+    """Store the session's "always" answers (worker thread, after a round)."""
+    kinds = sorted(agent.tool_ctx.always_allowed)
+    path = grants_path(agent)
+    if not kinds and not path.exists():
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(kinds), encoding="utf-8")
+    except OSError:
+        pass  # remembered for this run anyway; the file is a convenience
 
 
 def is_offline(provider_name: str) -> bool:
@@ -183,20 +256,43 @@ def last_scratchpad(store: Store, agent: Agent) -> list[ScratchStep]:
     return steps
 
 
+def last_scratchpad_blocks(store: Store, agent: Agent) -> list[Block]:
+    """The last round's scratchpad as blocks, each observation with ``N tok seen → M kept``."""
+    steps = last_scratchpad(store, agent)
+    if not steps:
+        return []
+    round_index = steps[0].assistant.meta.round
+    costs = {
+        o.tool_use_id: (o.tokens_full, o.tokens_compressed)
+        for o in store.observations(agent.session_id, round_index=round_index)
+    }
+    return blocks_from_steps(steps, costs)
+
+
 def history_copy(agent: Agent) -> History:
     """A snapshot of the history as the strategy sends it (projected, masked), that the UI can
     keep while the agent goes on."""
     return agent.sent_history()
 
 
-def layout_for(agent: Agent, store: Store, history: History | None = None) -> HistoryLayout:
+def layout_for(
+    agent: Agent, store: Store, history: History | None = None, plan: Plan | None = None
+) -> HistoryLayout:
     history = history or history_copy(agent)
+    plan = plan or agent.plan()
     return HistoryLayout(
         history=history,
         keep_rounds=agent.settings.keep_rounds,
-        cut_rounds=agent.plan().cut_rounds,
+        cut_rounds=plan.cut_rounds,
         statuses={r.index: r.status for r in store.rounds(agent.session_id)},
     )
+
+
+def decide(agent: Agent, text: str, built: BuiltContext | None = None) -> Decision:
+    """The active strategy's decision for ``text`` typed now (worker thread): the one call the
+    gauge, its warning and the agent all go by (``Agent.plan``)."""
+    question = agent.preprocessor.process(text).text if text.strip() else ""
+    return Decision.of(agent.plan(question, built), len(text))
 
 
 def measure(agent: Agent, memo: BlockMemo) -> SessionView:
@@ -204,20 +300,14 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
     store = agent.store
     settings = agent.settings
     built, budget = agent.preview_and_budget()
+    idle = built if agent.current_round is None else None
+    plan = agent.plan("", idle)
+    decision = Decision.of(plan)
     usages = store.usages(agent.session_id)
     compactions = store.compactions(agent.session_id)
     steps, marks = steps_and_marks(usages, compactions)
     last = usages[-1] if usages else None
-    kept = agent.history.kept_tokens()
-    layout = layout_for(agent, store)
-    warning = None
-    if kept >= settings.threshold_tokens or (budget.fire and not layout.cut_rounds):
-        warning = (
-            f"the context is at the {settings.threshold_tokens:,}-token threshold but the last "
-            f"{settings.keep_rounds} rounds, which are never compacted, hold {kept:,} tokens "
-            "of history: compaction cannot help "
-            "(lower CTXSCOPE_KEEP_ROUNDS or raise CTXSCOPE_CONTEXT_WINDOW)"
-        )
+    layout = layout_for(agent, store, plan=plan)
     gauge = GaugeState(
         context_window=settings.context_window,
         threshold=settings.threshold_tokens,
@@ -230,10 +320,15 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         budget=budget,
         steps=steps,
         compactions_at=marks,
-        warning=warning,
+        warning=decision.warning,
+        decision=decision,
+        offline=is_offline(agent.provider.name),
+        heaviest=heaviest_items(layout.history),
     )
     blocks = history_blocks(layout, memo)
-    return SessionView(layout=layout, blocks=blocks, gauge=gauge, todos=list(agent.todos))
+    return SessionView(
+        layout=layout, blocks=blocks, gauge=gauge, todos=list(agent.todos), built=idle
+    )
 
 
 def default_workspace() -> Path:

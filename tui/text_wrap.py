@@ -3,6 +3,12 @@
 ASCII lines (most of a coding session: code, JSON, English) are word-wrapped with plain string
 slicing; other lines are cut by terminal cells with Rich's ``chop_cells`` so wide characters
 (CJK, emoji) never overflow a row. Control characters become ``�`` and tabs four spaces.
+
+Some sequences have no agreed width: an emoji variation selector (U+FE0F: ``🏗️`` is measured as
+two cells by Rich and drawn as one by tmux and many terminals), zero-width-joiner sequences,
+skin-tone modifiers, keycaps. One cell of disagreement shifts the rest of the row and breaks the
+pane's border, so :func:`display_safe` drops those parts *for display only* (``🏗️`` is drawn
+as ``🏗``, one cell everywhere); what is stored and sent is untouched.
 """
 
 from __future__ import annotations
@@ -12,6 +18,17 @@ import re
 from rich.cells import cell_len, chop_cells
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_AMBIGUOUS = re.compile(
+    "[\ufe0e\ufe0f\u20e3\U0001f3fb-\U0001f3ff]"  # variation selectors, keycap, skin tones
+    "|\u200d[^\\s]?"  # a zero-width joiner and the character it joins
+)
+
+
+def display_safe(text: str) -> str:
+    """``text`` without the sequences terminals disagree on the width of (display only)."""
+    if text.isascii():
+        return text
+    return _AMBIGUOUS.sub("", text)
 
 
 def _wrap_ascii(line: str, width: int, limit: int) -> list[str]:
@@ -68,7 +85,7 @@ def wrap_rows(text: str, width: int, max_rows: int | None) -> list[str]:
     rows: list[str] = []
     lines = text.split("\n")
     for number, raw in enumerate(lines):
-        line = _CONTROL.sub("�", raw.expandtabs(4))
+        line = _CONTROL.sub("�", display_safe(raw).expandtabs(4))
         # Wrapping past the cap is wasted work (one tool result can be 30 000 characters).
         limit = len(line) if max_rows is None else max_rows - len(rows) + 1
         if not line:

@@ -1,11 +1,15 @@
-"""Choosing the provider: Anthropic when there is a key, the offline rules otherwise."""
+"""Choosing the provider: Anthropic when there is a key, the offline rules otherwise.
+
+The Anthropic SDK takes about a second to import (most of a command's start-up on a loaded
+machine), so it is imported only when an Anthropic provider is actually built: offline runs,
+listings and ``ctxscope context`` never pay for it (``bench/bench_startup.py`` measures this).
+"""
 
 from __future__ import annotations
 
 import os
 
 from engine.config import Settings
-from engine.llm.anthropic import AnthropicProvider
 from engine.llm.base import Provider
 from engine.llm.offline import OfflineProvider
 
@@ -25,4 +29,6 @@ def make_provider(
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     if chosen.strip().lower() == OFFLINE_MODEL or not key:
         return OfflineProvider(settings)
+    from engine.llm.anthropic import AnthropicProvider
+
     return AnthropicProvider(settings, api_key=key, model=chosen)

@@ -203,6 +203,24 @@ class Store:
             )
         return out
 
+    def delete_session(self, session_id: int) -> None:
+        """Delete a session and everything stored for it: rounds, messages (archived ones
+        too), summaries, archived segments, compactions, observations, usage records and
+        strategy switches, in one transaction. Raises ``SessionNotFound`` for an unknown id."""
+        self.get_session(session_id)
+        with self.db.atomic():
+            # Children before parents: some links are RESTRICT (a segment's summary, an
+            # archived message's segment), so a plain cascade from the session would refuse.
+            for table in (ObservationRow, UsageRow, StrategySwitchRow, MessageRow):
+                table.delete().where(table.session == session_id).execute()
+            compactions = CompactionRow.select(CompactionRow.id).where(
+                CompactionRow.session == session_id
+            )
+            SegmentRow.delete().where(SegmentRow.compaction.in_(compactions)).execute()
+            for parent in (CompactionRow, SummaryRow, RoundRow):
+                parent.delete().where(parent.session == session_id).execute()
+            SessionRow.delete().where(SessionRow.id == session_id).execute()
+
     def _touch(self, session_id: int) -> None:
         SessionRow.update(updated_at=utcnow()).where(SessionRow.id == session_id).execute()
 

@@ -142,3 +142,48 @@ def test_rounds_are_grouped_by_their_round_not_by_user_messages() -> None:
         messages=[m("assistant", 2), m("tool", 2), m("assistant", 2), m("user", 3), m("user", 4)]
     )
     assert [[x.meta.round for x in g] for g in history.rounds()] == [[2, 2, 2], [3], [4]]
+
+
+def test_delete_session_removes_everything_stored_for_it(tmp_path: Path) -> None:
+    from engine.agent import Agent
+    from engine.config import Settings
+    from engine.llm.offline import OfflineProvider
+    from engine.store.models import (
+        CompactionRow,
+        MessageRow,
+        ObservationRow,
+        RoundRow,
+        SegmentRow,
+        SessionRow,
+        SummaryRow,
+        UsageRow,
+    )
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("hello\n", encoding="utf-8")
+    store = Store.open(tmp_path / "s.db")
+    settings = Settings(model="offline", keep_rounds=1)
+    ids = []
+    for _ in range(2):
+        session = store.create_session(str(workspace))
+        agent = Agent(store, session, settings, OfflineProvider(settings), workspace)
+        agent.run("read README.md")
+        agent.run("ls .")
+        assert agent.compact().summary is not None
+        ids.append(session.id)
+    doomed, kept = ids
+
+    store.delete_session(doomed)
+
+    for table in (RoundRow, MessageRow, SummaryRow, CompactionRow, ObservationRow, UsageRow):
+        assert not table.select().where(table.session == doomed).exists(), table
+        assert table.select().where(table.session == kept).exists(), table
+    assert SegmentRow.select().count() == 1
+    assert [s.id for s in SessionRow.select()] == [kept]
+    with pytest.raises(SessionNotFound):
+        store.get_session(doomed)
+    with pytest.raises(SessionNotFound):
+        store.delete_session(doomed)
+    assert len(store.history(kept).messages) > 0
+    store.close()

@@ -8,13 +8,16 @@ archived time range) are the same on every run.
 from __future__ import annotations
 
 import asyncio
+import html
 import os
+import re
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -143,6 +146,28 @@ async def ask(pilot: Pilot[Any], text: str, wait: bool = True) -> None:
     await pilot.press("enter")
     if wait:
         await settle(pilot)
+
+
+_SVG_TEXT = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>')
+CELL_PX = 12.2
+"""Width of one terminal cell in Rich's SVG export."""
+
+
+def screen_lines(app: App[Any]) -> list[str]:
+    """The screen as the user sees it, one string per row (read from the SVG screenshot, so
+    overlapping widgets show as drawn, whatever is on top)."""
+    rows: dict[float, dict[int, str]] = {}
+    for x, y, raw in _SVG_TEXT.findall(app.export_screenshot()):
+        text = html.unescape(raw).replace("\xa0", " ")
+        row = rows.setdefault(float(y), {})
+        start = round(float(x) / CELL_PX)
+        for i, ch in enumerate(text):
+            row[start + i] = ch
+    out = []
+    for y in sorted(rows):
+        cells = rows[y]
+        out.append("".join(cells.get(i, " ") for i in range(max(cells) + 1)) if cells else "")
+    return out
 
 
 def pin_times(store: Store, session_id: int, start: datetime) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from tests.tui.helpers import WORKSPACE_FILES
 from tui.app import parse_resume, run
 from tui.bridge import EngineBridge
 from tui.formatting import provider_label, relative_time, strip_reminders
-from tui.gauge_state import GaugeState, severity, steps_and_marks
+from tui.gauge_state import Decision, GaugeState, severity, steps_and_marks
 from tui.text_wrap import wrap_rows
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import WorkspaceSuggester, workspace_files
@@ -65,7 +66,14 @@ def test_gauge_severity_estimate_and_marks() -> None:
     state = GaugeState(context_window=1000, threshold=800, budget=budget)
     assert state.next_estimate == 790 and not state.fires
     typed = state.typing(30)  # 30 chars // 3 = 10 tokens: 800 reaches the threshold
-    assert typed.next_estimate == 800 and typed.fires and typed.severity == "over"
+    assert typed.next_estimate == 800 and typed.severity == "over"
+    # Whether it compacts first is the strategy's decision, not the estimate's.
+    assert not typed.fires
+    refused = Decision("layered", "x 800 >= 800", fires=True, compacts=False, reason="crowded")
+    assert not replace(typed, decision=refused).fires
+    assert refused.warning == "x 800 >= 800, but layered will not compact: crowded"
+    agreed = Decision("layered", "x 800 >= 800", fires=True, compacts=True)
+    assert replace(typed, decision=agreed).fires and agreed.warning is None
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     usages = [
         UsageRecord(

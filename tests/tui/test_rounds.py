@@ -207,13 +207,14 @@ async def test_new_session_and_quit(make_app: AppFactory, db_path: Path) -> None
         await pilot.press("ctrl+n")
         await settle(pilot)
         assert screen.session_id == 2
-        assert list(screen.query_one(ChatView).blocks) == []
+        assert screen.query_one(ChatView).showing_intro  # no conversation, the intro
         assert messages_in(app) == []
         await pilot.press("ctrl+q")
         await pilot.pause()
     assert app.return_code == 0
     store = Store.open(db_path)
     try:
-        assert [info.session.id for info in store.list_sessions()] == [2, 1]
+        # Session 2 never got an input: it is not kept.
+        assert [info.session.id for info in store.list_sessions()] == [1]
     finally:
         store.close()

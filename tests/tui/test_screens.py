@@ -33,8 +33,10 @@ async def test_inspector_shows_every_layer_with_its_tokens(make_app: AppFactory)
         assert isinstance(inspector, InspectorScreen)
         items = list(inspector.query(Collapsible))
         assert len(items) == len(LAYERS) + 1
+        total = sum(expected.values())
         for name, item in zip(LAYERS, items, strict=False):
-            assert item.title == f"{name} · {expected[name]:,} tok"
+            share = f"{100 * expected[name] / total:.0f}%"
+            assert item.title == f"{name} · {expected[name]:,} tok · {share}"
         assert items[-1].title == "raw JSON request"
         assert all(item.collapsed for item in items)
         await pilot.press("e")
@@ -153,7 +155,7 @@ async def test_a_long_session_is_rendered_lazily(
         assert (
             main_screen(app)
             .query_one("#history-pane")
-            .border_subtitle.startswith("0 summ. · 2000 msgs")
+            .border_subtitle.startswith("0 summaries 0 tok · 2,000 messages")
         )
 
 

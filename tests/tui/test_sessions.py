@@ -62,8 +62,8 @@ async def test_compact_by_key_then_resume_the_same_state(
         for text in THREE_ROUNDS:
             await ask(pilot, text)
         history = screen.query_one(HistoryView)
-        cut_marks = [b for b in history.blocks if "next compaction cuts here" in str(b.header)]
-        assert len(cut_marks) == 1 and "rounds 1–2" in str(cut_marks[0].header)
+        cut_marks = [b for b in history.blocks if "next compaction cut" in str(b.header)]
+        assert len(cut_marks) == 1 and "rounds 1–2" in cut_marks[0].body
 
         await pilot.press("f5")
         assert isinstance(app.screen, CompactModal)
@@ -196,7 +196,8 @@ async def test_budget_warning_when_nothing_can_be_compacted(make_app: AppFactory
         await ask(pilot, "ls src")
         gauge = screen.query_one(TokenGauge)
         assert gauge.state is not None and gauge.state.severity == "over"
-        assert gauge.state.warning is not None and "never compacted" in gauge.state.warning
+        warning = gauge.state.warning
+        assert warning is not None and "layered will not compact: nothing to compact" in warning
         assert screen.query_one("#gauge-warning").display
         toasts = [str(t.render()) for t in app.screen.query("Toast")]
         assert any("CTXSCOPE_KEEP_ROUNDS" in t for t in toasts)  # the engine's BudgetWarning
@@ -234,5 +235,60 @@ async def test_preview_edit_commit_and_abandon(make_app: AppFactory, db_path: Pa
         [comp] = store.compactions(1)
         assert comp.stats["edited"] is True and comp.stats["draft_summary"] == draft
         assert store.history(1).summaries[0].content == area.text
+    finally:
+        store.close()
+
+
+async def test_sessions_screen_filters_previews_renames_and_deletes(
+    make_app: AppFactory, db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    settings = offline_settings(keep_rounds=1)
+    first = build_session(db_path, workspace, settings, title="first", compact=True)
+    build_session(db_path, other, settings, ("ls",), title="not here")
+    build_session(db_path, workspace, settings, ("ls src",), title="current")
+    app = make_app(settings=settings, resume=3)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+        sessions = app.screen
+        assert isinstance(sessions, SessionsScreen)
+        table = sessions.query_one(DataTable)
+        assert [table.get_row_at(i)[2] for i in range(table.row_count)] == ["current", "first"]
+        await pilot.press("w")
+        await settle(pilot)
+        assert table.row_count == 3
+        await pilot.press("w")
+        await settle(pilot)
+        await pilot.press("down")
+        await settle(pilot)
+        preview = str(sessions.query_one("#sessions-preview").render())
+        assert "#1 first" in preview and "first: read @src/calc.py" in preview
+        await pilot.press("r")
+        await pilot.pause()
+        rename = app.screen.query_one("#rename-input", Input)
+        rename.value = "calculator"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.store.get_session(first).title == "calculator"
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("escape")  # keep it
+        await settle(pilot)
+        assert table.row_count == 2
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot)
+        assert [table.get_row_at(i)[2] for i in range(table.row_count)] == ["current"]
+        await pilot.press("d")  # the open session is not deleted
+        await settle(pilot)
+        assert table.row_count == 1
+    store = Store.open(db_path)
+    try:
+        assert [i.session.id for i in store.list_sessions()] == [3, 2]
+        assert store.segments(first) == [] and store.observations(first) == []
     finally:
         store.close()

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import Collapsible, Input
 
@@ -40,10 +41,11 @@ async def just_opened(pilot: Pilot[Any]) -> None:
 
 def test_fresh_session(snap_compare: SnapCompare, make_app: AppFactory) -> None:
     """A new session: header with session #1 (untitled), workspace ``demo``, the OFFLINE
-    provider badge and strategy ``layered``; empty chat with the input box focused; empty
-    scratchpad ("empty between rounds"); the "No history yet" hint; the gauge with L1 system,
-    L1 tools and L2 CODE_LAW in the bar, the 80% threshold marker, "no API calls yet"; the
-    footer keys."""
+    provider badge and strategy ``layered``; the chat's offline intro with three examples and
+    the input box focused; the narrow empty scratchpad ("F6: last round"); the "No history
+    yet" hint; the gauge with L1 system, L1 tools and L2 CODE_LAW in the bar, each layer's
+    share, free space and the buffer, "N until compaction", the offline labels, "no API calls
+    yet"; the footer keys (no F7 in the wide layout)."""
     assert snap_compare(make_app(), terminal_size=WIDE, run_before=just_opened)
 
 
@@ -53,7 +55,9 @@ def test_after_three_offline_rounds(snap_compare: SnapCompare, make_app: AppFact
     history is scrolled to the newest: the end of round 2 and round 3 under the green keep-zone
     bar, each message with its role and tokens, the TodoWrite action and its compressed JSON,
     long bodies capped with "… more line (Enter: full text)"; the gauge shows L3 history and
-    the todo recap, last API usage, calibration 1.00 and a sparkline of six steps."""
+    the todo recap with their shares, free space and the buffer, the offline "last call" in
+    local counts, "N until compaction" under layered, the three heaviest history items and a
+    sparkline of six steps."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await opened(pilot)
@@ -213,6 +217,118 @@ def test_narrow_layout(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
     """80×24 on the stored three-round session: chat on the left with the input; on the
-    right the Scratchpad / History / Gauge tabs with History shown; F7 (Pane) in the footer."""
+    right the Scratchpad / History / Gauge tabs with History shown (round 3 with its token
+    subtotal); the footer fits 80 columns with F7 (Pane) and Quit on it."""
     app = _stored(make_app, db_path, workspace)
     assert snap_compare(app, terminal_size=(80, 24), run_before=just_opened)
+
+
+NARROW = (80, 24)
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["120x40", "80x24"])
+def test_fresh_session_intro(
+    snap_compare: SnapCompare, make_app: AppFactory, size: tuple[int, int]
+) -> None:
+    """A new offline session: the empty chat explains itself (a rule-based provider, the
+    phrases it understands, three examples marked ▷, "F1 lists every key"); the footer fits
+    the width with Quit on it and no F7 in the wide layout (F7 Pane at 80×24)."""
+    assert snap_compare(make_app(), terminal_size=size, run_before=just_opened)
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["120x40", "80x24"])
+def test_keys_modal(snap_compare: SnapCompare, make_app: AppFactory, size: tuple[int, int]) -> None:
+    """F1: the keys of the workbench in one list (F1–F8, Ctrl+N, Esc, /, Enter in the input
+    and in a pane, 1–4, Ctrl+P, Ctrl+Q, the dialogs' keys) over the main screen; "Esc closes
+    this list" under it."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        await pilot.press("f1")
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["120x40", "80x24"])
+def test_sessions_screen_preview(
+    snap_compare: SnapCompare,
+    make_app: AppFactory,
+    db_path: Path,
+    workspace: Path,
+    size: tuple[int, int],
+) -> None:
+    """F2 then ↓: the sessions of this workspace (the title says so and names w, r, d), the
+    second row selected and its preview below: id and title, workspace, provider, strategy,
+    rounds, tokens, compactions, its first and last question and its last answer."""
+    settings = offline_settings(keep_rounds=1)
+    build_session(db_path, workspace, settings, title="calculator work", compact=True)
+    build_session(db_path, workspace, settings, ("ls",), title="list", age=timedelta(hours=1))
+    app = make_app(settings=settings, resume=2)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+        await pilot.press("down")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_delete_session_dialog(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """F2, ↓, d: the DeleteModal asks before deleting session #1 and says what goes with it
+    (rounds, messages, summaries, the archive, observations, usage); Keep (Esc) is focused."""
+    settings = offline_settings(keep_rounds=1)
+    build_session(db_path, workspace, settings, title="calculator work", compact=True)
+    build_session(db_path, workspace, settings, ("ls",), title="list", age=timedelta(hours=1))
+    app = make_app(settings=settings, resume=2)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+        await pilot.press("down", "d")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["120x40", "80x24"])
+def test_search_modal(
+    snap_compare: SnapCompare,
+    make_app: AppFactory,
+    db_path: Path,
+    workspace: Path,
+    size: tuple[int, int],
+) -> None:
+    """/ with the history focused, "calc" typed: hits in the summary, in history and in the
+    archive, each labelled with where it is and its round, with a line of context."""
+    app = _stored(make_app, db_path, workspace, compact=True)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        pilot.app.screen.query_one("#history").focus()
+        await pilot.press("slash", "c", "a", "l", "c")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_gauge_breakdown_narrow(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """80×24, the Gauge tab (3): the bar, each layer with its tokens and share of the window,
+    free space and the buffer over the threshold, the strategy's "N until compaction", the
+    heaviest history items with their share, and the offline labels."""
+    app = _stored(make_app, db_path, workspace)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot)
+        pilot.app.screen.query_one("#history").focus()
+        await pilot.press("4")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)

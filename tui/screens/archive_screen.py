@@ -22,17 +22,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Markdown, OptionList
+from textual.widgets import Input, Label, Markdown, OptionList
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from engine.ledger import fidelity_line
 from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
 from engine.store import Store
-from tui.formatting import percent, tokens
+from tui.formatting import percent, round_span, tokens
 from tui.screens.detail_modal import DetailModal, parts_for_message
+from tui.text_wrap import display_safe
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.history_view import message_block
+from tui.widgets.key_bar import KeyBar
 
 SEARCH_LIMIT = 20
 """Hits the archive's search box shows."""
@@ -86,7 +88,7 @@ def entry_label(entry: ArchiveEntry) -> Text:
     text.append("\n")
     if entry.segment is not None:
         seg = entry.segment
-        text.append(f"rounds {seg.first_round}–{seg.last_round} · ")
+        text.append(f"{round_span(seg.first_round, seg.last_round)} · ")
     text.append(f"{tokens(c.tokens_before)} → {tokens(c.tokens_after)} tok", style="dim")
     if c.error and entry.segment is None:
         text.append(f"\n{c.error}", style="dim italic")
@@ -148,7 +150,7 @@ class ArchiveScreen(Screen[bool]):
                     yield Markdown("", id="archive-summary")
             with Vertical(id="archive-segment-pane", classes="pane"):
                 yield BlockView(id="archive-segment")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#archive-summary-pane").border_title = "Summary"
@@ -255,7 +257,7 @@ class ArchiveScreen(Screen[bool]):
         if c.focus:
             body = f"> focus: {c.focus}\n\n{body}"
         body = f"> {strategy_line(c)}\n\n{body}"
-        self.query_one("#archive-summary", Markdown).update(body)
+        self.query_one("#archive-summary", Markdown).update(display_safe(body))
         view = self.query_one("#archive-segment", BlockView)
         if entry.segment is None:
             segment_pane.border_title = "Archived raw segment — none"
@@ -264,7 +266,8 @@ class ArchiveScreen(Screen[bool]):
         seg = entry.segment
         ratio = percent(entry.summary.tokens or 0, seg.tokens) if entry.summary else "–"
         segment_pane.border_title = (
-            f"Archived r{seg.first_round}–{seg.last_round} · {len(seg.messages)} msgs"
+            f"Archived {round_span(seg.first_round, seg.last_round, short=True)}"
+            f" · {len(seg.messages)} msgs"
             f" · {tokens(seg.tokens)} tok · summary {ratio}"
         )
         view.set_blocks(segment_blocks(seg))

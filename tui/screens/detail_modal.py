@@ -19,7 +19,8 @@ from textual.widgets import Label, TextArea
 
 from engine.context import render_messages
 from engine.models import Message, Observation, Summary
-from tui.formatting import tokens
+from tui.formatting import round_span, tokens
+from tui.text_wrap import display_safe
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def parts_for_message(msg: Message, observation: Observation | None) -> list[Det
 
 
 def parts_for_summary(summary: Summary) -> list[DetailPart]:
-    title = f"summary of rounds {summary.first_round}–{summary.last_round}"
+    title = f"summary of {round_span(summary.first_round, summary.last_round)}"
     return [DetailPart(f"{title} · {tokens(summary.tokens)} tok", summary.content)]
 
 
@@ -79,7 +80,10 @@ class DetailModal(ModalScreen[None]):
                     with Vertical(classes="detail-column"):
                         yield Label(part.title, classes="detail-heading")
                         area = TextArea(
-                            part.text, read_only=True, soft_wrap=True, classes="detail-text"
+                            display_safe(part.text),
+                            read_only=True,
+                            soft_wrap=True,
+                            classes="detail-text",
                         )
                         if self.app.is_headless:
                             area.cursor_blink = False

@@ -14,10 +14,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label
+from textual.widgets import DataTable, Label
 
 from engine.execution_log import read_log
 from tui.formatting import one_line
+from tui.widgets.key_bar import KeyBar
 
 
 def tool_summary(entry: dict[str, Any]) -> str:
@@ -45,7 +46,7 @@ class ExecutionLogScreen(Screen[None]):
         with Vertical(id="log-screen"):
             yield Label(f"Execution log · {self.path}", id="log-title")
             yield DataTable(id="log-table", cursor_type="row", zebra_stripes=True)
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

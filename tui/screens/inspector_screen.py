@@ -17,12 +17,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Collapsible, Footer, Label, Static, TextArea
+from textual.widgets import Collapsible, Label, Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from engine.context import LAYERS
 from engine.tokens import BudgetCheck
 from tui.formatting import percent, tokens
+from tui.gauge_state import Decision
+from tui.text_wrap import display_safe
+from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from engine.agent import Agent
@@ -39,11 +42,15 @@ class Inspection:
     budget: BudgetCheck
     warnings: list[str]
     code_law: str | None
+    decision: Decision | None = None
+    """The active strategy's decision for the next input (the same call the gauge uses)."""
 
 
 def inspect_agent(agent: Agent) -> Inspection:
     built, budget = agent.preview_and_budget()
+    idle = built if agent.current_round is None else None
     return Inspection(
+        decision=Decision.of(agent.plan("", idle)),
         layers=dict(built.layers),
         texts=dict(built.layer_text),
         total=built.total,
@@ -55,7 +62,7 @@ def inspect_agent(agent: Agent) -> Inspection:
 
 
 def _text_area(text: str, headless: bool, classes: str) -> TextArea:
-    area = TextArea(text, read_only=True, soft_wrap=True, classes=classes)
+    area = TextArea(display_safe(text), read_only=True, soft_wrap=True, classes=classes)
     if headless:
         area.cursor_blink = False
     return area
@@ -86,7 +93,7 @@ class InspectorScreen(Screen[None]):
         yield Label("Context inspector — the next request, layer by layer", id="inspector-title")
         yield Static("building the request…", id="inspector-summary")
         yield VerticalScroll(id="inspector-layers")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#inspector-layers").loading = True
@@ -110,14 +117,24 @@ class InspectorScreen(Screen[None]):
             self.notify(f"Cannot build the request: {worker.error}", severity="error")
 
     def show(self, ins: Inspection) -> None:
-        b = ins.budget
-        source = "API usage of the last call" if b.source == "api" else "local count"
+        free = max(0, self.window - ins.total)
+        buffer = self.window - self.threshold
         summary = (
             f"{tokens(ins.total)} tokens ({percent(ins.total, self.window)} of "
-            f"{tokens(self.window)}) · threshold {tokens(self.threshold)} · compaction on the "
-            f"next input: {'yes' if b.fire else 'no'} (estimate {tokens(b.estimated_total)} "
-            f"from {source})"
+            f"{tokens(self.window)}) · free {tokens(free)} ({percent(free, self.window)})"
+            f" · compaction buffer above the threshold {tokens(buffer)}"
+            f" ({percent(buffer, self.window)})"
         )
+        d = ins.decision
+        if d is not None:
+            if d.compacts:
+                verdict = "compacts before the next input"
+            elif d.fires:
+                verdict = f"over its threshold but will not compact: {d.reason}"
+            else:
+                verdict = f"{tokens(d.to_go)} until compaction"
+            summary += f"\n{d.strategy}: {verdict} ({d.what} {tokens(d.value)}"
+            summary += f" of {d.threshold:,.0f})"
         if ins.code_law:
             summary += f" · L2 from {ins.code_law}"
         if ins.warnings:
@@ -129,7 +146,8 @@ class InspectorScreen(Screen[None]):
         widgets = []
         for name in LAYERS:
             text = ins.texts.get(name, "")
-            title = f"{name} · {tokens(ins.layers.get(name, 0))} tok"
+            count = ins.layers.get(name, 0)
+            title = f"{name} · {tokens(count)} tok · {percent(count, ins.total)}"
             body = _text_area(text, headless, "layer-text") if text else Static("(empty)")
             widgets.append(Collapsible(body, title=title, collapsed=True, classes="layer"))
         raw = _text_area(ins.raw_json, headless, "raw-json")

@@ -13,16 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.screen import Screen
+from textual.widget import Widget
 
 from engine.history import CompactionDraft, CompactionResult
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
-from tui.formatting import tokens
+from tui.formatting import plural, round_span, tokens, workspace_label
 from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_modal import CompactModal
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
 from tui.screens.execution_log_screen import ExecutionLogScreen
 from tui.screens.inspector_screen import InspectorScreen
+from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.sessions_screen import SessionsScreen
 from tui.widgets.history_view import HistoryView
@@ -52,6 +54,7 @@ class ActionSpec:
 
 
 MAIN_ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("f1", "keys", "Keys", "Every key of the workbench, and what the panes show"),
     ActionSpec("f2", "sessions", "Sessions", "Browse stored sessions and resume one"),
     ActionSpec("f3", "archive", "Archive", "Each compaction: its summary beside the raw rounds"),
     ActionSpec("f4", "inspect", "Context", "The exact request the next step will send, by layer"),
@@ -65,13 +68,21 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "The session's execution log (seed 003, message-window strategy)",
         show=False,
     ),
+    ActionSpec(
+        "slash",
+        "search",
+        "Search",
+        "Search the history, its summaries and the archive (/ when the input is not focused)",
+        show=False,
+    ),
+    ActionSpec("f8", "toggle_maximize", "Max", "Maximise the focused pane, or restore it"),
     ActionSpec("ctrl+n", "new_session", "New", "Start a new session in this workspace"),
     ActionSpec("escape", "interrupt", "Interrupt", "Interrupt the running round"),
 )
 
 
 IDLE_ONLY = {"compact", "sessions", "new_session"}
-"""Actions refused while the agent works (they would race the round)."""
+"""Actions refused while the agent works (they would race the round); they say so."""
 
 
 class MainActions(Screen[None]):
@@ -102,13 +113,15 @@ class MainActions(Screen[None]):
 
         def _update_subtitles(self) -> None: ...
 
+        def leave_session(self) -> None: ...
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # False hides a key that does nothing here (F7 in the wide layout, Esc between
+        # rounds). Keys refused while the agent works stay active: the action says why.
         if action == "next_pane":
             return self.has_class("-narrow")
         if action == "interrupt":
-            return True if self.busy == "round" else None
-        if action in IDLE_ONLY and self.busy is not None:
-            return None
+            return self.busy == "round"
         if action in ("archive", "inspect", "execution_log") and self.agent is None:
             return None
         return True
@@ -116,11 +129,11 @@ class MainActions(Screen[None]):
     def _refuse_when_busy(self) -> bool:
         if self.busy is None and self.agent is not None:
             return False
-        self.notify(
-            "The agent is busy; wait for it or press Esc to interrupt the round.",
-            title="Busy",
-            severity="warning",
-        )
+        doing = {
+            "round": "a round is running; wait for its answer or press Esc to interrupt it",
+            "compacting": "a compaction is running; wait for it to finish",
+        }.get(self.busy or "", "the session is still opening; wait a moment")
+        self.notify(f"Not now: {doing}.", title="Busy", severity="warning")
         return True
 
     # ------------------------------------------------------------------ compaction
@@ -142,9 +155,10 @@ class MainActions(Screen[None]):
             )
         cut_set = set(cut)
         cut_tokens = sum(m.tokens or 0 for m in layout.history.messages if m.meta.round in cut_set)
-        span = f"round {cut[0]}" if len(cut) == 1 else f"rounds {cut[0]}–{cut[-1]}"
+        span = round_span(cut[0], cut[-1])
         return (
-            f"{span} ({len(cut)} rounds, {tokens(cut_tokens)} tokens) will be archived whole "
+            f"{span} ({plural(len(cut), 'round')}, {tokens(cut_tokens)} tokens) will be archived "
+            "whole "
             "and replaced by one summary; "
             + ("the last round stays as it is." if keep == 1 else f"the last {keep} rounds stay.")
         )
@@ -186,12 +200,20 @@ class MainActions(Screen[None]):
         if self._refuse_when_busy():
             return
         app = self.ctx_app
-        self.app.push_screen(SessionsScreen(app.store, app.clock, self.session_id), self._resume)
+        workspace = str(self.agent.workspace) if self.agent else str(app.workspace)
+        fixed = app.workspace_label
+        label = (lambda _path: fixed) if fixed else workspace_label
+        self.app.push_screen(
+            SessionsScreen(app.store, app.clock, self.session_id, workspace, label), self._resume
+        )
 
     def _resume(self, session_id: int | None) -> None:
         if session_id is None or session_id == self.session_id or self.busy is not None:
             return
         self.open(session_id)
+
+    def action_keys(self) -> None:
+        self.app.push_screen(KeysModal([(a.key, a.help) for a in MAIN_ACTIONS]))
 
     def action_archive(self) -> None:
         if self.session_id is None:
@@ -236,6 +258,19 @@ class MainActions(Screen[None]):
                 self.pane = "scratch"
         self._update_subtitles()
 
+    def action_toggle_maximize(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+            return
+        focused = self.focused
+        pane = (
+            next((a for a in focused.ancestors if a.has_class("pane")), None) if focused else None
+        )
+        if pane is None or not isinstance(pane, Widget):
+            self.notify("Focus a pane first (1–4 or Tab), then F8.", title="Maximise")
+            return
+        self.maximized = pane
+
     def action_next_pane(self) -> None:
         panes = ("scratch", "history", "gauge")
         self.pane = panes[(panes.index(self.pane) + 1) % len(panes)]
@@ -255,6 +290,7 @@ class MainActions(Screen[None]):
 
     def on_unmount(self) -> None:
         self.stop_agent()
+        self.leave_session()
 
     # ------------------------------------------------------------------ permissions
     @on(PermissionGate.PermissionRequested)

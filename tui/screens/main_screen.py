@@ -14,19 +14,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import Reactive, reactive
-from textual.widgets import Footer, Input, ProgressBar, Static, Tab, Tabs
+from textual.widgets import Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
-from engine.context import ScratchStep
+from engine.context import BuiltContext
 from engine.history import CompactionDraft, CompactionResult
 from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
-from tui.formatting import one_line, tokens, workspace_label
+from tui.formatting import one_line, plural, tokens, workspace_label
+from tui.gauge_state import Decision
 from tui.presenter import Panes, Presenter
 from tui.screens.detail_modal import (
     DetailModal,
@@ -35,19 +36,25 @@ from tui.screens.detail_modal import (
     parts_for_summary,
 )
 from tui.screens.main_actions import MAIN_ACTIONS, MainActions
+from tui.screens.search_modal import SearchHit, SearchModal
 from tui.session_loader import (
     OpenedSession,
     Resume,
     SessionView,
+    decide,
+    forget_if_empty,
     is_offline,
+    last_scratchpad_blocks,
     layout_for,
     measure,
+    save_grants,
 )
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput, workspace_files
-from tui.widgets.chat_view import ChatView
+from tui.widgets.chat_view import ChatView, Example
 from tui.widgets.history_view import BlockMemo, HistoryView, history_blocks
-from tui.widgets.scratchpad_view import ScratchpadView, blocks_from_steps
+from tui.widgets.key_bar import KeyBar
+from tui.widgets.scratchpad_view import ScratchpadView
 from tui.widgets.session_header import HeaderInfo, SessionHeader
 from tui.widgets.token_gauge import TokenGauge
 
@@ -56,6 +63,16 @@ if TYPE_CHECKING:
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")
+FOOTER_DROP_ORDER = (
+    "toggle_maximize",
+    "new_session",
+    "archive",
+    "last_scratchpad",
+    "inspect",
+    "sessions",
+    "compact",
+)
+"""Footer keys left out first when the line is too narrow (all stay on F1 and Ctrl+P)."""
 
 
 @dataclass
@@ -64,7 +81,7 @@ class RoundDone:
 
     view: SessionView
     title: str
-    last_scratch: list[ScratchStep]
+    last_scratch: list[Block]
 
 
 class MainScreen(MainActions):
@@ -75,8 +92,29 @@ class MainScreen(MainActions):
         (110, "-wide"),
     ]
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(a.key, a.action, a.label, show=a.show, id=a.binding_id, tooltip=a.help)
-        for a in MAIN_ACTIONS
+        *(
+            Binding(a.key, a.action, a.label, show=a.show, id=a.binding_id, tooltip=a.help)
+            for a in MAIN_ACTIONS
+        ),
+        Binding(
+            "question_mark",
+            "keys",
+            "Keys",
+            show=False,
+            id="main.keys_question",
+            tooltip="Every key of the workbench (when the input box is not focused)",
+        ),
+        *(
+            Binding(
+                str(n),
+                f"focus_pane('{name}')",
+                name.title(),
+                show=False,
+                id=f"main.focus_{name}",
+                tooltip=f"Jump to the {name} pane (when the input box is not focused)",
+            )
+            for n, name in enumerate(("chat", "scratch", "history", "gauge"), 1)
+        ),
     ]
 
     busy: Reactive[str | None] = reactive[str | None](None)
@@ -96,6 +134,9 @@ class MainScreen(MainActions):
         self.last_scratch: list[Block] = []
         """The last finished round's scratchpad, for F6."""
         self.presenter: Presenter | None = None
+        self.idle_built: BuiltContext | None = None
+        """The idle request of the last measure, reused by the strategy's decision as one
+        types (the history has not changed in between)."""
         self._permission_modals: dict[int, Any] = {}
 
     @property
@@ -131,12 +172,12 @@ class MainScreen(MainActions):
                         yield HistoryView(id="history")
                 with Vertical(id="gauge-pane", classes="pane"):
                     yield TokenGauge(id="gauge")
-        yield Footer(compact=True)
+        yield KeyBar(FOOTER_DROP_ORDER, id="keys")
 
     def on_mount(self) -> None:
         self.query_one("#chat-pane").border_title = "Chat"
         self.query_one("#scratch-pane").border_title = "Scratchpad · live"
-        self.query_one("#history-pane").border_title = "History · L3 as stored"
+        self.query_one("#history-pane").border_title = "History · L3"
         self.query_one("#gauge-pane").border_title = "Token gauge"
         self.query_one("#compact-progress").display = False
         self.query_one("#history-banner").display = False
@@ -158,8 +199,18 @@ class MainScreen(MainActions):
         )
         self.set_class(True, "-pane-history")
         self.query_one(ChatInput).focus()
-        self.load_files()
+        # Draw the screen first: the open worker holds the GIL for a while on a long session.
+        self.busy = "opening"
+        self.call_after_refresh(self._open_after_first_frame)
+
+    def _open_after_first_frame(self) -> None:
         self.open(self.resume)
+        self.load_files()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The breakpoint class (-narrow / -wide) decides whether F7 does anything: show it
+        # only where it does, once the class has changed.
+        self.call_after_refresh(self.refresh_bindings)
 
     def watch_pane(self, pane: str) -> None:
         for name in PANES:
@@ -175,12 +226,23 @@ class MainScreen(MainActions):
     def watch_busy(self, busy: str | None) -> None:
         # Runs from on_mount too (opening), when the children exist but is_mounted is False.
         box = self.query_one(ChatInput)
-        box.disabled = busy in ("opening", "compacting")
+        # Typing works while the session opens (the screen is usable at once, however long
+        # the session); only sending waits.
+        box.disabled = busy == "compacting"
+        box.refusal = {
+            None: None,
+            "opening": "The session is still opening; press Enter again in a moment.",
+            "round": "A round is running: wait for its answer (Esc interrupts it).",
+        }.get(busy, "Wait for the compaction to finish.")
+        if box.refusal is not None:
+            box.refusal += " Your text stays in the box."
         box.placeholder = {
-            "opening": "Opening the session…",
+            "opening": "Opening the session… (you can type already)",
             "compacting": "Compacting… (the input is blocked meanwhile)",
         }.get(busy or "", ChatInput.PLACEHOLDER)
         self.query_one("#compact-progress").display = busy == "compacting"
+        # The scratchpad is wide while it has something to show (a round runs, or F6).
+        self.set_class(busy == "round", "-round")
         self.refresh_bindings()
         if busy is None:
             box.focus()
@@ -208,7 +270,15 @@ class MainScreen(MainActions):
         self.query_one(HistoryView).show(layout, history_blocks(layout, self.memo))
 
     # ------------------------------------------------------------------ workers
+    def leave_session(self) -> None:
+        """The open session is being left: if nothing was ever sent in it, it is not kept
+        (every launch used to store an empty "(untitled)" session)."""
+        if self.session_id is not None and self.busy is None:
+            forget_if_empty(self.ctx_app.store, self.session_id)
+
     def open(self, resume: Resume) -> None:
+        if resume != self.session_id:
+            self.leave_session()
         self.busy = "opening"
         self.query_one(HistoryView).loading = True
         self.open_worker(resume)
@@ -227,7 +297,10 @@ class MainScreen(MainActions):
             if title:
                 agent.store.update_session(agent.session_id, title=title)
             agent.run(text)
-            return RoundDone(measure(agent, memo), title, list(agent.last_scratchpad))
+            save_grants(agent)
+            return RoundDone(
+                measure(agent, memo), title, last_scratchpad_blocks(agent.store, agent)
+            )
         finally:
             agent.store.db.close()
 
@@ -255,6 +328,13 @@ class MainScreen(MainActions):
         finally:
             agent.store.db.close()
 
+    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
+    def decide_worker(self, agent: Agent, text: str, built: BuiltContext | None) -> Decision:
+        try:
+            return decide(agent, text, built)
+        finally:
+            agent.store.db.close()
+
     @work(thread=True, exclusive=True, group="files", exit_on_error=False)
     def load_files(self) -> list[str]:
         return workspace_files(self.ctx_app.workspace)
@@ -276,6 +356,9 @@ class MainScreen(MainActions):
                 self._apply_view(result, scroll_end=False)
             elif group == "compact":
                 self._compacted(*result)
+            elif group == "decide":
+                if self.busy is None and self.presenter is not None:
+                    self.presenter.decided(result)
             elif group == "files":
                 self.query_one(ChatInput).workspace_suggester.set_files(result)
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
@@ -291,6 +374,7 @@ class MainScreen(MainActions):
             "redraw": "Cannot redraw the session",
             "compact": "Compaction failed",
             "files": "Cannot list the workspace files",
+            "decide": "Cannot work out the strategy's decision",
         }.get(group, "Something failed")
         detail = f"{type(error).__name__}: {error}" if error else "unknown error"
         self.notify(detail, title=what, severity="error", timeout=10)
@@ -311,9 +395,9 @@ class MainScreen(MainActions):
             strategy=opened.agent.strategy.name,
             offline=is_offline(session.provider),
         )
-        self.query_one(ChatView).load(opened.chat)
+        self.query_one(ChatView).load(opened.chat, offline=is_offline(session.provider))
         self.query_one(ScratchpadView).end_round()
-        self.last_scratch = blocks_from_steps(opened.last_scratch)
+        self.last_scratch = opened.last_scratch
         self.show_banner("", False)
         self._apply_view(opened.view)
         for notice in opened.notices:
@@ -323,6 +407,7 @@ class MainScreen(MainActions):
         history = self.query_one(HistoryView)
         history.show(view.layout, view.blocks, scroll_end=scroll_end)
         assert self.presenter is not None
+        self.idle_built = view.built
         self.presenter.set_gauge(view.gauge)
         self.show_todos(view.todos)
         self._update_subtitles()
@@ -332,25 +417,27 @@ class MainScreen(MainActions):
         layout = history.layout_data
         if layout is not None:
             hist = layout.history
-            total = sum(s.tokens or 0 for s in hist.summaries) + sum(
-                m.tokens or 0 for m in hist.messages
-            )
-            self.query_one(
-                "#history-pane"
-            ).border_subtitle = (
-                f"{len(hist.summaries)} summ. · {len(hist.messages)} msgs · {tokens(total)} tok"
+            summaries = sum(s.tokens or 0 for s in hist.summaries)
+            messages = sum(m.tokens or 0 for m in hist.messages)
+            # Each figure says what it counts (stored counts, without the request's framing:
+            # the gauge's "L3 history" layer is the same messages as sent).
+            self.query_one("#history-pane").border_subtitle = (
+                f"{plural(len(hist.summaries), 'summary', 'summaries')}"
+                f" {tokens(summaries)} tok · {plural(len(hist.messages), 'message')}"
+                f" {tokens(messages)} tok"
             )
         scratch = self.query_one(ScratchpadView)
         pad = self.query_one("#scratch-pane")
+        self.set_class(scratch.showing_last, "-pad-last")
         if scratch.showing_last:
             pad.border_title = "Scratchpad · last round"
             pad.border_subtitle = "F6: back to live"
         else:
             pad.border_title = "Scratchpad · live"
-            pad.border_subtitle = "empty between rounds · F6 last"
+            pad.border_subtitle = "F6: last round"
 
     def _round_done(self, done: RoundDone) -> None:
-        self.last_scratch = blocks_from_steps(done.last_scratch)
+        self.last_scratch = done.last_scratch
         if done.title:
             header = self.query_one(SessionHeader)
             info = header.info
@@ -364,20 +451,66 @@ class MainScreen(MainActions):
         if result.summary is not None and view.layout.history.summaries:
             history.cursor = len(view.layout.history.summaries) - 1
 
+    def action_focus_pane(self, name: str) -> None:
+        """Jump to a pane (1–4); in the narrow layout its tab comes to the front."""
+        if name != "chat" and self.has_class("-narrow"):
+            self.pane = name
+        target = {"chat": "#chat", "scratch": "#scratch", "history": "#history"}.get(name)
+        if target is not None:
+            self.query_one(target).focus()
+
+    def action_search(self) -> None:
+        history = self.query_one(HistoryView).layout_data
+        if self.session_id is None or history is None:
+            return
+        modal = SearchModal(self.ctx_app.store, self.session_id, history.history)
+        self.app.push_screen(modal, self._found)
+
+    def _found(self, hit: SearchHit | None) -> None:
+        if hit is None:
+            return
+        if hit.key is not None:
+            self.action_jump_to(hit.key)
+        elif hit.message is not None:
+            title = f"Archived message · round {hit.message.meta.round} · {hit.message.role}"
+            self.app.push_screen(DetailModal(title, parts_for_message(hit.message, None)))
+
+    def action_jump_to(self, key: str) -> None:
+        """Select a history item (``m<message id>`` / ``s<summary id>``), e.g. from the
+        gauge's heaviest items."""
+        history = self.query_one(HistoryView)
+        for index, block in enumerate(history.blocks):
+            data = block.data
+            prefix = "m" if isinstance(data, Message) else "s"
+            if isinstance(data, Message | Summary) and f"{prefix}{data.id}" == key:
+                if self.has_class("-narrow"):
+                    self.pane = "history"
+                history.focus()
+                history.cursor = index
+                return
+
+    def on_key(self, event: events.Key) -> None:
+        # A printable key typed while a pane has the focus goes to the input box rather than
+        # being dropped (keys the screen binds, 1–4 and ?, keep their meaning).
+        focused = self.focused
+        if not isinstance(focused, BlockView) or not event.is_printable:
+            return
+        if event.character is None or event.character in "1234?/":
+            return
+        box = self.query_one(ChatInput)
+        if box.disabled:
+            return
+        event.stop()
+        event.prevent_default()
+        box.focus()
+        box.insert_text_at_cursor(event.character)
+
     # ------------------------------------------------------------------ input
-    @on(Input.Submitted, "#input")
-    def _submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        if not text:
+    @on(ChatInput.Sent, "#input")
+    def _sent(self, event: ChatInput.Sent) -> None:
+        text = event.text.strip()
+        if self.agent is None or self.busy is not None:  # ChatInput.refusal covers this
             return
-        if self.agent is None or self.busy is not None:
-            self.notify(
-                "Wait for the current work to finish (Esc interrupts a round).",
-                title="Busy",
-                severity="warning",
-            )
-            return
-        event.input.value = ""
         self.gate.reset()
         title = "" if self.query_one(SessionHeader).info.title else one_line(text, 60)
         self.busy = "round"
@@ -387,6 +520,8 @@ class MainScreen(MainActions):
     def _typing(self, event: Input.Changed) -> None:
         if self.presenter is not None:
             self.presenter.typing(len(event.value))
+        if self.agent is not None and self.busy is None:
+            self.decide_worker(self.agent, event.value, self.idle_built)
 
     # ------------------------------------------------------------------ engine messages
     @on(EngineBridge.EventReceived)
@@ -404,6 +539,12 @@ class MainScreen(MainActions):
     @on(BlockView.BlockActivated, "#chat, #scratch")
     def _open_text_block(self, event: BlockView.BlockActivated) -> None:
         block = event.block
+        if isinstance(block.data, Example):
+            box = self.query_one(ChatInput)
+            box.value = block.data.text
+            box.cursor_position = len(box.value)
+            box.focus()
+            return
         title = "".join(text for text, _ in block.header).strip() or "Text"
         self.app.push_screen(DetailModal(title, [DetailPart(title, block.body)]))
 

@@ -1,25 +1,39 @@
-"""SessionsScreen: every stored session; Enter resumes the one under the cursor.
+"""SessionsScreen: the stored sessions; Enter resumes the one under the cursor.
 
 Columns: id, title, workspace, last update (relative to the app's clock), rounds, tokens of
-history as stored, compactions. The list is read in a thread worker; the screen returns the
-chosen session id (or None).
+history as stored, compactions. By default only this workspace's sessions are listed (``w``
+shows every workspace); a preview of the selected session (its first and last question, its
+last answer) sits below; ``r`` renames, ``d`` deletes (after asking; the archive and the
+observations go with it). Store reads run in thread workers; the screen returns the chosen
+session id (or None).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.reactive import Reactive, reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label
+from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState
 
 from engine.models import SessionInfo
 from engine.store import Store
-from tui.formatting import Clock, one_line, relative_time
+from tui.formatting import (
+    Clock,
+    one_line,
+    plural,
+    relative_time,
+    strip_reminders,
+    workspace_label,
+)
+from tui.screens.session_modals import DeleteModal, RenameModal
+from tui.widgets.key_bar import KeyBar
 
 
 class SessionsScreen(Screen[int | None]):
@@ -35,38 +49,98 @@ class SessionsScreen(Screen[int | None]):
             tooltip="Open the selected session",
             priority=True,
         ),
+        Binding(
+            "w",
+            "toggle_workspaces",
+            "All / this workspace",
+            id="sessions.workspaces",
+            tooltip="List every workspace's sessions, or only this workspace's",
+        ),
+        Binding("r", "rename", "Rename", id="sessions.rename", tooltip="Rename the session"),
+        Binding(
+            "d",
+            "delete",
+            "Delete",
+            id="sessions.delete",
+            tooltip="Delete the session with its archive and observations (asks first)",
+        ),
     ]
 
-    def __init__(self, store: Store, clock: Clock, current: int | None) -> None:
+    every_workspace: Reactive[bool] = reactive(False)
+    """List the sessions of every workspace, not only this one's."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        current: int | None,
+        workspace: str = "",
+        label: Callable[[str], str] = workspace_label,
+    ) -> None:
         super().__init__()
+        self.label = label
+        """How a workspace path is shown (``~/code/app``; tests pin a fixed name)."""
         self.store = store
         self.clock = clock
         self.current = current
+        self.workspace = workspace
+        """This workspace (the default filter); empty lists every session."""
+        self.infos: dict[int, SessionInfo] = {}
 
     def compose(self) -> ComposeResult:
-        yield Label("Stored sessions — Enter resumes, Esc goes back", id="sessions-title")
+        yield Label("", id="sessions-title")
         table: DataTable[str] = DataTable(
             id="sessions-table", cursor_type="row", zebra_stripes=True
         )
         table.add_columns("", "ID", "Title", "Workspace", "Updated", "Rounds", "Tokens", "Comp.")
         yield table
-        yield Footer()
+        yield Static("", id="sessions-preview")
+        yield KeyBar()
+
+    def watch_every_workspace(self) -> None:
+        which = "all workspaces" if self.every_workspace or not self.workspace else "this workspace"
+        self.query_one("#sessions-title", Label).update(
+            f"Stored sessions · {which} — Enter resumes · w all/this workspace · r rename"
+            " · d delete · Esc back"
+        )
+        if self.is_mounted:
+            self.load()
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).loading = True
+        self.watch_every_workspace()
         self.load()
 
+    def load(self) -> None:
+        self.query_one(DataTable).loading = True
+        self.load_worker(None if self.every_workspace else self.workspace or None)
+
     @work(thread=True, exclusive=True, group="sessions", exit_on_error=False)
-    def load(self) -> list[SessionInfo]:
+    def load_worker(self, workspace: str | None) -> list[SessionInfo]:
         try:
-            return self.store.list_sessions()
+            infos = self.store.list_sessions()
+            if workspace is not None:
+                infos = [i for i in infos if i.session.workspace == workspace]
+            return infos
+        finally:
+            self.store.db.close()
+
+    @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
+    def preview_worker(self, session_id: int) -> str:
+        try:
+            return session_preview(self.store, self.infos[session_id], self.label)
         finally:
             self.store.db.close()
 
     def show(self, infos: list[SessionInfo]) -> None:
         table = self.query_one("#sessions-table", DataTable)
         table.loading = False
+        table.clear()
+        self.infos = {i.session.id: i for i in infos if i.session.id is not None}
         now = self.clock()
+        if not infos:
+            self.query_one("#sessions-preview", Static).update(
+                "No stored session here yet" + ("" if self.every_workspace else " (w: all)")
+            )
         for info in infos:
             s = info.session
             table.add_row(
@@ -84,7 +158,10 @@ class SessionsScreen(Screen[int | None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
-        if worker.group != "sessions":
+        if worker.group not in ("sessions", "preview"):
+            return
+        if worker.group == "preview" and event.state == WorkerState.SUCCESS:
+            self.query_one("#sessions-preview", Static).update(worker.result or "")
             return
         if event.state == WorkerState.SUCCESS and worker.result is not None:
             self.show(worker.result)
@@ -107,3 +184,83 @@ class SessionsScreen(Screen[int | None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def _selected_id(self) -> int | None:
+        table = self.query_one("#sessions-table", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return None if key.value is None else int(key.value)
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self.preview_worker(int(event.row_key.value))
+
+    def action_toggle_workspaces(self) -> None:
+        self.every_workspace = not self.every_workspace
+
+    def action_rename(self) -> None:
+        session_id = self._selected_id()
+        if session_id is None:
+            return
+
+        def renamed(title: str | None) -> None:
+            if title is None:
+                return
+            self.store.update_session(session_id, title=title)
+            self.load()
+
+        title = self.infos[session_id].session.title
+        self.app.push_screen(RenameModal(session_id, title), renamed)
+
+    def action_delete(self) -> None:
+        session_id = self._selected_id()
+        if session_id is None:
+            return
+        if session_id == self.current:
+            self.notify(
+                "This is the open session: switch to another one (or Ctrl+N) to delete it.",
+                title="Not deleted",
+                severity="warning",
+            )
+            return
+        info = self.infos[session_id]
+
+        def answered(delete: bool | None) -> None:
+            if delete:
+                self.store.delete_session(session_id)
+                self.notify(f"Session #{session_id} deleted.", title="Sessions")
+                self.load()
+
+        self.app.push_screen(DeleteModal(session_id, info.session.title, info.rounds), answered)
+
+
+def session_preview(
+    store: Store, info: SessionInfo, label: Callable[[str], str] = workspace_label
+) -> str:
+    """A few lines about a session: where, with what, its first and last question and its
+    last answer (worker thread)."""
+    s = info.session
+    assert s.id is not None
+    lines = [
+        f"#{s.id} {s.title or '(untitled)'} · {label(s.workspace)}",
+        f"{s.provider or '?'} · {s.model or '?'} · strategy {s.strategy} · "
+        f"{plural(info.rounds, 'round')} · {info.current_tokens:,} tok"
+        f" · {plural(info.compactions, 'compaction')}",
+    ]
+    rounds = store.rounds(s.id)
+    if rounds:
+        first = store.round_messages(s.id, rounds[0].index)
+        last = store.round_messages(s.id, rounds[-1].index) if len(rounds) > 1 else first
+        asked = [m for m in first if m.role == "user"]
+        if asked:
+            lines.append(f"first: {one_line(strip_reminders(asked[0].content), 110)}")
+        if len(rounds) > 1:
+            asked = [m for m in last if m.role == "user"]
+            if asked:
+                lines.append(f"last:  {one_line(strip_reminders(asked[0].content), 110)}")
+        answers = [m for m in last if m.role == "assistant" and m.meta.final]
+        if answers:
+            lines.append(f"→ {one_line(answers[-1].content, 112)}")
+    return "\n".join(lines)

@@ -31,7 +31,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.blocks import GUTTER_WIDTH, Block
-from tui.text_wrap import wrap_rows
+from tui.text_wrap import display_safe, wrap_rows
 
 __all__ = ["Block", "BlockView"]
 
@@ -125,8 +125,10 @@ class BlockView(ScrollView, can_focus=True):
         self._width = 0
         self._wrapped: dict[int, tuple[Block, list[str]]] = {}
         """Rows of the blocks shown, by block identity, valid for ``_width``."""
-        self._pending_end = False
-        self._laid_out = False
+        self._following = True
+        """The view shows the end and keeps showing it as blocks arrive. A resize changes the
+        height and the row count without scrolling, so "at the end" cannot be read off the
+        offsets then: this flag changes only when the offset does (the user scrolled)."""
         self._cache: LRUCache[tuple[int, bool], Strip] = LRUCache(2048)
         self._styles: dict[str, Style] = {}
         self._combined: dict[tuple[str, bool], Style] = {}
@@ -149,15 +151,17 @@ class BlockView(ScrollView, can_focus=True):
             self.cursor = None
         self._relayout()
         if scroll_end:
-            if self.size.width == 0:
-                # Not laid out yet: follow the end once the first resize gives a width.
-                self._pending_end = True
-            else:
+            self._following = True
+            if self.size.width:
                 self._to_end()
+        elif self.size.width == 0:
+            self._following = not self._blocks
+        else:
+            self._following = round(self.scroll_y) >= self.max_scroll_y
 
     def append_block(self, block: Block) -> None:
         """Add one block at the end (O(its rows))."""
-        at_end = self.is_vertical_scroll_end
+        at_end = self._following
         self._blocks.append(block)
         rows = self._wrap(block)
         self._rows.append(rows)
@@ -169,7 +173,7 @@ class BlockView(ScrollView, can_focus=True):
         if not self._blocks:
             self.append_block(block)
             return
-        at_end = self.is_vertical_scroll_end
+        at_end = self._following
         self._blocks[-1] = block
         rows = self._wrap(block)
         first = self._starts[-2]
@@ -191,7 +195,7 @@ class BlockView(ScrollView, can_focus=True):
             self._cache.discard(key)
         if self.cursor is not None and self.cursor >= len(self._blocks):
             self.cursor = None
-        self._after_tail_change(self.is_vertical_scroll_end)
+        self._after_tail_change(self._following)
         return block
 
     def clear(self) -> None:
@@ -256,20 +260,25 @@ class BlockView(ScrollView, can_focus=True):
         # (The vertical bar is always shown, ``overflow-y: scroll``, so its thumb follows.)
 
     def _end_after_layout(self) -> None:
+        if not self._following:
+            return  # the blocks were replaced (or the user scrolled) in between
         self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self.size.height and self.virtual_size.height:
+            self._following = round(new_value) >= self.max_scroll_y
+
     def on_resize(self, event: events.Resize) -> None:
+        following = self._following
+        top = self.block_at_row(int(self.scroll_y))
         if self._content_width() != self._width:
-            # Before the first layout the view counts as "at the end" (no size): ignore that.
-            at_end = self._pending_end or (self._laid_out and self.is_vertical_scroll_end)
-            self._pending_end = False
-            self._laid_out = True
-            top = self.block_at_row(int(self.scroll_y))
             self._relayout()
-            if at_end:
-                self._to_end()
-            elif top is not None:
-                self.scroll_to(y=self._starts[top], animate=False, immediate=True)
+        if following:
+            self._to_end()
+        elif top is not None:
+            self.scroll_to(y=self._starts[top], animate=False, immediate=True)
+        self._following = following
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -297,7 +306,10 @@ class BlockView(ScrollView, can_focus=True):
         return style
 
     def render_line(self, y: int) -> Strip:
-        row = int(self.scroll_y) + y
+        return self.row_strip(int(self.scroll_y) + y)
+
+    def row_strip(self, row: int) -> Strip:
+        """Row ``row`` of the whole list as drawn at the current width (on screen or not)."""
         width = self.scrollable_content_region.width
         index = self.block_at_row(row)
         base = self.rich_style
@@ -332,7 +344,8 @@ class BlockView(ScrollView, can_focus=True):
         segments = [Segment(block.gutter + " ", self._full_style(block.gutter_style, False))]
         used = GUTTER_WIDTH
         if block.header and offset == 0:
-            for text, cls in block.header:
+            for raw, cls in block.header:
+                text = display_safe(raw)
                 segments.append(Segment(text, self._full_style(cls, selected)))
                 used += cell_len(text)
             fill = block.fill * max(0, width - used)

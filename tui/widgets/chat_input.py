@@ -3,14 +3,22 @@
 Typing ``@src/ma`` suggests ``@src/main.py`` as ghost text (Right or End accepts it). The file
 list is gathered off the UI thread with the tools' own walk (``.gitignore`` honoured) and handed
 over with :meth:`WorkspaceSuggester.set_files`.
+
+Enter is handled in the box's own key handler, in order with the keys typed after it: the text
+is taken and the box cleared in one step, then :class:`ChatInput.Sent` is posted. (Through the
+app-level ``enter`` binding, keys typed ~50 ms after Enter reached the box before the submit
+action ran and were sent with the message.)
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
+from textual import events
+from textual.message import Message
 from textual.suggester import Suggester
 from textual.widgets import Input
 
@@ -70,11 +78,26 @@ class ChatInput(Input):
 
     PLACEHOLDER = "Ask… (@path mentions a file)"
 
+    @dataclass
+    class Sent(Message):
+        """Enter was pressed: ``text`` was taken out of the box (which is empty now)."""
+
+        input: ChatInput
+        text: str
+
+        @property
+        def control(self) -> ChatInput:
+            return self.input
+
+    refusal: str | None = None
+    """Why nothing can be sent now (the agent is busy), or None: Enter then keeps the text."""
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
             placeholder=self.PLACEHOLDER,
             suggester=WorkspaceSuggester(),
             id=id,
+            select_on_focus=False,  # keys redirected from a pane add to the text
         )
 
     @property
@@ -82,6 +105,25 @@ class ChatInput(Input):
         suggester = self.suggester
         assert isinstance(suggester, WorkspaceSuggester)
         return suggester
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self.send()
+            return
+        await super()._on_key(event)
+
+    def send(self) -> None:
+        """Take the text and clear the box in one step, then post :class:`Sent`."""
+        text = self.value
+        if not text.strip():
+            return
+        if self.refusal is not None:
+            self.notify(self.refusal, title="Busy", severity="warning")
+            return
+        self.value = ""
+        self.post_message(self.Sent(self, text))
 
     def on_mount(self) -> None:
         # A blinking cursor makes screenshots differ from run to run; tests run headless.

@@ -27,6 +27,60 @@ class ChatEntry:
     error: bool = False
 
 
+OFFLINE_PHRASES = (
+    "@path, ls [dir], read FILE, glob PATTERN, grep PATTERN [in PATH]",
+    "run `CMD` (asks first), todo: a; b — several joined with `then`",
+)
+EXAMPLES = (
+    "read README.md then ls .",
+    "grep TODO then glob **/*.py",
+    "todo: read the code; write a test",
+)
+"""Three questions the offline provider answers with real tool calls (Enter or a click puts
+one in the input box)."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """An example question shown in an empty chat."""
+
+    text: str
+
+
+def intro_blocks(offline: bool) -> list[Block]:
+    """What an empty chat says: how to start, and (offline) what the rules understand."""
+    if not offline:
+        return [
+            Block(
+                body="Ask anything about this workspace; @path mentions a file. "
+                "F1 lists every key.",
+                style="block-view--dim",
+                selectable=False,
+            )
+        ]
+    lines = "\n".join(f"• {p}" for p in OFFLINE_PHRASES)
+    blocks = [
+        Block(
+            body=f"Offline: rule-based answers, no LLM. It understands:\n{lines}\n"
+            "Try one (Enter or a click puts it in the box):",
+            style="block-view--dim",
+            selectable=False,
+        )
+    ]
+    blocks += [
+        Block(body=f"▷ {text}", style="block-view--user", data=Example(text)) for text in EXAMPLES
+    ]
+    blocks.append(
+        Block(
+            body="With ANTHROPIC_API_KEY set, Claude answers. F1: every key.",
+            style="block-view--dim",
+            selectable=False,
+            space_before=True,
+        )
+    )
+    return blocks
+
+
 class ChatView(BlockView):
     """The chat pane's transcript."""
 
@@ -57,13 +111,22 @@ class ChatView(BlockView):
             style = "block-view--error"
         return Block(body=entry.text, header=header, style=style, data=entry)
 
-    def load(self, entries: list[ChatEntry]) -> None:
-        """Show a whole conversation (a session opened)."""
+    def load(self, entries: list[ChatEntry], *, offline: bool = False) -> None:
+        """Show a whole conversation (a session opened); an empty one explains itself."""
         self._streaming = False
+        if not entries:
+            self.set_blocks(intro_blocks(offline))
+            return
         self.set_blocks([self.block_for(e) for e in entries], scroll_end=True)
+
+    @property
+    def showing_intro(self) -> bool:
+        return bool(self.blocks) and not any(isinstance(b.data, ChatEntry) for b in self.blocks)
 
     def add(self, entry: ChatEntry) -> None:
         """Append one entry (ends a stream in progress first)."""
+        if self.showing_intro:
+            self.set_blocks([])
         if self._streaming:
             self.finish_stream(None)
         self.append_block(self.block_for(entry))

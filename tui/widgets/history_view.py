@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from engine.models import History, Message, Placement, RoundStatus, Summary
-from tui.formatting import tokens
+from tui.formatting import plural, round_span, tokens
 from tui.widgets.block_view import Block, BlockView
 
 MESSAGE_ROWS = 4
@@ -114,7 +114,7 @@ PLACEMENT_LABELS: dict[Placement, str] = {
 
 def summary_block(number: int, summary: Summary) -> Block:
     where = PLACEMENT_LABELS.get(summary.placement, summary.placement.value)
-    label = f"▣ SUMMARY {number} · r{summary.first_round}–{summary.last_round}"
+    label = f"▣ SUMMARY {number} · {round_span(summary.first_round, summary.last_round, True)}"
     header: tuple[tuple[str, str], ...] = (
         (label, "block-view--summary-header"),
         (f" · {tokens(summary.tokens)} tok", "block-view--summary-header"),
@@ -158,12 +158,11 @@ def history_blocks(layout: HistoryLayout, memo: BlockMemo | None = None) -> list
         in_keep = i >= keep_from
         if i == keep_from and (cut or i > 0):
             if cut:
-                first, last = min(cut), max(cut)
-                span = f"round {first}" if first == last else f"rounds {first}–{last}"
+                span = round_span(min(cut), max(cut))
                 blocks.append(
-                    _separator(
-                        f"✂ next compaction cuts here: {span} above ({tokens(cut_tokens)} tok)"
-                        " → one summary ",
+                    _marker(
+                        "✂ next compaction cut",
+                        f"{span} above ({tokens(cut_tokens)} tok) → one summary",
                         "block-view--cut",
                         "┄",
                     )
@@ -173,7 +172,8 @@ def history_blocks(layout: HistoryLayout, memo: BlockMemo | None = None) -> list
             blocks.append(_keep_mark(layout.keep_rounds, len(groups)))
         status = layout.statuses.get(index) if index is not None else None
         label = f"── round {index if index is not None else '?'}"
-        label += f" · {status.value} " if status and status != RoundStatus.FINISHED else " "
+        label += f" · {status.value}" if status and status != RoundStatus.FINISHED else ""
+        label += f" · {tokens(sum(m.tokens or 0 for m in group))} tok "
         blocks.append(
             _separator(
                 label,
@@ -202,10 +202,26 @@ EMPTY = Block(
 )
 
 
+def _marker(
+    label: str, detail: str, style: str, fill: str, gutter: str = " ", gstyle: str = ""
+) -> Block:
+    """A mark line (``label`` + ``fill``) with ``detail`` wrapped under it, so nothing is cut
+    off however narrow the pane is."""
+    return Block(
+        body=detail,
+        header=((label + " ", style),),
+        style=style,
+        fill=fill,
+        gutter=gutter,
+        gutter_style=gstyle or "block-view--gutter",
+        selectable=False,
+    )
+
+
 def _keep_mark(keep_rounds: int, present: int) -> Block:
-    last = "the last round" if keep_rounds == 1 else f"the last {keep_rounds} rounds"
-    text = f"━ keep zone: {last}, never compacted " if present else "━ keep zone: empty "
-    return _separator(text, "block-view--keep", "━", KEEP_BAR, "block-view--keep")
+    last = "the last round" if keep_rounds == 1 else f"the last {plural(keep_rounds, 'round')}"
+    detail = f"{last}, never compacted" if present else "empty"
+    return _marker("━ keep zone", detail, "block-view--keep", "━", KEEP_BAR, "block-view--keep")
 
 
 class HistoryView(BlockView):

@@ -9,7 +9,7 @@ empty between rounds; the last round's steps can be brought back (``show_last``)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from textual.reactive import Reactive, reactive
 
@@ -67,8 +67,12 @@ def answer_block(text: str) -> Block:
     return Block(body=text, header=(("✔ final answer", "block-view--assistant"),))
 
 
-def blocks_from_steps(steps: Iterable[ScratchStep]) -> list[Block]:
-    """The blocks of a finished round's scratchpad (``Agent.last_scratchpad``)."""
+def blocks_from_steps(
+    steps: Iterable[ScratchStep], costs: Mapping[str, tuple[int, int]] | None = None
+) -> list[Block]:
+    """The blocks of a finished round's scratchpad (``Agent.last_scratchpad``); ``costs``
+    maps a tool_use id to (tokens seen, tokens kept in history)."""
+    costs = costs or {}
     out: list[Block] = []
     for scratch in steps:
         step = scratch.assistant.meta.step
@@ -80,7 +84,8 @@ def blocks_from_steps(steps: Iterable[ScratchStep]) -> list[Block]:
             result = results.get(call.id)
             if result is not None:
                 status = "error" if result.is_error else "success"
-                out.append(observation_block(result.tool_name, status, result.text, None, None))
+                full, kept = costs.get(call.id, (None, None))
+                out.append(observation_block(result.tool_name, status, result.text, full, kept))
     return out
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.reactive import Reactive, reactive
 from textual.widgets import Static
 
@@ -32,11 +33,46 @@ def legend(state: GaugeState, columns: int) -> Table:
         cell = Text()
         cell.append("■ ", style=LAYER_COLOURS[name])
         cell.append(name, style="bold" if state.layers.get(name) else "dim")
-        cell.append(f" {tokens(state.layers.get(name, 0))}", style="")
+        count = state.layers.get(name, 0)
+        cell.append(f" {tokens(count)}", style="")
+        if count:
+            cell.append(f" {percent(count, state.context_window)}", style="dim")
         cells.append(cell)
+    free = Text()
+    free.append("□ ", style="dim")
+    free.append(f"free {tokens(state.free)} {percent(state.free, state.context_window)}")
+    cells.append(free)
+    buffer = Text()
+    buffer.append("┃ ", style="red")
+    buffer.append(
+        f"buffer {tokens(state.buffer)} {percent(state.buffer, state.context_window)}",
+        style="dim",
+    )
+    cells.append(buffer)
     for i in range(0, len(cells), columns):
-        table.add_row(*cells[i : i + columns])
+        row = cells[i : i + columns]
+        table.add_row(*row, *([Text()] * (columns - len(row))))
     return table
+
+
+def heaviest(state: GaugeState) -> Content:
+    """The heaviest history items, each a link to it in the history pane."""
+    if not state.heaviest or not state.total:
+        return Content("")
+    parts: list[Content | str] = [Content.styled("heaviest ", "dim")]
+    for n, item in enumerate(state.heaviest):
+        if n:
+            parts.append(" · ")
+        share = percent(item.tokens, state.total)
+        parts.append(
+            Content.from_markup(
+                f"[@click=screen.jump_to('{item.key}')]$label[/] $tokens tok = $share",
+                label=item.label,
+                tokens=tokens(item.tokens),
+                share=share,
+            )
+        )
+    return Content.assemble(*parts)
 
 
 def figures(state: GaugeState) -> Text:
@@ -49,7 +85,9 @@ def figures(state: GaugeState) -> Text:
         f" · threshold {tokens(state.threshold)} · {state.layers_source}\n"
     )
     usage = state.last_usage
-    text.append("last API call ", style="dim")
+    text.append(
+        "last call (offline: local counts) " if state.offline else "last API call ", style="dim"
+    )
     if usage is None:
         text.append("none since the last compaction or start\n", style="dim")
     else:
@@ -69,11 +107,25 @@ def figures(state: GaugeState) -> Text:
             f" ({source} {tokens(state.budget.last_usage)}"
             f" + typed {tokens(state.typed_chars // state.chars_per_token)})"
         )
-        if state.fires:
-            text.append(" → compacts first", style="bold red")
+    decision = state.decision
+    if decision is not None:
+        text.append(f"\n{decision.strategy} ", style="dim")
+        if decision.compacts:
+            text.append("→ compacts first", style="bold red")
+            text.append(f" ({decision.measured})", style="dim")
+        elif decision.fires:
+            text.append("→ over its threshold, will not compact (see ⚠)", style="bold yellow")
+        else:
+            text.append(f"{tokens(decision.to_go)} until compaction", style="bold")
+            text.append(
+                f" ({decision.what} {tokens(decision.value)} of {decision.threshold:,.0f})",
+                style="dim",
+            )
     calibration = state.calibration
     text.append("\ncalibration ", style="dim")
-    if calibration is None:
+    if state.offline:
+        text.append("– offline: no API count to compare with", style="dim")
+    elif calibration is None:
         text.append("– (no API usage yet)", style="dim")
     else:
         text.append(f"API input ÷ local count = {calibration:.2f}")
@@ -90,6 +142,7 @@ class TokenGauge(Vertical):
         yield LayerBar(id="gauge-bar")
         yield Static(id="gauge-legend")
         yield Static(id="gauge-figures")
+        yield Static(id="gauge-heaviest")
         yield UsageSparkline(id="gauge-sparkline")
         yield Static(id="gauge-warning")
 
@@ -101,6 +154,7 @@ class TokenGauge(Vertical):
         columns = 4 if self.size.width >= 96 else 2
         self.query_one("#gauge-legend", Static).update(legend(state, columns))
         self.query_one("#gauge-figures", Static).update(figures(state))
+        self.query_one("#gauge-heaviest", Static).update(heaviest(state))
         warning = self.query_one("#gauge-warning", Static)
         warning.update(Text("⚠ " + state.warning, style="bold red") if state.warning else "")
         warning.display = bool(state.warning)

@@ -1,0 +1,171 @@
+"""Start-up benchmark: what a command and the workbench cost before they do anything.
+
+Each figure is the median of several runs, as a ratio against a baseline measured in the same
+run on the same (possibly loaded) machine:
+
+- ``ctxscope context ID --json`` on a one-round session, in a fresh interpreter each time,
+  against a fresh interpreter that only imports textual + peewee + pydantic + tiktoken (the
+  libraries any ctxscope command needs); target ≤ 1.5×;
+- ``ctxscope show ID --json`` on the same session, against the same baseline;
+- the workbench, in process (``App.run_test`` at 120×40): time to the first *usable* frame
+  (the screen drawn and the input box enabled and focused, so typing works) and to the frame
+  that shows the whole session, on a 10 000-message session against an empty one; target for
+  the first usable frame ≤ 1.5×.
+
+Run from the repository root:
+
+    python bench/bench_startup.py            # prints a Markdown table
+    python bench/bench_startup.py --runs 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BASELINE = "import textual.app, peewee, pydantic, tiktoken"
+
+
+def timed_subprocess(args: list[str], env: dict[str, str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(args, env=env, cwd=cwd, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def median_of(runs: int, measure: object) -> float:
+    assert callable(measure)
+    return statistics.median(measure() for _ in range(runs))
+
+
+def cli_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
+    from engine.cli import main
+
+    db = tmp / "cli.db"
+    workspace = tmp / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# bench\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env["CTXSCOPE_DB"] = str(db)
+    env["PYTHONPATH"] = str(ROOT)
+    os.environ.pop("ANTHROPIC_API_KEY", None)
+    with open(os.devnull, "w") as null:
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = null
+        try:
+            main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)])
+        finally:
+            sys.stdout, sys.stderr = saved
+    py = sys.executable
+    out: list[tuple[str, float, float]] = []
+    for label, args in (
+        ("`ctxscope context 1 --json`", [py, "-m", "engine.cli", "context", "1", "--json"]),
+        ("`ctxscope show 1 --json`", [py, "-m", "engine.cli", "show", "1", "--json"]),
+    ):
+        base: list[float] = []
+        cmd: list[float] = []
+        for _ in range(runs):  # interleaved, so load changes hit both alike
+            base.append(timed_subprocess([py, "-c", BASELINE], env, tmp))
+            cmd.append(timed_subprocess(args, env, tmp))
+        out.append((label, statistics.median(cmd), statistics.median(base)))
+    return out
+
+
+async def workbench_times(db: Path, workspace: Path, resume: int | None) -> tuple[float, float]:
+    """(first usable frame, session shown) in seconds from the app's start."""
+    from textual.widgets import Input
+
+    from engine.config import Settings
+    from engine.llm.offline import OfflineProvider
+    from tui.app import CtxscopeApp
+    from tui.screens.main_screen import MainScreen
+
+    settings = Settings(model="offline")
+    app = CtxscopeApp(
+        db_path=db,
+        workspace=workspace,
+        settings=settings,
+        resume=resume,
+        provider=OfflineProvider(settings),
+    )
+    start = time.perf_counter()
+    usable = shown = 0.0
+    async with app.run_test(size=(120, 40)) as pilot:
+        while True:
+            screen = app.screen
+            if isinstance(screen, MainScreen):
+                box = screen.query_one("#input", Input)
+                if not usable and not box.disabled and box.has_focus:
+                    usable = time.perf_counter() - start
+                if screen.agent is not None and screen.busy is None:
+                    await pilot.pause()
+                    shown = time.perf_counter() - start
+                    break
+            await pilot.pause(0.005)
+    app.store.close()
+    return usable, shown
+
+
+def workbench_figures(
+    runs: int, tmp: Path
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    from bench.bench_tui import generate
+    from engine.store import Store
+
+    workspace = tmp / "ws"
+    big = tmp / "big.db"
+    generate(big, workspace)
+    empty_db = tmp / "empty.db"
+    Store.open(empty_db).close()
+    big_usable: list[float] = []
+    big_shown: list[float] = []
+    empty_usable: list[float] = []
+    empty_shown: list[float] = []
+    for _ in range(runs):
+        u, s = asyncio.run(workbench_times(empty_db, workspace, None))
+        empty_usable.append(u)
+        empty_shown.append(s)
+        u, s = asyncio.run(workbench_times(big, workspace, 1))
+        big_usable.append(u)
+        big_shown.append(s)
+    return empty_usable, empty_shown, big_usable, big_shown
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-workbench", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        print(f"median of {args.runs} runs; baseline `{BASELINE}` in a fresh interpreter\n")
+        print("| measure | time | baseline | ratio | target |")
+        print("|---|---:|---:|---:|---:|")
+        for label, cmd, base in cli_figures(args.runs, tmp):
+            print(
+                f"| {label} | {cmd * 1000:.0f} ms | {base * 1000:.0f} ms"
+                f" | {cmd / base:.2f}× | ≤ 1.5× |"
+            )
+        if args.no_workbench:
+            return 0
+        eu, es, bu, bs = workbench_figures(args.runs, tmp / "tui")
+        for label, big, empty, target in (
+            ("workbench: first usable frame, 10 000 messages vs empty", bu, eu, "≤ 1.5×"),
+            ("workbench: session shown, 10 000 messages vs empty", bs, es, "—"),
+        ):
+            b, e = statistics.median(big), statistics.median(empty)
+            print(f"| {label} | {b * 1000:.0f} ms | {e * 1000:.0f} ms | {b / e:.2f}× | {target} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

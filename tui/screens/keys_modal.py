@@ -1,0 +1,78 @@
+"""KeysModal (F1, or ``?`` when the input box is not focused): every key of the workbench.
+
+Textual's own keys panel lists only the focused widget's bindings; this lists the app's: the
+main screen's actions (handed in from :data:`~tui.screens.main_actions.MAIN_ACTIONS`, so it
+cannot drift from the real bindings), moving in the panes and the dialogs' keys. Esc (or F1
+again) closes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+OTHER_KEYS: tuple[tuple[str, str], ...] = (
+    ("Enter (input)", "send the question; @path mentions a file (→ or End completes it)"),
+    ("Tab / Shift+Tab", "move between the input and the panes"),
+    ("1 2 3 4", "jump to the chat, scratchpad, history, gauge (when the input is not focused)"),
+    ("↑ ↓ PgUp PgDn Home End", "move in the chat, scratchpad and history panes"),
+    ("Enter (pane)", "open the selected item in full (a tool message beside its raw output)"),
+    ("Ctrl+P", "command palette: every action by name"),
+    ("Ctrl+Q", "quit (a running round is interrupted first)"),
+    ("a / s / d", "permission prompt: allow once / always for this session / deny"),
+    ("e / c", "context inspector: expand / collapse every layer"),
+    ("Esc", "close any dialog or screen; during a round, interrupt it"),
+)
+
+
+def key_label(key: str) -> str:
+    """``f2`` → ``F2``, ``ctrl+n`` → ``Ctrl+N``, ``escape`` → ``Esc``."""
+    if key == "escape":
+        return "Esc"
+    if key == "slash":
+        return "/"
+    if key.startswith("ctrl+"):
+        return "Ctrl+" + key.removeprefix("ctrl+").upper()
+    return key.upper()
+
+
+def keys_table(actions: Sequence[tuple[str, str]]) -> Table:
+    """``actions`` as (key, what it does), then the keys every pane and dialog shares."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for key, what in actions:
+        table.add_row(key_label(key), what)
+    for key, what in OTHER_KEYS:
+        table.add_row(key, what)
+    return table
+
+
+class KeysModal(ModalScreen[None]):
+    """The workbench's keys, in one list."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", id="keys.close", tooltip="Close the keys list"),
+        Binding("f1", "close", "Close", show=False, id="keys.close_f1", tooltip="Close"),
+    ]
+
+    def __init__(self, actions: Sequence[tuple[str, str]]) -> None:
+        super().__init__()
+        self.actions = list(actions)
+        """The main screen's keys and what each does."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="keys-dialog", classes="dialog"):
+            yield Label("Keys of the workbench — Esc closes this list", id="keys-title")
+            with VerticalScroll(id="keys-scroll"):
+                yield Static(keys_table(self.actions), id="keys-table")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
