@@ -354,22 +354,33 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
     sent = agent.sent_history()
     stored = {id(m) for m in agent.history.history.messages}
     own: dict[tuple[int | None, int | None], list[str]] = {}
+    rounds: dict[int | None, list[str]] = {}
     others = [as_sent(s) for s in sent.summaries]
     for msg in sent.messages:
         text = message_text(msg)
         if id(msg) in stored:
             own.setdefault((msg.meta.round, msg.meta.step), []).append(text)
+            rounds.setdefault(msg.meta.round, []).append(text)
         else:
             others.append(text)
     for step in agent.scratchpad:  # the round in progress: full observations
         key = (agent.current_round, step.assistant.meta.step)
         own.setdefault(key, []).extend(r.text for r in step.results)
+        rounds.setdefault(agent.current_round, []).extend(r.text for r in step.results)
     rest = "\n".join(others)
     counts = {kind: [0, 0] for kind in KINDS}
-    own_text = {k: "\n".join(v) for k, v in own.items()}
+    step_text = {k: "\n".join(v) for k, v in own.items()}
+    round_text = {k: "\n".join(v) for k, v in rounds.items()}
     for item in known:
-        here = own_text.get((item.round, item.step))
-        found = (here is not None and present([item], here)[0]) or present([item], rest)[0]
+        # its own step first, then what is left of its round, then summaries and projections
+        found = any(
+            text is not None and present([item], text)[0]
+            for text in (
+                step_text.get((item.round, item.step)),
+                round_text.get(item.round),
+                rest,
+            )
+        )
         pair = counts.setdefault(item.kind, [0, 0])
         pair[1] += 1
         pair[0] += int(found)

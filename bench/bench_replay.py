@@ -1,0 +1,147 @@
+"""Benchmark: replaying stored sessions under every strategy (``engine.replay``).
+
+Synthetic sessions of about 500, 1 000 and 2 000 recorded model calls are stored with the
+rounds of ``bench_engine.make_round`` (user inputs, 1-4 tool steps with full observations and
+compressed history copies, final answers). Timed, median of several runs:
+
+- one six-strategy replay of each session; the time per replayed step, per strategy and for
+  the six together (target: the 2 000-step figure ≤ 1.5× the 500-step one: flat per step);
+- one ``ctxscope context ID --json`` of the 2 000-step session, as a user runs it (a process:
+  start-up, store, request); target: the whole six-strategy replay < 20× that.
+
+Run from the repository root: ``python bench/bench_replay.py [--repeats N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_engine import make_round  # noqa: E402
+
+from engine.config import Settings  # noqa: E402
+from engine.history import HistoryManager  # noqa: E402
+from engine.models import Observation, RoundStatus  # noqa: E402
+from engine.replay import replay  # noqa: E402
+from engine.store import Store  # noqa: E402
+from engine.strategies import STRATEGIES  # noqa: E402
+from engine.tokens import count_text  # noqa: E402
+
+SIZES = (500, 1_000, 2_000)
+
+
+def store_session(db: Path, steps: int, workspace: Path) -> int:
+    """A stored session of about ``steps`` recorded model calls; returns its id."""
+    store = Store.open(db)
+    settings = Settings()
+    session = store.create_session(str(workspace), f"{steps} steps")
+    assert session.id is not None
+    manager = HistoryManager(store, session.id, settings)
+    rng = random.Random(steps)
+    calls = 0
+    n = 0
+    while calls < steps:
+        n += 1
+        messages, scratch = make_round(rng, n)
+        rnd, _ = manager.open_round(messages[0].content)
+        results = {r.tool_use_id: r for s in scratch for r in s.results}
+        for msg in messages[1:]:
+            stored = manager.append(rnd.index, msg.model_copy(update={"id": None}))
+            if msg.role == "assistant":
+                calls += 1
+            if msg.role == "tool" and msg.meta.tool_use_id in results:
+                full = results[msg.meta.tool_use_id]
+                store.add_observation(
+                    Observation(
+                        session_id=session.id,
+                        round_index=rnd.index,
+                        step=msg.meta.step or 0,
+                        tool_use_id=full.tool_use_id,
+                        tool_name=full.tool_name,
+                        result={"status": "success", "text": full.text},
+                        text=full.text,
+                        tokens_full=count_text(full.text),
+                        tokens_compressed=stored.tokens or 0,
+                        message_id=stored.id,
+                    )
+                )
+        manager.finish_round(rnd.index, RoundStatus.FINISHED)
+    store.close()
+    return session.id
+
+
+def median_s(fn: object, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    settings = Settings()
+    per_step: dict[int, dict[str, float]] = {}
+    totals: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp) / "ws"
+        workspace.mkdir()
+        dbs = {}
+        for size in SIZES:
+            db = Path(tmp) / f"s{size}.db"
+            dbs[size] = (db, store_session(db, size, workspace))
+        for size in SIZES:
+            db, sid = dbs[size]
+            store = Store.open(db)
+            per_step[size] = {}
+            steps = 0
+            for name in STRATEGIES:
+                seconds = median_s(
+                    lambda n=name, st=store, i=sid: replay(st, i, n, settings, workspace),
+                    args.repeats,
+                )
+                result = replay(store, sid, name, settings, workspace)
+                steps = len(result.steps)
+                per_step[size][name] = seconds / steps * 1000
+            totals[size] = sum(per_step[size].values()) * steps / 1000
+            store.close()
+            print(f"{size} steps: six-strategy replay {totals[size]:.1f} s", flush=True)
+
+        db, sid = dbs[2_000]
+        cmd = [sys.executable, "-m", "engine.cli", "context", str(sid), "--json", "--db", str(db)]
+        context_s = median_s(
+            lambda: subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT), args.repeats
+        )
+
+    print()
+    print("| strategy | ms per step, 500 | 1 000 | 2 000 | 2 000 ÷ 500 |")
+    print("|---|---:|---:|---:|---:|")
+    for name in STRATEGIES:
+        a, b, c = (per_step[s][name] for s in SIZES)
+        print(f"| {name} | {a:.2f} | {b:.2f} | {c:.2f} | {c / a:.2f}× |")
+    six = [sum(per_step[s].values()) for s in SIZES]
+    print(f"| all six | {six[0]:.2f} | {six[1]:.2f} | {six[2]:.2f} | {six[2] / six[0]:.2f}× |")
+    print()
+    print(
+        f"six-strategy replay of the 2 000-step session: {totals[2_000]:.1f} s; one `ctxscope "
+        f"context --json` of it: {context_s:.2f} s; ratio {totals[2_000] / context_s:.1f}× "
+        "(target < 20×)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
