@@ -22,7 +22,7 @@ from engine.config import Settings, SettingsError, load_settings
 from engine.context import LAYERS
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.history import CompactionResult
-from engine.importer import ImportError_, import_session
+from engine.importer import ImportError_, import_parsed, parse_path
 from engine.ledger import fidelity_line
 from engine.models import RoundStatus, Session, Trigger
 from engine.render import render_react
@@ -108,9 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "import",
         parents=[common, as_json],
-        help="store a session recorded as JSON lines of Anthropic messages",
+        help="store recorded sessions: Claude Code JSONL, Anthropic-messages JSONL, "
+        "mini-swe-agent / SWE-agent trajectories, or a directory of them",
     )
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, metavar="FILE|DIR")
     p.add_argument("--workspace", type=Path, default=argparse.SUPPRESS)
     p = sub.add_parser(
         "strategy",
@@ -614,28 +615,41 @@ def _stderr_warnings(event: Event) -> None:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    if not args.file.is_file():
-        raise CliError(f"cannot read {args.file}: no such file")
-    store = open_store(args, settings)
+    # Everything is parsed and checked before the database is opened: a refusal never
+    # creates or touches it.
+    parsed = parse_path(args.file)
     workspace = str(Path(getattr(args, "workspace", None) or os.getcwd()).resolve())
-    report = import_session(store, args.file, workspace, settings.generic_max_chars)
-    data = {
-        "session_id": report.session.id,
-        "rounds": report.rounds,
-        "messages": report.messages,
-        "missing_results": report.missing_results,
-        "usage_records": report.usage_records,
-    }
-    text = (
-        f"imported session {report.session.id}: {report.rounds} rounds, {report.messages} "
-        f"messages, {report.usage_records} usage records"
-    )
-    if report.missing_results:
-        text += (
-            f"; {report.missing_results} tool calls had no recorded result and were "
-            "paired with an error result"
+    store = open_store(args, settings)
+    reports = import_parsed(store, parsed, workspace, settings)
+    data: dict[str, Any] = reports[0].as_json() if len(reports) == 1 else {}
+    if args.file.is_dir():
+        data = {
+            "sessions": [r.as_json() for r in reports],
+            "files_skipped": dict(parsed.skipped_files),
+        }
+    lines = []
+    for r in reports:
+        text = (
+            f"imported {r.path} ({r.fmt}) as session {r.session.id}: {r.rounds} rounds, "
+            f"{r.messages} messages, {r.observations} observations, {r.usage_records} usage "
+            f"records, {r.compactions} compactions; tokens {r.tokens_raw} recorded → "
+            f"{r.tokens_stored} in history"
         )
-    emit(args, data, text)
+        if r.missing_results:
+            text += (
+                f"; {r.missing_results} tool calls had no recorded result and were "
+                "paired with an error result"
+            )
+        if r.skipped:
+            text += "; skipped " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped.items()))
+        lines.append(text)
+        lines.extend(f"  warning: {w}" for w in r.warnings)
+    if parsed.skipped_files:
+        lines.append(
+            "files skipped: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(parsed.skipped_files.items()))
+        )
+    emit(args, data, "\n".join(lines))
     return 0
 
 
