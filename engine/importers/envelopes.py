@@ -16,10 +16,13 @@ from typing import Any
 
 from tools.base import ToolError, ToolResult
 
+Obj = dict[str, Any]
+
 ERROR_CAP = 4000
 """Characters of an error message history keeps (head and tail past this)."""
 
 _GREP_LINE = re.compile(r"^(.+?):(\d+):(.*)$")
+_EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
 
 
 def head_tail(text: str, cap: int) -> str:
@@ -42,28 +45,46 @@ def envelope(
     """The :class:`ToolResult` of one recorded tool call; ``text`` is what the model saw."""
     rec = recorded if isinstance(recorded, dict) else {}
     try:
-        data = _DATA.get(tool, _generic)(call_input, text, rec)
+        data = _DATA.get(tool, _generic)(call_input, text, rec, is_error)
     except (KeyError, TypeError, ValueError, AttributeError):
-        data = _generic(call_input, text, rec)
+        data = _generic(call_input, text, rec, is_error)
+    if is_error and tool == "Bash" and isinstance(data.get("exit_code"), int):
+        # As the live Bash tool reports it: the code in the error, the output in the data.
+        error = ToolError(
+            code="nonzero_exit", message=f"The command exited with code {data['exit_code']}."
+        )
+        return ToolResult(status="error", error=error, text=text, data=data)
     if is_error:
         error = ToolError(code="tool_error", message=head_tail(text, error_cap))
-        # Bash keeps its output data on errors (as the live tool does); others keep none.
-        return ToolResult(
-            status="error", error=error, text=text, data=data if tool == "Bash" else {}
-        )
+        return ToolResult(status="error", error=error, text=text)
     return ToolResult(status="success", data=data, text=text)
 
 
-def _generic(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str, Any]:
+def _generic(
+    call_input: dict[str, Any], text: str, rec: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
     return {"output": text}
 
 
-def _bash(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str, Any]:
-    stdout = rec.get("stdout", text) if rec else text
-    stderr = rec.get("stderr", "") if rec else ""
+def _bash(
+    call_input: dict[str, Any], text: str, rec: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
+    if "stdout" in rec:
+        stdout, stderr = rec["stdout"], rec.get("stderr", "")
+    elif is_error:
+        # One recorded text for both streams: an error's text is read as stderr (its tail,
+        # where a traceback's exception line is, is what history keeps).
+        stdout, stderr = "", _EXIT_CODE.sub("", text, count=1).lstrip("\n")
+    else:
+        stdout, stderr = text, ""
+    code = rec.get("returncode", rec.get("exit_code"))
+    if code is None:
+        # Claude Code records no exit code: its error text starts "Exit code N".
+        found = _EXIT_CODE.match(text)
+        code = int(found[1]) if found else (None if is_error else 0)
     data: dict[str, Any] = {
         "command": str(call_input.get("command", "")),
-        "exit_code": rec.get("returncode", rec.get("exit_code")),
+        "exit_code": code,
         "stdout": str(stdout),
         "stderr": str(stderr),
     }
@@ -72,7 +93,9 @@ def _bash(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[st
     return data
 
 
-def _read(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str, Any]:
+def _read(
+    call_input: dict[str, Any], text: str, rec: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
     file = rec.get("file") if isinstance(rec.get("file"), dict) else None
     lines = text.split("\n") if text else []
     start = int(file.get("startLine", 1)) if file else int(call_input.get("offset") or 1)
@@ -86,7 +109,9 @@ def _read(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[st
     }
 
 
-def _edit(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str, Any]:
+def _edit(
+    call_input: dict[str, Any], text: str, rec: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
     edits = call_input.get("edits") or [call_input]
     diff: list[str] = []
     added = removed = 0
@@ -108,7 +133,9 @@ def _edit(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[st
     }
 
 
-def _write(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str, Any]:
+def _write(
+    call_input: dict[str, Any], text: str, rec: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
     content = str(call_input.get("content", ""))
     created = rec.get("type", "create") == "create"
     return {
@@ -120,7 +147,9 @@ def _write(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[s
     }
 
 
-def _glob(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str, Any]:
+def _glob(
+    call_input: dict[str, Any], text: str, rec: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
     names = rec.get("filenames")
     if not isinstance(names, list):
         names = [line for line in text.splitlines() if line.strip()]
@@ -132,7 +161,9 @@ def _glob(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[st
     }
 
 
-def _grep(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str, Any]:
+def _grep(
+    call_input: dict[str, Any], text: str, rec: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
     mode = str(call_input.get("output_mode") or rec.get("mode") or "files_with_matches")
     data: dict[str, Any] = {
         "pattern": str(call_input.get("pattern", "")),
@@ -164,7 +195,9 @@ def _grep(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[st
     return data
 
 
-def _ls(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str, Any]:
+def _ls(
+    call_input: dict[str, Any], text: str, rec: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
     entries = []
     for line in text.splitlines():
         name = line.strip().lstrip("- ").strip()
@@ -184,7 +217,9 @@ def _ls(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str,
 _MARKS = {"completed": "✓", "in_progress": "→", "pending": "☐"}
 
 
-def _todo(call_input: dict[str, Any], text: str, rec: dict[str, Any]) -> dict[str, Any]:
+def _todo(
+    call_input: dict[str, Any], text: str, rec: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
     todos = call_input["todos"]
     recap = "; ".join(f"{_MARKS.get(t.get('status'), '☐')} {t['content']}" for t in todos)
     return {"recap": recap or text}

@@ -107,7 +107,7 @@ def parse_mini(obj: dict[str, Any], name: str) -> Parsed:
     return Parsed(
         fmt=MINI,
         items=items,
-        title=title.strip().splitlines()[0] if title.strip() else name,
+        title=_title(title) or name,
         records=len(messages),
         skipped=skipped,
         finished=_finished(obj.get("info")),
@@ -165,7 +165,7 @@ def parse_swe(obj: dict[str, Any], name: str) -> Parsed:
     return Parsed(
         fmt=SWE,
         items=items,
-        title=title.strip().splitlines()[0] if title.strip() else name,
+        title=_title(title) or name,
         records=len(history),
         skipped=skipped,
         finished=_finished(obj.get("info")),
@@ -179,3 +179,14 @@ def _text(content: Any) -> str | None:
         parts = [str(b.get("text", "")) for b in content if isinstance(b, dict)]
         return "\n".join(parts)
     return None
+
+
+_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
+
+
+def _title(text: str) -> str:
+    """The first line of ``text`` that is not only markup tags."""
+    for line in _TAG.sub("", text).splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
