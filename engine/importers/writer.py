@@ -133,7 +133,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         def open_round(item: Item, text: str, origin: dict[str, object] | None) -> None:
             nonlocal index, step, last_final
             pair_missing()
-            if index:
+            if index > 0:
                 status = RoundStatus.FINISHED if last_final else RoundStatus.INTERRUPTED
                 store.finish_round(sid, index, status)
             msg = Message(role="user", content=text, created_at=item.created_at, meta=MessageMeta())
@@ -166,7 +166,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             elif item.kind == "summary":
                 pair_missing()
                 _compact(store, sid, item, live, report, settings)
-                if index:
+                if index > 0:
                     status = RoundStatus.FINISHED if last_final else RoundStatus.INTERRUPTED
                     store.finish_round(sid, index, status)
                     index = -index  # the next step needs a round of its own
