@@ -1,11 +1,12 @@
-"""The headless command line: ``ctxscope sessions | show | context | compact | import | ask |
-strategy | strategies``.
+"""The headless command line: ``ctxscope sessions | show | context | compact | import | export |
+ask | strategy | strategies``.
 
-Every subcommand takes ``--json`` and then prints one JSON document (``ask --json``: one event
-per line, then a ``result`` line); the shapes are documented in the README. Errors a user can
-meet (unknown session, unreadable file, bad option or setting) print one line on stderr and
-exit non-zero. Without a subcommand, the console script opens the workbench (``tui``); this
-module never imports it — the TUI passes itself in as ``run_tui``.
+Every subcommand but ``export`` (which writes the format asked for) takes ``--json`` and then
+prints one JSON document (``ask --json``: one event per line, then a ``result`` line); the
+shapes are documented in the README. Errors a user can meet (unknown session, unreadable file,
+bad option or setting) print one line on stderr and exit non-zero. Without a subcommand, the
+console script opens the workbench (``tui``); this module never imports it — the TUI passes
+itself in as ``run_tui``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any
 from engine.config import Settings, SettingsError, load_settings
 from engine.context import LAYERS
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
+from engine.exporter import FORMATS as EXPORT_FORMATS
+from engine.exporter import export_jsonl, export_markdown
 from engine.history import CompactionResult
 from engine.importer import ImportError_, import_parsed, parse_path
 from engine.ledger import fidelity_line
@@ -113,6 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", type=Path, metavar="FILE|DIR")
     p.add_argument("--workspace", type=Path, default=argparse.SUPPRESS)
+    p = sub.add_parser(
+        "export",
+        parents=[common],
+        help="write a session as Anthropic-messages JSON lines (re-importable) or Markdown",
+    )
+    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="anthropic-jsonl")
+    p.add_argument(
+        "--include-archived",
+        action="store_true",
+        help="also write the messages compactions archived (before their summaries)",
+    )
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here, not stdout")
     p = sub.add_parser(
         "strategy",
         parents=[common, as_json],
@@ -653,6 +669,18 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    _get_session(store, args.session)
+    write = export_markdown if args.format == "markdown" else export_jsonl
+    text = write(store, args.session, include_archived=args.include_archived)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+    return 0
+
+
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings)
     if args.session is not None:
@@ -731,6 +759,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "context": cmd_context,
     "compact": cmd_compact,
     "import": cmd_import,
+    "export": cmd_export,
     "ask": cmd_ask,
     "strategy": cmd_strategy,
     "strategies": cmd_strategies,

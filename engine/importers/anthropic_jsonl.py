@@ -4,7 +4,8 @@ Each line is one message: ``{"role": "user" | "assistant", "content": str | [blo
 "usage": {...}?, "timestamp": "...?"}`` with text, thinking, tool_use and tool_result blocks. A
 user message made only of tool_result blocks is a tool message (one per result), not a new
 round. A line ``{"role": "user", "content": "...", "compact_summary": true}`` is the summary of
-a compaction of everything before it (the export writes one per summary).
+a compaction of everything before it (the export writes one per summary); a user line with
+``"demonstration": true`` is a demonstration (see :mod:`engine.importers.trajectories`).
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ def parse(raw: str, name: str) -> Parsed:
     items: list[Item] = []
     problems: list[str] = []
     records = 0
+    finished = False
     for number, text in enumerate(raw.splitlines(), start=1):
         if not text.strip():
             continue
         records += 1
         try:
-            items.extend(_parse_line(number, text, problems))
+            line_items, finished = _parse_line(number, text, problems)
+            items.extend(line_items)
         except ValueError as exc:
             problems.append(f"line {number}: {exc}")
     if not items and not problems:
@@ -43,10 +46,13 @@ def parse(raw: str, name: str) -> Parsed:
     if problems:
         raise ImportError_(problems, FORMAT)
     title = next((i.text for i in items if i.kind == "user"), name)
-    return Parsed(fmt=FORMAT, items=items, title=title.strip(), records=records)
+    return Parsed(
+        fmt=FORMAT, items=items, title=title.strip(), records=records, finished=finished or None
+    )
 
 
-def _parse_line(number: int, text: str, problems: list[str]) -> list[Item]:
+def _parse_line(number: int, text: str, problems: list[str]) -> tuple[list[Item], bool]:
+    """The line's items, and whether it says the session ended normally (``finished``)."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -67,8 +73,15 @@ def _parse_line(number: int, text: str, problems: list[str]) -> list[Item]:
     created = parse_time(obj.get("timestamp"), number, problems) or utcnow()
     usage = usage_of(obj.get("usage"))
     if obj.get("compact_summary"):
-        return [Item("summary", number, created, text=_texts(blocks))]
-    return items_of(role, blocks, number, created, usage)
+        return [Item("summary", number, created, text=_texts(blocks))], False
+    recorded = obj.get("recorded")
+    items = items_of(
+        role, blocks, number, created, usage, recorded if isinstance(recorded, dict) else None
+    )
+    if obj.get("demonstration") and role == "user":
+        for item in items:
+            item.demonstration = item.kind == "user"
+    return items, obj.get("finished") is True
 
 
 def check_blocks(blocks: list[dict[str, Any]], role: str) -> None:
@@ -105,6 +118,7 @@ def items_of(
     usage: Any,
     recorded: dict[str, Any] | None = None,
 ) -> list[Item]:
+    """``recorded`` maps a tool_use id to the structured result recorded beside its text."""
     """The items of one message's blocks: results first, then the user's text; or one step."""
     if role == "user":
         out = [
@@ -115,7 +129,7 @@ def items_of(
                 text=result_text(b.get("content")),
                 tool_use_id=b["tool_use_id"],
                 is_error=bool(b.get("is_error")),
-                recorded=recorded,
+                recorded=(recorded or {}).get(b["tool_use_id"]),
             )
             for b in blocks
             if b.get("type") == "tool_result"

@@ -198,16 +198,8 @@ def _items(records: list[tuple[int, dict[str, Any]]], problems: list[str]) -> li
             continue
         if role == "user":
             recorded = rec.get("toolUseResult")
-            items.extend(
-                items_of(
-                    role,
-                    blocks,
-                    number,
-                    created,
-                    None,
-                    recorded if isinstance(recorded, dict) else None,
-                )
-            )
+            by_id = {i: recorded for i in _result_ids(rec)} if isinstance(recorded, dict) else None
+            items.extend(items_of(role, blocks, number, created, None, by_id))
             merging = None
             continue
         try:

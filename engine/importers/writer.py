@@ -150,8 +150,10 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             if item.kind == "user":
                 if item.demonstration:
                     demos.append(item)
-                    continue
-                open_round(item, item.text, None)
+                    if index <= 0:
+                        continue  # they wait for the task, which opens the round
+                else:
+                    open_round(item, item.text, None)
                 for demo in demos:
                     append(
                         Message(

@@ -435,3 +435,75 @@ def test_directory_imports_each_file_and_skips_subagents(
     assert first["tokens_raw"] > 0 and first["tokens_stored"] > 0
     code, out, _ = run(capsys, "sessions", "--db", str(db), "--json")
     assert len(json.loads(out)) == 2
+
+
+# ---------------------------------------------------------------------- export
+def stored_conversation(store: Store, sid: int) -> list[tuple[Any, ...]]:
+    """What a round trip must keep: roles, contents, calls, results' full text, thinking."""
+    out: list[tuple[Any, ...]] = []
+    for m in all_messages(store, sid):
+        obs = store.observation_for(sid, m.meta.tool_use_id) if m.meta.tool_use_id else None
+        out.append(
+            (
+                m.role,
+                m.content,
+                [c.model_dump() for c in m.tool_calls],
+                m.meta.round,
+                m.meta.step,
+                m.meta.is_error,
+                m.meta.interrupted,
+                m.meta.origin,
+                obs.text if obs else None,
+                m.created_at if m.role != "tool" or m.meta.interrupted is False else None,
+            )
+        )
+    return out
+
+
+@pytest.mark.usefixtures("no_key")
+@pytest.mark.parametrize("source", [CLAUDE, MINI, SWE])
+def test_export_jsonl_imports_back_identically(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: Path
+) -> None:
+    db = tmp_path / "rt.db"
+    assert run(capsys, "import", str(source), "--db", str(db))[0] == 0
+    out = tmp_path / "out.jsonl"
+    code, _, _ = run(capsys, "export", "1", "--db", str(db), "--include-archived", "-o", str(out))
+    assert code == 0
+    code, printed, err = run(capsys, "import", str(out), "--db", str(db), "--json")
+    assert code == 0, err
+    assert json.loads(printed)["format"] == "anthropic-jsonl"
+    store = Store.open(db)
+    try:
+        assert stored_conversation(store, 2) == stored_conversation(store, 1)
+        assert [(u.round_index, u.step, u.usage) for u in store.usages(2)] == [
+            (u.round_index, u.step, u.usage) for u in store.usages(1)
+        ]
+        assert [r.status for r in store.rounds(2)] == [r.status for r in store.rounds(1)]
+        assert [s.content for s in store.history(2).summaries] == [
+            s.content for s in store.history(1).summaries
+        ]
+    finally:
+        store.close()
+
+
+@pytest.mark.usefixtures("no_key")
+def test_export_markdown_marks_compactions_and_summaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "md.db"
+    run(capsys, "import", str(CLAUDE), "--db", str(db))
+    code, text, _ = run(capsys, "export", "1", "--db", str(db), "--format", "markdown")
+    assert code == 0
+    assert text.startswith("# Session 1: import: Fix the failing test")
+    assert "> **Compaction 1 (manual, 9 messages of 1 rounds archived" in text
+    assert "> This session is being continued from a previous conversation." in text
+    assert "## Round 1" not in text  # archived: left out without --include-archived
+    assert "## Round 2 (interrupted)" in text and "Now add a test for negative numbers" in text
+    code, full, _ = run(
+        capsys, "export", "1", "--db", str(db), "--format", "markdown", "--include-archived"
+    )
+    assert "## Round 1 (finished, archived)" in full
+    assert full.index("## Round 1") < full.index("**Compaction 1") < full.index("## Round 2")
+    assert "AssertionError: assert 0 == 4" in full  # results whole
+    assert "<summary>thinking</summary>" in full and "Let me look at the test first." in full
