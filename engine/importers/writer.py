@@ -103,12 +103,24 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         pending: dict[str, ToolCall] = {}
         demos: list[Item] = []
 
-        def append(msg: Message) -> Message:
+        # Messages and observations of the round being written go in one batch each.
+        batch: list[Message] = []
+        batch_obs: list[tuple[int, Observation]] = []
+
+        def append(msg: Message) -> int:
             ensure_counted(msg)
-            stored = store.append_message(sid, index, msg)
-            live.append(stored)
+            batch.append(msg)
             report.messages += 1
-            return stored
+            return len(batch) - 1
+
+        def flush() -> None:
+            stored = store.append_messages(sid, index, batch)
+            live.extend(stored)
+            for i, obs in batch_obs:
+                obs.message_id = stored[i].id
+            store.add_observations([obs for _, obs in batch_obs])
+            batch.clear()
+            batch_obs.clear()
 
         def pair_missing() -> None:
             for call in pending.values():
@@ -133,6 +145,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         def open_round(item: Item, text: str, origin: dict[str, object] | None) -> None:
             nonlocal index, step, last_final
             pair_missing()
+            flush()
             if index > 0:
                 status = RoundStatus.FINISHED if last_final else RoundStatus.INTERRUPTED
                 store.finish_round(sid, index, status)
@@ -167,6 +180,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 demos.clear()
             elif item.kind == "summary":
                 pair_missing()
+                flush()
                 _compact(store, sid, item, live, report, settings)
                 if index > 0:
                     status = RoundStatus.FINISHED if last_final else RoundStatus.INTERRUPTED
@@ -213,7 +227,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 call = pending.pop(item.tool_use_id)
                 result = envelope(call.name, call.input, item.text, item.is_error, item.recorded)
                 compressed = compressor.to_json(call.name, result)
-                msg = append(
+                at = append(
                     Message(
                         role="tool",
                         content=compressed,
@@ -228,22 +242,25 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 )
                 full = count_text(item.text)
                 report.tokens_raw += full
-                store.add_observation(
-                    Observation(
-                        session_id=sid,
-                        round_index=index,
-                        step=step,
-                        tool_use_id=call.id,
-                        tool_name=call.name,
-                        result=result.model_dump(mode="json"),
-                        text=item.text,
-                        tokens_full=full,
-                        tokens_compressed=msg.tokens or 0,
-                        message_id=msg.id,
+                batch_obs.append(
+                    (
+                        at,
+                        Observation(
+                            session_id=sid,
+                            round_index=index,
+                            step=step,
+                            tool_use_id=call.id,
+                            tool_name=call.name,
+                            result=result.model_dump(mode="json"),
+                            text=item.text,
+                            tokens_full=full,
+                            tokens_compressed=batch[at].tokens or 0,
+                        ),
                     )
                 )
                 report.observations += 1
         pair_missing()
+        flush()
         if index > 0:
             finished = parsed.finished if parsed.finished is not None else last_final
             store.finish_round(

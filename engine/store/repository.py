@@ -263,6 +263,34 @@ class Store:
         )
         return m.model_copy(update={"id": row.id})
 
+    def append_messages(
+        self, session_id: int, round_index: int, messages: list[Message]
+    ) -> list[Message]:
+        """Write several messages of one round at once (an import's batch), in order; returns
+        them with their ids."""
+        if not messages:
+            return []
+        row = self._round_row(session_id, round_index)
+        rows = []
+        for m in messages:
+            m.meta.round = round_index
+            rows.append(
+                {
+                    "session": session_id,
+                    "round": row.id,
+                    "role": m.role,
+                    "content": m.content,
+                    "tool_calls": [c.model_dump() for c in m.tool_calls],
+                    "meta": m.meta.model_dump(exclude_defaults=True),
+                    "tokens": m.tokens,
+                    "created_at": m.created_at,
+                }
+            )
+        with self.db.atomic():
+            ids = [r[0] for r in MessageRow.insert_many(rows).returning(MessageRow.id).tuples()]
+            self._touch(session_id)
+        return [m.model_copy(update={"id": i}) for m, i in zip(messages, ids, strict=True)]
+
     def finish_round(
         self, session_id: int, round_index: int, status: RoundStatus, error: str | None = None
     ) -> Round:
@@ -351,6 +379,26 @@ class Store:
             tokens_compressed=obs.tokens_compressed,
         )
         return obs.model_copy(update={"id": row.id})
+
+    def add_observations(self, observations: list[Observation]) -> None:
+        """Write several observations at once (an import's batch)."""
+        rows = [
+            {
+                "session": o.session_id,
+                "message": o.message_id,
+                "round_index": o.round_index,
+                "step": o.step,
+                "tool_use_id": o.tool_use_id,
+                "tool_name": o.tool_name,
+                "result": o.result,
+                "text": o.text,
+                "tokens_full": o.tokens_full,
+                "tokens_compressed": o.tokens_compressed,
+            }
+            for o in observations
+        ]
+        if rows:
+            ObservationRow.insert_many(rows).execute()
 
     def observations(self, session_id: int, round_index: int | None = None) -> list[Observation]:
         q = ObservationRow.select().where(ObservationRow.session == session_id)
