@@ -93,12 +93,13 @@ def claude_session(target_bytes: int) -> str:
             ("Bash", {"command": f"pytest -q tests/test_{r}.py"}),
         ]
         for i, (name, inp) in enumerate(calls):
+            use = {"type": "tool_use", "id": f"t{r}_{i}", "name": name, "input": inp}
             rec(
                 "assistant",
                 {
                     "id": mid,
                     "role": "assistant",
-                    "content": [{"type": "tool_use", "id": f"t{r}_{i}", "name": name, "input": inp}],
+                    "content": [use],
                     "usage": usage,
                 },
             )

@@ -106,6 +106,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         # Messages and observations of the round being written go in one batch each.
         batch: list[Message] = []
         batch_obs: list[tuple[int, Observation]] = []
+        usages: list[UsageRecord] = []
 
         def append(msg: Message) -> int:
             ensure_counted(msg)
@@ -212,7 +213,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 )
                 pending.update({c.id: c for c in item.calls})
                 if item.usage is not None:
-                    store.add_usage(
+                    usages.append(
                         UsageRecord(
                             session_id=sid,
                             round_index=index,
@@ -261,6 +262,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 report.observations += 1
         pair_missing()
         flush()
+        store.add_usages(usages)
         if index > 0:
             finished = parsed.finished if parsed.finished is not None else last_final
             store.finish_round(

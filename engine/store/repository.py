@@ -428,6 +428,26 @@ class Store:
         )
         return record.model_copy(update={"id": row.id})
 
+    def add_usages(self, records: list[UsageRecord]) -> None:
+        """Write several usage records at once (an import's batch)."""
+        rows = [
+            {
+                "session": r.session_id,
+                "round_index": r.round_index,
+                "step": r.step,
+                "input_tokens": r.usage.input_tokens,
+                "output_tokens": r.usage.output_tokens,
+                "cache_read_input_tokens": r.usage.cache_read_input_tokens,
+                "cache_creation_input_tokens": r.usage.cache_creation_input_tokens,
+                "local_estimate": r.local_estimate,
+                "source": r.source,
+                "created_at": r.created_at,
+            }
+            for r in records
+        ]
+        if rows:
+            UsageRow.insert_many(rows).execute()
+
     def usages(self, session_id: int) -> list[UsageRecord]:
         q = (
             UsageRow.select(*_columns(UsageRow))
