@@ -103,10 +103,11 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         pending: dict[str, ToolCall] = {}
         demos: list[Item] = []
 
-        # Messages and observations of the round being written go in one batch each.
+        # A round is written whole when it ends: its messages and observations in one batch.
         batch: list[Message] = []
         batch_obs: list[tuple[int, Observation]] = []
         usages: list[UsageRecord] = []
+        round_open = False
 
         def append(msg: Message) -> int:
             ensure_counted(msg)
@@ -114,14 +115,20 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             report.messages += 1
             return len(batch) - 1
 
-        def flush() -> None:
-            stored = store.append_messages(sid, index, batch)
+        def close_round(finished: bool) -> None:
+            nonlocal round_open
+            if not round_open:
+                return
+            status = RoundStatus.FINISHED if finished else RoundStatus.INTERRUPTED
+            rnd, stored = store.append_round(sid, batch, status)
+            assert rnd.index == index, (rnd.index, index)
             live.extend(stored)
             for i, obs in batch_obs:
                 obs.message_id = stored[i].id
             store.add_observations([obs for _, obs in batch_obs])
             batch.clear()
             batch_obs.clear()
+            round_open = False
 
         def pair_missing() -> None:
             for call in pending.values():
@@ -144,27 +151,21 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             pending.clear()
 
         def open_round(item: Item, text: str, origin: dict[str, object] | None) -> None:
-            nonlocal index, step, last_final
+            nonlocal index, step, last_final, round_open
             pair_missing()
-            flush()
-            if index > 0:
-                status = RoundStatus.FINISHED if last_final else RoundStatus.INTERRUPTED
-                store.finish_round(sid, index, status)
+            close_round(last_final)
+            index, step, last_final, round_open = index + 1, 0, False, True
             msg = Message(role="user", content=text, created_at=item.created_at, meta=MessageMeta())
             msg.meta.origin = origin
-            ensure_counted(msg)
-            rnd, stored = store.open_round(sid, msg)
-            live.append(stored)
-            index, step, last_final = rnd.index, 0, False
+            append(msg)
             report.rounds += 1
-            report.messages += 1
             report.tokens_raw += count_text(text)
 
         for item in parsed.items:
             if item.kind == "user":
                 if item.demonstration:
                     demos.append(item)
-                    if index <= 0:
+                    if not round_open:
                         continue  # they wait for the task, which opens the round
                 else:
                     open_round(item, item.text, None)
@@ -181,14 +182,10 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 demos.clear()
             elif item.kind == "summary":
                 pair_missing()
-                flush()
+                close_round(last_final)  # the next step needs a round of its own
                 _compact(store, sid, item, live, report, settings)
-                if index > 0:
-                    status = RoundStatus.FINISHED if last_final else RoundStatus.INTERRUPTED
-                    store.finish_round(sid, index, status)
-                    index = -index  # the next step needs a round of its own
             elif item.kind == "assistant":
-                if index <= 0:
+                if not round_open:
                     open_round(item, CONTINUED, {"synthetic": True})
                 pair_missing()
                 step += 1
@@ -261,13 +258,8 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 )
                 report.observations += 1
         pair_missing()
-        flush()
+        close_round(parsed.finished if parsed.finished is not None else last_final)
         store.add_usages(usages)
-        if index > 0:
-            finished = parsed.finished if parsed.finished is not None else last_final
-            store.finish_round(
-                sid, index, RoundStatus.FINISHED if finished else RoundStatus.INTERRUPTED
-            )
         history = store.history(sid)
         report.tokens_stored = sum(m.tokens or 0 for m in history.messages) + sum(
             count_summary(s) for s in history.summaries

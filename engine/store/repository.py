@@ -263,33 +263,47 @@ class Store:
         )
         return m.model_copy(update={"id": row.id})
 
-    def append_messages(
-        self, session_id: int, round_index: int, messages: list[Message]
-    ) -> list[Message]:
-        """Write several messages of one round at once (an import's batch), in order; returns
-        them with their ids."""
+    def append_round(
+        self, session_id: int, messages: list[Message], status: RoundStatus
+    ) -> tuple[Round, list[Message]]:
+        """Write a whole ended round at once (an import): the next round, its messages in
+        order (the first is its user input), started and finished at its first and last
+        message's times. Returns the round and the messages with their ids."""
         if not messages:
-            return []
-        row = self._round_row(session_id, round_index)
-        rows = []
-        for m in messages:
-            m.meta.round = round_index
-            rows.append(
-                {
-                    "session": session_id,
-                    "round": row.id,
-                    "role": m.role,
-                    "content": m.content,
-                    "tool_calls": [c.model_dump() for c in m.tool_calls],
-                    "meta": m.meta.model_dump(exclude_defaults=True),
-                    "tokens": m.tokens,
-                    "created_at": m.created_at,
-                }
-            )
+            raise ValueError("a round needs at least its user message")
         with self.db.atomic():
+            last = (
+                RoundRow.select(fn.MAX(RoundRow.number))
+                .where(RoundRow.session == session_id)
+                .scalar()
+            )
+            index = (last or 0) + 1
+            row = RoundRow.create(
+                session=session_id,
+                number=index,
+                status=status.value,
+                started_at=messages[0].created_at,
+                finished_at=messages[-1].created_at,
+            )
+            rows = []
+            for m in messages:
+                m.meta.round = index
+                rows.append(
+                    {
+                        "session": session_id,
+                        "round": row.id,
+                        "role": m.role,
+                        "content": m.content,
+                        "tool_calls": [c.model_dump() for c in m.tool_calls],
+                        "meta": m.meta.model_dump(exclude_defaults=True),
+                        "tokens": m.tokens,
+                        "created_at": m.created_at,
+                    }
+                )
             ids = [r[0] for r in MessageRow.insert_many(rows).returning(MessageRow.id).tuples()]
             self._touch(session_id)
-        return [m.model_copy(update={"id": i}) for m, i in zip(messages, ids, strict=True)]
+        stored = [m.model_copy(update={"id": i}) for m, i in zip(messages, ids, strict=True)]
+        return _round(row), stored
 
     def finish_round(
         self, session_id: int, round_index: int, status: RoundStatus, error: str | None = None
