@@ -107,6 +107,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         batch: list[Message] = []
         batch_obs: list[tuple[int, Observation]] = []
         usages: list[UsageRecord] = []
+        observations: list[Observation] = []
         round_open = False
 
         def append(msg: Message) -> int:
@@ -125,7 +126,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             live.extend(stored)
             for i, obs in batch_obs:
                 obs.message_id = stored[i].id
-            store.add_observations([obs for _, obs in batch_obs])
+                observations.append(obs)
             batch.clear()
             batch_obs.clear()
             round_open = False
@@ -260,6 +261,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         pair_missing()
         close_round(parsed.finished if parsed.finished is not None else last_final)
         store.add_usages(usages)
+        store.add_observations(observations)
         history = store.history(sid)
         report.tokens_stored = sum(m.tokens or 0 for m in history.messages) + sum(
             count_summary(s) for s in history.summaries
