@@ -26,6 +26,7 @@ from engine.exporter import FORMATS as EXPORT_FORMATS
 from engine.exporter import export_jsonl, export_markdown
 from engine.history import CompactionResult
 from engine.importer import ImportError_, import_parsed, parse_path
+from engine.importers.hidden import hidden_prefix
 from engine.ledger import fidelity_line
 from engine.models import RoundStatus, Session, Trigger
 from engine.render import render_react
@@ -341,6 +342,18 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
         "strategy": {**agent.strategy.describe(), "plan": plan_json(plan)},
         "request": built.request.model_dump(mode="json"),
     }
+    hidden = hidden_prefix(store, session.id or 0)
+    conversation = sum(built.layers[name] for name in LAYERS[3:])
+    if hidden is not None:
+        # An imported session: its first prompt as recorded minus what the transcript shows
+        # is what the original agent sent around the conversation (its own L1/L2).
+        data["as_original_agent"] = {
+            "first_prompt_tokens": hidden.first_prompt_tokens,
+            "transcript_tokens": hidden.transcript_tokens,
+            "hidden_prefix_tokens": hidden.tokens,
+            "conversation_tokens": conversation,
+            "total": hidden.tokens + conversation,
+        }
     width = max(len(n) for n in LAYERS)
     lines = [f"{name:<{width}}  {built.layers[name]:>8}" for name in LAYERS]
     lines.append(
@@ -357,6 +370,12 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             else ""
         )
     )
+    if hidden is not None:
+        lines.append(
+            f"as the original agent saw it: {hidden.tokens + conversation} tokens (its hidden "
+            f"prefix {hidden.tokens} = first prompt {hidden.first_prompt_tokens} − transcript "
+            f"{hidden.transcript_tokens}, + this conversation {conversation})"
+        )
     lines.append("")
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))

@@ -507,3 +507,34 @@ def test_export_markdown_marks_compactions_and_summaries(
     assert full.index("## Round 1") < full.index("**Compaction 1") < full.index("## Round 2")
     assert "AssertionError: assert 0 == 4" in full  # results whole
     assert "<summary>thinking</summary>" in full and "Let me look at the test first." in full
+
+
+# ---------------------------------------------------------------------- hidden prefix
+@pytest.mark.usefixtures("no_key")
+def test_context_shows_the_request_as_the_original_agent_saw_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.db"
+    run(capsys, "import", str(CLAUDE), "--db", str(db))
+    code, out, _ = run(capsys, "context", "1", "--db", str(db), "--json")
+    assert code == 0
+    data = json.loads(out)
+    seen = data["as_original_agent"]
+    store = Store.open(db)
+    try:
+        first_user = all_messages(store, 1)[0]
+    finally:
+        store.close()
+    # line 9 (the last record of msg_1): 100 input + 2000 cache creation; before that call
+    # the transcript shows only the first user message
+    assert seen["first_prompt_tokens"] == 2100
+    assert seen["transcript_tokens"] == first_user.tokens
+    assert seen["hidden_prefix_tokens"] == 2100 - (first_user.tokens or 0)
+    layers = {layer["name"]: layer["tokens"] for layer in data["layers"]}
+    conversation = sum(layers[name] for name in list(layers)[3:])
+    assert seen["conversation_tokens"] == conversation
+    assert seen["total"] == seen["hidden_prefix_tokens"] + conversation
+    # a trajectory records no usage: nothing to compare, no field
+    run(capsys, "import", str(MINI), "--db", str(db))
+    code, out, _ = run(capsys, "context", "2", "--db", str(db), "--json")
+    assert "as_original_agent" not in json.loads(out)
