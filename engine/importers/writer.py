@@ -111,7 +111,11 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         round_open = False
 
         def append(msg: Message) -> int:
-            ensure_counted(msg)
+            tokens = ensure_counted(msg)
+            if msg.role != "tool":
+                # A recorded text or step costs what its wire form costs; results are added
+                # at their full size below.
+                report.tokens_raw += tokens
             batch.append(msg)
             report.messages += 1
             return len(batch) - 1
@@ -160,7 +164,6 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             msg.meta.origin = origin
             append(msg)
             report.rounds += 1
-            report.tokens_raw += count_text(text)
 
         for item in parsed.items:
             if item.kind == "user":
@@ -179,7 +182,6 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                             created_at=demo.created_at,
                         )
                     )
-                    report.tokens_raw += count_text(demo.text)
                 demos.clear()
             elif item.kind == "summary":
                 pair_missing()
@@ -205,9 +207,6 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                         meta=MessageMeta(step=step, final=last_final, origin=origin),
                         created_at=item.created_at,
                     )
-                )
-                report.tokens_raw += count_text(item.text) + sum(
-                    count_text(c.name) + count_text(str(c.input)) for c in item.calls
                 )
                 pending.update({c.id: c for c in item.calls})
                 if item.usage is not None:
