@@ -83,6 +83,8 @@ def export_jsonl(store: Store, session_id: int, include_archived: bool = False) 
             continue
         if msg.role == "user":
             line = {"role": "user", "content": msg.content}
+            if msg.meta.origin and msg.meta.origin.get("compact_summary"):
+                line["compact_summary"] = True
             if msg.meta.origin and msg.meta.origin.get("demonstration"):
                 line["demonstration"] = True
                 line["content"] = msg.content.removeprefix("[demonstration]\n")

@@ -42,9 +42,11 @@ def check(parsed: Parsed) -> list[str]:
     seen: dict[str, int] = {}
     pending: dict[str, str] = {}  # recorded id -> stored id, awaiting a result
     started = False
+    orphans: list[Item] = []
     for item in parsed.items:
         if item.kind == "summary":
             pending.clear()
+            started = True  # a continued session may go on with the assistant
             continue
         if not started:
             if item.kind != "user" or item.demonstration:
@@ -69,6 +71,15 @@ def check(parsed: Parsed) -> list[str]:
                     item.calls[i] = ToolCall(id=new_id, name=call.name, input=call.input)
                 pending[call.id] = new_id
         elif item.kind == "result":
+            if item.tool_use_id not in pending and parsed.fmt == "claude-code":
+                # Real Claude Code files hold these after a rewind or a compaction: the call
+                # they answer is not on the active chain. Dropped, counted, warned.
+                orphans.append(item)
+                parsed.warnings.append(
+                    f"line {item.line}: tool_result for {item.tool_use_id!r} answers no call "
+                    "on the active chain; left out"
+                )
+                continue
             if item.tool_use_id not in pending:
                 problems.append(
                     f"line {item.line}: tool_result for {item.tool_use_id!r}, which no "
@@ -76,6 +87,9 @@ def check(parsed: Parsed) -> list[str]:
                 )
                 continue
             item.tool_use_id = pending.pop(item.tool_use_id)
+    if orphans:
+        parsed.items = [i for i in parsed.items if all(i is not o for o in orphans)]
+        parsed.skipped["orphan_result"] += len(orphans)
     if not started and not problems:
         problems.append("the file holds no user input")
     return problems
@@ -186,7 +200,12 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             elif item.kind == "summary":
                 pair_missing()
                 close_round(last_final)  # the next step needs a round of its own
-                _compact(store, sid, item, live, report, settings)
+                if live:
+                    _compact(store, sid, item, live, report, settings)
+                else:
+                    # A session continued from another starts with the summary of the
+                    # earlier one: nothing here to archive, so it is the first input.
+                    open_round(item, item.text, {"compact_summary": True})
             elif item.kind == "assistant":
                 if not round_open:
                     open_round(item, CONTINUED, {"synthetic": True})
@@ -279,9 +298,6 @@ def _compact(
     """A recorded compaction: everything so far is archived under the recorded summary."""
     ids = [m.id for m in live if m.id is not None]
     report.tokens_raw += count_text(item.text)
-    if not ids:
-        report.warnings.append(f"line {item.line}: a compaction summary with nothing before it")
-        return
     rounds = [m.meta.round or 0 for m in live]
     summary = Summary(
         session_id=sid,

@@ -538,3 +538,68 @@ def test_context_shows_the_request_as_the_original_agent_saw_it(
     run(capsys, "import", str(MINI), "--db", str(db))
     code, out, _ = run(capsys, "context", "2", "--db", str(db), "--json")
     assert "as_original_agent" not in json.loads(out)
+
+
+def claude_lines(*records: tuple[str, str, str | None, Any, dict[str, Any]]) -> str:
+    out = []
+    for kind, uuid, parent, content, extra in records:
+        message: dict[str, Any] = {"role": kind, "content": content}
+        if kind == "assistant":
+            message["id"] = f"m_{uuid}"
+        rec = {
+            "type": kind,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "isSidechain": False,
+            "sessionId": "s",
+            "timestamp": "2026-11-02T10:00:00Z",
+            "message": message,
+            **extra,
+        }
+        out.append(json.dumps(rec))
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.usefixtures("no_key")
+def test_continued_session_starts_with_its_summary_and_orphans_are_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "continued.jsonl"
+    use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    orphan = {"type": "tool_result", "tool_use_id": "gone", "content": "y"}
+    path.write_text(
+        claude_lines(
+            ("user", "c", None, "Summary of the earlier session.", {"isCompactSummary": True}),
+            ("assistant", "a", "c", [use], {}),
+            ("user", "r", "a", [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}], {}),
+            ("user", "o", "r", [orphan], {}),
+            ("assistant", "b", "o", [{"type": "text", "text": "Done."}], {}),
+        )
+    )
+    db = tmp_path / "c.db"
+    code, out, err = run(capsys, "import", str(path), "--db", str(db), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["records_skipped"] == {"orphan_result": 1}
+    assert report["warnings"] == [
+        "line 4: tool_result for 'gone' answers no call on the active chain; left out"
+    ]
+    assert (report["rounds"], report["messages"], report["compactions"]) == (1, 4, 0)
+    store = Store.open(db)
+    try:
+        messages = store.history(1).messages
+        assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+        assert messages[0].content == "Summary of the earlier session."
+        assert messages[0].meta.origin == {"compact_summary": True}
+        assert [r.status for r in store.rounds(1)] == [RoundStatus.FINISHED]
+        assert_request_valid(store, 1)
+    finally:
+        store.close()
+    out_file = tmp_path / "again.jsonl"
+    run(capsys, "export", "1", "--db", str(db), "-o", str(out_file))
+    assert run(capsys, "import", str(out_file), "--db", str(db))[0] == 0
+    store = Store.open(db)
+    try:
+        assert stored_conversation(store, 2) == stored_conversation(store, 1)
+    finally:
+        store.close()
