@@ -603,3 +603,27 @@ def test_continued_session_starts_with_its_summary_and_orphans_are_left_out(
         assert stored_conversation(store, 2) == stored_conversation(store, 1)
     finally:
         store.close()
+
+
+def test_store_append_round_writes_a_whole_round_in_order(store: Store) -> None:
+    sid = store.create_session("/ws", "t").id
+    assert sid is not None
+    t0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+    t1 = datetime(2026, 11, 2, 9, 5, tzinfo=UTC)
+    msgs = [
+        Message(role="user", content="q", created_at=t0, tokens=5),
+        Message(role="assistant", content="a", created_at=t1, tokens=5),
+    ]
+    rnd, stored = store.append_round(sid, msgs, RoundStatus.FINISHED)
+    assert (rnd.index, rnd.status, rnd.started_at, rnd.finished_at) == (
+        1,
+        RoundStatus.FINISHED,
+        t0,
+        t1,
+    )
+    assert [m.id for m in stored] == [m.id for m in store.history(sid).messages]
+    assert [(m.content, m.meta.round) for m in store.history(sid).messages] == [
+        ("q", 1),
+        ("a", 1),
+    ]
+    assert store.append_round(sid, msgs[:1], RoundStatus.INTERRUPTED)[0].index == 2
