@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_fidelity.py
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_tui.py
+	$(BIN)/python bench/bench_import.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,11 +1,12 @@
-"""The headless command line: ``ctxscope sessions | show | context | compact | import | ask |
-strategy | strategies``.
+"""The headless command line: ``ctxscope sessions | show | context | compact | import | export |
+ask | strategy | strategies``.
 
-Every subcommand takes ``--json`` and then prints one JSON document (``ask --json``: one event
-per line, then a ``result`` line); the shapes are documented in the README. Errors a user can
-meet (unknown session, unreadable file, bad option or setting) print one line on stderr and
-exit non-zero. Without a subcommand, the console script opens the workbench (``tui``); this
-module never imports it — the TUI passes itself in as ``run_tui``.
+Every subcommand but ``export`` (which writes the format asked for) takes ``--json`` and then
+prints one JSON document (``ask --json``: one event per line, then a ``result`` line); the
+shapes are documented in the README. Errors a user can meet (unknown session, unreadable file,
+bad option or setting) print one line on stderr and exit non-zero. Without a subcommand, the
+console script opens the workbench (``tui``); this module never imports it — the TUI passes
+itself in as ``run_tui``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from typing import Any
 from engine.config import Settings, SettingsError, load_settings
 from engine.context import LAYERS
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
+from engine.exporter import FORMATS as EXPORT_FORMATS
+from engine.exporter import export_jsonl, export_markdown
 from engine.history import CompactionResult
-from engine.importer import ImportError_, import_session
+from engine.importer import ImportError_, import_parsed, parse_path
+from engine.importers.hidden import hidden_prefix
 from engine.ledger import fidelity_line
 from engine.models import RoundStatus, Session, Trigger
 from engine.render import render_react
@@ -108,10 +112,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "import",
         parents=[common, as_json],
-        help="store a session recorded as JSON lines of Anthropic messages",
+        help="store recorded sessions: Claude Code JSONL, Anthropic-messages JSONL, "
+        "mini-swe-agent / SWE-agent trajectories, or a directory of them",
     )
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, metavar="FILE|DIR")
     p.add_argument("--workspace", type=Path, default=argparse.SUPPRESS)
+    p = sub.add_parser(
+        "export",
+        parents=[common],
+        help="write a session as Anthropic-messages JSON lines (re-importable) or Markdown",
+    )
+    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="anthropic-jsonl")
+    p.add_argument(
+        "--include-archived",
+        action="store_true",
+        help="also write the messages compactions archived (before their summaries)",
+    )
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here, not stdout")
     p = sub.add_parser(
         "strategy",
         parents=[common, as_json],
@@ -324,6 +342,18 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
         "strategy": {**agent.strategy.describe(), "plan": plan_json(plan)},
         "request": built.request.model_dump(mode="json"),
     }
+    hidden = hidden_prefix(store, session.id or 0)
+    conversation = sum(built.layers[name] for name in LAYERS[3:])
+    if hidden is not None:
+        # An imported session: its first prompt as recorded minus what the transcript shows
+        # is what the original agent sent around the conversation (its own L1/L2).
+        data["as_original_agent"] = {
+            "first_prompt_tokens": hidden.first_prompt_tokens,
+            "transcript_tokens": hidden.transcript_tokens,
+            "hidden_prefix_tokens": hidden.tokens,
+            "conversation_tokens": conversation,
+            "total": hidden.tokens + conversation,
+        }
     width = max(len(n) for n in LAYERS)
     lines = [f"{name:<{width}}  {built.layers[name]:>8}" for name in LAYERS]
     lines.append(
@@ -340,6 +370,12 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             else ""
         )
     )
+    if hidden is not None:
+        lines.append(
+            f"as the original agent saw it: {hidden.tokens + conversation} tokens (its hidden "
+            f"prefix {hidden.tokens} = first prompt {hidden.first_prompt_tokens} − transcript "
+            f"{hidden.transcript_tokens}, + this conversation {conversation})"
+        )
     lines.append("")
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
@@ -614,28 +650,53 @@ def _stderr_warnings(event: Event) -> None:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    if not args.file.is_file():
-        raise CliError(f"cannot read {args.file}: no such file")
-    store = open_store(args, settings)
+    # Everything is parsed and checked before the database is opened: a refusal never
+    # creates or touches it.
+    parsed = parse_path(args.file)
     workspace = str(Path(getattr(args, "workspace", None) or os.getcwd()).resolve())
-    report = import_session(store, args.file, workspace, settings.generic_max_chars)
-    data = {
-        "session_id": report.session.id,
-        "rounds": report.rounds,
-        "messages": report.messages,
-        "missing_results": report.missing_results,
-        "usage_records": report.usage_records,
-    }
-    text = (
-        f"imported session {report.session.id}: {report.rounds} rounds, {report.messages} "
-        f"messages, {report.usage_records} usage records"
-    )
-    if report.missing_results:
-        text += (
-            f"; {report.missing_results} tool calls had no recorded result and were "
-            "paired with an error result"
+    store = open_store(args, settings)
+    reports = import_parsed(store, parsed, workspace, settings)
+    data: dict[str, Any] = reports[0].as_json() if len(reports) == 1 else {}
+    if args.file.is_dir():
+        data = {
+            "sessions": [r.as_json() for r in reports],
+            "files_skipped": dict(parsed.skipped_files),
+        }
+    lines = []
+    for r in reports:
+        text = (
+            f"imported {r.path} ({r.fmt}) as session {r.session.id}: {r.rounds} rounds, "
+            f"{r.messages} messages, {r.observations} observations, {r.usage_records} usage "
+            f"records, {r.compactions} compactions; tokens {r.tokens_raw} recorded → "
+            f"{r.tokens_stored} in history"
         )
-    emit(args, data, text)
+        if r.missing_results:
+            text += (
+                f"; {r.missing_results} tool calls had no recorded result and were "
+                "paired with an error result"
+            )
+        if r.skipped:
+            text += "; skipped " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped.items()))
+        lines.append(text)
+        lines.extend(f"  warning: {w}" for w in r.warnings)
+    if parsed.skipped_files:
+        lines.append(
+            "files skipped: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(parsed.skipped_files.items()))
+        )
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    _get_session(store, args.session)
+    write = export_markdown if args.format == "markdown" else export_jsonl
+    text = write(store, args.session, include_archived=args.include_archived)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
     return 0
 
 
@@ -717,6 +778,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "context": cmd_context,
     "compact": cmd_compact,
     "import": cmd_import,
+    "export": cmd_export,
     "ask": cmd_ask,
     "strategy": cmd_strategy,
     "strategies": cmd_strategies,

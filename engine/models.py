@@ -49,6 +49,10 @@ class MessageMeta(BaseModel):
     """A synthetic message written when a round was interrupted or a result was missing."""
     final: bool = False
     """For assistant messages: the final answer of the round."""
+    origin: dict[str, Any] | None = None
+    """For imported messages: what the recorded session held beyond the wire form (its
+    ``thinking`` blocks, which are kept but never sent back; ``demonstration``; the record's
+    ``uuid``). None for live messages."""
 
 
 class Message(BaseModel):

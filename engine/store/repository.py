@@ -263,6 +263,48 @@ class Store:
         )
         return m.model_copy(update={"id": row.id})
 
+    def append_round(
+        self, session_id: int, messages: list[Message], status: RoundStatus
+    ) -> tuple[Round, list[Message]]:
+        """Write a whole ended round at once (an import): the next round, its messages in
+        order (the first is its user input), started and finished at its first and last
+        message's times. Returns the round and the messages with their ids."""
+        if not messages:
+            raise ValueError("a round needs at least its user message")
+        with self.db.atomic():
+            last = (
+                RoundRow.select(fn.MAX(RoundRow.number))
+                .where(RoundRow.session == session_id)
+                .scalar()
+            )
+            index = (last or 0) + 1
+            row = RoundRow.create(
+                session=session_id,
+                number=index,
+                status=status.value,
+                started_at=messages[0].created_at,
+                finished_at=messages[-1].created_at,
+            )
+            rows = []
+            for m in messages:
+                m.meta.round = index
+                rows.append(
+                    {
+                        "session": session_id,
+                        "round": row.id,
+                        "role": m.role,
+                        "content": m.content,
+                        "tool_calls": [c.model_dump() for c in m.tool_calls],
+                        "meta": m.meta.model_dump(exclude_defaults=True),
+                        "tokens": m.tokens,
+                        "created_at": m.created_at,
+                    }
+                )
+            ids = [r[0] for r in MessageRow.insert_many(rows).returning(MessageRow.id).tuples()]
+            self._touch(session_id)
+        stored = [m.model_copy(update={"id": i}) for m, i in zip(messages, ids, strict=True)]
+        return _round(row), stored
+
     def finish_round(
         self, session_id: int, round_index: int, status: RoundStatus, error: str | None = None
     ) -> Round:
@@ -352,6 +394,26 @@ class Store:
         )
         return obs.model_copy(update={"id": row.id})
 
+    def add_observations(self, observations: list[Observation]) -> None:
+        """Write several observations at once (an import's batch)."""
+        rows = [
+            {
+                "session": o.session_id,
+                "message": o.message_id,
+                "round_index": o.round_index,
+                "step": o.step,
+                "tool_use_id": o.tool_use_id,
+                "tool_name": o.tool_name,
+                "result": o.result,
+                "text": o.text,
+                "tokens_full": o.tokens_full,
+                "tokens_compressed": o.tokens_compressed,
+            }
+            for o in observations
+        ]
+        if rows:
+            ObservationRow.insert_many(rows).execute()
+
     def observations(self, session_id: int, round_index: int | None = None) -> list[Observation]:
         q = ObservationRow.select().where(ObservationRow.session == session_id)
         if round_index is not None:
@@ -379,6 +441,26 @@ class Store:
             created_at=record.created_at,
         )
         return record.model_copy(update={"id": row.id})
+
+    def add_usages(self, records: list[UsageRecord]) -> None:
+        """Write several usage records at once (an import's batch)."""
+        rows = [
+            {
+                "session": r.session_id,
+                "round_index": r.round_index,
+                "step": r.step,
+                "input_tokens": r.usage.input_tokens,
+                "output_tokens": r.usage.output_tokens,
+                "cache_read_input_tokens": r.usage.cache_read_input_tokens,
+                "cache_creation_input_tokens": r.usage.cache_creation_input_tokens,
+                "local_estimate": r.local_estimate,
+                "source": r.source,
+                "created_at": r.created_at,
+            }
+            for r in records
+        ]
+        if rows:
+            UsageRow.insert_many(rows).execute()
 
     def usages(self, session_id: int) -> list[UsageRecord]:
         q = (
