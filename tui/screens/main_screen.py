@@ -321,6 +321,26 @@ class MainScreen(MainActions):
         finally:
             agent.store.db.close()
 
+    @on(HistoryView.PinToggled)
+    def _pin_toggled(self, event: HistoryView.PinToggled) -> None:
+        if self.agent is None or event.message.id is None:
+            return
+        if self.busy is not None:
+            self.notify("Pins change between rounds; wait for the agent.", title="Busy")
+            return
+        self.busy = "compacting"
+        self.pin_worker(self.agent, self.memo, event.message.id, event.pinned)
+
+    @work(thread=True, exclusive=True, group="redraw", exit_on_error=False)
+    def pin_worker(
+        self, agent: Agent, memo: BlockMemo, message_id: int, pinned: bool
+    ) -> SessionView:
+        try:
+            agent.pin([message_id], pinned)
+            return measure(agent, memo)
+        finally:
+            agent.store.db.close()
+
     @work(thread=True, exclusive=True, group="redraw", exit_on_error=False)
     def redraw_worker(self, agent: Agent, memo: BlockMemo) -> SessionView:
         try:
@@ -496,6 +516,10 @@ class MainScreen(MainActions):
         if not isinstance(focused, BlockView) or not event.is_printable:
             return
         if event.character is None or event.character in "1234?/":
+            return
+        # A key the pane binds itself (the history pane's p pins) keeps its meaning too.
+        own = {b.key for b in type(focused).BINDINGS if isinstance(b, Binding)}
+        if event.key in own:
             return
         box = self.query_one(ChatInput)
         if box.disabled:

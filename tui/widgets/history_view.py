@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.message import Message as Message_
 
 from engine.models import History, Message, Placement, RoundStatus, Summary
 from tui.formatting import plural, round_span, tokens
@@ -50,6 +54,8 @@ def _role_header(msg: Message) -> tuple[tuple[str, str], ...]:
     else:
         parts = [(msg.role, "block-view--summary-header")]
     parts.append((f"  {tokens(msg.tokens)} tok", "block-view--dim"))
+    if msg.pinned:
+        parts.append(("  ◆ pinned", "block-view--keep"))
     if meta.interrupted:
         parts.append(("  ⏹ interrupted", "block-view--interrupted"))
     elif meta.is_error:
@@ -76,12 +82,13 @@ class BlockMemo:
     """
 
     def __init__(self) -> None:
-        self._blocks: dict[tuple[int, bool], Block] = {}
+        self._blocks: dict[tuple[int, bool, bool, int], Block] = {}
 
     def block(self, msg: Message, in_keep_zone: bool) -> Block:
         if msg.id is None:
             return message_block(msg, in_keep_zone)
-        key = (msg.id, in_keep_zone)
+        # A pin, a mask or a projection changes what is shown for the same message id.
+        key = (msg.id, in_keep_zone, msg.pinned, hash(msg.content))
         found = self._blocks.get(key)
         if found is None:
             found = self._blocks[key] = message_block(msg, in_keep_zone)
@@ -226,6 +233,30 @@ def _keep_mark(keep_rounds: int, present: int) -> Block:
 
 class HistoryView(BlockView):
     """The compressed history pane."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "p",
+            "toggle_pin",
+            "Pin",
+            id="history.pin",
+            tooltip="Pin or unpin the selected message: no strategy archives a pinned message",
+        ),
+    ]
+
+    @dataclass
+    class PinToggled(Message_):
+        """The user asked to pin (or unpin) a history message."""
+
+        message: Message
+        pinned: bool
+
+    def action_toggle_pin(self) -> None:
+        if self.cursor is None or not 0 <= self.cursor < len(self.blocks):
+            return
+        msg = self.blocks[self.cursor].data
+        if isinstance(msg, Message) and msg.id is not None:
+            self.post_message(self.PinToggled(msg, not msg.pinned))
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
