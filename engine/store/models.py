@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from peewee import (
@@ -20,14 +20,24 @@ from peewee import (
 database = DatabaseProxy()
 
 
+def aware(value: datetime) -> datetime:
+    """``value`` with a time zone: a naive time (an old row, an import) is taken as UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 class TimestampField(TextField):
-    """A timezone-aware datetime stored as ISO 8601 text (sorts lexically, keeps the offset)."""
+    """A timezone-aware datetime stored as ISO 8601 text (sorts lexically, keeps the offset).
+
+    Naive times are never stored or returned: they are taken as UTC both ways (a migration
+    also rewrote the naive rows older versions let in), so comparing two stored times never
+    raises.
+    """
 
     def db_value(self, value: datetime | None) -> str | None:
-        return None if value is None else value.isoformat()
+        return None if value is None else aware(value).isoformat()
 
     def python_value(self, value: str | None) -> datetime | None:
-        return None if value is None else datetime.fromisoformat(value)
+        return None if value is None else aware(datetime.fromisoformat(value))
 
 
 class JSONField(TextField):
@@ -180,6 +190,22 @@ class StrategySwitchRow(BaseRow):
     created_at = TimestampField()
 
 
+class LeaseRow(BaseRow):
+    """Who writes a session now (one writer at a time; see ``engine.store.lease``)."""
+
+    session = ForeignKeyField(SessionRow, unique=True, on_delete="CASCADE")
+    session_id: int
+    owner = TextField()
+    """A token unique to the holder (host, pid, random)."""
+    host = TextField()
+    pid = IntegerField()
+    started = TextField()
+    """The holder process' start time as the kernel reports it (tells pid reuse)."""
+    purpose = TextField()
+    acquired_at = TimestampField()
+    heartbeat_at = TimestampField()
+
+
 TABLES: list[type[BaseRow]] = [
     SessionRow,
     RoundRow,
@@ -190,4 +216,5 @@ TABLES: list[type[BaseRow]] = [
     ObservationRow,
     UsageRow,
     StrategySwitchRow,
+    LeaseRow,
 ]
