@@ -9,12 +9,15 @@ from typing import Any
 from peewee import (
     BooleanField,
     DatabaseProxy,
+    Field,
     FloatField,
     ForeignKeyField,
     IntegerField,
     Model,
     TextField,
 )
+
+from engine.store.schema import StoreError
 
 # Bound at start-up by Store.open(), never at import time, so tests can use their own files.
 database = DatabaseProxy()
@@ -37,7 +40,12 @@ class TimestampField(TextField):
         return None if value is None else aware(value).isoformat()
 
     def python_value(self, value: str | None) -> datetime | None:
-        return None if value is None else aware(datetime.fromisoformat(value))
+        if value is None:
+            return None
+        try:
+            return aware(datetime.fromisoformat(value))
+        except ValueError:
+            raise damaged(self, value, "not an ISO 8601 time") from None
 
 
 class JSONField(TextField):
@@ -47,7 +55,23 @@ class JSONField(TextField):
         return None if value is None else json.dumps(value, ensure_ascii=False)
 
     def python_value(self, value: str | None) -> Any:
-        return None if value is None else json.loads(value)
+        if value is None:
+            return None
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise damaged(self, value, f"{exc.msg} at character {exc.pos}") from None
+        except RecursionError:
+            raise damaged(self, value, "JSON nested too deeply") from None
+
+
+def damaged(field: Field, value: str, why: str) -> StoreError:
+    """A stored value ctxscope cannot read, named by table and column."""
+    where = f"{field.model._meta.table_name}.{field.column_name}"
+    shown = value if len(value) <= 40 else value[:37] + "..."
+    return StoreError(
+        f"the database holds a damaged value in {where} ({why}): {shown!r}; was it edited by hand?"
+    )
 
 
 class BaseRow(Model):

@@ -98,6 +98,11 @@ def writes(method: Callable[..., _T]) -> Callable[..., _T]:
 
     @functools.wraps(method)
     def wrapper(self: Store, *args: Any, **kwargs: Any) -> _T:
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only; this command does not write")
+        # The tables share one proxy: a write must run on this store's connection, the one
+        # its transaction is on (else it waits for its own lock).
+        self.rebind()
         if self.db.in_transaction():
             return method(self, *args, **kwargs)
         for attempt in range(LOCKED_RETRIES + 1):
@@ -105,7 +110,9 @@ def writes(method: Callable[..., _T]) -> Callable[..., _T]:
                 with self.db.atomic("IMMEDIATE"):
                     return method(self, *args, **kwargs)
             except OperationalError as exc:
-                if not _is_locked(exc) or attempt == LOCKED_RETRIES:
+                if not _is_locked(exc):
+                    raise
+                if attempt == LOCKED_RETRIES:
                     raise StoreError(
                         f"{self.path} stayed locked by another process for "
                         f"{(attempt + 1) * self.busy_timeout:g} s; try again"
@@ -162,7 +169,7 @@ class Store:
             if version is None:
                 with db.atomic("IMMEDIATE"):
                     # Another process may have created it while this one waited for the lock.
-                    if db.execute_sql("PRAGMA application_id").fetchone()[0] != (
+                    if schema.sql(db, "PRAGMA application_id").fetchone()[0] != (
                         schema.APPLICATION_ID
                     ):
                         db.create_tables(TABLES)
@@ -171,8 +178,8 @@ class Store:
                         db.pragma("user_version", schema.SCHEMA_VERSION)
             else:
                 schema.migrate(db, version)
-            if db.execute_sql("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute_sql("PRAGMA journal_mode = wal")
+            if schema.sql(db, "PRAGMA journal_mode").fetchone()[0] != "wal":
+                schema.sql(db, "PRAGMA journal_mode = wal")
             if read_only:
                 db.pragma("query_only", 1, permanent=True)
         except Exception as exc:
@@ -254,7 +261,7 @@ class Store:
         if previous is not None:
             if is_alive(previous, stale_after):
                 return False, previous
-            table.delete().where(table.id == row.id).execute()
+            table.delete().where(table.session == session_id).execute()
         now = utcnow()
         table.create(
             session=session_id,
@@ -1112,7 +1119,11 @@ class Lease:
         self.owner = owner
         self.took_over = took_over
         """The dead holder this lease replaced, if any (its round may need recovery)."""
-        self._heartbeat = Heartbeat(lambda: store._beat(owner), store.db.close, beat)
+        self._heartbeat = Heartbeat(lambda: store._beat(owner), self._disconnect, beat)
+
+    def _disconnect(self) -> None:
+        """The heartbeat thread's own connection (peewee keeps one per thread) is closed."""
+        self.store.db.close()
 
     def start(self) -> None:
         self._heartbeat.start()
