@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
-from engine.llm.base import ProviderRequest
+from engine.llm.base import MAX_CACHE_BREAKPOINTS, ProviderRequest
 from engine.models import History, Message
 from engine.placement import IN_SYSTEM, leading_messages, system_text
 from engine.render import render_messages, render_react, render_scratchpad
@@ -58,7 +58,6 @@ from engine.tokens import (
     has_text,
 )
 from engine.validate import (
-    MAX_CACHE_BREAKPOINTS,
     count_cache_breakpoints,
     validate_conversation,
     validate_request,

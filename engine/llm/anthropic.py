@@ -34,6 +34,7 @@ import httpx2
 
 from engine.config import Settings
 from engine.llm.base import (
+    MAX_CACHE_BREAKPOINTS,
     Cancelled,
     ErrorKind,
     ProviderError,
@@ -48,9 +49,6 @@ from engine.models import Message, ToolCall, Usage
 from engine.summary import render_messages_for_summary, time_label
 
 T = TypeVar("T")
-
-MAX_CACHE_BREAKPOINTS = 4
-"""The API refuses a request with more ``cache_control`` blocks than this."""
 
 _CANCEL_POLL_SECONDS = 0.05
 """How often the caller's thread looks at ``cancel`` while the stream is quiet."""

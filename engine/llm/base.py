@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 from engine.models import Message, ToolCall, Usage
 
 OFFLINE_NAME = "offline (rule-based, no LLM)"
+MAX_CACHE_BREAKPOINTS = 4
+"""The Messages API refuses a request with more ``cache_control`` blocks than this."""
 
 
 class ProviderRequest(BaseModel):
