@@ -69,6 +69,7 @@ from engine.models import (
     TodoItem,
     ToolCall,
     Trigger,
+    Usage,
     UsageRecord,
 )
 from engine.placement import MOCK_USER_PROMPT
@@ -610,6 +611,8 @@ class Agent:
     def _record_usage(
         self, response: ProviderResponse, built: BuiltContext, index: int, step: int
     ) -> None:
+        if response.usage == Usage():
+            return  # all zeros is no measurement: it must not become the last API usage
         self.store.add_usage(
             UsageRecord(
                 session_id=self.session_id,

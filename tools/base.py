@@ -15,6 +15,8 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from tools.secrets import Redactor
+
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
 
@@ -37,7 +39,6 @@ class RecallHit(BaseModel):
     """The matching passage, matched words in ``[brackets]``."""
     score: float
     """Relevance (bm25, higher is better)."""
-
 
 
 class ToolSettings(Protocol):
@@ -145,6 +146,14 @@ class ToolContext:
     """Set to interrupt a running tool (Bash kills its process group)."""
     recall: Callable[[str, int], list[RecallHit]] | None = None
     """Searches the session's archived segments (``query, limit``); None: no store."""
+    secrets: Redactor | None = None
+    """Known secret values to redact from results; built from the environment when None."""
+
+    def redactor(self) -> Redactor:
+        """The secrets of this process' environment (names matching ``secret_env_patterns``)."""
+        if self.secrets is None:
+            self.secrets = Redactor.from_environment(self.settings.secret_env_patterns)
+        return self.secrets
 
 
 class Tool:

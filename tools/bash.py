@@ -32,6 +32,7 @@ from tools.base import ToolContext, ToolError, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput
 from tools.paths import workspace_root
 from tools.permissions import require_permission
+from tools.secrets import scrubbed_environment
 
 POLL_SECONDS = 0.05
 """How often the wait loop looks at the clock and at ``ctx.cancel``."""
@@ -137,7 +138,9 @@ class BashTool(BaseTool):
         bash = shutil.which("bash")
         if bash is None:
             raise ToolFailure("bash_not_found", "bash is not installed on this machine.")
-        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
+        # No credentials in the command's environment (the API key, *_TOKEN, *SECRET*...).
+        env = scrubbed_environment(os.environ, settings.secret_env_patterns)
+        env |= {"PAGER": "cat", "GIT_PAGER": "cat"}
         started = time.monotonic()
         try:
             proc = subprocess.Popen(

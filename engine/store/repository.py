@@ -684,12 +684,16 @@ class Store:
         return [_usage(r) for r in q.namedtuples()]
 
     def last_usage(self, session_id: int) -> UsageRecord | None:
-        row = (
-            UsageRow.select()
-            .where(UsageRow.session == session_id)
-            .order_by(UsageRow.id.desc())
-            .first()
-        )
+        """The last real measurement: a record of all zeros (a provider fault, an import) is
+        not one and is passed over."""
+        u = UsageRow
+        measured = (
+            u.input_tokens
+            + u.output_tokens
+            + u.cache_read_input_tokens
+            + u.cache_creation_input_tokens
+        ) > 0
+        row = u.select().where((u.session == session_id) & measured).order_by(u.id.desc()).first()
         return None if row is None else _usage(row)
 
     # ------------------------------------------------------------------ todos
