@@ -124,6 +124,15 @@ PermissionAnswer = Literal["allow", "always", "deny"]
 Asker = Callable[[PermissionRequest], PermissionAnswer]
 
 
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a Read saw of a file: enough to tell any later change (C4, stricter than mtime)."""
+
+    mtime: float
+    size: int
+    sha256: str
+
+
 @dataclass
 class ToolContext:
     """What a tool call may use: the workspace, the settings and the session's small state.
@@ -135,6 +144,8 @@ class ToolContext:
     settings: ToolSettings
     mtimes: dict[str, float] = field(default_factory=dict)
     """``{absolute path: mtime}`` of files Read in this session (seed A8/C4)."""
+    fingerprints: dict[str, Fingerprint] = field(default_factory=dict)
+    """``{absolute path: mtime, size and hash}`` of what was last Read or written (C4)."""
     todos: list[TodoItem] = field(default_factory=list)
     on_todos: Callable[[list[TodoItem]], None] | None = None
     """Called by TodoWrite with the new list, so the session store keeps it."""
