@@ -20,9 +20,8 @@ from tools.secrets import Redactor
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
 
+# One entry of the TodoWrite list. (No docstring: pydantic would put it in the tool's schema.)
 class TodoItem(BaseModel):
-    """One entry of the TodoWrite list."""
-
     content: str = Field(min_length=1)
     status: TodoStatus = "pending"
 
