@@ -13,7 +13,8 @@ called from another thread (the TUI's Esc) at any time.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,11 +69,12 @@ from engine.models import (
     TodoItem,
     ToolCall,
     Trigger,
+    Usage,
     UsageRecord,
 )
 from engine.placement import MOCK_USER_PROMPT
 from engine.preprocess import InputPreprocessor
-from engine.store import Store
+from engine.store import Lease, SessionBusy, Store
 from engine.strategies import get_strategy
 from engine.strategies.base import CheckPoint, CompactionPolicy, Plan, PolicyView
 from engine.strategies.layered import LayeredStrategy
@@ -116,6 +118,7 @@ class Agent:
         registry: ToolRegistry | None = None,
         ask: Asker | None = None,
         strategy: CompactionPolicy | None = None,
+        lease_wait: float = 0.0,
     ) -> None:
         assert session.id is not None
         self.store = store
@@ -150,6 +153,9 @@ class Agent:
         self.current_question = ""
         """The preprocessed input of the round in progress."""
         self._cancel = threading.Event()
+        self.lease_wait = lease_wait
+        """Seconds ``run`` and ``compact`` wait for another writer of the session (0: refuse)."""
+        self._lease: Lease | None = None
         self.recover()
 
     # ------------------------------------------------------------------ public API
@@ -163,7 +169,36 @@ class Agent:
         self.tool_ctx.cancel.set()
 
     def recover(self) -> list[int]:
-        """Mark rounds left open by a crash as interrupted, pairing their tool calls."""
+        """Close rounds left open by a crash — only when no live process writes the session.
+
+        An open round whose writer still runs is live, not crashed: it is left alone. A
+        read-only store never writes.
+        """
+        if self._lease is not None:
+            return self._close_crashed_rounds()
+        if self.store.read_only:
+            return []
+        try:
+            lease = self.store.acquire_lease(self.session_id, "recovery")
+        except SessionBusy:
+            return []
+        with lease:
+            return self._close_crashed_rounds()
+
+    def _catch_up(self) -> None:
+        """Reload what another process wrote while this agent was not the writer."""
+        hist = self.history.history
+        seen = (
+            max((m.id or 0 for m in hist.messages), default=0),
+            len(hist.messages),
+            max((s.id or 0 for s in hist.summaries), default=0),
+        )
+        if self.store.history_marker(self.session_id) != seen:
+            self.history.reload()
+        self.tool_ctx.todos = self.store.get_todos(self.session_id)
+
+    def _close_crashed_rounds(self) -> list[int]:
+        """Mark open rounds as interrupted, pairing their tool calls (the lease is held)."""
         fixed = []
         for rnd in self.store.open_rounds(self.session_id):
             if rnd.index == self.current_round:
@@ -171,7 +206,29 @@ class Agent:
             self.history.close_dangling(rnd.index, CRASH_RESULT, CRASH_ANSWER)
             self.history.finish_round(rnd.index, RoundStatus.INTERRUPTED, "crashed")
             fixed.append(rnd.index)
+        if fixed:
+            self.history.reload()
         return fixed
+
+    @contextmanager
+    def writing(self, purpose: str = "round") -> Iterator[None]:
+        """Hold the session's writer lease (one writer at a time; re-entrant).
+
+        Raises :class:`~engine.store.SessionBusy` when another live process writes the
+        session and ``lease_wait`` runs out. On entry, rounds a dead writer left open are
+        closed as crashed.
+        """
+        if self._lease is not None:
+            yield
+            return
+        self._lease = self.store.acquire_lease(self.session_id, purpose, wait=self.lease_wait)
+        try:
+            self._catch_up()
+            self._close_crashed_rounds()
+            yield
+        finally:
+            lease, self._lease = self._lease, None
+            lease.release()
 
     def last_usage(self) -> int | None:
         """Input-side usage of the last API call, or None when it no longer describes history.
@@ -235,10 +292,11 @@ class Agent:
         self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL
     ) -> CompactionResult:
         """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events."""
-        draft = self.prepare_compaction(focus, trigger)
-        if isinstance(draft, CompactionResult):
-            return draft
-        return self.commit_compaction(draft, trigger=trigger)
+        with self.writing("compaction"):
+            draft = self.prepare_compaction(focus, trigger)
+            if isinstance(draft, CompactionResult):
+                return draft
+            return self.commit_compaction(draft, trigger=trigger)
 
     def prepare_compaction(
         self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL, dry_run: bool = False
@@ -259,7 +317,8 @@ class Agent:
         trigger: Trigger = Trigger.MANUAL,
     ) -> CompactionResult:
         """Store a prepared compaction; ``content`` is the user's edit of the draft summary."""
-        result = self.history.commit(draft, content)
+        with self.writing("compaction"):
+            result = self.history.commit(draft, content)
         if result.segment is not None and self.current_round is not None:
             gone = {m.id for m in result.segment.messages}
             self.scratchpad = [s for s in self.scratchpad if s.assistant.id not in gone]
@@ -369,7 +428,14 @@ class Agent:
 
     # ------------------------------------------------------------------ the round
     def run(self, user_input: str) -> RoundOutcome:
-        """Run one round; returns when the model answers, fails, or is cancelled."""
+        """Run one round; returns when the model answers, fails, or is cancelled.
+
+        The round holds the session's writer lease throughout (see :meth:`writing`).
+        """
+        with self.writing("round"):
+            return self._run_round(user_input)
+
+    def _run_round(self, user_input: str) -> RoundOutcome:
         self._cancel.clear()
         self.tool_ctx.cancel.clear()
         pre = self.preprocessor.process(user_input)
@@ -545,6 +611,8 @@ class Agent:
     def _record_usage(
         self, response: ProviderResponse, built: BuiltContext, index: int, step: int
     ) -> None:
+        if response.usage == Usage():
+            return  # all zeros is no measurement: it must not become the last API usage
         self.store.add_usage(
             UsageRecord(
                 session_id=self.session_id,

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show what would be archived and the draft summary; change nothing",
     )
+    _add_wait(p)
     p = sub.add_parser(
         "uncompact",
         parents=[common, as_json],
@@ -169,7 +174,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", default=argparse.SUPPRESS)
     p.add_argument("--allow-bash", action="store_true", help="let the agent run Bash")
     p.add_argument("--allow-edits", action="store_true", help="let the agent change files")
+    _add_wait(p)
     return parser
+
+
+def _add_wait(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wait",
+        nargs="?",
+        type=float,
+        const=math.inf,
+        default=0.0,
+        metavar="SECONDS",
+        help="when another ctxscope writes the session, wait for it (without SECONDS: as "
+        "long as it takes) instead of refusing",
+    )
 
 
 # ---------------------------------------------------------------------- entry point
@@ -192,6 +211,17 @@ def main(
         return EXIT_USAGE if isinstance(exc, SettingsError) else EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``| head``): say nothing more, and let no flush at exit fail.
+        _silence_stdout()
+        return EXIT_ERROR
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null (the Python docs' advice after a ``BrokenPipeError``)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
@@ -213,8 +243,11 @@ def db_path(args: argparse.Namespace, settings: Settings) -> Path:
     return Path(getattr(args, "db", None) or settings.db or DEFAULT_DB)
 
 
-def open_store(args: argparse.Namespace, settings: Settings) -> Store:
-    return Store.open(db_path(args, settings))
+def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = False) -> Store:
+    """The database; ``read_only`` for commands that only look (they never write a session)."""
+    return Store.open(
+        db_path(args, settings), read_only=read_only, busy_timeout=settings.db_busy_timeout
+    )
 
 
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -236,6 +269,7 @@ def make_agent(
     session: Session,
     settings: Settings,
     events: Callable[[Event], None] | None = None,
+    lease_wait: float = 0.0,
 ) -> Any:
     """An agent over ``session`` (imported lazily: the listing commands need no provider)."""
     from engine.agent import Agent
@@ -244,12 +278,12 @@ def make_agent(
     workspace = Path(session.workspace or os.getcwd())
     provider = make_provider(settings)
     kwargs: dict[str, Any] = {} if events is None else {"events": events}
-    return Agent(store, session, settings, provider, workspace, **kwargs)
+    return Agent(store, session, settings, provider, workspace, lease_wait=lease_wait, **kwargs)
 
 
 # ---------------------------------------------------------------------- commands
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
-    store = open_store(args, settings)
+    store = open_store(args, settings, read_only=True)
     infos = store.list_sessions()
     data = [
         {
@@ -275,7 +309,7 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
-    store = open_store(args, settings)
+    store = open_store(args, settings, read_only=True)
     session = _get_session(store, args.session)
     sid = args.session
     history = store.history(sid)
@@ -321,7 +355,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
-    store = open_store(args, settings)
+    store = open_store(args, settings, read_only=True)
     session = _get_session(store, args.session)
     agent = make_agent(store, session, settings)
     built, budget = agent.preview_and_budget(args.input)
@@ -501,7 +535,7 @@ def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
         if not args.json:
             print(f"… {event.type.replace('_', ' ')}", file=sys.stderr)
 
-    agent = make_agent(store, session, settings, progress)
+    agent = make_agent(store, session, settings, progress, lease_wait=args.wait)
     if args.dry_run:
         return _dry_run(args, agent)
     result = agent.compact(focus=args.focus, trigger=Trigger.MANUAL)
@@ -720,7 +754,18 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             workspace=str(workspace), title=args.input[:60], strategy=settings.strategy
         )
 
+    running: list[Any] = []
+
     def on_event(event: Event) -> None:
+        try:
+            show_event(event)
+        except BrokenPipeError:
+            # Nobody reads any more: end the round cleanly (interrupted), print nothing more.
+            _silence_stdout()
+            for agent in running:
+                agent.cancel()
+
+    def show_event(event: Event) -> None:
         if args.json:
             print(event.model_dump_json(), flush=True)
         elif isinstance(event, ToolStarted):
@@ -744,9 +789,13 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         ):
             print(f"… {event.model_dump_json()}", file=sys.stderr)
 
-    agent = make_agent(store, session, settings, on_event)
-    store.update_session(agent.session_id, provider=agent.provider.name, model=agent.provider.model)
-    outcome = agent.run(args.input)
+    agent = make_agent(store, session, settings, on_event, lease_wait=args.wait)
+    running.append(agent)
+    with agent.writing("round"), _cancel_on_signals(agent):
+        store.update_session(
+            agent.session_id, provider=agent.provider.name, model=agent.provider.model
+        )
+        outcome = agent.run(args.input)
     if args.json:
         print(
             json.dumps(
@@ -770,6 +819,24 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if outcome.status == RoundStatus.INTERRUPTED:
         return EXIT_INTERRUPTED
     return 0 if outcome.status == RoundStatus.FINISHED else EXIT_ERROR
+
+
+@contextmanager
+def _cancel_on_signals(agent: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM interrupt the round cleanly (its Bash command ends with it)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        agent.cancel()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {

@@ -224,6 +224,28 @@ class Settings(BaseSettings):
     """Files written beside the database (seed 004's raw middles, seed 003's execution log),
     one folder per session; default ``<database folder>/data``."""
 
+    # --- safety: shared databases, secrets, timeouts (issue 10) ---
+    db_busy_timeout: float = Field(30.0, gt=0)
+    """Seconds a database write waits for another process' write before giving up."""
+    connect_timeout: float = Field(10.0, gt=0)
+    """Seconds to establish a connection to the model API (each attempt)."""
+    read_timeout: float = Field(120.0, gt=0)
+    """Seconds the model API may stay silent (no byte received) before the attempt fails."""
+    secret_env_patterns: list[str] = Field(
+        default_factory=lambda: [
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "*_API_KEY",
+            "*_TOKEN",
+            "*SECRET*",
+            "*PASSWORD*",
+            "*_CREDENTIALS",
+        ]
+    )
+    """Environment variables (shell-style name patterns) removed from Bash's environment;
+    their values are also redacted from every tool output."""
+
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:
         if self.snippet_min_lines > self.snippet_max_lines:

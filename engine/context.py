@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
-from engine.llm.base import ProviderRequest
+from engine.confined import NotReadable, read_workspace_text
+from engine.llm.base import MAX_CACHE_BREAKPOINTS, ProviderRequest
 from engine.models import History, Message
 from engine.placement import IN_SYSTEM, leading_messages, system_text
 from engine.render import render_messages, render_react, render_scratchpad
@@ -58,7 +59,6 @@ from engine.tokens import (
     has_text,
 )
 from engine.validate import (
-    MAX_CACHE_BREAKPOINTS,
     count_cache_breakpoints,
     validate_conversation,
     validate_request,
@@ -356,9 +356,9 @@ class ContextBuilder:
         if path is None:
             return None, ""
         try:
-            content = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            warnings.append(f"{path.name} could not be read ({exc}); L2 left empty")
+            content = read_workspace_text(path, self.workspace)  # the tools' confinement
+        except NotReadable as exc:
+            warnings.append(f"{path.name} was not read ({exc}); L2 left empty")
             return None, ""
         if not has_text(content):
             return path, ""

@@ -47,7 +47,6 @@ from engine.summary import SummaryCompressor, SummaryOutcome
 from engine.tokens import ensure_counted
 
 INTERRUPTED_RESULT = "Interrupted by the user before this tool returned a result."
-MISSING_RESULT = "No result was recorded for this tool call."
 
 
 @dataclass

@@ -18,7 +18,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+# The todo list and Recall hits belong to the tools (below the engine); re-exported here.
+from tools.base import RecallHit as RecallHit
+from tools.base import TodoItem as TodoItem
+from tools.base import TodoStatus as TodoStatus
+
 Role = Literal["user", "assistant", "tool", "summary"]
+
+MISSING_RESULT = "No result was recorded for this tool call."
+"""The error result that pairs a ``tool_use`` whose result never came (an import, a request
+built while a round is open): the one text for every such pairing."""
 
 
 def utcnow() -> datetime:
@@ -240,12 +249,7 @@ class Observation(BaseModel):
     """The tool message that holds the compressed form."""
 
 
-TodoStatus = Literal["pending", "in_progress", "completed"]
-
-
-class TodoItem(BaseModel):
-    content: str = Field(min_length=1)
-    status: TodoStatus = "pending"
+# The todo list belongs to the TodoWrite tool (tools sit below the engine); re-exported here.
 
 
 class Session(BaseModel):
@@ -298,17 +302,3 @@ class History(BaseModel):
                 current = msg.meta.round
             groups[-1].append(msg)
         return groups
-
-
-class RecallHit(BaseModel):
-    """One archived message that matched a Recall search."""
-
-    message_id: int
-    segment_id: int
-    round: int
-    role: str
-    tool_name: str | None = None
-    snippet: str
-    """The matching passage, matched words in ``[brackets]``."""
-    score: float
-    """Relevance (bm25, higher is better)."""

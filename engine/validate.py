@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.llm.base import ProviderRequest
+from engine.llm.base import MAX_CACHE_BREAKPOINTS, ProviderRequest
 from engine.tokens import has_text
-
-MAX_CACHE_BREAKPOINTS = 4
-"""The Messages API refuses a request with more ``cache_control`` blocks than this."""
 
 
 def validate_conversation(

@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.models import Message
+from engine.models import MISSING_RESULT, Message
 from engine.tokens import MESSAGE_OVERHEAD, count_blocks, ensure_counted, has_text
 
-MISSING_RESULT_TEXT = "No result was recorded for this tool call (the round was interrupted)."
 CONVERSATION_OPENER = "(Earlier conversation was shortened; it continues below.)"
 
 
@@ -142,7 +141,7 @@ class Wire:
             block = {
                 "type": "tool_result",
                 "tool_use_id": tool_use_id,
-                "content": MISSING_RESULT_TEXT,
+                "content": MISSING_RESULT,
                 "is_error": True,
             }
             self.tool_result(block, layer, count_blocks([block]))

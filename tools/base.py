@@ -1,4 +1,9 @@
-"""The result envelope, the per-call context and the tool interface shared by every tool."""
+"""The result envelope, the per-call context and the tool interface shared by every tool.
+
+The tools sit below the engine: they import nothing from ``engine`` (an import-linter layers
+contract checks it). The settings they read are described by :class:`ToolSettings`, which
+``engine.config.Settings`` provides; the todo item lives here and the engine re-exports it.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,59 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from engine.config import Settings
-from engine.models import RecallHit, TodoItem
+from tools.secrets import Redactor
+
+TodoStatus = Literal["pending", "in_progress", "completed"]
+
+
+# One entry of the TodoWrite list. (No docstring: pydantic would put it in the tool's schema.)
+class TodoItem(BaseModel):
+    content: str = Field(min_length=1)
+    status: TodoStatus = "pending"
+
+
+class RecallHit(BaseModel):
+    """One archived message that matched a Recall search."""
+
+    message_id: int
+    segment_id: int
+    round: int
+    role: str
+    tool_name: str | None = None
+    snippet: str
+    """The matching passage, matched words in ``[brackets]``."""
+    score: float
+    """Relevance (bm25, higher is better)."""
+
+
+class ToolSettings(Protocol):
+    """The settings the tools read; ``engine.config.Settings`` has them all (and documents
+    them)."""
+
+    @property
+    def read_max_lines(self) -> int: ...
+    @property
+    def read_max_line_chars(self) -> int: ...
+    @property
+    def snippet_max_lines(self) -> int: ...
+    @property
+    def tool_max_results(self) -> int: ...
+    @property
+    def bash_timeout(self) -> float: ...
+    @property
+    def bash_max_timeout(self) -> float: ...
+    @property
+    def bash_output_cap(self) -> int: ...
+    @property
+    def bash_policy(self) -> str: ...
+    @property
+    def edit_policy(self) -> str: ...
+    @property
+    def secret_env_patterns(self) -> list[str]: ...
 
 
 class ToolError(BaseModel):
@@ -71,6 +123,15 @@ PermissionAnswer = Literal["allow", "always", "deny"]
 Asker = Callable[[PermissionRequest], PermissionAnswer]
 
 
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a Read saw of a file: enough to tell any later change (C4, stricter than mtime)."""
+
+    mtime: float
+    size: int
+    sha256: str
+
+
 @dataclass
 class ToolContext:
     """What a tool call may use: the workspace, the settings and the session's small state.
@@ -79,9 +140,11 @@ class ToolContext:
     """
 
     workspace: Path
-    settings: Settings
+    settings: ToolSettings
     mtimes: dict[str, float] = field(default_factory=dict)
     """``{absolute path: mtime}`` of files Read in this session (seed A8/C4)."""
+    fingerprints: dict[str, Fingerprint] = field(default_factory=dict)
+    """``{absolute path: mtime, size and hash}`` of what was last Read or written (C4)."""
     todos: list[TodoItem] = field(default_factory=list)
     on_todos: Callable[[list[TodoItem]], None] | None = None
     """Called by TodoWrite with the new list, so the session store keeps it."""
@@ -93,6 +156,14 @@ class ToolContext:
     """Set to interrupt a running tool (Bash kills its process group)."""
     recall: Callable[[str, int], list[RecallHit]] | None = None
     """Searches the session's archived segments (``query, limit``); None: no store."""
+    secrets: Redactor | None = None
+    """Known secret values to redact from results; built from the environment when None."""
+
+    def redactor(self) -> Redactor:
+        """The secrets of this process' environment (names matching ``secret_env_patterns``)."""
+        if self.secrets is None:
+            self.secrets = Redactor.from_environment(self.settings.secret_env_patterns)
+        return self.secrets
 
 
 class Tool:

@@ -3,7 +3,13 @@
 - stdin is ``/dev/null``; the process starts a new session, so the whole group can be
   signalled: on timeout or when ``ctx.cancel`` is set it gets SIGTERM, then SIGKILL;
 - when the command ends, anything it left in the background is killed too (a background
-  child that keeps the pipes open would otherwise hold the call forever);
+  child that keeps the pipes open would otherwise hold the call forever) — every descendant,
+  not only the process group: each process of the call carries a ``CTXSCOPE_BASH_CALL`` tag in
+  its environment, so one that left the group (``setsid``) is found and ended as well;
+- bash dies with ctxscope (``PR_SET_PDEATHSIG``), and ``ask`` turns SIGINT/SIGTERM into a
+  cancel, which ends the command as above;
+- the environment is ctxscope's without credentials (``secret_env_patterns``: the API key,
+  ``*_TOKEN``, ``*SECRET*``…), see ``tools.secrets``;
 - stdout and stderr are read by two threads, each capped at ``bash_output_cap`` characters
   keeping the head and the tail around a ``[... N chars dropped ...]`` marker.
 
@@ -17,10 +23,14 @@ non-zero exit is an error result (``nonzero_exit``) that still carries this data
 from __future__ import annotations
 
 import codecs
+import contextlib
+import ctypes
 import os
+import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from typing import Any, ClassVar
@@ -32,6 +42,7 @@ from tools.base import ToolContext, ToolError, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput
 from tools.paths import workspace_root
 from tools.permissions import require_permission
+from tools.secrets import scrubbed_environment
 
 POLL_SECONDS = 0.05
 """How often the wait loop looks at the clock and at ``ctx.cancel``."""
@@ -105,6 +116,79 @@ class StreamCapture:
         return f"{self.head}\n[... {self.dropped} chars dropped ...]\n{self.tail[-self.tail_cap :]}"
 
 
+CALL_TAG = "CTXSCOPE_BASH_CALL"
+"""Environment variable marking every process one Bash call started."""
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGKILL when ctxscope dies (Linux; a no-op elsewhere)."""
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _load_prctl() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_prctl = _load_prctl()  # looked up once, before any fork
+
+
+def _tagged_processes(tag: str) -> set[int]:
+    """Live processes of one call: those carrying ``tag``, and their descendants.
+
+    (Not "descendants of bash": bash is reaped by now, and its pid may already be reused.)
+    """
+    marker = f"{CALL_TAG}={tag}".encode()
+    children: dict[int, list[int]] = {}
+    tagged: set[int] = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+            ppid = int(stat.rsplit(b")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(pid)
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                if marker in handle.read().split(b"\0"):
+                    tagged.add(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    found: set[int] = set()
+    todo = list(tagged)
+    while todo:
+        pid = todo.pop()
+        if pid in found:
+            continue
+        found.add(pid)
+        todo.extend(children.get(pid, []))
+    found.discard(os.getpid())
+    return found
+
+
+def _kill_call(tag: str) -> None:
+    """SIGKILL every process of one call, until none is left (they may still be forking)."""
+    for _ in range(5):
+        pids = _tagged_processes(tag)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
     try:
         os.killpg(pgid, sig)
@@ -137,7 +221,10 @@ class BashTool(BaseTool):
         bash = shutil.which("bash")
         if bash is None:
             raise ToolFailure("bash_not_found", "bash is not installed on this machine.")
-        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
+        # No credentials in the command's environment (the API key, *_TOKEN, *SECRET*...).
+        env = scrubbed_environment(os.environ, settings.secret_env_patterns)
+        tag = secrets.token_hex(8)
+        env |= {"PAGER": "cat", "GIT_PAGER": "cat", CALL_TAG: tag}
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
@@ -148,6 +235,7 @@ class BashTool(BaseTool):
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 env=env,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only an async-signal-safe prctl
             )
         except OSError as exc:
             raise ToolFailure("spawn_failed", f"Could not start bash: {exc}.") from None
@@ -180,6 +268,7 @@ class BashTool(BaseTool):
         for capture in (out, err):
             capture.thread.join(max(0.0, linger_until - time.monotonic()))
         _kill_group(proc.pid, signal.SIGKILL)
+        _kill_call(tag)
         for capture in (out, err):
             # A process that left the group (setsid) could hold a pipe forever; don't wait.
             capture.thread.join(TERM_GRACE_SECONDS)

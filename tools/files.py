@@ -5,20 +5,30 @@
   never fails and round-trips every byte, so an Edit of a legacy file changes only what it
   replaces;
 - pure CRLF files are edited as LF and written back as CRLF;
-- writes are atomic: a temporary file in the same directory, fsync, then ``os.replace``;
-- the mtime map of seed C4 guards edits: a file must have been Read in this session and be
-  unchanged since.
+- only regular files are opened (a FIFO or a device would hang the agent or never end), and
+  they are opened non-blocking so a file swapped for a FIFO after the check cannot hang either;
+- writes are atomic: a temporary file in the same directory, fsync, then ``os.replace``; the
+  directories are walked from the already-open workspace directory without following links
+  (``dir_fd``, ``O_NOFOLLOW``), so a directory swapped for a symlink mid-write cannot send the
+  write outside the workspace; the temporary file is removed on every failure;
+- the freshness rule of seed C4 guards edits: a file must have been Read in this session and
+  be unchanged since — same mtime, same size and same content hash (a same-mtime change, e.g.
+  on a coarse-clock file system, is still caught).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
-import tempfile
+import secrets
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.base import ToolContext
+from tools.base import Fingerprint, ToolContext
 from tools.common import ToolFailure
 
 BINARY_SNIFF_BYTES = 8192
@@ -81,16 +91,86 @@ def decode(data: bytes) -> TextFile:
     return TextFile(text=text, encoding=encoding, newline=newline)
 
 
-def read_bytes(path: Path, shown: str) -> bytes:
-    """The bytes of a regular file, or a :class:`ToolFailure` a model can act on."""
-    if not path.exists():
-        raise ToolFailure("not_found", f"{shown} does not exist. Check the path with LS or Glob.")
-    if path.is_dir():
-        raise ToolFailure("is_a_directory", f"{shown} is a directory; use LS to list it.")
+READ_CHUNK = 1 << 20
+
+
+def not_regular(shown: str, mode: int) -> ToolFailure:
+    kind = (
+        "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
+    return ToolFailure(
+        "not_a_regular_file",
+        f"{shown} is {kind}; the file tools only read regular files (reading it could block "
+        "forever).",
+    )
+
+
+def require_file_or_dir(path: Path, shown: str) -> os.stat_result:
+    """``path``'s stat when it is a regular file or a directory; else a :class:`ToolFailure`."""
     try:
-        return path.read_bytes()
+        st = path.stat()
+    except FileNotFoundError:
+        raise ToolFailure(
+            "not_found", f"{shown} does not exist. Check the path with LS or Glob."
+        ) from None
     except OSError as exc:
         raise ToolFailure("read_failed", f"Cannot read {shown}: {exc.strerror or exc}.") from None
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise not_regular(shown, st.st_mode)
+    return st
+
+
+@contextlib.contextmanager
+def open_regular(path: Path, shown: str) -> Iterator[tuple[int, os.stat_result]]:
+    """An open descriptor of the regular file ``path`` and its stat, or a :class:`ToolFailure`.
+
+    Opened non-blocking (a FIFO put in its place after any check cannot hang the open) and
+    checked on the descriptor itself, so what is read is what was checked.
+    """
+    st = require_file_or_dir(path, shown)
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolFailure("is_a_directory", f"{shown} is a directory; use LS to list it.")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        raise ToolFailure("read_failed", f"Cannot read {shown}: {exc.strerror or exc}.") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise not_regular(shown, st.st_mode)
+        os.set_blocking(fd, True)
+        yield fd, st
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path: Path, shown: str) -> bytes:
+    """The bytes of a regular file, or a :class:`ToolFailure` a model can act on."""
+    with open_regular(path, shown) as (fd, st):
+        chunks = []
+        try:
+            while chunk := os.read(fd, READ_CHUNK):
+                chunks.append(chunk)
+        except OSError as exc:
+            raise ToolFailure(
+                "read_failed", f"Cannot read {shown}: {exc.strerror or exc}."
+            ) from None
+        return b"".join(chunks)
+
+
+def fingerprint_of(path: Path, shown: str) -> Fingerprint:
+    """The current :class:`Fingerprint` of a regular file (hashed in chunks)."""
+    with open_regular(path, shown) as (fd, st):
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, READ_CHUNK):
+            digest.update(chunk)
+        return Fingerprint(st.st_mtime, st.st_size, digest.hexdigest())
 
 
 def load_text(path: Path, shown: str) -> TextFile:
@@ -114,44 +194,101 @@ def _umask() -> int:
     return 0o022
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new, never a mix.
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _open_parent(root: Path, path: Path) -> int:
+    """A descriptor of ``path``'s directory, reached from ``root`` without following links.
+
+    Missing directories are created. A component that is (or became) a symlink or not a
+    directory fails with ``ELOOP`` / ``ENOTDIR``.
+    """
+    parts = path.relative_to(root).parts[:-1]
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts:
+            try:
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def atomic_write(root: Path, path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (inside ``root``) so readers see the old file or the new.
 
     The permission bits of an existing file are kept; a new file gets ``0666 & ~umask``.
     On any failure the temporary file is removed and the original is left untouched.
     """
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    dir_fd = _open_parent(root, path)
+    name = path.name
+    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    created = False
     try:
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        else:
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.ELOOP if stat.S_ISLNK(st.st_mode) else errno.EINVAL, name)
+            mode = st.st_mode & 0o7777
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd
+        )
+        created = True
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            os.fchmod(handle.fileno(), mode)
+        # rename(2) replaces the name itself, never a symlink's target.
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        created = False
+    finally:
+        if created:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+        os.close(dir_fd)
 
 
 def write_file(ctx: ToolContext, path: Path, shown: str, data: bytes) -> float:
-    """Atomically write ``data``, record the new mtime in ``ctx.mtimes``, return it."""
+    """Atomically write ``data``, record what was written for the freshness rule, return mtime."""
+    root = ctx.workspace.resolve()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, data)
+        atomic_write(root, path, data)
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise ToolFailure(
+                "path_outside_workspace",
+                f"Could not write {shown}: a directory on its path is (or just became) a "
+                "symlink or not a directory; writes never follow links. The file was left "
+                "unchanged.",
+            ) from None
         raise ToolFailure(
             "write_failed",
             f"Could not write {shown}: {exc.strerror or exc}. The file was left unchanged.",
         ) from None
     mtime = path.stat().st_mtime
-    ctx.mtimes[str(path)] = mtime
+    key = str(path)
+    ctx.mtimes[key] = mtime
+    ctx.fingerprints[key] = Fingerprint(mtime, len(data), hashlib.sha256(data).hexdigest())
     return mtime
 
 
 def require_fresh(ctx: ToolContext, path: Path, shown: str) -> None:
-    """Refuse to change a file not Read in this session, or changed on disk since (C4)."""
+    """Refuse to change a file not Read in this session, or changed on disk since (C4).
+
+    Changed means a different mtime, size or content hash than when it was last read (or
+    written by a tool).
+    """
     key = str(path)
     if key not in ctx.mtimes:
         raise ToolFailure(
@@ -159,8 +296,15 @@ def require_fresh(ctx: ToolContext, path: Path, shown: str) -> None:
             f"{shown} has not been read in this session. Read it first so the change is "
             "based on its current content.",
         )
-    current = path.stat().st_mtime
-    if current != ctx.mtimes[key]:
+    known = ctx.fingerprints.get(key)
+    current = fingerprint_of(path, shown)
+    changed = (
+        current.mtime != ctx.mtimes[key]
+        if known is None
+        else (current.mtime, current.size, current.sha256)
+        != (known.mtime, known.size, known.sha256)
+    )
+    if changed:
         raise ToolFailure(
             "modified_since_read",
             f"{shown} was modified externally since you last read it. "

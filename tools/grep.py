@@ -43,7 +43,7 @@ from pydantic import Field
 from prompts.tools.grep import DESCRIPTION
 from tools.base import ToolContext, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput, cut_line, plural
-from tools.files import BINARY_SNIFF_BYTES, is_binary
+from tools.files import BINARY_SNIFF_BYTES, is_binary, require_file_or_dir
 from tools.paths import display_path, resolve_path, workspace_root
 from tools.patterns import compile_glob
 from tools.walk import SKIP_DIRS, parent_ignore_lines, walk_files
@@ -142,10 +142,15 @@ class GrepTool(BaseTool):
         self.engine = engine
 
     def execute(self, args: GrepInput, ctx: ToolContext) -> ToolResult:
+        if "\0" in args.pattern:
+            raise ToolFailure(
+                "invalid_pattern",
+                "The pattern contains a NUL character, which no search can take; "
+                "remove it (text files do not contain NUL bytes).",
+            )
         target = resolve_path(ctx, args.path)
         shown = display_path(ctx, target)
-        if not target.exists():
-            raise ToolFailure("not_found", f"{shown} does not exist.")
+        require_file_or_dir(target, shown)  # not a FIFO or a device: they would block
         collector = Collector(ctx.settings.tool_max_results, ctx.settings.read_max_line_chars)
         notes: list[str] = []
         rg = find_rg() if self.engine != "python" else None

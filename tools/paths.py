@@ -8,6 +8,7 @@ an absolute path elsewhere, a symlink (even a dangling one) leading out — is r
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -33,6 +34,17 @@ def resolve_path(ctx: ToolContext, raw: str) -> Path:
     if not candidate.is_absolute():
         candidate = root / candidate
     resolved = Path(os.path.realpath(candidate))
+    try:
+        os.lstat(resolved)
+    except FileNotFoundError:
+        pass  # a new file (Write) or a typo the tool reports itself
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise ToolFailure(
+                "path_too_long",
+                f"The path {raw[:60]!r}… is too long for the file system ({len(raw)} "
+                "characters; at most 255 per name).",
+            ) from None
     if not is_inside(resolved, root):
         raise ToolFailure(
             "path_outside_workspace",

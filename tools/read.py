@@ -7,19 +7,35 @@ mtime now, the result says ``Note: <file> was modified externally.`` (text and d
 ``data``: ``{file, mtime, start_line, end_line, total_lines, content, truncated,
 next_offset?, lines_cut?, encoding?, externally_modified?, note?}``. ``content`` is the
 numbered fragment (``"    12\\tline"``, the format of ``cat -n``).
+
+The file is streamed, never loaded whole: only the lines shown are kept, the rest is counted
+and hashed (the hash feeds the freshness rule of Edit and Write). Only regular files are read.
 """
 
 from __future__ import annotations
 
+import codecs
+import hashlib
+import os
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from prompts.tools.read import DESCRIPTION
-from tools.base import ToolContext, ToolResult
+from tools.base import Fingerprint, ToolContext, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput, cut_line
-from tools.files import UTF8, UTF8_BOM, load_text
+from tools.files import (
+    BINARY_SNIFF_BYTES,
+    LATIN1,
+    READ_CHUNK,
+    UTF8,
+    UTF8_BOM,
+    is_binary,
+    open_regular,
+)
 from tools.paths import display_path, resolve_path
 
 
@@ -47,6 +63,94 @@ def modified_note(shown: str) -> str:
     return f"Note: {shown} was modified externally."
 
 
+@dataclass
+class Scan:
+    """One pass over a file: the wanted lines (raw), the line count, encoding and fingerprint."""
+
+    fingerprint: Fingerprint
+    total_lines: int
+    encoding: str
+    wanted: list[bytes] = field(default_factory=list)
+
+    def decoded(self) -> list[str]:
+        codec = UTF8 if self.encoding == UTF8_BOM else self.encoding
+        return [line.decode(codec, "replace") for line in self.wanted]
+
+
+def scan_file(path: Path, shown: str, first: int, last: int) -> Scan:
+    """Stream ``path`` once, keeping only lines ``first``..``last`` (1-based, inclusive).
+
+    Memory stays at one chunk plus the kept lines, however large the file. The rules of
+    :func:`tools.files.decode` hold: a NUL in the head is a binary file; UTF-8 (BOM or not)
+    when the whole file is valid UTF-8, else Latin-1.
+    """
+    with open_regular(path, shown) as (fd, st):
+        digest = hashlib.sha256()
+        utf8 = codecs.getincrementaldecoder(UTF8)()
+        valid_utf8 = True
+        wanted: list[bytes] = []
+        partial = bytearray()
+        line = 1  # number of the line the next byte belongs to
+        size = 0
+        last_byte = b""
+        bom = False
+        while True:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except OSError as exc:
+                raise ToolFailure(
+                    "read_failed", f"Cannot read {shown}: {exc.strerror or exc}."
+                ) from None
+            if size == 0 and chunk:
+                if is_binary(chunk[:BINARY_SNIFF_BYTES]):
+                    raise ToolFailure(
+                        "binary_file",
+                        f"{shown} is a binary file ({st.st_size} bytes); the file tools only "
+                        "handle text.",
+                        size=st.st_size,
+                    )
+                bom = chunk.startswith(codecs.BOM_UTF8)
+                if bom:
+                    chunk = chunk[len(codecs.BOM_UTF8) :]
+                    digest.update(codecs.BOM_UTF8)
+                    size += len(codecs.BOM_UTF8)
+            if not chunk:
+                break
+            size += len(chunk)
+            digest.update(chunk)
+            last_byte = chunk[-1:]
+            if valid_utf8:
+                try:
+                    utf8.decode(chunk)
+                except UnicodeDecodeError:
+                    valid_utf8 = False
+            newlines = chunk.count(b"\n")
+            if line + newlines < first or line > last:
+                line += newlines  # nothing of this chunk is shown: count only
+                continue
+            pieces = chunk.split(b"\n")
+            for i, piece in enumerate(pieces):
+                if first <= line <= last:
+                    partial += piece
+                if i < len(pieces) - 1:
+                    if first <= line <= last:
+                        wanted.append(bytes(partial))
+                    partial.clear()
+                    line += 1
+        if valid_utf8:
+            try:
+                utf8.decode(b"", final=True)
+            except UnicodeDecodeError:
+                valid_utf8 = False
+        complete_last = last_byte == b"\n" or (size == 0)
+        total = line - 1 if complete_last else line
+        if not complete_last and first <= line <= last:
+            wanted.append(bytes(partial))
+        encoding = (UTF8_BOM if bom else UTF8) if valid_utf8 else LATIN1
+        fingerprint = Fingerprint(st.st_mtime, size, digest.hexdigest())
+        return Scan(fingerprint, total, encoding, wanted)
+
+
 class ReadTool(BaseTool):
     name: ClassVar[str] = "Read"
     description: ClassVar[str] = DESCRIPTION
@@ -55,27 +159,26 @@ class ReadTool(BaseTool):
     def execute(self, args: ReadInput, ctx: ToolContext) -> ToolResult:
         path = resolve_path(ctx, args.file_path)
         shown = display_path(ctx, path)
-        text_file = load_text(path, shown)
-        mtime = path.stat().st_mtime
+        cap = ctx.settings.read_max_lines
+        limit = min(args.limit or cap, cap)
+        start = args.offset
+        scan = scan_file(path, shown, start, start + limit - 1)
+        mtime = scan.fingerprint.mtime
         key = str(path)
         previous = ctx.mtimes.get(key)
         ctx.mtimes[key] = mtime
+        ctx.fingerprints[key] = scan.fingerprint
 
-        lines = text_file.text.split("\n")
-        if lines[-1] == "":
-            lines.pop()
-        total = len(lines)
+        total = scan.total_lines
         if args.offset > max(total, 1):
             raise ToolFailure(
                 "invalid_offset",
                 f"offset {args.offset} is past the end of {shown}, which has {total} lines.",
                 total_lines=total,
             )
-        cap = ctx.settings.read_max_lines
-        limit = min(args.limit or cap, cap)
-        start = args.offset
         end = min(total, start + limit - 1)
-        content, cut = number_lines(lines[start - 1 : end], start, ctx.settings.read_max_line_chars)
+        lines = scan.decoded()
+        content, cut = number_lines(lines, start, ctx.settings.read_max_line_chars)
 
         data: dict[str, Any] = {
             "file": shown,
@@ -90,8 +193,8 @@ class ReadTool(BaseTool):
             data["next_offset"] = end + 1
         if cut:
             data["lines_cut"] = cut
-        if text_file.encoding not in (UTF8, UTF8_BOM):
-            data["encoding"] = text_file.encoding
+        if scan.encoding not in (UTF8, UTF8_BOM):
+            data["encoding"] = scan.encoding
         header = [
             f"{shown}: lines {start}-{end} of {total}"
             if total
@@ -104,7 +207,7 @@ class ReadTool(BaseTool):
             data["note"] = note
             header.insert(0, note)
         if "encoding" in data:
-            header.append(f"(not valid UTF-8; decoded as {text_file.encoding})")
+            header.append(f"(not valid UTF-8; decoded as {scan.encoding})")
         parts = ["\n".join(header)]
         if content:
             parts.append(content)

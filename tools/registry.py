@@ -23,6 +23,7 @@ from tools.grep import GrepTool
 from tools.ls import LSTool
 from tools.read import ReadTool
 from tools.recall import RecallTool
+from tools.secrets import Redactor
 from tools.todo import TodoWriteTool
 from tools.write import WriteTool
 
@@ -59,6 +60,7 @@ class ToolRegistry:
         started = time.perf_counter()
         result = self._run(name, raw_input, ctx)
         result.context = {"tool": name, "arguments": raw_input}
+        redact(result, ctx.redactor())
         result.stats["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return result
 
@@ -79,6 +81,17 @@ class ToolRegistry:
             return ToolResult.fail(
                 "internal_error", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
             )
+
+
+def redact(result: ToolResult, secrets: Redactor) -> None:
+    """Replace every known secret value in ``result`` before it is stored or sent."""
+    if not secrets:
+        return
+    result.text = secrets.text(result.text)
+    result.data = secrets.value(result.data)
+    result.context = secrets.value(result.context)
+    if result.error is not None:
+        result.error.message = secrets.text(result.error.message)
 
 
 def describe_validation(tool_name: str, exc: ValidationError) -> str:

@@ -12,9 +12,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from engine.models import TodoItem
 from prompts.tools.todo_write import DESCRIPTION
-from tools.base import ToolContext, ToolResult
+from tools.base import TodoItem, ToolContext, ToolResult
 from tools.common import BaseTool, ToolInput
 
 MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}

@@ -50,7 +50,7 @@ def detect_format(raw: str) -> tuple[str | None, Any]:
     if stripped.startswith("{"):
         try:
             whole = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             whole = None
         if trajectories.looks_like_swe(whole):
             return trajectories.SWE, whole
@@ -59,7 +59,7 @@ def detect_format(raw: str) -> tuple[str | None, Any]:
     for line in raw.splitlines()[:50]:
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if claude_code.looks_like(obj):
             return claude_code.FORMAT, None

@@ -10,7 +10,6 @@ a compaction of everything before it (the export writes one per summary); a user
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from engine.importers.base import (
@@ -22,6 +21,7 @@ from engine.importers.base import (
     usage_of,
 )
 from engine.models import ToolCall, utcnow
+from engine.validation import loads_line
 
 FORMAT = "anthropic-jsonl"
 BLOCK_TYPES = ("text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image")
@@ -53,10 +53,7 @@ def parse(raw: str, name: str) -> Parsed:
 
 def _parse_line(number: int, text: str, problems: list[str]) -> tuple[list[Item], bool]:
     """The line's items, and whether it says the session ended normally (``finished``)."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    obj = loads_line(text)  # a damaged line or one nested too deeply: one readable line
     if not isinstance(obj, dict):
         raise ValueError("expected a JSON object with role and content")
     role = obj.get("role")

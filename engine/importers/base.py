@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from engine.models import Session, ToolCall, Usage
+from engine.validation import usage_from
 
 MAX_PROBLEMS_SHOWN = 5
 
@@ -132,12 +133,9 @@ def parse_time(value: Any, line: int, problems: list[str]) -> datetime | None:
 
 def usage_of(raw: Any) -> Usage | None:
     """A recorded ``usage`` object, or None when absent or all zero (``<synthetic>`` turns)."""
-    if not isinstance(raw, dict):
+    if raw is None:
         return None
-    fields = {k: (v or 0) for k, v in raw.items() if k in Usage.model_fields}
-    if not all(isinstance(v, int) for v in fields.values()):
-        raise ValueError(f"bad usage object {raw!r}")
-    usage = Usage.model_validate(fields)
+    usage = usage_from(raw)  # one line naming the bad field ("usage.input_tokens must be…")
     if not (usage.input_side or usage.output_tokens):
         return None
     return usage

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from engine.compress import ToolResultCompressor
 from engine.config import Settings
-from engine.history import MISSING_RESULT
 from engine.importers.base import ImportError_, ImportReport, Item, Parsed
 from engine.importers.envelopes import envelope
 from engine.models import (
+    MISSING_RESULT,
     Compaction,
     Message,
     MessageMeta,

@@ -20,6 +20,7 @@ What this module adds on top of the SDK:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import email.utils
 import os
 import queue
@@ -34,6 +35,7 @@ import httpx2
 
 from engine.config import Settings
 from engine.llm.base import (
+    MAX_CACHE_BREAKPOINTS,
     Cancelled,
     ErrorKind,
     ProviderError,
@@ -43,14 +45,13 @@ from engine.llm.base import (
     StreamRetry,
     StreamText,
     StreamToolUse,
+    with_unique_tool_ids,
 )
 from engine.models import Message, ToolCall, Usage
 from engine.summary import render_messages_for_summary, time_label
+from tools.secrets import Redactor, url_credentials, without_credentials
 
 T = TypeVar("T")
-
-MAX_CACHE_BREAKPOINTS = 4
-"""The API refuses a request with more ``cache_control`` blocks than this."""
 
 _CANCEL_POLL_SECONDS = 0.05
 """How often the caller's thread looks at ``cancel`` while the stream is quiet."""
@@ -86,8 +87,19 @@ class AnthropicProvider:
         self.settings = settings
         self.model = model or settings.model
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self._secrets = Redactor(
+            {key: "ANTHROPIC_API_KEY"}
+            | {c: "ANTHROPIC_BASE_URL" for c in url_credentials(self.base_url or "")}
+        )
+        """What never appears in a message: the key, and credentials inside the base URL."""
         # max_retries=0: our own loop retries, so waits are observable and cancellable.
-        self._client = anthropic.Anthropic(api_key=key, base_url=self.base_url, max_retries=0)
+        # A server that never answers fails the attempt after the read timeout (a retry).
+        self._client = anthropic.Anthropic(
+            api_key=key,
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=httpx2.Timeout(settings.read_timeout, connect=settings.connect_timeout),
+        )
 
     # --- Provider protocol -----------------------------------------------------------------
 
@@ -103,9 +115,10 @@ class AnthropicProvider:
         """
         cancel = cancel or threading.Event()
         params = self.request_params(request)
-        return self._retrying(
+        response = self._retrying(
             lambda: self._stream_once(params, on_event, cancel), on_event, cancel, None
         )
+        return with_unique_tool_ids(response, request.messages)
 
     def summarize(
         self,
@@ -253,6 +266,7 @@ class AnthropicProvider:
                 failure = classify(exc, self.model, self.base_url)
                 if failure is None:
                     raise
+                failure = self._redacted(failure)
                 if not failure.retryable:
                     raise ProviderError(failure.kind, failure.message, failure.status) from exc
                 if tried == retries:
@@ -278,6 +292,14 @@ class AnthropicProvider:
                 else:
                     time.sleep(wait)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    def _redacted(self, failure: Failure) -> Failure:
+        """``failure`` with the key and URL credentials removed (a server may echo them)."""
+        return dataclasses.replace(
+            failure,
+            reason=self._secrets.text(failure.reason),
+            message=self._secrets.text(failure.message),
+        )
 
     def backoff(self, tried: int, retry_after: float | None) -> float:
         """Seconds to wait before retry ``tried + 1``: ``retry-after`` or base × 2^tried, capped."""
@@ -315,7 +337,15 @@ class Failure:
 
 def classify(exc: BaseException, model: str, base_url: str | None) -> Failure | None:
     """Map an SDK or transport exception to a :class:`Failure`; None if it is not an API error."""
-    where = base_url or "https://api.anthropic.com"
+    where = without_credentials(base_url or "https://api.anthropic.com")
+    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
+        return Failure(
+            "connection",
+            True,
+            "timed out: no answer from the server in time",
+            f"The Anthropic API at {where} did not answer in time (connect and read timeouts: "
+            "CTXSCOPE_CONNECT_TIMEOUT, CTXSCOPE_READ_TIMEOUT).",
+        )
     if isinstance(exc, _StreamInterrupted | httpx2.TransportError):
         return Failure(
             "connection",

@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 from engine.models import Message, ToolCall, Usage
 
 OFFLINE_NAME = "offline (rule-based, no LLM)"
+MAX_CACHE_BREAKPOINTS = 4
+"""The Messages API refuses a request with more ``cache_control`` blocks than this."""
 
 
 class ProviderRequest(BaseModel):
@@ -69,6 +71,39 @@ class ProviderResponse(BaseModel):
 ErrorKind = Literal[
     "auth", "bad_request", "prompt_too_long", "overloaded", "rate_limit", "connection", "server"
 ]
+
+
+def with_unique_tool_ids(
+    response: ProviderResponse, messages: list[dict[str, Any]]
+) -> ProviderResponse:
+    """``response`` with every ``tool_use`` id unique in the conversation.
+
+    The API refuses a request in which two ``tool_use`` blocks share an id, so one duplicate
+    from a provider would poison every later request of the session: a repeated id (within the
+    answer, or already used earlier in ``messages``) is renamed ``<id>_2``, ``<id>_3``…
+    """
+    taken = {
+        block.get("id")
+        for msg in messages
+        if isinstance(msg.get("content"), list)
+        for block in msg["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    }
+    content = []
+    renamed = False
+    for block in response.content:
+        if block.get("type") == "tool_use":
+            original = str(block.get("id"))
+            new_id, n = original, 1
+            while new_id in taken:
+                n += 1
+                new_id = f"{original}_{n}"
+            taken.add(new_id)
+            if new_id != original:
+                block = {**block, "id": new_id}
+                renamed = True
+        content.append(block)
+    return response.model_copy(update={"content": content}) if renamed else response
 
 
 class ProviderError(Exception):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from peewee import (
     BooleanField,
     DatabaseProxy,
+    Field,
     FloatField,
     ForeignKeyField,
     IntegerField,
@@ -16,18 +17,35 @@ from peewee import (
     TextField,
 )
 
+from engine.store.schema import StoreError
+
 # Bound at start-up by Store.open(), never at import time, so tests can use their own files.
 database = DatabaseProxy()
 
 
+def aware(value: datetime) -> datetime:
+    """``value`` with a time zone: a naive time (an old row, an import) is taken as UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 class TimestampField(TextField):
-    """A timezone-aware datetime stored as ISO 8601 text (sorts lexically, keeps the offset)."""
+    """A timezone-aware datetime stored as ISO 8601 text (sorts lexically, keeps the offset).
+
+    Naive times are never stored or returned: they are taken as UTC both ways (a migration
+    also rewrote the naive rows older versions let in), so comparing two stored times never
+    raises.
+    """
 
     def db_value(self, value: datetime | None) -> str | None:
-        return None if value is None else value.isoformat()
+        return None if value is None else aware(value).isoformat()
 
     def python_value(self, value: str | None) -> datetime | None:
-        return None if value is None else datetime.fromisoformat(value)
+        if value is None:
+            return None
+        try:
+            return aware(datetime.fromisoformat(value))
+        except ValueError:
+            raise damaged(self, value, "not an ISO 8601 time") from None
 
 
 class JSONField(TextField):
@@ -37,7 +55,23 @@ class JSONField(TextField):
         return None if value is None else json.dumps(value, ensure_ascii=False)
 
     def python_value(self, value: str | None) -> Any:
-        return None if value is None else json.loads(value)
+        if value is None:
+            return None
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise damaged(self, value, f"{exc.msg} at character {exc.pos}") from None
+        except RecursionError:
+            raise damaged(self, value, "JSON nested too deeply") from None
+
+
+def damaged(field: Field, value: str, why: str) -> StoreError:
+    """A stored value ctxscope cannot read, named by table and column."""
+    where = f"{field.model._meta.table_name}.{field.column_name}"
+    shown = value if len(value) <= 40 else value[:37] + "..."
+    return StoreError(
+        f"the database holds a damaged value in {where} ({why}): {shown!r}; was it edited by hand?"
+    )
 
 
 class BaseRow(Model):
@@ -180,6 +214,22 @@ class StrategySwitchRow(BaseRow):
     created_at = TimestampField()
 
 
+class LeaseRow(BaseRow):
+    """Who writes a session now (one writer at a time; see ``engine.store.lease``)."""
+
+    session = ForeignKeyField(SessionRow, unique=True, on_delete="CASCADE")
+    session_id: int
+    owner = TextField()
+    """A token unique to the holder (host, pid, random)."""
+    host = TextField()
+    pid = IntegerField()
+    started = TextField()
+    """The holder process' start time as the kernel reports it (tells pid reuse)."""
+    purpose = TextField()
+    acquired_at = TimestampField()
+    heartbeat_at = TimestampField()
+
+
 TABLES: list[type[BaseRow]] = [
     SessionRow,
     RoundRow,
@@ -190,4 +240,5 @@ TABLES: list[type[BaseRow]] = [
     ObservationRow,
     UsageRow,
     StrategySwitchRow,
+    LeaseRow,
 ]

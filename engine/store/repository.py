@@ -8,11 +8,13 @@ table, linked to the segment (and through it to the summary) that replaced them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from peewee import JOIN, ForeignKeyField, SqliteDatabase, fn
+from peewee import JOIN, ForeignKeyField, OperationalError, SqliteDatabase, fn
 
 from engine.models import (
     ArchivedSegment,
@@ -35,10 +37,12 @@ from engine.models import (
     utcnow,
 )
 from engine.store import schema, search
+from engine.store.lease import Heartbeat, Holder, SessionBusy, is_alive, new_owner
 from engine.store.models import (
     TABLES,
     BaseRow,
     CompactionRow,
+    LeaseRow,
     MessageRow,
     ObservationRow,
     RoundRow,
@@ -53,50 +57,135 @@ from engine.store.schema import StoreError
 from prompts.agents_prompts.summary_prompt import RECALL_NOTE, SEGMENT_PENDING
 
 PRAGMAS = {
-    "journal_mode": "wal",
     "foreign_keys": 1,
     "synchronous": "normal",
-    "busy_timeout": 5000,
 }
+"""Per-connection settings; ``busy_timeout`` comes from :meth:`Store.open`, and WAL is switched
+on once, after the file was accepted (it is a property of the file)."""
+
+DEFAULT_BUSY_TIMEOUT = 30.0
+"""Seconds a statement waits for another process' write before "database is locked"."""
+LOCKED_RETRIES = 5
+"""A write transaction that still found the database locked is retried this many times."""
+LEASE_HEARTBEAT = 5.0
+"""Seconds between refreshes of a held lease."""
+LEASE_STALE_AFTER = 60.0
+"""A lease held from another host is dead when its heartbeat is older than this."""
+LEASE_POLL = 0.1
+"""How often a waiting writer looks at the lease again."""
+
+_T = TypeVar("_T")
 
 
 class SessionNotFound(StoreError):
     """No session with that id."""
 
 
+def _is_locked(exc: OperationalError) -> bool:
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+def writes(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Run a Store method as one ``BEGIN IMMEDIATE`` transaction, retried while locked.
+
+    IMMEDIATE takes the write lock first, so a transaction that reads then writes
+    (``open_round``) cannot fail half-way with "database is locked" when another process
+    wrote in between; the busy timeout makes it wait its turn instead. A transaction that
+    still met a lock rolled back whole, so running it again is safe. Nested calls join the
+    outer transaction.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> _T:
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only; this command does not write")
+        # The tables share one proxy: a write must run on this store's connection, the one
+        # its transaction is on (else it waits for its own lock).
+        self.rebind()
+        if self.db.in_transaction():
+            return method(self, *args, **kwargs)
+        for attempt in range(LOCKED_RETRIES + 1):
+            try:
+                with self.db.atomic("IMMEDIATE"):
+                    return method(self, *args, **kwargs)
+            except OperationalError as exc:
+                if not _is_locked(exc):
+                    raise
+                if attempt == LOCKED_RETRIES:
+                    raise StoreError(
+                        f"{self.path} stayed locked by another process for "
+                        f"{(attempt + 1) * self.busy_timeout:g} s; try again"
+                    ) from None
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    return wrapper
+
+
 class Store:
     """A ctxscope database. Create with :meth:`open`; one store is bound at a time."""
 
-    def __init__(self, db: SqliteDatabase, path: Path) -> None:
+    def __init__(
+        self,
+        db: SqliteDatabase,
+        path: Path,
+        read_only: bool = False,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
         self.db = db
         self.path = path
+        self.read_only = read_only
+        """Opened for reading only: SQLite refuses every write (``PRAGMA query_only``)."""
+        self.busy_timeout = busy_timeout
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
-    def open(cls, path: Path | str) -> Store:
-        """Open (or create) the database at ``path``; refuse foreign or corrupt files."""
+    def open(
+        cls,
+        path: Path | str,
+        *,
+        read_only: bool = False,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> Store:
+        """Open (or create) the database at ``path``; refuse foreign or corrupt files.
+
+        A file is inspected read-only first and nothing is written to it before it is
+        accepted. ``read_only`` stores (``show``, ``context``, ``sessions``) never write a
+        session; they still bring an old schema up to date.
+        """
         path = Path(path)
         version = schema.inspect(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the folder for {path}: {exc}") from None
-        db = SqliteDatabase(str(path), pragmas=PRAGMAS)
+        pragmas = {**PRAGMAS, "busy_timeout": int(busy_timeout * 1000)}
+        db = SqliteDatabase(str(path), pragmas=pragmas, timeout=busy_timeout)
         database.initialize(db)
+        store = cls(db, path, read_only=read_only, busy_timeout=busy_timeout)
         try:
             db.connect(reuse_if_open=True)
             if version is None:
-                with db.atomic():
-                    db.create_tables(TABLES)
-                    search.create(db)
-                    db.pragma("application_id", schema.APPLICATION_ID)
-                    db.pragma("user_version", schema.SCHEMA_VERSION)
+                with db.atomic("IMMEDIATE"):
+                    # Another process may have created it while this one waited for the lock.
+                    if schema.sql(db, "PRAGMA application_id").fetchone()[0] != (
+                        schema.APPLICATION_ID
+                    ):
+                        db.create_tables(TABLES)
+                        search.create(db)
+                        db.pragma("application_id", schema.APPLICATION_ID)
+                        db.pragma("user_version", schema.SCHEMA_VERSION)
             else:
                 schema.migrate(db, version)
+            if schema.sql(db, "PRAGMA journal_mode").fetchone()[0] != "wal":
+                schema.sql(db, "PRAGMA journal_mode = wal")
+            if read_only:
+                db.pragma("query_only", 1, permanent=True)
         except Exception as exc:
             db.close()
             raise StoreError(f"cannot use {path}: {exc}") from None
-        return cls(db, path)
+        return store
 
     def rebind(self) -> None:
         """Point the tables back at this store (another ``Store.open`` in the process moved
@@ -107,7 +196,97 @@ class Store:
         if not self.db.is_closed():
             self.db.close()
 
+    # ------------------------------------------------------------------ the writer lease
+    def lease_holder(self, session_id: int) -> Holder | None:
+        """Who holds the session's lease (alive or not), or None."""
+        row = LeaseRow.get_or_none(LeaseRow.session == session_id)
+        return None if row is None else _holder(row)
+
+    def writer_alive(self, session_id: int, stale_after: float = LEASE_STALE_AFTER) -> bool:
+        """True when a live process holds the session's lease."""
+        holder = self.lease_holder(session_id)
+        return holder is not None and is_alive(holder, stale_after)
+
+    def acquire_lease(
+        self,
+        session_id: int,
+        purpose: str,
+        wait: float = 0.0,
+        stale_after: float = LEASE_STALE_AFTER,
+        heartbeat: float = LEASE_HEARTBEAT,
+    ) -> Lease:
+        """Become the session's only writer, or raise :class:`SessionBusy`.
+
+        A lease whose holder is provably dead is taken over (``Lease.took_over`` says from
+        whom). With ``wait`` > 0, a live holder is waited for up to that many seconds
+        (``math.inf``: until it finishes).
+        """
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only")
+        self.get_session(session_id)
+        owner, host, pid, started = new_owner()
+        deadline = time.monotonic() + wait
+        while True:
+            taken, other = self._try_lease(
+                session_id, purpose, owner, host, pid, started, stale_after
+            )
+            if taken:
+                lease = Lease(self, session_id, owner, other, heartbeat)
+                lease.start()
+                return lease
+            assert other is not None
+            if time.monotonic() >= deadline:
+                raise SessionBusy(
+                    f"session {session_id} is being written by another ctxscope "
+                    f"({other.describe()}); one writer at a time — try again when it is "
+                    "done, or pass --wait to queue behind it"
+                )
+            time.sleep(LEASE_POLL)
+
+    @writes
+    def _try_lease(
+        self,
+        session_id: int,
+        purpose: str,
+        owner: str,
+        host: str,
+        pid: int,
+        started: str,
+        stale_after: float,
+    ) -> tuple[bool, Holder | None]:
+        """Take the lease if it is free or its holder is dead; else say who holds it."""
+        table = LeaseRow
+        row = table.get_or_none(table.session == session_id)
+        previous = None if row is None else _holder(row)
+        if previous is not None:
+            if is_alive(previous, stale_after):
+                return False, previous
+            table.delete().where(table.session == session_id).execute()
+        now = utcnow()
+        table.create(
+            session=session_id,
+            owner=owner,
+            host=host,
+            pid=pid,
+            started=started,
+            purpose=purpose,
+            acquired_at=now,
+            heartbeat_at=now,
+        )
+        return True, previous
+
+    @writes
+    def _beat(self, owner: str) -> None:
+        table = LeaseRow
+        table.update(heartbeat_at=utcnow()).where(table.owner == owner).execute()
+
+    @writes
+    def _release(self, owner: str) -> None:
+        table = LeaseRow
+        table.delete().where(table.owner == owner).execute()
+
     # ------------------------------------------------------------------ sessions
+    @writes
     def create_session(
         self,
         workspace: str,
@@ -138,6 +317,7 @@ class Store:
         row = SessionRow.select().order_by(SessionRow.updated_at.desc()).first()
         return None if row is None else _session(row)
 
+    @writes
     def update_session(self, session_id: int, **fields: Any) -> Session:
         """Change title, provider, model or strategy; bumps ``updated_at``."""
         allowed = {"title", "provider", "model", "strategy", "workspace"}
@@ -203,6 +383,7 @@ class Store:
             )
         return out
 
+    @writes
     def delete_session(self, session_id: int) -> None:
         """Delete a session and everything stored for it: rounds, messages (archived ones
         too), summaries, archived segments, compactions, observations, usage records and
@@ -225,6 +406,7 @@ class Store:
         SessionRow.update(updated_at=utcnow()).where(SessionRow.id == session_id).execute()
 
     # ------------------------------------------------------------------ rounds and messages
+    @writes
     def open_round(self, session_id: int, user_message: Message) -> tuple[Round, Message]:
         """Start the next round with its user message; both committed together."""
         self.get_session(session_id)
@@ -241,6 +423,7 @@ class Store:
             self._touch(session_id)
         return _round(row), msg
 
+    @writes
     def append_message(self, session_id: int, round_index: int, message: Message) -> Message:
         """Write one step of a round to history, committed at once."""
         row = self._round_row(session_id, round_index)
@@ -263,6 +446,7 @@ class Store:
         )
         return m.model_copy(update={"id": row.id})
 
+    @writes
     def append_round(
         self, session_id: int, messages: list[Message], status: RoundStatus
     ) -> tuple[Round, list[Message]]:
@@ -305,6 +489,7 @@ class Store:
         stored = [m.model_copy(update={"id": i}) for m, i in zip(messages, ids, strict=True)]
         return _round(row), stored
 
+    @writes
     def finish_round(
         self, session_id: int, round_index: int, status: RoundStatus, error: str | None = None
     ) -> Round:
@@ -364,11 +549,35 @@ class Store:
         )
         return [_message(r) for r in q.namedtuples()]
 
+    def history_marker(self, session_id: int) -> tuple[int, int, int]:
+        """(last message id, messages in history, last summary id): changes with any write
+        to the session's L3, so a long-lived reader can tell when to reload."""
+        m = MessageRow
+        last, count = (
+            m.select(fn.MAX(m.id), fn.COUNT(m.id))
+            .where((m.session == session_id) & m.segment.is_null())
+            .tuples()
+            .first()
+        ) or (0, 0)
+        summary = (
+            SummaryRow.select(fn.MAX(SummaryRow.id))
+            .where(SummaryRow.session == session_id)
+            .scalar()
+        )
+        return (last or 0, count or 0, summary or 0)
+
     def set_message_tokens(self, counts: dict[int, int]) -> None:
-        """Store token counts computed later (the per-message cache)."""
-        with self.db.atomic():
-            for mid, tokens in counts.items():
-                MessageRow.update(tokens=tokens).where(MessageRow.id == mid).execute()
+        """Store token counts computed later (the per-message cache).
+
+        A read-only store keeps them in memory only (its caller already has them).
+        """
+        if not self.read_only and counts:
+            self._store_tokens(counts)
+
+    @writes
+    def _store_tokens(self, counts: dict[int, int]) -> None:
+        for mid, tokens in counts.items():
+            MessageRow.update(tokens=tokens).where(MessageRow.id == mid).execute()
 
     def _round_row(self, session_id: int, round_index: int) -> RoundRow:
         row = RoundRow.get_or_none(
@@ -379,6 +588,7 @@ class Store:
         return row
 
     # ------------------------------------------------------------------ observations and usage
+    @writes
     def add_observation(self, obs: Observation) -> Observation:
         row = ObservationRow.create(
             session=obs.session_id,
@@ -394,6 +604,7 @@ class Store:
         )
         return obs.model_copy(update={"id": row.id})
 
+    @writes
     def add_observations(self, observations: list[Observation]) -> None:
         """Write several observations at once (an import's batch)."""
         rows = [
@@ -426,6 +637,7 @@ class Store:
         )
         return None if row is None else _observation(row)
 
+    @writes
     def add_usage(self, record: UsageRecord) -> UsageRecord:
         u = record.usage
         row = UsageRow.create(
@@ -442,6 +654,7 @@ class Store:
         )
         return record.model_copy(update={"id": row.id})
 
+    @writes
     def add_usages(self, records: list[UsageRecord]) -> None:
         """Write several usage records at once (an import's batch)."""
         rows = [
@@ -471,12 +684,16 @@ class Store:
         return [_usage(r) for r in q.namedtuples()]
 
     def last_usage(self, session_id: int) -> UsageRecord | None:
-        row = (
-            UsageRow.select()
-            .where(UsageRow.session == session_id)
-            .order_by(UsageRow.id.desc())
-            .first()
-        )
+        """The last real measurement: a record of all zeros (a provider fault, an import) is
+        not one and is passed over."""
+        u = UsageRow
+        measured = (
+            u.input_tokens
+            + u.output_tokens
+            + u.cache_read_input_tokens
+            + u.cache_creation_input_tokens
+        ) > 0
+        row = u.select().where((u.session == session_id) & measured).order_by(u.id.desc()).first()
         return None if row is None else _usage(row)
 
     # ------------------------------------------------------------------ todos
@@ -486,12 +703,14 @@ class Store:
             raise SessionNotFound(f"no session {session_id} in {self.path}")
         return [TodoItem.model_validate(t) for t in row.todos or []]
 
+    @writes
     def set_todos(self, session_id: int, todos: Iterable[TodoItem]) -> None:
         SessionRow.update(todos=[t.model_dump() for t in todos], updated_at=utcnow()).where(
             SessionRow.id == session_id
         ).execute()
 
     # ------------------------------------------------------------------ compaction
+    @writes
     def apply_compaction(
         self,
         session_id: int,
@@ -600,6 +819,7 @@ class Store:
         q = ObservationRow.select().where(ObservationRow.message.in_(message_ids))
         return [_observation(r) for r in q.order_by(ObservationRow.id)]
 
+    @writes
     def undo_compaction(self, session_id: int, compaction_id: int | None = None) -> Compaction:
         """Reverse the latest compaction (or ``compaction_id``, which must be the latest one
         not yet undone), in one transaction.
@@ -653,6 +873,7 @@ class Store:
     def _restore_messages(self, message_ids: list[int]) -> None:
         MessageRow.update(segment=None).where(MessageRow.id.in_(message_ids)).execute()
 
+    @writes
     def pin(self, session_id: int, message_ids: list[int], pinned: bool = True) -> int:
         """Pin (or unpin) messages of the session; returns how many changed."""
         return int(
@@ -665,6 +886,7 @@ class Store:
             .execute()
         )
 
+    @writes
     def switch_strategy(self, session_id: int, strategy: str) -> Session:
         """Make ``strategy`` the session's strategy and record the switch (no-op if unchanged)."""
         session = self.get_session(session_id)
@@ -693,6 +915,7 @@ class Store:
             for r in q
         ]
 
+    @writes
     def record_compaction(self, compaction: Compaction) -> Compaction:
         """Store a compaction that changed nothing (failed or skipped)."""
         row = CompactionRow.create(
@@ -875,3 +1098,47 @@ def _usage(r: UsageRow) -> UsageRecord:
         source=r.source,
         created_at=r.created_at,
     )
+
+
+def _holder(r: Any) -> Holder:
+    return Holder(
+        owner=r.owner,
+        host=r.host,
+        pid=r.pid,
+        started=r.started,
+        purpose=r.purpose,
+        acquired_at=r.acquired_at,
+        heartbeat_at=r.heartbeat_at,
+    )
+
+
+class Lease:
+    """A held writer lease; :meth:`release` it (or use it as a context manager)."""
+
+    def __init__(
+        self, store: Store, session_id: int, owner: str, took_over: Holder | None, beat: float
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.owner = owner
+        self.took_over = took_over
+        """The dead holder this lease replaced, if any (its round may need recovery)."""
+        self._heartbeat = Heartbeat(lambda: store._beat(owner), self._disconnect, beat)
+
+    def _disconnect(self) -> None:
+        """The heartbeat thread's own connection (peewee keeps one per thread) is closed."""
+        self.store.db.close()
+
+    def start(self) -> None:
+        self._heartbeat.start()
+
+    def release(self) -> None:
+        """Stop the heartbeat and free the session for the next writer."""
+        self._heartbeat.stop()
+        self.store._release(self.owner)
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

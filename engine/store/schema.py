@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from peewee import SqliteDatabase
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 7
 
 
 class StoreError(Exception):
@@ -79,11 +80,62 @@ def _archive_search(db: SqliteDatabase) -> None:
         search.index_segment(db, segment_id)
 
 
+def sql(db: SqliteDatabase, query: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
+    """Run raw SQL (migrations, pragmas) on ``db``'s connection for this thread."""
+    cursor: sqlite3.Cursor = db.execute_sql(query, params)  # type: ignore[no-untyped-call]
+    return cursor
+
+
+TIMESTAMP_COLUMNS = {
+    "session_row": ("created_at", "updated_at"),
+    "round_row": ("started_at", "finished_at"),
+    "summary_row": ("start_time", "cutoff_time", "created_at"),
+    "compaction_row": ("created_at", "undone_at"),
+    "message_row": ("created_at",),
+    "usage_row": ("created_at",),
+    "strategy_switch_row": ("created_at",),
+}
+"""Every timestamp column of schema 5 (stored as ISO 8601 text)."""
+
+
+def _aware_timestamps(db: SqliteDatabase) -> None:
+    """5 -> 6: rewrite naive timestamps (an import could store them) as UTC.
+
+    A naive and an aware time cannot be compared, so one naive row made every later
+    ``ask``, ``context`` and ``compact`` of its session fail with a ``TypeError``.
+    """
+    for table, columns in TIMESTAMP_COLUMNS.items():
+        for column in columns:
+            rows = sql(
+                db, f'SELECT id, "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL'
+            ).fetchall()
+            for row_id, text in rows:
+                try:
+                    value = datetime.fromisoformat(text)
+                except ValueError:
+                    continue  # not a time at all: leave it for the reader to report
+                if value.tzinfo is None:
+                    sql(
+                        db,
+                        f'UPDATE "{table}" SET "{column}" = ? WHERE id = ?',
+                        (value.replace(tzinfo=UTC).isoformat(), row_id),
+                    )
+
+
+def _writer_lease(db: SqliteDatabase) -> None:
+    """6 -> 7: the lease table (one writer per session)."""
+    from engine.store.models import LeaseRow
+
+    db.create_tables([LeaseRow])
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
     3: _compaction_fidelity,
     4: _archive_search,
+    5: _aware_timestamps,
+    6: _writer_lease,
 }
 
 
@@ -116,8 +168,8 @@ def inspect(path: Path) -> int | None:
     if ok != "ok":
         raise StoreError(f"{path} is damaged (integrity check: {ok}); it was not modified")
     if app_id != APPLICATION_ID:
-        if app_id == 0 and tables == 0:
-            return None  # an empty SQLite file: ours to initialise
+        # Even an SQLite file with no tables was made by someone: only an empty (0-byte)
+        # file is ours to initialise.
         raise StoreError(
             f"{path} is an SQLite database of another program (application_id={app_id}, "
             f"{tables} schema objects); it was not modified. Choose another file with --db"
@@ -127,16 +179,29 @@ def inspect(path: Path) -> int | None:
             f"{path} was written by a newer ctxscope (schema {version}, this one knows "
             f"{SCHEMA_VERSION}); upgrade ctxscope to open it"
         )
+    missing = [v for v in range(version, SCHEMA_VERSION) if v not in MIGRATIONS]
+    if missing:
+        raise StoreError(
+            f"{path} is a ctxscope database at schema {version}, which this ctxscope cannot "
+            f"upgrade (no migration from schema {missing[0]}); it was not modified"
+        )
     return int(version)
 
 
 def migrate(db: SqliteDatabase, version: int) -> None:
-    """Bring a database at ``version`` up to :data:`SCHEMA_VERSION`, one step at a time."""
+    """Bring a database at ``version`` up to :data:`SCHEMA_VERSION`, one step at a time.
+
+    Each step re-reads the version inside its write transaction, so two processes opening an
+    old file at once migrate it once.
+    """
     while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get(version)
-        if step is None:
-            raise StoreError(f"no migration from schema {version} to {version + 1}")
-        with db.atomic():
+        with db.atomic("IMMEDIATE"):
+            version = int(sql(db, "PRAGMA user_version").fetchone()[0])
+            if version >= SCHEMA_VERSION:
+                break
+            step = MIGRATIONS.get(version)
+            if step is None:
+                raise StoreError(f"no migration from schema {version} to {version + 1}")
             step(db)
             version += 1
             db.pragma("user_version", version)

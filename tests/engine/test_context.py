@@ -22,9 +22,8 @@ from engine.context import (
     validate_conversation,
     validate_request,
 )
-from engine.models import History, Message, MessageMeta, Summary, ToolCall
+from engine.models import MISSING_RESULT, History, Message, MessageMeta, Summary, ToolCall
 from engine.tokens import count_message, count_request
-from engine.wire import MISSING_RESULT_TEXT
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -317,7 +316,7 @@ def test_interrupted_call_gets_a_synthetic_result_before_the_next_input(
     assert content[0] == {
         "type": "tool_result",
         "tool_use_id": "lost",
-        "content": MISSING_RESULT_TEXT,
+        "content": MISSING_RESULT,
         "is_error": True,
     }
     assert content[1]["text"] == "q2"

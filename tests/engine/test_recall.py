@@ -18,6 +18,7 @@ from engine.llm.offline import OfflineProvider
 from engine.models import Message, MessageMeta, Observation, RoundStatus, ToolCall, Trigger
 from engine.store import Store
 from engine.store import search as fts
+from engine.store.schema import SCHEMA_VERSION
 from engine.strategies.layered import LayeredStrategy
 from engine.summary import SummaryCompressor
 from tests.engine.builders import write_round
@@ -264,7 +265,7 @@ def test_migration_builds_the_index_for_existing_segments(tmp_path: Path) -> Non
     store.close()
 
     reopened = Store.open(db)
-    assert reopened.db.pragma("user_version") == 5
+    assert reopened.db.pragma("user_version") == SCHEMA_VERSION  # up to the current schema
     assert {h.round for h in reopened.search_archive(sid, "mod1")} == {1}
     assert reopened.indexed_messages(sid) == archived_ids(reopened, sid)
     assert reopened.compactions(sid)[0].fidelity is None  # not measured back then

@@ -187,3 +187,94 @@ def test_delete_session_removes_everything_stored_for_it(tmp_path: Path) -> None
         store.delete_session(doomed)
     assert len(store.history(kept).messages) > 0
     store.close()
+
+
+def schema_5_database(path: Path) -> int:
+    """A database as ctxscope schema 5 left it (no lease table), with one session; its id."""
+    s = Store.open(path)
+    sid = s.create_session("/w", "old").id
+    s.close()
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE lease_row")
+    con.execute("PRAGMA user_version = 5")
+    con.commit()
+    con.close()
+    assert sid is not None
+    return sid
+
+
+def test_naive_timestamps_of_old_rows_are_migrated_to_utc(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    sid = schema_5_database(path)
+    con = sqlite3.connect(path)
+    con.execute(
+        "UPDATE session_row SET created_at = '2026-11-01T09:00:00', "
+        "updated_at = '2026-11-01T09:30:00.250000' WHERE id = ?",
+        (sid,),
+    )
+    con.commit()
+    con.close()
+
+    store = Store.open(path)
+    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    raw = store.db.execute_sql("SELECT created_at, updated_at FROM session_row").fetchone()
+    assert raw == ("2026-11-01T09:00:00+00:00", "2026-11-01T09:30:00.250000+00:00")
+    session = store.get_session(sid)
+    assert session.created_at < session.updated_at  # comparable: both aware
+    assert store.lease_holder(sid) is None  # the lease table exists now
+    store.close()
+
+
+def test_a_naive_time_written_later_is_stored_as_utc(store: Store, session_id: int) -> None:
+    from datetime import datetime
+
+    store.open_round(
+        session_id, Message(role="user", content="hi", created_at=datetime(2026, 1, 2, 3, 4, 5))
+    )
+    raw = store.db.execute_sql("SELECT created_at FROM message_row").fetchone()[0]
+    assert raw == "2026-01-02T03:04:05+00:00"
+
+
+def test_an_old_schema_without_a_migration_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "ancient.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE session_row (id INTEGER PRIMARY KEY)")
+    con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    con.execute("PRAGMA user_version = 0")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="schema 0, which this ctxscope cannot upgrade"):
+        Store.open(path)
+    assert path.read_bytes() == before  # not even switched to WAL
+    assert not Path(f"{path}-wal").exists()
+
+
+def test_another_programs_empty_sqlite_file_is_not_taken_over(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA user_version = 7")  # an SQLite file with a header and no tables
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    assert len(before) > 0
+    with pytest.raises(StoreError, match="another program"):
+        Store.open(path)
+    assert path.read_bytes() == before
+
+
+def test_a_zero_byte_file_becomes_a_new_database(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    path.touch()
+    s = Store.open(path)
+    assert s.db.execute_sql("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    s.close()
+
+
+def test_a_read_only_store_refuses_writes(store: Store, session_id: int, tmp_path: Path) -> None:
+    reader = Store.open(tmp_path / "test.db", read_only=True)
+    with pytest.raises(Exception, match="readonly|read-only"):
+        reader.create_session("/x")
+    with pytest.raises(StoreError, match="read-only"):
+        reader.acquire_lease(session_id, "round")
+    reader.close()

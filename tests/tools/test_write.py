@@ -73,7 +73,7 @@ def test_write_is_atomic(
     path = files("data.json", '{"keep": true}\n')
     call("Read", file_path="data.json")
 
-    def broken_replace(src: str, dst: str) -> None:
+    def broken_replace(src: str, dst: str, **dir_fds: int) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)

@@ -1,0 +1,44 @@
+"""Reading untrusted values into ctxscope's models, with errors a user can act on.
+
+Each function turns one kind of bad input into a one-line ``ValueError`` that names the field
+and what was wrong — never a traceback, never a multi-line pydantic report.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.models import Usage
+
+
+def loads_line(text: str) -> Any:
+    """Parse one line of JSON; nesting too deep for Python is an error, not a traceback."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
+def usage_from(value: Any) -> Usage:
+    """An API usage object (``{"input_tokens": 1200, ...}``); unknown keys are ignored."""
+    if not isinstance(value, dict):
+        raise ValueError(
+            f'usage must be an object like {{"input_tokens": 1200}}, got {_short(value)}'
+        )
+    counts: dict[str, int] = {}
+    for name in Usage.model_fields:
+        raw = value.get(name)
+        if raw is None:
+            continue
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise ValueError(f"usage.{name} must be a whole number ≥ 0, got {_short(raw)}")
+        counts[name] = raw
+    return Usage(**counts)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

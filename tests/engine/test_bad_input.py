@@ -1,0 +1,136 @@
+"""Bad input meets one readable line: naive times, damaged JSON, odd usage, broken pipes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED = Path(__file__).parent.parent / "data" / "recorded_session.jsonl"
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("CTXSCOPE_MODEL", "offline")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "cli.db"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_an_import_with_naive_times_still_compacts_asks_and_shows_context(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = RECORDED.read_text().splitlines()
+    naive = []
+    for n, line in enumerate(lines):
+        obj = json.loads(line)
+        obj["timestamp"] = f"2026-11-01T09:{n:02d}:00"  # no offset
+        naive.append(json.dumps(obj))
+    recorded = tmp_path / "naive.jsonl"
+    recorded.write_text("\n".join(naive) + "\n")
+
+    code, out, err = run(capsys, "import", str(recorded), "--db", str(db), "--json")
+    assert code == 0, err
+    sid = str(json.loads(out)["session_id"])
+    monkeypatch.setenv("CTXSCOPE_KEEP_ROUNDS", "1")
+    code, out, err = run(capsys, "compact", sid, "--db", str(db), "--json")
+    assert code == 0, err
+    assert json.loads(out)["compaction"]["outcome"] == "success"
+    # Each of these raised TypeError (naive vs aware comparison) once a compaction existed.
+    for argv in (["context", sid], ["ask", "ls", "--session", sid], ["compact", sid]):
+        code, _, err = run(capsys, *argv, "--db", str(db))
+        assert "Traceback" not in err and "TypeError" not in err
+        assert code == 0, err
+    code, out, _ = run(capsys, "show", sid, "--db", str(db), "--json")
+    summary = json.loads(out)["summaries"][0]
+    assert summary["start_time"] == "2026-11-01T09:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "not a recognised session format"),
+        (
+            '{"role": "assistant", "content": "x", "usage": {"input_tokens": "1,800"}}',
+            "usage.input_tokens must be a whole number ≥ 0, got '1,800'",
+        ),
+        (
+            '{"role": "assistant", "content": "x", "usage": "1800"}',
+            "usage must be an object like",
+        ),
+        ('{"role": "user", "content": "x", "timestamp": "yesterday"}', "bad timestamp 'yesterday'"),
+    ],
+)
+def test_bad_import_lines_are_one_line_naming_line_and_field(
+    db: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    line: str,
+    message: str,
+) -> None:
+    recorded = tmp_path / "bad.jsonl"
+    good = '{"role": "user", "content": "hello"}'
+    recorded.write_text(line + "\n" if line.startswith("[") else good + "\n" + line + "\n")
+    code, out, err = run(capsys, "import", str(recorded), "--db", str(db))
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and message in err
+    assert "Traceback" not in err and "RecursionError" not in err
+    if not line.startswith("["):
+        assert "line 2" in err
+
+
+def test_a_damaged_stored_value_names_its_table_and_column(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "import", str(RECORDED), "--db", str(db))[0] == 0
+    con = sqlite3.connect(db)
+    con.execute("UPDATE message_row SET tool_calls = '{broken' WHERE id = 2")
+    con.commit()
+    con.close()
+    code, out, err = run(capsys, "show", "1", "--db", str(db))
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert "damaged value in message_row.tool_calls" in err and "'{broken'" in err
+
+
+def test_compact_with_nothing_to_compact_says_skipped_not_failed(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "ask", "ls", "--db", str(db))[0] == 0
+    code, out, err = run(capsys, "compact", "1", "--db", str(db))
+    assert code == 0, err
+    assert out.startswith("nothing compacted") and "failed" not in out
+
+
+def test_piping_into_head_prints_no_traceback_and_closes_the_round(db: Path) -> None:
+    """``ctxscope ask … --json | head -1``: the reader leaves after one line."""
+    (db.parent / "README.md").write_text("x\n" * 50)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "engine.cli", "ask", "read README.md", "--db", str(db), "--json"]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=db.parent
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # like head -1 exiting
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    store = Store.open(db, read_only=True)
+    statuses = [r.status.value for r in store.rounds(1)]
+    store.close()
+    assert statuses and "open" not in statuses

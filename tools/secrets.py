@@ -1,0 +1,106 @@
+"""Credentials never reach a tool's output: Bash runs without them, and their values are redacted.
+
+A variable is secret when its name matches one of the ``secret_env_patterns`` (shell-style,
+case-insensitive: ``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``…). Bash gets an environment without
+those variables; whatever still prints one of their values (a file holding the key, a command
+that reads it elsewhere) has it replaced by ``[redacted NAME]`` in every tool result before the
+result is stored or sent. A URL's ``user:password@`` part counts as a secret value too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+from typing import Any
+from urllib.parse import urlsplit
+
+MIN_SECRET_CHARS = 6
+"""Shorter values are not redacted: replacing "1" or "true" everywhere would wreck output."""
+
+
+def is_secret_name(name: str, patterns: Iterable[str]) -> bool:
+    upper = name.upper()
+    return any(fnmatchcase(upper, pattern.upper()) for pattern in patterns)
+
+
+def scrubbed_environment(env: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
+    """``env`` without the variables whose names match ``patterns``."""
+    patterns = list(patterns)
+    return {k: v for k, v in env.items() if not is_secret_name(k, patterns)}
+
+
+def url_credentials(url: str) -> list[str]:
+    """The ``user:password`` (and the password alone) embedded in a URL, if any."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = []
+    if parts.password:
+        found.append(parts.password)
+    if parts.username and parts.password:
+        found.append(f"{parts.username}:{parts.password}")
+    return found
+
+
+def without_credentials(url: str) -> str:
+    """``url`` with any ``user:password@`` removed (for messages and logs)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not (parts.username or parts.password):
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return parts._replace(netloc=host).geturl()
+
+
+class Redactor:
+    """Replaces known secret values with ``[redacted NAME]`` in strings and nested data."""
+
+    def __init__(self, secrets: Mapping[str, str]) -> None:
+        """``secrets``: value → the name shown in its place."""
+        usable = {v: n for v, n in secrets.items() if len(v) >= MIN_SECRET_CHARS}
+        # Longest first, so a value containing another is replaced whole.
+        self._pairs = sorted(usable.items(), key=lambda item: -len(item[0]))
+
+    @classmethod
+    def from_environment(
+        cls, patterns: Iterable[str], env: Mapping[str, str] | None = None
+    ) -> Redactor:
+        """The secrets of ``env`` (default: this process') whose names match ``patterns``."""
+        env = os.environ if env is None else env
+        patterns = list(patterns)
+        secrets: dict[str, str] = {}
+        for name, value in env.items():
+            if not is_secret_name(name, patterns) or not value:
+                continue
+            credentials = url_credentials(value)
+            if credentials:
+                for found in credentials:
+                    secrets[found] = name
+            elif "://" not in value:  # a URL without credentials is not secret
+                secrets[value] = name
+        return cls(secrets)
+
+    def __bool__(self) -> bool:
+        return bool(self._pairs)
+
+    def text(self, text: str) -> str:
+        for value, name in self._pairs:
+            if value in text:
+                text = text.replace(value, f"[redacted {name}]")
+        return text
+
+    def value(self, data: Any) -> Any:
+        """``data`` (JSON-like: dicts, lists, strings) with every string redacted."""
+        if isinstance(data, str):
+            return self.text(data)
+        if isinstance(data, dict):
+            return {self.value(k): self.value(v) for k, v in data.items()}
+        if isinstance(data, list | tuple):
+            return [self.value(item) for item in data]
+        return data
