@@ -329,11 +329,13 @@ class Agent:
     def uncompact(self, compaction_id: int | None = None) -> Compaction:
         """Reverse the latest compaction: its messages return to history (``ctxscope
         uncompact``); refused for any compaction but the latest one not yet undone."""
-        return self.history.undo(compaction_id)
+        with self.writing("uncompact"):
+            return self.history.undo(compaction_id)
 
     def pin(self, message_ids: list[int], pinned: bool = True) -> int:
         """Pin (or unpin) messages: no strategy archives a pinned message or its step."""
-        changed = self.history.pin(message_ids, pinned)
+        with self.writing("pin"):
+            changed = self.history.pin(message_ids, pinned)
         self._warn_if_pins_crowd()
         return changed
 
