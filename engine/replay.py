@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cache_model import BlockCounter, CacheUse, PromptCache
-from engine.config import Settings
+from engine.config import ModelPrice, Settings, price_for
 from engine.ledger import KINDS, LedgerItem, extract_ledger, present
 from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
 from engine.models import Message, Observation, Usage
@@ -43,20 +43,14 @@ RECALL_EVERY = 10
 (it scans the whole request for every item: measuring it at each step would dominate)."""
 
 
-@dataclass(frozen=True)
-class Price:
-    """Dollars per million tokens; cache writes 1.25× and reads 0.1× the input price."""
-
-    input: float
-    output: float
-
-    def cost(self, use: CacheUse, output: int) -> float:
-        return (
-            use.uncached * self.input
-            + use.write * self.input * 1.25
-            + use.read * self.input * 0.1
-            + output * self.output
-        ) / 1_000_000
+def call_cost(price: ModelPrice, use: CacheUse, output: int) -> float:
+    """Dollars for one call at list price: uncached input, cache writes and reads, output."""
+    return (
+        use.uncached * price.input
+        + use.write * price.input * price.cache_write_ratio
+        + use.read * price.input * price.cache_read_ratio
+        + output * price.output
+    ) / 1_000_000
 
 
 @dataclass
@@ -241,8 +235,7 @@ def replay(
     strategy: str,
     settings: Settings,
     workspace: Path | None = None,
-    price: Price | None = None,
-    min_cache_tokens: int = 1024,
+    price: ModelPrice | None = None,
     on_step: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Replay ``session_id`` of ``store`` (read only) under ``strategy``."""
@@ -251,9 +244,9 @@ def replay(
     rounds = recorded_rounds(store, session_id)
     original = store.get_session(session_id)
     workspace = workspace or Path(original.workspace or ".")
-    price = price or Price(3.0, 15.0)
+    price = price or price_for(settings, original.model or settings.model)
     result = ReplayResult(strategy)
-    cache = PromptCache(min_cache_tokens)
+    cache = PromptCache(price.min_cacheable)
     counter = BlockCounter()
     ledger_items = extract_ledger(
         store.all_messages(session_id), store.observations(session_id)
@@ -327,7 +320,7 @@ def replay(
                             for c in msg.tool_calls
                         ]
                     )
-                    s.cost = price.cost(s.cache, s.output)
+                    s.cost = call_cost(price, s.cache, s.output)
         finally:
             scratch.close()
             store.rebind()
