@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.config import ModelPrice, Settings, price_for
@@ -37,6 +37,9 @@ from engine.store import Store
 from engine.tokens import count_blocks
 from tools.base import ToolContext, ToolResult
 from tools.registry import ToolRegistry, default_registry
+
+if TYPE_CHECKING:
+    from engine.agent import Agent
 
 RECALL_EVERY = 10
 """Ledger recall is measured at every compaction, at the last step and every this many steps
@@ -84,6 +87,9 @@ class ReplayResult:
     strategy: str
     steps: list[StepFigures] = field(default_factory=list)
     compactions: list[CompactionFigures] = field(default_factory=list)
+    threshold: float | None = None
+    """The strategy's compaction threshold in tokens at the end (None when it measures
+    something else: messages, observations)."""
 
     @property
     def peak(self) -> int:
@@ -237,8 +243,14 @@ def replay(
     workspace: Path | None = None,
     price: ModelPrice | None = None,
     on_step: Callable[[int, int], None] | None = None,
+    at_step: Callable[[int, Agent], bool] | None = None,
 ) -> ReplayResult:
-    """Replay ``session_id`` of ``store`` (read only) under ``strategy``."""
+    """Replay ``session_id`` of ``store`` (read only) under ``strategy``.
+
+    ``at_step(step, agent)`` is called as each request is sent, with the agent whose
+    :meth:`~engine.agent.Agent.preview` is that request (the workbench opens it in the context
+    inspector); returning True stops the replay there.
+    """
     from engine.agent import Agent  # the agent imports strategies; keep this module light
 
     rounds = recorded_rounds(store, session_id)
@@ -294,6 +306,8 @@ def replay(
                 result.steps.append(figures)
                 if on_step is not None:
                     on_step(state["step"], total_steps)
+                if at_step is not None and at_step(state["step"], holder["agent"]):
+                    raise _Stopped
                 return tokens
 
             provider = RecordedProvider(on_request)
@@ -311,7 +325,10 @@ def replay(
                 )
                 state["upto"] = rnd.last_id
                 before = len(result.steps)
-                agent.run(rnd.text)
+                try:
+                    agent.run(rnd.text)
+                except _Stopped:
+                    break
                 for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
                     s.output = count_blocks(
                         [{"type": "text", "text": msg.content or " "}]
@@ -321,10 +338,17 @@ def replay(
                         ]
                     )
                     s.cost = call_cost(price, s.cache, s.output)
+            measure = agent.plan().measure
+            if measure.source != "count":
+                result.threshold = measure.threshold
         finally:
             scratch.close()
             store.rebind()
     return result
+
+
+class _Stopped(Exception):
+    """``at_step`` asked to stop the replay."""
 
 
 def _as_recorded(text: str) -> Any:

@@ -158,3 +158,26 @@ def test_recall_sees_what_a_replacing_summary_forgets(workspace: Path, tmp_path:
     assert len(reset.compactions) >= 2
     assert reset.recall_min()["request"] is not None and reset.recall_min()["request"] < 1.0
     assert [s.step for s in reset.steps if s.recall is not None][-1] == 20  # measured at the end
+
+
+def test_a_replay_stops_at_a_step_with_the_request_it_sends(
+    workspace: Path, tmp_path: Path
+) -> None:
+    settings = Settings(context_window=20_000, keep_rounds=2)
+    db = tmp_path / "live.db"
+    sid = live_session(db, workspace, settings)
+    store = Store.open(db)
+    seen: dict[int, int] = {}
+
+    def at_step(step: int, agent: Agent) -> bool:
+        seen[step] = agent.preview().total
+        return step == 5
+
+    partial = replay(store, sid, "layered", settings, workspace, at_step=at_step)
+    whole = replay(store, sid, "layered", settings, workspace)
+    assert len(partial.steps) == 5 and sorted(seen) == [1, 2, 3, 4, 5]
+    # the agent's preview at a step is the very request the replay counted there
+    assert [seen[n] for n in range(1, 6)] == [s.tokens for s in whole.steps[:5]]
+    # layered's threshold is 0.8 × the 20 000-token window
+    assert whole.threshold == 16_000
+    store.close()
