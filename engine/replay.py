@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.config import ModelPrice, Settings, price_for
-from engine.ledger import KINDS, LedgerItem, extract_ledger, present
+from engine.ledger import KINDS, LedgerItem, extract_ledger, normalise
 from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
 from engine.models import Message, Observation, Usage
 from engine.store import Store
@@ -384,14 +384,17 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
         key = (agent.current_round, step.assistant.meta.step)
         own.setdefault(key, []).extend(r.text for r in step.results)
         rounds.setdefault(agent.current_round, []).extend(r.text for r in step.results)
-    rest = "\n".join(others)
+    # Each text is normalised once per measurement (``present`` would normalise it again for
+    # every item: quadratic in the ledger on long sessions).
+    rest = _folded(others)
     counts = {kind: [0, 0] for kind in KINDS}
-    step_text = {k: "\n".join(v) for k, v in own.items()}
-    round_text = {k: "\n".join(v) for k, v in rounds.items()}
+    step_text = {k: _folded(v) for k, v in own.items()}
+    round_text = {k: _folded(v) for k, v in rounds.items()}
     for item in known:
+        wanted = item.key.casefold()
         # its own step first, then what is left of its round, then summaries and projections
         found = any(
-            text is not None and present([item], text)[0]
+            text is not None and wanted in text
             for text in (
                 step_text.get((item.round, item.step)),
                 round_text.get(item.round),
@@ -402,6 +405,12 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
         pair[1] += 1
         pair[0] += int(found)
     return {kind: (kept / total if total else None) for kind, (kept, total) in counts.items()}
+
+
+def _folded(texts: list[str]) -> str:
+    """Texts joined, whitespace-normalised and case-folded, as :func:`engine.ledger.present`
+    compares them."""
+    return normalise("\n".join(texts)).casefold()
 
 
 def message_text(msg: Message) -> str:
