@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from engine.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.config import ModelPrice, Settings, price_for
+from engine.events import CompactionFailed, CompactionFinished, Event
 from engine.ledger import KINDS, LedgerItem, extract_ledger, normalise
 from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
-from engine.models import Message, Observation, Usage
+from engine.models import Compaction, Message, Observation, Usage
 from engine.store import Store
 from engine.tokens import count_blocks
 from tools.base import ToolContext, ToolResult
@@ -264,7 +265,13 @@ def replay(
         store.all_messages(session_id), store.observations(session_id)
     ).items
     total_steps = sum(max(1, len(r.assistants)) for r in rounds)
-    state = {"step": 0, "round": 0, "compactions_before": 0, "upto": 0}
+    state = {"step": 0, "round": 0, "upto": 0}
+    pending: list[Compaction] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, CompactionFinished | CompactionFailed):
+            pending.append(event.compaction)
+
     holder: dict[str, Any] = {}
 
     with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
@@ -278,9 +285,10 @@ def replay(
                 blocks = counter.blocks(request)
                 tokens = sum(b.tokens for b in blocks)  # = count_request, new blocks only
                 use = cache.use(blocks)
-                comps = scratch.compactions(session.id or 0)
-                fired = len(comps) - state["compactions_before"]
-                for comp in comps[state["compactions_before"] :]:
+                # Compactions since the last request, as the agent reported them (events, not a
+                # query of every compaction at every step).
+                fired = len(pending)
+                for comp in pending:
                     result.compactions.append(
                         CompactionFigures(
                             state["step"],
@@ -290,7 +298,7 @@ def replay(
                             comp.outcome,
                         )
                     )
-                state["compactions_before"] = len(comps)
+                pending.clear()
                 figures = StepFigures(
                     step=state["step"],
                     round=state["round"],
@@ -311,7 +319,9 @@ def replay(
                 return tokens
 
             provider = RecordedProvider(on_request)
-            agent = Agent(scratch, session, settings, provider, workspace, registry=tools)
+            agent = Agent(
+                scratch, session, settings, provider, workspace, events=on_event, registry=tools
+            )
             holder["agent"] = agent
             agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
             for number, rnd in enumerate(rounds, 1):
@@ -381,8 +391,8 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
         else:
             others.append(text)
     for step in agent.scratchpad:  # the round in progress: full observations
-        key = (agent.current_round, step.assistant.meta.step)
-        own.setdefault(key, []).extend(r.text for r in step.results)
+        where = (agent.current_round, step.assistant.meta.step)
+        own.setdefault(where, []).extend(r.text for r in step.results)
         rounds.setdefault(agent.current_round, []).extend(r.text for r in step.results)
     # Each text is normalised once per measurement (``present`` would normalise it again for
     # every item: quadratic in the ledger on long sessions).
