@@ -5,8 +5,8 @@ eight 250-line modules, 120 rounds of reads, greps, listings, edits with ``sed -
 Python commands and ``wc``, window 30 000 tokens,
 keep 3 rounds, so every strategy has to act), and the sample transcripts under ``tests/data/``
 imported with ``engine.importer``. Each is replayed (``engine.replay.replay``) under the six
-strategies with the same settings; the table is printed as Markdown. Deterministic: run it
-again and the same table comes out.
+strategies with the same settings; the table is printed as Markdown. Run again, it gives
+the same table up to a token or two (the summaries carry their time range).
 
     python bench/compare_fixtures.py
 """
