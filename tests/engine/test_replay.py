@@ -181,3 +181,31 @@ def test_a_replay_stops_at_a_step_with_the_request_it_sends(
     # layered's threshold is 0.8 × the 20 000-token window
     assert whole.threshold == 16_000
     store.close()
+
+
+def test_reset_hint_fires_after_each_round_whose_last_call_passed_its_threshold(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Seed 001: after a round, the last call's prompt tokens > 0.8 × context_limit. With
+    # context_limit 6 000 the threshold is 4 800: the compaction must come before the first
+    # request of the round after every round whose last request counted more than 4 800, and
+    # nowhere else. (The series itself is checked against the live agent's counts above.)
+    settings = Settings(context_window=20_000, keep_rounds=2)
+    db = tmp_path / "live.db"
+    sid = live_session(db, workspace, settings)
+    store = Store.open(db)
+    hint = Settings(context_window=20_000, strategies={"reset-hint": {"context_limit": 6_000}})
+    result = replay(store, sid, "reset-hint", hint, workspace)
+    store.close()
+    assert result.threshold == 4_800
+    last_of_round = {s.round: s for s in result.steps}
+    first_of_round = {}
+    for s in result.steps:
+        first_of_round.setdefault(s.round, s)
+    expected = [
+        first_of_round[r + 1].step
+        for r, s in sorted(last_of_round.items())
+        if r + 1 in first_of_round and s.tokens > 4_800
+    ]
+    assert expected  # the fixture does cross the threshold
+    assert [c.step for c in result.compactions if c.outcome == "success"] == expected
