@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from engine.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.config import ModelPrice, Settings, price_for
 from engine.events import CompactionFailed, CompactionFinished, Event
+from engine.importers.hidden import hidden_prefix
 from engine.ledger import KINDS, LedgerItem, extract_ledger, normalise
 from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
 from engine.models import Compaction, Message, Observation, Usage
@@ -70,6 +71,9 @@ class StepFigures:
     compactions: int = 0
     """Compactions that fired just before this request."""
     recall: dict[str, float | None] | None = None
+    original: int | None = None
+    """An imported session: the request as the original agent would have sent it — its hidden
+    prefix (:mod:`engine.importers.hidden`) plus this request's conversation part."""
 
 
 @dataclass
@@ -95,6 +99,13 @@ class ReplayResult:
     @property
     def peak(self) -> int:
         return max((s.tokens for s in self.steps), default=0)
+
+    @property
+    def total_original(self) -> int | None:
+        """Total input in the original agent's terms (imported sessions), else None."""
+        if not self.steps or self.steps[0].original is None:
+            return None
+        return sum(s.original or 0 for s in self.steps)
 
     @property
     def total_input(self) -> int:
@@ -128,6 +139,7 @@ class ReplayResult:
             "cache_read": sum(s.cache.read for s in self.steps),
             "cache_write": sum(s.cache.write for s in self.steps),
             "cost": round(self.cost, 4),
+            "total_input_original": self.total_original,
             "recall_last": self.recall_last(),
             "recall_min": self.recall_min(),
         }
@@ -265,7 +277,8 @@ def replay(
         store.all_messages(session_id), store.observations(session_id)
     ).items
     total_steps = sum(max(1, len(r.assistants)) for r in rounds)
-    state = {"step": 0, "round": 0, "upto": 0}
+    state = {"step": 0, "round": 0, "upto": 0, "fixed": 0}
+    hidden = hidden_prefix(store, session_id)
     pending: list[Compaction] = []
 
     def on_event(event: Event) -> None:
@@ -299,7 +312,11 @@ def replay(
                         )
                     )
                 pending.clear()
+                original = None
+                if hidden is not None:
+                    original = hidden.tokens + tokens - state["fixed"]
                 figures = StepFigures(
+                    original=original,
                     step=state["step"],
                     round=state["round"],
                     tokens=tokens,
@@ -323,6 +340,8 @@ def replay(
                 scratch, session, settings, provider, workspace, events=on_event, registry=tools
             )
             holder["agent"] = agent
+            # L1 + L2: what every request carries around the conversation (the empty request)
+            state["fixed"] = agent.preview().total
             agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
             for number, rnd in enumerate(rounds, 1):
                 state["round"] = number

@@ -64,6 +64,7 @@ def test_replay_under_layered_reproduces_the_live_requests(workspace: Path, tmp_
     replayed = replay(store, sid, "layered", settings, workspace)
     # every recorded call, with the token count the live agent counted for it
     assert [s.tokens for s in replayed.steps] == [u.local_estimate for u in usages]
+    assert all(s.original is None for s in replayed.steps)  # not imported: no hidden prefix
     # and the same compaction points: the step each compaction came before
     live_points = [
         sum(1 for u in usages if u.created_at <= c.created_at) + 1 for c in live_compactions
@@ -209,3 +210,28 @@ def test_reset_hint_fires_after_each_round_whose_last_call_passed_its_threshold(
     ]
     assert expected  # the fixture does cross the threshold
     assert [c.step for c in result.compactions if c.outcome == "success"] == expected
+
+
+def test_an_imported_session_is_also_counted_in_the_original_agents_terms(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from engine.importer import import_session
+    from engine.importers.hidden import hidden_prefix
+
+    store = Store.open(tmp_path / "imp.db")
+    data = Path(__file__).resolve().parent.parent / "data" / "recorded_session.jsonl"
+    sid = import_session(store, data, str(workspace), 4000).session.id
+    assert sid is not None
+    hidden = hidden_prefix(store, sid)
+    assert hidden is not None and hidden.tokens > 0
+    result = replay(store, sid, "layered", Settings(), workspace)
+    # every step: the original agent's hidden prefix instead of ctxscope's L1 + L2, the same
+    # conversation; so original − local is one constant, hidden − (L1 + L2)
+    differences = {s.original - s.tokens for s in result.steps if s.original is not None}
+    assert len(differences) == 1 and len(result.steps) == 8
+    assert result.total_original == sum(s.tokens for s in result.steps) + 8 * differences.pop()
+    live = replay(
+        store, sid, "layered", Settings(), workspace
+    )  # the same session, a second time: unchanged figures
+    assert [s.original for s in live.steps] == [s.original for s in result.steps]
+    store.close()
