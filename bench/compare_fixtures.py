@@ -30,7 +30,15 @@ from engine.store import Store  # noqa: E402
 from engine.strategies import STRATEGIES  # noqa: E402
 
 ROUNDS = 120
-TRANSCRIPTS = ("recorded_session.jsonl", "ide_session.jsonl")
+TRANSCRIPTS = (
+    "recorded_session.jsonl",
+    "ide_session.jsonl",
+    "claude_code/resumed_session.jsonl",
+    "mini_swe_agent.traj.json",
+    "swe_agent.traj",
+)
+"""The import issue's sample transcripts (Anthropic JSON lines, Claude Code, mini-SWE-agent,
+SWE-agent)."""
 ASKS = (
     "read m{a}.py",
     "grep def f{a}_1 in .",
@@ -96,7 +104,7 @@ def main() -> None:
         table(f"Long offline session ({ROUNDS} rounds)", store, sid, ws, conf)
         for name in TRANSCRIPTS:
             path = ROOT / "tests" / "data" / name
-            report = import_session(store, path, str(ws), conf.generic_max_chars)
+            report = import_session(store, path, str(ws), settings=conf)
             assert report.session.id is not None
             table(f"Imported `{name}`", store, report.session.id, ws, conf)
         store.close()
