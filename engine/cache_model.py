@@ -62,6 +62,15 @@ class BlockCounter:
 
     def __init__(self) -> None:
         self._memo: dict[tuple[int, bool], tuple[dict[str, Any], Block]] = {}
+        self._tokens: dict[str, int] = {}
+        """Tokens by content key: a block rebuilt as a new object (after a compaction, in the
+        round in progress) is not counted again."""
+
+    def _count(self, key: str, raw: dict[str, Any]) -> int:
+        tokens = self._tokens.get(key)
+        if tokens is None:
+            tokens = self._tokens[key] = count_blocks([raw])
+        return tokens
 
     def _seen(self, raw: dict[str, Any], breakpoint: bool, first: bool = False) -> Block | None:
         found = self._memo.get((id(raw), first))
@@ -89,10 +98,11 @@ class BlockCounter:
             )
         for raw in request.system:
             marked = "cache_control" in raw
-            out.append(
-                self._seen(raw, marked)
-                or self._keep(raw, Block(count_blocks([raw]), _key(raw), marked))
-            )
+            found = self._seen(raw, marked)
+            if found is None:
+                key = _key(raw)
+                found = self._keep(raw, Block(self._count(key, raw), key, marked))
+            out.append(found)
         for message in request.messages:
             content = message["content"]
             if isinstance(content, str):
@@ -104,8 +114,8 @@ class BlockCounter:
                 marked, first = "cache_control" in raw, j == 0
                 found = self._seen(raw, marked, first)
                 if found is None:
-                    tokens = count_blocks([raw]) + (MESSAGE_OVERHEAD if first else 0)
                     key = _key({"role": role, "first": first, **raw})
+                    tokens = self._count(key, raw) + (MESSAGE_OVERHEAD if first else 0)
                     found = self._keep(raw, Block(tokens, key, marked), first)
                 out.append(found)
         return out

@@ -493,6 +493,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
                     "step": s.step,
                     "round": s.round,
                     "tokens": s.tokens,
+                    "original_tokens": s.original,
                     "cache_read": s.cache.read,
                     "cache_write": s.cache.write,
                     "uncached": s.cache.uncached,

@@ -125,6 +125,39 @@ class StrategySettings(_Section):
     masking: MaskingSettings = Field(default_factory=MaskingSettings)
 
 
+class ModelPrice(_Section):
+    """List prices of one model, dollars per million tokens, and its minimum cacheable prefix.
+
+    Anthropic's pricing and prompt-caching documentation (as quoted by Portkey's and Helicone's
+    Anthropic prompt-caching pages): Claude Sonnet 4.x $3 input / $15 output per MTok, Opus 4.x
+    $15 / $75, Haiku 4.5 $1 / $5; a 5-minute cache write costs 1.25x the input price and a
+    cache read 0.1x; a prefix shorter than 1 024 tokens (Sonnet, Opus) or 2 048 tokens (Haiku)
+    is not cached; at most 4 breakpoints per request.
+    """
+
+    input: float = Field(ge=0)
+    """Dollars per million uncached input tokens."""
+    output: float = Field(ge=0)
+    """Dollars per million output tokens."""
+    cache_write_ratio: float = Field(1.25, ge=0)
+    """A cache write (5-minute TTL) costs this times the input price."""
+    cache_read_ratio: float = Field(0.1, ge=0)
+    """A cache read costs this times the input price."""
+    min_cacheable: int = Field(1024, ge=0)
+    """A prefix shorter than this many tokens is not cached (1 024 Sonnet/Opus, 2 048 Haiku)."""
+
+
+def _default_prices() -> dict[str, ModelPrice]:
+    sonnet = ModelPrice(input=3.0, output=15.0)
+    opus = ModelPrice(input=15.0, output=75.0)
+    return {
+        "claude-sonnet-4-6": sonnet,
+        "claude-sonnet-4-5": sonnet,
+        "claude-opus-4-1": opus,
+        "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0, min_cacheable=2048),
+    }
+
+
 class SettingsError(ValueError):
     """A setting has a value ctxscope cannot use; the message names it."""
 
@@ -212,6 +245,11 @@ class Settings(BaseSettings):
     """First backoff wait in seconds; doubled on each retry."""
     retry_max_delay: float = Field(30.0, ge=0)
     """Upper bound of one backoff wait."""
+
+    prices: dict[str, ModelPrice] = Field(default_factory=_default_prices)
+    """Per-model list prices and minimum cacheable lengths for replay cost estimates
+    (``[prices.<model>]``); a model not listed (``offline``) is priced as
+    ``claude-sonnet-4-6``, a dated name (``claude-haiku-4-5-20251001``) as its prefix."""
 
     validate_requests: bool = False
     """Debug mode: check every outgoing request as the Messages API would, and stop the round
@@ -353,3 +391,14 @@ def _has_key(values: dict[str, Any], parts: list[str]) -> bool:
             return False
         values = values[part]
     return True
+
+
+def price_for(settings: Settings, model: str) -> ModelPrice:
+    """The list price of ``model``: exact name, else the longest listed prefix, else Sonnet 4.6."""
+    prices = settings.prices
+    if model in prices:
+        return prices[model]
+    known = sorted((name for name in prices if model.startswith(name)), key=len)
+    if known:
+        return prices[known[-1]]
+    return prices.get("claude-sonnet-4-6") or ModelPrice(input=3.0, output=15.0)

@@ -26,37 +26,36 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.cache_model import BlockCounter, CacheUse, PromptCache
-from engine.config import Settings
-from engine.ledger import KINDS, LedgerItem, extract_ledger, present
+from engine.config import ModelPrice, Settings, price_for
+from engine.events import CompactionFailed, CompactionFinished, Event
+from engine.importers.hidden import hidden_prefix
+from engine.ledger import KINDS, LedgerItem, extract_ledger, normalise
 from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
-from engine.models import Message, Observation, Usage
+from engine.models import Compaction, Message, Observation, Usage
 from engine.store import Store
 from engine.tokens import count_blocks
 from tools.base import ToolContext, ToolResult
 from tools.registry import ToolRegistry, default_registry
+
+if TYPE_CHECKING:
+    from engine.agent import Agent
 
 RECALL_EVERY = 10
 """Ledger recall is measured at every compaction, at the last step and every this many steps
 (it scans the whole request for every item: measuring it at each step would dominate)."""
 
 
-@dataclass(frozen=True)
-class Price:
-    """Dollars per million tokens; cache writes 1.25× and reads 0.1× the input price."""
-
-    input: float
-    output: float
-
-    def cost(self, use: CacheUse, output: int) -> float:
-        return (
-            use.uncached * self.input
-            + use.write * self.input * 1.25
-            + use.read * self.input * 0.1
-            + output * self.output
-        ) / 1_000_000
+def call_cost(price: ModelPrice, use: CacheUse, output: int) -> float:
+    """Dollars for one call at list price: uncached input, cache writes and reads, output."""
+    return (
+        use.uncached * price.input
+        + use.write * price.input * price.cache_write_ratio
+        + use.read * price.input * price.cache_read_ratio
+        + output * price.output
+    ) / 1_000_000
 
 
 @dataclass
@@ -72,6 +71,9 @@ class StepFigures:
     compactions: int = 0
     """Compactions that fired just before this request."""
     recall: dict[str, float | None] | None = None
+    original: int | None = None
+    """An imported session: the request as the original agent would have sent it — its hidden
+    prefix (:mod:`engine.importers.hidden`) plus this request's conversation part."""
 
 
 @dataclass
@@ -90,10 +92,20 @@ class ReplayResult:
     strategy: str
     steps: list[StepFigures] = field(default_factory=list)
     compactions: list[CompactionFigures] = field(default_factory=list)
+    threshold: float | None = None
+    """The strategy's compaction threshold in tokens at the end (None when it measures
+    something else: messages, observations)."""
 
     @property
     def peak(self) -> int:
         return max((s.tokens for s in self.steps), default=0)
+
+    @property
+    def total_original(self) -> int | None:
+        """Total input in the original agent's terms (imported sessions), else None."""
+        if not self.steps or self.steps[0].original is None:
+            return None
+        return sum(s.original or 0 for s in self.steps)
 
     @property
     def total_input(self) -> int:
@@ -127,6 +139,7 @@ class ReplayResult:
             "cache_read": sum(s.cache.read for s in self.steps),
             "cache_write": sum(s.cache.write for s in self.steps),
             "cost": round(self.cost, 4),
+            "total_input_original": self.total_original,
             "recall_last": self.recall_last(),
             "recall_min": self.recall_min(),
         }
@@ -241,25 +254,37 @@ def replay(
     strategy: str,
     settings: Settings,
     workspace: Path | None = None,
-    price: Price | None = None,
-    min_cache_tokens: int = 1024,
+    price: ModelPrice | None = None,
     on_step: Callable[[int, int], None] | None = None,
+    at_step: Callable[[int, Agent], bool] | None = None,
 ) -> ReplayResult:
-    """Replay ``session_id`` of ``store`` (read only) under ``strategy``."""
+    """Replay ``session_id`` of ``store`` (read only) under ``strategy``.
+
+    ``at_step(step, agent)`` is called as each request is sent, with the agent whose
+    :meth:`~engine.agent.Agent.preview` is that request (the workbench opens it in the context
+    inspector); returning True stops the replay there.
+    """
     from engine.agent import Agent  # the agent imports strategies; keep this module light
 
     rounds = recorded_rounds(store, session_id)
     original = store.get_session(session_id)
     workspace = workspace or Path(original.workspace or ".")
-    price = price or Price(3.0, 15.0)
+    price = price or price_for(settings, original.model or settings.model)
     result = ReplayResult(strategy)
-    cache = PromptCache(min_cache_tokens)
+    cache = PromptCache(price.min_cacheable)
     counter = BlockCounter()
     ledger_items = extract_ledger(
         store.all_messages(session_id), store.observations(session_id)
     ).items
     total_steps = sum(max(1, len(r.assistants)) for r in rounds)
-    state = {"step": 0, "round": 0, "compactions_before": 0, "upto": 0}
+    state = {"step": 0, "round": 0, "upto": 0, "fixed": 0}
+    hidden = hidden_prefix(store, session_id)
+    pending: list[Compaction] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, CompactionFinished | CompactionFailed):
+            pending.append(event.compaction)
+
     holder: dict[str, Any] = {}
 
     with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
@@ -273,9 +298,10 @@ def replay(
                 blocks = counter.blocks(request)
                 tokens = sum(b.tokens for b in blocks)  # = count_request, new blocks only
                 use = cache.use(blocks)
-                comps = scratch.compactions(session.id or 0)
-                fired = len(comps) - state["compactions_before"]
-                for comp in comps[state["compactions_before"] :]:
+                # Compactions since the last request, as the agent reported them (events, not a
+                # query of every compaction at every step).
+                fired = len(pending)
+                for comp in pending:
                     result.compactions.append(
                         CompactionFigures(
                             state["step"],
@@ -285,8 +311,12 @@ def replay(
                             comp.outcome,
                         )
                     )
-                state["compactions_before"] = len(comps)
+                pending.clear()
+                original = None
+                if hidden is not None:
+                    original = hidden.tokens + tokens - state["fixed"]
                 figures = StepFigures(
+                    original=original,
                     step=state["step"],
                     round=state["round"],
                     tokens=tokens,
@@ -301,11 +331,17 @@ def replay(
                 result.steps.append(figures)
                 if on_step is not None:
                     on_step(state["step"], total_steps)
+                if at_step is not None and at_step(state["step"], holder["agent"]):
+                    raise _Stopped
                 return tokens
 
             provider = RecordedProvider(on_request)
-            agent = Agent(scratch, session, settings, provider, workspace, registry=tools)
+            agent = Agent(
+                scratch, session, settings, provider, workspace, events=on_event, registry=tools
+            )
             holder["agent"] = agent
+            # L1 + L2: what every request carries around the conversation (the empty request)
+            state["fixed"] = agent.preview().total
             agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
             for number, rnd in enumerate(rounds, 1):
                 state["round"] = number
@@ -318,7 +354,10 @@ def replay(
                 )
                 state["upto"] = rnd.last_id
                 before = len(result.steps)
-                agent.run(rnd.text)
+                try:
+                    agent.run(rnd.text)
+                except _Stopped:
+                    break
                 for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
                     s.output = count_blocks(
                         [{"type": "text", "text": msg.content or " "}]
@@ -327,11 +366,18 @@ def replay(
                             for c in msg.tool_calls
                         ]
                     )
-                    s.cost = price.cost(s.cache, s.output)
+                    s.cost = call_cost(price, s.cache, s.output)
+            measure = agent.plan().measure
+            if measure.source != "count":
+                result.threshold = measure.threshold
         finally:
             scratch.close()
             store.rebind()
     return result
+
+
+class _Stopped(Exception):
+    """``at_step`` asked to stop the replay."""
 
 
 def _as_recorded(text: str) -> Any:
@@ -364,17 +410,20 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
         else:
             others.append(text)
     for step in agent.scratchpad:  # the round in progress: full observations
-        key = (agent.current_round, step.assistant.meta.step)
-        own.setdefault(key, []).extend(r.text for r in step.results)
+        where = (agent.current_round, step.assistant.meta.step)
+        own.setdefault(where, []).extend(r.text for r in step.results)
         rounds.setdefault(agent.current_round, []).extend(r.text for r in step.results)
-    rest = "\n".join(others)
+    # Each text is normalised once per measurement (``present`` would normalise it again for
+    # every item: quadratic in the ledger on long sessions).
+    rest = _folded(others)
     counts = {kind: [0, 0] for kind in KINDS}
-    step_text = {k: "\n".join(v) for k, v in own.items()}
-    round_text = {k: "\n".join(v) for k, v in rounds.items()}
+    step_text = {k: _folded(v) for k, v in own.items()}
+    round_text = {k: _folded(v) for k, v in rounds.items()}
     for item in known:
+        wanted = item.key.casefold()
         # its own step first, then what is left of its round, then summaries and projections
         found = any(
-            text is not None and present([item], text)[0]
+            text is not None and wanted in text
             for text in (
                 step_text.get((item.round, item.step)),
                 round_text.get(item.round),
@@ -385,6 +434,12 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
         pair[1] += 1
         pair[0] += int(found)
     return {kind: (kept / total if total else None) for kind, (kept, total) in counts.items()}
+
+
+def _folded(texts: list[str]) -> str:
+    """Texts joined, whitespace-normalised and case-folded, as :func:`engine.ledger.present`
+    compares them."""
+    return normalise("\n".join(texts)).casefold()
 
 
 def message_text(msg: Message) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from engine.cache_model import Block, PromptCache
+from engine.cache_model import Block, CacheUse, PromptCache
+from engine.config import Settings, price_for
+from engine.replay import call_cost
 
 
 def blocks(*spec: tuple[str, int, bool]) -> list[Block]:
@@ -50,3 +52,15 @@ def test_the_lookback_finds_a_prefix_within_twenty_blocks() -> None:
     far = [(f"c{i}", 10, i == 24) for i in range(25)]
     use = cache.use(blocks(("sys", 2000, False), *far))
     assert (use.read, use.write) == (0, 2250)
+
+
+def test_prices_come_from_settings_by_model_name() -> None:
+    settings = Settings()
+    haiku = price_for(settings, "claude-haiku-4-5-20251001")
+    assert (haiku.input, haiku.output, haiku.min_cacheable) == (1.0, 5.0, 2048)
+    sonnet = price_for(settings, "offline")
+    assert (sonnet.input, sonnet.output, sonnet.min_cacheable) == (3.0, 15.0, 1024)
+    # 1 000 000 uncached + 1 000 000 written + 1 000 000 read + 100 000 out at $3 / $15:
+    # 3 + 3.75 + 0.30 + 1.50 = 8.55 dollars
+    use = CacheUse(read=1_000_000, write=1_000_000, uncached=1_000_000)
+    assert round(call_cost(sonnet, use, 100_000), 6) == 8.55

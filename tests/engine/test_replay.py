@@ -64,6 +64,7 @@ def test_replay_under_layered_reproduces_the_live_requests(workspace: Path, tmp_
     replayed = replay(store, sid, "layered", settings, workspace)
     # every recorded call, with the token count the live agent counted for it
     assert [s.tokens for s in replayed.steps] == [u.local_estimate for u in usages]
+    assert all(s.original is None for s in replayed.steps)  # not imported: no hidden prefix
     # and the same compaction points: the step each compaction came before
     live_points = [
         sum(1 for u in usages if u.created_at <= c.created_at) + 1 for c in live_compactions
@@ -158,3 +159,79 @@ def test_recall_sees_what_a_replacing_summary_forgets(workspace: Path, tmp_path:
     assert len(reset.compactions) >= 2
     assert reset.recall_min()["request"] is not None and reset.recall_min()["request"] < 1.0
     assert [s.step for s in reset.steps if s.recall is not None][-1] == 20  # measured at the end
+
+
+def test_a_replay_stops_at_a_step_with_the_request_it_sends(
+    workspace: Path, tmp_path: Path
+) -> None:
+    settings = Settings(context_window=20_000, keep_rounds=2)
+    db = tmp_path / "live.db"
+    sid = live_session(db, workspace, settings)
+    store = Store.open(db)
+    seen: dict[int, int] = {}
+
+    def at_step(step: int, agent: Agent) -> bool:
+        seen[step] = agent.preview().total
+        return step == 5
+
+    partial = replay(store, sid, "layered", settings, workspace, at_step=at_step)
+    whole = replay(store, sid, "layered", settings, workspace)
+    assert len(partial.steps) == 5 and sorted(seen) == [1, 2, 3, 4, 5]
+    # the agent's preview at a step is the very request the replay counted there
+    assert [seen[n] for n in range(1, 6)] == [s.tokens for s in whole.steps[:5]]
+    # layered's threshold is 0.8 × the 20 000-token window
+    assert whole.threshold == 16_000
+    store.close()
+
+
+def test_reset_hint_fires_after_each_round_whose_last_call_passed_its_threshold(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Seed 001: after a round, the last call's prompt tokens > 0.8 × context_limit. With
+    # context_limit 6 000 the threshold is 4 800: the compaction must come before the first
+    # request of the round after every round whose last request counted more than 4 800, and
+    # nowhere else. (The series itself is checked against the live agent's counts above.)
+    settings = Settings(context_window=20_000, keep_rounds=2)
+    db = tmp_path / "live.db"
+    sid = live_session(db, workspace, settings)
+    store = Store.open(db)
+    hint = Settings(context_window=20_000, strategies={"reset-hint": {"context_limit": 6_000}})
+    result = replay(store, sid, "reset-hint", hint, workspace)
+    store.close()
+    assert result.threshold == 4_800
+    last_of_round = {s.round: s for s in result.steps}
+    first_of_round = {}
+    for s in result.steps:
+        first_of_round.setdefault(s.round, s)
+    expected = [
+        first_of_round[r + 1].step
+        for r, s in sorted(last_of_round.items())
+        if r + 1 in first_of_round and s.tokens > 4_800
+    ]
+    assert expected  # the fixture does cross the threshold
+    assert [c.step for c in result.compactions if c.outcome == "success"] == expected
+
+
+def test_an_imported_session_is_also_counted_in_the_original_agents_terms(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from engine.importer import import_session
+    from engine.importers.hidden import hidden_prefix
+
+    store = Store.open(tmp_path / "imp.db")
+    data = Path(__file__).resolve().parent.parent / "data" / "recorded_session.jsonl"
+    sid = import_session(store, data, str(workspace), 4000).session.id
+    assert sid is not None
+    hidden = hidden_prefix(store, sid)
+    assert hidden is not None and hidden.tokens > 0
+    result = replay(store, sid, "layered", Settings(), workspace)
+    # every step: the original agent's hidden prefix instead of ctxscope's L1 + L2, the same
+    # conversation; so original − local is one constant, hidden − (L1 + L2)
+    differences = {s.original - s.tokens for s in result.steps if s.original is not None}
+    assert len(differences) == 1 and len(result.steps) == 8
+    assert result.total_original == sum(s.tokens for s in result.steps) + 8 * differences.pop()
+    live = replay(
+        store, sid, "layered", Settings(), workspace
+    )  # the same session, a second time: unchanged figures
+    assert [s.original for s in live.steps] == [s.original for s in result.steps]
+    store.close()

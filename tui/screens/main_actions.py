@@ -22,6 +22,7 @@ from tui.formatting import plural, round_span, tokens, workspace_label
 from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_modal import CompactModal
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
+from tui.screens.compare_screen import CompareScreen
 from tui.screens.execution_log_screen import ExecutionLogScreen
 from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.keys_modal import KeysModal
@@ -75,6 +76,13 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "Search the history, its summaries and the archive (/ when the input is not focused)",
         show=False,
     ),
+    ActionSpec(
+        "f9",
+        "compare",
+        "Compare",
+        "Replay this session under every strategy: tokens, cache, cost, what was kept",
+        show=False,
+    ),
     ActionSpec("f8", "toggle_maximize", "Max", "Maximise the focused pane, or restore it"),
     ActionSpec("ctrl+n", "new_session", "New", "Start a new session in this workspace"),
     ActionSpec("escape", "interrupt", "Interrupt", "Interrupt the running round"),
@@ -122,7 +130,7 @@ class MainActions(Screen[None]):
             return self.has_class("-narrow")
         if action == "interrupt":
             return self.busy == "round"
-        if action in ("archive", "inspect", "execution_log") and self.agent is None:
+        if action in ("archive", "inspect", "execution_log", "compare") and self.agent is None:
             return None
         return True
 
@@ -234,6 +242,13 @@ class MainActions(Screen[None]):
             settings = self.agent.settings
             self.app.push_screen(
                 InspectorScreen(self.agent, settings.context_window, settings.threshold_tokens)
+            )
+
+    def action_compare(self) -> None:
+        if self.agent is not None and self.session_id is not None:
+            agent = self.agent
+            self.app.push_screen(
+                CompareScreen(agent.store, self.session_id, agent.settings, agent.workspace)
             )
 
     def action_execution_log(self) -> None:

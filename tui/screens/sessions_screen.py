@@ -58,6 +58,13 @@ class SessionsScreen(Screen[int | None]):
         ),
         Binding("r", "rename", "Rename", id="sessions.rename", tooltip="Rename the session"),
         Binding(
+            "c",
+            "compare",
+            "Compare",
+            id="sessions.compare",
+            tooltip="Replay the selected session under every strategy, side by side",
+        ),
+        Binding(
             "d",
             "delete",
             "Delete",
@@ -213,6 +220,19 @@ class SessionsScreen(Screen[int | None]):
 
         title = self.infos[session_id].session.title
         self.app.push_screen(RenameModal(session_id, title), renamed)
+
+    def action_compare(self) -> None:
+        from tui.screens.compare_screen import CompareScreen
+
+        session_id = self._selected_id()
+        info = self.infos.get(session_id) if session_id is not None else None
+        if info is None or session_id is None:
+            return
+        settings = getattr(self.app, "settings", None)
+        if settings is None:
+            return
+        workspace = Path(info.session.workspace or ".")
+        self.app.push_screen(CompareScreen(self.store, session_id, settings, workspace))
 
     def action_delete(self) -> None:
         session_id = self._selected_id()

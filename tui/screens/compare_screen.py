@@ -1,0 +1,275 @@
+"""CompareScreen: one stored session replayed under every strategy, side by side.
+
+A thread worker runs :func:`engine.replay.replay` for each strategy (the session itself is only
+read), reporting progress; then the chart (:class:`~tui.widgets.replay_chart.ReplayChart`)
+shows request tokens per step for all of them and the table beneath one row per strategy:
+steps, compactions, peak, total input, cache read and write, cost, and the artifact ledger's
+recall at the last step and its minimum (files, commands, errors, requests). ←/→ move the
+selected step; Enter opens the request the highlighted strategy would have sent at that step in
+the context inspector (replayed again up to that step, in a worker).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Label, Static
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from engine.agent import Agent
+from engine.config import Settings
+from engine.replay import ReplayResult, replay
+from engine.store import Store
+from engine.strategies import STRATEGIES
+from tui.formatting import tokens
+from tui.screens.inspector_screen import Inspection, InspectorScreen, inspect_agent
+from tui.widgets.key_bar import KeyBar
+from tui.widgets.replay_chart import ReplayChart
+
+RECALL_COLUMNS = (("file_read", "read"), ("file_changed", "edit"), ("command", "cmd"),
+                  ("error", "err"), ("request", "ask"))  # fmt: skip
+"""Ledger kinds shown in the table, with their short headers (decisions are in --json)."""
+
+
+def _recall(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+class ReplayInspectorScreen(InspectorScreen):
+    """The context inspector over a request a replay would have sent (computed already)."""
+
+    def __init__(self, inspection: Inspection, title: str, window: int, threshold: int) -> None:
+        super().__init__(None, window, threshold)  # type: ignore[arg-type]
+        self.inspection = inspection
+        self.title_text = title
+
+    def on_mount(self) -> None:
+        self.query_one("#inspector-title", Label).update(self.title_text)
+        self.show(self.inspection)
+
+    def build(self) -> Inspection:  # type: ignore[override]
+        return self.inspection
+
+
+class CompareScreen(Screen[None]):
+    """Every strategy's replay of one session: chart, table, and the request at a step."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back", id="compare.back", tooltip="Back to the session"),
+        Binding(
+            "enter",
+            "open_request",
+            "Open request",
+            id="compare.open",
+            tooltip="The request the highlighted strategy would have sent at the selected step",
+            priority=True,
+        ),
+        Binding(
+            "left",
+            "step(-1)",
+            "Step −1",
+            id="compare.prev",
+            tooltip="Select the step before",
+            priority=True,
+        ),
+        Binding(
+            "right",
+            "step(1)",
+            "Step +1",
+            id="compare.next",
+            tooltip="Select the next step",
+            priority=True,
+        ),
+        Binding(
+            "shift+left",
+            "step(-50)",
+            "−50",
+            show=False,
+            id="compare.prev50",
+            tooltip="Select the step 50 before",
+            priority=True,
+        ),
+        Binding(
+            "shift+right",
+            "step(50)",
+            "+50",
+            show=False,
+            id="compare.next50",
+            tooltip="Select the step 50 after",
+            priority=True,
+        ),
+    ]
+
+    @dataclass
+    class ReplayProgressed(Message):
+        """A strategy's replay reached a step."""
+
+        strategy: str
+        step: int
+        total: int
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, CompareScreen.ReplayProgressed)
+
+    def __init__(self, store: Store, session_id: int, settings: Settings, workspace: Path) -> None:
+        super().__init__()
+        self.store = store
+        self.session_id = session_id
+        self.settings = settings
+        self.workspace = workspace
+        self.results: list[ReplayResult] = []
+        self.selected = 0
+
+    def compose(self) -> ComposeResult:
+        yield Label(
+            f"Replay and compare · session {self.session_id} under every strategy — "
+            "←/→ step · Enter opens the request · Esc back",
+            id="compare-title",
+        )
+        yield ReplayChart(self.settings.context_window, id="compare-chart")
+        yield Static("replaying…", id="compare-status")
+        table: DataTable[str] = DataTable(id="compare-table", cursor_type="row")
+        table.add_columns(
+            "strategy", "steps", "comp.", "peak", "total in", "cache read", "cache write", "cost",
+            *(f"{h} last/min" for _, h in RECALL_COLUMNS),
+        )  # fmt: skip
+        yield table
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).loading = True
+        self.run_replays()
+
+    @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
+    def run_replays(self) -> list[ReplayResult]:
+        worker = get_current_worker()
+        out = []
+        try:
+            for name in STRATEGIES:
+                if worker.is_cancelled:
+                    break
+
+                def progress(step: int, total: int, name: str = name) -> None:
+                    if step % 20 == 0 or step == total:
+                        self.post_message(self.ReplayProgressed(name, step, total))
+
+                out.append(
+                    replay(
+                        self.store,
+                        self.session_id,
+                        name,
+                        self.settings,
+                        self.workspace,
+                        on_step=progress,
+                    )
+                )
+        finally:
+            self.store.db.close()
+        return out
+
+    @on(ReplayProgressed)
+    def _progressed(self, event: ReplayProgressed) -> None:
+        self.query_one("#compare-status", Static).update(
+            f"replaying under {event.strategy}: step {event.step:,} of {event.total:,}…"
+        )
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if event.state == WorkerState.ERROR:
+            self.query_one(DataTable).loading = False
+            self.notify(f"Replay failed: {worker.error}", severity="error")
+            return
+        if event.state != WorkerState.SUCCESS:
+            return
+        if worker.group == "replay" and worker.result is not None:
+            self.show(worker.result)
+        elif worker.group == "replay-step" and worker.result is not None:
+            inspection, title = worker.result
+            settings = self.settings
+            self.app.push_screen(
+                ReplayInspectorScreen(
+                    inspection, title, settings.context_window, settings.threshold_tokens
+                )
+            )
+
+    def show(self, results: list[ReplayResult]) -> None:
+        self.results = results
+        self.selected = max((len(r.steps) for r in results), default=0)
+        table = self.query_one(DataTable)
+        table.loading = False
+        table.clear()
+        for r in results:
+            row = r.row()
+            last, low = row["recall_last"], row["recall_min"]
+            table.add_row(
+                r.strategy,
+                f"{row['steps']:,}",
+                str(row["compactions"]),
+                tokens(row["peak"]),
+                tokens(row["total_input"]),
+                tokens(row["cache_read"]),
+                tokens(row["cache_write"]),
+                f"${row['cost']:.2f}",
+                *(
+                    f"{_recall(last.get(kind))}/{_recall(low.get(kind))}"
+                    for kind, _ in RECALL_COLUMNS
+                ),
+                key=r.strategy,
+            )
+        self._redraw()
+
+    def _redraw(self) -> None:
+        self.query_one(ReplayChart).show(self.results, self.selected)
+        figures = []
+        for r in self.results:
+            if 0 < self.selected <= len(r.steps):
+                figures.append(f"{r.strategy} {tokens(r.steps[self.selected - 1].tokens)}")
+        self.query_one("#compare-status", Static).update(
+            f"step {self.selected:,}: " + " · ".join(figures) if figures else "no recorded calls"
+        )
+
+    def action_step(self, delta: int) -> None:
+        if not self.results:
+            return
+        steps = max(len(r.steps) for r in self.results)
+        self.selected = min(max(1, self.selected + delta), steps)
+        self._redraw()
+
+    def action_open_request(self) -> None:
+        table = self.query_one(DataTable)
+        if not self.results or table.row_count == 0:
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        if key is not None and self.selected > 0:
+            self.notify(f"Replaying {key} to step {self.selected:,}…")
+            self.request_at(key, self.selected)
+
+    @work(thread=True, exclusive=True, group="replay-step", exit_on_error=False)
+    def request_at(self, strategy: str, step: int) -> tuple[Inspection, str]:
+        found: list[Inspection] = []
+
+        def at_step(number: int, agent: Agent) -> bool:
+            if number == step:
+                found.append(inspect_agent(agent))
+                return True
+            return False
+
+        try:
+            replay(self.store, self.session_id, strategy, self.settings, self.workspace,
+                   at_step=at_step)  # fmt: skip
+        finally:
+            self.store.db.close()
+        if not found:
+            raise ValueError(f"{strategy} sent no request at step {step}")
+        title = f"Replay · {strategy} · the request of step {step:,} (session {self.session_id})"
+        return found[0], title
+
+    def action_close(self) -> None:
+        self.dismiss(None)
