@@ -439,7 +439,9 @@ def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
     if args.name is not None:
         if args.name not in STRATEGIES:
             raise CliError(f"unknown strategy {args.name!r}; known: {', '.join(STRATEGIES)}")
-        session = store.switch_strategy(args.session, args.name)
+        # a round or a compaction in progress runs under the old strategy: one writer at a time
+        with store.acquire_lease(args.session, "strategy switch"):
+            session = store.switch_strategy(args.session, args.name)
     switches = store.strategy_switches(args.session)
     data = {
         "session_id": session.id,

@@ -203,3 +203,19 @@ def test_a_lease_is_refused_to_a_second_holder_in_the_same_process(
     b.acquire_lease(sid, "compaction").release()
     a.close()
     b.close()
+
+
+def test_a_strategy_switch_waits_for_no_writer(
+    shared: tuple[Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engine.cli import main
+
+    db, sid = shared
+    holder = Store.open(db)
+    lease = holder.acquire_lease(sid, "round")
+    assert main(["strategy", str(sid), "masking", "--db", str(db)]) == 1
+    assert "being written by another ctxscope" in capsys.readouterr().err
+    lease.release()
+    assert main(["strategy", str(sid), "masking", "--db", str(db)]) == 0
+    assert holder.get_session(sid).strategy == "masking"
+    holder.close()
