@@ -89,6 +89,11 @@ CRASH_ANSWER = "(round interrupted: ctxscope stopped before it finished)"
 CRASH_RESULT = "ctxscope stopped before this tool returned a result."
 
 
+def fixed_tokens(built: BuiltContext) -> int:
+    """What every request carries besides L3: L1, L2 and the todo recap."""
+    return built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
+
+
 class InvalidRequest(AssertionError):
     """Debug mode (``validate_requests``): the engine built a request the API would refuse.
 
@@ -254,24 +259,19 @@ class Agent:
     def budget(self, user_input: str = "") -> BudgetCheck:
         """The seed C7 check for ``user_input`` against the current history (seed 000's rule;
         :meth:`plan` is the active strategy's decision)."""
-        built = self._build_idle()
-        return check_budget(
-            self.last_usage(),
-            built.total,
-            user_input,
-            len(self.history.history.messages),
-            self.settings,
-        )
+        return self._budget_of(self._build_idle(), user_input)
 
     def preview_and_budget(self, question: str = "") -> tuple[BuiltContext, BudgetCheck]:
         """:meth:`preview` and :meth:`budget` together, building the context once when idle."""
         if question or self.current_round is not None:
             return self.preview(question), self.budget(question)
         built = self.preview()
-        check = check_budget(
-            self.last_usage(), built.total, "", len(self.history.history.messages), self.settings
-        )
-        return built, check
+        return built, self._budget_of(built, "")
+
+    def _budget_of(self, idle: BuiltContext, user_input: str) -> BudgetCheck:
+        """The C7 check with ``idle`` (the request without input) as the local stand-in."""
+        messages = len(self.history.history.messages)
+        return check_budget(self.last_usage(), idle.total, user_input, messages, self.settings)
 
     def sent_history(self) -> History:
         """L3 as the strategy sends it: its summaries, and history after its projection (seed
@@ -345,8 +345,9 @@ class Agent:
         if not pinned:
             return
         built = self._build_idle()
-        fixed = built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
-        tokens = fixed + sum(m.tokens or 0 for m in self.history.history.messages if m.id in pinned)
+        tokens = fixed_tokens(built) + sum(
+            m.tokens or 0 for m in self.history.history.messages if m.id in pinned
+        )
         measure = self.plan().measure
         token_based = measure.source != "count"
         threshold = int(measure.threshold) if token_based else self.settings.threshold_tokens
@@ -379,7 +380,7 @@ class Agent:
             history=self.history.history,
             in_progress=self.current_round,
             request_tokens=built.total,
-            fixed_tokens=built.total - built.layers["L3 summaries"] - built.layers["L3 history"],
+            fixed_tokens=fixed_tokens(built),
             last_usage=self.last_usage() if uses_api else None,
             last_usage_source=record.source if record else "api",
             user_input=user_input,
@@ -417,7 +418,7 @@ class Agent:
         if self.strategy.summary is None:
             return
         if isinstance(self.strategy, LayeredStrategy):
-            self._warn_if_kept_rounds_exceed(plan)
+            self._warn_if_kept_rounds_exceed()
             return
         self.events(
             BudgetWarning(
@@ -706,14 +707,12 @@ class Agent:
     def _save_todos(self, todos: list[TodoItem]) -> None:
         self.store.set_todos(self.session_id, todos)
 
-    def _warn_if_kept_rounds_exceed(self, plan: Plan) -> None:
+    def _warn_if_kept_rounds_exceed(self) -> None:
         """Seed 000: the keep zone alone (with L1/L2) is at or over the threshold.
 
         Compaction never goes below the last ``keep_rounds`` rounds, so it cannot help then.
         """
-        built = self._build_idle()
-        fixed = built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
-        kept = fixed + self.history.kept_tokens()
+        kept = fixed_tokens(self._build_idle()) + self.history.kept_tokens()
         threshold = self.settings.threshold_tokens
         if kept < threshold:
             return

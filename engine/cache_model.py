@@ -126,11 +126,6 @@ def _key(block: dict[str, Any]) -> str:
     return json.dumps(plain, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def request_blocks(request: ProviderRequest, tools_breakpoint: bool = True) -> list[Block]:
-    """:meth:`BlockCounter.blocks` without a memo (one request on its own)."""
-    return BlockCounter().blocks(request, tools_breakpoint)
-
-
 @dataclass
 class PromptCache:
     """The prefixes written so far, and what each new request reads and writes."""
