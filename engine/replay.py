@@ -372,7 +372,6 @@ def replay(
                 result.threshold = measure.threshold
         finally:
             scratch.close()
-            store.rebind()
     return result
 
 

@@ -16,11 +16,15 @@ from peewee import (
     Model,
     TextField,
 )
+from playhouse.shortcuts import ThreadSafeDatabaseMetadata
 
 from engine.store.schema import StoreError
 
-# Bound at start-up by Store.open(), never at import time, so tests can use their own files.
-database = DatabaseProxy()
+UNBOUND = DatabaseProxy()
+"""The tables' database until a store binds them. Each ``Store`` binds the tables to its own
+connection, per thread (peewee's ``ThreadSafeDatabaseMetadata``), on entry to every method, so
+two stores in one process — on one thread or on two — never read or write each other's file.
+A query on a thread no store has bound fails loudly instead of reaching some other file."""
 
 
 def aware(value: datetime) -> datetime:
@@ -79,7 +83,8 @@ class BaseRow(Model):
     id: Any  # an int on rows, a field expression on the class
 
     class Meta:
-        database = database
+        database = UNBOUND
+        model_metadata_class = ThreadSafeDatabaseMetadata
         legacy_table_names = False
 
 

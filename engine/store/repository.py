@@ -9,6 +9,7 @@ table, linked to the segment (and through it to the summary) that replaced them.
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -51,7 +52,6 @@ from engine.store.models import (
     StrategySwitchRow,
     SummaryRow,
     UsageRow,
-    database,
 )
 from engine.store.schema import StoreError
 from prompts.agents_prompts.summary_prompt import RECALL_NOTE, SEGMENT_PENDING
@@ -77,6 +77,9 @@ LEASE_POLL = 0.1
 _T = TypeVar("_T")
 
 
+_opening = threading.Lock()
+
+
 class SessionNotFound(StoreError):
     """No session with that id."""
 
@@ -84,6 +87,17 @@ class SessionNotFound(StoreError):
 def _is_locked(exc: OperationalError) -> bool:
     text = str(exc)
     return "locked" in text or "busy" in text
+
+
+def reads(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Run a Store method on this store's own file: bind the tables to it on this thread."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> _T:
+        self.bind()
+        return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 def writes(method: Callable[..., _T]) -> Callable[..., _T]:
@@ -100,9 +114,7 @@ def writes(method: Callable[..., _T]) -> Callable[..., _T]:
     def wrapper(self: Store, *args: Any, **kwargs: Any) -> _T:
         if self.read_only:
             raise StoreError(f"{self.path} is open read-only; this command does not write")
-        # The tables share one proxy: a write must run on this store's connection, the one
-        # its transaction is on (else it waits for its own lock).
-        self.rebind()
+        self.bind()
         if self.db.in_transaction():
             return method(self, *args, **kwargs)
         for attempt in range(LOCKED_RETRIES + 1):
@@ -124,7 +136,7 @@ def writes(method: Callable[..., _T]) -> Callable[..., _T]:
 
 
 class Store:
-    """A ctxscope database. Create with :meth:`open`; one store is bound at a time."""
+    """A ctxscope database. Create with :meth:`open`; any number may be open at once."""
 
     def __init__(
         self,
@@ -162,9 +174,12 @@ class Store:
             raise StoreError(f"cannot create the folder for {path}: {exc}") from None
         pragmas = {**PRAGMAS, "busy_timeout": int(busy_timeout * 1000)}
         db = SqliteDatabase(str(path), pragmas=pragmas, timeout=busy_timeout)
-        database.initialize(db)
         store = cls(db, path, read_only=read_only, busy_timeout=busy_timeout)
         try:
+            # Creating tables and migrating go through the tables' schema manager, which
+            # peewee shares between threads: one store opens at a time.
+            _opening.acquire()
+            store.bind()
             db.connect(reuse_if_open=True)
             if version is None:
                 with db.atomic("IMMEDIATE"):
@@ -185,23 +200,31 @@ class Store:
         except Exception as exc:
             db.close()
             raise StoreError(f"cannot use {path}: {exc}") from None
+        finally:
+            _opening.release()
         return store
 
-    def rebind(self) -> None:
-        """Point the tables back at this store (another ``Store.open`` in the process moved
-        them: they share one proxy until each store binds its own)."""
-        database.initialize(self.db)
+    def bind(self) -> None:
+        """Bind the tables to this store's file on the calling thread.
+
+        Every method does this on entry; call it yourself only to query the row classes
+        directly (tests do). Binding is per thread, so another thread's store is unaffected.
+        """
+        if SessionRow._meta.database is not self.db:
+            self.db.bind(TABLES, bind_refs=False, bind_backrefs=False)
 
     def close(self) -> None:
         if not self.db.is_closed():
             self.db.close()
 
     # ------------------------------------------------------------------ the writer lease
+    @reads
     def lease_holder(self, session_id: int) -> Holder | None:
         """Who holds the session's lease (alive or not), or None."""
         row = LeaseRow.get_or_none(LeaseRow.session == session_id)
         return None if row is None else _holder(row)
 
+    @reads
     def writer_alive(self, session_id: int, stale_after: float = LEASE_STALE_AFTER) -> bool:
         """True when a live process holds the session's lease."""
         holder = self.lease_holder(session_id)
@@ -307,12 +330,14 @@ class Store:
         )
         return _session(row)
 
+    @reads
     def get_session(self, session_id: int) -> Session:
         row = SessionRow.get_or_none(SessionRow.id == session_id)
         if row is None:
             raise SessionNotFound(f"no session {session_id} in {self.path}")
         return _session(row)
 
+    @reads
     def latest_session(self) -> Session | None:
         row = SessionRow.select().order_by(SessionRow.updated_at.desc()).first()
         return None if row is None else _session(row)
@@ -330,6 +355,7 @@ class Store:
         ).execute()
         return self.get_session(session_id)
 
+    @reads
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, most recently updated first, with its figures."""
         rounds = (
@@ -501,6 +527,7 @@ class Store:
         self._touch(session_id)
         return _round(row)
 
+    @reads
     def rounds(self, session_id: int) -> list[Round]:
         q = (
             RoundRow.select(*_columns(RoundRow))
@@ -509,6 +536,7 @@ class Store:
         )
         return [_round(r) for r in q.namedtuples()]
 
+    @reads
     def open_rounds(self, session_id: int) -> list[Round]:
         """Rounds still marked open (after a crash, or the one running now)."""
         q = RoundRow.select().where(
@@ -516,11 +544,13 @@ class Store:
         )
         return [_round(r) for r in q.order_by(RoundRow.number)]
 
+    @reads
     def round_messages(self, session_id: int, round_index: int) -> list[Message]:
         row = self._round_row(session_id, round_index)
         q = MessageRow.select().where(MessageRow.round == row).order_by(MessageRow.id)
         return [_message(r) for r in q]
 
+    @reads
     def history(self, session_id: int) -> History:
         """L3 as stored: summaries in order, then the messages not archived."""
         self.get_session(session_id)
@@ -540,6 +570,7 @@ class Store:
         ]
         return History(summaries=summaries, messages=msgs)
 
+    @reads
     def all_messages(self, session_id: int) -> list[Message]:
         """Every message of the session, in history or archived, in the order written."""
         q = (
@@ -549,6 +580,7 @@ class Store:
         )
         return [_message(r) for r in q.namedtuples()]
 
+    @reads
     def history_marker(self, session_id: int) -> tuple[int, int, int]:
         """(last message id, messages in history, last summary id): changes with any write
         to the session's L3, so a long-lived reader can tell when to reload."""
@@ -566,6 +598,7 @@ class Store:
         )
         return (last or 0, count or 0, summary or 0)
 
+    @reads
     def set_message_tokens(self, counts: dict[int, int]) -> None:
         """Store token counts computed later (the per-message cache).
 
@@ -625,12 +658,14 @@ class Store:
         if rows:
             ObservationRow.insert_many(rows).execute()
 
+    @reads
     def observations(self, session_id: int, round_index: int | None = None) -> list[Observation]:
         q = ObservationRow.select().where(ObservationRow.session == session_id)
         if round_index is not None:
             q = q.where(ObservationRow.round_index == round_index)
         return [_observation(r) for r in q.order_by(ObservationRow.id)]
 
+    @reads
     def observation_for(self, session_id: int, tool_use_id: str) -> Observation | None:
         row = ObservationRow.get_or_none(
             (ObservationRow.session == session_id) & (ObservationRow.tool_use_id == tool_use_id)
@@ -675,6 +710,7 @@ class Store:
         if rows:
             UsageRow.insert_many(rows).execute()
 
+    @reads
     def usages(self, session_id: int) -> list[UsageRecord]:
         q = (
             UsageRow.select(*_columns(UsageRow))
@@ -683,6 +719,7 @@ class Store:
         )
         return [_usage(r) for r in q.namedtuples()]
 
+    @reads
     def last_usage(self, session_id: int) -> UsageRecord | None:
         """The last real measurement: a record of all zeros (a provider fault, an import) is
         not one and is passed over."""
@@ -697,6 +734,7 @@ class Store:
         return None if row is None else _usage(row)
 
     # ------------------------------------------------------------------ todos
+    @reads
     def get_todos(self, session_id: int) -> list[TodoItem]:
         row = SessionRow.get_or_none(SessionRow.id == session_id)
         if row is None:
@@ -792,28 +830,31 @@ class Store:
             summary_row.save()
 
     # ------------------------------------------------------------------ archive search
+    @reads
     def search_archive(self, session_id: int, query: str, limit: int = 5) -> list[RecallHit]:
         """Archived messages of the session matching ``query``, best first (Recall)."""
         return search.search(self.db, session_id, query, limit)
 
+    @writes
     def index_segment(self, segment_id: int) -> int:
         """Add a segment's messages to the archive index; returns how many."""
-        with self.db.atomic():
-            return search.index_segment(self.db, segment_id)
+        return search.index_segment(self.db, segment_id)
 
+    @writes
     def unindex_segment(self, segment_id: int) -> int:
         """Remove a segment from the archive index (its messages are back in history).
 
         :meth:`undo_compaction` calls it inside its own transaction; call it in the same
         transaction as any other code that restores a segment's messages.
         """
-        with self.db.atomic():
-            return search.unindex_segment(self.db, segment_id)
+        return search.unindex_segment(self.db, segment_id)
 
+    @reads
     def indexed_messages(self, session_id: int) -> set[int]:
         """Ids of the session's messages in the archive index (consistency checks)."""
         return search.indexed_messages(self.db, session_id)
 
+    @reads
     def observations_for_messages(self, message_ids: list[int]) -> list[Observation]:
         """The observations behind the given tool messages (full results), in order."""
         q = ObservationRow.select().where(ObservationRow.message.in_(message_ids))
@@ -904,6 +945,7 @@ class Store:
             ).execute()
         return self.get_session(session_id)
 
+    @reads
     def strategy_switches(self, session_id: int) -> list[StrategySwitch]:
         q = (
             StrategySwitchRow.select()
@@ -924,6 +966,7 @@ class Store:
         )
         return _compaction(row)
 
+    @reads
     def compactions(self, session_id: int) -> list[Compaction]:
         q = (
             CompactionRow.select()
@@ -932,6 +975,7 @@ class Store:
         )
         return [_compaction(r) for r in q]
 
+    @reads
     def segment(self, segment_id: int) -> ArchivedSegment:
         row = SegmentRow.get_by_id(segment_id)
         msgs = [
@@ -948,6 +992,7 @@ class Store:
             tokens=row.tokens,
         )
 
+    @reads
     def segments(self, session_id: int) -> list[ArchivedSegment]:
         """The archived segments, oldest first (an undone compaction's is back in history)."""
         q = (
@@ -958,9 +1003,11 @@ class Store:
         )
         return [self.segment(r.id) for r in q]
 
+    @reads
     def summary(self, summary_id: int) -> Summary:
         return _summary(SummaryRow.get_by_id(summary_id))
 
+    @reads
     def summaries(self, session_id: int) -> list[Summary]:
         """Every summary of the session, active or superseded, oldest first."""
         q = SummaryRow.select().where(SummaryRow.session == session_id).order_by(SummaryRow.id)

@@ -278,3 +278,74 @@ def test_a_read_only_store_refuses_writes(store: Store, session_id: int, tmp_pat
     with pytest.raises(StoreError, match="read-only"):
         reader.acquire_lease(session_id, "round")
     reader.close()
+
+
+def test_two_stores_on_one_thread_each_read_their_own_file(tmp_path: Path) -> None:
+    first = Store.open(tmp_path / "first.db")
+    one = first.create_session("/ws/one", "first's")
+    first.open_round(one.id, Message(role="user", content="only in first"))
+    second = Store.open(tmp_path / "second.db")  # opened last: it must not take over `first`
+    assert second.list_sessions() == []
+
+    assert [s.session.title for s in first.list_sessions()] == ["first's"]
+    assert [m.content for m in first.history(one.id).messages] == ["only in first"]
+    two = second.create_session("/ws/two", "second's")
+    assert two.id == 1  # a fresh file numbers from 1: nothing went into `first`
+    assert [s.session.title for s in first.list_sessions()] == ["first's"]
+    assert [s.session.title for s in second.list_sessions()] == ["second's"]
+
+
+def test_two_stores_on_two_threads_never_cross(tmp_path: Path) -> None:
+    import threading
+
+    stores = [Store.open(tmp_path / f"{name}.db") for name in ("a", "b")]
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def work(store: Store, name: str) -> None:
+        try:
+            start.wait()
+            session = store.create_session(f"/ws/{name}", name)
+            for i in range(60):
+                store.open_round(session.id, Message(role="user", content=f"{name}{i}"))
+                store.append_message(session.id, i + 1, Message(role="assistant", content=name))
+                store.finish_round(session.id, i + 1, RoundStatus.FINISHED)
+                # a read between the other thread's writes must still see this file only
+                assert [s.session.title for s in store.list_sessions()] == [name]
+        except BaseException as exc:  # reported below, with the thread's name
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=work, args=(s, n)) for s, n in zip(stores, ("a", "b"), strict=True)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    for store, name in zip(stores, ("a", "b"), strict=True):
+        (session,) = store.list_sessions()
+        contents = [m.content for m in store.history(session.session.id).messages]
+        assert contents[:2] == [f"{name}0", name] and len(contents) == 120
+        assert {c[0] for c in contents} == {name}
+
+
+def test_a_thread_no_store_has_bound_cannot_reach_any_file(store: Store) -> None:
+    import threading
+
+    from engine.store.models import SessionRow
+
+    store.create_session("/ws", "bound on the test's thread only")
+    seen: list[BaseException] = []
+
+    def query() -> None:
+        try:
+            SessionRow.select().count()
+        except BaseException as exc:
+            seen.append(exc)
+
+    thread = threading.Thread(target=query)
+    thread.start()
+    thread.join()
+    assert len(seen) == 1 and "uninitialized Proxy" in str(seen[0])

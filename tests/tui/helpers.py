@@ -173,6 +173,7 @@ def screen_lines(app: App[Any]) -> list[str]:
 def pin_times(store: Store, session_id: int, start: datetime) -> None:
     """Rewrite every timestamp of a session to ``start`` + one minute per row, in id order."""
     step = timedelta(minutes=1)
+    store.bind()
     for table in (MessageRow, UsageRow):
         rows = table.select().where(table.session == session_id).order_by(table.id)
         for i, row in enumerate(rows):
