@@ -6,8 +6,10 @@
   child that keeps the pipes open would otherwise hold the call forever) — every descendant,
   not only the process group: each process of the call carries a ``CTXSCOPE_BASH_CALL`` tag in
   its environment, so one that left the group (``setsid``) is found and ended as well;
-- bash dies with ctxscope (``PR_SET_PDEATHSIG``), and ``ask`` turns SIGINT/SIGTERM into a
-  cancel, which ends the command as above;
+- every process of the call dies with ctxscope, even a SIGKILLed one (Linux): bash runs under
+  a small guard (``tools/bash_guard.py``) that gets SIGTERM when ctxscope dies
+  (``PR_SET_PDEATHSIG``) and, being a child subreaper, ends every descendant of the command;
+  ``ask`` turns SIGINT/SIGTERM into a cancel, which ends the command as above;
 - the environment is ctxscope's without credentials (``secret_env_patterns``: the API key,
   ``*_TOKEN``, ``*SECRET*``…), see ``tools.secrets``;
 - stdout and stderr are read by two threads, each capped at ``bash_output_cap`` characters
@@ -33,6 +35,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -119,12 +123,27 @@ class StreamCapture:
 CALL_TAG = "CTXSCOPE_BASH_CALL"
 """Environment variable marking every process one Bash call started."""
 PR_SET_PDEATHSIG = 1
+GUARD = Path(__file__).with_name("bash_guard.py")
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGKILL when ctxscope dies (Linux; a no-op elsewhere)."""
-    if _prctl is not None:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+def _command_line(bash: str, command: str) -> list[str]:
+    """bash under its guard where the guard can work (Linux), else bash alone."""
+    if _prctl is None:
+        return [bash, "-c", command]
+    return [sys.executable, "-I", "-S", str(GUARD), bash, "-c", command]
+
+
+def _guard_dies_with_parent(parent: int) -> Callable[[], None]:
+    """In the child before exec: get SIGTERM when ctxscope dies (the guard's cue to end the
+    command), or exit at once if ctxscope already died before the signal was armed."""
+
+    def arm() -> None:
+        if _prctl is not None:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    return arm
 
 
 def _load_prctl() -> Any:
@@ -228,14 +247,15 @@ class BashTool(BaseTool):
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                [bash, "-c", args.command],
+                _command_line(bash, args.command),
                 cwd=workspace_root(ctx),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 env=env,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only an async-signal-safe prctl
+                # only an async-signal-safe prctl and getppid run between fork and exec
+                preexec_fn=_guard_dies_with_parent(os.getpid()),  # noqa: PLW1509
             )
         except OSError as exc:
             raise ToolFailure("spawn_failed", f"Could not start bash: {exc}.") from None

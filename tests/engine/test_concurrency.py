@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,4 +219,39 @@ def test_a_strategy_switch_waits_for_no_writer(
     lease.release()
     assert main(["strategy", str(sid), "masking", "--db", str(db)]) == 0
     assert holder.get_session(sid).strategy == "masking"
+    holder.close()
+
+
+@pytest.mark.parametrize(
+    ("command", "unchanged"),
+    [
+        (["uncompact"], lambda store, sid: [c.undone_at for c in store.compactions(sid)] == [None]),
+        (["pin", "r3"], lambda store, sid: not any(m.pinned for m in store.all_messages(sid))),
+    ],
+    ids=["uncompact", "pin"],
+)
+def test_uncompact_and_pin_are_refused_while_a_round_runs(
+    shared: tuple[Path, int],
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    unchanged: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXSCOPE_KEEP_ROUNDS", "1")
+    db, sid = shared
+    for text in ("read README.md", "ls .", "read README.md"):
+        assert main(["ask", text, "--session", str(sid), "--db", str(db)]) == 0
+    assert main(["compact", str(sid), "--db", str(db)]) == 0
+    capsys.readouterr()
+    holder = Store.open(db)
+    assert len(holder.compactions(sid)) == 1 and unchanged(holder, sid)
+    lease = holder.acquire_lease(sid, "round")
+
+    assert main([command[0], str(sid), *command[1:], "--db", str(db)]) == 1
+    assert "being written by another ctxscope" in capsys.readouterr().err
+    assert unchanged(holder, sid)
+
+    lease.release()
+    assert main([command[0], str(sid), *command[1:], "--db", str(db)]) == 0
+    assert not unchanged(holder, sid)
     holder.close()

@@ -4,6 +4,7 @@ or ctxscope."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -97,6 +98,77 @@ def test_the_command_dies_when_ctxscope_is_killed(workspace: Path) -> None:
     proc.kill()  # SIGKILL: no handler runs; only the parent-death signal can end the command
     proc.wait()
     assert gone_soon(pid)
+
+
+RUN_COMPOUND_THEN_HANG = """
+import sys
+from pathlib import Path
+from engine.config import Settings
+from tools.base import ToolContext
+from tools.registry import default_registry
+ctx = ToolContext(workspace=Path(sys.argv[1]), settings=Settings(bash_policy="allow"))
+default_registry().run("Bash", {"command": sys.argv[2]}, ctx)
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # bash forks the foreground sleep and keeps waiting: the child is not bash
+        "sleep 300 & echo $! > pids; (sleep 301; true) & echo $! >> pids; sleep 302",
+        # a child that left the group, and one whose parent exited (reparented)
+        "setsid sleep 303 & echo $! > pids; (sleep 304 & echo $! >> pids); sleep 305",
+    ],
+    ids=["children-in-the-group", "setsid-and-orphaned"],
+)
+def test_every_process_of_a_compound_command_dies_when_ctxscope_is_killed(
+    workspace: Path, command: str
+) -> None:
+    # durations no other run uses, so a leftover of an earlier run is never counted here
+    nonce = int.from_bytes(os.urandom(3), "big")
+    command = re.sub(r"\b(30\d)\b", rf"\1.{nonce}", command)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN_COMPOUND_THEN_HANG, str(workspace), command],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    pids_file = workspace / "pids"
+    _wait_for_pid_lines(pids_file, 2)
+    pids = [int(line) for line in pids_file.read_text().split()]
+    time.sleep(0.2)  # the foreground sleep has started too
+    assert all(alive(pid) for pid in pids)
+    proc.kill()  # SIGKILL: nothing of ctxscope runs; the guard must end them all
+    proc.wait()
+    assert all(gone_soon(pid) for pid in pids)
+    assert not _sleeps_left(command)
+
+
+def _wait_for_pid_lines(path: Path, n: int) -> None:
+    for _ in range(500):
+        if path.exists() and len(path.read_text().split()) >= n:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never held {n} pids")
+
+
+def _sleeps_left(command: str) -> list[str]:
+    """Processes still running one of ``command``'s ``sleep 30N`` (foreground ones included)."""
+    wanted = {f"sleep {word}" for word in command.split() if word.startswith("30")}
+    assert len(wanted) == 3
+    deadline = time.monotonic() + 5
+    while True:
+        left = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                text = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+                if text in wanted:
+                    left.append(text)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
 
 
 def test_sigterm_to_ask_ends_its_bash_command_and_the_round(
