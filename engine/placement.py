@@ -8,7 +8,9 @@ A stored :class:`~engine.models.Summary` holds the summary text only; its
   ``buildCompressionHint`` wrapper around the summary;
 - ``mock_pair`` (seed 002): at the start of ``messages``, the seed's mock user message
   (:data:`MOCK_USER_PROMPT`) and the summary as the assistant's answer;
-- ``assistant_message`` (seed 003): one assistant message at the start of ``messages``;
+- ``assistant_message`` (seed 003): one assistant message at the start of ``messages``, after
+  the :data:`CONVERSATION_OPENER` user turn the Messages API needs before it (part of the
+  summary's cost, so the history pane, the gauge and ``tokens_after`` count it alike);
 - ``user_message`` (seed 004): one user message at the start of ``messages`` (the head, L1/L2,
   lives in ``system`` on the Anthropic wire).
 """
@@ -38,6 +40,10 @@ MOCK_USER_PROMPT = """请对当前工作进行总结，保留以下关键信息�
 """Seed 002's ``compact_prompt``, word for word: the mock user turn that asks for the summary."""
 
 
+CONVERSATION_OPENER = "(Earlier conversation was shortened; it continues below.)"
+"""The user turn put before a conversation that would otherwise open with the assistant."""
+
+
 def reset_hint_text(summary: str) -> str:
     """Seed 001's ``buildCompressionHint(summary)``: the lines joined with newlines."""
     return "\n".join([RESET_HINT_HEADER, "", summary, "", RESET_HINT_FOOTER])
@@ -55,7 +61,7 @@ def leading_messages(summary: Summary) -> list[tuple[str, str]]:
     if summary.placement == Placement.MOCK_PAIR:
         return [("user", MOCK_USER_PROMPT), ("assistant", summary.content)]
     if summary.placement == Placement.ASSISTANT_MESSAGE:
-        return [("assistant", summary.content)]
+        return [("user", CONVERSATION_OPENER), ("assistant", summary.content)]
     if summary.placement == Placement.USER_MESSAGE:
         return [("user", summary.content)]
     return []

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.models import MISSING_RESULT, Message
+from engine.placement import CONVERSATION_OPENER
 from engine.tokens import MESSAGE_OVERHEAD, count_blocks, ensure_counted, has_text
-
-CONVERSATION_OPENER = "(Earlier conversation was shortened; it continues below.)"
 
 
 @dataclass
