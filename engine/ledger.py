@@ -17,8 +17,8 @@ Bash changes: ``sed -i``, ``perl -i``, ``>``/``>>`` redirects, ``tee``, ``mv``/`
 
 Every key is whitespace-normalised. :func:`ledger_recall` tells, per kind, how many items a
 text (a summary, a request) still names: an item is present when its key occurs in the text,
-compared case-insensitively with whitespace normalised. Cheap enough to call per step: the
-text is normalised once, then one substring test per item.
+compared case-insensitively with whitespace normalised and tags unwrapped (:func:`fold`).
+Cheap enough to call per step: the text is folded once, then one substring test per item.
 
 :func:`fidelity` is the per-compaction figure: of the ledger items of an archived segment,
 how many its summary keeps, by kind.
@@ -385,10 +385,17 @@ def extract_ledger(messages: Sequence[Message], observations: Iterable[Observati
 
 
 # ---------------------------------------------------------------------- presence
+def fold(text: str) -> str:
+    """``text`` as keys and texts are compared: tags unwrapped (a request's key has none, the
+    message as sent may wrap it, ``<pr_description>…</pr_description>``), whitespace
+    normalised, case-folded."""
+    return normalise(_ANY_TAG.sub(" ", text)).casefold()
+
+
 def present(items: Sequence[LedgerItem], text: str) -> list[bool]:
-    """For each item, whether ``text`` names it (its key, case and spacing aside)."""
-    haystack = normalise(text).casefold()
-    return [item.key.casefold() in haystack for item in items]
+    """For each item, whether ``text`` names it (its key; case, spacing and tags aside)."""
+    haystack = fold(text)
+    return [fold(item.key) in haystack for item in items]
 
 
 def ledger_counts(items: Sequence[LedgerItem], text: str) -> dict[str, tuple[int, int]]:

@@ -32,7 +32,7 @@ from engine.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.config import ModelPrice, Settings, price_for
 from engine.events import CompactionFailed, CompactionFinished, Event
 from engine.importers.hidden import hidden_prefix
-from engine.ledger import KINDS, LedgerItem, extract_ledger, normalise
+from engine.ledger import KINDS, LedgerItem, extract_ledger, fold
 from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
 from engine.models import Compaction, Message, Observation, Usage
 from engine.store import Store
@@ -171,6 +171,9 @@ def recorded_rounds(store: Store, session_id: int) -> list[RecordedRound]:
             rounds.append(rnd)
         elif rnd is None:
             continue
+        elif msg.role == "user":
+            # a further input of the round (a trajectory's demonstration): sent with the first
+            rnd.text = f"{rnd.text}\n\n{msg.content}"
         rnd.last_id = max(rnd.last_id, msg.id or 0)
         if msg.role == "assistant":
             rnd.assistants.append(msg)
@@ -327,7 +330,10 @@ def replay(
                 )
                 last = state["step"] == total_steps
                 if fired or last or state["step"] % RECALL_EVERY == 0:
-                    figures.recall = _recall(ledger_items, state["upto"], holder["agent"])
+                    # what this request can hold: every message before the output it asks for
+                    upcoming = provider.queue[0].id if provider.queue else None
+                    upto = upcoming - 1 if upcoming else state["upto"]
+                    figures.recall = _recall(ledger_items, upto, holder["agent"])
                 result.steps.append(figures)
                 if on_step is not None:
                     on_step(state["step"], total_steps)
@@ -419,7 +425,7 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
     step_text = {k: _folded(v) for k, v in own.items()}
     round_text = {k: _folded(v) for k, v in rounds.items()}
     for item in known:
-        wanted = item.key.casefold()
+        wanted = fold(item.key)
         # its own step first, then what is left of its round, then summaries and projections
         found = any(
             text is not None and wanted in text
@@ -436,9 +442,8 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
 
 
 def _folded(texts: list[str]) -> str:
-    """Texts joined, whitespace-normalised and case-folded, as :func:`engine.ledger.present`
-    compares them."""
-    return normalise("\n".join(texts)).casefold()
+    """Texts joined and folded, as :func:`engine.ledger.present` compares them."""
+    return fold("\n".join(texts))
 
 
 def message_text(msg: Message) -> str:

@@ -274,6 +274,17 @@ def test_presence_ignores_case_and_spacing() -> None:
     ]
 
 
+def test_a_request_wrapped_in_tags_as_sent_is_present() -> None:
+    # mini-swe-agent sends the task inside <pr_description>; its key is the words alone
+    (item,) = extract_ledger(
+        [user("<pr_description>\nadd() returns the wrong result\n</pr_description>\nFix it.")]
+    ).items
+    assert item.key == "add() returns the wrong result Fix it."
+    sent = "Please solve this issue: <pr_description>\nadd() returns the wrong result\n"
+    assert present([item], sent + "</pr_description>\nFix it.") == [True]
+    assert present([item], sent) == [False]
+
+
 def test_ledger_recall_fractions_per_kind() -> None:
     items = extract_ledger(
         [

@@ -235,3 +235,21 @@ def test_an_imported_session_is_also_counted_in_the_original_agents_terms(
     )  # the same session, a second time: unchanged figures
     assert [s.original for s in live.steps] == [s.original for s in result.steps]
     store.close()
+
+
+@pytest.mark.parametrize("sample", ["mini_swe_agent.traj.json", "swe_agent.traj"])
+def test_recall_is_whole_when_nothing_was_compacted(sample: str, tmp_path: Path) -> None:
+    """Nothing of these short samples is compacted, so every request holds everything recorded
+    before it: their wrapped task, their demonstrations and every command sent so far. (The
+    last call's own command is its output, not part of its request.)"""
+    from engine.importer import import_session
+
+    store = Store.open(tmp_path / "r.db")
+    data = Path(__file__).resolve().parents[1] / "data" / sample
+    report = import_session(store, data, str(tmp_path), settings=Settings())
+    assert report.session.id is not None
+    result = replay(store, report.session.id, "layered", Settings(), tmp_path)
+    assert result.compactions == []
+    measured = [s.recall for s in result.steps if s.recall is not None]
+    assert measured and all(v in (None, 1.0) for r in measured for v in r.values())
+    assert result.recall_last()["command"] == 1.0 and result.recall_last()["request"] == 1.0
