@@ -79,7 +79,15 @@ from engine.strategies import get_strategy
 from engine.strategies.base import CheckPoint, CompactionPolicy, Plan, PolicyView
 from engine.strategies.layered import LayeredStrategy
 from engine.summary import SummaryCompressor
-from engine.tokens import BLOCK_OVERHEAD, BudgetCheck, check_budget, count_text
+from engine.tokens import (
+    BLOCK_OVERHEAD,
+    BudgetCheck,
+    check_budget,
+    count_repeated,
+    count_text,
+    remember,
+    text_digest,
+)
 from tools.base import Asker, ToolContext
 from tools.registry import ToolRegistry, default_registry
 from tools.todo import todo_recap
@@ -129,6 +137,9 @@ class Agent:
         self.store = store
         self.session = session
         self.session_id: int = session.id
+        self._stored_counts = store.token_counts()
+        """Counts of repeated texts the database holds (L1, tools, CODE_LAW, summaries)."""
+        remember(self._stored_counts)
         self.settings = settings
         self.provider = provider
         self.workspace = workspace
@@ -233,7 +244,20 @@ class Agent:
             yield
         finally:
             lease, self._lease = self._lease, None
-            lease.release()
+            try:
+                self._keep_token_counts()
+            finally:
+                lease.release()
+
+    def _keep_token_counts(self) -> None:
+        """Store the counts of the texts every request repeats that the database lacks, so
+        the next ``context`` or workbench need not load the tokenizer."""
+        texts = [t for t in self.builder.repeated_texts() if t]
+        counts = {text_digest(t): count_repeated(t) for t in texts}
+        new = {d: n for d, n in counts.items() if d not in self._stored_counts}
+        if new:
+            self.store.remember_token_counts(new)
+            self._stored_counts.update(new)
 
     def last_usage(self) -> int | None:
         """Input-side usage of the last API call, or None when it no longer describes history.

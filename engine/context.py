@@ -53,10 +53,12 @@ from engine.tokens import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
     count_blocks,
+    count_repeated,
     count_text,
     count_tools,
     ensure_counted,
     has_text,
+    tool_text,
 )
 from engine.validate import (
     count_cache_breakpoints,
@@ -151,7 +153,7 @@ class BuiltContext:
             "L1 tools": "\n\n".join(json.dumps(x, indent=2, ensure_ascii=False) for x in tools),
             "L2 CODE_LAW": t.get("code_law", ""),
             "L3 summaries": "\n\n".join(t.get("summaries", [])),
-            "L3 history": render_messages(t.get("history", [])),
+            "L3 history": render_messages(t.get("history", []), show_pins=True),
             "current input": t.get("question", ""),
             "todo recap": t.get("recap", ""),
             "scratchpad": render_scratchpad(t.get("scratchpad", [])),
@@ -205,7 +207,7 @@ class ContextBuilder:
         self.cache_conversation = cache_conversation
         # L1 never changes for a builder: count it once.
         self._l1_system = (
-            count_blocks([text_block(system_prompt)]) if has_text(system_prompt) else 0
+            BLOCK_OVERHEAD + count_repeated(system_prompt) if has_text(system_prompt) else 0
         )
         self._l1_tools = count_tools(tools)
         self._code_law_memo: tuple[str, int] = ("", 0)
@@ -256,12 +258,12 @@ class ContextBuilder:
         ]
         # Summaries change only at compaction: keep the counts of the current ones.
         old = self._summary_memo
-        memo: dict[str, int] = {text: old.get(text) or count_blocks([text_block(text)])
+        memo: dict[str, int] = {text: old.get(text) or BLOCK_OVERHEAD + count_repeated(text)
                                 for _, text in leading}  # fmt: skip
         wire, found = self._history_wire(history.messages, leading, memo, layers, warnings)
         summaries += found
         for text in summaries:
-            memo[text] = old.get(text) or count_blocks([text_block(text)])
+            memo[text] = old.get(text) or BLOCK_OVERHEAD + count_repeated(text)
             system.append(text_block(text))
             layers["L3 summaries"] += memo[text]
         self._summary_memo = memo
@@ -364,9 +366,19 @@ class ContextBuilder:
             return path, ""
         return path, code_law_block_text(path.name, content)
 
+    def repeated_texts(self) -> list[str]:
+        """The texts the last build repeats from earlier requests and counted with
+        :func:`~engine.tokens.count_repeated`: L1, the tool definitions, CODE_LAW, summaries."""
+        return [
+            self.system_prompt,
+            *(tool_text(t) for t in self.tools),
+            self._code_law_memo[0],
+            *self._summary_memo,
+        ]
+
     def _count_code_law(self, text: str) -> int:
         if self._code_law_memo[0] != text:
-            self._code_law_memo = (text, count_blocks([text_block(text)]))
+            self._code_law_memo = (text, BLOCK_OVERHEAD + count_repeated(text))
         return self._code_law_memo[1]
 
     def _count_question(self, text: str) -> int:

@@ -18,7 +18,7 @@ A stored :class:`~engine.models.Summary` holds the summary text only; its
 from __future__ import annotations
 
 from engine.models import Placement, Summary
-from engine.tokens import MESSAGE_OVERHEAD, count_blocks
+from engine.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, count_repeated
 
 IN_SYSTEM = frozenset({Placement.SYSTEM_BLOCK, Placement.SYSTEM_HINT})
 """Placements that put the summary in the ``system`` parameter."""
@@ -77,8 +77,8 @@ def as_sent(summary: Summary) -> str:
 def summary_tokens(summary: Summary) -> int:
     """Tokens a summary adds to the request in its placement (blocks and message overhead)."""
     if summary.placement in IN_SYSTEM:
-        return count_blocks([{"type": "text", "text": system_text(summary)}])
+        return BLOCK_OVERHEAD + count_repeated(system_text(summary))
     return sum(
-        MESSAGE_OVERHEAD + count_blocks([{"type": "text", "text": text}])
+        MESSAGE_OVERHEAD + BLOCK_OVERHEAD + count_repeated(text)
         for _, text in leading_messages(summary)
     )

@@ -22,9 +22,10 @@ store persists it, so a step costs O(new messages) instead of re-tokenizing the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,6 +81,35 @@ def count_texts(texts: Sequence[str]) -> list[int]:
     """
     encode = encoding().encode_ordinary
     return [len(encode(t)) if t else 0 for t in texts]
+
+
+_remembered: dict[str, int] = {}
+"""Counts of repeated texts by :func:`text_digest`: this run's and those :func:`remember`-ed."""
+
+
+def text_digest(text: str) -> str:
+    """The key a repeated text's count is remembered by (the encoding is part of it)."""
+    data = f"{ENCODING_NAME}\0{text}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def count_repeated(text: str) -> int:
+    """:func:`count_text` of a text that every request repeats — the system prompt, a tool
+    definition, CODE_LAW, a summary — looked up among the counts remembered from earlier runs
+    first, so a run whose repeated texts were all counted before never loads the tokenizer
+    (loading it is most of a ``ctxscope context``)."""
+    if not text:
+        return 0
+    key = text_digest(text)
+    tokens = _remembered.get(key)
+    if tokens is None:
+        tokens = _remembered[key] = count_text(text)
+    return tokens
+
+
+def remember(counts: Mapping[str, int]) -> None:
+    """Take counts an earlier run made (``Store.token_counts``)."""
+    _remembered.update(counts)
 
 
 def has_text(text: str) -> bool:
@@ -185,9 +215,14 @@ def count_system(system: list[dict[str, Any]] | str) -> int:
     return count_blocks(system)
 
 
+def tool_text(tool: dict[str, Any]) -> str:
+    """The text a tool definition is counted by: its compact JSON (``cache_control`` left out)."""
+    return compact_json({k: v for k, v in tool.items() if k != "cache_control"})
+
+
 def count_tool(tool: dict[str, Any]) -> int:
-    """Tokens of one tool definition: its compact JSON (``cache_control`` left out)."""
-    return count_text(compact_json({k: v for k, v in tool.items() if k != "cache_control"}))
+    """Tokens of one tool definition."""
+    return count_repeated(tool_text(tool))
 
 
 def count_tools(tools: list[dict[str, Any]]) -> int:

@@ -235,6 +235,14 @@ class LeaseRow(BaseRow):
     heartbeat_at = TimestampField()
 
 
+class TokenCountRow(BaseRow):
+    """Token counts of the texts every request repeats (L1, tool definitions, CODE_LAW,
+    summaries), by digest: a later run finds them here and need not load the tokenizer."""
+
+    digest = TextField(unique=True)
+    tokens = IntegerField()
+
+
 TABLES: list[type[BaseRow]] = [
     SessionRow,
     RoundRow,
@@ -246,4 +254,5 @@ TABLES: list[type[BaseRow]] = [
     UsageRow,
     StrategySwitchRow,
     LeaseRow,
+    TokenCountRow,
 ]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from peewee import JOIN, ForeignKeyField, OperationalError, SqliteDatabase, fn
+from peewee import JOIN, ForeignKeyField, OperationalError, SqliteDatabase, chunked, fn
 
 from engine.models import (
     ArchivedSegment,
@@ -51,6 +51,7 @@ from engine.store.models import (
     SessionRow,
     StrategySwitchRow,
     SummaryRow,
+    TokenCountRow,
     UsageRow,
 )
 from engine.store.schema import StoreError
@@ -732,6 +733,21 @@ class Store:
         ) > 0
         row = u.select().where((u.session == session_id) & measured).order_by(u.id.desc()).first()
         return None if row is None else _usage(row)
+
+    # ------------------------------------------------------------------ token counts
+    @reads
+    def token_counts(self) -> dict[str, int]:
+        """Remembered counts of the texts every request repeats, by digest
+        (:func:`engine.tokens.remember`)."""
+        rows = TokenCountRow.select(TokenCountRow.digest, TokenCountRow.tokens)
+        return {row.digest: row.tokens for row in rows}
+
+    @writes
+    def remember_token_counts(self, counts: dict[str, int]) -> None:
+        """Keep new counts for later runs; a digest already known is left as it is."""
+        rows = [{"digest": d, "tokens": n} for d, n in counts.items()]
+        for batch in chunked(rows, 200):
+            TokenCountRow.insert_many(batch).on_conflict_ignore().execute()
 
     # ------------------------------------------------------------------ todos
     @reads

@@ -15,7 +15,7 @@ from pathlib import Path
 from peewee import SqliteDatabase
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 class StoreError(Exception):
@@ -129,6 +129,13 @@ def _writer_lease(db: SqliteDatabase) -> None:
     db.create_tables([LeaseRow])
 
 
+def _token_counts(db: SqliteDatabase) -> None:
+    """7 -> 8: remembered token counts of the texts every request repeats."""
+    from engine.store.models import TokenCountRow
+
+    db.create_tables([TokenCountRow])
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -136,6 +143,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     4: _archive_search,
     5: _aware_timestamps,
     6: _writer_lease,
+    7: _token_counts,
 }
 
 

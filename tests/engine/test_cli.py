@@ -135,3 +135,42 @@ def test_malformed_import_reports_line_numbers(
     assert code == 1 and "line 2: not JSON" in err
     code, out, _ = run(capsys, "sessions", "--db", str(db), "--json")
     assert json.loads(out) == []
+
+
+CONTEXT_IN_A_FRESH_PROCESS = """
+import contextlib, io, json, sys
+import engine.tokens as tokens
+from engine.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(["context", "1", "--json", "--db", sys.argv[1]])
+print(json.dumps({"code": code, "total": json.loads(out.getvalue())["total"],
+                  "loaded": tokens._encoding is not None}))
+"""
+
+
+def test_context_after_an_ask_does_not_load_the_tokenizer(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("hello\n")
+    assert main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["context", "1", "--json", "--db", str(db)]) == 0
+    counted_here = json.loads(capsys.readouterr().out)["total"]
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-c", CONTEXT_IN_A_FRESH_PROCESS, str(db)],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    fresh = json.loads(run.stdout.splitlines()[-1])
+    # every repeated text's count came from the database, and they add up to the same request
+    assert fresh == {"code": 0, "total": counted_here, "loaded": False}

@@ -496,6 +496,23 @@ def test_render_react() -> None:
     )
 
 
+def test_render_react_marks_pinned_messages_but_a_summary_call_never_sees_the_mark() -> None:
+    from engine.summary import render_messages_for_summary
+
+    messages = [
+        user("keep this"),
+        step("Need it.", ("r1", "Read", {"file_path": "a.py"})),
+        tool("r1", {"lines": "1: x"}),
+    ]
+    messages[0].pinned = messages[1].pinned = True
+    assert render_react(History(messages=messages)) == (
+        "[user, pinned] keep this\n\n"
+        '[assistant, pinned] Thought: Need it.\nAction: Read[{"file_path": "a.py"}]\n\n'
+        '[tool] {"status": "success", "data": {"lines": "1: x"}}'
+    )
+    assert "pinned" not in render_messages_for_summary(messages)
+
+
 def test_render_react_several_actions_without_thought() -> None:
     msg = step("", ("a", "LS", {}), ("b", "Glob", {"pattern": "*.py"}))
     assert render_react(History(messages=[msg])) == (

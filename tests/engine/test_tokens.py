@@ -282,3 +282,16 @@ def test_one_threshold_for_settings_and_the_budget_check() -> None:
     at = check_budget(24_001, 0, "", 10, settings)
     assert (below.fire, at.fire) == (False, True)
     assert below.threshold == at.threshold == settings.threshold_tokens
+
+
+def test_a_remembered_count_is_used_without_counting() -> None:
+    # A count from an earlier run is trusted as it is: 1 is not what the tokenizer says.
+    text = "remembered text (test_tokens unique suffix 91c2)"
+    tokens.remember({tokens.text_digest(text): 1})
+    assert tokens.count_repeated(text) == 1 != tokens.count_text(text)
+
+
+def test_the_digest_names_the_encoding_and_the_whole_text() -> None:
+    assert tokens.text_digest("a") != tokens.text_digest("a ")
+    assert tokens.text_digest("a") == tokens.text_digest("a")
+    assert len(tokens.text_digest("a")) == 32

@@ -55,3 +55,29 @@ async def test_pin_key_keeps_a_message_through_compaction(
         assert store.compactions(1)[0].messages_compacted > 0
     finally:
         store.close()
+
+
+async def test_the_inspector_marks_pinned_messages(make_app: AppFactory) -> None:
+    from textual.widgets import TextArea
+
+    from tui.screens.inspector_screen import InspectorScreen
+
+    app = make_app(settings=offline_settings(keep_rounds=1))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, THREE_ROUNDS[0])
+        history = screen.query_one(HistoryView)
+        history.focus()
+        history.cursor = next(
+            i for i, b in enumerate(history.blocks)
+            if isinstance(b.data, Message) and b.data.role == "user"
+        )  # fmt: skip
+        await pilot.press("p")
+        await settle(pilot)
+        await pilot.press("f4")
+        await settle(pilot)
+        assert isinstance(app.screen, InspectorScreen)
+        texts = [area.text for area in app.screen.query(TextArea)]
+        history_text = next(t for t in texts if t.startswith("[user"))
+        assert history_text.startswith(f"[user, pinned] {THREE_ROUNDS[0]}")
+        assert "[assistant, pinned]" not in history_text  # only what was pinned
