@@ -8,7 +8,6 @@ from engine.models import History, Message
 from engine.scratchpad import ScratchStep
 from engine.tokens import has_text
 
-
 PINNED_MARK = ", pinned"
 """Added to a pinned message's role label in displays: ``[user, pinned] …``."""
 
@@ -47,10 +46,11 @@ def render_messages(messages: list[Message], show_pins: bool = False) -> str:
 def render_react(history: History) -> str:
     """L3 as seed E1 text, for display: ``[summary]`` blocks first, then the messages.
 
-    ``[user] …`` (``[user, pinned] …`` when pinned); an assistant step as ``[assistant] Thought: …`` with one
-    ``Action: Tool[{json}]`` line per call; ``[tool] {compressed json}``. A final answer is
-    ``[assistant] …`` as written: on this wire a round ends with an answer *without* a tool
-    call, so E1's ``Action: Finish[...]`` would wrap the whole answer in brackets for nothing.
+    ``[user] …`` (``[user, pinned] …`` when pinned); an assistant step as
+    ``[assistant] Thought: …`` with one ``Action: Tool[{json}]`` line per call;
+    ``[tool] {compressed json}``. A final answer is ``[assistant] …`` as written: on this wire
+    a round ends with an answer *without* a tool call, so E1's ``Action: Finish[...]`` would
+    wrap the whole answer in brackets for nothing.
     """
     parts = [f"[summary] {s.content}" for s in history.summaries if has_text(s.content)]
     body = render_messages(history.messages, show_pins=True)
