@@ -254,7 +254,15 @@ class HistoryManager:
         self.events(
             CompactionStarted(trigger=trigger.value, tokens_before=before, rounds=len(rounds))
         )
-        summarised = policy.recompacted(history) + segment
+        earlier = policy.recompacted(history)
+        summarised = earlier + segment
+        # An earlier summary stands for archived messages the store still holds: the
+        # extractive form is written from those, so re-compacting loses nothing it held.
+        raw = (
+            [m for s in self.store.segments(self.session_id) for m in s.messages] + segment
+            if earlier
+            else None
+        )
         self.events(CompactionProgress(stage="summarizing", done=0, total=len(summarised)))
         summary: Summary | None = None
         outcome: SummaryOutcome | None = None
@@ -265,6 +273,7 @@ class HistoryManager:
                 on_notice=lambda text: self.events(Notice(message=text)),
                 spec=policy.summary,
                 call=live_call,
+                raw=raw,
             )
             if outcome is None:
                 reason = (

@@ -415,15 +415,21 @@ class SummaryCompressor:
         on_notice: Callable[[str], None] | None = None,
         spec: SummarySpec = A5_SPEC,
         call: Callable[[float], str] | None = None,
+        raw: list[Message] | None = None,
     ) -> SummaryOutcome | None:
         """The summary of ``messages``; None when the spec says to skip after failures.
 
         ``call`` replaces the default separate summary call (seed 002 asks the live
-        conversation instead); it gets the timeout and returns the model's text.
+        conversation instead); it gets the timeout and returns the model's text. ``raw``: the
+        raw messages ``messages`` stand for, when some of them are earlier summaries being
+        re-compacted — the extractive form is written from these (a deterministic summary
+        extracts from what happened, not from another summary's wording); a model gets
+        ``messages``, as the seeds say.
         """
         began = time.monotonic()
+        source = messages if raw is None else raw
         if not self.summariser.is_model:
-            content = spec.extractive(messages, focus)
+            content = spec.extractive(source, focus)
             return SummaryOutcome(content, False, duration_s=time.monotonic() - began, attempts=0)
         ask = call or self._separate_call(messages, spec, focus)
         notice = ""
@@ -447,7 +453,7 @@ class SummaryCompressor:
             "the summary call timed out" if notice == TIMEOUT_NOTICE else "the summary call failed"
         )
         return SummaryOutcome(
-            content=mark_fallback(spec.extractive(messages, focus), reason),
+            content=mark_fallback(spec.extractive(source, focus), reason),
             fallback=True,
             error=notice,
             duration_s=time.monotonic() - began,

@@ -506,3 +506,38 @@ def _step(manager: HistoryManager, round_index: int, step: int) -> None:
             meta=MessageMeta(step=step, tool_name="Read", tool_use_id=call.id),
         ),
     )
+
+
+@pytest.mark.parametrize("name", ["message-window", "head-middle-tail"])
+def test_an_extractive_re_compaction_keeps_what_the_earlier_summary_held(
+    name: str, tmp_path: Path
+) -> None:
+    """Offline, every summary is extractive: re-compacting one must still name the file
+    read in round 1, archived two compactions ago (its raw messages are in the store)."""
+    from engine.agent import Agent
+    from engine.llm.offline import OfflineProvider
+    from engine.models import Outcome
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for n in range(6):
+        (workspace / f"file_{n}.py").write_text(f"x = {n}\n" * 30)
+    own = {
+        "message-window": {"message-window": {"max_messages": 400, "keep_last": 4}},
+        "head-middle-tail": {"head-middle-tail": {"tail_retention_ratio": 0.001}},
+    }[name]
+    settings = Settings(
+        model="offline", keep_rounds=1, strategy=name, strategies=own, data_dir=None
+    )
+    store = Store.open(tmp_path / "s.db")
+    session = store.create_session(str(workspace), "t", strategy=name)
+    agent = Agent(store, session, settings, OfflineProvider(settings), workspace)
+    done = []
+    for n in range(6):
+        agent.run(f"read file_{n}.py")
+        if n in (2, 5):
+            done.append(agent.compact().compaction)
+    assert [c.outcome for c in done] == [Outcome.SUCCESS, Outcome.SUCCESS]
+    (latest,) = [s for s in agent.history.history.summaries if s.active]
+    for n in range(5):  # file_5.py may be in the kept tail
+        assert f"file_{n}.py" in latest.content, n
