@@ -447,6 +447,13 @@ def _folded(texts: list[str]) -> str:
 
 
 def message_text(msg: Message) -> str:
-    """A history message's words: its content and its calls."""
-    calls = " ".join(f"{c.name} {json.dumps(c.input, ensure_ascii=False)}" for c in msg.tool_calls)
+    """A history message's words: its content and its calls, each call's string arguments as
+    written (a command holding quotes is compared unescaped, as its ledger key is)."""
+    calls = " ".join(
+        " ".join(
+            [c.name, *(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+                       for v in c.input.values())]
+        )
+        for c in msg.tool_calls
+    )  # fmt: skip
     return f"{msg.content}\n{calls}" if calls else msg.content

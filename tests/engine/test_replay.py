@@ -237,11 +237,14 @@ def test_an_imported_session_is_also_counted_in_the_original_agents_terms(
     store.close()
 
 
-@pytest.mark.parametrize("sample", ["mini_swe_agent.traj.json", "swe_agent.traj"])
+@pytest.mark.parametrize(
+    "sample", ["mini_swe_agent.traj.json", "swe_agent.traj", "ide_session.jsonl"]
+)
 def test_recall_is_whole_when_nothing_was_compacted(sample: str, tmp_path: Path) -> None:
     """Nothing of these short samples is compacted, so every request holds everything recorded
-    before it: their wrapped task, their demonstrations and every command sent so far. (The
-    last call's own command is its output, not part of its request.)"""
+    before it: their wrapped task, their demonstrations, every command sent so far (one holds
+    quotes: `sed -i 's/version = "1.4.0"/…/'`). The last call's own command is its output,
+    not part of its request."""
     from engine.importer import import_session
 
     store = Store.open(tmp_path / "r.db")
