@@ -203,6 +203,13 @@ def ensure_counted_all(messages: Iterable[Message]) -> int:
     return sum(ensure_counted(m) for m in messages)
 
 
+def count_thinking(msg: Message) -> int:
+    """Tokens of the ``thinking`` blocks an imported assistant step keeps (``meta.origin``):
+    counted where the model made them, never sent again. A redacted block holds no text."""
+    blocks = (msg.meta.origin or {}).get("thinking", [])
+    return sum(count_repeated(str(b.get("thinking", ""))) for b in blocks)
+
+
 def count_summary(summary: Summary) -> int:
     """Tokens of a summary as its L3 system block (text plus :data:`BLOCK_OVERHEAD`)."""
     return BLOCK_OVERHEAD + count_text(summary.content) if has_text(summary.content) else 0

@@ -166,6 +166,9 @@ class GaugeState:
     offline: bool = False
     """The offline provider: its "usage" is ctxscope's own count, not an API's."""
     heaviest: tuple[Heavy, ...] = ()
+    thinking: int = 0
+    """Tokens of thinking blocks kept in history (imported sessions): never re-sent, so not
+    part of the bar or the total; shown beside the layers."""
     """The biggest items of L3, heaviest first (each one key away in the history pane)."""
 
     @property

@@ -29,6 +29,7 @@ from engine.models import (
 )
 from engine.store import Store, StoreError
 from engine.strategies.base import Plan
+from engine.tokens import count_thinking
 from tools.base import Asker
 from tui.formatting import compaction_result
 from tui.gauge_state import Decision, GaugeState, heaviest_items, steps_and_marks
@@ -324,6 +325,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         decision=decision,
         offline=is_offline(agent.provider.name),
         heaviest=heaviest_items(layout.history),
+        thinking=sum(count_thinking(m) for m in agent.history.history.messages),
     )
     blocks = history_blocks(layout, memo)
     return SessionView(

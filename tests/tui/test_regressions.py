@@ -332,3 +332,43 @@ async def test_launches_without_input_store_no_session(make_app: AppFactory, db_
         assert [(i.rounds, i.session.title) for i in infos] == [(1, "ls src")]
     finally:
         store.close()
+
+
+async def test_thinking_of_an_imported_session_is_shown_beside_the_layers(
+    make_app: AppFactory, db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Issue 9/13: thinking blocks are kept, never re-sent, and the gauge shows those still in
+    history as their own line. "Let me look at the test first." is 8 tokens in cl100k
+    (Let · me · look · at · the · test · first · .)."""
+    import json
+
+    from engine.config import Settings
+    from engine.importer import import_session
+
+    lines = [
+        {"role": "user", "content": "Fix the failing test."},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "thinking",
+                    "thinking": "Let me look at the test first.",
+                    "signature": "s",
+                },
+                {"type": "text", "text": "Done: the test passes."},
+            ],
+        },
+    ]
+    recorded = tmp_path / "thinking.jsonl"
+    recorded.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    store = Store.open(db_path)
+    report = import_session(store, recorded, str(workspace), settings=Settings())
+    store.close()
+    app = make_app(resume=report.session.id)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        assert "thinking 8 kept, not re-sent" in "\n".join(screen_lines(app))
+        state = screen.query_one("#gauge").state
+        assert state is not None and state.thinking == 8
+        # outside the bar: the total is the request's layers alone
+        assert state.total == sum(state.layers.values())

@@ -49,6 +49,11 @@ def legend(state: GaugeState, columns: int) -> Table:
         style="dim",
     )
     cells.append(buffer)
+    if state.thinking:
+        thinking = Text()
+        thinking.append("◇ ", style="dim")
+        thinking.append(f"thinking {tokens(state.thinking)} kept, not re-sent", style="dim")
+        cells.append(thinking)
     for i in range(0, len(cells), columns):
         row = cells[i : i + columns]
         table.add_row(*row, *([Text()] * (columns - len(row))))
