@@ -8,7 +8,8 @@ holds the A3-compressed form (:class:`~engine.compress.ToolResultCompressor` ove
 call, a conversation that does not start with the user); it also renames repeated tool_use
 ids (``toolu_x`` → ``toolu_x~2``, with a warning: the API refuses duplicates, and refusing
 would lose real sessions where a resumed run reused an id). :func:`write` then stores
-everything in one transaction.
+everything in one ``BEGIN IMMEDIATE`` transaction, the ended rounds in a few statements
+(:meth:`Store.append_rounds`) rather than a few per round.
 """
 
 from __future__ import annotations
@@ -148,13 +149,15 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             round_open = False
 
         def write_ended() -> None:
+            if not ended:
+                return
             written = store.append_rounds(sid, [(msgs, status) for msgs, status, _ in ended])
             for (_, stored), (_, _, round_obs) in zip(written, ended, strict=True):
                 live.extend(stored)
                 for i, obs in round_obs:
                     obs.message_id = stored[i].id
                     observations.append(obs)
-            assert not written or written[-1][0].index == index, (written[-1][0].index, index)
+            assert written[-1][0].index == index, (written[-1][0].index, index)
             ended.clear()
 
         def pair_missing() -> None:
