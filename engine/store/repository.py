@@ -491,7 +491,7 @@ class Store:
     def append_rounds(
         self, session_id: int, rounds: Sequence[tuple[list[Message], RoundStatus]]
     ) -> list[tuple[Round, list[Message]]]:
-        """Write whole ended rounds at once (an import), in two statements for any number.
+        """Write whole ended rounds at once (an import): two INSERTs, however many rounds.
 
         Each is the session's next round: its messages in order (the first is its user
         input), started and finished at its first and last message's times. Message ids are
