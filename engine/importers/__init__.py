@@ -126,9 +126,13 @@ def parse_path(path: Path) -> ParsedFiles:
 def import_parsed(
     store: Store, parsed: ParsedFiles, workspace: str, settings: Settings
 ) -> list[ImportReport]:
-    """Store every parsed file as its own session, all in one transaction."""
+    """Store every parsed file as its own session, all in one transaction.
+
+    ``BEGIN IMMEDIATE``: the write lock is taken first, so no other writer can come between
+    the reads an import makes (the next ids) and its writes.
+    """
     reports = []
-    with store.db.atomic():
+    with store.db.atomic("IMMEDIATE"):
         for path, one in parsed.files:
             report = write(store, one, workspace, settings)
             report.path = str(path)

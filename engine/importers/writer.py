@@ -8,7 +8,8 @@ holds the A3-compressed form (:class:`~engine.compress.ToolResultCompressor` ove
 call, a conversation that does not start with the user); it also renames repeated tool_use
 ids (``toolu_x`` → ``toolu_x~2``, with a warning: the API refuses duplicates, and refusing
 would lose real sessions where a resumed run reused an id). :func:`write` then stores
-everything in one transaction.
+everything in one ``BEGIN IMMEDIATE`` transaction, the ended rounds in a few statements
+(:meth:`Store.append_rounds`) rather than a few per round.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from engine.models import (
     UsageRecord,
 )
 from engine.store import Store
-from engine.tokens import count_summary, count_text, ensure_counted
+from engine.tokens import BLOCK_OVERHEAD, count_summary, count_text, ensure_counted, has_text
 
 CONTINUED = "(The conversation continues after a compaction.)"
 """The user message of a round that a recorded compaction left without one."""
@@ -98,7 +99,7 @@ def check(parsed: Parsed) -> list[str]:
 def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> ImportReport:
     """Store ``parsed`` (already :func:`check`-ed) as a new session, in one transaction."""
     compressor = ToolResultCompressor(settings)
-    with store.db.atomic():
+    with store.db.atomic("IMMEDIATE"):
         session = store.create_session(
             workspace=workspace,
             title=f"import: {parsed.title[:60]}",
@@ -117,9 +118,13 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         pending: dict[str, ToolCall] = {}
         demos: list[Item] = []
 
-        # A round is written whole when it ends: its messages and observations in one batch.
+        # Ended rounds wait in ``ended`` and are written together (a few statements for the
+        # whole session, see Store.append_rounds) before a compaction, which archives them by
+        # id, and at the end; so do the observations (linked to their messages by id) and
+        # the usage records.
         batch: list[Message] = []
         batch_obs: list[tuple[int, Observation]] = []
+        ended: list[tuple[list[Message], RoundStatus, list[tuple[int, Observation]]]] = []
         usages: list[UsageRecord] = []
         observations: list[Observation] = []
         round_open = False
@@ -135,19 +140,25 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             return len(batch) - 1
 
         def close_round(finished: bool) -> None:
-            nonlocal round_open
+            nonlocal round_open, batch, batch_obs
             if not round_open:
                 return
             status = RoundStatus.FINISHED if finished else RoundStatus.INTERRUPTED
-            rnd, stored = store.append_round(sid, batch, status)
-            assert rnd.index == index, (rnd.index, index)
-            live.extend(stored)
-            for i, obs in batch_obs:
-                obs.message_id = stored[i].id
-                observations.append(obs)
-            batch.clear()
-            batch_obs.clear()
+            ended.append((batch, status, batch_obs))
+            batch, batch_obs = [], []
             round_open = False
+
+        def write_ended() -> None:
+            if not ended:
+                return
+            written = store.append_rounds(sid, [(msgs, status) for msgs, status, _ in ended])
+            for (_, stored), (_, _, round_obs) in zip(written, ended, strict=True):
+                live.extend(stored)
+                for i, obs in round_obs:
+                    obs.message_id = stored[i].id
+                    observations.append(obs)
+            assert written[-1][0].index == index, (written[-1][0].index, index)
+            ended.clear()
 
         def pair_missing() -> None:
             for call in pending.values():
@@ -200,6 +211,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
             elif item.kind == "summary":
                 pair_missing()
                 close_round(last_final)  # the next step needs a round of its own
+                write_ended()
                 if live:
                     _compact(store, sid, item, live, report, settings)
                 else:
@@ -278,12 +290,13 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 report.observations += 1
         pair_missing()
         close_round(parsed.finished if parsed.finished is not None else last_final)
+        write_ended()
         store.add_usages(usages)
         store.add_observations(observations)
-        history = store.history(sid)
-        report.tokens_stored = sum(m.tokens or 0 for m in history.messages) + sum(
-            count_summary(s) for s in history.summaries
-        )
+        # History as stored: what no compaction archived, under the summaries still active.
+        report.tokens_stored = sum(m.tokens or 0 for m in live)
+        if report.compactions:
+            report.tokens_stored += sum(count_summary(s) for s in store.summaries(sid) if s.active)
     return report
 
 
@@ -297,7 +310,6 @@ def _compact(
 ) -> None:
     """A recorded compaction: everything so far is archived under the recorded summary."""
     ids = [m.id for m in live if m.id is not None]
-    report.tokens_raw += count_text(item.text)
     rounds = [m.meta.round or 0 for m in live]
     summary = Summary(
         session_id=sid,
@@ -309,7 +321,10 @@ def _compact(
         strategy=settings.strategy,
         created_at=item.created_at,
     )
-    summary.tokens = count_summary(summary)
+    # count_summary without tokenising the text twice (the raw figure counts it bare).
+    text_tokens = count_text(item.text)
+    report.tokens_raw += text_tokens
+    summary.tokens = BLOCK_OVERHEAD + text_tokens if has_text(item.text) else 0
     before = sum(m.tokens or 0 for m in live)
     compaction = Compaction(
         session_id=sid,

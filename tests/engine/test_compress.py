@@ -166,6 +166,38 @@ def test_read_longer_than_the_history_limit_is_cut(ws: Path) -> None:
     assert form["omitted_lines"] == 1000
 
 
+def test_read_numbers_are_compacted_only_at_a_line_start() -> None:
+    """Only a line's leading ``cat -n`` number loses its padding and tab; a tab or a number
+    anywhere else in the line, or a line without a number, is kept as it is."""
+    content = "\n".join(
+        [
+            "     1\tdef f(x):",
+            "    12\t\treturn x\t# 3\tnot a number",
+            "   123\t",
+            "\t4\tstarts with a tab",
+            " 5 6\tspace inside",
+            "7\tno padding",
+            "",
+            "\r  8\tcarriage return first",
+            "  x9\tletter first",
+        ]
+    )
+    data = {"file": "f.py", "content": content, "start_line": 1, "end_line": 9}
+    result = ToolResult(status="success", data=data)
+    form = ToolResultCompressor(Settings()).compress("Read", result)
+    assert form["data"]["content"].split("\n") == [
+        "1: def f(x):",
+        "12: \treturn x\t# 3\tnot a number",
+        "123: ",
+        "\t4\tstarts with a tab",
+        " 5 6\tspace inside",
+        "7: no padding",
+        "",
+        "\r  8\tcarriage return first",
+        "  x9\tletter first",
+    ]
+
+
 def test_read_keeps_the_external_change_note(run: Any, compressor: Any, ws: Path) -> None:
     path = ws / "cfg.ini"
     path.write_text("a=1\n")
