@@ -203,11 +203,11 @@ def ensure_counted_all(messages: Iterable[Message]) -> int:
     return sum(ensure_counted(m) for m in messages)
 
 
-def count_thinking(msg: Message) -> int:
-    """Tokens of the ``thinking`` blocks an imported assistant step keeps (``meta.origin``):
-    counted where the model made them, never sent again. A redacted block holds no text."""
-    blocks = (msg.meta.origin or {}).get("thinking", [])
-    return sum(count_repeated(str(b.get("thinking", ""))) for b in blocks)
+def count_thinking(blocks: Iterable[dict[str, Any]]) -> int:
+    """Tokens of recorded ``thinking`` blocks (an imported assistant step keeps them in
+    ``meta.origin``): counted where the model made them, never sent again. A redacted block
+    holds no text."""
+    return sum(count_text(str(b.get("thinking", ""))) for b in blocks)
 
 
 def count_summary(summary: Summary) -> int:

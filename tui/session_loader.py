@@ -325,7 +325,10 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         decision=decision,
         offline=is_offline(agent.provider.name),
         heaviest=heaviest_items(layout.history),
-        thinking=sum(count_thinking(m) for m in agent.history.history.messages),
+        thinking=sum(
+            count_thinking((m.meta.origin or {}).get("thinking", []))
+            for m in agent.history.history.messages
+        ),
     )
     blocks = history_blocks(layout, memo)
     return SessionView(

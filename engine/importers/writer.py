@@ -31,7 +31,14 @@ from engine.models import (
     UsageRecord,
 )
 from engine.store import Store
-from engine.tokens import BLOCK_OVERHEAD, count_summary, count_text, ensure_counted, has_text
+from engine.tokens import (
+    BLOCK_OVERHEAD,
+    count_summary,
+    count_text,
+    count_thinking,
+    ensure_counted,
+    has_text,
+)
 
 CONTINUED = "(The conversation continues after a compaction.)"
 """The user message of a round that a recorded compaction left without one."""
@@ -227,7 +234,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 origin: dict[str, object] | None = None
                 if item.thinking:
                     origin = {"thinking": item.thinking}
-                    thought = sum(count_text(str(t.get("thinking", ""))) for t in item.thinking)
+                    thought = count_thinking(item.thinking)
                     report.thinking_tokens += thought
                     report.tokens_raw += thought
                 append(
