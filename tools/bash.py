@@ -128,7 +128,7 @@ GUARD = Path(__file__).with_name("bash_guard.py")
 
 def _command_line(bash: str, command: str) -> list[str]:
     """bash under its guard where the guard can work (Linux), else bash alone."""
-    if _prctl is None:
+    if _prctl is None or not sys.executable:
         return [bash, "-c", command]
     return [sys.executable, "-I", "-S", str(GUARD), bash, "-c", command]
 
