@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,16 +57,30 @@ class Block:
 class BlockCounter:
     """Each request block as the cache sees it, counted once per block object.
 
-    The context builder reuses the block dicts of an unchanged history prefix from one request
-    to the next, so a replay pays for the new blocks only. The memo holds the dicts it has seen
-    (an id is never reused while its object lives).
+    The context builder reuses the message dicts of an unchanged history prefix from one
+    request to the next (it never changes a message once a request holds it), so a replay pays
+    for the new messages only: the blocks of the leading messages that are the same objects as
+    last time, with as many blocks, are taken from the last request as they are. Other blocks
+    are looked up by object (an id is never reused while its object lives), then by content:
+    equal blocks come back as the same :class:`Block`, so :class:`PromptCache` sees an equal
+    prefix as the same objects.
     """
 
     def __init__(self) -> None:
         self._memo: dict[tuple[int, bool], tuple[dict[str, Any], Block]] = {}
+        self._interned: dict[tuple[str, bool, int], Block] = {}
+        """One Block per content, breakpoint and count: a block rebuilt as a new object (after
+        a compaction, in the round in progress) is neither counted nor hashed again."""
         self._tokens: dict[str, int] = {}
-        """Tokens by content key: a block rebuilt as a new object (after a compaction, in the
-        round in progress) is not counted again."""
+        """Tokens by content key."""
+        self._last: tuple[list[dict[str, Any]], list[int], list[int], list[Block]] = (
+            [],
+            [],
+            [],
+            [],
+        )
+        """The last request's messages, their block counts, where each one's blocks start in
+        its message blocks, and those blocks."""
 
     def _count(self, key: str, raw: dict[str, Any]) -> int:
         tokens = self._tokens.get(key)
@@ -79,7 +95,9 @@ class BlockCounter:
         return None
 
     def _keep(self, raw: dict[str, Any], block: Block, first: bool = False) -> Block:
-        """Remember ``block`` for ``raw`` (as its message's first block or not)."""
+        """Remember ``block`` for ``raw`` (as its message's first block or not); an equal
+        block seen before is returned instead."""
+        block = self._interned.setdefault((block.key, block.breakpoint, block.tokens), block)
         self._memo[(id(raw), first)] = (raw, block)
         return block
 
@@ -103,11 +121,21 @@ class BlockCounter:
                 key = _key(raw)
                 found = self._keep(raw, Block(self._count(key, raw), key, marked))
             out.append(found)
-        for message in request.messages:
+        messages = request.messages
+        sizes = list(map(len, map(_CONTENT, messages)))
+        last_messages, last_sizes, last_starts, last_blocks = self._last
+        same = min(_common(last_messages, messages), _common(last_sizes, sizes, operator.eq))
+        starts = last_starts[:same]
+        message_blocks = last_blocks[: last_starts[same] if same < len(last_starts) else None]
+        for message in messages[same:]:
+            starts.append(len(message_blocks))
             content = message["content"]
             if isinstance(content, str):
                 text = {"type": "text", "text": content}
-                out.append(Block(MESSAGE_OVERHEAD + count_blocks([text]), _key(text), False))
+                block = Block(MESSAGE_OVERHEAD + count_blocks([text]), _key(text), False)
+                message_blocks.append(
+                    self._interned.setdefault((block.key, False, block.tokens), block)
+                )
                 continue
             role = message["role"]
             for j, raw in enumerate(content):
@@ -117,8 +145,21 @@ class BlockCounter:
                     key = _key({"role": role, "first": first, **raw})
                     tokens = self._count(key, raw) + (MESSAGE_OVERHEAD if first else 0)
                     found = self._keep(raw, Block(tokens, key, marked), first)
-                out.append(found)
-        return out
+                message_blocks.append(found)
+        self._last = (list(messages), sizes, starts, message_blocks)
+        return out + message_blocks
+
+
+_CONTENT = operator.itemgetter("content")
+
+
+def _common(
+    before: list[Any], after: list[Any], same: Callable[[Any, Any], bool] = operator.is_
+) -> int:
+    """How many leading items of ``after`` are ``same`` as those of ``before`` (a C-speed
+    scan: this runs over every message of a long session at every replayed step)."""
+    flags = list(map(same, before, after))
+    return flags.index(False) if False in flags else len(flags)
 
 
 def _key(block: dict[str, Any]) -> str:
@@ -133,15 +174,14 @@ class PromptCache:
     min_tokens: int = 1024
     """The model's minimum cacheable prompt length."""
     written: set[str] = field(default_factory=set)
-    _last: tuple[list[Block], list[str], list[int]] = field(
-        default_factory=lambda: ([], [], []), repr=False
+    _last: tuple[list[Block], list[str], list[int], list[int]] = field(
+        default_factory=lambda: ([], [], [], []), repr=False
     )
 
     def use(self, blocks: list[Block]) -> CacheUse:
         """Charge one request (in order); remembers the prefixes it writes."""
-        hashes, cumulative = self._chain(blocks)
+        hashes, cumulative, breakpoints = self._chain(blocks)
         total = cumulative[-1] if cumulative else 0
-        breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
         read = 0
         for bp in breakpoints:
             for j in range(bp, max(-1, bp - LOOKBACK_BLOCKS), -1):
@@ -157,23 +197,24 @@ class PromptCache:
                 self.written.add(hashes[bp])
         return CacheUse(read=read, write=write, uncached=total - read - write)
 
-    def _chain(self, blocks: list[Block]) -> tuple[list[str], list[int]]:
-        """Prefix hashes and cumulative tokens, reusing the last request's for the blocks it
-        shares at the start (the same objects), so a request costs its new blocks."""
-        prev_blocks, prev_hashes, prev_cum = self._last
-        same = 0
-        for a, b in zip(prev_blocks, blocks, strict=False):
-            if a is not b:
-                break
-            same += 1
+    def _chain(self, blocks: list[Block]) -> tuple[list[str], list[int], list[int]]:
+        """Prefix hashes, cumulative tokens and the breakpoints' positions, reusing the last
+        request's for the blocks it shares at the start (the same objects), so a request costs
+        its new blocks."""
+        prev_blocks, prev_hashes, prev_cum, prev_breakpoints = self._last
+        same = _common(prev_blocks, blocks)
         hashes, cumulative = prev_hashes[:same], prev_cum[:same]
+        breakpoints = [bp for bp in prev_breakpoints if bp < same]
         head = hashes[-1] if hashes else ""
         total = cumulative[-1] if cumulative else 0
-        for block in blocks[same:]:
+        for i in range(same, len(blocks)):
+            block = blocks[i]
             # h(i) = sha1(h(i-1) + NUL + key(i)): a prefix has one hash however it was reached
             head = hashlib.sha1(f"{head}\x00{block.key}".encode()).hexdigest()
             hashes.append(head)
             total += block.tokens
             cumulative.append(total)
-        self._last = (list(blocks), hashes, cumulative)
-        return hashes, cumulative
+            if block.breakpoint:
+                breakpoints.append(i)
+        self._last = (list(blocks), hashes, cumulative, breakpoints)
+        return hashes, cumulative, breakpoints
