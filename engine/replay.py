@@ -286,18 +286,19 @@ def replay(
             pending.append(event.compaction)
 
     holder: dict[str, Any] = {}
+    folded = _Folded()
 
     with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
-        scratch = Store.open(Path(tmp) / "replay.db")
+        # A scratch file, thrown away at the end: no need to flush each step to the disk.
+        scratch = Store.open(Path(tmp) / "replay.db", durable=False)
         try:
             session = scratch.create_session(str(workspace), "replay", strategy=strategy)
             tools = RecordedTools()
 
             def on_request(request: ProviderRequest) -> int:
                 state["step"] += 1
-                blocks = counter.blocks(request)
-                tokens = sum(b.tokens for b in blocks)  # = count_request, new blocks only
-                use = cache.use(blocks)
+                use = cache.use(counter.blocks(request))
+                tokens = use.total  # the blocks' tokens: = count_request, new blocks only
                 # Compactions since the last request, as the agent reported them (events, not a
                 # query of every compaction at every step).
                 fired = len(pending)
@@ -327,7 +328,7 @@ def replay(
                 )
                 last = state["step"] == total_steps
                 if fired or last or state["step"] % RECALL_EVERY == 0:
-                    figures.recall = _recall(ledger_items, state["upto"], holder["agent"])
+                    figures.recall = _recall(ledger_items, state["upto"], holder["agent"], folded)
                 result.steps.append(figures)
                 if on_step is not None:
                     on_step(state["step"], total_steps)
@@ -386,7 +387,38 @@ def _as_recorded(text: str) -> Any:
     return Preprocessed(text=text, original=text)
 
 
-def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float | None]:
+class _Folded:
+    """Texts whitespace-normalised and case-folded as :func:`engine.ledger.present` compares
+    them, each computed once: recall is measured again and again over the same messages.
+
+    Normalising then folding each text and joining the non-empty ones with a space gives what
+    normalising and folding their join gives (whitespace separates them either way, and case
+    folding maps each character on its own)."""
+
+    def __init__(self) -> None:
+        self._messages: dict[int, tuple[Message, str]] = {}
+        self._texts: dict[str, str] = {}
+
+    def message(self, msg: Message) -> str:
+        found = self._messages.get(id(msg))
+        if found is None or found[0] is not msg:
+            found = self._messages[id(msg)] = (msg, normalise(message_text(msg)).casefold())
+        return found[1]
+
+    def text(self, text: str) -> str:
+        found = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = normalise(text).casefold()
+        return found
+
+
+def _joined(folded: list[str]) -> str:
+    return " ".join(f for f in folded if f)
+
+
+def _recall(
+    items: list[LedgerItem], upto: int, agent: Any, folded: _Folded
+) -> dict[str, float | None]:
     """The share of ledger items recorded up to now that the request still holds, by kind.
 
     An item whose step is still sent as stored (not projected, masked or archived) is looked
@@ -400,9 +432,9 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
     stored = {id(m) for m in agent.history.history.messages}
     own: dict[tuple[int | None, int | None], list[str]] = {}
     rounds: dict[int | None, list[str]] = {}
-    others = [as_sent(s) for s in sent.summaries]
+    others = [folded.text(as_sent(s)) for s in sent.summaries]
     for msg in sent.messages:
-        text = message_text(msg)
+        text = folded.message(msg)
         if id(msg) in stored:
             own.setdefault((msg.meta.round, msg.meta.step), []).append(text)
             rounds.setdefault(msg.meta.round, []).append(text)
@@ -410,14 +442,15 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
             others.append(text)
     for step in agent.scratchpad:  # the round in progress: full observations
         where = (agent.current_round, step.assistant.meta.step)
-        own.setdefault(where, []).extend(r.text for r in step.results)
-        rounds.setdefault(agent.current_round, []).extend(r.text for r in step.results)
-    # Each text is normalised once per measurement (``present`` would normalise it again for
-    # every item: quadratic in the ledger on long sessions).
-    rest = _folded(others)
+        texts = [folded.text(r.text) for r in step.results]
+        own.setdefault(where, []).extend(texts)
+        rounds.setdefault(agent.current_round, []).extend(texts)
+    # Each text is normalised once (``present`` would normalise it again for every item:
+    # quadratic in the ledger on long sessions), and folded once per replay.
+    rest = _joined(others)
     counts = {kind: [0, 0] for kind in KINDS}
-    step_text = {k: _folded(v) for k, v in own.items()}
-    round_text = {k: _folded(v) for k, v in rounds.items()}
+    step_text = {k: _joined(v) for k, v in own.items()}
+    round_text = {k: _joined(v) for k, v in rounds.items()}
     for item in known:
         wanted = item.key.casefold()
         # its own step first, then what is left of its round, then summaries and projections
@@ -433,12 +466,6 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
         pair[1] += 1
         pair[0] += int(found)
     return {kind: (kept / total if total else None) for kind, (kept, total) in counts.items()}
-
-
-def _folded(texts: list[str]) -> str:
-    """Texts joined, whitespace-normalised and case-folded, as :func:`engine.ledger.present`
-    compares them."""
-    return normalise("\n".join(texts)).casefold()
 
 
 def message_text(msg: Message) -> str:

@@ -159,12 +159,19 @@ class Store:
         *,
         read_only: bool = False,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        durable: bool = True,
     ) -> Store:
         """Open (or create) the database at ``path``; refuse foreign or corrupt files.
 
         A file is inspected read-only first and nothing is written to it before it is
         accepted. ``read_only`` stores (``show``, ``context``, ``sessions``) never write a
         session; they still bring an old schema up to date.
+
+        ``durable=False`` is for a scratch database that is thrown away after use (a replay's):
+        commits are not flushed to the disk (``synchronous = off``) and the rollback journal
+        stays in memory (``journal_mode = memory``, not WAL), so a transaction still commits or
+        rolls back whole, but a crash of the machine (or of the process, mid-commit) may leave
+        the file corrupt. Never for a database a user keeps.
         """
         path = Path(path)
         version = schema.inspect(path)
@@ -173,6 +180,8 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot create the folder for {path}: {exc}") from None
         pragmas = {**PRAGMAS, "busy_timeout": int(busy_timeout * 1000)}
+        if not durable:
+            pragmas["synchronous"] = "off"
         db = SqliteDatabase(str(path), pragmas=pragmas, timeout=busy_timeout)
         store = cls(db, path, read_only=read_only, busy_timeout=busy_timeout)
         try:
@@ -193,8 +202,9 @@ class Store:
                         db.pragma("user_version", schema.SCHEMA_VERSION)
             else:
                 schema.migrate(db, version)
-            if schema.sql(db, "PRAGMA journal_mode").fetchone()[0] != "wal":
-                schema.sql(db, "PRAGMA journal_mode = wal")
+            journal = "wal" if durable else "memory"
+            if schema.sql(db, "PRAGMA journal_mode").fetchone()[0] != journal:
+                schema.sql(db, f"PRAGMA journal_mode = {journal}")
             if read_only:
                 db.pragma("query_only", 1, permanent=True)
         except Exception as exc:
