@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import operator
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.llm.base import ProviderRequest
+from engine.sequences import common_prefix
 from engine.tokens import MESSAGE_OVERHEAD, TOOL_USE_SYSTEM_OVERHEAD, count_blocks, count_tool
 
 LOOKBACK_BLOCKS = 20
@@ -59,8 +58,8 @@ class BlockCounter:
 
     The context builder reuses the message dicts of an unchanged history prefix from one
     request to the next (it never changes a message once a request holds it), so a replay pays
-    for the new messages only: the blocks of the leading messages that are the same objects as
-    last time, with as many blocks, are taken from the last request as they are. Other blocks
+    for the new messages only: the blocks of the leading messages equal to last time's (the
+    same objects, mostly) are taken from the last request as they are. Other blocks
     are looked up by object (an id is never reused while its object lives), then by content:
     equal blocks come back as the same :class:`Block`, so :class:`PromptCache` sees an equal
     prefix as the same objects.
@@ -73,20 +72,31 @@ class BlockCounter:
         a compaction, in the round in progress) is neither counted nor hashed again."""
         self._tokens: dict[str, int] = {}
         """Tokens by content key."""
-        self._last: tuple[list[dict[str, Any]], list[int], list[int], list[Block]] = (
-            [],
-            [],
-            [],
-            [],
-        )
-        """The last request's messages, their block counts, where each one's blocks start in
-        its message blocks, and those blocks."""
+        self._keys: dict[tuple[Any, ...], str] = {}
+        """Content keys by the block's plain values (see :meth:`_key_of`)."""
+        self._last: tuple[list[dict[str, Any]], list[int], list[Block]] = ([], [], [])
+        """The last request's messages, where each one's blocks start in its message blocks,
+        and those blocks."""
 
     def _count(self, key: str, raw: dict[str, Any]) -> int:
         tokens = self._tokens.get(key)
         if tokens is None:
             tokens = self._tokens[key] = count_blocks([raw])
         return tokens
+
+    def _key_of(self, raw: dict[str, Any], role: str | None = None, first: bool = False) -> str:
+        """:func:`_key` of a block (of a message's, with its role and whether it comes first),
+        looked up by its values when they are all strings or booleans: a block the builder makes
+        anew at every step with the same strings (the system prompt, a summary, the question,
+        a result of the round in progress) is not serialised again."""
+        items = tuple((k, v) for k, v in raw.items() if k != "cache_control")
+        plain = all(type(v) in _PLAIN for _, v in items)
+        found = self._keys.get((role, first, items)) if plain else None
+        if found is None:
+            found = _key(raw if role is None else {"role": role, "first": first, **raw})
+            if plain:
+                self._keys[(role, first, items)] = found
+        return found
 
     def _seen(self, raw: dict[str, Any], breakpoint: bool, first: bool = False) -> Block | None:
         found = self._memo.get((id(raw), first))
@@ -118,13 +128,14 @@ class BlockCounter:
             marked = "cache_control" in raw
             found = self._seen(raw, marked)
             if found is None:
-                key = _key(raw)
+                key = self._key_of(raw)
                 found = self._keep(raw, Block(self._count(key, raw), key, marked))
             out.append(found)
         messages = request.messages
-        sizes = list(map(len, map(_CONTENT, messages)))
-        last_messages, last_sizes, last_starts, last_blocks = self._last
-        same = min(_common(last_messages, messages), _common(last_sizes, sizes, operator.eq))
+        last_messages, last_starts, last_blocks = self._last
+        same = common_prefix(last_messages, messages)
+        if same and _grew(messages[same - 1], last_starts, same - 1, len(last_blocks)):
+            same -= 1  # not expected (a request's messages are values), but cheap to check
         starts = last_starts[:same]
         message_blocks = last_blocks[: last_starts[same] if same < len(last_starts) else None]
         for message in messages[same:]:
@@ -132,7 +143,8 @@ class BlockCounter:
             content = message["content"]
             if isinstance(content, str):
                 text = {"type": "text", "text": content}
-                block = Block(MESSAGE_OVERHEAD + count_blocks([text]), _key(text), False)
+                key = self._key_of(text)
+                block = Block(MESSAGE_OVERHEAD + self._count(key, text), key, False)
                 message_blocks.append(
                     self._interned.setdefault((block.key, False, block.tokens), block)
                 )
@@ -142,24 +154,25 @@ class BlockCounter:
                 marked, first = "cache_control" in raw, j == 0
                 found = self._seen(raw, marked, first)
                 if found is None:
-                    key = _key({"role": role, "first": first, **raw})
+                    key = self._key_of(raw, role, first)
                     tokens = self._count(key, raw) + (MESSAGE_OVERHEAD if first else 0)
                     found = self._keep(raw, Block(tokens, key, marked), first)
                 message_blocks.append(found)
-        self._last = (list(messages), sizes, starts, message_blocks)
+        self._last = (list(messages), starts, message_blocks)
         return out + message_blocks
 
 
-_CONTENT = operator.itemgetter("content")
+_PLAIN = (str, bool, type(None))
+"""Value types whose equality is JSON equality (an int would equal a boolean)."""
 
 
-def _common(
-    before: list[Any], after: list[Any], same: Callable[[Any, Any], bool] = operator.is_
-) -> int:
-    """How many leading items of ``after`` are ``same`` as those of ``before`` (a C-speed
-    scan: this runs over every message of a long session at every replayed step)."""
-    flags = list(map(same, before, after))
-    return flags.index(False) if False in flags else len(flags)
+def _grew(message: dict[str, Any], starts: list[int], i: int, blocks: int) -> bool:
+    """Whether message ``i`` of the last request has more or fewer blocks than were counted."""
+    content = message["content"]
+    if isinstance(content, str):
+        return False
+    counted = (starts[i + 1] if i + 1 < len(starts) else blocks) - starts[i]
+    return len(content) != counted
 
 
 def _key(block: dict[str, Any]) -> str:
@@ -199,10 +212,10 @@ class PromptCache:
 
     def _chain(self, blocks: list[Block]) -> tuple[list[str], list[int], list[int]]:
         """Prefix hashes, cumulative tokens and the breakpoints' positions, reusing the last
-        request's for the blocks it shares at the start (the same objects), so a request costs
-        its new blocks."""
+        request's for the blocks it shares at the start (equal blocks: the same objects,
+        mostly), so a request costs its new blocks."""
         prev_blocks, prev_hashes, prev_cum, prev_breakpoints = self._last
-        same = _common(prev_blocks, blocks)
+        same = common_prefix(prev_blocks, blocks)
         hashes, cumulative = prev_hashes[:same], prev_cum[:same]
         breakpoints = [bp for bp in prev_breakpoints if bp < same]
         head = hashes[-1] if hashes else ""

@@ -36,7 +36,6 @@ from __future__ import annotations
 import bisect
 import gc
 import json
-import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from engine.models import History, Message
 from engine.placement import IN_SYSTEM, leading_messages, system_text
 from engine.render import render_messages, render_react, render_scratchpad
 from engine.scratchpad import ScratchResult, ScratchStep
+from engine.sequences import common_prefix
 from engine.tokens import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
@@ -186,13 +186,6 @@ class _Prefix:
     messages: list[Message]
     state: WireState
     found: list[str]
-
-
-def _common(before: list[Message], after: list[Message]) -> int:
-    """How many leading messages of ``after`` are the same objects as those of ``before`` (a
-    C-speed scan: it runs over the whole history at every step)."""
-    flags = list(map(operator.is_, before, after))
-    return flags.index(False) if False in flags else len(flags)
 
 
 def _mark_index(mark: Mark) -> int:
@@ -338,15 +331,15 @@ class ContextBuilder:
         When the last build began with the same summaries, its wire is resumed: from its end
         when history only grew (the next step, the next round: only the new messages are
         placed), else from the last wire message that began at or before the first message
-        that is not the same object as last time (a projection that changed a message in the
-        middle: masking's moving window). Either way the result is the one a build from
-        scratch gives; a step costs the messages placed again plus one identity check of the
-        old ones."""
+        that differs from last time's (a projection that changed a message in the middle:
+        masking's moving window). Either way the result is the one a build from scratch
+        gives; a step costs the messages placed again plus one comparison of the old ones
+        (the same objects, mostly: :func:`~engine.sequences.common_prefix`)."""
         prev = self._prefix
         wire: Wire | None = None
         start = 0
         if prev is not None and prev.leading == leading:
-            same = _common(prev.messages, messages)
+            same = common_prefix(prev.messages, messages)
             if same == len(prev.messages):
                 wire = Wire.resume(prev.state, layers, warnings)
                 found, start = list(prev.found), same

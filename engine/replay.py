@@ -344,30 +344,33 @@ def replay(
             # L1 + L2: what every request carries around the conversation (the empty request)
             state["fixed"] = agent.preview().total
             agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
-            for number, rnd in enumerate(rounds, 1):
-                state["round"] = number
-                provider.queue = deque(rnd.assistants)
-                tools.queue = deque(
-                    rnd.results[c.id]
-                    for a in rnd.assistants
-                    for c in a.tool_calls
-                    if c.id in rnd.results
-                )
-                state["upto"] = rnd.last_id
-                before = len(result.steps)
-                try:
-                    agent.run(rnd.text)
-                except _Stopped:
-                    break
-                for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
-                    s.output = count_blocks(
-                        [{"type": "text", "text": msg.content or " "}]
-                        + [
-                            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
-                            for c in msg.tool_calls
-                        ]
+            # The replay is the scratch session's only writer from start to end: one lease
+            # (rounds would each take it, and reload what no other process wrote).
+            with agent.writing("replay"):
+                for number, rnd in enumerate(rounds, 1):
+                    state["round"] = number
+                    provider.queue = deque(rnd.assistants)
+                    tools.queue = deque(
+                        rnd.results[c.id]
+                        for a in rnd.assistants
+                        for c in a.tool_calls
+                        if c.id in rnd.results
                     )
-                    s.cost = call_cost(price, s.cache, s.output)
+                    state["upto"] = rnd.last_id
+                    before = len(result.steps)
+                    try:
+                        agent.run(rnd.text)
+                    except _Stopped:
+                        break
+                    for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
+                        s.output = count_blocks(
+                            [{"type": "text", "text": msg.content or " "}]
+                            + [
+                                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
+                                for c in msg.tool_calls
+                            ]
+                        )
+                        s.cost = call_cost(price, s.cache, s.output)
             measure = agent.plan().measure
             if measure.source != "count":
                 result.threshold = measure.threshold
