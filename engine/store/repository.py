@@ -462,14 +462,14 @@ class Store:
     @writes
     def append_message(self, session_id: int, round_index: int, message: Message) -> Message:
         """Write one step of a round to history, committed at once."""
-        row = self._round_row(session_id, round_index)
+        round_id = self._round_id(session_id, round_index)
         message.meta.round = round_index
         with self.db.atomic():
-            msg = self._insert_message(session_id, row, message)
+            msg = self._insert_message(session_id, round_id, message)
             self._touch(session_id)
         return msg
 
-    def _insert_message(self, session_id: int, round_row: RoundRow, m: Message) -> Message:
+    def _insert_message(self, session_id: int, round_row: RoundRow | int, m: Message) -> Message:
         row = MessageRow.create(
             session=session_id,
             round=round_row,
@@ -621,6 +621,23 @@ class Store:
     def _store_tokens(self, counts: dict[int, int]) -> None:
         for mid, tokens in counts.items():
             MessageRow.update(tokens=tokens).where(MessageRow.id == mid).execute()
+
+    def _round_id(self, session_id: int, round_index: int) -> int:
+        """:meth:`_round_row`'s id, in plain SQL: this runs at every step of every round, and
+        peewee takes longer to write the query than SQLite to answer it."""
+        table, session, number = (
+            RoundRow._meta.table_name,
+            RoundRow.session.column_name,
+            RoundRow.number.column_name,
+        )
+        found = schema.sql(
+            self.db,
+            f'SELECT "id" FROM "{table}" WHERE "{session}" = ? AND "{number}" = ?',
+            (session_id, round_index),
+        ).fetchone()
+        if found is None:
+            raise StoreError(f"session {session_id} has no round {round_index}")
+        return int(found[0])
 
     def _round_row(self, session_id: int, round_index: int) -> RoundRow:
         row = RoundRow.get_or_none(
