@@ -291,6 +291,10 @@ def replay(
     with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
         # A scratch file, thrown away at the end: no need to flush each step to the disk.
         scratch = Store.open(Path(tmp) / "replay.db", durable=False)
+        # The scratch session's files (seed 004's raw middles, seed 003's execution log) go
+        # to the scratch folder too, whatever data_dir the user set: there they would land
+        # among the user's own sessions' files, under the scratch session's id.
+        scratch_settings = settings.model_copy(update={"data_dir": Path(tmp) / "data"})
         try:
             session = scratch.create_session(str(workspace), "replay", strategy=strategy)
             tools = RecordedTools()
@@ -338,7 +342,13 @@ def replay(
 
             provider = RecordedProvider(on_request)
             agent = Agent(
-                scratch, session, settings, provider, workspace, events=on_event, registry=tools
+                scratch,
+                session,
+                scratch_settings,
+                provider,
+                workspace,
+                events=on_event,
+                registry=tools,
             )
             holder["agent"] = agent
             # L1 + L2: what every request carries around the conversation (the empty request)
