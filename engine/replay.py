@@ -157,10 +157,12 @@ class RecordedRound:
     """The newest message id of the round (the ledger items recorded up to it)."""
 
 
-def recorded_rounds(store: Store, session_id: int) -> list[RecordedRound]:
-    """The session's rounds as recorded, archived messages included, in order."""
-    messages = store.all_messages(session_id)
-    observations = {o.tool_use_id: o for o in store.observations(session_id)}
+def recorded_rounds(
+    messages: list[Message], observations: list[Observation]
+) -> list[RecordedRound]:
+    """A session's rounds as recorded, from all its messages (archived ones included, in
+    order) and its observations."""
+    by_use = {o.tool_use_id: o for o in observations}
     rounds: list[RecordedRound] = []
     by_round: dict[int | None, RecordedRound] = {}
     for msg in messages:
@@ -175,7 +177,7 @@ def recorded_rounds(store: Store, session_id: int) -> list[RecordedRound]:
         if msg.role == "assistant":
             rnd.assistants.append(msg)
         elif msg.role == "tool" and msg.meta.tool_use_id:
-            found = observations.get(msg.meta.tool_use_id)
+            found = by_use.get(msg.meta.tool_use_id)
             rnd.results[msg.meta.tool_use_id] = found if found is not None else msg
     return rounds
 
@@ -266,16 +268,15 @@ def replay(
     """
     from engine.agent import Agent  # the agent imports strategies; keep this module light
 
-    rounds = recorded_rounds(store, session_id)
+    messages, observations = store.all_messages(session_id), store.observations(session_id)
+    rounds = recorded_rounds(messages, observations)
     original = store.get_session(session_id)
     workspace = workspace or Path(original.workspace or ".")
     price = price or price_for(settings, original.model or settings.model)
     result = ReplayResult(strategy)
     cache = PromptCache(price.min_cacheable)
     counter = BlockCounter()
-    ledger_items = extract_ledger(
-        store.all_messages(session_id), store.observations(session_id)
-    ).items
+    ledger_items = extract_ledger(messages, observations).items
     total_steps = sum(max(1, len(r.assistants)) for r in rounds)
     state = {"step": 0, "round": 0, "upto": 0, "fixed": 0}
     hidden = hidden_prefix(store, session_id)
