@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.llm.base import ProviderRequest
+from engine.sequences import common_prefix
 from engine.tokens import MESSAGE_OVERHEAD, TOOL_USE_SYSTEM_OVERHEAD, count_blocks, count_tool
 
 LOOKBACK_BLOCKS = 20
@@ -55,22 +56,47 @@ class Block:
 class BlockCounter:
     """Each request block as the cache sees it, counted once per block object.
 
-    The context builder reuses the block dicts of an unchanged history prefix from one request
-    to the next, so a replay pays for the new blocks only. The memo holds the dicts it has seen
-    (an id is never reused while its object lives).
+    The context builder reuses the message dicts of an unchanged history prefix from one
+    request to the next (it never changes a message once a request holds it), so a replay pays
+    for the new messages only: the blocks of the leading messages equal to last time's (the
+    same objects, mostly) are taken from the last request as they are. Other blocks
+    are looked up by object (an id is never reused while its object lives), then by content:
+    equal blocks come back as the same :class:`Block`, so :class:`PromptCache` sees an equal
+    prefix as the same objects.
     """
 
     def __init__(self) -> None:
         self._memo: dict[tuple[int, bool], tuple[dict[str, Any], Block]] = {}
+        self._interned: dict[tuple[str, bool, int], Block] = {}
+        """One Block per content, breakpoint and count: a block rebuilt as a new object (after
+        a compaction, in the round in progress) is neither counted nor hashed again."""
         self._tokens: dict[str, int] = {}
-        """Tokens by content key: a block rebuilt as a new object (after a compaction, in the
-        round in progress) is not counted again."""
+        """Tokens by content key."""
+        self._keys: dict[tuple[Any, ...], str] = {}
+        """Content keys by the block's plain values (see :meth:`_key_of`)."""
+        self._last: tuple[list[dict[str, Any]], list[int], list[Block]] = ([], [], [])
+        """The last request's messages, where each one's blocks start in its message blocks,
+        and those blocks."""
 
     def _count(self, key: str, raw: dict[str, Any]) -> int:
         tokens = self._tokens.get(key)
         if tokens is None:
             tokens = self._tokens[key] = count_blocks([raw])
         return tokens
+
+    def _key_of(self, raw: dict[str, Any], role: str | None = None, first: bool = False) -> str:
+        """:func:`_key` of a block (of a message's, with its role and whether it comes first),
+        looked up by its values when they are all strings or booleans: a block the builder makes
+        anew at every step with the same strings (the system prompt, a summary, the question,
+        a result of the round in progress) is not serialised again."""
+        items = tuple((k, v) for k, v in raw.items() if k != "cache_control")
+        plain = all(type(v) in _PLAIN for _, v in items)
+        found = self._keys.get((role, first, items)) if plain else None
+        if found is None:
+            found = _key(raw if role is None else {"role": role, "first": first, **raw})
+            if plain:
+                self._keys[(role, first, items)] = found
+        return found
 
     def _seen(self, raw: dict[str, Any], breakpoint: bool, first: bool = False) -> Block | None:
         found = self._memo.get((id(raw), first))
@@ -79,7 +105,9 @@ class BlockCounter:
         return None
 
     def _keep(self, raw: dict[str, Any], block: Block, first: bool = False) -> Block:
-        """Remember ``block`` for ``raw`` (as its message's first block or not)."""
+        """Remember ``block`` for ``raw`` (as its message's first block or not); an equal
+        block seen before is returned instead."""
+        block = self._interned.setdefault((block.key, block.breakpoint, block.tokens), block)
         self._memo[(id(raw), first)] = (raw, block)
         return block
 
@@ -100,25 +128,51 @@ class BlockCounter:
             marked = "cache_control" in raw
             found = self._seen(raw, marked)
             if found is None:
-                key = _key(raw)
+                key = self._key_of(raw)
                 found = self._keep(raw, Block(self._count(key, raw), key, marked))
             out.append(found)
-        for message in request.messages:
+        messages = request.messages
+        last_messages, last_starts, last_blocks = self._last
+        same = common_prefix(last_messages, messages)
+        if same and _grew(messages[same - 1], last_starts, same - 1, len(last_blocks)):
+            same -= 1  # not expected (a request's messages are values), but cheap to check
+        starts = last_starts[:same]
+        message_blocks = last_blocks[: last_starts[same] if same < len(last_starts) else None]
+        for message in messages[same:]:
+            starts.append(len(message_blocks))
             content = message["content"]
             if isinstance(content, str):
                 text = {"type": "text", "text": content}
-                out.append(Block(MESSAGE_OVERHEAD + count_blocks([text]), _key(text), False))
+                key = self._key_of(text)
+                block = Block(MESSAGE_OVERHEAD + self._count(key, text), key, False)
+                message_blocks.append(
+                    self._interned.setdefault((block.key, False, block.tokens), block)
+                )
                 continue
             role = message["role"]
             for j, raw in enumerate(content):
                 marked, first = "cache_control" in raw, j == 0
                 found = self._seen(raw, marked, first)
                 if found is None:
-                    key = _key({"role": role, "first": first, **raw})
+                    key = self._key_of(raw, role, first)
                     tokens = self._count(key, raw) + (MESSAGE_OVERHEAD if first else 0)
                     found = self._keep(raw, Block(tokens, key, marked), first)
-                out.append(found)
-        return out
+                message_blocks.append(found)
+        self._last = (list(messages), starts, message_blocks)
+        return out + message_blocks
+
+
+_PLAIN = (str, bool, type(None))
+"""Value types whose equality is JSON equality (an int would equal a boolean)."""
+
+
+def _grew(message: dict[str, Any], starts: list[int], i: int, blocks: int) -> bool:
+    """Whether message ``i`` of the last request has more or fewer blocks than were counted."""
+    content = message["content"]
+    if isinstance(content, str):
+        return False
+    counted = (starts[i + 1] if i + 1 < len(starts) else blocks) - starts[i]
+    return len(content) != counted
 
 
 def _key(block: dict[str, Any]) -> str:
@@ -133,15 +187,14 @@ class PromptCache:
     min_tokens: int = 1024
     """The model's minimum cacheable prompt length."""
     written: set[str] = field(default_factory=set)
-    _last: tuple[list[Block], list[str], list[int]] = field(
-        default_factory=lambda: ([], [], []), repr=False
+    _last: tuple[list[Block], list[str], list[int], list[int]] = field(
+        default_factory=lambda: ([], [], [], []), repr=False
     )
 
     def use(self, blocks: list[Block]) -> CacheUse:
         """Charge one request (in order); remembers the prefixes it writes."""
-        hashes, cumulative = self._chain(blocks)
+        hashes, cumulative, breakpoints = self._chain(blocks)
         total = cumulative[-1] if cumulative else 0
-        breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint]
         read = 0
         for bp in breakpoints:
             for j in range(bp, max(-1, bp - LOOKBACK_BLOCKS), -1):
@@ -157,23 +210,24 @@ class PromptCache:
                 self.written.add(hashes[bp])
         return CacheUse(read=read, write=write, uncached=total - read - write)
 
-    def _chain(self, blocks: list[Block]) -> tuple[list[str], list[int]]:
-        """Prefix hashes and cumulative tokens, reusing the last request's for the blocks it
-        shares at the start (the same objects), so a request costs its new blocks."""
-        prev_blocks, prev_hashes, prev_cum = self._last
-        same = 0
-        for a, b in zip(prev_blocks, blocks, strict=False):
-            if a is not b:
-                break
-            same += 1
+    def _chain(self, blocks: list[Block]) -> tuple[list[str], list[int], list[int]]:
+        """Prefix hashes, cumulative tokens and the breakpoints' positions, reusing the last
+        request's for the blocks it shares at the start (equal blocks: the same objects,
+        mostly), so a request costs its new blocks."""
+        prev_blocks, prev_hashes, prev_cum, prev_breakpoints = self._last
+        same = common_prefix(prev_blocks, blocks)
         hashes, cumulative = prev_hashes[:same], prev_cum[:same]
+        breakpoints = [bp for bp in prev_breakpoints if bp < same]
         head = hashes[-1] if hashes else ""
         total = cumulative[-1] if cumulative else 0
-        for block in blocks[same:]:
+        for i in range(same, len(blocks)):
+            block = blocks[i]
             # h(i) = sha1(h(i-1) + NUL + key(i)): a prefix has one hash however it was reached
             head = hashlib.sha1(f"{head}\x00{block.key}".encode()).hexdigest()
             hashes.append(head)
             total += block.tokens
             cumulative.append(total)
-        self._last = (list(blocks), hashes, cumulative)
-        return hashes, cumulative
+            if block.breakpoint:
+                breakpoints.append(i)
+        self._last = (list(blocks), hashes, cumulative, breakpoints)
+        return hashes, cumulative, breakpoints

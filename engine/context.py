@@ -33,6 +33,7 @@ plain text, and a conversation that would start with the assistant gets a short 
 
 from __future__ import annotations
 
+import bisect
 import gc
 import json
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ from engine.models import History, Message
 from engine.placement import IN_SYSTEM, leading_messages, system_text
 from engine.render import render_messages, render_react, render_scratchpad
 from engine.scratchpad import ScratchResult, ScratchStep
+from engine.sequences import common_prefix
 from engine.tokens import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
@@ -65,7 +67,7 @@ from engine.validate import (
     validate_conversation,
     validate_request,
 )
-from engine.wire import Wire, WireState, assistant_blocks, text_block
+from engine.wire import Mark, Wire, WireState, assistant_blocks, text_block
 from prompts.system_prompt import SYSTEM_PROMPT
 
 __all__ = [
@@ -186,6 +188,10 @@ class _Prefix:
     messages: list[Message]
     state: WireState
     found: list[str]
+
+
+def _mark_index(mark: Mark) -> int:
+    return mark.index
 
 
 class ContextBuilder:
@@ -322,22 +328,31 @@ class ContextBuilder:
         warnings: list[str],
     ) -> tuple[Wire, list[str]]:
         """The wire after the leading summaries and history, and the summary-role texts found
-        in history. When the last build began with the same summaries and the same message
-        objects (history only grew: the next step, the next round), its wire is resumed and
-        only the new messages are placed, so a step costs O(new messages) plus one identity
-        check of the old ones."""
+        in history.
+
+        When the last build began with the same summaries, its wire is resumed: from its end
+        when history only grew (the next step, the next round: only the new messages are
+        placed), else from the last wire message that began at or before the first message
+        that differs from last time's (a projection that changed a message in the middle:
+        masking's moving window). Either way the result is the one a build from scratch
+        gives; a step costs the messages placed again plus one comparison of the old ones
+        (the same objects, mostly: :func:`~engine.sequences.common_prefix`)."""
         prev = self._prefix
-        if (
-            prev is not None
-            and prev.leading == leading
-            and len(messages) >= len(prev.messages)
-            and all(a is b for a, b in zip(prev.messages, messages, strict=False))
-        ):
-            wire = Wire.resume(prev.state, layers, warnings)
-            found = list(prev.found)
-            new = messages[len(prev.messages) :]
-        else:
-            wire, found, new = Wire(layers, warnings), [], messages
+        wire: Wire | None = None
+        start = 0
+        if prev is not None and prev.leading == leading:
+            same = common_prefix(prev.messages, messages)
+            if same == len(prev.messages):
+                wire = Wire.resume(prev.state, layers, warnings)
+                found, start = list(prev.found), same
+            else:
+                at = bisect.bisect_right(prev.state.marks, same, key=_mark_index) - 1
+                if at >= 0:
+                    mark = prev.state.marks[at]
+                    wire = Wire.resume_at(prev.state, at, layers, warnings)
+                    found, start = prev.found[: mark.found], mark.index
+        if wire is None:
+            wire, found = Wire(layers, warnings), []
             for i, (role, text) in enumerate(leading):
                 block = text_block(text)
                 if i == len(leading) - 1:
@@ -347,7 +362,7 @@ class ContextBuilder:
                 else:
                     wire.assistant([block], [], "L3 summaries", counts[text])
         # One pass over the new messages; summary-role messages join the summary blocks.
-        wire.add_history(new, found)
+        wire.add_history(messages[start:], found, start)
         state = wire.snapshot(("L3 summaries", "L3 history"))
         self._prefix = _Prefix(leading, list(messages), state, list(found))
         return wire, found

@@ -157,10 +157,12 @@ class RecordedRound:
     """The newest message id of the round (the ledger items recorded up to it)."""
 
 
-def recorded_rounds(store: Store, session_id: int) -> list[RecordedRound]:
-    """The session's rounds as recorded, archived messages included, in order."""
-    messages = store.all_messages(session_id)
-    observations = {o.tool_use_id: o for o in store.observations(session_id)}
+def recorded_rounds(
+    messages: list[Message], observations: list[Observation]
+) -> list[RecordedRound]:
+    """A session's rounds as recorded, from all its messages (archived ones included, in
+    order) and its observations."""
+    by_use = {o.tool_use_id: o for o in observations}
     rounds: list[RecordedRound] = []
     by_round: dict[int | None, RecordedRound] = {}
     for msg in messages:
@@ -178,7 +180,7 @@ def recorded_rounds(store: Store, session_id: int) -> list[RecordedRound]:
         if msg.role == "assistant":
             rnd.assistants.append(msg)
         elif msg.role == "tool" and msg.meta.tool_use_id:
-            found = observations.get(msg.meta.tool_use_id)
+            found = by_use.get(msg.meta.tool_use_id)
             rnd.results[msg.meta.tool_use_id] = found if found is not None else msg
     return rounds
 
@@ -269,16 +271,15 @@ def replay(
     """
     from engine.agent import Agent  # the agent imports strategies; keep this module light
 
-    rounds = recorded_rounds(store, session_id)
+    messages, observations = store.all_messages(session_id), store.observations(session_id)
+    rounds = recorded_rounds(messages, observations)
     original = store.get_session(session_id)
     workspace = workspace or Path(original.workspace or ".")
     price = price or price_for(settings, original.model or settings.model)
     result = ReplayResult(strategy)
     cache = PromptCache(price.min_cacheable)
     counter = BlockCounter()
-    ledger_items = extract_ledger(
-        store.all_messages(session_id), store.observations(session_id)
-    ).items
+    ledger_items = extract_ledger(messages, observations).items
     total_steps = sum(max(1, len(r.assistants)) for r in rounds)
     state = {"step": 0, "round": 0, "upto": 0, "fixed": 0}
     hidden = hidden_prefix(store, session_id)
@@ -289,18 +290,23 @@ def replay(
             pending.append(event.compaction)
 
     holder: dict[str, Any] = {}
+    folded = _Folded()
 
     with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
-        scratch = Store.open(Path(tmp) / "replay.db")
+        # A scratch file, thrown away at the end: no need to flush each step to the disk.
+        scratch = Store.open(Path(tmp) / "replay.db", durable=False)
+        # The scratch session's files (seed 004's raw middles, seed 003's execution log) go
+        # to the scratch folder too, whatever data_dir the user set: there they would land
+        # among the user's own sessions' files, under the scratch session's id.
+        scratch_settings = settings.model_copy(update={"data_dir": Path(tmp) / "data"})
         try:
             session = scratch.create_session(str(workspace), "replay", strategy=strategy)
             tools = RecordedTools()
 
             def on_request(request: ProviderRequest) -> int:
                 state["step"] += 1
-                blocks = counter.blocks(request)
-                tokens = sum(b.tokens for b in blocks)  # = count_request, new blocks only
-                use = cache.use(blocks)
+                use = cache.use(counter.blocks(request))
+                tokens = use.total  # the blocks' tokens: = count_request, new blocks only
                 # Compactions since the last request, as the agent reported them (events, not a
                 # query of every compaction at every step).
                 fired = len(pending)
@@ -333,7 +339,7 @@ def replay(
                     # what this request can hold: every message before the output it asks for
                     upcoming = provider.queue[0].id if provider.queue else None
                     upto = upcoming - 1 if upcoming else state["upto"]
-                    figures.recall = _recall(ledger_items, upto, holder["agent"])
+                    figures.recall = _recall(ledger_items, upto, holder["agent"], folded)
                 result.steps.append(figures)
                 if on_step is not None:
                     on_step(state["step"], total_steps)
@@ -343,36 +349,45 @@ def replay(
 
             provider = RecordedProvider(on_request)
             agent = Agent(
-                scratch, session, settings, provider, workspace, events=on_event, registry=tools
+                scratch,
+                session,
+                scratch_settings,
+                provider,
+                workspace,
+                events=on_event,
+                registry=tools,
             )
             holder["agent"] = agent
             # L1 + L2: what every request carries around the conversation (the empty request)
             state["fixed"] = agent.preview().total
             agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
-            for number, rnd in enumerate(rounds, 1):
-                state["round"] = number
-                provider.queue = deque(rnd.assistants)
-                tools.queue = deque(
-                    rnd.results[c.id]
-                    for a in rnd.assistants
-                    for c in a.tool_calls
-                    if c.id in rnd.results
-                )
-                state["upto"] = rnd.last_id
-                before = len(result.steps)
-                try:
-                    agent.run(rnd.text)
-                except _Stopped:
-                    break
-                for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
-                    s.output = count_blocks(
-                        [{"type": "text", "text": msg.content or " "}]
-                        + [
-                            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
-                            for c in msg.tool_calls
-                        ]
+            # The replay is the scratch session's only writer from start to end: one lease
+            # (rounds would each take it, and reload what no other process wrote).
+            with agent.writing("replay"):
+                for number, rnd in enumerate(rounds, 1):
+                    state["round"] = number
+                    provider.queue = deque(rnd.assistants)
+                    tools.queue = deque(
+                        rnd.results[c.id]
+                        for a in rnd.assistants
+                        for c in a.tool_calls
+                        if c.id in rnd.results
                     )
-                    s.cost = call_cost(price, s.cache, s.output)
+                    state["upto"] = rnd.last_id
+                    before = len(result.steps)
+                    try:
+                        agent.run(rnd.text)
+                    except _Stopped:
+                        break
+                    for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
+                        s.output = count_blocks(
+                            [{"type": "text", "text": msg.content or " "}]
+                            + [
+                                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
+                                for c in msg.tool_calls
+                            ]
+                        )
+                        s.cost = call_cost(price, s.cache, s.output)
             measure = agent.plan().measure
             if measure.source != "count":
                 result.threshold = measure.threshold
@@ -392,7 +407,39 @@ def _as_recorded(text: str) -> Any:
     return Preprocessed(text=text, original=text)
 
 
-def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float | None]:
+class _Folded:
+    """Texts folded (:func:`engine.ledger.fold`: tags unwrapped, whitespace normalised,
+    case-folded) as :func:`engine.ledger.present` compares them, each computed once: recall is
+    measured again and again over the same messages.
+
+    Folding each text and joining the non-empty ones with a space gives what folding their
+    join gives (a tag never spans two texts, whitespace separates them either way, and case
+    folding maps each character on its own)."""
+
+    def __init__(self) -> None:
+        self._messages: dict[int, tuple[Message, str]] = {}
+        self._texts: dict[str, str] = {}
+
+    def message(self, msg: Message) -> str:
+        found = self._messages.get(id(msg))
+        if found is None or found[0] is not msg:
+            found = self._messages[id(msg)] = (msg, fold(message_text(msg)))
+        return found[1]
+
+    def text(self, text: str) -> str:
+        found = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = fold(text)
+        return found
+
+
+def _joined(folded: list[str]) -> str:
+    return " ".join(f for f in folded if f)
+
+
+def _recall(
+    items: list[LedgerItem], upto: int, agent: Any, folded: _Folded
+) -> dict[str, float | None]:
     """The share of ledger items recorded up to now that the request still holds, by kind.
 
     An item whose step is still sent as stored (not projected, masked or archived) is looked
@@ -406,9 +453,9 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
     stored = {id(m) for m in agent.history.history.messages}
     own: dict[tuple[int | None, int | None], list[str]] = {}
     rounds: dict[int | None, list[str]] = {}
-    others = [as_sent(s) for s in sent.summaries]
+    others = [folded.text(as_sent(s)) for s in sent.summaries]
     for msg in sent.messages:
-        text = message_text(msg)
+        text = folded.message(msg)
         if id(msg) in stored:
             own.setdefault((msg.meta.round, msg.meta.step), []).append(text)
             rounds.setdefault(msg.meta.round, []).append(text)
@@ -416,14 +463,15 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
             others.append(text)
     for step in agent.scratchpad:  # the round in progress: full observations
         where = (agent.current_round, step.assistant.meta.step)
-        own.setdefault(where, []).extend(r.text for r in step.results)
-        rounds.setdefault(agent.current_round, []).extend(r.text for r in step.results)
-    # Each text is normalised once per measurement (``present`` would normalise it again for
-    # every item: quadratic in the ledger on long sessions).
-    rest = _folded(others)
+        texts = [folded.text(r.text) for r in step.results]
+        own.setdefault(where, []).extend(texts)
+        rounds.setdefault(agent.current_round, []).extend(texts)
+    # Each text is normalised once (``present`` would normalise it again for every item:
+    # quadratic in the ledger on long sessions), and folded once per replay.
+    rest = _joined(others)
     counts = {kind: [0, 0] for kind in KINDS}
-    step_text = {k: _folded(v) for k, v in own.items()}
-    round_text = {k: _folded(v) for k, v in rounds.items()}
+    step_text = {k: _joined(v) for k, v in own.items()}
+    round_text = {k: _joined(v) for k, v in rounds.items()}
     for item in known:
         wanted = fold(item.key)
         # its own step first, then what is left of its round, then summaries and projections
@@ -439,11 +487,6 @@ def _recall(items: list[LedgerItem], upto: int, agent: Any) -> dict[str, float |
         pair[1] += 1
         pair[0] += int(found)
     return {kind: (kept / total if total else None) for kind, (kept, total) in counts.items()}
-
-
-def _folded(texts: list[str]) -> str:
-    """Texts joined and folded, as :func:`engine.ledger.present` compares them."""
-    return fold("\n".join(texts))
 
 
 def message_text(msg: Message) -> str:

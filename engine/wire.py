@@ -9,12 +9,37 @@ blocks are placed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.models import MISSING_RESULT, Message
 from engine.placement import CONVERSATION_OPENER
 from engine.tokens import MESSAGE_OVERHEAD, count_blocks, ensure_counted, has_text
+
+HISTORY = "L3 history"
+"""The layer history messages are counted in."""
+
+
+@dataclass(slots=True)
+class Mark:
+    """Where a history message began a new wire message: the wire just before it.
+
+    Every wire message before that point is complete (a wire only ever changes its last
+    message), so a later build whose history is the same up to this message can take those
+    messages as they are and place history again from here (:meth:`Wire.resume_at`)."""
+
+    index: int
+    """The history message's position in the history placed."""
+    messages: int
+    """Wire messages before it."""
+    open: dict[str, str]
+    results_at: int
+    tokens: int
+    """History tokens placed before it."""
+    found: int
+    """Summary-role texts found in history before it."""
+    warnings: int
+    """Warnings of this wire before it."""
 
 
 @dataclass
@@ -26,6 +51,9 @@ class WireState:
     results_at: int
     layers: dict[str, int]
     warnings: list[str]
+    """The warnings this wire added (not those of the list it was given)."""
+    marks: list[Mark] = field(default_factory=list)
+    """Where history messages began new wire messages, in order."""
 
 
 def _detached(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -47,6 +75,10 @@ class Wire:
         """tool_use ids of the last assistant message still without a result -> their layer."""
         self._results_at = 0
         """Number of leading tool_result blocks of the current user message."""
+        self._warnings_from = len(warnings)
+        """Where this wire's own warnings begin in ``warnings``."""
+        self.marks: list[Mark] = []
+        """Where history messages began new wire messages (see :class:`Mark`)."""
 
     def snapshot(self, layers: tuple[str, ...]) -> WireState:
         """The state now, with the tokens placed so far in ``layers`` (the layers this wire
@@ -56,7 +88,8 @@ class Wire:
             open=dict(self._open),
             results_at=self._results_at,
             layers={name: self.layers[name] for name in layers},
-            warnings=list(self.warnings),
+            warnings=self.warnings[self._warnings_from :],
+            marks=list(self.marks),
         )
 
     @classmethod
@@ -66,8 +99,27 @@ class Wire:
         wire.messages = _detached(state.messages)
         wire._open = dict(state.open)
         wire._results_at = state.results_at
+        wire.marks = list(state.marks)
         layers.update(state.layers)
-        warnings[:] = state.warnings
+        warnings.extend(state.warnings)
+        return wire
+
+    @classmethod
+    def resume_at(
+        cls, state: WireState, at: int, layers: dict[str, int], warnings: list[str]
+    ) -> Wire:
+        """A wire that continues from ``state.marks[at]``: as it was just before that history
+        message was placed (the messages after it are placed again by the caller)."""
+        mark = state.marks[at]
+        wire = cls(layers, warnings)
+        # The message that was last then may take more blocks now: a copy, as in resume.
+        wire.messages = _detached(state.messages[: mark.messages])
+        wire._open = dict(mark.open)
+        wire._results_at = mark.results_at
+        wire.marks = state.marks[: at + 1]
+        layers.update(state.layers)
+        layers[HISTORY] = mark.tokens
+        warnings.extend(state.warnings[: mark.warnings])
         return wire
 
     def _last_role(self) -> str | None:
@@ -149,20 +201,34 @@ class Wire:
         """Close the conversation: interrupted calls get their synthetic results."""
         self._close_open()
 
-    def add_history(self, messages: list[Message], summaries: list[str]) -> None:
-        """Append L3 history from the cached per-message counts.
+    def _mark(self, index: int, tokens: int, found: int) -> None:
+        self.marks.append(
+            Mark(
+                index,
+                len(self.messages),
+                dict(self._open),
+                self._results_at,
+                self.layers[HISTORY] + tokens,
+                found,
+                len(self.warnings) - self._warnings_from,
+            )
+        )
+
+    def add_history(self, messages: list[Message], summaries: list[str], start: int = 0) -> None:
+        """Append L3 history from the cached per-message counts; ``messages`` begin at
+        position ``start`` of the history placed (for the :class:`Mark` records).
 
         The common well-formed cases are handled inline with the last turn kept in locals
         (this loop runs over every message of the session at every step); anything needing a
         repair goes through the methods above.
         """
-        layer = "L3 history"
+        layer = HISTORY
         out = self.messages
         open_ids = self._open
         total = 0
         last_role = out[-1]["role"] if out else None
         last_content: list[dict[str, Any]] = out[-1]["content"] if out else []
-        for msg in messages:
+        for index, msg in enumerate(messages, start):
             tokens = msg.tokens
             if tokens is None:
                 tokens = ensure_counted(msg)
@@ -181,6 +247,8 @@ class Wire:
                 if meta.is_error:
                     block["is_error"] = True
                 if use_id in open_ids:
+                    if last_role != "user":
+                        self._mark(index, total, len(summaries))
                     del open_ids[use_id]
                     if last_role == "user":
                         last_content.insert(self._results_at, block)
@@ -202,6 +270,8 @@ class Wire:
                     blocks = []
                 else:
                     continue
+                if last_role == "user" and not open_ids:
+                    self._mark(index, total, len(summaries))
                 for call in calls:
                     blocks.append(
                         {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
@@ -226,6 +296,7 @@ class Wire:
                 if last_role == "user":
                     last_content.append({"type": "text", "text": content})
                 else:
+                    self._mark(index, total, len(summaries))
                     last_role, last_content = "user", [{"type": "text", "text": content}]
                     out.append({"role": "user", "content": last_content})
                     self._results_at = 0

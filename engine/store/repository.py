@@ -169,12 +169,19 @@ class Store:
         *,
         read_only: bool = False,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        durable: bool = True,
     ) -> Store:
         """Open (or create) the database at ``path``; refuse foreign or corrupt files.
 
         A file is inspected read-only first and nothing is written to it before it is
         accepted. ``read_only`` stores (``show``, ``context``, ``sessions``) never write a
         session; they still bring an old schema up to date.
+
+        ``durable=False`` is for a scratch database that is thrown away after use (a replay's):
+        commits are not flushed to the disk (``synchronous = off``) and the rollback journal
+        stays in memory (``journal_mode = memory``, not WAL), so a transaction still commits or
+        rolls back whole, but a crash of the machine (or of the process, mid-commit) may leave
+        the file corrupt. Never for a database a user keeps.
         """
         path = Path(path)
         version = schema.inspect(path)
@@ -183,6 +190,8 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot create the folder for {path}: {exc}") from None
         pragmas = {**PRAGMAS, "busy_timeout": int(busy_timeout * 1000)}
+        if not durable:
+            pragmas["synchronous"] = "off"
         db = SqliteDatabase(str(path), pragmas=pragmas, timeout=busy_timeout)
         store = cls(db, path, read_only=read_only, busy_timeout=busy_timeout)
         try:
@@ -203,8 +212,9 @@ class Store:
                         db.pragma("user_version", schema.SCHEMA_VERSION)
             else:
                 schema.migrate(db, version)
-            if schema.sql(db, "PRAGMA journal_mode").fetchone()[0] != "wal":
-                schema.sql(db, "PRAGMA journal_mode = wal")
+            journal = "wal" if durable else "memory"
+            if schema.sql(db, "PRAGMA journal_mode").fetchone()[0] != journal:
+                schema.sql(db, f"PRAGMA journal_mode = {journal}")
             if read_only:
                 db.pragma("query_only", 1, permanent=True)
         except Exception as exc:
@@ -462,14 +472,14 @@ class Store:
     @writes
     def append_message(self, session_id: int, round_index: int, message: Message) -> Message:
         """Write one step of a round to history, committed at once."""
-        row = self._round_row(session_id, round_index)
+        round_id = self._round_id(session_id, round_index)
         message.meta.round = round_index
         with self.db.atomic():
-            msg = self._insert_message(session_id, row, message)
+            msg = self._insert_message(session_id, round_id, message)
             self._touch(session_id)
         return msg
 
-    def _insert_message(self, session_id: int, round_row: RoundRow, m: Message) -> Message:
+    def _insert_message(self, session_id: int, round_row: RoundRow | int, m: Message) -> Message:
         row = MessageRow.create(
             session=session_id,
             round=round_row,
@@ -682,6 +692,23 @@ class Store:
     def _store_tokens(self, counts: dict[int, int]) -> None:
         for mid, tokens in counts.items():
             MessageRow.update(tokens=tokens).where(MessageRow.id == mid).execute()
+
+    def _round_id(self, session_id: int, round_index: int) -> int:
+        """:meth:`_round_row`'s id, in plain SQL: this runs at every step of every round, and
+        peewee takes longer to write the query than SQLite to answer it."""
+        table, session, number = (
+            RoundRow._meta.table_name,
+            RoundRow.session.column_name,
+            RoundRow.number.column_name,
+        )
+        found = schema.sql(
+            self.db,
+            f'SELECT "id" FROM "{table}" WHERE "{session}" = ? AND "{number}" = ?',
+            (session_id, round_index),
+        ).fetchone()
+        if found is None:
+            raise StoreError(f"session {session_id} has no round {round_index}")
+        return int(found[0])
 
     def _round_row(self, session_id: int, round_index: int) -> RoundRow:
         row = RoundRow.get_or_none(

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from engine.models import Message, ToolCall
 from engine.scratchpad import ScratchResult, ScratchStep
+from engine.sequences import common_prefix
 from engine.strategies.base import (
     CheckPoint,
     CompactionPolicy,
@@ -55,7 +56,9 @@ class MaskingStrategy(CompactionPolicy):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._masked_messages: dict[int, Message] = {}
         self._masked_results: dict[str, ScratchResult] = {}
-        self._counted: tuple[Prefix, int] = (Prefix(None, 0, None), 0)
+        self._counted: tuple[list[Message], list[int]] = ([], [0])
+        """The messages counted last time, and how many tool messages each prefix of them
+        holds (``[i]``: the first ``i``)."""
         self._prefix: tuple[Prefix, list[Message], int] = (Prefix(None, 0, None), [], 0)
         """The history prefix masked last time: where it ends, its messages, how many masked."""
         self._calls: dict[str, ToolCall] = {}
@@ -74,13 +77,20 @@ class MaskingStrategy(CompactionPolicy):
         )
 
     def _count_tools(self, messages: list[Message]) -> int:
-        """Tool messages in ``messages``, counting only those added since the last call."""
-        done, count = self._counted
-        if not done.holds_for(messages):
-            done, count = Prefix(None, 0, None), 0
-        count += sum(1 for m in messages[done.length :] if m.role == "tool")
-        self._counted = (Prefix.of(messages, len(messages)), count)
-        return count
+        """Tool messages in ``messages``, counting only those not counted last time.
+
+        The agent asks for the whole history (the measure) and for history without the round
+        in progress (the projection) in turn: a list that is a prefix of the one counted last
+        time is answered from the counts of its prefixes."""
+        counted, sums = self._counted
+        same = common_prefix(counted, messages)
+        if same == len(messages):
+            return sums[same]
+        sums = sums[: same + 1]
+        for msg in messages[same:]:
+            sums.append(sums[-1] + (msg.role == "tool"))
+        self._counted = (list(messages), sums)
+        return sums[-1]
 
     def select(self, view: PolicyView, *, emergency: bool = False) -> list[Message]:
         return self.emergency_cut(view) if emergency else []

@@ -64,3 +64,59 @@ def test_prices_come_from_settings_by_model_name() -> None:
     # 3 + 3.75 + 0.30 + 1.50 = 8.55 dollars
     use = CacheUse(read=1_000_000, write=1_000_000, uncached=1_000_000)
     assert round(call_cost(sonnet, use, 100_000), 6) == 8.55
+
+
+def test_common_prefix_by_hand() -> None:
+    from engine.sequences import common_prefix
+
+    same = {"a": 1}
+    assert common_prefix([], [1, 2]) == 0
+    assert common_prefix([1, 2, 3], [1, 2, 3, 4]) == 3
+    assert common_prefix([1, 2, 3, 4], [1, 2]) == 2
+    assert common_prefix([1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 9, 5, 6, 7]) == 3
+    assert common_prefix([0, 1], [1, 1]) == 0
+    # equal, not only identical, items count as shared
+    assert common_prefix([same, {"b": 2}], [{"a": 1}, {"b": 3}]) == 1
+
+
+def test_the_block_counter_reuses_shared_messages_and_counts_what_a_fresh_one_counts() -> None:
+    from engine.cache_model import BlockCounter
+    from engine.llm.base import ProviderRequest
+    from engine.tokens import count_request
+
+    def text(t: str) -> dict[str, object]:
+        return {"type": "text", "text": t}
+
+    tools = [{"name": "Read", "description": "Read.", "input_schema": {"type": "object"}}]
+    system = [{**text("You are a test agent."), "cache_control": {"type": "ephemeral"}}]
+    first_q = {"role": "user", "content": [text("question 1")]}
+    call = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}}
+    step = {"role": "assistant", "content": [text("reading"), call]}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "1: x = 1"}
+    last = {"role": "user", "content": [result]}
+    requests = [
+        [first_q],
+        [first_q, step, last],  # history grew
+        [first_q, {"role": "assistant", "content": [text("other"), call]}, last],  # a change
+        [first_q, step, last, {"role": "assistant", "content": [text("done")]}],
+    ]
+    counter = BlockCounter()
+    for messages in requests:
+        request = ProviderRequest.model_construct(
+            system=system, messages=messages, tools=tools, max_tokens=100
+        )
+        got = counter.blocks(request)
+        want = BlockCounter().blocks(request)
+        assert [(b.key, b.tokens, b.breakpoint) for b in got] == [
+            (b.key, b.tokens, b.breakpoint) for b in want
+        ]
+        assert sum(b.tokens for b in got) == count_request(system, messages, tools)
+    # the last request's last message was given one more block after it was counted: its
+    # blocks are counted again, not taken from the last request
+    last["content"].append(text("a note"))
+    request = ProviderRequest.model_construct(
+        system=system, messages=[first_q, step, last], tools=tools, max_tokens=100
+    )
+    got = counter.blocks(request)
+    assert len(got) == 1 + 1 + 1 + 2 + 2  # tool, system, question, step (2), last (2)
+    assert sum(b.tokens for b in got) == count_request(system, request.messages, tools)

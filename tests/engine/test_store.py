@@ -349,3 +349,28 @@ def test_a_thread_no_store_has_bound_cannot_reach_any_file(store: Store) -> None
     thread.start()
     thread.join()
     assert len(seen) == 1 and "uninitialized Proxy" in str(seen[0])
+
+
+def test_a_scratch_store_skips_flushing_but_keeps_transactions(tmp_path: Path) -> None:
+    # durable=False (a replay's throw-away database): synchronous off, rollback journal in
+    # memory (no WAL files beside it); foreign keys still on, and a failed write still rolls
+    # back whole
+    scratch = Store.open(tmp_path / "scratch.db", durable=False)
+    sql = scratch.db.execute_sql
+    assert sql("PRAGMA journal_mode").fetchone()[0] == "memory"
+    assert sql("PRAGMA synchronous").fetchone()[0] == 0  # OFF
+    assert sql("PRAGMA foreign_keys").fetchone()[0] == 1
+    sid = scratch.create_session("/w", "scratch").id
+    assert sid is not None
+    rnd, _ = scratch.open_round(sid, Message(role="user", content="q"))
+    with pytest.raises(StoreError, match="has no round 9"):
+        scratch.append_message(sid, 9, Message(role="assistant", content="lost"))
+    scratch.append_message(sid, rnd.index, Message(role="assistant", content="kept"))
+    assert [m.content for m in scratch.history(sid).messages] == ["q", "kept"]
+    scratch.close()
+    assert not (tmp_path / "scratch.db-wal").exists()
+    # the default stays durable: WAL, synchronous NORMAL
+    durable = Store.open(tmp_path / "kept.db")
+    assert durable.db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert durable.db.execute_sql("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    durable.close()
