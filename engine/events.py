@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from engine.models import Compaction, Message, Summary, ToolCall, Usage
 
 
 class Event(BaseModel):
+    # Built on first use: most commands (``context``, ``show``) never emit most events.
+    model_config = ConfigDict(defer_build=True)
+
     type: str
 
 
