@@ -12,7 +12,8 @@ import functools
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -480,17 +481,9 @@ class Store:
         return msg
 
     def _insert_message(self, session_id: int, round_row: RoundRow | int, m: Message) -> Message:
-        row = MessageRow.create(
-            session=session_id,
-            round=round_row,
-            role=m.role,
-            content=m.content,
-            tool_calls=[c.model_dump() for c in m.tool_calls],
-            meta=m.meta.model_dump(exclude_defaults=True),
-            tokens=m.tokens,
-            created_at=m.created_at,
-        )
-        return m.model_copy(update={"id": row.id})
+        round_id = round_row if isinstance(round_row, int) else round_row.id
+        new_id = self._insert_row(MessageRow, _message_row(session_id, round_id, m))
+        return m.model_copy(update={"id": new_id})
 
     @writes
     def append_round(
@@ -543,19 +536,7 @@ class Store:
             stored = []
             for m in messages:
                 m.meta.round = number
-                message_rows.append(
-                    {
-                        "id": message_id,
-                        "session": session_id,
-                        "round": round_id,
-                        "role": m.role,
-                        "content": m.content,
-                        "tool_calls": [c.model_dump() for c in m.tool_calls],
-                        "meta": m.meta.model_dump(exclude_defaults=True),
-                        "tokens": m.tokens,
-                        "created_at": m.created_at,
-                    }
-                )
+                message_rows.append({"id": message_id, **_message_row(session_id, round_id, m)})
                 stored.append(m.model_copy(update={"id": message_id}))
                 message_id += 1
             out.append((rnd, stored))
@@ -576,25 +557,26 @@ class Store:
         """
         if not rows:
             return
-        fields = [f for f in table._meta.sorted_fields if not f.primary_key or f.name in rows[0]]
-        specs = []
-        for f in fields:
-            default = f.default() if callable(f.default) else f.default
-            specs.append((f.name, f.db_value, f.db_value(default)))
-        columns = ", ".join(f'"{f.column_name}"' for f in fields)
-        marks = ", ".join("?" for _ in fields)
-        sql = f'INSERT INTO "{table._meta.table_name}" ({columns}) VALUES ({marks})'
+        sql, specs = _insert_statement(table, rows[0])
         params = [
             tuple(to_db(row[name]) if name in row else default for name, to_db, default in specs)
             for row in rows
         ]
-        cursor: sqlite3.Cursor = self.db.cursor()  # type: ignore[no-untyped-call]
-        try:
-            cursor.executemany(sql, params)
-        except sqlite3.OperationalError as exc:  # as peewee raises it: "locked" is retried
-            raise OperationalError(*exc.args) from exc
-        except sqlite3.IntegrityError as exc:
-            raise IntegrityError(*exc.args) from exc
+        with _as_peewee_errors():
+            self.db.cursor().executemany(sql, params)  # type: ignore[no-untyped-call]
+
+    def _insert_row(self, table: type[BaseRow], row: dict[str, Any]) -> int:
+        """:meth:`_insert_rows` for one row (a live step's message, observation or usage,
+        written at every step of every round); returns the new row's id."""
+        sql, specs = _insert_statement(table, row)
+        params = tuple(
+            to_db(row[name]) if name in row else default for name, to_db, default in specs
+        )
+        with _as_peewee_errors():
+            cursor: sqlite3.Cursor = self.db.cursor()  # type: ignore[no-untyped-call]
+            cursor.execute(sql, params)
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
 
     @writes
     def finish_round(
@@ -721,39 +703,13 @@ class Store:
     # ------------------------------------------------------------------ observations and usage
     @writes
     def add_observation(self, obs: Observation) -> Observation:
-        row = ObservationRow.create(
-            session=obs.session_id,
-            message=obs.message_id,
-            round_index=obs.round_index,
-            step=obs.step,
-            tool_use_id=obs.tool_use_id,
-            tool_name=obs.tool_name,
-            result=obs.result,
-            text=obs.text,
-            tokens_full=obs.tokens_full,
-            tokens_compressed=obs.tokens_compressed,
-        )
-        return obs.model_copy(update={"id": row.id})
+        new_id = self._insert_row(ObservationRow, _observation_row(obs))
+        return obs.model_copy(update={"id": new_id})
 
     @writes
     def add_observations(self, observations: list[Observation]) -> None:
         """Write several observations at once (an import's batch)."""
-        rows = [
-            {
-                "session": o.session_id,
-                "message": o.message_id,
-                "round_index": o.round_index,
-                "step": o.step,
-                "tool_use_id": o.tool_use_id,
-                "tool_name": o.tool_name,
-                "result": o.result,
-                "text": o.text,
-                "tokens_full": o.tokens_full,
-                "tokens_compressed": o.tokens_compressed,
-            }
-            for o in observations
-        ]
-        self._insert_rows(ObservationRow, rows)
+        self._insert_rows(ObservationRow, [_observation_row(o) for o in observations])
 
     @reads
     def observations(self, session_id: int, round_index: int | None = None) -> list[Observation]:
@@ -771,40 +727,13 @@ class Store:
 
     @writes
     def add_usage(self, record: UsageRecord) -> UsageRecord:
-        u = record.usage
-        row = UsageRow.create(
-            session=record.session_id,
-            round_index=record.round_index,
-            step=record.step,
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cache_read_input_tokens=u.cache_read_input_tokens,
-            cache_creation_input_tokens=u.cache_creation_input_tokens,
-            local_estimate=record.local_estimate,
-            source=record.source,
-            created_at=record.created_at,
-        )
-        return record.model_copy(update={"id": row.id})
+        new_id = self._insert_row(UsageRow, _usage_row(record))
+        return record.model_copy(update={"id": new_id})
 
     @writes
     def add_usages(self, records: list[UsageRecord]) -> None:
         """Write several usage records at once (an import's batch)."""
-        rows = [
-            {
-                "session": r.session_id,
-                "round_index": r.round_index,
-                "step": r.step,
-                "input_tokens": r.usage.input_tokens,
-                "output_tokens": r.usage.output_tokens,
-                "cache_read_input_tokens": r.usage.cache_read_input_tokens,
-                "cache_creation_input_tokens": r.usage.cache_creation_input_tokens,
-                "local_estimate": r.local_estimate,
-                "source": r.source,
-                "created_at": r.created_at,
-            }
-            for r in records
-        ]
-        self._insert_rows(UsageRow, rows)
+        self._insert_rows(UsageRow, [_usage_row(r) for r in records])
 
     @reads
     def usages(self, session_id: int) -> list[UsageRecord]:
@@ -1126,6 +1055,86 @@ class Store:
 
 
 # ---------------------------------------------------------------------- row → model
+_INSERTS: dict[tuple[type[BaseRow], tuple[str, ...]], tuple[str, list[Any]]] = {}
+"""Prepared INSERT statements by table and the fields given (the defaults are not kept:
+they are computed again each time, as peewee would)."""
+
+
+def _insert_statement(
+    table: type[BaseRow], row: dict[str, Any]
+) -> tuple[str, list[tuple[str, Callable[[Any], Any], Any]]]:
+    """The INSERT of ``row``'s table for its fields, and per column: the field's name, its
+    ``db_value`` and the stored form of its default."""
+    key = (table, tuple(row))
+    found = _INSERTS.get(key)
+    if found is None:
+        fields = [f for f in table._meta.sorted_fields if not f.primary_key or f.name in row]
+        columns = ", ".join(f'"{f.column_name}"' for f in fields)
+        marks = ", ".join("?" for _ in fields)
+        sql = f'INSERT INTO "{table._meta.table_name}" ({columns}) VALUES ({marks})'
+        found = _INSERTS[key] = (sql, fields)
+    sql, fields = found
+    specs = []
+    for f in fields:
+        default = f.default() if callable(f.default) else f.default
+        specs.append((f.name, f.db_value, f.db_value(default)))
+    return sql, specs
+
+
+@contextmanager
+def _as_peewee_errors() -> Iterator[None]:
+    """sqlite3's errors as peewee raises them (so that "locked" is retried by ``@writes``)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        raise OperationalError(*exc.args) from exc
+    except sqlite3.IntegrityError as exc:
+        raise IntegrityError(*exc.args) from exc
+
+
+def _message_row(session_id: int, round_id: int, m: Message) -> dict[str, Any]:
+    return {
+        "session": session_id,
+        "round": round_id,
+        "role": m.role,
+        "content": m.content,
+        "tool_calls": [c.model_dump() for c in m.tool_calls],
+        "meta": m.meta.model_dump(exclude_defaults=True),
+        "tokens": m.tokens,
+        "created_at": m.created_at,
+    }
+
+
+def _observation_row(o: Observation) -> dict[str, Any]:
+    return {
+        "session": o.session_id,
+        "message": o.message_id,
+        "round_index": o.round_index,
+        "step": o.step,
+        "tool_use_id": o.tool_use_id,
+        "tool_name": o.tool_name,
+        "result": o.result,
+        "text": o.text,
+        "tokens_full": o.tokens_full,
+        "tokens_compressed": o.tokens_compressed,
+    }
+
+
+def _usage_row(r: UsageRecord) -> dict[str, Any]:
+    return {
+        "session": r.session_id,
+        "round_index": r.round_index,
+        "step": r.step,
+        "input_tokens": r.usage.input_tokens,
+        "output_tokens": r.usage.output_tokens,
+        "cache_read_input_tokens": r.usage.cache_read_input_tokens,
+        "cache_creation_input_tokens": r.usage.cache_creation_input_tokens,
+        "local_estimate": r.local_estimate,
+        "source": r.source,
+        "created_at": r.created_at,
+    }
+
+
 def _columns(table: type[BaseRow]) -> list[Any]:
     """Every column, foreign keys under their ``*_id`` names, for ``.namedtuples()`` queries.
 
