@@ -265,11 +265,14 @@ class Agent:
         After a compaction the last call's usage is stale (history shrank), so the local count
         stands in until the next call.
         """
-        record = self.store.last_usage(self.session_id)
+        return self._fresh_usage(self.store.last_usage(self.session_id))
+
+    def _fresh_usage(self, record: UsageRecord | None) -> int | None:
+        """``record``'s input side, unless a compaction that wrote a summary came after it."""
         if record is None:
             return None
-        comps = [c for c in self.store.compactions(self.session_id) if c.summary_id is not None]
-        if comps and comps[-1].created_at > record.created_at:
+        compacted = self.store.last_summary_compaction_at(self.session_id)
+        if compacted is not None and compacted > record.created_at:
             return None
         return record.usage.input_side
 
@@ -405,7 +408,7 @@ class Agent:
             in_progress=self.current_round,
             request_tokens=built.total,
             fixed_tokens=fixed_tokens(built),
-            last_usage=self.last_usage() if uses_api else None,
+            last_usage=self._fresh_usage(record) if uses_api else None,
             last_usage_source=record.source if record else "api",
             user_input=user_input,
             sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -1005,6 +1006,19 @@ class Store:
             **compaction.model_dump(exclude={"id", "session_id", "summary_id"}),
         )
         return _compaction(row)
+
+    @reads
+    def last_summary_compaction_at(self, session_id: int) -> datetime | None:
+        """When the session's newest compaction that wrote a summary was made (None: none
+        has). Asked before every request: one row, not the session's every compaction."""
+        c = CompactionRow
+        row = (
+            c.select(c.created_at)
+            .where((c.session == session_id) & c.summary.is_null(False))
+            .order_by(c.id.desc())
+            .first()
+        )
+        return None if row is None else row.created_at
 
     @reads
     def compactions(self, session_id: int) -> list[Compaction]:

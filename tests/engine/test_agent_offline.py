@@ -101,3 +101,24 @@ def test_crash_restart_marks_the_open_round_interrupted(store: Store, tmp_path: 
     assert restarted.history.history.messages[-1].meta.interrupted
     assert validate_conversation(restarted.preview("").request.messages) == []
     assert restarted.run("read c.txt").status is RoundStatus.FINISHED
+
+
+def test_the_last_usage_goes_stale_at_a_compaction_and_comes_back_with_the_next_call(
+    store: Store, tmp_path: Path
+) -> None:
+    """Seed C7: after a compaction the last call's usage describes a history that is gone, so
+    it is not used (the local count stands in) until the next call measures again."""
+    ws = workspace(tmp_path)
+    agent, _ = offline_agent(store, ws, keep_rounds=1)
+    for text in ("read a.py", "ls .", "read a.py"):
+        agent.run(text)
+    measured = store.last_usage(agent.session_id)
+    assert measured is not None and agent.last_usage() == measured.usage.input_side
+    assert agent.compact().summary is not None
+    assert agent.last_usage() is None
+    agent.compact()  # nothing left to compact: no summary written, still stale
+    assert agent.last_usage() is None
+    agent.run("ls .")
+    again = store.last_usage(agent.session_id)
+    assert again is not None and again.id != measured.id
+    assert agent.last_usage() == again.usage.input_side
