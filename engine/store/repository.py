@@ -451,7 +451,13 @@ class Store:
             SessionRow.delete().where(SessionRow.id == session_id).execute()
 
     def _touch(self, session_id: int) -> None:
-        SessionRow.update(updated_at=utcnow()).where(SessionRow.id == session_id).execute()
+        """Bump the session's ``updated_at`` (every write of a step does: plain SQL)."""
+        table, column = SessionRow._meta.table_name, SessionRow.updated_at.column_name
+        with _as_peewee_errors():
+            self.db.cursor().execute(  # type: ignore[no-untyped-call]
+                f'UPDATE "{table}" SET "{column}" = ? WHERE "id" = ?',
+                (SessionRow.updated_at.db_value(utcnow()), session_id),
+            )
 
     # ------------------------------------------------------------------ rounds and messages
     @writes
