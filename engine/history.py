@@ -89,6 +89,8 @@ class HistoryManager:
         self.settings = settings
         self.events = events
         self.data_dir = data_dir
+        self._segments: dict[int, list[Message]] = {}
+        """Archived segments' messages by segment id, loaded once (they never change)."""
         """Where seed 004's raw middles go (one folder per session); None: not written."""
         self._pinned: frozenset[int] = frozenset()
         self._history = self._load()
@@ -214,6 +216,15 @@ class HistoryManager:
             return draft
         return self.commit(draft)
 
+    def _archived_messages(self) -> list[Message]:
+        """Every message the session's active segments hold, oldest first: only the ids are
+        asked for each time (an undo drops a segment), each segment's messages once."""
+        ids = self.store.segment_ids(self.session_id)
+        for i in ids:
+            if i not in self._segments:
+                self._segments[i] = self.store.segment(i).messages
+        return [m for i in ids for m in self._segments[i]]
+
     def prepare(
         self,
         policy: CompactionPolicy,
@@ -258,11 +269,7 @@ class HistoryManager:
         summarised = earlier + segment
         # An earlier summary stands for archived messages the store still holds: the
         # extractive form is written from those, so re-compacting loses nothing it held.
-        raw = (
-            [m for s in self.store.segments(self.session_id) for m in s.messages] + segment
-            if earlier
-            else None
-        )
+        raw = self._archived_messages() + segment if earlier else None
         self.events(CompactionProgress(stage="summarizing", done=0, total=len(summarised)))
         summary: Summary | None = None
         outcome: SummaryOutcome | None = None

@@ -1055,13 +1055,18 @@ class Store:
     @reads
     def segments(self, session_id: int) -> list[ArchivedSegment]:
         """The archived segments, oldest first (an undone compaction's is back in history)."""
+        return [self.segment(i) for i in self.segment_ids(session_id)]
+
+    @reads
+    def segment_ids(self, session_id: int) -> list[int]:
+        """The ids of :meth:`segments`, without loading their messages."""
         q = (
             SegmentRow.select(SegmentRow.id)
             .join(CompactionRow, JOIN.INNER)
             .where((CompactionRow.session == session_id) & CompactionRow.undone_at.is_null())
             .order_by(SegmentRow.id)
         )
-        return [self.segment(r.id) for r in q]
+        return [r.id for r in q]
 
     @reads
     def summary(self, summary_id: int) -> Summary:
