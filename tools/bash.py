@@ -43,6 +43,7 @@ from pydantic import Field
 
 from prompts.tools.bash import DESCRIPTION
 from tools.base import ToolContext, ToolError, ToolResult
+from tools.bash_guard import below, children_by_parent
 from tools.common import BaseTool, ToolFailure, ToolInput
 from tools.paths import workspace_root
 from tools.permissions import require_permission
@@ -164,34 +165,19 @@ def _tagged_processes(tag: str) -> set[int]:
     (Not "descendants of bash": bash is reaped by now, and its pid may already be reused.)
     """
     marker = f"{CALL_TAG}={tag}".encode()
-    children: dict[int, list[int]] = {}
-    tagged: set[int] = set()
     try:
-        entries = os.listdir("/proc")
+        children = children_by_parent()
     except OSError:
         return set()
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
+    tagged: set[int] = set()
+    for pid in (pid for pids in children.values() for pid in pids):
         try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                stat = handle.read()
-            ppid = int(stat.rsplit(b")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(pid)
             with open(f"/proc/{pid}/environ", "rb") as handle:
                 if marker in handle.read().split(b"\0"):
                     tagged.add(pid)
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue
-    found: set[int] = set()
-    todo = list(tagged)
-    while todo:
-        pid = todo.pop()
-        if pid in found:
-            continue
-        found.add(pid)
-        todo.extend(children.get(pid, []))
+    found = tagged | below(tagged, children)
     found.discard(os.getpid())
     return found
 

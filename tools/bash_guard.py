@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterable
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -37,8 +38,8 @@ def _on_term(signum: int, frame: object) -> None:
     raise _Ending
 
 
-def descendants(root: int) -> set[int]:
-    """Every live process below ``root`` (from ``/proc``, as the kernel sees it now)."""
+def children_by_parent() -> dict[int, list[int]]:
+    """Every live process's children, from ``/proc`` (as the kernel sees it now)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -49,14 +50,24 @@ def descendants(root: int) -> set[int]:
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def below(roots: Iterable[int], children: dict[int, list[int]]) -> set[int]:
+    """Every process under ``roots`` in ``children`` (the roots themselves left out)."""
     found: set[int] = set()
-    todo = list(children.get(root, []))
+    todo = [pid for root in roots for pid in children.get(root, [])]
     while todo:
         pid = todo.pop()
         if pid not in found:
             found.add(pid)
             todo.extend(children.get(pid, []))
     return found
+
+
+def descendants(root: int) -> set[int]:
+    """Every live process below ``root``."""
+    return below([root], children_by_parent())
 
 
 def end_everything() -> None:
