@@ -453,11 +453,11 @@ class Store:
     def _touch(self, session_id: int) -> None:
         """Bump the session's ``updated_at`` (every write of a step does: plain SQL)."""
         table, column = SessionRow._meta.table_name, SessionRow.updated_at.column_name
-        with _as_peewee_errors():
-            self.db.cursor().execute(  # type: ignore[no-untyped-call]
-                f'UPDATE "{table}" SET "{column}" = ? WHERE "id" = ?',
-                (SessionRow.updated_at.db_value(utcnow()), session_id),
-            )
+        schema.sql(
+            self.db,
+            f'UPDATE "{table}" SET "{column}" = ? WHERE "id" = ?',
+            (SessionRow.updated_at.db_value(utcnow()), session_id),
+        )
 
     # ------------------------------------------------------------------ rounds and messages
     @writes
@@ -473,7 +473,7 @@ class Store:
             index = (last or 0) + 1
             row = RoundRow.create(session=session_id, number=index, started_at=utcnow())
             user_message.meta.round = index
-            msg = self._insert_message(session_id, row, user_message)
+            msg = self._insert_message(session_id, row.id, user_message)
             self._touch(session_id)
         return _round(row), msg
 
@@ -487,8 +487,7 @@ class Store:
             self._touch(session_id)
         return msg
 
-    def _insert_message(self, session_id: int, round_row: RoundRow | int, m: Message) -> Message:
-        round_id = round_row if isinstance(round_row, int) else round_row.id
+    def _insert_message(self, session_id: int, round_id: int, m: Message) -> Message:
         new_id = self._insert_row(MessageRow, _message_row(session_id, round_id, m))
         return m.model_copy(update={"id": new_id})
 
@@ -564,26 +563,17 @@ class Store:
         """
         if not rows:
             return
-        sql, specs = _insert_statement(table, rows[0])
-        params = [
-            tuple(to_db(row[name]) if name in row else default for name, to_db, default in specs)
-            for row in rows
-        ]
+        sql, values = _insert_statement(table, rows[0])
         with _as_peewee_errors():
-            self.db.cursor().executemany(sql, params)  # type: ignore[no-untyped-call]
+            self.db.cursor().executemany(sql, [values(r) for r in rows])  # type: ignore[no-untyped-call]
 
     def _insert_row(self, table: type[BaseRow], row: dict[str, Any]) -> int:
         """:meth:`_insert_rows` for one row (a live step's message, observation or usage,
         written at every step of every round); returns the new row's id."""
-        sql, specs = _insert_statement(table, row)
-        params = tuple(
-            to_db(row[name]) if name in row else default for name, to_db, default in specs
-        )
-        with _as_peewee_errors():
-            cursor: sqlite3.Cursor = self.db.cursor()  # type: ignore[no-untyped-call]
-            cursor.execute(sql, params)
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        sql, values = _insert_statement(table, row)
+        new_id = schema.sql(self.db, sql, values(row)).lastrowid
+        assert new_id is not None
+        return new_id
 
     @writes
     def finish_round(
@@ -1087,9 +1077,10 @@ they are computed again each time, as peewee would)."""
 
 def _insert_statement(
     table: type[BaseRow], row: dict[str, Any]
-) -> tuple[str, list[tuple[str, Callable[[Any], Any], Any]]]:
-    """The INSERT of ``row``'s table for its fields, and per column: the field's name, its
-    ``db_value`` and the stored form of its default."""
+) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]]]:
+    """The INSERT of ``row``'s table for its fields, and what turns a row with those fields
+    into the statement's parameters (each value through its field's ``db_value``, a field
+    left out as its default)."""
     key = (table, tuple(row))
     found = _INSERTS.get(key)
     if found is None:
@@ -1103,12 +1094,18 @@ def _insert_statement(
     for f in fields:
         default = f.default() if callable(f.default) else f.default
         specs.append((f.name, f.db_value, f.db_value(default)))
-    return sql, specs
+
+    def values(r: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(to_db(r[name]) if name in r else stored for name, to_db, stored in specs)
+
+    return sql, values
 
 
 @contextmanager
 def _as_peewee_errors() -> Iterator[None]:
-    """sqlite3's errors as peewee raises them (so that "locked" is retried by ``@writes``)."""
+    """sqlite3's errors as peewee raises them (so that "locked" is retried by ``@writes``),
+    around an ``executemany``, which peewee has no call for (single statements go through
+    :func:`engine.store.schema.sql`, peewee's ``execute_sql``, which does this itself)."""
     try:
         yield
     except sqlite3.OperationalError as exc:
