@@ -89,9 +89,9 @@ class HistoryManager:
         self.settings = settings
         self.events = events
         self.data_dir = data_dir
+        """Where seed 004's raw middles go (one folder per session); None: not written."""
         self._segments: dict[int, list[Message]] = {}
         """Archived segments' messages by segment id, loaded once (they never change)."""
-        """Where seed 004's raw middles go (one folder per session); None: not written."""
         self._pinned: frozenset[int] = frozenset()
         self._history = self._load()
 

@@ -473,7 +473,7 @@ def _recall(
     step_text = {k: _joined(v) for k, v in own.items()}
     round_text = {k: _joined(v) for k, v in rounds.items()}
     for item in known:
-        wanted = fold(item.key)
+        wanted = folded.text(item.key)
         # its own step first, then what is left of its round, then summaries and projections
         found = any(
             text is not None and wanted in text
