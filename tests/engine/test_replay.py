@@ -256,3 +256,29 @@ def test_recall_is_whole_when_nothing_was_compacted(sample: str, tmp_path: Path)
     measured = [s.recall for s in result.steps if s.recall is not None]
     assert measured and all(v in (None, 1.0) for r in measured for v in r.values())
     assert result.recall_last()["command"] == 1.0 and result.recall_last()["request"] == 1.0
+
+
+def test_a_replay_keeps_its_session_files_out_of_the_users_data_folder(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A replay writes nothing outside its scratch folder, whatever data folder the user set."""
+    live_data = tmp_path / "live-data"
+    settings = Settings(context_window=20_000, keep_rounds=2, data_dir=live_data)
+    store = Store.open(tmp_path / "live.db")
+    session = store.create_session(str(workspace), "live", strategy="layered")
+    agent = Agent(store, session, settings, OfflineProvider(), workspace)
+    for n in [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]:
+        assert agent.run(f"read m{n}.py").status == RoundStatus.FINISHED
+    assert session.id is not None
+    before = sorted(p.relative_to(live_data) for p in live_data.rglob("*"))
+
+    users = tmp_path / "users-data"
+    theirs = settings.model_copy(update={"data_dir": users})
+    # head-middle-tail writes a raw middle at each compaction (seed 004), message-window an
+    # execution log entry after each round (seed 003): in the scratch folder only
+    hmt = replay(store, session.id, "head-middle-tail", theirs, workspace)
+    assert any(c.outcome == "success" for c in hmt.compactions)
+    replay(store, session.id, "message-window", theirs, workspace)
+    store.close()
+    assert not users.exists()
+    assert sorted(p.relative_to(live_data) for p in live_data.rglob("*")) == before
