@@ -19,9 +19,9 @@ test: $(STAMP)  ## set up and run the whole test suite
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff, formatting, strict types on engine/ and tools/, the import contract
-	$(BIN)/ruff check engine tools prompts tui tests bench
-	$(BIN)/ruff format --check engine tools prompts tui tests bench
-	$(BIN)/mypy engine tools
+	$(BIN)/ruff check cli engine tools prompts tui tests bench
+	$(BIN)/ruff format --check cli engine tools prompts tui tests bench
+	$(BIN)/mypy cli engine tools
 	$(BIN)/lint-imports
 
 check: lint test  ## lint, import contract and tests

@@ -1,7 +1,7 @@
 """Several processes asking on shared sessions of one database, at once (a script, not a test).
 
 Each worker is its own Python process that runs ``ctxscope ask --wait`` (in-process, through
-``engine.cli.main``) several times on one session; every session has several workers, so they
+``cli.main.main``) several times on one session; every session has several workers, so they
 contend for its writer lease, and all of them for the database's write lock. Afterwards every
 session is checked: each worker's every input is stored exactly once as a round's user message,
 every round finished, and the stored conversation is a valid Messages API request.
@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
 
 WORKER = """
 import sys
-from engine.cli import main
+from cli.main import main
 db, session, worker, asks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 for i in range(asks):
     text = f"w{worker}-{i}: read README.md"
@@ -66,10 +66,10 @@ class Report:
 
 def contend(workdir: Path, workers: int, asks: int, sessions: int) -> Report:
     """Run ``workers`` processes of ``asks`` asks each over ``sessions`` shared sessions."""
-    from engine.agent import Agent
     from engine.config import Settings
-    from engine.context import validate_request
+    from engine.context.builder import validate_request
     from engine.llm.offline import OfflineProvider
+    from engine.session import Agent
     from engine.store import Store
 
     workspace = workdir / "ws"

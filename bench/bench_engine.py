@@ -31,9 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.config import Settings  # noqa: E402
-from engine.context import ContextBuilder, ScratchResult, ScratchStep, validate_request  # noqa: E402
-from engine.models import History, Message, MessageMeta, ToolCall  # noqa: E402
-from engine.tokens import (  # noqa: E402
+from engine.context.builder import ContextBuilder, ScratchResult, ScratchStep, validate_request  # noqa: E402
+from engine.messages.tokens import (  # noqa: E402
     MESSAGE_OVERHEAD,
     check_budget,
     count_text,
@@ -41,6 +40,7 @@ from engine.tokens import (  # noqa: E402
     ensure_counted,
     ensure_counted_all,
 )
+from engine.models import History, Message, MessageMeta, ToolCall  # noqa: E402
 
 TARGET_FULL_MS = 500.0
 TARGET_STEP_MS = 5.0
@@ -289,7 +289,7 @@ def main() -> int:
     say(
         f"- the same 200k session tokenized text by text in a plain loop: {raw_loop_ms:.1f} ms; "
         f"with `encode_ordinary_batch` (thread pool, one task per text, best of 3): "
-        f"{batch_ms:.1f} ms, so `engine.tokens` uses the plain loop."
+        f"{batch_ms:.1f} ms, so `engine.messages.tokens` uses the plain loop."
     )
     say(
         f"- per-step accounting = counting the new assistant and tool messages and the full "
@@ -300,7 +300,7 @@ def main() -> int:
         f"- 2 000-round build with nothing to resume, all {REPEATS} runs: best {build_ms:.1f} ms, "
         f"median {build_median:.1f} ms, worst "
         f"{build_runs[-1]:.1f} ms (the garbage collector is paused during a build; see "
-        f"`engine.context._gc_paused`)."
+        f"`engine.context.builder._gc_paused`)."
     )
     say(
         f"- `validate_request` of the 2 000-round request (not part of `build`): "

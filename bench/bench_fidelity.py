@@ -14,7 +14,8 @@ Two corpora, both offline (the summaries are the extractive A5 ones, as with no 
   past 2 000 characters), and any JSONL files given on the command line, imported and
   compacted by hand with ``keep_rounds`` = 1.
 
-For every kind of :mod:`engine.ledger` the figure is kept / total over all compactions, and
+For every kind of :mod:`engine.compaction.ledger` the figure is kept / total over all compactions,
+and
 "files" is read and changed together. The size is summary tokens / archived segment tokens.
 With ``--strategies`` the long session is also run under every other compaction strategy
 (their summaries are XML tags, JSON or structured text; ``masking`` never summarises). Run
@@ -37,20 +38,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.cli import main as cli  # noqa: E402
-from engine.ledger import FILE_KINDS, KINDS, fidelity  # noqa: E402
+from cli.main import main as cli  # noqa: E402
+from engine.compaction.ledger import FILE_KINDS, KINDS, fidelity  # noqa: E402
+from engine.compaction.strategies import STRATEGIES  # noqa: E402
 from engine.store import Store  # noqa: E402
-from engine.strategies import STRATEGIES  # noqa: E402
 
 FILES = [
-    "engine/agent.py",
+    "engine/session.py",
     "engine/store/repository.py",
-    "engine/context.py",
-    "engine/history.py",
-    "engine/cli.py",
-    "engine/summary.py",
+    "engine/context/builder.py",
+    "engine/context/history.py",
+    "cli/main.py",
+    "engine/compaction/summary.py",
     "engine/importer.py",
-    "engine/tokens.py",
+    "engine/messages/tokens.py",
 ]
 IDE = (
     "<ide_opened_file>The user opened the file {path} in the IDE. This may or may not be "
@@ -63,7 +64,7 @@ BIG_FAILURE = (
 EXTRA = [
     "run `python -c \"import json; json.loads('{bad')\"`",
     "run `sed -i 's/TODO/DONE/' notes.txt`",
-    IDE.format(path="engine/tokens.py") + "grep count_text in engine",
+    IDE.format(path="engine/messages/tokens.py") + "grep count_text in engine",
     "run `cat missing.txt`",
     "run `echo done >> notes.txt && cp notes.txt notes.bak`",
     "run `" + BIG_FAILURE + "`",

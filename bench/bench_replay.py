@@ -1,4 +1,4 @@
-"""Benchmark: replaying stored sessions under every strategy (``engine.replay``).
+"""Benchmark: replaying stored sessions under every strategy (``engine.replay.runner``).
 
 Synthetic sessions of about 500, 1 000 and 2 000 recorded model calls are stored with the
 rounds of ``bench_engine.make_round`` (user inputs, 1-4 tool steps with full observations and
@@ -31,13 +31,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_engine import make_round  # noqa: E402
 
+from engine.compaction.strategies import STRATEGIES  # noqa: E402
 from engine.config import Settings  # noqa: E402
-from engine.history import HistoryManager  # noqa: E402
+from engine.context.history import HistoryManager  # noqa: E402
+from engine.messages.tokens import count_text  # noqa: E402
 from engine.models import Observation, RoundStatus  # noqa: E402
-from engine.replay import replay  # noqa: E402
+from engine.replay.runner import replay  # noqa: E402
 from engine.store import Store  # noqa: E402
-from engine.strategies import STRATEGIES  # noqa: E402
-from engine.tokens import count_text  # noqa: E402
 
 SIZES = (500, 1_000, 2_000)
 
@@ -131,7 +131,7 @@ def main() -> int:
             print(f"{size} steps: six-strategy replay {totals[size]:.1f} s", flush=True)
 
         db, sid = dbs[2_000]
-        cmd = [sys.executable, "-m", "engine.cli", "context", str(sid), "--json", "--db", str(db)]
+        cmd = [sys.executable, "-m", "cli.main", "context", str(sid), "--json", "--db", str(db)]
         context_s = median_s(
             lambda: subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT), args.repeats
         )

@@ -48,7 +48,7 @@ def median_of(runs: int, measure: object) -> float:
 
 
 def cli_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
-    from engine.cli import main
+    from cli.main import main
 
     db = tmp / "cli.db"
     workspace = tmp / "ws"
@@ -68,8 +68,8 @@ def cli_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
     py = sys.executable
     out: list[tuple[str, float, float]] = []
     for label, args in (
-        ("`ctxscope context 1 --json`", [py, "-m", "engine.cli", "context", "1", "--json"]),
-        ("`ctxscope show 1 --json`", [py, "-m", "engine.cli", "show", "1", "--json"]),
+        ("`ctxscope context 1 --json`", [py, "-m", "cli.main", "context", "1", "--json"]),
+        ("`ctxscope show 1 --json`", [py, "-m", "cli.main", "show", "1", "--json"]),
     ):
         base: list[float] = []
         cmd: list[float] = []

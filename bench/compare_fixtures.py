@@ -4,7 +4,8 @@ Fixtures: a long offline session this script generates (the offline agent on a w
 eight 250-line modules, 120 rounds of reads, greps, listings, edits with ``sed -i``, failing
 Python commands and ``wc``, window 30 000 tokens,
 keep 3 rounds, so every strategy has to act), and the sample transcripts under ``tests/data/``
-imported with ``engine.importer``. Each is replayed (``engine.replay.replay``) under the six
+imported with ``engine.recordings``. Each is replayed (``engine.replay.runner.replay``) under the
+six
 strategies with the same settings; the table is printed as Markdown. Run again, it gives
 the same table up to a token or two (the summaries carry their time range).
 
@@ -20,14 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.agent import Agent  # noqa: E402
+from engine.compaction.ledger import KINDS  # noqa: E402
+from engine.compaction.strategies import STRATEGIES  # noqa: E402
 from engine.config import Settings  # noqa: E402
-from engine.importer import import_session  # noqa: E402
-from engine.ledger import KINDS  # noqa: E402
 from engine.llm.offline import OfflineProvider  # noqa: E402
-from engine.replay import replay  # noqa: E402
+from engine.recordings import import_session  # noqa: E402
+from engine.replay.runner import replay  # noqa: E402
+from engine.session import Agent  # noqa: E402
 from engine.store import Store  # noqa: E402
-from engine.strategies import STRATEGIES  # noqa: E402
 
 ROUNDS = 120
 TRANSCRIPTS = (

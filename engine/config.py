@@ -29,7 +29,7 @@ Policy = Literal["ask", "allow", "deny"]
 StrategyName = Literal[
     "layered", "reset-hint", "mock-user", "message-window", "head-middle-tail", "masking"
 ]
-"""Every strategy users can select (``engine.strategies`` maps each to its policy)."""
+"""Every strategy users can select (``engine.compaction.strategies`` maps each to its policy)."""
 
 
 class _Section(BaseModel):

@@ -86,7 +86,7 @@ class UsageUpdated(Event):
     usage: Usage
     local_estimate: int
     layers: dict[str, int]
-    """Per-layer token breakdown of the request just sent (engine.context.LAYERS order)."""
+    """Per-layer token breakdown of the request just sent (engine.context.builder.LAYERS order)."""
 
 
 class RetryWaiting(Event):

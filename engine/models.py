@@ -73,7 +73,7 @@ class Message(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     meta: MessageMeta = Field(default_factory=MessageMeta)
     tokens: int | None = None
-    """Cached token count of this message as sent (see engine.tokens)."""
+    """Cached token count of this message as sent (see engine.messages.tokens)."""
     pinned: bool = False
     """Pinned by the user: no strategy ever archives it (nor the rest of its step)."""
     created_at: datetime = Field(default_factory=utcnow)
@@ -102,7 +102,7 @@ class Round(BaseModel):
 
 
 class Placement(StrEnum):
-    """Where a strategy puts its summary in the request (see ``engine.placement``)."""
+    """Where a strategy puts its summary in the request (see ``engine.compaction.placement``)."""
 
     SYSTEM_BLOCK = "system_block"
     """Seed 000: one ``system`` block per summary, after L1 and L2."""
@@ -179,7 +179,8 @@ class Compaction(BaseModel):
     """The strategy's own figures: what was measured and against what, the seed-004 F-008
     statistics, retries, superseded summaries, the raw-middle file."""
     fidelity: dict[str, dict[str, int]] | None = None
-    """Of the archived messages' ledger items (``engine.ledger``), how many the summary names:
+    """Of the archived messages' ledger items (``engine.compaction.ledger``), how many the summary
+    names:
     ``{kind: {kept, total}}``; None without a summary."""
     created_at: datetime = Field(default_factory=utcnow)
 

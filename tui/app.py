@@ -1,4 +1,4 @@
-"""CtxscopeApp: the workbench's application object, and ``run`` for the console script.
+"""CtxscopeApp: the workbench's application object (started by :mod:`cli.workbench`).
 
 Thin on purpose: it opens the store, knows the workspace, the settings and how to make a
 provider, puts every main-screen action into the command palette, and shows the main screen.
@@ -7,7 +7,6 @@ The work itself lives in ``tui/screens`` and ``tui/widgets``.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
@@ -16,11 +15,10 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from engine.cli import CliError, db_path
 from engine.config import Settings
 from engine.events import EventSink
 from engine.llm.base import Provider
-from engine.store import Store, StoreError
+from engine.store import Store
 from tools.base import Asker
 from tui.formatting import Clock, wall_clock
 from tui.screens.main_actions import MAIN_ACTIONS
@@ -156,38 +154,3 @@ class CtxscopeApp(App[int]):
             main.stop_agent()
             main.leave_session()
         self.store.close()
-
-
-def parse_resume(value: str | None) -> Resume:
-    """``--resume`` → None, ``"latest"`` or a session id."""
-    if value is None:
-        return None
-    if value == "latest":
-        return "latest"
-    try:
-        return int(value)
-    except ValueError:
-        raise CliError(f"--resume takes a session id (a number), not {value!r}") from None
-
-
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    """Open the workbench for ``ctxscope [--workspace W] [--resume [ID]] [--db F]``."""
-    workspace = Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
-    if not workspace.is_dir():
-        raise CliError(f"workspace {workspace} is not a directory")
-    resume = parse_resume(getattr(args, "resume", None))
-    app = CtxscopeApp(
-        db_path=db_path(args, settings),
-        workspace=workspace,
-        settings=settings,
-        resume=resume,
-        workspace_explicit=bool(getattr(args, "workspace", None)),
-    )
-    if isinstance(resume, int):
-        try:
-            app.store.get_session(resume)  # an unknown id fails here, as one readable line
-        except StoreError:
-            app.store.close()
-            raise
-    app.run()
-    return app.return_code or 0

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engine.ledger import fidelity_line
+from engine.compaction.ledger import fidelity_line
 from engine.llm.base import OFFLINE_NAME
 from engine.models import Compaction, Summary
 

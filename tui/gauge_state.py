@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from engine.context import LAYERS
+from engine.compaction.policy import Plan
+from engine.context.builder import LAYERS
+from engine.messages.tokens import BudgetCheck
 from engine.models import Compaction, History, Message, ToolCall, Usage, UsageRecord
-from engine.strategies.base import Plan
-from engine.tokens import BudgetCheck
 
 Severity = Literal["ok", "near", "over"]
 
@@ -33,7 +33,8 @@ LAYER_COLOURS: dict[str, str] = {
     "todo recap": "#5fd7af",
     "scratchpad": "#d75f5f",
 }
-"""One colour per layer of :data:`engine.context.LAYERS`, shared by the bar and its legend."""
+"""One colour per layer of :data:`engine.context.builder.LAYERS`, shared by the bar and its
+legend."""
 
 SEVERITY_COLOURS: dict[Severity, str] = {"ok": "green", "near": "yellow", "over": "red"}
 

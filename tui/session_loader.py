@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.agent import Agent
+from engine.compaction.policy import Plan
 from engine.config import Settings
-from engine.context import BuiltContext, ScratchResult, ScratchStep
+from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
 from engine.events import EventSink
 from engine.llm.base import OFFLINE_NAME, Provider
+from engine.messages.tokens import count_thinking
 from engine.models import (
     History,
     Message,
@@ -27,9 +28,8 @@ from engine.models import (
     Session,
     TodoItem,
 )
+from engine.session import Agent
 from engine.store import Store, StoreError
-from engine.strategies.base import Plan
-from engine.tokens import count_thinking
 from tools.base import Asker
 from tui.formatting import compaction_result
 from tui.gauge_state import Decision, GaugeState, heaviest_items, steps_and_marks

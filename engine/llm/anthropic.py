@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 import anthropic
 import httpx2
 
+from engine.compaction.summary import render_messages_for_summary, time_label
 from engine.config import Settings
 from engine.llm.base import (
     MAX_CACHE_BREAKPOINTS,
@@ -48,7 +49,6 @@ from engine.llm.base import (
     with_unique_tool_ids,
 )
 from engine.models import Message, ToolCall, Usage
-from engine.summary import render_messages_for_summary, time_label
 from tools.secrets import Redactor, url_credentials, without_credentials
 
 T = TypeVar("T")
@@ -488,7 +488,7 @@ def to_response(message: anthropic.types.Message) -> ProviderResponse:
 
 
 def render_for_summary(messages: Sequence[Message]) -> str:
-    """The segment as plain text, in the E1 form ``engine.summary`` renders."""
+    """The segment as plain text, in the E1 form ``engine.compaction.summary`` renders."""
     return render_messages_for_summary(list(messages))
 
 

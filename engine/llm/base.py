@@ -16,7 +16,7 @@ MAX_CACHE_BREAKPOINTS = 4
 
 
 class ProviderRequest(BaseModel):
-    """Anthropic Messages API parameters, as built by ``engine.context``."""
+    """Anthropic Messages API parameters, as built by ``engine.context.builder``."""
 
     system: list[dict[str, Any]]
     messages: list[dict[str, Any]]
@@ -147,6 +147,6 @@ class Provider(Protocol):
         """Summarise archived messages with ``prompt`` (SUMMARY_PROMPT); raise on failure.
 
         Raises ``TimeoutError`` after ``timeout`` seconds and ProviderError on API failures;
-        the caller (engine.summary) falls back to the extractive summary.
+        the caller (engine.compaction.summary) falls back to the extractive summary.
         """
         ...

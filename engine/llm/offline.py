@@ -13,7 +13,7 @@ and everything after it):
 3. once every call has its result, a short report of what each tool returned ends the round;
 4. input with no command and no mention gets a list of what this provider understands.
 
-Usage figures are ctxscope's local token counts (``engine.tokens``), with no cache figures.
+Usage figures are ctxscope's local token counts (``engine.messages.tokens``), with no cache figures.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine import summary
+from engine.compaction import summary
 from engine.config import Settings
 from engine.llm.base import (
     OFFLINE_NAME,
@@ -37,8 +37,8 @@ from engine.llm.base import (
     StreamText,
     StreamToolUse,
 )
+from engine.messages.tokens import count_blocks, count_request
 from engine.models import Message, ToolCall, Usage
-from engine.tokens import count_blocks, count_request
 
 _REMINDER = re.compile(r"<system-reminder>(.*?)</system-reminder>", re.S)
 _MENTION_LINE = re.compile(r"^\s*The user mentioned (@.*)$", re.M)
@@ -146,7 +146,8 @@ class OfflineProvider:
         timeout: float,
         render: Callable[[Sequence[Message]], str] | None = None,
     ) -> str:
-        """The extractive A5 summary (``engine.summary``); ``prompt`` and ``timeout`` unused."""
+        """The extractive A5 summary (``engine.compaction.summary``); ``prompt`` and ``timeout``
+        unused."""
         return summary.extractive_summary(messages, focus=focus)
 
 

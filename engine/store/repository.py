@@ -759,7 +759,7 @@ class Store:
     @reads
     def token_counts(self) -> dict[str, int]:
         """Remembered counts of the texts every request repeats, by digest
-        (:func:`engine.tokens.remember`)."""
+        (:func:`engine.messages.tokens.remember`)."""
         rows = TokenCountRow.select(TokenCountRow.digest, TokenCountRow.tokens)
         return {row.digest: row.tokens for row in rows}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engine.history import HistoryManager
+from engine.context.history import HistoryManager
 from engine.models import Message, MessageMeta, RoundStatus, ToolCall
 
 

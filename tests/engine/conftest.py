@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
-from engine.history import HistoryManager
+from engine.context.history import HistoryManager
 from engine.store import Store
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from engine.agent import CRASH_ANSWER, Agent
+from engine.compaction.summary import extractive_summary
 from engine.config import Settings
-from engine.context import validate_conversation
+from engine.context.builder import validate_conversation
 from engine.events import (
     BudgetWarning,
     CompactionFinished,
@@ -23,8 +23,8 @@ from engine.events import (
 )
 from engine.llm.base import ProviderError, ProviderRequest, ProviderResponse, StreamText
 from engine.models import Message, MessageMeta, RoundStatus, ToolCall, Trigger, Usage
+from engine.session import CRASH_ANSWER, Agent
 from engine.store import Store
-from engine.summary import extractive_summary
 
 
 def tool_use(id_: str, name: str, **inp: Any) -> dict[str, Any]:

@@ -7,12 +7,12 @@ import threading
 import time
 from pathlib import Path
 
-from engine.agent import Agent
 from engine.config import Settings
-from engine.context import validate_conversation
+from engine.context.builder import validate_conversation
 from engine.events import CompactionFinished, Event, ToolStarted
 from engine.llm.offline import OfflineProvider
 from engine.models import RoundStatus, Trigger
+from engine.session import Agent
 from engine.store import Store
 
 

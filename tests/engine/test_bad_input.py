@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
+from cli.main import main
 from engine.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,7 +120,7 @@ def test_piping_into_head_prints_no_traceback_and_closes_the_round(db: Path) -> 
     """``ctxscope ask … --json | head -1``: the reader leaves after one line."""
     (db.parent / "README.md").write_text("x\n" * 50)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "engine.cli", "ask", "read README.md", "--db", str(db), "--json"]
+    cmd = [sys.executable, "-m", "cli.main", "ask", "read README.md", "--db", str(db), "--json"]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=db.parent
     )

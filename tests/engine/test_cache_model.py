@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.cache_model import Block, CacheUse, PromptCache
 from engine.config import Settings, price_for
-from engine.replay import call_cost
+from engine.replay.cache_model import Block, CacheUse, PromptCache
+from engine.replay.runner import call_cost
 
 
 def blocks(*spec: tuple[str, int, bool]) -> list[Block]:
@@ -67,7 +67,7 @@ def test_prices_come_from_settings_by_model_name() -> None:
 
 
 def test_common_prefix_by_hand() -> None:
-    from engine.sequences import common_prefix
+    from engine.messages.sequences import common_prefix
 
     same = {"a": 1}
     assert common_prefix([], [1, 2]) == 0
@@ -80,9 +80,9 @@ def test_common_prefix_by_hand() -> None:
 
 
 def test_the_block_counter_reuses_shared_messages_and_counts_what_a_fresh_one_counts() -> None:
-    from engine.cache_model import BlockCounter
     from engine.llm.base import ProviderRequest
-    from engine.tokens import count_request
+    from engine.messages.tokens import count_request
+    from engine.replay.cache_model import BlockCounter
 
     def text(t: str) -> dict[str, object]:
         return {"type": "text", "text": t}

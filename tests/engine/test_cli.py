@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.context import LAYERS
+from cli.main import main
+from engine.context.builder import LAYERS
 
 RECORDED = Path(__file__).parent.parent / "data" / "recorded_session.jsonl"
 
@@ -139,8 +139,8 @@ def test_malformed_import_reports_line_numbers(
 
 CONTEXT_IN_A_FRESH_PROCESS = """
 import contextlib, io, json, sys
-import engine.tokens as tokens
-from engine.cli import main
+import engine.messages.tokens as tokens
+from cli.main import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     code = main(["context", "1", "--json", "--db", sys.argv[1]])

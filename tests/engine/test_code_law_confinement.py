@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from engine.config import Settings
-from engine.context import ContextBuilder
+from engine.context.builder import ContextBuilder
 from engine.models import History
 
 SYSTEM = "You are a coding agent."

@@ -6,14 +6,14 @@ import time
 
 import pytest
 
+from engine.compaction.policy import PolicyView
+from engine.compaction.strategies.layered import LayeredStrategy
+from engine.compaction.summary import TIMEOUT_NOTICE, SummaryCompressor, extractive_summary
 from engine.config import Settings
+from engine.context.history import HistoryManager
 from engine.events import CompactionFailed, CompactionFinished, Event, Notice
-from engine.history import HistoryManager
 from engine.models import Message, Outcome, Trigger
 from engine.store import Store
-from engine.strategies.base import PolicyView
-from engine.strategies.layered import LayeredStrategy
-from engine.summary import TIMEOUT_NOTICE, SummaryCompressor, extractive_summary
 from prompts.agents_prompts.summary_prompt import SUMMARY_HEADING
 from tests.engine.builders import write_round
 

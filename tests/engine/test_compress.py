@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from engine.compress import ToolResultCompressor
+from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings
-from engine.tokens import count_text
+from engine.messages.tokens import count_text
 from tools.base import ToolContext, ToolError, ToolResult
 from tools.registry import default_registry
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bench.bench_concurrency import contend
-from engine.cli import main
+from cli.main import main
 from engine.models import Message, MessageMeta, RoundStatus, ToolCall
 from engine.store import SessionBusy, Store
 
@@ -173,7 +173,7 @@ def test_wait_queues_behind_a_live_writer(shared: tuple[Path, int]) -> None:
     store = Store.open(db)
     lease = store.acquire_lease(sid, "round")
     waiter = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "ask", "read README.md", "--session", str(sid)]
+        [sys.executable, "-m", "cli.main", "ask", "read README.md", "--session", str(sid)]
         + ["--db", str(db), "--wait", "--json"],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
@@ -209,7 +209,7 @@ def test_a_lease_is_refused_to_a_second_holder_in_the_same_process(
 def test_a_strategy_switch_waits_for_no_writer(
     shared: tuple[Path, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from engine.cli import main
+    from cli.main import main
 
     db, sid = shared
     holder = Store.open(db)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from engine import context as context_module
 from engine.config import Settings
-from engine.context import (
+from engine.context import builder as context_module
+from engine.context.builder import (
     LAYERS,
     ContextBuilder,
     ScratchResult,
@@ -22,8 +22,8 @@ from engine.context import (
     validate_conversation,
     validate_request,
 )
+from engine.messages.tokens import count_message, count_request
 from engine.models import MISSING_RESULT, History, Message, MessageMeta, Summary, ToolCall
-from engine.tokens import count_message, count_request
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -497,7 +497,7 @@ def test_render_react() -> None:
 
 
 def test_render_react_marks_pinned_messages_but_a_summary_call_never_sees_the_mark() -> None:
-    from engine.summary import render_messages_for_summary
+    from engine.compaction.summary import render_messages_for_summary
 
     messages = [
         user("keep this"),

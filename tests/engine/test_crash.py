@@ -7,7 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from engine.history import HistoryManager
+from engine.context.history import HistoryManager
 from engine.store import Store
 from tests.engine.builders import write_round
 
@@ -15,11 +15,11 @@ CHILD = textwrap.dedent(
     """
     import os, sys
     from engine.config import Settings
-    from engine.history import HistoryManager
+    from engine.context.history import HistoryManager
     from engine.models import Trigger
     from engine.store import Store
-    from engine.strategies.layered import LayeredStrategy
-    from engine.summary import SummaryCompressor, extractive_summary
+    from engine.compaction.strategies.layered import LayeredStrategy
+    from engine.compaction.summary import SummaryCompressor, extractive_summary
 
     class Extractive:
 

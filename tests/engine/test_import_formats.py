@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from engine.cli import main, make_agent
-from engine.compress import ToolResultCompressor
+from cli.main import main, make_agent
+from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings
-from engine.importer import import_session
-from engine.importers.envelopes import ERROR_CAP
+from engine.messages.tokens import count_text
+from engine.messages.wire_check import validate_request
 from engine.models import Message, RoundStatus, Trigger
+from engine.recordings import import_session
+from engine.recordings.envelopes import ERROR_CAP
 from engine.store import Store
-from engine.tokens import count_text
-from engine.validate import validate_request
 from tools.base import ToolError, ToolResult
 
 DATA = Path(__file__).parent.parent / "data"

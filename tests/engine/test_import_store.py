@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine.importer import import_session
+from engine.messages.tokens import count_summary
 from engine.models import (
     Message,
     MessageMeta,
@@ -25,8 +25,8 @@ from engine.models import (
     Usage,
     UsageRecord,
 )
+from engine.recordings import import_session
 from engine.store import Store
-from engine.tokens import count_summary
 
 DATA = Path(__file__).parent.parent / "data"
 CLAUDE = DATA / "claude_code" / "resumed_session.jsonl"

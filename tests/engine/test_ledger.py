@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine.ledger import (
+from engine.compaction.ledger import (
     KINDS,
     bash_files,
     error_line,

@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.context import LAYERS
+from cli.main import main
+from engine.context.builder import LAYERS
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 FILES = [
-    "engine/agent.py",
+    "engine/session.py",
     "engine/store/repository.py",
-    "engine/context.py",
-    "engine/history.py",
-    "engine/cli.py",
-    "engine/summary.py",
+    "engine/context/builder.py",
+    "engine/context/history.py",
+    "cli/main.py",
+    "engine/compaction/summary.py",
     "engine/importer.py",
-    "engine/tokens.py",
+    "engine/messages/tokens.py",
 ]
 OTHER = ["ls engine", "glob **/*.py", "grep def ", "read README.md"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.config import Settings
-from engine.preprocess import InputPreprocessor, find_mentions, render_reminder
+from engine.context.preprocess import InputPreprocessor, find_mentions, render_reminder
 
 TEMPLATE = (
     "<system-reminder>\n"

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from engine.compaction.strategies.layered import LayeredStrategy
+from engine.compaction.summary import SummaryCompressor
 from engine.config import Settings
-from engine.history import CompactionDraft, HistoryManager
+from engine.context.history import CompactionDraft, HistoryManager
 from engine.llm.offline import OfflineProvider
 from engine.models import Message, MessageMeta, Observation, RoundStatus, ToolCall, Trigger
 from engine.store import Store
 from engine.store import search as fts
 from engine.store.schema import SCHEMA_VERSION
-from engine.strategies.layered import LayeredStrategy
-from engine.summary import SummaryCompressor
 from tests.engine.builders import write_round
 
 SETTINGS = Settings(keep_rounds=2)
@@ -181,12 +181,12 @@ CHILD = textwrap.dedent(
     """
     import os, signal, sys
     from engine.config import Settings
-    from engine.history import HistoryManager
+    from engine.context.history import HistoryManager
     from engine.llm.offline import OfflineProvider
     from engine.models import Trigger
     from engine.store import Store, search
-    from engine.strategies.layered import LayeredStrategy
-    from engine.summary import SummaryCompressor
+    from engine.compaction.strategies.layered import LayeredStrategy
+    from engine.compaction.summary import SummaryCompressor
 
     where = sys.argv[3]
     original = search.index_segment if where == "compact" else search.unindex_segment
@@ -273,7 +273,7 @@ def test_migration_builds_the_index_for_existing_segments(tmp_path: Path) -> Non
 
 
 def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
-    from engine.cli import main
+    from cli.main import main
 
     assert main(list(argv)) == 0
     out = capsys.readouterr().out
@@ -359,7 +359,7 @@ def test_fidelity_measures_a_model_summary_and_an_edited_one(
 def test_recall_command_text_and_bad_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.cli import main
+    from cli.main import main
 
     monkeypatch.setenv("CTXSCOPE_KEEP_ROUNDS", "1")
     db = tmp_path / "text.db"

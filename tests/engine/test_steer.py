@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from engine.agent import Agent
-from engine.cli import main
+from cli.main import main
 from engine.config import Settings
-from engine.context import validate_request
-from engine.history import CompactionDraft
+from engine.context.builder import validate_request
+from engine.context.history import CompactionDraft
 from engine.llm.offline import OfflineProvider
 from engine.models import Outcome, RoundStatus, Trigger
+from engine.session import Agent
 from engine.store import Store, StoreError
 
 WINDOW = 30_000

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from engine.compaction.placement import MOCK_USER_PROMPT, reset_hint_text
+from engine.compaction.policy import PolicyView, step_units
+from engine.compaction.strategies import STRATEGIES, get_strategy
+from engine.compaction.strategies.formats import check_xml, extractive_json, extractive_xml
+from engine.compaction.strategies.mock_user import cut_long_result
+from engine.compaction.summary import SummaryCompressor, extractive_summary
 from engine.config import Settings
-from engine.context import ContextBuilder, ScratchResult, ScratchStep, validate_request
-from engine.history import HistoryManager
+from engine.context.builder import ContextBuilder, ScratchResult, ScratchStep, validate_request
+from engine.context.history import HistoryManager
 from engine.models import Message, MessageMeta, Outcome, Placement, Summary, ToolCall, Trigger
-from engine.placement import MOCK_USER_PROMPT, reset_hint_text
 from engine.store import Store
-from engine.strategies import STRATEGIES, get_strategy
-from engine.strategies.base import PolicyView, step_units
-from engine.strategies.formats import check_xml, extractive_json, extractive_xml
-from engine.strategies.mock_user import cut_long_result
-from engine.summary import SummaryCompressor, extractive_summary
 from tests.engine.builders import write_round
 
 
@@ -261,7 +261,7 @@ def test_message_window_summary_is_one_assistant_message(
 
 
 def test_message_window_log_is_windowed_with_older_entries_merged(tmp_path: Path) -> None:
-    from engine.execution_log import append_run, read_log
+    from engine.compaction.execution_log import append_run, read_log
 
     path = tmp_path / "agent-context.jsonl"
     for n in range(1, 6):
@@ -514,9 +514,9 @@ def test_an_extractive_re_compaction_keeps_what_the_earlier_summary_held(
 ) -> None:
     """Offline, every summary is extractive: re-compacting one must still name the file
     read in round 1, archived two compactions ago (its raw messages are in the store)."""
-    from engine.agent import Agent
     from engine.llm.offline import OfflineProvider
     from engine.models import Outcome
+    from engine.session import Agent
 
     workspace = tmp_path / "ws"
     workspace.mkdir()

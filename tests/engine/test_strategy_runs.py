@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from engine.agent import Agent
-from engine.cli import main
+from cli.main import main
+from engine.compaction.placement import MOCK_USER_PROMPT
 from engine.config import Settings
-from engine.context import validate_request
+from engine.context.builder import validate_request
 from engine.llm.base import ProviderError, ProviderRequest, ProviderResponse, StreamText
 from engine.llm.offline import OfflineProvider
+from engine.messages.tokens import count_request
 from engine.models import Outcome, RoundStatus
-from engine.placement import MOCK_USER_PROMPT
+from engine.session import Agent
 from engine.store import Store
-from engine.tokens import count_request
 
 WINDOW = 30_000
 SMALL: dict[str, dict[str, Any]] = {
@@ -283,7 +283,7 @@ CRASH = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from engine.agent import Agent
+    from engine.session import Agent
     from engine.config import Settings
     from engine.llm.offline import OfflineProvider
     from engine.models import Trigger
@@ -337,9 +337,9 @@ def test_kill_during_compaction_leaves_a_valid_conversation(
 def test_debug_mode_stops_an_invalid_request_before_it_is_sent(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from engine.agent import InvalidRequest
-    from engine.history import HistoryManager
+    from engine.context.history import HistoryManager
     from engine.models import Message, MessageMeta, ToolCall
+    from engine.session import InvalidRequest
 
     store = Store.open(tmp_path / "bad.db")
     settings = settings_for("layered")

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+from engine.compaction.summary import (
+    ensure_template,
+    extractive_summary,
+    render_messages_for_summary,
+)
+from engine.messages.tokens import count_text, ensure_counted
 from engine.models import Message, MessageMeta, ToolCall
-from engine.summary import ensure_template, extractive_summary, render_messages_for_summary
-from engine.tokens import count_text, ensure_counted
 
 HEADINGS = [
     "## 📌 Archived Session Summary",

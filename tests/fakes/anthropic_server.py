@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from engine.context import MAX_CACHE_BREAKPOINTS, validate_conversation
+from engine.context.builder import MAX_CACHE_BREAKPOINTS, validate_conversation
 
 FAKE_API_KEY = "sk-ant-fake-test-key"
 """What ``env()`` puts in ANTHROPIC_API_KEY; the server accepts any key."""

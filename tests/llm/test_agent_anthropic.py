@@ -33,7 +33,7 @@ def ask(
         [
             sys.executable,
             "-m",
-            "engine.cli",
+            "cli.main",
             "ask",
             text,
             "--db",

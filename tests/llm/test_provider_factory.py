@@ -49,7 +49,7 @@ def test_offline_commands_never_import_the_sdk(tmp_path: Path) -> None:
     the workbench module must not load it (it is imported when an Anthropic provider is built)."""
     script = (
         "import sys\n"
-        "from engine.cli import main\n"
+        "from cli.main import main\n"
         "import tui.app\n"
         "args = ['--db', sys.argv[1]]\n"
         "assert main(['ask', 'ls .', '--workspace', sys.argv[2], *args]) == 0\n"

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from engine.config import Settings
+from engine.context.preprocess import InputPreprocessor
 from engine.llm.base import (
     OFFLINE_NAME,
     Cancelled,
@@ -19,9 +20,8 @@ from engine.llm.base import (
     StreamToolUse,
 )
 from engine.llm.offline import CAPABILITIES, OfflineProvider, describe_result, split_requests
+from engine.messages.tokens import count_blocks, count_request
 from engine.models import Message, ToolCall
-from engine.preprocess import InputPreprocessor
-from engine.tokens import count_blocks, count_request
 
 SYSTEM = [{"type": "text", "text": "You are a coding agent."}]
 TOOLS = [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("LS", "Read")]
@@ -303,7 +303,7 @@ def test_summarize_is_the_extractive_summary(monkeypatch: pytest.MonkeyPatch) ->
         seen.update(messages=messages, focus=focus)
         return "## summary"
 
-    monkeypatch.setattr("engine.summary.extractive_summary", fake)
+    monkeypatch.setattr("engine.compaction.summary.extractive_summary", fake)
     messages = [Message(role="user", content="fix the login bug")]
     assert OfflineProvider().summarize(messages, "PROMPT", "auth", 1.0) == "## summary"
     assert seen == {"messages": messages, "focus": "auth"}

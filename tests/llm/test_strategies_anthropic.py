@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.agent import Agent
+from engine.compaction.placement import MOCK_USER_PROMPT
 from engine.config import Settings
 from engine.llm.anthropic import AnthropicProvider
 from engine.models import Outcome, Placement, RoundStatus
-from engine.placement import MOCK_USER_PROMPT
+from engine.session import Agent
 from engine.store import Store
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,

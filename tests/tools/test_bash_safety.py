@@ -176,7 +176,7 @@ def test_sigterm_to_ask_ends_its_bash_command_and_the_round(
 ) -> None:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "ask", "run `echo $$ > pid; exec sleep 300`"]
+        [sys.executable, "-m", "cli.main", "ask", "run `echo $$ > pid; exec sleep 300`"]
         + ["--allow-bash", "--model", "offline", "--db", str(tmp_path / "t.db")]
         + ["--workspace", str(workspace), "--json"],
         env={**env, "PYTHONPATH": str(ROOT)},

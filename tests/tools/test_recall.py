@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.compress import ToolResultCompressor
+from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings
 from engine.llm.offline import PlannedCall, parse_command
 from engine.models import RecallHit

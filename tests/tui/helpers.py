@@ -21,7 +21,6 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from engine.agent import Agent
 from engine.config import Settings
 from engine.llm.base import (
     OFFLINE_NAME,
@@ -31,6 +30,7 @@ from engine.llm.base import (
 )
 from engine.llm.offline import OfflineProvider
 from engine.models import Message
+from engine.session import Agent
 from engine.store import Store
 from engine.store.models import (
     CompactionRow,

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 
-from engine.cli import CliError
+from cli.main import CliError
+from cli.workbench import parse_resume
+from cli.workbench import run_tui as run
 from engine.config import Settings
 from engine.events import Notice, TextDelta
 from engine.llm.base import OFFLINE_NAME
+from engine.messages.tokens import BudgetCheck
 from engine.models import Compaction, Trigger, Usage, UsageRecord
-from engine.tokens import BudgetCheck
 from tests.tui.helpers import WORKSPACE_FILES
-from tui.app import parse_resume, run
 from tui.bridge import EngineBridge
 from tui.formatting import provider_label, relative_time, strip_reminders
 from tui.gauge_state import Decision, GaugeState, severity, steps_and_marks

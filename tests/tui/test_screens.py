@@ -8,8 +8,8 @@ import pytest
 from textual.command import CommandPalette
 from textual.widgets import Collapsible
 
-from engine.context import LAYERS
-from engine.history import HistoryManager
+from engine.context.builder import LAYERS
+from engine.context.history import HistoryManager
 from engine.models import Message, MessageMeta, RoundStatus, ToolCall
 from engine.store import Store
 from tests.tui.conftest import AppFactory

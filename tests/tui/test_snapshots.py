@@ -17,7 +17,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Collapsible, Input
 
-from engine.context import LAYERS
+from engine.context.builder import LAYERS
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import (
     THREE_ROUNDS,

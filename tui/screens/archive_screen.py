@@ -26,7 +26,7 @@ from textual.widgets import Input, Label, Markdown, OptionList
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
-from engine.ledger import fidelity_line
+from engine.compaction.ledger import fidelity_line
 from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
 from engine.store import Store
 from tui.formatting import percent, round_span, tokens

@@ -1,7 +1,8 @@
 """CompactPreviewModal: the compaction before it happens — what goes, the draft summary, the
 figures after — with the draft editable before it is committed.
 
-It is shown with a :class:`~engine.history.CompactionDraft` (nothing stored yet) and dismisses
+It is shown with a :class:`~engine.context.history.CompactionDraft` (nothing stored yet) and
+dismisses
 with what the user chose: :class:`Commit` (the text as it stands in the editor, edited or not),
 :class:`Regenerate` (another focus), or None (abandon: nothing changes).
 """
@@ -18,8 +19,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from engine.history import CompactionDraft
-from engine.ledger import fidelity_line
+from engine.compaction.ledger import fidelity_line
+from engine.context.history import CompactionDraft
 from tui.formatting import tokens
 
 

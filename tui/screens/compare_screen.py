@@ -1,6 +1,7 @@
 """CompareScreen: one stored session replayed under every strategy, side by side.
 
-A thread worker runs :func:`engine.replay.replay` for each strategy (the session itself is only
+A thread worker runs :func:`engine.replay.runner.replay` for each strategy (the session itself is
+only
 read), reporting progress; then the chart (:class:`~tui.widgets.replay_chart.ReplayChart`)
 shows request tokens per step for all of them and the table beneath one row per strategy:
 steps, compactions, peak, total input, cache read and write, cost, and the artifact ledger's
@@ -23,11 +24,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from engine.agent import Agent
+from engine.compaction.strategies import STRATEGIES
 from engine.config import Settings
-from engine.replay import ReplayResult, replay
+from engine.replay.runner import ReplayResult, replay
+from engine.session import Agent
 from engine.store import Store
-from engine.strategies import STRATEGIES
 from tui.formatting import tokens
 from tui.screens.inspector_screen import Inspection, InspectorScreen, inspect_agent
 from tui.widgets.key_bar import KeyBar

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Label, TextArea
 
-from engine.context import render_messages
+from engine.context.builder import render_messages
 from engine.models import Message, Observation, Summary
 from tui.formatting import round_span, tokens
 from tui.text_wrap import display_safe

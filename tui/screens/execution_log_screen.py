@@ -16,7 +16,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Label
 
-from engine.execution_log import read_log
+from engine.compaction.execution_log import read_log
 from tui.formatting import one_line
 from tui.widgets.key_bar import KeyBar
 

@@ -1,6 +1,6 @@
 """InspectorScreen: the exact request the next step will send (``Agent.preview()``).
 
-Layer by layer in :data:`engine.context.LAYERS` order, each a Collapsible titled with its
+Layer by layer in :data:`engine.context.builder.LAYERS` order, each a Collapsible titled with its
 token count and holding the layer's text, then the raw JSON of the whole request (system
 blocks, messages, tools, cache breakpoints included). Built in a thread worker: a long
 session's request is megabytes of text.
@@ -20,15 +20,15 @@ from textual.screen import Screen
 from textual.widgets import Collapsible, Label, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from engine.context import LAYERS
-from engine.tokens import BudgetCheck
+from engine.context.builder import LAYERS
+from engine.messages.tokens import BudgetCheck
 from tui.formatting import percent, tokens
 from tui.gauge_state import Decision
 from tui.text_wrap import display_safe
 from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
-    from engine.agent import Agent
+    from engine.session import Agent
 
 
 @dataclass

@@ -15,7 +15,7 @@ from textual import on
 from textual.screen import Screen
 from textual.widget import Widget
 
-from engine.history import CompactionDraft, CompactionResult
+from engine.context.history import CompactionDraft, CompactionResult
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
@@ -32,7 +32,7 @@ from tui.widgets.history_view import HistoryView
 from tui.widgets.scratchpad_view import ScratchpadView
 
 if TYPE_CHECKING:
-    from engine.agent import Agent
+    from engine.session import Agent
     from tui.app import CtxscopeApp
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block

@@ -1,6 +1,6 @@
 """MainScreen: chat, live scratchpad, compressed history and token gauge, side by side.
 
-The screen owns the session's :class:`~engine.agent.Agent`. Everything slow runs in thread
+The screen owns the session's :class:`~engine.session.Agent`. Everything slow runs in thread
 workers (opening a session, a round, a compaction, listing workspace files); the panes change
 only from engine events (through :class:`~tui.bridge.EngineBridge` and the
 :class:`~tui.presenter.Presenter`) and from the workers' results, handled in one place,
@@ -22,8 +22,8 @@ from textual.reactive import Reactive, reactive
 from textual.widgets import Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
-from engine.context import BuiltContext
-from engine.history import CompactionDraft, CompactionResult
+from engine.context.builder import BuiltContext
+from engine.context.history import CompactionDraft, CompactionResult
 from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
 from tui.formatting import one_line, plural, tokens, workspace_label
@@ -59,7 +59,7 @@ from tui.widgets.session_header import HeaderInfo, SessionHeader
 from tui.widgets.token_gauge import TokenGauge
 
 if TYPE_CHECKING:
-    from engine.agent import Agent
+    from engine.session import Agent
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")

@@ -116,7 +116,7 @@ PLACEMENT_LABELS: dict[Placement, str] = {
     Placement.ASSISTANT_MESSAGE: "an assistant message",
     Placement.USER_MESSAGE: "a user message",
 }
-"""How the request carries each summary (``engine.placement``)."""
+"""How the request carries each summary (``engine.compaction.placement``)."""
 
 
 def summary_block(number: int, summary: Summary) -> Block:

@@ -1,6 +1,7 @@
 """LayerBar: the request's layers as one stacked bar against the context window.
 
-Each layer of :data:`engine.context.LAYERS` takes cells in proportion to its tokens; the rest
+Each layer of :data:`engine.context.builder.LAYERS` takes cells in proportion to its tokens; the
+rest
 of the window is shaded; the compaction threshold (80 % by default) is a marker over the bar,
 and the scale below names it.
 """
@@ -11,7 +12,7 @@ from rich.text import Text
 from textual.reactive import Reactive, reactive
 from textual.widget import Widget
 
-from engine.context import LAYERS
+from engine.context.builder import LAYERS
 from tui.formatting import short_tokens
 from tui.gauge_state import LAYER_COLOURS, SEVERITY_COLOURS, GaugeState
 

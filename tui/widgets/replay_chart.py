@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 from textual_plotext import PlotextPlot
 
-from engine.replay import ReplayResult
+from engine.replay.runner import ReplayResult
 
 COLORS = ("cyan", "magenta", "green", "orange", "blue", "red")
-"""One colour per strategy, in :data:`engine.strategies.STRATEGIES` order."""
+"""One colour per strategy, in :data:`engine.compaction.strategies.STRATEGIES` order."""
 
 
 class ReplayChart(PlotextPlot):

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from textual.reactive import Reactive, reactive
 
-from engine.context import ScratchStep
+from engine.context.builder import ScratchStep
 from engine.events import ToolFinished
 from engine.models import Message, ToolCall
 from tui.formatting import tokens

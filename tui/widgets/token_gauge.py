@@ -16,7 +16,7 @@ from textual.content import Content
 from textual.reactive import Reactive, reactive
 from textual.widgets import Static
 
-from engine.context import LAYERS
+from engine.context.builder import LAYERS
 from tui.formatting import percent, tokens
 from tui.gauge_state import LAYER_COLOURS, SEVERITY_COLOURS, GaugeState
 from tui.widgets.layer_bar import LayerBar

@@ -1,0 +1,319 @@
+"""The compaction policy model: one set of parts in which every seed's design can be written.
+
+A strategy is a :class:`CompactionPolicy` with explicit parts (see DESIGN.md, "Compaction
+policies"):
+
+- **when it checks** (:attr:`CompactionPolicy.checks`): before a round, after a round, before
+  every model request;
+- **what it measures** (:meth:`CompactionPolicy.measure`): last API usage (with or without the
+  seed-000 input estimate), a local count of the request, a message count, with the seed's own
+  comparison (``>`` or ``>=``);
+- **what it cuts** (:meth:`CompactionPolicy.select`): an ordered list of history *messages*,
+  always whole steps (an assistant message and its tool results stay together), never a pinned
+  message, never the round in progress' own user input;
+- **the summary** (:attr:`CompactionPolicy.summary`, an
+:class:`engine.compaction.summary.SummarySpec`),
+  its **placement** and the **lifecycle** of earlier summaries (append, replace, re-compact);
+- **projection** (:meth:`CompactionPolicy.project`): how older history is sent without being
+  archived (seed 002's dropped tool results, observation masking).
+
+A policy decides; :class:`engine.context.history.HistoryManager` carries the compaction out
+(summary,
+archive, one transaction) and :class:`engine.session.Agent` asks at the policy's check points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+from typing import ClassVar, Literal
+
+from engine.compaction.summary import SummarySpec
+from engine.config import Settings
+from engine.messages.scratchpad import ScratchStep
+from engine.models import History, Message, Placement
+
+
+class CheckPoint(StrEnum):
+    BEFORE_ROUND = "before a round"
+    AFTER_ROUND = "after a round"
+    BEFORE_REQUEST = "before every request"
+
+
+class Lifecycle(StrEnum):
+    """What a new summary does to the active summaries before it."""
+
+    APPEND = "append"
+    """Seed 000: earlier summaries stay; summaries are never re-compacted."""
+    REPLACE = "replace"
+    """Seed 001: the new hint replaces the earlier one."""
+    RECOMPACT = "re-compact"
+    """Seeds 002-004: the earlier summary is part of what the new one summarises."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    """What a policy measured at a check point, against what, and whether it fires."""
+
+    what: str
+    """In words: ``last API usage + input estimate``, ``request tokens (local count)``, ..."""
+    value: int
+    threshold: float
+    comparison: Literal[">", ">="]
+    source: str = "local"
+    """``api`` when the value came from the API's usage, ``local`` for ctxscope's count."""
+    extra_condition: bool = True
+    """A further condition of the seed's rule (seed 000: at least ``min_messages`` messages)."""
+
+    @property
+    def fires(self) -> bool:
+        over = (
+            self.value > self.threshold if self.comparison == ">" else self.value >= self.threshold
+        )
+        return over and self.extra_condition
+
+    def describe(self) -> str:
+        return f"{self.what} {self.value:,} {self.comparison} {self.threshold:,.0f}"
+
+
+@dataclass
+class PolicyView:
+    """What a policy looks at: history as stored, the round in progress and the request's size."""
+
+    history: History
+    in_progress: int | None = None
+    """The round being worked on (its user input is never archived), or None between rounds."""
+    request_tokens: int = 0
+    """Local count of the request as it would be sent now (projection applied)."""
+    fixed_tokens: int = 0
+    """What every request carries besides L3: L1, L2, the todo recap."""
+    last_usage: int | None = None
+    """Input side of the last API call, None when absent or stale (after a compaction)."""
+    last_usage_source: str = "api"
+    user_input: str = ""
+    """A new input about to open a round (checks before a round)."""
+    sent_tokens: Callable[[Message], int] | None = None
+    """What a history message costs as sent now (the round in progress sends full observations);
+    defaults to its stored count."""
+    pinned: frozenset[int] = frozenset()
+    """Message ids no policy may archive."""
+
+    def tokens_of(self, msg: Message) -> int:
+        if self.sent_tokens is not None:
+            return self.sent_tokens(msg)
+        return msg.tokens or 0
+
+    def protected(self) -> set[int]:
+        """Ids that never leave history: pins and the round in progress' own user input."""
+        ids = set(self.pinned)
+        if self.in_progress is not None:
+            # The round in progress is the newest: look back only as far as its start.
+            for msg in reversed(self.history.messages):
+                if msg.meta.round != self.in_progress:
+                    break
+                if msg.role == "user" and msg.id:
+                    ids.add(msg.id)
+        return ids
+
+
+class Plan:
+    """One decision of a policy: what it measured, whether it fires, and what it would cut.
+
+    The cut is worked out on first use: a check point that does not fire costs only the
+    measure, so checking before every request stays cheap on long sessions.
+    """
+
+    def __init__(
+        self,
+        strategy: str,
+        measure: Measure,
+        select: Callable[[], list[Message]],
+        judge: Callable[[list[Message]], str] | None = None,
+    ) -> None:
+        self.strategy = strategy
+        self.measure = measure
+        self._select = select
+        self._judge = judge
+
+    @cached_property
+    def cut(self) -> list[Message]:
+        """The messages a compaction would archive now, in order (whole steps)."""
+        return self._select()
+
+    @cached_property
+    def reason(self) -> str:
+        """Why it does not compact although the measure fires (nothing may go, pins, ...)."""
+        if self._judge is not None:
+            return self._judge(self.cut)
+        return "" if self.cut else "nothing outside what this strategy always keeps"
+
+    @property
+    def compacts(self) -> bool:
+        """Whether the agent compacts at this check point."""
+        return self.measure.fires and bool(self.cut) and not self.reason
+
+    @property
+    def cut_rounds(self) -> list[int]:
+        """The rounds the cut touches, in order."""
+        seen: dict[int, None] = {}
+        for msg in self.cut:
+            if msg.meta.round is not None:
+                seen.setdefault(msg.meta.round)
+        return list(seen)
+
+
+def last_units_start(messages: list[Message], count: int) -> int:
+    """Index where the newest whole steps covering at least ``count`` messages begin (walks
+    back from the end only as far as needed)."""
+    i = len(messages)
+    while i > 0 and count > 0:
+        j = i - 1
+        while j > 0 and messages[j].role == "tool":
+            j -= 1
+        count -= i - j
+        i = j
+    return i
+
+
+@dataclass
+class Prefix:
+    """Work already done on the first ``length`` messages of a history, reusable while those
+    messages stay the same (history only grows between compactions, and ids only increase, so
+    equal first and last ids at equal positions mean an equal prefix)."""
+
+    first_id: int | None
+    length: int
+    last_id: int | None
+
+    @classmethod
+    def of(cls, messages: list[Message], length: int) -> Prefix:
+        return cls(
+            messages[0].id if length else None, length, messages[length - 1].id if length else None
+        )
+
+    def holds_for(self, messages: list[Message]) -> bool:
+        n = self.length
+        if n == 0:
+            return True
+        return (
+            len(messages) >= n
+            and messages[0].id == self.first_id
+            and messages[n - 1].id == self.last_id
+        )
+
+
+def step_units(messages: list[Message]) -> Iterator[list[Message]]:
+    """History as the units a cut may not split: a user message alone, or an assistant message
+    with the tool messages that answer it."""
+    unit: list[Message] = []
+    for msg in messages:
+        if msg.role == "tool" and unit:
+            unit.append(msg)
+            continue
+        if unit:
+            yield unit
+        unit = [msg]
+    if unit:
+        yield unit
+
+
+def cut_before(messages: list[Message], keep_from: int, protected: set[int]) -> list[Message]:
+    """The messages before index ``keep_from``, moved back to a step boundary, without the
+    ``protected`` ones (a protected message keeps its whole step)."""
+    out: list[Message] = []
+    pos = 0
+    for unit in step_units(messages):
+        if pos + len(unit) > keep_from:
+            break
+        pos += len(unit)
+        if any(m.id in protected for m in unit):
+            continue
+        out.extend(unit)
+    return out
+
+
+def round_indices(history: History) -> list[int]:
+    """The round indices present in history, in order (messages carry ``meta.round``)."""
+    seen: dict[int, None] = {}
+    for msg in history.messages:
+        if msg.meta.round is not None:
+            seen.setdefault(msg.meta.round)
+    return list(seen)
+
+
+class CompactionPolicy:
+    """Base of every strategy: the parts, with the defaults most seeds share."""
+
+    name: ClassVar[str]
+    """The name users select (``--strategy``, ``CTXSCOPE_STRATEGY``)."""
+    seed: ClassVar[str]
+    """The seed file the strategy implements (or the literature it comes from)."""
+    checks: ClassVar[frozenset[CheckPoint]]
+    placement: ClassVar[Placement | None]
+    lifecycle: ClassVar[Lifecycle]
+    summary: SummarySpec | None
+    """None for a strategy without summaries (masking)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    # -- the decision -----------------------------------------------------------------------
+    def measure(self, view: PolicyView) -> Measure:
+        raise NotImplementedError
+
+    def select(self, view: PolicyView, *, emergency: bool = False) -> list[Message]:
+        """The messages a compaction archives now (whole steps, oldest first)."""
+        raise NotImplementedError
+
+    uses_api_usage: ClassVar[bool] = False
+    """Whether the measure reads the last API usage (the agent looks it up only then)."""
+    keeps_execution_log: ClassVar[bool] = False
+    """Seed 003: an entry per run in the session's ``agent-context.jsonl``."""
+    writes_raw_middle: ClassVar[bool] = False
+    """Seed 004 F-006: the archived messages also go to a JSON file beside the database."""
+
+    def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
+        """Measure, and say (on demand) what a compaction would cut."""
+        return Plan(self.name, self.measure(view), lambda: self.select(view, emergency=emergency))
+
+    def emergency_cut(self, view: PolicyView) -> list[Message]:
+        """After "prompt is too long": everything but the last step and the protected ones."""
+        messages = view.history.messages
+        units = list(step_units(messages))
+        keep_from = len(messages) - len(units[-1]) if units else 0
+        return cut_before(messages, keep_from, view.protected())
+
+    # -- what is sent -----------------------------------------------------------------------
+    def project(
+        self, messages: list[Message], scratchpad: list[ScratchStep], in_progress: int | None
+    ) -> tuple[list[Message], list[ScratchStep]]:
+        """History and scratchpad as this strategy sends them (unchanged by default)."""
+        return messages, scratchpad
+
+    def supersedes(self, history: History) -> list[int]:
+        """Ids of the active summaries a new summary retires (its lifecycle)."""
+        if self.lifecycle == Lifecycle.APPEND:
+            return []
+        return [s.id for s in history.summaries if s.id is not None]
+
+    def recompacted(self, history: History) -> list[Message]:
+        """The earlier summaries as messages, when the new summary re-compacts them."""
+        if self.lifecycle != Lifecycle.RECOMPACT:
+            return []
+        return [
+            Message(role="assistant", content=s.content, created_at=s.created_at)
+            for s in history.summaries
+        ]
+
+    def describe(self) -> dict[str, str]:
+        """The policy's parts in words (README table, ``show --json``, the TUI)."""
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "checks": ", ".join(sorted(c.value for c in self.checks)),
+            "summary": self.summary.form if self.summary else "none",
+            "placement": self.placement.value if self.placement else "none",
+            "lifecycle": self.lifecycle.value,
+        }

@@ -1,0 +1,105 @@
+"""Seed 000 (``layered``): keep at least the last ``keep_rounds`` whole rounds.
+
+- checked when a new user input arrives (A6/C7): ``last usage + len(input)//3 >= 0.8 × window``
+  and at least ``min_messages`` messages (:func:`engine.messages.tokens.check_budget`);
+- archives every closed round before the keep zone; only user/assistant/tool messages go,
+  summaries are never re-compacted (they are appended, in system blocks);
+- the boundary is a whole round, so tool_use / tool_result pairs are never split;
+- when the keep zone alone is already over the threshold, compacting one round per input
+  would only pile up one-round summaries without getting under it: the engine warns instead,
+  and compacts once ``keep_rounds`` rounds have gathered beyond the keep zone, so that each
+  summary covers a worthwhile batch.
+"""
+
+from __future__ import annotations
+
+from engine.compaction.policy import (
+    CheckPoint,
+    CompactionPolicy,
+    Lifecycle,
+    Measure,
+    Plan,
+    PolicyView,
+    cut_before,
+    round_indices,
+)
+from engine.compaction.summary import A5_SPEC
+from engine.messages.tokens import BudgetCheck, check_budget
+from engine.models import History, Message, Placement
+
+
+def keep_zone_tokens(history: History, keep_rounds: int) -> int:
+    """Tokens of the active summaries plus the last ``keep_rounds`` rounds (cached counts)."""
+    groups = history.rounds()[-keep_rounds:]
+    return sum(s.tokens or 0 for s in history.summaries) + sum(
+        m.tokens or 0 for g in groups for m in g
+    )
+
+
+class LayeredStrategy(CompactionPolicy):
+    name = "layered"
+    seed = "000_be2100c33498e983.txt"
+    checks = frozenset({CheckPoint.BEFORE_ROUND})
+    placement = Placement.SYSTEM_BLOCK
+    lifecycle = Lifecycle.APPEND
+    summary = A5_SPEC
+    uses_api_usage = True
+
+    @property
+    def keep_rounds(self) -> int:
+        return self.settings.keep_rounds
+
+    def budget(self, view: PolicyView) -> BudgetCheck:
+        """The seed A6/C7 check for ``view.user_input``."""
+        return check_budget(
+            view.last_usage,
+            view.request_tokens,
+            view.user_input,
+            len(view.history.messages),
+            self.settings,
+        )
+
+    def measure(self, view: PolicyView) -> Measure:
+        check = self.budget(view)
+        return Measure(
+            what="last API usage + input estimate",
+            value=check.estimated_total,
+            threshold=self.settings.threshold_ratio * self.settings.context_window,
+            comparison=">=",
+            source=check.source,
+            extra_condition=check.message_count >= self.settings.min_messages,
+        )
+
+    def select(self, view: PolicyView, *, emergency: bool = False) -> list[Message]:
+        closed = [r for r in round_indices(view.history) if r != view.in_progress]
+        keep = self.keep_rounds
+        if emergency and len(closed) <= keep:
+            # The API refused the prompt: go below the keep zone. Keep the newest closed round
+            # unless a round is in progress (then that one is the context that must fit).
+            keep = 0 if view.in_progress is not None else 1
+        chosen = set(closed[: max(0, len(closed) - keep)])
+        messages = view.history.messages
+        keep_from = next(
+            (i for i, m in enumerate(messages) if m.meta.round not in chosen), len(messages)
+        )
+        return cut_before(messages, keep_from, view.protected())
+
+    def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
+        def judge(cut: list[Message]) -> str:
+            if not cut:
+                keep = self.keep_rounds
+                return f"nothing to compact: history holds no rounds beyond the last {keep}"
+            crowded = (
+                view.fixed_tokens + keep_zone_tokens(view.history, self.keep_rounds)
+                >= self.settings.threshold_ratio * self.settings.context_window
+            )
+            rounds = {m.meta.round for m in cut}
+            if crowded and len(rounds) < self.keep_rounds and not emergency:
+                return (
+                    f"the last {self.keep_rounds} rounds alone are over the threshold; "
+                    f"compacting waits until {self.keep_rounds} rounds have gathered beyond them"
+                )
+            return ""
+
+        select = lambda: self.select(view, emergency=emergency)  # noqa: E731
+        return Plan(self.name, self.measure(view), select, judge)

@@ -1,0 +1,456 @@
+"""HistoryManager: the session's L3 history — step-by-step writes, rounds and compaction.
+
+It keeps an in-memory copy of the stored history so that each step costs O(new messages):
+appends update the copy, token counts are computed once per message and stored with it, and
+only a compaction reloads from the database.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.compaction.ledger import measure_fidelity
+from engine.compaction.placement import summary_tokens
+from engine.compaction.policy import CompactionPolicy, PolicyView
+from engine.compaction.strategies.layered import keep_zone_tokens
+from engine.compaction.summary import SummaryCompressor, SummaryOutcome
+from engine.config import Settings
+from engine.events import (
+    CompactionFailed,
+    CompactionFinished,
+    CompactionProgress,
+    CompactionStarted,
+    EventSink,
+    Notice,
+    ignore_events,
+)
+from engine.messages.tokens import ensure_counted
+from engine.models import (
+    ArchivedSegment,
+    Compaction,
+    History,
+    Message,
+    MessageMeta,
+    Outcome,
+    Placement,
+    Round,
+    RoundStatus,
+    Summary,
+    Trigger,
+    utcnow,
+)
+from engine.store import Store
+
+INTERRUPTED_RESULT = "Interrupted by the user before this tool returned a result."
+
+
+@dataclass
+class CompactionDraft:
+    """A compaction worked out and not yet stored (:meth:`HistoryManager.prepare`)."""
+
+    record: Compaction
+    summary: Summary | None
+    messages: list[Message]
+    """What it archives, in order."""
+    summarised: list[Message]
+    """What the summary was written from: earlier summaries it re-compacts, then the cut."""
+    supersede: list[int]
+    """Active summaries it retires (replaced or re-compacted)."""
+    kept_tokens: int
+    """L3 tokens that stay (summaries kept, messages kept), without the new summary."""
+    writes_raw_middle: bool = False
+
+
+@dataclass
+class CompactionResult:
+    compaction: Compaction
+    summary: Summary | None
+    segment: ArchivedSegment | None
+
+
+class HistoryManager:
+    """Reads and writes one session's history through the store."""
+
+    def __init__(
+        self,
+        store: Store,
+        session_id: int,
+        settings: Settings,
+        events: EventSink = ignore_events,
+        data_dir: Path | None = None,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.settings = settings
+        self.events = events
+        self.data_dir = data_dir
+        """Where seed 004's raw middles go (one folder per session); None: not written."""
+        self._segments: dict[int, list[Message]] = {}
+        """Archived segments' messages by segment id, loaded once (they never change)."""
+        self._pinned: frozenset[int] = frozenset()
+        self._history = self._load()
+
+    def _load(self) -> History:
+        history = self.store.history(self.session_id)
+        missing = {}
+        for msg in history.messages:
+            if msg.tokens is None and msg.id is not None:
+                missing[msg.id] = ensure_counted(msg)
+        if missing:
+            self.store.set_message_tokens(missing)
+        for s in history.summaries:
+            if s.tokens is None:
+                s.tokens = summary_tokens(s)
+        self._pinned = frozenset(m.id for m in history.messages if m.pinned and m.id is not None)
+        return history
+
+    def reload(self) -> History:
+        self._history = self._load()
+        return self._history
+
+    @property
+    def history(self) -> History:
+        """L3 as stored now (summaries, then the messages of rounds not archived)."""
+        return self._history
+
+    def tokens(self) -> int:
+        """Tokens of L3 as stored: summaries plus history messages (cached counts)."""
+        return sum(s.tokens or 0 for s in self._history.summaries) + sum(
+            m.tokens or 0 for m in self._history.messages
+        )
+
+    def kept_tokens(self) -> int:
+        """Tokens of the rounds a compaction would keep (the keep zone) plus summaries."""
+        return keep_zone_tokens(self._history, self.settings.keep_rounds)
+
+    # ------------------------------------------------------------------ writes
+    def open_round(self, user_text: str) -> tuple[Round, Message]:
+        msg = Message(role="user", content=user_text)
+        ensure_counted(msg)
+        rnd, stored = self.store.open_round(self.session_id, msg)
+        self._history.messages.append(stored)
+        return rnd, stored
+
+    def append(self, round_index: int, message: Message) -> Message:
+        """Write one step to history at once (seed A2: the history is written step by step)."""
+        ensure_counted(message)
+        stored = self.store.append_message(self.session_id, round_index, message)
+        self._history.messages.append(stored)
+        return stored
+
+    def finish_round(
+        self, round_index: int, status: RoundStatus, error: str | None = None
+    ) -> Round:
+        return self.store.finish_round(self.session_id, round_index, status, error)
+
+    def close_dangling(self, round_index: int, reason: str, answer: str) -> list[Message]:
+        """Pair every unanswered tool_use of a round, then end it with an assistant message.
+
+        Used on cancellation and on restart after a crash, so that the stored history is
+        always a valid API conversation.
+        """
+        written: list[Message] = []
+        msgs = [m for m in self._history.messages if m.meta.round == round_index]
+        answered = {m.meta.tool_use_id for m in msgs if m.role == "tool"}
+        for msg in msgs:
+            for call in msg.tool_calls:
+                if call.id in answered:
+                    continue
+                content = json.dumps(
+                    {"status": "error", "error": {"code": "interrupted", "message": reason}}
+                )
+                written.append(
+                    self.append(
+                        round_index,
+                        Message(
+                            role="tool",
+                            content=content,
+                            meta=MessageMeta(
+                                step=msg.meta.step,
+                                tool_name=call.name,
+                                tool_use_id=call.id,
+                                is_error=True,
+                                interrupted=True,
+                            ),
+                        ),
+                    )
+                )
+        if not msgs or not (msgs[-1].role == "assistant" and msgs[-1].meta.final):
+            written.append(
+                self.append(
+                    round_index,
+                    Message(
+                        role="assistant",
+                        content=answer,
+                        meta=MessageMeta(final=True, interrupted=True),
+                    ),
+                )
+            )
+        return written
+
+    # ------------------------------------------------------------------ compaction
+    def compact(
+        self,
+        policy: CompactionPolicy,
+        summaries: SummaryCompressor,
+        trigger: Trigger,
+        focus: str | None = None,
+        view: PolicyView | None = None,
+        live_call: Callable[[float], str] | None = None,
+    ) -> CompactionResult:
+        """Archive what ``policy`` cuts now, summarise it as the policy says, in one transaction.
+
+        ``view`` is what the policy decides on (default: history as stored, nothing in
+        progress); ``live_call`` asks the model on the live conversation (seed 002's mock user
+        turn). Always records a Compaction: ``skipped`` when nothing may be archived or the
+        policy skips after failed summary calls (seed 004), ``failed`` if storing failed
+        (history unchanged), ``fallback`` when the extractive summary stood in.
+        """
+        draft = self.prepare(policy, summaries, trigger, focus, view, live_call)
+        if isinstance(draft, CompactionResult):
+            return draft
+        return self.commit(draft)
+
+    def _archived_messages(self) -> list[Message]:
+        """Every message the session's active segments hold, oldest first: only the ids are
+        asked for each time (an undo drops a segment), each segment's messages once."""
+        ids = self.store.segment_ids(self.session_id)
+        for i in ids:
+            if i not in self._segments:
+                self._segments[i] = self.store.segment(i).messages
+        return [m for i in ids for m in self._segments[i]]
+
+    def prepare(
+        self,
+        policy: CompactionPolicy,
+        summaries: SummaryCompressor,
+        trigger: Trigger,
+        focus: str | None = None,
+        view: PolicyView | None = None,
+        live_call: Callable[[float], str] | None = None,
+        dry_run: bool = False,
+    ) -> CompactionDraft | CompactionResult:
+        """Everything a compaction would do, written nowhere: what it archives, the draft
+        summary, the figures after (a dry run, or the dialog's preview before an edit).
+
+        Returns the ``skipped`` result instead when there is nothing to compact (or the policy
+        skips after failed summary calls); it is stored unless ``dry_run``.
+        """
+        began = time.monotonic()
+        history = self._history
+        view = view or PolicyView(history=history, pinned=self.pinned_ids)
+        before = self.tokens()
+        base = Compaction(
+            session_id=self.session_id,
+            trigger=trigger,
+            strategy=policy.name,
+            focus=focus,
+            tokens_before=before,
+            tokens_after=before,
+            messages_retained=len(history.messages),
+        )
+        plan = policy.plan(view, emergency=trigger == Trigger.EMERGENCY)
+        segment = plan.cut
+        if not segment:
+            return self._skipped(
+                base, plan.reason or "nothing to compact", began, store=not dry_run
+            )
+
+        rounds = plan.cut_rounds
+        self.events(
+            CompactionStarted(trigger=trigger.value, tokens_before=before, rounds=len(rounds))
+        )
+        earlier = policy.recompacted(history)
+        summarised = earlier + segment
+        # An earlier summary stands for archived messages the store still holds: the
+        # extractive form is written from those, so re-compacting loses nothing it held.
+        raw = self._archived_messages() + segment if earlier else None
+        self.events(CompactionProgress(stage="summarizing", done=0, total=len(summarised)))
+        summary: Summary | None = None
+        outcome: SummaryOutcome | None = None
+        if policy.summary is not None:
+            outcome = summaries.summarize(
+                summarised,
+                focus,
+                on_notice=lambda text: self.events(Notice(message=text)),
+                spec=policy.summary,
+                call=live_call,
+                raw=raw,
+            )
+            if outcome is None:
+                reason = (
+                    f"the summary call failed {policy.summary.max_retries + 1} times; "
+                    "history left untouched"
+                )
+                return self._skipped(base, reason, began, {"compacted": False}, store=not dry_run)
+            summary = Summary(
+                session_id=self.session_id,
+                content=outcome.content,
+                start_time=summarised[0].created_at,
+                cutoff_time=segment[-1].created_at,
+                first_round=min(rounds),
+                last_round=max(rounds),
+                fallback=outcome.fallback,
+                placement=policy.placement or Placement.SYSTEM_BLOCK,
+                strategy=policy.name,
+            )
+            summary.tokens = summary_tokens(summary)
+        retired = policy.supersedes(history) if summary is not None else []
+        gone = {m.id for m in segment}
+        kept = [m for m in history.messages if m.id not in gone]
+        carried = sum(s.tokens or 0 for s in history.summaries if s.id not in retired)
+        kept_tokens = carried + sum(m.tokens or 0 for m in kept)
+        after = kept_tokens + (summary.tokens or 0 if summary else 0)
+        stats: dict[str, Any] = {
+            "measured": plan.measure.describe(),
+            "fired": plan.measure.fires,
+            "superseded_summaries": retired,
+            "summary_attempts": outcome.attempts if outcome else 0,
+            # Seed 004 F-008, under its own names.
+            "originalTokenCount": before,
+            "compactedTokenCount": after,
+            "compactionRatio": round(after / before, 4) if before else 1.0,
+            "compactedMessageCount": len(segment),
+            "retainedMessageCount": len(kept),
+        }
+        record = base.model_copy(
+            update={
+                "tokens_after": after,
+                "messages_compacted": len(segment),
+                "messages_retained": len(kept),
+                "rounds_compacted": len(rounds),
+                "duration_ms": (time.monotonic() - began) * 1000,
+                "outcome": Outcome.FALLBACK if outcome and outcome.fallback else Outcome.SUCCESS,
+                "error": outcome.error if outcome else None,
+                "placement": summary.placement if summary else None,
+                "stats": stats,
+                "fidelity": measure_fidelity(
+                    self.store, segment, summary.content if summary else None
+                ),
+            }
+        )
+        return CompactionDraft(
+            record=record,
+            summary=summary,
+            messages=segment,
+            summarised=summarised,
+            supersede=retired,
+            kept_tokens=kept_tokens,
+            writes_raw_middle=policy.writes_raw_middle,
+        )
+
+    def commit(self, draft: CompactionDraft, content: str | None = None) -> CompactionResult:
+        """Store a prepared compaction in one transaction; ``content`` replaces the draft
+        summary (the user's edit: both are kept, the record marked as edited)."""
+        record, summary = draft.record, draft.summary
+        stats = dict(record.stats)
+        if summary is not None and content is not None and content != summary.content:
+            stats["edited"] = True
+            stats["draft_summary"] = summary.content
+            summary = summary.model_copy(update={"content": content})
+            summary.tokens = summary_tokens(summary)
+            after = draft.kept_tokens + summary.tokens
+            stats["compactedTokenCount"] = after
+            before = record.tokens_before
+            stats["compactionRatio"] = round(after / before, 4) if before else 1.0
+            fidelity = measure_fidelity(self.store, draft.messages, content)
+            record = record.model_copy(update={"tokens_after": after, "fidelity": fidelity})
+        if draft.writes_raw_middle:
+            stats["raw_middle_file"] = self._write_raw_middle(draft.messages, stats)
+        record = record.model_copy(update={"stats": stats})
+        segment = draft.messages
+        self.events(CompactionProgress(stage="storing", done=len(segment), total=len(segment)))
+        try:
+            comp, stored_summary, seg = self.store.apply_compaction(
+                self.session_id,
+                [m.id for m in segment if m.id is not None],
+                summary,
+                record,
+                supersede=draft.supersede,
+            )
+        except Exception as exc:
+            failed = record.model_copy(
+                update={
+                    "outcome": Outcome.FAILED,
+                    "error": f"storing the compaction failed: {exc}",
+                    "tokens_after": record.tokens_before,
+                    "messages_compacted": 0,
+                    "messages_retained": record.messages_retained + record.messages_compacted,
+                    "rounds_compacted": 0,
+                    "placement": None,
+                    "stats": {},
+                }
+            )
+            stored = self.store.record_compaction(failed)
+            self.reload()
+            self.events(CompactionFailed(compaction=stored, error=failed.error or ""))
+            return CompactionResult(stored, None, None)
+        self.reload()
+        self.events(CompactionFinished(compaction=comp, summary=stored_summary))
+        return CompactionResult(comp, stored_summary, seg)
+
+    def undo(self, compaction_id: int | None = None) -> Compaction:
+        """Reverse the latest compaction (see :meth:`Store.undo_compaction`)."""
+        undone = self.store.undo_compaction(self.session_id, compaction_id)
+        self.reload()
+        return undone
+
+    def pin(self, message_ids: list[int], pinned: bool = True) -> int:
+        """Pin (or unpin) history messages; a pinned message is never archived."""
+        changed = self.store.pin(self.session_id, message_ids, pinned)
+        self.reload()
+        return changed
+
+    @property
+    def pinned_ids(self) -> frozenset[int]:
+        """The ids of the pinned messages in history."""
+        return self._pinned
+
+    def _skipped(
+        self,
+        base: Compaction,
+        reason: str,
+        began: float,
+        stats: dict[str, Any] | None = None,
+        *,
+        store: bool = True,
+    ) -> CompactionResult:
+        record = base.model_copy(
+            update={
+                "outcome": Outcome.SKIPPED,
+                "error": reason,
+                "duration_ms": (time.monotonic() - began) * 1000,
+                "stats": stats or {},
+            }
+        )
+        if not store:
+            return CompactionResult(record, None, None)
+        stored = self.store.record_compaction(record)
+        self.events(CompactionFailed(compaction=stored, error=reason))
+        return CompactionResult(stored, None, None)
+
+    def _write_raw_middle(self, segment: list[Message], stats: dict[str, Any]) -> str | None:
+        """Seed 004 F-006: ``<data dir>/<session>/compact-<ISO8601>-<seq>.json``, indented.
+
+        A failure is reported as a notice and never blocks the compaction.
+        """
+        if self.data_dir is None:
+            return None
+        folder = self.data_dir / str(self.session_id)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            seq = len(list(folder.glob("compact-*.json"))) + 1
+            stamp = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+            path = folder / f"compact-{stamp}-{seq}.json"
+            rows = [m.model_dump(mode="json") for m in segment]
+            path.write_text(json.dumps(rows, indent=2, ensure_ascii=False), encoding="utf-8")
+        except OSError as exc:
+            stats["raw_middle_error"] = str(exc)
+            self.events(Notice(message=f"The raw middle could not be written: {exc}"))
+            return None
+        return str(path)

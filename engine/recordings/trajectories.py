@@ -1,0 +1,213 @@
+"""Agent trajectories: mini-swe-agent ``*.traj.json`` and SWE-agent ``*.traj``.
+
+Both agents act through one shell command per turn, so each action becomes a ``Bash`` tool
+call and the observation that follows its result.
+
+- mini-swe-agent (``{"info", "messages", "trajectory_format": "mini-swe-agent-1"}``): the
+  single ```` ```bash ```` block of an assistant message is the call (the text before it is the
+  thought); the next user message (``<returncode>N</returncode><output>…</output>``) its result,
+  an error when the return code is not 0. An assistant message without exactly one bash block
+  is a format error: it stays text and the user's complaint opens the next round.
+- SWE-agent (``{"history", "trajectory", "info"}``): ``history`` is used; an ``action``
+  message's ``action`` (or its content) is the call, the next ``observation`` its result.
+  Demonstrations (``is_demo`` or ``message_type: demonstration``) are stored in the first round
+  after the task, prefixed ``[demonstration]`` and flagged in ``meta.origin``; they never open a
+  round (a round's input is the task).
+- System prompts are counted as skipped (``system_prompt``): ctxscope's own system prompt goes
+  in their place. ``info.exit_status == "Submitted"`` marks the last round finished.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from engine.models import ToolCall, utcnow
+from engine.recordings.base import ImportError_, Item, Parsed
+
+MINI = "mini-swe-agent"
+SWE = "swe-agent"
+_BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
+_RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+SUBMITTED = ("submitted", "submitted (exit_cost)", "submitted (exit_context)")
+
+
+def looks_like_mini(obj: Any) -> bool:
+    return isinstance(obj, dict) and (
+        str(obj.get("trajectory_format", "")).startswith("mini-swe-agent")
+        or ("messages" in obj and "info" in obj and "history" not in obj)
+    )
+
+
+def looks_like_swe(obj: Any) -> bool:
+    return isinstance(obj, dict) and "history" in obj and "trajectory" in obj
+
+
+def _finished(info: Any) -> bool | None:
+    if not isinstance(info, dict) or "exit_status" not in info:
+        return None
+    return str(info.get("exit_status", "")).lower() in SUBMITTED
+
+
+def parse_mini(obj: dict[str, Any], name: str) -> Parsed:
+    problems: list[str] = []
+    messages = obj.get("messages")
+    if not isinstance(messages, list):
+        raise ImportError_(["'messages' must be a list of messages"], MINI)
+    items: list[Item] = []
+    skipped: Counter[str] = Counter()
+    pending: str | None = None
+    counter = 0
+    for n, msg in enumerate(messages):
+        where = f"message {n}"
+        if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "assistant"):
+            problems.append(f"{where}: expected {{role: system|user|assistant, content}}")
+            continue
+        content = _text(msg.get("content"))
+        if content is None:
+            problems.append(f"{where}: content must be a string")
+            continue
+        now = utcnow()
+        if msg["role"] == "system":
+            skipped["system_prompt"] += 1
+        elif msg["role"] == "assistant":
+            blocks = _BASH_BLOCK.findall(content)
+            if len(blocks) == 1:
+                counter += 1
+                pending = f"mini_{counter}"
+                thought = content[: content.find("```bash")].strip()
+                call = ToolCall(id=pending, name="Bash", input={"command": blocks[0].strip()})
+                items.append(Item("assistant", n, now, text=thought, calls=[call]))
+            else:
+                pending = None
+                items.append(Item("assistant", n, now, text=content))
+        elif pending is not None:
+            code_match = _RETURNCODE.search(content)
+            code = int(code_match[1]) if code_match else None
+            out = output_of(content)
+            items.append(
+                Item(
+                    "result",
+                    n,
+                    now,
+                    text=content if out is None else out,
+                    tool_use_id=pending,
+                    is_error=code not in (0, None),
+                    recorded={"returncode": code},
+                )
+            )
+            pending = None
+        else:
+            items.append(Item("user", n, now, text=content))
+    if problems:
+        raise ImportError_(problems, MINI)
+    title = next((i.text for i in items if i.kind == "user"), name)
+    return Parsed(
+        fmt=MINI,
+        items=items,
+        title=_title(title) or name,
+        records=len(messages),
+        skipped=skipped,
+        finished=_finished(obj.get("info")),
+    )
+
+
+def output_of(content: str) -> str | None:
+    """What ``<output>…</output>`` holds (None without both tags), less the one newline the
+    format puts after the opening tag and before the closing one.
+
+    The same as ``<output>\\n?(.*?)\\n?</output>`` (with DOTALL), with ``str.find``: that lazy
+    pattern steps through the whole output a character at a time, most of the time it took
+    to parse a trajectory.
+    """
+    start = content.find("<output>")
+    if start < 0:
+        return None
+    start += len("<output>")
+    if content.startswith("\n", start):
+        start += 1
+    end = content.find("</output>", start)
+    if end < 0:
+        return None
+    if end > start and content[end - 1] == "\n":
+        end -= 1
+    return content[start:end]
+
+
+def parse_swe(obj: dict[str, Any], name: str) -> Parsed:
+    problems: list[str] = []
+    history = obj.get("history")
+    if not isinstance(history, list):
+        raise ImportError_(["'history' must be a list of messages"], SWE)
+    items: list[Item] = []
+    skipped: Counter[str] = Counter()
+    pending: str | None = None
+    counter = 0
+    for n, msg in enumerate(history):
+        where = f"history {n}"
+        if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "assistant"):
+            problems.append(f"{where}: expected {{role: system|user|assistant, content}}")
+            continue
+        content = _text(msg.get("content"))
+        if content is None:
+            problems.append(f"{where}: content must be a string or text blocks")
+            continue
+        kind = msg.get("message_type")
+        now = utcnow()
+        demo = bool(msg.get("is_demo")) or kind == "demonstration"
+        if demo:
+            items.append(Item("user", n, now, text=content, demonstration=True))
+        elif msg["role"] == "system" or kind == "system_prompt":
+            skipped["system_prompt"] += 1
+        elif msg["role"] == "assistant":
+            action = msg.get("action")
+            if kind == "action" or isinstance(action, str):
+                command = str(action if isinstance(action, str) else content).strip()
+                thought = str(msg.get("thought") or "").strip()
+                if not thought and command != content.strip():
+                    thought = content.replace(command, "").strip()
+                counter += 1
+                pending = f"swe_{counter}"
+                call = ToolCall(id=pending, name="Bash", input={"command": command})
+                items.append(Item("assistant", n, now, text=thought, calls=[call]))
+            else:
+                pending = None
+                items.append(Item("assistant", n, now, text=content))
+        elif pending is not None and kind in ("observation", None):
+            items.append(Item("result", n, now, text=content, tool_use_id=pending))
+            pending = None
+        else:
+            pending = None
+            items.append(Item("user", n, now, text=content))
+    if problems:
+        raise ImportError_(problems, SWE)
+    title = next((i.text for i in items if i.kind == "user" and not i.demonstration), name)
+    return Parsed(
+        fmt=SWE,
+        items=items,
+        title=_title(title) or name,
+        records=len(history),
+        skipped=skipped,
+        finished=_finished(obj.get("info")),
+    )
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [str(b.get("text", "")) for b in content if isinstance(b, dict)]
+        return "\n".join(parts)
+    return None
+
+
+_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
+
+
+def _title(text: str) -> str:
+    """The first line of ``text`` that is not only markup tags."""
+    for line in _TAG.sub("", text).splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

@@ -1,0 +1,361 @@
+"""Store a parsed recording as a session: rounds, steps, tool pairs, observations, usage.
+
+Like a live round (``Agent._run_tool``), each tool result is stored twice: the ``tool`` message
+holds the A3-compressed form (:class:`~engine.compaction.tool_results.ToolResultCompressor` over
+the envelope
+:mod:`engine.recordings.envelopes` rebuilds) and an :class:`Observation` holds the full text.
+
+:func:`check` runs first, over the items only, and finds every problem (results answering no
+call, a conversation that does not start with the user); it also renames repeated tool_use
+ids (``toolu_x`` → ``toolu_x~2``, with a warning: the API refuses duplicates, and refusing
+would lose real sessions where a resumed run reused an id). :func:`write` then stores
+everything in one ``BEGIN IMMEDIATE`` transaction, the ended rounds in a few statements
+(:meth:`Store.append_rounds`) rather than a few per round.
+"""
+
+from __future__ import annotations
+
+from engine.compaction.tool_results import ToolResultCompressor
+from engine.config import Settings
+from engine.messages.tokens import (
+    BLOCK_OVERHEAD,
+    count_summary,
+    count_text,
+    count_thinking,
+    ensure_counted,
+    has_text,
+)
+from engine.models import (
+    MISSING_RESULT,
+    Compaction,
+    Message,
+    MessageMeta,
+    Observation,
+    RoundStatus,
+    Summary,
+    ToolCall,
+    Trigger,
+    UsageRecord,
+)
+from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
+from engine.recordings.envelopes import envelope
+from engine.store import Store
+
+CONTINUED = "(The conversation continues after a compaction.)"
+"""The user message of a round that a recorded compaction left without one."""
+
+
+def check(parsed: Parsed) -> list[str]:
+    """Problems that make ``parsed`` unstorable; renames duplicate tool_use ids in place."""
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    pending: dict[str, str] = {}  # recorded id -> stored id, awaiting a result
+    started = False
+    orphans: list[Item] = []
+    for item in parsed.items:
+        if item.kind == "summary":
+            pending.clear()
+            started = True  # a continued session may go on with the assistant
+            continue
+        if not started:
+            if item.kind != "user" or item.demonstration:
+                if item.kind == "user":
+                    continue  # demonstrations wait for the task
+                problems.append(f"line {item.line}: the conversation must start with a user input")
+                break
+            started = True
+        if item.kind == "user":
+            pending.clear()
+        elif item.kind == "assistant":
+            pending.clear()
+            for i, call in enumerate(item.calls):
+                n = seen.get(call.id, 0) + 1
+                seen[call.id] = n
+                new_id = call.id if n == 1 else f"{call.id}~{n}"
+                if new_id != call.id:
+                    parsed.warnings.append(
+                        f"line {item.line}: tool_use id {call.id} repeats an earlier one; "
+                        f"stored as {new_id}"
+                    )
+                    item.calls[i] = ToolCall(id=new_id, name=call.name, input=call.input)
+                pending[call.id] = new_id
+        elif item.kind == "result":
+            if item.tool_use_id not in pending and parsed.fmt == "claude-code":
+                # Real Claude Code files hold these after a rewind or a compaction: the call
+                # they answer is not on the active chain. Dropped, counted, warned.
+                orphans.append(item)
+                parsed.warnings.append(
+                    f"line {item.line}: tool_result for {item.tool_use_id!r} answers no call "
+                    "on the active chain; left out"
+                )
+                continue
+            if item.tool_use_id not in pending:
+                problems.append(
+                    f"line {item.line}: tool_result for {item.tool_use_id!r}, which no "
+                    "preceding assistant tool_use awaits"
+                )
+                continue
+            item.tool_use_id = pending.pop(item.tool_use_id)
+    if orphans:
+        parsed.items = [i for i in parsed.items if all(i is not o for o in orphans)]
+        parsed.skipped["orphan_result"] += len(orphans)
+    if not started and not problems:
+        problems.append("the file holds no user input")
+    return problems
+
+
+def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> ImportReport:
+    """Store ``parsed`` (already :func:`check`-ed) as a new session, in one transaction."""
+    compressor = ToolResultCompressor(settings)
+    with store.db.atomic("IMMEDIATE"):
+        session = store.create_session(
+            workspace=workspace,
+            title=f"import: {parsed.title[:60]}",
+            provider="import",
+            strategy=settings.strategy,
+        )
+        assert session.id is not None
+        sid = session.id
+        report = ImportReport(session=session, fmt=parsed.fmt, records=parsed.records)
+        report.skipped = dict(parsed.skipped)
+        report.warnings = list(parsed.warnings)
+        index = 0
+        step = 0
+        last_final = False
+        live: list[Message] = []
+        pending: dict[str, ToolCall] = {}
+        demos: list[Item] = []
+
+        # Ended rounds wait in ``ended`` and are written together (a few statements for the
+        # whole session, see Store.append_rounds) before a compaction, which archives them by
+        # id, and at the end; so do the observations (linked to their messages by id) and
+        # the usage records.
+        batch: list[Message] = []
+        batch_obs: list[tuple[int, Observation]] = []
+        ended: list[tuple[list[Message], RoundStatus, list[tuple[int, Observation]]]] = []
+        usages: list[UsageRecord] = []
+        observations: list[Observation] = []
+        round_open = False
+
+        def append(msg: Message) -> int:
+            tokens = ensure_counted(msg)
+            if msg.role != "tool":
+                # A recorded text or step costs what its wire form costs; results are added
+                # at their full size below.
+                report.tokens_raw += tokens
+            batch.append(msg)
+            report.messages += 1
+            return len(batch) - 1
+
+        def close_round(finished: bool) -> None:
+            nonlocal round_open, batch, batch_obs
+            if not round_open:
+                return
+            status = RoundStatus.FINISHED if finished else RoundStatus.INTERRUPTED
+            ended.append((batch, status, batch_obs))
+            batch, batch_obs = [], []
+            round_open = False
+
+        def write_ended() -> None:
+            if not ended:
+                return
+            written = store.append_rounds(sid, [(msgs, status) for msgs, status, _ in ended])
+            for (_, stored), (_, _, round_obs) in zip(written, ended, strict=True):
+                live.extend(stored)
+                for i, obs in round_obs:
+                    obs.message_id = stored[i].id
+                    observations.append(obs)
+            assert written[-1][0].index == index, (written[-1][0].index, index)
+            ended.clear()
+
+        def pair_missing() -> None:
+            for call in pending.values():
+                append(
+                    Message(
+                        role="tool",
+                        content=compressor.to_json(
+                            call.name, envelope(call.name, call.input, MISSING_RESULT, True, None)
+                        ),
+                        meta=MessageMeta(
+                            step=step,
+                            tool_name=call.name,
+                            tool_use_id=call.id,
+                            is_error=True,
+                            interrupted=True,
+                        ),
+                    )
+                )
+                report.missing_results += 1
+            pending.clear()
+
+        def open_round(item: Item, text: str, origin: dict[str, object] | None) -> None:
+            nonlocal index, step, last_final, round_open
+            pair_missing()
+            close_round(last_final)
+            index, step, last_final, round_open = index + 1, 0, False, True
+            msg = Message(role="user", content=text, created_at=item.created_at, meta=MessageMeta())
+            msg.meta.origin = origin
+            append(msg)
+            report.rounds += 1
+
+        for item in parsed.items:
+            if item.kind == "user":
+                if item.demonstration:
+                    demos.append(item)
+                    if not round_open:
+                        continue  # they wait for the task, which opens the round
+                else:
+                    open_round(item, item.text, None)
+                for demo in demos:
+                    append(
+                        Message(
+                            role="user",
+                            content=f"[demonstration]\n{demo.text}",
+                            meta=MessageMeta(origin={"demonstration": True}),
+                            created_at=demo.created_at,
+                        )
+                    )
+                demos.clear()
+            elif item.kind == "summary":
+                pair_missing()
+                close_round(last_final)  # the next step needs a round of its own
+                write_ended()
+                if live:
+                    _compact(store, sid, item, live, report, settings)
+                else:
+                    # A session continued from another starts with the summary of the
+                    # earlier one: nothing here to archive, so it is the first input.
+                    open_round(item, item.text, {"compact_summary": True})
+            elif item.kind == "assistant":
+                if not round_open:
+                    open_round(item, CONTINUED, {"synthetic": True})
+                pair_missing()
+                step += 1
+                last_final = not item.calls
+                origin: dict[str, object] | None = None
+                if item.thinking:
+                    origin = {"thinking": item.thinking}
+                    thought = count_thinking(item.thinking)
+                    report.thinking_tokens += thought
+                    report.tokens_raw += thought
+                append(
+                    Message(
+                        role="assistant",
+                        content=item.text,
+                        tool_calls=item.calls,
+                        meta=MessageMeta(step=step, final=last_final, origin=origin),
+                        created_at=item.created_at,
+                    )
+                )
+                pending.update({c.id: c for c in item.calls})
+                if item.usage is not None:
+                    usages.append(
+                        UsageRecord(
+                            session_id=sid,
+                            round_index=index,
+                            step=step,
+                            usage=item.usage,
+                            source="import",
+                            created_at=item.created_at,
+                        )
+                    )
+                    report.usage_records += 1
+            else:  # result
+                call = pending.pop(item.tool_use_id)
+                result = envelope(call.name, call.input, item.text, item.is_error, item.recorded)
+                compressed = compressor.to_json(call.name, result)
+                at = append(
+                    Message(
+                        role="tool",
+                        content=compressed,
+                        meta=MessageMeta(
+                            step=step,
+                            tool_name=call.name,
+                            tool_use_id=call.id,
+                            is_error=item.is_error,
+                        ),
+                        created_at=item.created_at,
+                    )
+                )
+                full = count_text(item.text)
+                report.tokens_raw += full
+                batch_obs.append(
+                    (
+                        at,
+                        Observation(
+                            session_id=sid,
+                            round_index=index,
+                            step=step,
+                            tool_use_id=call.id,
+                            tool_name=call.name,
+                            result=result.model_dump(mode="json"),
+                            text=item.text,
+                            tokens_full=full,
+                            tokens_compressed=batch[at].tokens or 0,
+                        ),
+                    )
+                )
+                report.observations += 1
+        pair_missing()
+        close_round(parsed.finished if parsed.finished is not None else last_final)
+        write_ended()
+        store.add_usages(usages)
+        store.add_observations(observations)
+        # History as stored: what no compaction archived, under the summaries still active.
+        report.tokens_stored = sum(m.tokens or 0 for m in live)
+        if report.compactions:
+            report.tokens_stored += sum(count_summary(s) for s in store.summaries(sid) if s.active)
+    return report
+
+
+def _compact(
+    store: Store,
+    sid: int,
+    item: Item,
+    live: list[Message],
+    report: ImportReport,
+    settings: Settings,
+) -> None:
+    """A recorded compaction: everything so far is archived under the recorded summary."""
+    ids = [m.id for m in live if m.id is not None]
+    rounds = [m.meta.round or 0 for m in live]
+    summary = Summary(
+        session_id=sid,
+        content=item.text,
+        start_time=live[0].created_at,
+        cutoff_time=item.created_at,
+        first_round=min(rounds),
+        last_round=max(rounds),
+        strategy=settings.strategy,
+        created_at=item.created_at,
+    )
+    # count_summary without tokenising the text twice (the raw figure counts it bare).
+    text_tokens = count_text(item.text)
+    report.tokens_raw += text_tokens
+    summary.tokens = BLOCK_OVERHEAD + text_tokens if has_text(item.text) else 0
+    before = sum(m.tokens or 0 for m in live)
+    compaction = Compaction(
+        session_id=sid,
+        trigger=Trigger.MANUAL if item.trigger == "manual" else Trigger.AUTO,
+        strategy=settings.strategy,
+        tokens_before=before,
+        tokens_after=summary.tokens,
+        messages_compacted=len(ids),
+        rounds_compacted=len(set(rounds)),
+        summary_id=None,
+        placement=summary.placement,
+        stats={"imported": True, "recorded_pre_tokens": item.pre_tokens},
+        created_at=item.created_at,
+    )
+    earlier = [s.id for s in store.summaries(sid) if s.active and s.id is not None]
+    store.apply_compaction(sid, ids, summary, compaction, supersede=earlier)
+    live.clear()
+    report.compactions += 1
+
+
+def store_parsed(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> ImportReport:
+    """:func:`check` then :func:`write`; raises :class:`ImportError_` before storing anything."""
+    problems = check(parsed)
+    if problems:
+        raise ImportError_(problems, parsed.fmt)
+    return write(store, parsed, workspace, settings)

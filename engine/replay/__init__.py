@@ -1,0 +1,1 @@
+"""Replaying a recorded session under each strategy, with a model of the prompt cache."""

@@ -1,0 +1,504 @@
+"""Counterfactual replay: a stored session run again under another strategy.
+
+The recorded model outputs and tool results are held fixed; at each recorded model call the
+*same* agent loop the live sessions use (:class:`engine.session.Agent`, its strategy, its context
+builder) builds the request that strategy would have sent — projection, triggers and
+compactions included — so a replay under the session's own strategy reproduces its requests.
+
+How: a scratch database (a temporary file) gets a new session; the agent runs each recorded
+round's input with a provider that answers with the recorded assistant messages, in order, and a
+tool registry that answers each call with its recorded result (the full observation). The
+original database is only read.
+
+What comes back per step: the request's local token count, its prompt-cache use (read, write,
+uncached, :mod:`engine.replay.cache_model`), its output tokens, the compactions that fired before
+it,
+and — at compactions and at the end — how much of the session's artifact ledger
+(:mod:`engine.compaction.ledger`) the request still holds. Summaries are written by the strategies'
+extractive summarisers (a replay calls no model).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.compaction.ledger import KINDS, LedgerItem, extract_ledger, fold
+from engine.config import ModelPrice, Settings, price_for
+from engine.events import CompactionFailed, CompactionFinished, Event
+from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
+from engine.messages.tokens import count_blocks
+from engine.models import Compaction, Message, Observation, Usage
+from engine.recordings.hidden import hidden_prefix
+from engine.replay.cache_model import BlockCounter, CacheUse, PromptCache
+from engine.store import Store
+from tools.base import ToolContext, ToolResult
+from tools.registry import ToolRegistry, default_registry
+
+if TYPE_CHECKING:
+    from engine.session import Agent
+
+RECALL_EVERY = 10
+"""Ledger recall is measured at every compaction, at the last step and every this many steps
+(it scans the whole request for every item: measuring it at each step would dominate)."""
+
+
+def call_cost(price: ModelPrice, use: CacheUse, output: int) -> float:
+    """Dollars for one call at list price: uncached input, cache writes and reads, output."""
+    return (
+        use.uncached * price.input
+        + use.write * price.input * price.cache_write_ratio
+        + use.read * price.input * price.cache_read_ratio
+        + output * price.output
+    ) / 1_000_000
+
+
+@dataclass
+class StepFigures:
+    """One recorded model call as the strategy would have sent it."""
+
+    step: int
+    round: int
+    tokens: int
+    cache: CacheUse
+    output: int
+    cost: float
+    compactions: int = 0
+    """Compactions that fired just before this request."""
+    recall: dict[str, float | None] | None = None
+    original: int | None = None
+    """An imported session: the request as the original agent would have sent it — its hidden
+    prefix (:mod:`engine.recordings.hidden`) plus this request's conversation part."""
+
+
+@dataclass
+class CompactionFigures:
+    step: int
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    outcome: str
+
+
+@dataclass
+class ReplayResult:
+    """A strategy's replay of one session."""
+
+    strategy: str
+    steps: list[StepFigures] = field(default_factory=list)
+    compactions: list[CompactionFigures] = field(default_factory=list)
+    threshold: float | None = None
+    """The strategy's compaction threshold in tokens at the end (None when it measures
+    something else: messages, observations)."""
+
+    @property
+    def peak(self) -> int:
+        return max((s.tokens for s in self.steps), default=0)
+
+    @property
+    def total_original(self) -> int | None:
+        """Total input in the original agent's terms (imported sessions), else None."""
+        if not self.steps or self.steps[0].original is None:
+            return None
+        return sum(s.original or 0 for s in self.steps)
+
+    @property
+    def total_input(self) -> int:
+        return sum(s.tokens for s in self.steps)
+
+    @property
+    def cost(self) -> float:
+        return sum(s.cost for s in self.steps)
+
+    def recall_last(self) -> dict[str, float | None]:
+        for s in reversed(self.steps):
+            if s.recall is not None:
+                return s.recall
+        return {}
+
+    def recall_min(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for kind in KINDS:
+            seen = [s.recall[kind] for s in self.steps if s.recall and s.recall[kind] is not None]
+            out[kind] = min(v for v in seen if v is not None) if seen else None
+        return out
+
+    def row(self) -> dict[str, Any]:
+        """The comparison table's row."""
+        return {
+            "strategy": self.strategy,
+            "steps": len(self.steps),
+            "compactions": len([c for c in self.compactions if c.outcome != "skipped"]),
+            "peak": self.peak,
+            "total_input": self.total_input,
+            "cache_read": sum(s.cache.read for s in self.steps),
+            "cache_write": sum(s.cache.write for s in self.steps),
+            "cost": round(self.cost, 4),
+            "total_input_original": self.total_original,
+            "recall_last": self.recall_last(),
+            "recall_min": self.recall_min(),
+        }
+
+
+@dataclass
+class RecordedRound:
+    """One round of the original session: its input, model outputs and tool results."""
+
+    text: str
+    assistants: list[Message]
+    results: dict[str, Observation | Message]
+    """By tool_use id: the full observation, or (without one) the stored tool message."""
+    last_id: int = 0
+    """The newest message id of the round (the ledger items recorded up to it)."""
+
+
+def recorded_rounds(
+    messages: list[Message], observations: list[Observation]
+) -> list[RecordedRound]:
+    """A session's rounds as recorded, from all its messages (archived ones included, in
+    order) and its observations."""
+    by_use = {o.tool_use_id: o for o in observations}
+    rounds: list[RecordedRound] = []
+    by_round: dict[int | None, RecordedRound] = {}
+    for msg in messages:
+        rnd = by_round.get(msg.meta.round)
+        if msg.role == "user" and (rnd is None or not rnd.text):
+            rnd = RecordedRound(msg.content, [], {})
+            by_round[msg.meta.round] = rnd
+            rounds.append(rnd)
+        elif rnd is None:
+            continue
+        elif msg.role == "user":
+            # a further input of the round (a trajectory's demonstration): sent with the first
+            rnd.text = f"{rnd.text}\n\n{msg.content}"
+        rnd.last_id = max(rnd.last_id, msg.id or 0)
+        if msg.role == "assistant":
+            rnd.assistants.append(msg)
+        elif msg.role == "tool" and msg.meta.tool_use_id:
+            found = by_use.get(msg.meta.tool_use_id)
+            rnd.results[msg.meta.tool_use_id] = found if found is not None else msg
+    return rounds
+
+
+class RecordedProvider:
+    """Answers each request with the next recorded assistant message of the round."""
+
+    name = "replay"
+    model = "replay"
+    is_model = False
+
+    def __init__(self, on_request: Callable[[ProviderRequest], int]) -> None:
+        self.queue: deque[Message] = deque()
+        self.on_request = on_request
+        """Records the request and returns its local token count."""
+
+    def complete(
+        self,
+        request: ProviderRequest,
+        on_event: Callable[[StreamEvent], None],
+        cancel: threading.Event | None = None,
+    ) -> ProviderResponse:
+        input_tokens = self.on_request(request)
+        msg = self.queue.popleft() if self.queue else Message(role="assistant", content="(end)")
+        content: list[dict[str, Any]] = []
+        if msg.content.strip():
+            content.append({"type": "text", "text": msg.content})
+            on_event(StreamText(text=msg.content))
+        for call in msg.tool_calls:
+            content.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
+            )
+        if not content:
+            content.append({"type": "text", "text": "(no text)"})
+        usage = Usage(input_tokens=input_tokens, output_tokens=count_blocks(content))
+        stop = "tool_use" if msg.tool_calls else "end_turn"
+        return ProviderResponse(content=content, stop_reason=stop, usage=usage)
+
+    def summarize(
+        self,
+        messages: list[Message],
+        prompt: str,
+        focus: str | None,
+        timeout: float,
+        render: Callable[[Sequence[Message]], str] | None = None,
+    ) -> str:
+        raise NotImplementedError("a replay writes extractive summaries (is_model is False)")
+
+
+class RecordedTools(ToolRegistry):
+    """The default tools' definitions (L1 as recorded), answering with recorded results."""
+
+    def __init__(self) -> None:
+        tools = default_registry()
+        super().__init__([t for t in (tools.get(n) for n in tools.names) if t is not None])
+        self.queue: deque[Observation | Message] = deque()
+
+    def run(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        recorded = self.queue.popleft() if self.queue else None
+        if isinstance(recorded, Observation):
+            result = ToolResult.model_validate(recorded.result)
+            result.text = recorded.text
+        elif isinstance(recorded, Message):
+            failed = recorded.meta.is_error
+            result = ToolResult(status="error" if failed else "success", text=recorded.content)
+        else:
+            result = ToolResult.fail("not_recorded", "no result was recorded for this call")
+        if name == "TodoWrite" and result.status == "success":
+            super().run(name, raw_input, ctx)  # the todo list only: the recap is part of L3
+        return result
+
+
+def replay(
+    store: Store,
+    session_id: int,
+    strategy: str,
+    settings: Settings,
+    workspace: Path | None = None,
+    price: ModelPrice | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+    at_step: Callable[[int, Agent], bool] | None = None,
+) -> ReplayResult:
+    """Replay ``session_id`` of ``store`` (read only) under ``strategy``.
+
+    ``at_step(step, agent)`` is called as each request is sent, with the agent whose
+    :meth:`~engine.session.Agent.preview` is that request (the workbench opens it in the context
+    inspector); returning True stops the replay there.
+    """
+    from engine.session import Agent  # the agent imports strategies; keep this module light
+
+    messages, observations = store.all_messages(session_id), store.observations(session_id)
+    rounds = recorded_rounds(messages, observations)
+    original = store.get_session(session_id)
+    workspace = workspace or Path(original.workspace or ".")
+    price = price or price_for(settings, original.model or settings.model)
+    result = ReplayResult(strategy)
+    cache = PromptCache(price.min_cacheable)
+    counter = BlockCounter()
+    ledger_items = extract_ledger(messages, observations).items
+    total_steps = sum(max(1, len(r.assistants)) for r in rounds)
+    state = {"step": 0, "round": 0, "upto": 0, "fixed": 0}
+    hidden = hidden_prefix(store, session_id)
+    pending: list[Compaction] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, CompactionFinished | CompactionFailed):
+            pending.append(event.compaction)
+
+    holder: dict[str, Any] = {}
+    folded = _Folded()
+
+    with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
+        # A scratch file, thrown away at the end: no need to flush each step to the disk.
+        scratch = Store.open(Path(tmp) / "replay.db", durable=False)
+        # The scratch session's files (seed 004's raw middles, seed 003's execution log) go
+        # to the scratch folder too, whatever data_dir the user set: there they would land
+        # among the user's own sessions' files, under the scratch session's id.
+        scratch_settings = settings.model_copy(update={"data_dir": Path(tmp) / "data"})
+        try:
+            session = scratch.create_session(str(workspace), "replay", strategy=strategy)
+            tools = RecordedTools()
+
+            def on_request(request: ProviderRequest) -> int:
+                state["step"] += 1
+                use = cache.use(counter.blocks(request))
+                tokens = use.total  # the blocks' tokens: = count_request, new blocks only
+                # Compactions since the last request, as the agent reported them (events, not a
+                # query of every compaction at every step).
+                fired = len(pending)
+                for comp in pending:
+                    result.compactions.append(
+                        CompactionFigures(
+                            state["step"],
+                            comp.trigger,
+                            comp.tokens_before,
+                            comp.tokens_after,
+                            comp.outcome,
+                        )
+                    )
+                pending.clear()
+                original = None
+                if hidden is not None:
+                    original = hidden.tokens + tokens - state["fixed"]
+                figures = StepFigures(
+                    original=original,
+                    step=state["step"],
+                    round=state["round"],
+                    tokens=tokens,
+                    cache=use,
+                    output=0,
+                    cost=0.0,
+                    compactions=fired,
+                )
+                last = state["step"] == total_steps
+                if fired or last or state["step"] % RECALL_EVERY == 0:
+                    # what this request can hold: every message before the output it asks for
+                    upcoming = provider.queue[0].id if provider.queue else None
+                    upto = upcoming - 1 if upcoming else state["upto"]
+                    figures.recall = _recall(ledger_items, upto, holder["agent"], folded)
+                result.steps.append(figures)
+                if on_step is not None:
+                    on_step(state["step"], total_steps)
+                if at_step is not None and at_step(state["step"], holder["agent"]):
+                    raise _Stopped
+                return tokens
+
+            provider = RecordedProvider(on_request)
+            agent = Agent(
+                scratch,
+                session,
+                scratch_settings,
+                provider,
+                workspace,
+                events=on_event,
+                registry=tools,
+            )
+            holder["agent"] = agent
+            # L1 + L2: what every request carries around the conversation (the empty request)
+            state["fixed"] = agent.preview().total
+            agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
+            # The replay is the scratch session's only writer from start to end: one lease
+            # (rounds would each take it, and reload what no other process wrote).
+            with agent.writing("replay"):
+                for number, rnd in enumerate(rounds, 1):
+                    state["round"] = number
+                    provider.queue = deque(rnd.assistants)
+                    tools.queue = deque(
+                        rnd.results[c.id]
+                        for a in rnd.assistants
+                        for c in a.tool_calls
+                        if c.id in rnd.results
+                    )
+                    state["upto"] = rnd.last_id
+                    before = len(result.steps)
+                    try:
+                        agent.run(rnd.text)
+                    except _Stopped:
+                        break
+                    for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
+                        s.output = count_blocks(
+                            [{"type": "text", "text": msg.content or " "}]
+                            + [
+                                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
+                                for c in msg.tool_calls
+                            ]
+                        )
+                        s.cost = call_cost(price, s.cache, s.output)
+            measure = agent.plan().measure
+            if measure.source != "count":
+                result.threshold = measure.threshold
+        finally:
+            scratch.close()
+    return result
+
+
+class _Stopped(Exception):
+    """``at_step`` asked to stop the replay."""
+
+
+def _as_recorded(text: str) -> Any:
+    """The stored input already carries its @file reminder: take it as it is."""
+    from engine.context.preprocess import Preprocessed
+
+    return Preprocessed(text=text, original=text)
+
+
+class _Folded:
+    """Texts folded (:func:`engine.compaction.ledger.fold`: tags unwrapped, whitespace normalised,
+    case-folded) as :func:`engine.compaction.ledger.present` compares them, each computed once:
+    recall is
+    measured again and again over the same messages.
+
+    Folding each text and joining the non-empty ones with a space gives what folding their
+    join gives (a tag never spans two texts, whitespace separates them either way, and case
+    folding maps each character on its own)."""
+
+    def __init__(self) -> None:
+        self._messages: dict[int, tuple[Message, str]] = {}
+        self._texts: dict[str, str] = {}
+
+    def message(self, msg: Message) -> str:
+        found = self._messages.get(id(msg))
+        if found is None or found[0] is not msg:
+            found = self._messages[id(msg)] = (msg, fold(message_text(msg)))
+        return found[1]
+
+    def text(self, text: str) -> str:
+        found = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = fold(text)
+        return found
+
+
+def _joined(folded: list[str]) -> str:
+    return " ".join(f for f in folded if f)
+
+
+def _recall(
+    items: list[LedgerItem], upto: int, agent: Any, folded: _Folded
+) -> dict[str, float | None]:
+    """The share of ledger items recorded up to now that the request still holds, by kind.
+
+    An item whose step is still sent as stored (not projected, masked or archived) is looked
+    for in that step's own messages; any other in the summaries and the projected messages —
+    so each item is checked against a small text, not the whole request.
+    """
+    from engine.compaction.placement import as_sent
+
+    known = [i for i in items if i.message_id is None or i.message_id <= upto]
+    sent = agent.sent_history()
+    stored = {id(m) for m in agent.history.history.messages}
+    own: dict[tuple[int | None, int | None], list[str]] = {}
+    rounds: dict[int | None, list[str]] = {}
+    others = [folded.text(as_sent(s)) for s in sent.summaries]
+    for msg in sent.messages:
+        text = folded.message(msg)
+        if id(msg) in stored:
+            own.setdefault((msg.meta.round, msg.meta.step), []).append(text)
+            rounds.setdefault(msg.meta.round, []).append(text)
+        else:
+            others.append(text)
+    for step in agent.scratchpad:  # the round in progress: full observations
+        where = (agent.current_round, step.assistant.meta.step)
+        texts = [folded.text(r.text) for r in step.results]
+        own.setdefault(where, []).extend(texts)
+        rounds.setdefault(agent.current_round, []).extend(texts)
+    # Each text is normalised once (``present`` would normalise it again for every item:
+    # quadratic in the ledger on long sessions), and folded once per replay.
+    rest = _joined(others)
+    counts = {kind: [0, 0] for kind in KINDS}
+    step_text = {k: _joined(v) for k, v in own.items()}
+    round_text = {k: _joined(v) for k, v in rounds.items()}
+    for item in known:
+        wanted = folded.text(item.key)
+        # its own step first, then what is left of its round, then summaries and projections
+        found = any(
+            text is not None and wanted in text
+            for text in (
+                step_text.get((item.round, item.step)),
+                round_text.get(item.round),
+                rest,
+            )
+        )
+        pair = counts.setdefault(item.kind, [0, 0])
+        pair[1] += 1
+        pair[0] += int(found)
+    return {kind: (kept / total if total else None) for kind, (kept, total) in counts.items()}
+
+
+def message_text(msg: Message) -> str:
+    """A history message's words: its content and its calls, each call's string arguments as
+    written (a command holding quotes is compared unescaped, as its ledger key is)."""
+    calls = " ".join(
+        " ".join(
+            [c.name, *(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+                       for v in c.input.values())]
+        )
+        for c in msg.tool_calls
+    )  # fmt: skip
+    return f"{msg.content}\n{calls}" if calls else msg.content
