@@ -45,12 +45,12 @@ from engine.store import Store  # noqa: E402
 
 FILES = [
     "engine/session.py",
-    "engine/store/repository.py",
+    "engine/store/archive.py",
     "engine/context/builder.py",
     "engine/context/history.py",
     "cli/main.py",
     "engine/compaction/summary.py",
-    "engine/importer.py",
+    "engine/recordings/__init__.py",
     "engine/messages/tokens.py",
 ]
 IDE = (

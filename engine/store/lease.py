@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from engine.models import utcnow
-from engine.store.schema import StoreError
+from engine.store.errors import StoreError
 
 
 class SessionBusy(StoreError):

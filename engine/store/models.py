@@ -18,7 +18,7 @@ from peewee import (
 )
 from playhouse.shortcuts import ThreadSafeDatabaseMetadata
 
-from engine.store.schema import StoreError
+from engine.store.errors import StoreError
 
 UNBOUND = DatabaseProxy()
 """The tables' database until a store binds them. Each ``Store`` binds the tables to its own

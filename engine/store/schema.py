@@ -14,12 +14,10 @@ from pathlib import Path
 
 from peewee import SqliteDatabase
 
+from engine.store.errors import StoreError
+
 APPLICATION_ID = 0x63747873  # "ctxs"
 SCHEMA_VERSION = 8
-
-
-class StoreError(Exception):
-    """The database cannot be used; the message says which file and why."""
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.

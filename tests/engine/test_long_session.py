@@ -18,12 +18,12 @@ from engine.context.builder import LAYERS
 CHECKOUT = Path(__file__).resolve().parents[2]
 FILES = [
     "engine/session.py",
-    "engine/store/repository.py",
+    "engine/store/archive.py",
     "engine/context/builder.py",
     "engine/context/history.py",
     "cli/main.py",
     "engine/compaction/summary.py",
-    "engine/importer.py",
+    "engine/recordings/__init__.py",
     "engine/messages/tokens.py",
 ]
 OTHER = ["ls engine", "glob **/*.py", "grep def ", "read README.md"]

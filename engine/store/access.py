@@ -1,0 +1,255 @@
+"""How a :class:`~engine.store.repository.Store` reaches its file: opening (inspect, create,
+migrate, pragmas), binding the tables per thread, and the ``@reads`` / ``@writes`` decorators
+that run every method on this store's own connection (writes as one ``BEGIN IMMEDIATE``
+transaction, retried while another process holds the lock)."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Self, TypeVar
+
+from peewee import (
+    OperationalError,
+    SqliteDatabase,
+)
+
+from engine.models import (
+    utcnow,
+)
+from engine.store import schema, search
+from engine.store.errors import StoreError
+from engine.store.models import (
+    TABLES,
+    BaseRow,
+    RoundRow,
+    SessionRow,
+)
+from engine.store.rows import as_peewee_errors, insert_statement
+
+PRAGMAS = {
+    "foreign_keys": 1,
+    "synchronous": "normal",
+}
+"""Per-connection settings; ``busy_timeout`` comes from :meth:`Store.open`, and WAL is switched
+on once, after the file was accepted (it is a property of the file)."""
+
+DEFAULT_BUSY_TIMEOUT = 30.0
+"""Seconds a statement waits for another process' write before "database is locked"."""
+LOCKED_RETRIES = 5
+"""A write transaction that still found the database locked is retried this many times."""
+LEASE_HEARTBEAT = 5.0
+"""Seconds between refreshes of a held lease."""
+LEASE_STALE_AFTER = 60.0
+"""A lease held from another host is dead when its heartbeat is older than this."""
+LEASE_POLL = 0.1
+"""How often a waiting writer looks at the lease again."""
+
+_T = TypeVar("_T")
+
+
+_opening = threading.Lock()
+
+
+def _is_locked(exc: OperationalError) -> bool:
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+def reads(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Run a Store method on this store's own file: bind the tables to it on this thread."""
+
+    @functools.wraps(method)
+    def wrapper(self: StoreAccess, *args: Any, **kwargs: Any) -> _T:
+        self.bind()
+        return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+def writes(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Run a Store method as one ``BEGIN IMMEDIATE`` transaction, retried while locked.
+
+    IMMEDIATE takes the write lock first, so a transaction that reads then writes
+    (``open_round``) cannot fail half-way with "database is locked" when another process
+    wrote in between; the busy timeout makes it wait its turn instead. A transaction that
+    still met a lock rolled back whole, so running it again is safe. Nested calls join the
+    outer transaction.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: StoreAccess, *args: Any, **kwargs: Any) -> _T:
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only; this command does not write")
+        self.bind()
+        if self.db.in_transaction():
+            return method(self, *args, **kwargs)
+        for attempt in range(LOCKED_RETRIES + 1):
+            try:
+                with self.db.atomic("IMMEDIATE"):
+                    return method(self, *args, **kwargs)
+            except OperationalError as exc:
+                if not _is_locked(exc):
+                    raise
+                if attempt == LOCKED_RETRIES:
+                    raise StoreError(
+                        f"{self.path} stayed locked by another process for "
+                        f"{(attempt + 1) * self.busy_timeout:g} s; try again"
+                    ) from None
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    return wrapper
+
+
+class StoreAccess:
+    """A ctxscope database file, opened; the base of every part of :class:`Store`."""
+
+    def __init__(
+        self,
+        db: SqliteDatabase,
+        path: Path,
+        read_only: bool = False,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
+        self.db = db
+        self.path = path
+        self.read_only = read_only
+        """Opened for reading only: SQLite refuses every write (``PRAGMA query_only``)."""
+        self.busy_timeout = busy_timeout
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def open(
+        cls,
+        path: Path | str,
+        *,
+        read_only: bool = False,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        durable: bool = True,
+    ) -> Self:
+        """Open (or create) the database at ``path``; refuse foreign or corrupt files.
+
+        A file is inspected read-only first and nothing is written to it before it is
+        accepted. ``read_only`` stores (``show``, ``context``, ``sessions``) never write a
+        session; they still bring an old schema up to date.
+
+        ``durable=False`` is for a scratch database that is thrown away after use (a replay's):
+        commits are not flushed to the disk (``synchronous = off``) and the rollback journal
+        stays in memory (``journal_mode = memory``, not WAL), so a transaction still commits or
+        rolls back whole, but a crash of the machine (or of the process, mid-commit) may leave
+        the file corrupt. Never for a database a user keeps.
+        """
+        path = Path(path)
+        version = schema.inspect(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder for {path}: {exc}") from None
+        pragmas = {**PRAGMAS, "busy_timeout": int(busy_timeout * 1000)}
+        if not durable:
+            pragmas["synchronous"] = "off"
+        db = SqliteDatabase(str(path), pragmas=pragmas, timeout=busy_timeout)
+        store = cls(db, path, read_only=read_only, busy_timeout=busy_timeout)
+        try:
+            # Creating tables and migrating go through the tables' schema manager, which
+            # peewee shares between threads: one store opens at a time.
+            _opening.acquire()
+            store.bind()
+            db.connect(reuse_if_open=True)
+            if version is None:
+                with db.atomic("IMMEDIATE"):
+                    # Another process may have created it while this one waited for the lock.
+                    if schema.sql(db, "PRAGMA application_id").fetchone()[0] != (
+                        schema.APPLICATION_ID
+                    ):
+                        db.create_tables(TABLES)
+                        search.create(db)
+                        db.pragma("application_id", schema.APPLICATION_ID)
+                        db.pragma("user_version", schema.SCHEMA_VERSION)
+            else:
+                schema.migrate(db, version)
+            journal = "wal" if durable else "memory"
+            if schema.sql(db, "PRAGMA journal_mode").fetchone()[0] != journal:
+                schema.sql(db, f"PRAGMA journal_mode = {journal}")
+            if read_only:
+                db.pragma("query_only", 1, permanent=True)
+        except Exception as exc:
+            db.close()
+            raise StoreError(f"cannot use {path}: {exc}") from None
+        finally:
+            _opening.release()
+        return store
+
+    def bind(self) -> None:
+        """Bind the tables to this store's file on the calling thread.
+
+        Every method does this on entry; call it yourself only to query the row classes
+        directly (tests do). Binding is per thread, so another thread's store is unaffected.
+        """
+        if SessionRow._meta.database is not self.db:
+            self.db.bind(TABLES, bind_refs=False, bind_backrefs=False)
+
+    def close(self) -> None:
+        if not self.db.is_closed():
+            self.db.close()
+
+    def _touch(self, session_id: int) -> None:
+        """Bump the session's ``updated_at`` (every write of a step does: plain SQL)."""
+        table, column = SessionRow._meta.table_name, SessionRow.updated_at.column_name
+        schema.sql(
+            self.db,
+            f'UPDATE "{table}" SET "{column}" = ? WHERE "id" = ?',
+            (SessionRow.updated_at.db_value(utcnow()), session_id),
+        )
+
+    def _insert_rows(self, table: type[BaseRow], rows: Sequence[dict[str, Any]]) -> None:
+        """INSERT ``rows`` (values by field name, alike in their keys) with one prepared
+        statement run per row.
+
+        Stores what ``table.insert_many(rows)`` stores: a field left out takes its default,
+        every value goes through its field's ``db_value``. What it saves is peewee building
+        the statement, a few microseconds a value, which an import of thousands of messages
+        paid in full; ``executemany`` binds the parameters in C, with no variable limit.
+        """
+        if not rows:
+            return
+        sql, values = insert_statement(table, rows[0])
+        with as_peewee_errors():
+            self.db.cursor().executemany(sql, [values(r) for r in rows])  # type: ignore[no-untyped-call]
+
+    def _insert_row(self, table: type[BaseRow], row: dict[str, Any]) -> int:
+        """:meth:`_insert_rows` for one row (a live step's message, observation or usage,
+        written at every step of every round); returns the new row's id."""
+        sql, values = insert_statement(table, row)
+        new_id = schema.sql(self.db, sql, values(row)).lastrowid
+        assert new_id is not None
+        return new_id
+
+    def _round_id(self, session_id: int, round_index: int) -> int:
+        """:meth:`_round_row`'s id, in plain SQL: this runs at every step of every round, and
+        peewee takes longer to write the query than SQLite to answer it."""
+        table, session, number = (
+            RoundRow._meta.table_name,
+            RoundRow.session.column_name,
+            RoundRow.number.column_name,
+        )
+        found = schema.sql(
+            self.db,
+            f'SELECT "id" FROM "{table}" WHERE "{session}" = ? AND "{number}" = ?',
+            (session_id, round_index),
+        ).fetchone()
+        if found is None:
+            raise StoreError(f"session {session_id} has no round {round_index}")
+        return int(found[0])
+
+    def _round_row(self, session_id: int, round_index: int) -> RoundRow:
+        row = RoundRow.get_or_none(
+            (RoundRow.session == session_id) & (RoundRow.number == round_index)
+        )
+        if row is None:
+            raise StoreError(f"session {session_id} has no round {round_index}")
+        return row

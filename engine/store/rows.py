@@ -1,0 +1,264 @@
+"""Rows ↔ models: the prepared INSERT builder and the converters between peewee rows and
+:mod:`engine.models`, shared by every part of the store."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from peewee import (
+    ForeignKeyField,
+    IntegrityError,
+    OperationalError,
+    fn,
+)
+
+from engine.models import (
+    Compaction,
+    Message,
+    MessageMeta,
+    Observation,
+    Round,
+    RoundStatus,
+    Session,
+    Summary,
+    ToolCall,
+    Usage,
+    UsageRecord,
+)
+from engine.store.models import (
+    BaseRow,
+    CompactionRow,
+    MessageRow,
+    ObservationRow,
+    RoundRow,
+    SessionRow,
+    SummaryRow,
+    UsageRow,
+)
+
+# ---------------------------------------------------------------------- row → model
+_INSERTS: dict[tuple[type[BaseRow], tuple[str, ...]], tuple[str, list[Any]]] = {}
+"""Prepared INSERT statements by table and the fields given (the defaults are not kept:
+they are computed again each time, as peewee would)."""
+
+
+def insert_statement(
+    table: type[BaseRow], row: dict[str, Any]
+) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]]]:
+    """The INSERT of ``row``'s table for its fields, and what turns a row with those fields
+    into the statement's parameters (each value through its field's ``db_value``, a field
+    left out as its default)."""
+    key = (table, tuple(row))
+    found = _INSERTS.get(key)
+    if found is None:
+        fields = [f for f in table._meta.sorted_fields if not f.primary_key or f.name in row]
+        columns = ", ".join(f'"{f.column_name}"' for f in fields)
+        marks = ", ".join("?" for _ in fields)
+        sql = f'INSERT INTO "{table._meta.table_name}" ({columns}) VALUES ({marks})'
+        found = _INSERTS[key] = (sql, fields)
+    sql, fields = found
+    specs = []
+    for f in fields:
+        default = f.default() if callable(f.default) else f.default
+        specs.append((f.name, f.db_value, f.db_value(default)))
+
+    def values(r: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(to_db(r[name]) if name in r else stored for name, to_db, stored in specs)
+
+    return sql, values
+
+
+@contextmanager
+def as_peewee_errors() -> Iterator[None]:
+    """sqlite3's errors as peewee raises them (so that "locked" is retried by ``@writes``),
+    around an ``executemany``, which peewee has no call for (single statements go through
+    :func:`engine.store.schema.sql`, peewee's ``execute_sql``, which does this itself)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        raise OperationalError(*exc.args) from exc
+    except sqlite3.IntegrityError as exc:
+        raise IntegrityError(*exc.args) from exc
+
+
+def message_row(session_id: int, round_id: int, m: Message) -> dict[str, Any]:
+    return {
+        "session": session_id,
+        "round": round_id,
+        "role": m.role,
+        "content": m.content,
+        "tool_calls": [c.model_dump() for c in m.tool_calls],
+        "meta": m.meta.model_dump(exclude_defaults=True),
+        "tokens": m.tokens,
+        "created_at": m.created_at,
+    }
+
+
+def observation_row(o: Observation) -> dict[str, Any]:
+    return {
+        "session": o.session_id,
+        "message": o.message_id,
+        "round_index": o.round_index,
+        "step": o.step,
+        "tool_use_id": o.tool_use_id,
+        "tool_name": o.tool_name,
+        "result": o.result,
+        "text": o.text,
+        "tokens_full": o.tokens_full,
+        "tokens_compressed": o.tokens_compressed,
+    }
+
+
+def usage_row(r: UsageRecord) -> dict[str, Any]:
+    return {
+        "session": r.session_id,
+        "round_index": r.round_index,
+        "step": r.step,
+        "input_tokens": r.usage.input_tokens,
+        "output_tokens": r.usage.output_tokens,
+        "cache_read_input_tokens": r.usage.cache_read_input_tokens,
+        "cache_creation_input_tokens": r.usage.cache_creation_input_tokens,
+        "local_estimate": r.local_estimate,
+        "source": r.source,
+        "created_at": r.created_at,
+    }
+
+
+def table_columns(table: type[BaseRow]) -> list[Any]:
+    """Every column, foreign keys under their ``*_id`` names, for ``.namedtuples()`` queries.
+
+    Such rows carry the same attribute names as model instances, so the converters below take
+    either; building namedtuples instead of model instances makes big reads much faster.
+    """
+    return [
+        f.alias(f.object_id_name) if isinstance(f, ForeignKeyField) else f
+        for f in table._meta.sorted_fields
+    ]
+
+
+def next_id(table: type[BaseRow]) -> int:
+    """The id SQLite would give the next row of ``table``: one past the highest."""
+    return int(table.select(fn.MAX(table.id)).scalar() or 0) + 1
+
+
+def row_dicts(query: Any) -> list[dict[str, Any]]:
+    """The rows of a ``.dicts()`` query (peewee's stubs type them as models)."""
+    return list(query)
+
+
+def session_model(r: SessionRow) -> Session:
+    return Session(
+        id=r.id,
+        title=r.title,
+        workspace=r.workspace,
+        provider=r.provider,
+        model=r.model,
+        strategy=r.strategy,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
+
+
+def round_model(r: RoundRow) -> Round:
+    return Round(
+        id=r.id,
+        session_id=r.session_id,
+        index=r.number,
+        status=RoundStatus(r.status),
+        archived=r.archived,
+        started_at=r.started_at,
+        finished_at=r.finished_at,
+        error=r.error,
+    )
+
+
+def message_model(r: MessageRow) -> Message:
+    return Message(
+        id=r.id,
+        role=r.role,
+        content=r.content,
+        tool_calls=[ToolCall.model_validate(c) for c in r.tool_calls or []],
+        meta=MessageMeta.model_validate(r.meta or {}),
+        tokens=r.tokens,
+        pinned=r.pinned,
+        created_at=r.created_at,
+    )
+
+
+def summary_model(r: SummaryRow) -> Summary:
+    return Summary(
+        id=r.id,
+        session_id=r.session_id,
+        content=r.content,
+        start_time=r.start_time,
+        cutoff_time=r.cutoff_time,
+        first_round=r.first_round,
+        last_round=r.last_round,
+        fallback=r.fallback,
+        tokens=r.tokens,
+        placement=r.placement,
+        strategy=r.strategy,
+        active=r.active,
+        created_at=r.created_at,
+    )
+
+
+def compaction_model(r: CompactionRow) -> Compaction:
+    return Compaction(
+        id=r.id,
+        session_id=r.session_id,
+        trigger=r.trigger,
+        strategy=r.strategy,
+        focus=r.focus,
+        tokens_before=r.tokens_before,
+        tokens_after=r.tokens_after,
+        messages_compacted=r.messages_compacted,
+        messages_retained=r.messages_retained,
+        rounds_compacted=r.rounds_compacted,
+        duration_ms=r.duration_ms,
+        outcome=r.outcome,
+        error=r.error,
+        summary_id=r.summary_id,
+        placement=r.placement,
+        stats=r.stats or {},
+        fidelity=r.fidelity,
+        undone_at=r.undone_at,
+        created_at=r.created_at,
+    )
+
+
+def observation_model(r: ObservationRow) -> Observation:
+    return Observation(
+        id=r.id,
+        session_id=r.session_id,
+        round_index=r.round_index,
+        step=r.step,
+        tool_use_id=r.tool_use_id,
+        tool_name=r.tool_name,
+        result=r.result,
+        text=r.text,
+        tokens_full=r.tokens_full,
+        tokens_compressed=r.tokens_compressed,
+        message_id=r.message_id,
+    )
+
+
+def usage_model(r: UsageRow) -> UsageRecord:
+    return UsageRecord(
+        id=r.id,
+        session_id=r.session_id,
+        round_index=r.round_index,
+        step=r.step,
+        usage=Usage(
+            input_tokens=r.input_tokens,
+            output_tokens=r.output_tokens,
+            cache_read_input_tokens=r.cache_read_input_tokens,
+            cache_creation_input_tokens=r.cache_creation_input_tokens,
+        ),
+        local_estimate=r.local_estimate,
+        source=r.source,
+        created_at=r.created_at,
+    )

@@ -1,0 +1,371 @@
+"""Sessions: create, find, list, update, delete; the writer lease (one writer per session);
+strategy switches; the todo list; remembered token counts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from peewee import (
+    chunked,
+    fn,
+)
+
+from engine.models import (
+    Session,
+    SessionInfo,
+    StrategySwitch,
+    TodoItem,
+    utcnow,
+)
+from engine.store.access import (
+    LEASE_HEARTBEAT,
+    LEASE_POLL,
+    LEASE_STALE_AFTER,
+    StoreAccess,
+    reads,
+    writes,
+)
+from engine.store.errors import SessionNotFound, StoreError
+from engine.store.lease import Heartbeat, Holder, SessionBusy, is_alive, new_owner
+from engine.store.models import (
+    CompactionRow,
+    LeaseRow,
+    MessageRow,
+    ObservationRow,
+    RoundRow,
+    SegmentRow,
+    SessionRow,
+    StrategySwitchRow,
+    SummaryRow,
+    TokenCountRow,
+    UsageRow,
+)
+from engine.store.rows import (
+    row_dicts,
+    session_model,
+)
+
+
+class SessionStore(StoreAccess):
+    """Sessions and what belongs to a session as a whole."""
+
+    # ------------------------------------------------------------------ the writer lease
+    @reads
+    def lease_holder(self, session_id: int) -> Holder | None:
+        """Who holds the session's lease (alive or not), or None."""
+        row = LeaseRow.get_or_none(LeaseRow.session == session_id)
+        return None if row is None else _holder(row)
+
+    @reads
+    def writer_alive(self, session_id: int, stale_after: float = LEASE_STALE_AFTER) -> bool:
+        """True when a live process holds the session's lease."""
+        holder = self.lease_holder(session_id)
+        return holder is not None and is_alive(holder, stale_after)
+
+    def acquire_lease(
+        self,
+        session_id: int,
+        purpose: str,
+        wait: float = 0.0,
+        stale_after: float = LEASE_STALE_AFTER,
+        heartbeat: float = LEASE_HEARTBEAT,
+    ) -> Lease:
+        """Become the session's only writer, or raise :class:`SessionBusy`.
+
+        A lease whose holder is provably dead is taken over (``Lease.took_over`` says from
+        whom). With ``wait`` > 0, a live holder is waited for up to that many seconds
+        (``math.inf``: until it finishes).
+        """
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only")
+        self.get_session(session_id)
+        owner, host, pid, started = new_owner()
+        deadline = time.monotonic() + wait
+        while True:
+            taken, other = self._try_lease(
+                session_id, purpose, owner, host, pid, started, stale_after
+            )
+            if taken:
+                lease = Lease(self, session_id, owner, other, heartbeat)
+                lease.start()
+                return lease
+            assert other is not None
+            if time.monotonic() >= deadline:
+                raise SessionBusy(
+                    f"session {session_id} is being written by another ctxscope "
+                    f"({other.describe()}); one writer at a time — try again when it is "
+                    "done, or pass --wait to queue behind it"
+                )
+            time.sleep(LEASE_POLL)
+
+    @writes
+    def _try_lease(
+        self,
+        session_id: int,
+        purpose: str,
+        owner: str,
+        host: str,
+        pid: int,
+        started: str,
+        stale_after: float,
+    ) -> tuple[bool, Holder | None]:
+        """Take the lease if it is free or its holder is dead; else say who holds it."""
+        table = LeaseRow
+        row = table.get_or_none(table.session == session_id)
+        previous = None if row is None else _holder(row)
+        if previous is not None:
+            if is_alive(previous, stale_after):
+                return False, previous
+            table.delete().where(table.session == session_id).execute()
+        now = utcnow()
+        table.create(
+            session=session_id,
+            owner=owner,
+            host=host,
+            pid=pid,
+            started=started,
+            purpose=purpose,
+            acquired_at=now,
+            heartbeat_at=now,
+        )
+        return True, previous
+
+    @writes
+    def _beat(self, owner: str) -> None:
+        table = LeaseRow
+        table.update(heartbeat_at=utcnow()).where(table.owner == owner).execute()
+
+    @writes
+    def _release(self, owner: str) -> None:
+        table = LeaseRow
+        table.delete().where(table.owner == owner).execute()
+
+    # ------------------------------------------------------------------ sessions
+    @writes
+    def create_session(
+        self,
+        workspace: str,
+        title: str = "",
+        provider: str = "",
+        model: str = "",
+        strategy: str = "layered",
+    ) -> Session:
+        now = utcnow()
+        row = SessionRow.create(
+            title=title,
+            workspace=workspace,
+            provider=provider,
+            model=model,
+            strategy=strategy,
+            created_at=now,
+            updated_at=now,
+        )
+        return session_model(row)
+
+    @reads
+    def get_session(self, session_id: int) -> Session:
+        row = SessionRow.get_or_none(SessionRow.id == session_id)
+        if row is None:
+            raise SessionNotFound(f"no session {session_id} in {self.path}")
+        return session_model(row)
+
+    @reads
+    def latest_session(self) -> Session | None:
+        row = SessionRow.select().order_by(SessionRow.updated_at.desc()).first()
+        return None if row is None else session_model(row)
+
+    @writes
+    def update_session(self, session_id: int, **fields: Any) -> Session:
+        """Change title, provider, model or strategy; bumps ``updated_at``."""
+        allowed = {"title", "provider", "model", "strategy", "workspace"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot update session fields {sorted(unknown)}")
+        self.get_session(session_id)
+        SessionRow.update(updated_at=utcnow(), **fields).where(
+            SessionRow.id == session_id
+        ).execute()
+        return self.get_session(session_id)
+
+    @reads
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every session, most recently updated first, with its figures."""
+        rounds = (
+            RoundRow.select(RoundRow.session, fn.COUNT(RoundRow.id).alias("n"))
+            .group_by(RoundRow.session)
+            .dicts()
+        )
+        n_rounds = {r["session"]: r["n"] for r in row_dicts(rounds)}
+        msgs = (
+            MessageRow.select(
+                MessageRow.session,
+                fn.COUNT(MessageRow.id).alias("n"),
+                fn.SUM(
+                    fn.IIF(MessageRow.segment.is_null(), fn.COALESCE(MessageRow.tokens, 0), 0)
+                ).alias("live"),
+            )
+            .group_by(MessageRow.session)
+            .dicts()
+        )
+        n_msgs = {r["session"]: (r["n"], r["live"] or 0) for r in row_dicts(msgs)}
+        summ = (
+            SummaryRow.select(
+                SummaryRow.session, fn.SUM(fn.COALESCE(SummaryRow.tokens, 0)).alias("t")
+            )
+            .where(SummaryRow.active == True)  # noqa: E712 - peewee expression
+            .group_by(SummaryRow.session)
+            .dicts()
+        )
+        summary_tokens = {r["session"]: r["t"] or 0 for r in row_dicts(summ)}
+        comps = (
+            CompactionRow.select(CompactionRow.session, fn.COUNT(CompactionRow.id).alias("n"))
+            .where(
+                CompactionRow.outcome.in_(["success", "fallback"])
+                & CompactionRow.undone_at.is_null()
+            )
+            .group_by(CompactionRow.session)
+            .dicts()
+        )
+        n_comps = {r["session"]: r["n"] for r in row_dicts(comps)}
+        out = []
+        for row in SessionRow.select().order_by(SessionRow.updated_at.desc(), SessionRow.id.desc()):
+            count, live = n_msgs.get(row.id, (0, 0))
+            out.append(
+                SessionInfo(
+                    session=session_model(row),
+                    rounds=n_rounds.get(row.id, 0),
+                    messages=count,
+                    current_tokens=live + summary_tokens.get(row.id, 0),
+                    compactions=n_comps.get(row.id, 0),
+                )
+            )
+        return out
+
+    @writes
+    def delete_session(self, session_id: int) -> None:
+        """Delete a session and everything stored for it: rounds, messages (archived ones
+        too), summaries, archived segments, compactions, observations, usage records and
+        strategy switches, in one transaction. Raises ``SessionNotFound`` for an unknown id."""
+        self.get_session(session_id)
+        with self.db.atomic():
+            # Children before parents: some links are RESTRICT (a segment's summary, an
+            # archived message's segment), so a plain cascade from the session would refuse.
+            for table in (ObservationRow, UsageRow, StrategySwitchRow, MessageRow):
+                table.delete().where(table.session == session_id).execute()
+            compactions = CompactionRow.select(CompactionRow.id).where(
+                CompactionRow.session == session_id
+            )
+            SegmentRow.delete().where(SegmentRow.compaction.in_(compactions)).execute()
+            for parent in (CompactionRow, SummaryRow, RoundRow):
+                parent.delete().where(parent.session == session_id).execute()
+            SessionRow.delete().where(SessionRow.id == session_id).execute()
+
+    @writes
+    def switch_strategy(self, session_id: int, strategy: str) -> Session:
+        """Make ``strategy`` the session's strategy and record the switch (no-op if unchanged)."""
+        session = self.get_session(session_id)
+        if session.strategy == strategy:
+            return session
+        with self.db.atomic():
+            StrategySwitchRow.create(
+                session=session_id,
+                previous=session.strategy,
+                strategy=strategy,
+                created_at=utcnow(),
+            )
+            SessionRow.update(strategy=strategy, updated_at=utcnow()).where(
+                SessionRow.id == session_id
+            ).execute()
+        return self.get_session(session_id)
+
+    @reads
+    def strategy_switches(self, session_id: int) -> list[StrategySwitch]:
+        q = (
+            StrategySwitchRow.select()
+            .where(StrategySwitchRow.session == session_id)
+            .order_by(StrategySwitchRow.id)
+        )
+        return [
+            StrategySwitch(previous=r.previous, strategy=r.strategy, created_at=r.created_at)
+            for r in q
+        ]
+
+    # ------------------------------------------------------------------ token counts
+    @reads
+    def token_counts(self) -> dict[str, int]:
+        """Remembered counts of the texts every request repeats, by digest
+        (:func:`engine.messages.tokens.remember`)."""
+        rows = TokenCountRow.select(TokenCountRow.digest, TokenCountRow.tokens)
+        return {row.digest: row.tokens for row in rows}
+
+    @writes
+    def remember_token_counts(self, counts: dict[str, int]) -> None:
+        """Keep new counts for later runs; a digest already known is left as it is."""
+        rows = [{"digest": d, "tokens": n} for d, n in counts.items()]
+        for batch in chunked(rows, 200):
+            TokenCountRow.insert_many(batch).on_conflict_ignore().execute()
+
+    # ------------------------------------------------------------------ todos
+    @reads
+    def get_todos(self, session_id: int) -> list[TodoItem]:
+        row = SessionRow.get_or_none(SessionRow.id == session_id)
+        if row is None:
+            raise SessionNotFound(f"no session {session_id} in {self.path}")
+        return [TodoItem.model_validate(t) for t in row.todos or []]
+
+    @writes
+    def set_todos(self, session_id: int, todos: Iterable[TodoItem]) -> None:
+        SessionRow.update(todos=[t.model_dump() for t in todos], updated_at=utcnow()).where(
+            SessionRow.id == session_id
+        ).execute()
+
+
+def _holder(r: Any) -> Holder:
+    return Holder(
+        owner=r.owner,
+        host=r.host,
+        pid=r.pid,
+        started=r.started,
+        purpose=r.purpose,
+        acquired_at=r.acquired_at,
+        heartbeat_at=r.heartbeat_at,
+    )
+
+
+class Lease:
+    """A held writer lease; :meth:`release` it (or use it as a context manager)."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: int,
+        owner: str,
+        took_over: Holder | None,
+        beat: float,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.owner = owner
+        self.took_over = took_over
+        """The dead holder this lease replaced, if any (its round may need recovery)."""
+        self._heartbeat = Heartbeat(lambda: store._beat(owner), self._disconnect, beat)
+
+    def _disconnect(self) -> None:
+        """The heartbeat thread's own connection (peewee keeps one per thread) is closed."""
+        self.store.db.close()
+
+    def start(self) -> None:
+        self._heartbeat.start()
+
+    def release(self) -> None:
+        """Stop the heartbeat and free the session for the next writer."""
+        self._heartbeat.stop()
+        self.store._release(self.owner)
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
