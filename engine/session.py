@@ -24,6 +24,7 @@ from engine.compaction.policy import CheckPoint, CompactionPolicy, Plan, PolicyV
 from engine.compaction.strategies import get_strategy
 from engine.compaction.strategies.layered import LayeredStrategy
 from engine.compaction.summary import SummaryCompressor
+from engine.compaction.summary_call import ProviderSummariser
 from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings
 from engine.context.builder import (
@@ -160,7 +161,9 @@ class Agent:
         self.builder = ContextBuilder(workspace, settings, self.registry.schemas())
         self.compressor = ToolResultCompressor(settings)
         self.preprocessor = InputPreprocessor(settings)
-        self.summaries = SummaryCompressor(provider, settings.summary_timeout)
+        self.summaries = SummaryCompressor(
+            ProviderSummariser(provider, settings), settings.summary_timeout
+        )
         self.scratchpad: list[ScratchStep] = []
         """The current round's steps with full observations; empty between rounds."""
         self.last_scratchpad: list[ScratchStep] = []

@@ -18,6 +18,7 @@ A stored :class:`~engine.models.Summary` holds the summary text only; its
 from __future__ import annotations
 
 from engine.messages.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, count_repeated
+from engine.messages.wire import CONVERSATION_OPENER
 from engine.models import Placement, Summary
 
 IN_SYSTEM = frozenset({Placement.SYSTEM_BLOCK, Placement.SYSTEM_HINT})
@@ -38,10 +39,6 @@ MOCK_USER_PROMPT = """请对当前工作进行总结，保留以下关键信息�
 
 总结格式使用JSON，确保信息完整但简洁。"""
 """Seed 002's ``compact_prompt``, word for word: the mock user turn that asks for the summary."""
-
-
-CONVERSATION_OPENER = "(Earlier conversation was shortened; it continues below.)"
-"""The user turn put before a conversation that would otherwise open with the assistant."""
 
 
 def reset_hint_text(summary: str) -> str:

@@ -3,25 +3,30 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from engine.models import Message, ToolCall, Usage
+from engine.messages.request import MAX_CACHE_BREAKPOINTS, ProviderRequest
+from engine.models import ToolCall, Usage
+
+__all__ = [
+    "MAX_CACHE_BREAKPOINTS",
+    "OFFLINE_NAME",
+    "Cancelled",
+    "ErrorKind",
+    "Provider",
+    "ProviderError",
+    "ProviderRequest",
+    "ProviderResponse",
+    "StreamEvent",
+    "StreamText",
+    "StreamToolUse",
+    "with_unique_tool_ids",
+]
 
 OFFLINE_NAME = "offline (rule-based, no LLM)"
-MAX_CACHE_BREAKPOINTS = 4
-"""The Messages API refuses a request with more ``cache_control`` blocks than this."""
-
-
-class ProviderRequest(BaseModel):
-    """Anthropic Messages API parameters, as built by ``engine.context.builder``."""
-
-    system: list[dict[str, Any]]
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] = Field(default_factory=list)
-    max_tokens: int = 8192
 
 
 class StreamText(BaseModel):
@@ -125,7 +130,7 @@ class Provider(Protocol):
     model: str
     is_model: bool
     """False for the rule-based offline provider: summaries are then each strategy's
-    extractive ones, in the strategy's own format."""
+    extractive ones, in the strategy's own format, and :meth:`ask_text` is never called."""
 
     def complete(
         self,
@@ -136,17 +141,11 @@ class Provider(Protocol):
         """Send one request, streaming events back; raise ProviderError or Cancelled."""
         ...
 
-    def summarize(
-        self,
-        messages: list[Message],
-        prompt: str,
-        focus: str | None,
-        timeout: float,
-        render: Callable[[Sequence[Message]], str] | None = None,
-    ) -> str:
-        """Summarise archived messages with ``prompt`` (SUMMARY_PROMPT); raise on failure.
+    def ask_text(self, system: str, text: str, timeout: float) -> str:
+        """One plain request (a system prompt, one user text, no tools); the answer's text.
 
-        Raises ``TimeoutError`` after ``timeout`` seconds and ProviderError on API failures;
-        the caller (engine.compaction.summary) falls back to the extractive summary.
+        Raises ``TimeoutError`` after ``timeout`` seconds and ProviderError on API failures.
+        The summary call (:mod:`engine.compaction.summary_call`) is its one user: a provider
+        sends, and knows nothing of what a summary is.
         """
         ...

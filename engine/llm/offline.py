@@ -22,15 +22,15 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.compaction import summary
 from engine.config import Settings
 from engine.llm.base import (
     OFFLINE_NAME,
     Cancelled,
+    ProviderError,
     ProviderRequest,
     ProviderResponse,
     StreamEvent,
@@ -38,7 +38,7 @@ from engine.llm.base import (
     StreamToolUse,
 )
 from engine.messages.tokens import count_blocks, count_request
-from engine.models import Message, ToolCall, Usage
+from engine.models import ToolCall, Usage
 
 _REMINDER = re.compile(r"<system-reminder>(.*?)</system-reminder>", re.S)
 _MENTION_LINE = re.compile(r"^\s*The user mentioned (@.*)$", re.M)
@@ -138,17 +138,10 @@ class OfflineProvider:
             content=content, stop_reason="tool_use" if calls else "end_turn", usage=usage
         )
 
-    def summarize(
-        self,
-        messages: list[Message],
-        prompt: str,
-        focus: str | None,
-        timeout: float,
-        render: Callable[[Sequence[Message]], str] | None = None,
-    ) -> str:
-        """The extractive A5 summary (``engine.compaction.summary``); ``prompt`` and ``timeout``
-        unused."""
-        return summary.extractive_summary(messages, focus=focus)
+    def ask_text(self, system: str, text: str, timeout: float) -> str:
+        """There is no model to ask: summaries offline are each strategy's extractive ones
+        (``is_model`` is False, so nothing asks)."""
+        raise ProviderError("bad_request", "the offline provider has no model to ask")
 
 
 # --- reading the request ------------------------------------------------------------------

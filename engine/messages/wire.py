@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.compaction.placement import CONVERSATION_OPENER
 from engine.messages.tokens import MESSAGE_OVERHEAD, count_blocks, ensure_counted, has_text
 from engine.models import MISSING_RESULT, Message
+
+CONVERSATION_OPENER = "(Earlier conversation was shortened; it continues below.)"
+"""The user turn put before a conversation that would otherwise open with the assistant
+(a summary placed as the first assistant turn, say)."""
 
 HISTORY = "L3 history"
 """The layer history messages are counted in."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.llm.base import MAX_CACHE_BREAKPOINTS, ProviderRequest
+from engine.messages.request import MAX_CACHE_BREAKPOINTS, ProviderRequest
 from engine.messages.tokens import has_text
 
 

@@ -24,7 +24,7 @@ import json
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -220,14 +220,7 @@ class RecordedProvider:
         stop = "tool_use" if msg.tool_calls else "end_turn"
         return ProviderResponse(content=content, stop_reason=stop, usage=usage)
 
-    def summarize(
-        self,
-        messages: list[Message],
-        prompt: str,
-        focus: str | None,
-        timeout: float,
-        render: Callable[[Sequence[Message]], str] | None = None,
-    ) -> str:
+    def ask_text(self, system: str, text: str, timeout: float) -> str:
         raise NotImplementedError("a replay writes extractive summaries (is_model is False)")
 
 

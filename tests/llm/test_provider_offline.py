@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 
+from engine.compaction.summary import SummaryCompressor
+from engine.compaction.summary_call import ProviderSummariser
 from engine.config import Settings
 from engine.context.preprocess import InputPreprocessor
 from engine.llm.base import (
     OFFLINE_NAME,
     Cancelled,
+    ProviderError,
     ProviderRequest,
     ProviderResponse,
     StreamEvent,
@@ -296,7 +299,15 @@ def test_describe_bash_results(text: str, is_error: bool, expected: str) -> None
     assert describe_result(call, text, is_error) == expected
 
 
-def test_summarize_is_the_extractive_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+def _offline_summary(messages: list[Message], focus: str | None) -> str:
+    """The summary a session on the offline provider writes (A5, seed 000)."""
+    summariser = ProviderSummariser(OfflineProvider(), Settings())
+    outcome = SummaryCompressor(summariser, 1.0).summarize(messages, focus)
+    assert outcome is not None and not outcome.fallback and outcome.attempts == 0
+    return outcome.content
+
+
+def test_offline_summary_is_the_extractive_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
 
     def fake(messages: list[Message], focus: str | None = None) -> str:
@@ -305,15 +316,20 @@ def test_summarize_is_the_extractive_summary(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr("engine.compaction.summary.extractive_summary", fake)
     messages = [Message(role="user", content="fix the login bug")]
-    assert OfflineProvider().summarize(messages, "PROMPT", "auth", 1.0) == "## summary"
+    assert _offline_summary(messages, "auth") == "## summary"
     assert seen == {"messages": messages, "focus": "auth"}
 
 
-def test_summarize_fills_the_template_for_real() -> None:
+def test_offline_summary_fills_the_template_for_real() -> None:
     messages = [
         Message(role="user", content="fix the login bug"),
         Message(role="assistant", content="Fixed.", meta={"final": True}),
     ]
-    summary = OfflineProvider().summarize(messages, "PROMPT", None, 1.0)
+    summary = _offline_summary(messages, None)
     assert summary.startswith("## 📌 Archived Session Summary")
     assert "fix the login bug" in summary
+
+
+def test_the_offline_provider_has_no_model_to_ask() -> None:
+    with pytest.raises(ProviderError, match="no model"):
+        OfflineProvider().ask_text("PROMPT", "text", 1.0)

@@ -1,4 +1,5 @@
-"""AnthropicProvider.summarize and summarize_in_chunks: timeouts and over-large segments."""
+"""The summary call through the Anthropic provider (ProviderSummariser over ask_text) and
+summarize_in_chunks: timeouts and over-large segments."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import time
 
 import pytest
 
+from engine.compaction.summary_call import ProviderSummariser, summarize_in_chunks
 from engine.config import Settings
-from engine.llm.anthropic import AnthropicProvider, summarize_in_chunks
+from engine.llm.anthropic import AnthropicProvider
 from engine.llm.base import ProviderError
 from engine.models import Message, ToolCall
 from tests.fakes.anthropic_server import (
@@ -22,8 +24,10 @@ from tests.fakes.anthropic_server import (
 PROMPT = "You archive conversations. Follow the template."
 
 
-def _provider(settings: Settings, server: FakeAnthropicServer) -> AnthropicProvider:
-    return AnthropicProvider(settings, api_key="sk-test", base_url=server.url, model="claude-x")
+def _provider(settings: Settings, server: FakeAnthropicServer) -> ProviderSummariser:
+    """The summariser a session builds over an Anthropic provider."""
+    provider = AnthropicProvider(settings, api_key="sk-test", base_url=server.url, model="claude-x")
+    return ProviderSummariser(provider, settings)
 
 
 def _conversation(rounds: int, size: int) -> list[Message]:
