@@ -31,7 +31,7 @@ def test_max_cache_breakpoints_is_defined_once() -> None:
         for target in node.targets
         if isinstance(target, ast.Name) and target.id == "MAX_CACHE_BREAKPOINTS"
     ]
-    assert where == ["engine/llm/base.py"]
+    assert where == ["engine/messages/request.py"]
 
 
 def test_the_missing_result_text_is_written_once() -> None:
