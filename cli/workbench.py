@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from cli.main import CliError, db_path
+from cli.common import CliError, db_path
 from cli.main import main as cli_main
 from engine.config import Settings
 from engine.store import StoreError

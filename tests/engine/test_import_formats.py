@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from cli.main import main, make_agent
+from cli.common import make_agent
+from cli.main import main
 from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings
 from engine.messages.tokens import count_text

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 
-from cli.main import CliError
+from cli.common import CliError
 from cli.workbench import parse_resume
 from cli.workbench import run_tui as run
 from engine.config import Settings

@@ -1,0 +1,133 @@
+"""``ask``: one round of the agent, headless, streaming its events (``--json``: one per
+line, then a ``result`` line)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from cli.common import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    CliError,
+    get_session,
+    make_agent,
+    open_store,
+    silence_stdout,
+)
+from engine.config import Settings
+from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
+from engine.models import RoundStatus
+
+
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    if args.session is not None:
+        session = get_session(store, args.session)
+        wanted = getattr(args, "strategy", None)
+        if wanted and wanted != session.strategy:
+            raise CliError(
+                f"session {session.id} uses the {session.strategy} strategy; switch it first "
+                f"with `ctxscope strategy {session.id} {wanted}` (the switch is recorded)"
+            )
+        if getattr(args, "workspace", None):
+            session = store.update_session(session.id or 0, workspace=str(args.workspace.resolve()))
+    else:
+        workspace = Path(getattr(args, "workspace", None) or os.getcwd()).resolve()
+        if not workspace.is_dir():
+            raise CliError(f"workspace {workspace} is not a directory")
+        session = store.create_session(
+            workspace=str(workspace), title=args.input[:60], strategy=settings.strategy
+        )
+
+    running: list[Any] = []
+
+    def on_event(event: Event) -> None:
+        try:
+            show_event(event)
+        except BrokenPipeError:
+            # Nobody reads any more: end the round cleanly (interrupted), print nothing more.
+            silence_stdout()
+            for agent in running:
+                agent.cancel()
+
+    def show_event(event: Event) -> None:
+        if args.json:
+            print(event.model_dump_json(), flush=True)
+        elif isinstance(event, ToolStarted):
+            print(f"→ {event.call.name} {json.dumps(event.call.input)}", file=sys.stderr)
+        elif isinstance(event, ToolFinished):
+            print(
+                f"  {event.status}: {event.tokens_full} tokens seen, "
+                f"{event.tokens_compressed} kept",
+                file=sys.stderr,
+            )
+        elif isinstance(event, (RoundStarted, TextDelta)):
+            pass
+        elif event.type in (
+            "compaction_started",
+            "compaction_finished",
+            "compaction_failed",
+            "budget_warning",
+            "notice",
+            "retry_waiting",
+            "error",
+        ):
+            print(f"… {event.model_dump_json()}", file=sys.stderr)
+
+    agent = make_agent(store, session, settings, on_event, lease_wait=args.wait)
+    running.append(agent)
+    with agent.writing("round"), _cancel_on_signals(agent):
+        store.update_session(
+            agent.session_id, provider=agent.provider.name, model=agent.provider.model
+        )
+        outcome = agent.run(args.input)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "type": "result",
+                    "session_id": agent.session_id,
+                    "round_index": outcome.round_index,
+                    "status": outcome.status.value,
+                    "answer": outcome.answer,
+                    "steps": outcome.steps,
+                    "error": outcome.error,
+                    "provider": agent.provider.name,
+                    "model": agent.provider.model,
+                },
+                ensure_ascii=False,
+            )
+        )
+    else:
+        print(outcome.answer)
+        print(f"(session {agent.session_id}, round {outcome.round_index})", file=sys.stderr)
+    if outcome.status == RoundStatus.INTERRUPTED:
+        return EXIT_INTERRUPTED
+    return 0 if outcome.status == RoundStatus.FINISHED else EXIT_ERROR
+
+
+@contextmanager
+def _cancel_on_signals(agent: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM interrupt the round cleanly (its Bash command ends with it)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        agent.cancel()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,115 @@
+"""What every subcommand shares: the one-line error, exit codes, settings and the
+database from the arguments, JSON or text output, and an agent over a session."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.config import Settings, load_settings
+from engine.events import Event
+from engine.models import Session
+from engine.store import SessionNotFound, Store
+
+DEFAULT_DB = Path("sessions") / "ctxscope.db"
+
+
+EXIT_ERROR = 1
+
+
+EXIT_USAGE = 2
+
+
+EXIT_INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed as one line."""
+
+
+def add_wait(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wait",
+        nargs="?",
+        type=float,
+        const=math.inf,
+        default=0.0,
+        metavar="SECONDS",
+        help="when another ctxscope writes the session, wait for it (without SECONDS: as "
+        "long as it takes) instead of refusing",
+    )
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null (the Python docs' advice after a ``BrokenPipeError``)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "model", None):
+        overrides["model"] = args.model
+    if getattr(args, "strategy", None):
+        overrides["strategy"] = args.strategy
+    if getattr(args, "allow_bash", False):
+        overrides["bash_policy"] = "allow"
+    elif getattr(args, "command", None) == "ask":
+        overrides["bash_policy"] = "deny"  # headless: nobody to ask
+    if getattr(args, "allow_edits", False):
+        overrides["edit_policy"] = "allow"
+    return load_settings(getattr(args, "config", None), **overrides)
+
+
+def db_path(args: argparse.Namespace, settings: Settings) -> Path:
+    return Path(getattr(args, "db", None) or settings.db or DEFAULT_DB)
+
+
+def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = False) -> Store:
+    """The database; ``read_only`` for commands that only look (they never write a session)."""
+    return Store.open(
+        db_path(args, settings), read_only=read_only, busy_timeout=settings.db_busy_timeout
+    )
+
+
+def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(text)
+
+
+def get_session(store: Store, session_id: int) -> Session:
+    try:
+        return store.get_session(session_id)
+    except SessionNotFound as exc:
+        raise CliError(f"{exc} (see `ctxscope sessions`)") from None
+
+
+def make_agent(
+    store: Store,
+    session: Session,
+    settings: Settings,
+    events: Callable[[Event], None] | None = None,
+    lease_wait: float = 0.0,
+) -> Any:
+    """An agent over ``session`` (imported lazily: the listing commands need no provider)."""
+    from engine.llm.factory import make_provider
+    from engine.session import Agent
+
+    workspace = Path(session.workspace or os.getcwd())
+    provider = make_provider(settings)
+    kwargs: dict[str, Any] = {} if events is None else {"events": events}
+    return Agent(store, session, settings, provider, workspace, lease_wait=lease_wait, **kwargs)
+
+
+def stderr_warnings(event: Event) -> None:
+    if event.type == "budget_warning":
+        print(f"ctxscope: warning: {getattr(event, 'message', '')}", file=sys.stderr)

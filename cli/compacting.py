@@ -1,0 +1,177 @@
+"""Compacting by hand and what goes with it: ``compact`` (and its dry run), ``uncompact``,
+``recall`` and ``pin``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cli.common import (
+    EXIT_ERROR,
+    CliError,
+    emit,
+    get_session,
+    make_agent,
+    open_store,
+    stderr_warnings,
+)
+from engine.compaction.ledger import fidelity_line
+from engine.config import Settings
+from engine.context.history import CompactionResult
+from engine.events import Event
+from engine.messages.tokens import count_text
+from engine.models import Trigger
+from tools.recall import MAX_LIMIT as RECALL_MAX_LIMIT
+from tools.recall import hit_line
+
+
+def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    session = get_session(store, args.session)
+
+    def progress(event: Event) -> None:
+        if not args.json:
+            print(f"… {event.type.replace('_', ' ')}", file=sys.stderr)
+
+    agent = make_agent(store, session, settings, progress, lease_wait=args.wait)
+    if args.dry_run:
+        return _dry_run(args, agent)
+    result = agent.compact(focus=args.focus, trigger=Trigger.MANUAL)
+    c = result.compaction
+    data = {
+        "compaction": {**c.model_dump(mode="json"), "ratio": c.ratio},
+        "summary": None if result.summary is None else result.summary.model_dump(mode="json"),
+        "segment": None
+        if result.segment is None
+        else {
+            "id": result.segment.id,
+            "first_round": result.segment.first_round,
+            "last_round": result.segment.last_round,
+            "messages": len(result.segment.messages),
+            "tokens": result.segment.tokens,
+        },
+    }
+    if c.outcome in ("success", "fallback"):
+        text = (
+            f"compacted rounds {result.segment.first_round}–{result.segment.last_round} "
+            f"({c.messages_compacted} messages): {c.tokens_before:,} → {c.tokens_after:,} tokens"
+            if result.segment
+            else ""
+        )
+        if c.fidelity is not None:
+            text += f"\nthe summary keeps {fidelity_line(c.fidelity)}"
+        if result.summary is not None:
+            text += "\n\n" + result.summary.content
+    elif c.outcome == "skipped":
+        text = f"nothing compacted: {c.error}"
+    else:
+        text = f"compaction failed: {c.error}"
+    emit(args, data, text)
+    return 0 if c.outcome != "failed" else EXIT_ERROR
+
+
+def _dry_run(args: argparse.Namespace, agent: Any) -> int:
+    """``compact --dry-run``: the draft, stored nowhere."""
+    draft = agent.prepare_compaction(focus=args.focus, dry_run=True)
+    if isinstance(draft, CompactionResult):
+        reason = draft.compaction.error
+        emit(
+            args,
+            {"dry_run": True, "compacts": False, "reason": reason},
+            f"nothing would be compacted: {reason}",
+        )
+        return 0
+    c = draft.record
+    summary = draft.summary
+    rounds = sorted({m.meta.round for m in draft.messages if m.meta.round is not None})
+    prompt = agent.strategy.summary.prompt if agent.strategy.summary else ""
+    call_tokens = count_text(prompt) + sum(m.tokens or 0 for m in draft.summarised)
+    archived = sum(m.tokens or 0 for m in draft.messages)
+    data: dict[str, Any] = {
+        "dry_run": True,
+        "compacts": True,
+        "strategy": agent.strategy.name,
+        "archive": {
+            "messages": [m.id for m in draft.messages],
+            "rounds": rounds,
+            "tokens": archived,
+        },
+        "supersedes_summaries": draft.supersede,
+        "summary": None if summary is None else summary.model_dump(mode="json"),
+        "tokens_before": c.tokens_before,
+        "tokens_after": c.tokens_after,
+        "summary_call": {
+            "model": agent.provider.model,
+            "writes_it": "model" if agent.provider.is_model else "extractive (offline)",
+            "input_tokens": call_tokens if summary is not None else 0,
+        },
+        "stats": c.stats,
+        "fidelity": c.fidelity,
+    }
+    span = f"rounds {rounds[0]}–{rounds[-1]}" if len(rounds) > 1 else f"round {rounds[0]}"
+    text = (
+        f"would archive {len(draft.messages)} messages ({span}, "
+        f"{archived:,} tokens): {c.tokens_before:,} → {c.tokens_after:,} "
+        f"tokens of history; nothing was changed"
+    )
+    if c.fidelity is not None:
+        text += f"\nthe draft summary keeps {fidelity_line(c.fidelity)}"
+    if summary is not None:
+        text += f"\n\ndraft summary ({summary.placement.value}):\n\n{summary.content}"
+    emit(args, data, text)
+    return 0
+
+
+def cmd_uncompact(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    session = get_session(store, args.session)
+    agent = make_agent(store, session, settings)
+    undone = agent.uncompact(args.compaction)
+    data = {
+        "compaction": undone.model_dump(mode="json"),
+        "history_messages": len(agent.history.history.messages),
+    }
+    text = (
+        f"undid compaction {undone.id}: {undone.messages_compacted} messages are back in "
+        f"history ({len(agent.history.history.messages)} now); its summary stays in the archive"
+    )
+    emit(args, data, text)
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
+    if not 1 <= args.limit <= RECALL_MAX_LIMIT:
+        raise CliError(f"--limit must be between 1 and {RECALL_MAX_LIMIT}, got {args.limit}")
+    store = open_store(args, settings)
+    get_session(store, args.session)
+    hits = store.search_archive(args.session, args.query, args.limit)
+    data = {"session_id": args.session, "query": args.query, "hits": [h.model_dump() for h in hits]}
+    text = "\n".join(hit_line(h.model_dump()) for h in hits) or (
+        f'no archived message of session {args.session} matches "{args.query}"'
+    )
+    emit(args, data, text)
+    return 0
+
+
+def cmd_pin(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    session = get_session(store, args.session)
+    agent = make_agent(store, session, settings, stderr_warnings)
+    history = agent.history.history.messages
+    target = args.target
+    if target.startswith("r") and target[1:].isdigit():
+        ids = [m.id for m in history if m.meta.round == int(target[1:])]
+        what = f"round {target[1:]}"
+    elif target.isdigit():
+        ids = [m.id for m in history if m.id == int(target)]
+        what = f"message {target}"
+    else:
+        raise CliError(f"pin what? {target!r} is neither a message id nor rN (a round)")
+    if not ids:
+        raise CliError(f"session {session.id} has no {what} in history (see `ctxscope show`)")
+    changed = agent.pin(ids, pinned=not args.unpin)
+    data = {"session_id": session.id, "messages": ids, "pinned": not args.unpin, "changed": changed}
+    verb = "unpinned" if args.unpin else "pinned"
+    emit(args, data, f"{verb} {what} ({len(ids)} messages, {changed} changed)")
+    return 0

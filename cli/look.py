@@ -1,0 +1,171 @@
+"""Looking at sessions without changing them: ``sessions``, ``show`` and ``context``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from cli.common import (
+    emit,
+    get_session,
+    make_agent,
+    open_store,
+)
+from engine.compaction.ledger import fidelity_line
+from engine.compaction.policy import Plan
+from engine.config import Settings
+from engine.context.builder import LAYERS
+from engine.messages.render import render_react
+from engine.recordings.hidden import hidden_prefix
+
+
+def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings, read_only=True)
+    infos = store.list_sessions()
+    data = [
+        {
+            **info.session.model_dump(mode="json"),
+            "rounds": info.rounds,
+            "messages": info.messages,
+            "current_tokens": info.current_tokens,
+            "compactions": info.compactions,
+        }
+        for info in infos
+    ]
+    rows = [
+        f"{'ID':>4}  {'UPDATED':16}  {'ROUNDS':>6}  {'MSGS':>5}  {'TOKENS':>7}  {'COMP':>4}  TITLE"
+    ]
+    for info in infos:
+        s = info.session
+        rows.append(
+            f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {info.rounds:>6}  {info.messages:>5}  "
+            f"{info.current_tokens:>7}  {info.compactions:>4}  {s.title or '(untitled)'}"
+        )
+    emit(args, data, "\n".join(rows) if infos else "no sessions yet")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings, read_only=True)
+    session = get_session(store, args.session)
+    sid = args.session
+    history = store.history(sid)
+    rounds = store.rounds(sid)
+    compactions = store.compactions(sid)
+    segments = store.segments(sid)
+    todos = store.get_todos(sid)
+    data = {
+        "session": session.model_dump(mode="json"),
+        "rounds": [r.model_dump(mode="json") for r in rounds],
+        "summaries": [s.model_dump(mode="json") for s in history.summaries],
+        "history": [m.model_dump(mode="json") for m in history.messages],
+        "archived_segments": [s.model_dump(mode="json") for s in segments],
+        "compactions": [{**c.model_dump(mode="json"), "ratio": c.ratio} for c in compactions],
+        "todos": [t.model_dump(mode="json") for t in todos],
+        "usage": [u.model_dump(mode="json") for u in store.usages(sid)],
+        "superseded_summaries": [
+            s.model_dump(mode="json") for s in store.summaries(sid) if not s.active
+        ],
+        "strategy_switches": [w.model_dump(mode="json") for w in store.strategy_switches(sid)],
+    }
+    lines = [
+        f"session {session.id}: {session.title or '(untitled)'}",
+        f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
+        f"  strategy {session.strategy}",
+        f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
+        f"{len(history.messages)} messages in history, {len(compactions)} compactions",
+        "",
+        render_react(history),
+    ]
+    for c in compactions:
+        lines.append(
+            f"compaction {c.id} ({c.strategy}, {c.placement or 'no summary'}): {c.trigger} "
+            f"{c.outcome} {c.tokens_before} → {c.tokens_after} tokens, {c.rounds_compacted} "
+            f"rounds / {c.messages_compacted} messages archived"
+            + (f" ({c.error})" if c.error else "")
+            + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
+        )
+    if todos:
+        lines.append("todo: " + "; ".join(f"[{t.status}] {t.content}" for t in todos))
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings, read_only=True)
+    session = get_session(store, args.session)
+    agent = make_agent(store, session, settings)
+    built, budget = agent.preview_and_budget(args.input)
+    plan = agent.plan(args.input)
+    data = {
+        "session_id": session.id,
+        "layers": [{"name": name, "tokens": built.layers[name]} for name in LAYERS],
+        "total": built.total,
+        "context_window": settings.context_window,
+        "threshold": settings.threshold_tokens,
+        "budget": {
+            "last_usage": budget.last_usage,
+            "input_estimate": budget.input_estimate,
+            "estimated_total": budget.estimated_total,
+            "source": budget.source,
+            "fires": budget.fire,
+        },
+        "strategy": {**agent.strategy.describe(), "plan": plan_json(plan)},
+        "request": built.request.model_dump(mode="json"),
+    }
+    hidden = hidden_prefix(store, session.id or 0)
+    conversation = sum(built.layers[name] for name in LAYERS[3:])
+    if hidden is not None:
+        # An imported session: its first prompt as recorded minus what the transcript shows
+        # is what the original agent sent around the conversation (its own L1/L2).
+        data["as_original_agent"] = {
+            "first_prompt_tokens": hidden.first_prompt_tokens,
+            "transcript_tokens": hidden.transcript_tokens,
+            "hidden_prefix_tokens": hidden.tokens,
+            "conversation_tokens": conversation,
+            "total": hidden.tokens + conversation,
+        }
+    width = max(len(n) for n in LAYERS)
+    lines = [f"{name:<{width}}  {built.layers[name]:>8}" for name in LAYERS]
+    lines.append(
+        f"{'total':<{width}}  {built.total:>8}   (threshold {settings.threshold_tokens:,}"
+        f" of {settings.context_window:,})"
+    )
+    lines.append(
+        f"strategy {agent.strategy.name}: {plan.measure.describe()}"
+        + (
+            f" → compacts {len(plan.cut)} messages first"
+            if plan.compacts
+            else f" ({plan.reason})"
+            if plan.measure.fires and plan.reason
+            else ""
+        )
+    )
+    if hidden is not None:
+        lines.append(
+            f"as the original agent saw it: {hidden.tokens + conversation} tokens (its hidden "
+            f"prefix {hidden.tokens} = first prompt {hidden.first_prompt_tokens} − transcript "
+            f"{hidden.transcript_tokens}, + this conversation {conversation})"
+        )
+    lines.append("")
+    lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    """A strategy's decision as ``context --json`` reports it."""
+    m = plan.measure
+    return {
+        "measure": m.what,
+        "value": m.value,
+        "comparison": m.comparison,
+        "threshold": m.threshold,
+        "source": m.source,
+        "fires": m.fires,
+        "compacts": plan.compacts,
+        "cut_messages": [msg.id for msg in plan.cut],
+        "cut_rounds": plan.cut_rounds,
+        "reason": plan.reason,
+    }

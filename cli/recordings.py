@@ -1,0 +1,69 @@
+"""Sessions in and out: ``import`` (other agents' recordings) and ``export``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from cli.common import (
+    emit,
+    get_session,
+    open_store,
+)
+from engine.config import Settings
+from engine.recordings import import_parsed, parse_path
+from engine.recordings.export import export_jsonl, export_markdown
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    # Everything is parsed and checked before the database is opened: a refusal never
+    # creates or touches it.
+    parsed = parse_path(args.file)
+    workspace = str(Path(getattr(args, "workspace", None) or os.getcwd()).resolve())
+    store = open_store(args, settings)
+    reports = import_parsed(store, parsed, workspace, settings)
+    data: dict[str, Any] = reports[0].as_json() if len(reports) == 1 else {}
+    if args.file.is_dir():
+        data = {
+            "sessions": [r.as_json() for r in reports],
+            "files_skipped": dict(parsed.skipped_files),
+        }
+    lines = []
+    for r in reports:
+        text = (
+            f"imported {r.path} ({r.fmt}) as session {r.session.id}: {r.rounds} rounds, "
+            f"{r.messages} messages, {r.observations} observations, {r.usage_records} usage "
+            f"records, {r.compactions} compactions; tokens {r.tokens_raw} recorded → "
+            f"{r.tokens_stored} in history"
+        )
+        if r.missing_results:
+            text += (
+                f"; {r.missing_results} tool calls had no recorded result and were "
+                "paired with an error result"
+            )
+        if r.skipped:
+            text += "; skipped " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped.items()))
+        lines.append(text)
+        lines.extend(f"  warning: {w}" for w in r.warnings)
+    if parsed.skipped_files:
+        lines.append(
+            "files skipped: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(parsed.skipped_files.items()))
+        )
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(args, settings)
+    get_session(store, args.session)
+    write = export_markdown if args.format == "markdown" else export_jsonl
+    text = write(store, args.session, include_archived=args.include_archived)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+    return 0
