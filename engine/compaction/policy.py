@@ -273,6 +273,12 @@ class CompactionPolicy:
     """Seed 003: an entry per run in the session's ``agent-context.jsonl``."""
     writes_raw_middle: ClassVar[bool] = False
     """Seed 004 F-006: the archived messages also go to a JSON file beside the database."""
+    live_summary_prompt: ClassVar[str | None] = None
+    """Seed 002: the summary is asked of the live conversation, this text as the (mock) user
+    turn after it, instead of a separate summary call; None: a separate call."""
+    keeps_recent_rounds: ClassVar[bool] = False
+    """Seed 000: the last ``keep_rounds`` rounds are never archived, so when they alone reach
+    the threshold no compaction can help, and the warning says that instead."""
 
     def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
         """Measure, and say (on demand) what a compaction would cut."""

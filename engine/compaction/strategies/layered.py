@@ -44,6 +44,7 @@ class LayeredStrategy(CompactionPolicy):
     lifecycle = Lifecycle.APPEND
     summary = A5_SPEC
     uses_api_usage = True
+    keeps_recent_rounds = True
 
     @property
     def keep_rounds(self) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.compaction.placement import MOCK_USER_PROMPT
 from engine.compaction.policy import (
     CheckPoint,
     CompactionPolicy,
@@ -53,6 +54,7 @@ class MockUserStrategy(CompactionPolicy):
     placement = Placement.MOCK_PAIR
     lifecycle = Lifecycle.RECOMPACT
     summary = MOCK_USER_SPEC
+    live_summary_prompt = MOCK_USER_PROMPT
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

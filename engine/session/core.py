@@ -1,0 +1,235 @@
+"""What an agent over one session holds and sees: its parts (store, provider, history, tools,
+builder), the round in progress, and the request it would send next (preview, budget, the
+history as sent). The writer lease, steering and the round loop build on it."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.compaction.policy import CompactionPolicy
+from engine.compaction.strategies import get_strategy
+from engine.compaction.summary import SummaryCompressor
+from engine.compaction.summary_call import ProviderSummariser
+from engine.compaction.tool_results import ToolResultCompressor
+from engine.config import Settings
+from engine.context.builder import (
+    BuiltContext,
+    ContextBuilder,
+    ScratchStep,
+)
+from engine.context.history import (
+    HistoryManager,
+)
+from engine.context.preprocess import InputPreprocessor
+from engine.events import (
+    EventSink,
+    ignore_events,
+)
+from engine.llm.base import (
+    Provider,
+)
+from engine.messages.tokens import (
+    BudgetCheck,
+    check_budget,
+    remember,
+)
+from engine.models import (
+    History,
+    Message,
+    RoundStatus,
+    Session,
+    TodoItem,
+    UsageRecord,
+)
+from engine.store import Lease, Store
+from tools.base import Asker, ToolContext
+from tools.registry import ToolRegistry, default_registry
+from tools.todo import todo_recap
+
+INTERRUPTED_ANSWER = "(round interrupted by the user)"
+CRASH_ANSWER = "(round interrupted: ctxscope stopped before it finished)"
+CRASH_RESULT = "ctxscope stopped before this tool returned a result."
+
+
+def fixed_tokens(built: BuiltContext) -> int:
+    """What every request carries besides L3: L1, L2 and the todo recap."""
+    return built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
+
+
+class InvalidRequest(AssertionError):
+    """Debug mode (``validate_requests``): the engine built a request the API would refuse.
+
+    An engine bug, never a provider error: it is not caught by the round's error handling."""
+
+
+@dataclass
+class RoundOutcome:
+    round_index: int
+    status: RoundStatus
+    answer: str
+    steps: int
+    error: str | None = None
+
+
+class AgentCore:
+    """The state of an agent over one stored session, and how it builds its next request."""
+
+    def __init__(
+        self,
+        store: Store,
+        session: Session,
+        settings: Settings,
+        provider: Provider,
+        workspace: Path,
+        events: EventSink = ignore_events,
+        registry: ToolRegistry | None = None,
+        ask: Asker | None = None,
+        strategy: CompactionPolicy | None = None,
+        lease_wait: float = 0.0,
+    ) -> None:
+        assert session.id is not None
+        self.store = store
+        self.session = session
+        self.session_id: int = session.id
+        self._stored_counts = store.token_counts()
+        """Counts of repeated texts the database holds (L1, tools, CODE_LAW, summaries)."""
+        remember(self._stored_counts)
+        self.settings = settings
+        self.provider = provider
+        self.workspace = workspace
+        self.events = events
+        self.registry = registry or default_registry()
+        self.strategy = strategy or get_strategy(session.strategy or settings.strategy, settings)
+        self.data_dir = settings.data_dir or store.path.parent / "data"
+        """Files of this app beside the database; the session's own are in ``<id>/``."""
+        self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
+        self.tool_ctx = ToolContext(
+            workspace=workspace,
+            settings=settings,
+            todos=store.get_todos(self.session_id),
+            on_todos=self._save_todos,
+            ask=ask,
+            recall=lambda query, limit: store.search_archive(self.session_id, query, limit),
+        )
+        self.builder = ContextBuilder(workspace, settings, self.registry.schemas())
+        self.compressor = ToolResultCompressor(settings)
+        self.preprocessor = InputPreprocessor(settings)
+        self.summaries = SummaryCompressor(
+            ProviderSummariser(provider, settings), settings.summary_timeout
+        )
+        self.scratchpad: list[ScratchStep] = []
+        """The current round's steps with full observations; empty between rounds."""
+        self.last_scratchpad: list[ScratchStep] = []
+        """The scratchpad of the round that ended last (one key away in the TUI)."""
+        self.current_round: int | None = None
+        self.current_question = ""
+        """The preprocessed input of the round in progress."""
+        self._cancel = threading.Event()
+        self.lease_wait = lease_wait
+        """Seconds ``run`` and ``compact`` wait for another writer of the session (0: refuse)."""
+        self._lease: Lease | None = None
+        self._ready()
+
+    def _ready(self) -> None:
+        """Called once the agent is built (the writer lease closes crashed rounds here)."""
+
+    @property
+    def todos(self) -> list[TodoItem]:
+        return self.tool_ctx.todos
+
+    def cancel(self) -> None:
+        """Interrupt the running round (safe from any thread)."""
+        self._cancel.set()
+        self.tool_ctx.cancel.set()
+
+    def last_usage(self) -> int | None:
+        """Input-side usage of the last API call, or None when it no longer describes history.
+
+        After a compaction the last call's usage is stale (history shrank), so the local count
+        stands in until the next call.
+        """
+        return self._fresh_usage(self.store.last_usage(self.session_id))
+
+    def _fresh_usage(self, record: UsageRecord | None) -> int | None:
+        """``record``'s input side, unless a compaction that wrote a summary came after it."""
+        if record is None:
+            return None
+        compacted = self.store.last_summary_compaction_at(self.session_id)
+        if compacted is not None and compacted > record.created_at:
+            return None
+        return record.usage.input_side
+
+    def preview(self, question: str = "") -> BuiltContext:
+        """The request the next step would send (context inspector, ``ctxscope context``)."""
+        if self.current_round is not None:
+            return self._build(self.current_question)
+        text = self.preprocessor.process(question).text if question else ""
+        return self._build_idle(text)
+
+    def budget(self, user_input: str = "") -> BudgetCheck:
+        """The seed C7 check for ``user_input`` against the current history (seed 000's rule;
+        :meth:`plan` is the active strategy's decision)."""
+        return self._budget_of(self._build_idle(), user_input)
+
+    def preview_and_budget(self, question: str = "") -> tuple[BuiltContext, BudgetCheck]:
+        """:meth:`preview` and :meth:`budget` together, building the context once when idle."""
+        if question or self.current_round is not None:
+            return self.preview(question), self.budget(question)
+        built = self.preview()
+        return built, self._budget_of(built, "")
+
+    def _budget_of(self, idle: BuiltContext, user_input: str) -> BudgetCheck:
+        """The C7 check with ``idle`` (the request without input) as the local stand-in."""
+        messages = len(self.history.history.messages)
+        return check_budget(self.last_usage(), idle.total, user_input, messages, self.settings)
+
+    def sent_history(self) -> History:
+        """L3 as the strategy sends it: its summaries, and history after its projection (seed
+        002's projected rounds, masked observations); the round in progress as stored."""
+        hist = self.history.history
+        round_msgs = self._round_messages() if self.current_round is not None else []
+        earlier = hist.messages[: len(hist.messages) - len(round_msgs)]
+        messages, _ = self.strategy.project(earlier, [], None)
+        return History(summaries=list(hist.summaries), messages=[*messages, *round_msgs])
+
+    @property
+    def execution_log_path(self) -> Path:
+        """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, under the data folder."""
+        return self.data_dir / str(self.session_id) / "agent-context.jsonl"
+
+    def _round_messages(self) -> list[Message]:
+        """The stored messages of the round in progress (always the newest in history)."""
+        messages = self.history.history.messages
+        start = len(messages)
+        while start > 0 and messages[start - 1].meta.round == self.current_round:
+            start -= 1
+        return messages[start:]
+
+    def _build(self, question: str) -> BuiltContext:
+        """The request of the next step: earlier history as the strategy sends it, then this
+        round's input and its scratchpad (full observations)."""
+        hist = self.history.history
+        earlier = hist.messages[: len(hist.messages) - len(self._round_messages())]
+        messages, scratchpad = self.strategy.project(earlier, self.scratchpad, self.current_round)
+        return self.builder.build(
+            History(summaries=hist.summaries, messages=messages),
+            scratchpad,
+            question,
+            self._recap(),
+        )
+
+    def _build_idle(self, question: str = "") -> BuiltContext:
+        """The request with no round running: history as the strategy sends it, and ``question``."""
+        hist = self.history.history
+        messages, _ = self.strategy.project(hist.messages, [], None)
+        return self.builder.build(
+            History(summaries=hist.summaries, messages=messages), [], question, self._recap()
+        )
+
+    def _recap(self) -> str:
+        return todo_recap(self.tool_ctx.todos) if self.tool_ctx.todos else ""
+
+    def _save_todos(self, todos: list[TodoItem]) -> None:
+        self.store.set_todos(self.session_id, todos)

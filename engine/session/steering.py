@@ -1,0 +1,216 @@
+"""Steering the context: the strategy's plan, compaction (automatic at the strategy's check
+points, by hand, previewed and edited), undo, pins, and the warnings when compaction cannot
+help. Strategy-specific behaviour comes from the policy's attributes; no strategy is named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from engine.compaction.policy import Plan, PolicyView
+from engine.context.builder import (
+    BuiltContext,
+)
+from engine.context.history import (
+    CompactionDraft,
+    CompactionResult,
+)
+from engine.events import (
+    BudgetWarning,
+)
+from engine.llm.base import (
+    ProviderError,
+)
+from engine.messages.tokens import (
+    BLOCK_OVERHEAD,
+    count_text,
+)
+from engine.models import (
+    Compaction,
+    Trigger,
+)
+from engine.session.core import fixed_tokens
+from engine.session.writer import WriterLease
+
+
+class Steering(WriterLease):
+    """Compaction, undo and pins, on the policy's decision."""
+
+    def plan(self, user_input: str = "", built: BuiltContext | None = None) -> Plan:
+        """The active strategy's decision now: what it measures, whether it would compact
+        before the next request, and what it would cut. The gauge, the warnings and the agent
+        all act on this one decision."""
+        return self.strategy.plan(self._view(user_input, built))
+
+    def compact(
+        self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL
+    ) -> CompactionResult:
+        """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events."""
+        with self.writing("compaction"):
+            draft = self.prepare_compaction(focus, trigger)
+            if isinstance(draft, CompactionResult):
+                return draft
+            return self.commit_compaction(draft, trigger=trigger)
+
+    def prepare_compaction(
+        self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL, dry_run: bool = False
+    ) -> CompactionDraft | CompactionResult:
+        """What compacting now would do, stored nowhere (``compact --dry-run``, the F5 preview):
+        the messages it archives, the draft summary, the figures after."""
+        built = self._build(self.current_question) if self.current_round else None
+        view = self._view("", built)
+        prompt = self.strategy.live_summary_prompt
+        live = None if prompt is None else self._live_summary_call(built, prompt)
+        return self.history.prepare(
+            self.strategy, self.summaries, trigger, focus, view, live, dry_run=dry_run
+        )
+
+    def commit_compaction(
+        self,
+        draft: CompactionDraft,
+        content: str | None = None,
+        trigger: Trigger = Trigger.MANUAL,
+    ) -> CompactionResult:
+        """Store a prepared compaction; ``content`` is the user's edit of the draft summary."""
+        with self.writing("compaction"):
+            result = self.history.commit(draft, content)
+        if result.segment is not None and self.current_round is not None:
+            gone = {m.id for m in result.segment.messages}
+            self.scratchpad = [s for s in self.scratchpad if s.assistant.id not in gone]
+        if trigger != Trigger.EMERGENCY:
+            self._warn_if_stuck(self.plan())
+        return result
+
+    def uncompact(self, compaction_id: int | None = None) -> Compaction:
+        """Reverse the latest compaction: its messages return to history (``ctxscope
+        uncompact``); refused for any compaction but the latest one not yet undone."""
+        with self.writing("uncompact"):
+            return self.history.undo(compaction_id)
+
+    def pin(self, message_ids: list[int], pinned: bool = True) -> int:
+        """Pin (or unpin) messages: no strategy archives a pinned message or its step."""
+        with self.writing("pin"):
+            changed = self.history.pin(message_ids, pinned)
+        self._warn_if_pins_crowd()
+        return changed
+
+    def _warn_if_pins_crowd(self) -> None:
+        """Say so when the pinned messages alone (with L1/L2) reach the threshold."""
+        pinned = self.history.pinned_ids
+        if not pinned:
+            return
+        built = self._build_idle()
+        tokens = fixed_tokens(built) + sum(
+            m.tokens or 0 for m in self.history.history.messages if m.id in pinned
+        )
+        measure = self.plan().measure
+        token_based = measure.source != "count"
+        threshold = int(measure.threshold) if token_based else self.settings.threshold_tokens
+        if tokens >= threshold:
+            self.events(
+                BudgetWarning(
+                    kept_tokens=tokens,
+                    threshold=threshold,
+                    message=(
+                        f"The {len(pinned)} pinned messages alone need {tokens:,} tokens with "
+                        f"the system prompt, over the threshold of {threshold:,}; no strategy "
+                        "archives them. Unpin some (ctxscope pin ID MSG --unpin)."
+                    ),
+                )
+            )
+
+    def _view(self, user_input: str, built: BuiltContext | None) -> PolicyView:
+        built = built or self._build_idle()
+        sent: dict[int, int] = {}
+        if self.current_round is not None:
+            # The round in progress sends full observations, not history's compressed copies.
+            full = {r.tool_use_id: r for step in self.scratchpad for r in step.results}
+            for msg in self._round_messages():
+                result = full.get(msg.meta.tool_use_id or "")
+                if msg.id is not None and result is not None:
+                    sent[msg.id] = result.tokens or BLOCK_OVERHEAD + count_text(result.text)
+        uses_api = self.strategy.uses_api_usage
+        record = self.store.last_usage(self.session_id) if uses_api else None
+        return PolicyView(
+            history=self.history.history,
+            in_progress=self.current_round,
+            request_tokens=built.total,
+            fixed_tokens=fixed_tokens(built),
+            last_usage=self._fresh_usage(record) if uses_api else None,
+            last_usage_source=record.source if record else "api",
+            user_input=user_input,
+            sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,
+            pinned=self.history.pinned_ids,
+        )
+
+    def _live_summary_call(self, built: BuiltContext | None, prompt: str) -> Callable[[float], str]:
+        """Seed 002: the live conversation plus ``prompt`` as the (mock) user message, answered
+        by the model."""
+        request = (built or self._build_idle()).request
+        messages = [*request.messages, {"role": "user", "content": prompt}]
+        if messages[-2]["role"] == "user":
+            last = messages.pop()
+            messages[-1] = {
+                "role": "user",
+                "content": [*messages[-1]["content"], {"type": "text", "text": last["content"]}],
+            }
+        live = request.model_copy(update={"messages": messages})
+
+        def call(timeout: float) -> str:
+            response = self.provider.complete(live, lambda _event: None, self._cancel)
+            if response.tool_calls:
+                raise ProviderError("bad_request", "the model answered with a tool call")
+            return response.text
+
+        return call
+
+    def _warn_if_stuck(self, plan: Plan) -> None:
+        """Say so when the strategy's measure fires but it will not compact (and why).
+
+        Masking's measure firing is its normal state (older observations are masked), not a
+        compaction that cannot happen."""
+        if not plan.measure.fires or plan.compacts or not plan.reason:
+            return
+        if self.strategy.summary is None:
+            return
+        if self.strategy.keeps_recent_rounds:
+            self._warn_if_kept_rounds_exceed()
+            return
+        self.events(
+            BudgetWarning(
+                kept_tokens=self.history.tokens(),
+                threshold=int(plan.measure.threshold),
+                message=f"{plan.measure.describe()}, but {self.strategy.name} will not compact: "
+                f"{plan.reason}.",
+            )
+        )
+
+    def _check(self, user_input: str = "", built: BuiltContext | None = None) -> bool:
+        """Ask the strategy at one of its check points; compact when it says so."""
+        plan = self.strategy.plan(self._view(user_input, built))
+        if plan.compacts:
+            self.compact(trigger=Trigger.AUTO)
+            return True
+        self._warn_if_stuck(plan)
+        return False
+
+    def _warn_if_kept_rounds_exceed(self) -> None:
+        """Seed 000: the keep zone alone (with L1/L2) is at or over the threshold.
+
+        Compaction never goes below the last ``keep_rounds`` rounds, so it cannot help then.
+        """
+        kept = fixed_tokens(self._build_idle()) + self.history.kept_tokens()
+        threshold = self.settings.threshold_tokens
+        if kept < threshold:
+            return
+        keep = self.settings.keep_rounds
+        self.events(
+            BudgetWarning(
+                kept_tokens=kept,
+                threshold=threshold,
+                message=(
+                    f"The last {keep} rounds alone need {kept:,} tokens, over the compaction "
+                    f"threshold of {threshold:,}; compaction never archives them. Lower "
+                    "CTXSCOPE_KEEP_ROUNDS or raise CTXSCOPE_CONTEXT_WINDOW."
+                ),
+            )
+        )
