@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from cli.common import (
@@ -23,7 +21,7 @@ from cli.common import (
     open_store,
     silence_stdout,
 )
-from engine.config import Settings
+from engine.config import Settings, workspace_folder
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.models import RoundStatus
 
@@ -41,7 +39,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         if getattr(args, "workspace", None):
             session = store.update_session(session.id or 0, workspace=str(args.workspace.resolve()))
     else:
-        workspace = Path(getattr(args, "workspace", None) or os.getcwd()).resolve()
+        workspace = workspace_folder(getattr(args, "workspace", None))
         if not workspace.is_dir():
             raise CliError(f"workspace {workspace} is not a directory")
         session = store.create_session(

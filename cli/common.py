@@ -12,13 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings, load_settings
+from engine.config import Settings, database_file, load_settings, workspace_folder
 from engine.events import Event
 from engine.models import Session
 from engine.store import SessionNotFound, Store
-
-DEFAULT_DB = Path("sessions") / "ctxscope.db"
-
 
 EXIT_ERROR = 1
 
@@ -69,7 +66,7 @@ def settings_for(args: argparse.Namespace) -> Settings:
 
 
 def db_path(args: argparse.Namespace, settings: Settings) -> Path:
-    return Path(getattr(args, "db", None) or settings.db or DEFAULT_DB)
+    return database_file(settings, getattr(args, "db", None))
 
 
 def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = False) -> Store:
@@ -104,7 +101,7 @@ def make_agent(
     from engine.llm.factory import make_provider
     from engine.session import Agent
 
-    workspace = Path(session.workspace or os.getcwd())
+    workspace = workspace_folder(recorded=session.workspace)
     provider = make_provider(settings)
     kwargs: dict[str, Any] = {} if events is None else {"events": events}
     return Agent(store, session, settings, provider, workspace, lease_wait=lease_wait, **kwargs)

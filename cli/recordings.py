@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from cli.common import (
@@ -13,7 +11,7 @@ from cli.common import (
     get_session,
     open_store,
 )
-from engine.config import Settings
+from engine.config import Settings, workspace_folder
 from engine.recordings import import_parsed, parse_path
 from engine.recordings.export import export_jsonl, export_markdown
 
@@ -22,7 +20,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     # Everything is parsed and checked before the database is opened: a refusal never
     # creates or touches it.
     parsed = parse_path(args.file)
-    workspace = str(Path(getattr(args, "workspace", None) or os.getcwd()).resolve())
+    workspace = str(workspace_folder(getattr(args, "workspace", None)))
     store = open_store(args, settings)
     reports = import_parsed(store, parsed, workspace, settings)
     data: dict[str, Any] = reports[0].as_json() if len(reports) == 1 else {}

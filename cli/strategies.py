@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from cli.common import (
@@ -16,7 +14,7 @@ from cli.common import (
     open_store,
 )
 from engine.compaction.strategies import STRATEGIES, get_strategy
-from engine.config import Settings
+from engine.config import Settings, workspace_folder
 
 
 def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
@@ -62,7 +60,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
             raise CliError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, all")
     store = open_store(args, settings)
     session = get_session(store, args.session)
-    workspace = Path(session.workspace or os.getcwd())
+    workspace = workspace_folder(recorded=session.workspace)
     results = []
     for name in names:
 

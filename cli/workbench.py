@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Literal
 
 from cli.common import CliError, db_path
 from cli.main import main as cli_main
-from engine.config import Settings
+from engine.config import Settings, workspace_folder
 from engine.store import StoreError
 
 Resume = int | Literal["latest"] | None
@@ -35,7 +34,7 @@ def parse_resume(value: str | None) -> Resume:
 
 def run_tui(args: argparse.Namespace, settings: Settings) -> int:
     """Open the workbench for ``ctxscope [--workspace W] [--resume [ID]] [--db F]``."""
-    workspace = Path(getattr(args, "workspace", None) or Path.cwd()).resolve()
+    workspace = workspace_folder(getattr(args, "workspace", None))
     if not workspace.is_dir():
         raise CliError(f"workspace {workspace} is not a directory")
     from tui.app import CtxscopeApp

@@ -311,6 +311,28 @@ class Settings(BaseSettings):
         return math.ceil(self.threshold_ratio * self.context_window)
 
 
+# ---------------------------------------------------------------------- paths, in one place
+DEFAULT_DB = Path("sessions") / "ctxscope.db"
+"""The database when neither ``--db`` nor the ``db`` setting names one (current directory)."""
+
+
+def database_file(settings: Settings, given: Path | str | None = None) -> Path:
+    """The database: ``given`` (``--db``), else the ``db`` setting, else :data:`DEFAULT_DB`."""
+    return Path(given or settings.db or DEFAULT_DB)
+
+
+def data_folder(settings: Settings, database: Path) -> Path:
+    """Files written beside the database (one folder per session inside): the ``data_dir``
+    setting, else ``data/`` next to the database file."""
+    return settings.data_dir or database.parent / "data"
+
+
+def workspace_folder(given: Path | str | None = None, recorded: str | None = None) -> Path:
+    """The folder an agent works in: ``given`` (``--workspace``), else the session's recorded
+    workspace, else the current directory; absolute."""
+    return Path(given or recorded or os.getcwd()).resolve()
+
+
 def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
     """Build the settings, turning validation failures into one readable :class:`SettingsError`.
 

@@ -9,14 +9,13 @@ so that a resumed session looks exactly as it was left.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from engine.compaction.policy import Plan
-from engine.config import Settings
+from engine.config import Settings, workspace_folder
 from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
 from engine.events import EventSink
 from engine.llm.base import OFFLINE_NAME, Provider
@@ -337,4 +336,4 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
 
 
 def default_workspace() -> Path:
-    return Path(os.getcwd()).resolve()
+    return workspace_folder()

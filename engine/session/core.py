@@ -13,7 +13,7 @@ from engine.compaction.strategies import get_strategy
 from engine.compaction.summary import SummaryCompressor
 from engine.compaction.summary_call import ProviderSummariser
 from engine.compaction.tool_results import ToolResultCompressor
-from engine.config import Settings
+from engine.config import Settings, data_folder
 from engine.context.builder import (
     BuiltContext,
     ContextBuilder,
@@ -102,7 +102,7 @@ class AgentCore:
         self.events = events
         self.registry = registry or default_registry()
         self.strategy = strategy or get_strategy(session.strategy or settings.strategy, settings)
-        self.data_dir = settings.data_dir or store.path.parent / "data"
+        self.data_dir = data_folder(settings, store.path)
         """Files of this app beside the database; the session's own are in ``<id>/``."""
         self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
         self.tool_ctx = ToolContext(
