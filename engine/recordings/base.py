@@ -73,6 +73,14 @@ class Parsed:
     finished: bool | None = None
     """A trajectory's exit status said the run ended normally (None: decide from the last
     assistant message)."""
+    cwd: str = ""
+    """The working directory the recording names (the imported session's workspace)."""
+    agent_id: str | None = None
+    """A subagent's id (Claude Code ``agentId``)."""
+    source_session: str = ""
+    """The recording's own session id."""
+    children: list[Parsed] = field(default_factory=list)
+    """Subagents, each stored as its own session linked to this one."""
 
 
 @dataclass

@@ -23,6 +23,8 @@ ERROR_CAP = 4000
 """Characters of an error message history keeps (head and tail past this)."""
 
 _GREP_LINE = re.compile(r"^(.+?):(\d+):(.*)$")
+_GREP_NOTES = ("Found ", "No files found", "No matches found")
+"""Lines Claude Code's Grep writes about the search, not naming a file."""
 _EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
 
 
@@ -186,13 +188,18 @@ def _grep(
         data["total_matches"] = len(matches)
         data["files_matched"] = len({m["file"] for m in matches})
         return data
-    files = [line for line in lines if not line.startswith("Found ")]
+    files = [line for line in lines if not line.startswith(_GREP_NOTES)]
+    if mode == "count":
+        # ``path:N`` per file; a search of one file records the bare ``N``.
+        counted: list[tuple[str, int]] = []
+        for line in files:
+            name, _, number = line.rpartition(":")
+            if number.strip().isdigit():
+                counted.append((name or data["path"], int(number)))
+        data["counts"] = [{"file": f, "count": n} for f, n in counted]
+        files = [f for f, _ in counted]
     data["files"] = files
     data["files_matched"] = len(files)
-    if mode == "count":
-        data["counts"] = [
-            {"file": f.rsplit(":", 1)[0], "count": int(f.rsplit(":", 1)[1])} for f in files
-        ]
     return data
 
 

@@ -56,16 +56,16 @@ def test_claude_code_session_follows_the_active_chain(store: Store) -> None:
     assert sid is not None
     assert report.fmt == "claude-code"
     assert report.records == 31
-    # lines 1, 2, 10 (progress), 18-19 (sidechain), 21 (title summary), 22 (api_error); lines
-    # 3-4 are the earlier run the resume replayed under other uuids
+    # lines 1, 2, 10 (progress), 21 (title summary), 22 (api_error); lines 3-4 are the
+    # earlier run the resume replayed under other uuids; lines 18-19 (sidechain) are a subagent
     assert report.skipped == {
         "queue-operation": 1,
         "file-history-snapshot": 1,
         "progress": 1,
-        "sidechain": 2,
         "summary": 1,
         "system:api_error": 1,
-        "off_chain": 2,
+        "off_chain:user": 1,
+        "off_chain:assistant": 1,
     }
     assert report.session.title == "import: Fix the failing test in tests/test_app.py"
     # round 1: user, 4 steps, 4 results; round 2: user, Write, its interrupted result;
@@ -432,7 +432,7 @@ def test_directory_imports_each_file_and_skips_subagents(
     assert data["files_skipped"] == {"subagent transcript": 1, "not a session file": 1}
     first = data["sessions"][0]
     assert (first["observations"], first["records_read"]) == (5, 31)
-    assert first["records_skipped"]["sidechain"] == 2
+    assert "sidechain" not in first["records_skipped"]  # lines 18-19: a subagent of its own
     assert first["tokens_raw"] > 0 and first["tokens_stored"] > 0
     code, out, _ = run(capsys, "sessions", "--db", str(db), "--json")
     assert len(json.loads(out)) == 2

@@ -1,0 +1,226 @@
+"""The Claude Code parser on the real recordings of ``shared/corpus``.
+
+Every expected figure was worked out from the files without ctxscope (jq or a few lines of
+plain Python, quoted in each docstring; ``/tmp/corpus_facts.md`` holds the whole analysis).
+Shorthands: ``M`` = the marot session, ``P`` = the moredip session, ``S`` = its subagent,
+``Y`` = the yoavf pomodoro session. The "message-complete" view is the active chain plus the
+records sharing its responses' ``message.id`` and the tool_results answering its calls.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+
+import pytest
+
+from engine.recordings import claude_code
+from engine.recordings.base import ImportError_, Item, Parsed
+from engine.recordings.envelopes import envelope
+from tests.engine.recordings.corpus import MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
+
+
+def parse(path: object, raw: str | None = None) -> Parsed:
+    assert hasattr(path, "read_text")
+    text = raw if raw is not None else path.read_text(encoding="utf-8")  # type: ignore[attr-defined]
+    return claude_code.parse(text, "test.jsonl")
+
+
+def kinds(items: list[Item]) -> Counter[str]:
+    return Counter(i.kind for i in items)
+
+
+@pytest.fixture(scope="module")
+def marot() -> Parsed:
+    return parse(MAROT)
+
+
+def test_marot_every_tool_call_of_the_active_chain_is_kept(marot: Parsed) -> None:
+    """Message-complete view: 186 tool_use, 186 results, every call answered, 7 errors.
+
+    ``jq -s '[.[]|select(.type=="assistant").message.content[]|select(.type=="tool_use").id]
+    |(length,(unique|length))' $M`` → 186, 186; tool_result blocks (``jq -s '[.[]|select(.type
+    =="user" and (.message.content|type)=="array").message.content[]|select(.type==
+    "tool_result")]|length' $M``) → 186; names from ``cc_extended.py``: Bash 79, Read 42,
+    Edit 35, Write 13, Glob 8, Grep 5, TaskOutput 3, Task 1; is_error 7. (The strict parent
+    chain alone has 183 calls and 168 results.)
+    """
+    calls = [c for i in marot.items for c in i.calls]
+    results = [i for i in marot.items if i.kind == "result"]
+    assert len(calls) == 186
+    assert Counter(c.name for c in calls) == {
+        "Bash": 79, "Read": 42, "Edit": 35, "Write": 13, "Glob": 8, "Grep": 5,
+        "TaskOutput": 3, "Task": 1,
+    }  # fmt: skip
+    assert len(results) == 186
+    assert {r.tool_use_id for r in results} == {c.id for c in calls}
+    assert sum(r.is_error for r in results) == 7
+
+
+def test_marot_responses_merge_across_interleaved_results(marot: Parsed) -> None:
+    """One step per API response: 152 distinct ``message.id`` (``jq -s '[.[]|select(.type==
+    "assistant").message.id]|unique|length' $M`` → 152), although 19 times a tool_result
+    record sits between two records of one response (facts, "Interleaving")."""
+    steps = [i for i in marot.items if i.kind == "assistant"]
+    assert len(steps) == 152
+    # usage is the response's last record's: output tokens summed over the last record of each
+    # message.id is 38899 (the first record's would give 10458)
+    assert sum(s.usage.output_tokens for s in steps if s.usage) == 38899
+    assert sum(s.usage.cache_read_input_tokens for s in steps if s.usage) == 14771617
+
+
+def test_marot_user_inputs_and_queued_ones(marot: Parsed) -> None:
+    """User records on the chain that are not results: the two genuine requests "Implement
+    spotter-gqc" (20:36:45.618Z) and "did you push?" (21:46:21.651Z), two
+    ``<task-notification>`` and one "[Request interrupted by user for tool use]". Two more
+    inputs exist only as ``queue-operation`` enqueues (lines 497 and 603): ``jq -r
+    'select(.type=="queue-operation")|[.operation,(.content//""|.[0:50])]|@tsv' $M``."""
+    users = [i for i in marot.items if i.kind == "user"]
+    texts = [u.text for u in users]
+    assert "Implement spotter-gqc" in texts and "did you push?" in texts
+    assert sum(t.startswith("<task-notification>") for t in texts) == 2
+    assert "[Request interrupted by user for tool use]" in texts
+    assert len(users) == 5
+    first = users[texts.index("Implement spotter-gqc")]
+    assert first.created_at == datetime(2026, 2, 11, 20, 36, 45, 618000, tzinfo=UTC)
+    assert marot.skipped["queued_input"] == 2
+    (queued,) = [w for w in marot.warnings if "queue-operation" in w]
+    assert "line 497: 'check again'" in queued
+    assert "line 603: 'new beads for the epic were added. tackle them'" in queued
+    assert marot.title == "Implement spotter-gqc"
+
+
+def test_marot_recorded_compaction(marot: Parsed) -> None:
+    """``jq -c 'select(.subtype=="compact_boundary")|{timestamp,compactMetadata}' $M`` →
+    2026-02-11T21:18:41.543Z, trigger auto, preTokens 167094; the summary's length ``jq -r
+    'select(.isCompactSummary==true).message.content|length' $M`` → 14518. Before the boundary
+    the chain holds 102 distinct message.ids and 124 tool calls (message-complete), after it
+    50 and 62."""
+    (at,) = [n for n, i in enumerate(marot.items) if i.kind == "summary"]
+    summary = marot.items[at]
+    assert (summary.trigger, summary.pre_tokens) == ("auto", 167094)
+    assert summary.created_at == datetime(2026, 2, 11, 21, 18, 41, 543000, tzinfo=UTC)
+    assert len(summary.text) == 14518
+    assert summary.text.startswith("This session is being continued from a previous conversation")
+    before, after = marot.items[:at], marot.items[at + 1 :]
+    assert kinds(before)["assistant"] == 102 and kinds(after)["assistant"] == 50
+    assert sum(len(i.calls) for i in before) == 124
+    assert sum(len(i.calls) for i in after) == 62
+
+
+def test_marot_skipped_records_are_counted_by_kind(marot: Parsed) -> None:
+    """``jq -r .type $M | sort | uniq -c``: progress 1333, file-history-snapshot 28,
+    queue-operation 6, system 5 (compact_boundary 1 — stored —, stop_hook_summary 3,
+    turn_duration 1). Every user / assistant record is in the message-complete view (299 + 192
+    records: nothing off the chain), and the working directory is the recorded cwd."""
+    assert dict(marot.skipped) == {
+        "progress": 1333,
+        "file-history-snapshot": 28,
+        "queue-operation": 6,
+        "system:stop_hook_summary": 3,
+        "system:turn_duration": 1,
+        "queued_input": 2,
+    }
+    assert marot.records == 1863
+    assert marot.cwd == "/home/USER/projects/spotter-worktrees/spotter-gqc"
+    assert marot.source_session == "258c7280-ae70-4798-800f-63464d01a85d"
+
+
+def test_moredip_session_and_its_subagent_file() -> None:
+    """P: 1 genuine input (``jq -r 'select(.type=="user").message.content|strings' $P``), 2
+    message.ids, one Task call toolu_01KscA8iE8tUT2aCNEUXREzo whose result records agentId
+    a2018e5 (``jq -r 'select(.toolUseResult.agentId)|[.toolUseResult.agentId,
+    .message.content[0].tool_use_id]|@tsv' $P``). S: every record isSidechain with agentId
+    a2018e5 (``jq -r '[.type,.isSidechain,.agentId]|@tsv' $S | sort | uniq -c``), one
+    WebSearch call, 2 message.ids."""
+    parent = parse(MOREDIP)
+    assert [i.kind for i in parent.items] == ["user", "assistant", "result", "assistant"]
+    assert parent.items[0].text == (
+        "spawn a subagent to perform a websearch to determine what is the most popular color "
+        "of thai curry"
+    )
+    (call,) = parent.items[1].calls
+    assert (call.id, call.name) == ("toolu_01KscA8iE8tUT2aCNEUXREzo", "Task")
+    assert parent.items[2].recorded is not None
+    assert parent.items[2].recorded["agentId"] == "a2018e5"
+    assert parent.agent_id is None and parent.children == []
+
+    child = parse(MOREDIP_AGENT)
+    assert child.agent_id == "a2018e5"
+    assert [i.kind for i in child.items] == ["user", "assistant", "result", "assistant"]
+    assert child.items[0].text.startswith("Perform a web search to determine what is the most")
+    assert [c.name for c in child.items[1].calls] == ["WebSearch"]
+    assert child.source_session == "4b2030ed-5563-49ea-b703-6a002f2d3cc8"
+
+
+def test_yoavf_older_schema() -> None:
+    """Y (CLI 2.0.24): a linear chain of all 118 uuid records; 40 message.ids, 37 tool_use
+    (Edit 20, TodoWrite 11, Write 3, Read 3), 37 results, 3 genuine string inputs plus the
+    isMeta caveat and the ``!open index.html`` shell pair: ``jq -r .type $Y | sort | uniq -c``
+    and facts §4."""
+    parsed = parse(YOAVF)
+    calls = [c for i in parsed.items for c in i.calls]
+    assert kinds(parsed.items) == {"assistant": 40, "result": 37, "user": 6}
+    assert Counter(c.name for c in calls) == {"Edit": 20, "TodoWrite": 11, "Write": 3, "Read": 3}
+    texts = [i.text for i in parsed.items if i.kind == "user"]
+    assert texts[1:] == [
+        "add smooth transitions between states",
+        "add a Pause/Resume feature",
+        texts[3],
+        "<bash-input>open index.html</bash-input>",
+        "<bash-stdout></bash-stdout><bash-stderr></bash-stderr>",
+    ]
+    assert texts[3].startswith("Caveat: The messages below were generated by the user")
+    assert dict(parsed.skipped) == {"file-history-snapshot": 6}
+
+
+def test_a_last_line_cut_mid_way_imports_with_a_warning() -> None:
+    """Y cut in the middle of its last line (124, a user record): lines 1-123 whole, the
+    line's first 100 characters, no line end. The cut record is left out, the rest kept."""
+    lines = YOAVF.read_text(encoding="utf-8").splitlines()
+    raw = "\n".join(lines[:123]) + "\n" + lines[123][:100]
+    parsed = parse(YOAVF, raw)
+    assert parsed.warnings == ["line 124: cut mid-way (a file still being written?); left out"]
+    assert parsed.skipped["partial_line"] == 1
+    assert kinds(parsed.items) == {"assistant": 40, "result": 37, "user": 5}
+
+
+def test_a_damaged_line_in_the_middle_is_still_refused() -> None:
+    """A bad line that is not the file's unfinished end is damage: refused by line."""
+    lines = MOREDIP.read_text(encoding="utf-8").splitlines()
+    raw = "\n".join([*lines[:5], lines[5][:40], *lines[6:]]) + "\n"
+    with pytest.raises(ImportError_) as caught:
+        parse(MOREDIP, raw)
+    (problem,) = caught.value.problems
+    assert problem.startswith("line 6: not JSON")
+
+
+def test_a_replayed_result_is_not_pulled_in_ahead_of_the_chain() -> None:
+    """A resumed session wrote an earlier copy of P's tool_result (line 9, answering
+    toolu_01KscA8iE8tUT2aCNEUXREzo) under another uuid before the conversation: the copy is
+    counted, not stored, and the conversation still starts with the user's input."""
+    lines = MOREDIP.read_text(encoding="utf-8").splitlines()
+    copy = lines[8].replace('"uuid":"184a728a-', '"uuid":"0ld0c0py-')
+    assert copy != lines[8]
+    raw = "\n".join([copy, *lines]) + "\n"
+    parsed = parse(MOREDIP, raw)
+    assert [i.kind for i in parsed.items] == ["user", "assistant", "result", "assistant"]
+    assert parsed.skipped["replayed_copy"] == 1
+
+
+def test_grep_in_count_mode_on_one_file_records_a_bare_number() -> None:
+    """Claude Code's Grep in count mode on one file records ``20`` with no ``file:`` prefix;
+    over a folder ``path:N`` lines; nothing found: ``No files found``."""
+    one = envelope(
+        "Grep", {"pattern": "def", "path": "a.py", "output_mode": "count"}, "20", False, None
+    )
+    assert one.data is not None
+    assert one.data["counts"] == [{"file": "a.py", "count": 20}]
+    many = envelope(
+        "Grep", {"pattern": "x", "output_mode": "count"}, "a.py:3\nsrc/b.py:12", False, None
+    )
+    assert many.data is not None
+    assert many.data["counts"] == [{"file": "a.py", "count": 3}, {"file": "src/b.py", "count": 12}]
+    none = envelope("Grep", {"pattern": "zzz"}, "No files found", False, None)
+    assert none.data is not None
+    assert (none.data["files"], none.data["files_matched"]) == ([], 0)
