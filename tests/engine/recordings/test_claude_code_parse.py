@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -20,9 +21,8 @@ from engine.recordings.envelopes import envelope
 from tests.engine.recordings.corpus import MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
 
 
-def parse(path: object, raw: str | None = None) -> Parsed:
-    assert hasattr(path, "read_text")
-    text = raw if raw is not None else path.read_text(encoding="utf-8")  # type: ignore[attr-defined]
+def parse(path: Path, raw: str | None = None) -> Parsed:
+    text = raw if raw is not None else path.read_text(encoding="utf-8")
     return claude_code.parse(text, "test.jsonl")
 
 
