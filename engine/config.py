@@ -141,10 +141,30 @@ class ModelPrice(_Section):
     """Dollars per million output tokens."""
     cache_write_ratio: float = Field(1.25, ge=0)
     """A cache write (5-minute TTL) costs this times the input price."""
+    cache_write_1h_ratio: float = Field(2.0, ge=0)
+    """A cache write with the 1-hour TTL costs this times the input price (Claude Code 2.1
+    writes its whole cache so)."""
     cache_read_ratio: float = Field(0.1, ge=0)
     """A cache read costs this times the input price."""
     min_cacheable: int = Field(1024, ge=0)
     """A prefix shorter than this many tokens is not cached (1 024 Sonnet/Opus, 2 048 Haiku)."""
+
+    def write_ratio(self, lifetime: str) -> float:
+        """What a cache write of ``lifetime`` (``5m`` / ``1h``) costs, times the input price."""
+        return self.cache_write_1h_ratio if lifetime == "1h" else self.cache_write_ratio
+
+    def usage_cost(self, usage: Any) -> float:
+        """Dollars for one recorded :class:`~engine.models.Usage`, each cache write priced by
+        its recorded lifetime (the 1-hour part at 2x input, the rest at 1.25x)."""
+        hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
+        five = usage.cache_creation_input_tokens - hour
+        return float(
+            usage.input_tokens * self.input
+            + five * self.input * self.cache_write_ratio
+            + hour * self.input * self.cache_write_1h_ratio
+            + usage.cache_read_input_tokens * self.input * self.cache_read_ratio
+            + usage.output_tokens * self.output
+        ) / 1_000_000
 
 
 def _default_prices() -> dict[str, ModelPrice]:
@@ -245,6 +265,10 @@ class Settings(BaseSettings):
     """First backoff wait in seconds; doubled on each retry."""
     retry_max_delay: float = Field(30.0, ge=0)
     """Upper bound of one backoff wait."""
+
+    cache_lifetime: Literal["5m", "1h"] = "5m"
+    """The lifetime replay's cache model gives its writes, and prices them at: ``5m`` (1.25x
+    input) or ``1h`` (2x input, what Claude Code 2.1 uses)."""
 
     prices: dict[str, ModelPrice] = Field(default_factory=_default_prices)
     """Per-model list prices and minimum cacheable lengths for replay cost estimates

@@ -209,6 +209,9 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
+    cache_creation_1h_input_tokens: int = 0
+    """The part of ``cache_creation_input_tokens`` written with the 1-hour lifetime (the
+    API's ``cache_creation.ephemeral_1h_input_tokens``; priced 2x input, the rest 1.25x)."""
 
     @property
     def input_side(self) -> int:
@@ -262,6 +265,10 @@ class Session(BaseModel):
     strategy: str = "layered"
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    parent_session_id: int | None = None
+    """For a subagent's session: the session whose agent started it."""
+    agent_id: str | None = None
+    """For a subagent's session: the recorded agent id (Claude Code ``agentId``)."""
 
 
 class StrategySwitch(BaseModel):

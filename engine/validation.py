@@ -36,6 +36,16 @@ def usage_from(value: Any) -> Usage:
         if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
             raise ValueError(f"usage.{name} must be a whole number ≥ 0, got {_short(raw)}")
         counts[name] = raw
+    # The API nests the split of cache writes by lifetime; the 1-hour part is priced apart.
+    split = value.get("cache_creation")
+    hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+    if hour is not None:
+        if isinstance(hour, bool) or not isinstance(hour, int) or hour < 0:
+            raise ValueError(
+                "usage.cache_creation.ephemeral_1h_input_tokens must be a whole number ≥ 0, "
+                f"got {_short(hour)}"
+            )
+        counts["cache_creation_1h_input_tokens"] = hour
     return Usage(**counts)
 
 

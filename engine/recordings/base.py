@@ -58,6 +58,9 @@ class Item:
     """For summaries: what started the recorded compaction (``auto`` / ``manual``)."""
     pre_tokens: int | None = None
     """For summaries: the recorded context size before the compaction."""
+    recorded_call: dict[str, Any] | None = None
+    """For summaries: the call that wrote it (Claude Code's ``agent-acompact-*`` file):
+    ``agent_id``, ``model``, ``usage``; kept in the compaction's stats."""
 
 
 @dataclass

@@ -15,6 +15,7 @@ everything in one ``BEGIN IMMEDIATE`` transaction, the ended rounds in a few sta
 
 from __future__ import annotations
 
+from engine.compaction.ledger import fidelity, fidelity_json
 from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings
 from engine.messages.tokens import (
@@ -221,7 +222,7 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
                 close_round(last_final)  # the next step needs a round of its own
                 write_ended()
                 if live:
-                    _compact(store, sid, item, live, report, settings)
+                    _compact(store, sid, item, live, observations, report, settings)
                 else:
                     # A session continued from another starts with the summary of the
                     # earlier one: nothing here to archive, so it is the first input.
@@ -313,11 +314,15 @@ def _compact(
     sid: int,
     item: Item,
     live: list[Message],
+    observations: list[Observation],
     report: ImportReport,
     settings: Settings,
 ) -> None:
-    """A recorded compaction: everything so far is archived under the recorded summary."""
+    """A recorded compaction: everything so far is archived under the recorded summary,
+    scored with ctxscope's own fidelity ledger (what of the archived part the summary keeps)."""
     ids = [m.id for m in live if m.id is not None]
+    archived = set(ids)
+    figures = fidelity(live, [o for o in observations if o.message_id in archived], item.text)
     rounds = [m.meta.round or 0 for m in live]
     summary = Summary(
         session_id=sid,
@@ -344,7 +349,13 @@ def _compact(
         rounds_compacted=len(set(rounds)),
         summary_id=None,
         placement=summary.placement,
-        stats={"imported": True, "recorded_pre_tokens": item.pre_tokens},
+        stats={
+            "imported": True,
+            "recorded": True,
+            "recorded_pre_tokens": item.pre_tokens,
+            **(item.recorded_call or {}),
+        },
+        fidelity=fidelity_json(figures),
         created_at=item.created_at,
     )
     earlier = [s.id for s in store.summaries(sid) if s.active and s.id is not None]

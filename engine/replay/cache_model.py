@@ -12,7 +12,9 @@ The rules modelled (Anthropic's prompt-caching documentation):
 - what lies between the prefix read and the last breakpoint is written (cache creation); what
   comes after the last breakpoint is ordinary input.
 
-TTLs are not modelled (a replay has no clock): a prefix once written stays readable.
+TTLs are not modelled (a replay has no clock): a prefix once written stays readable. What a
+write costs depends on the lifetime it was asked for (5 minutes 1.25x input, 1 hour 2x):
+replay prices writes at ``Settings.cache_lifetime``.
 """
 
 from __future__ import annotations

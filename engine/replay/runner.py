@@ -49,11 +49,12 @@ RECALL_EVERY = 10
 (it scans the whole request for every item: measuring it at each step would dominate)."""
 
 
-def call_cost(price: ModelPrice, use: CacheUse, output: int) -> float:
-    """Dollars for one call at list price: uncached input, cache writes and reads, output."""
+def call_cost(price: ModelPrice, use: CacheUse, output: int, lifetime: str = "5m") -> float:
+    """Dollars for one call at list price: uncached input, cache writes (at ``lifetime``'s
+    price) and reads, output."""
     return (
         use.uncached * price.input
-        + use.write * price.input * price.cache_write_ratio
+        + use.write * price.input * price.write_ratio(lifetime)
         + use.read * price.input * price.cache_read_ratio
         + output * price.output
     ) / 1_000_000
@@ -381,7 +382,7 @@ def replay(
                                 for c in msg.tool_calls
                             ]
                         )
-                        s.cost = call_cost(price, s.cache, s.output)
+                        s.cost = call_cost(price, s.cache, s.output, settings.cache_lifetime)
             measure = agent.plan().measure
             if measure.source != "count":
                 result.threshold = measure.threshold

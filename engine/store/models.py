@@ -97,6 +97,8 @@ class SessionRow(BaseRow):
     todos = JSONField(default=list)
     created_at = TimestampField()
     updated_at = TimestampField(index=True)
+    parent_session_id = IntegerField(null=True)
+    agent_id = TextField(null=True)
 
 
 class RoundRow(BaseRow):
@@ -204,6 +206,7 @@ class UsageRow(BaseRow):
     output_tokens = IntegerField(default=0)
     cache_read_input_tokens = IntegerField(default=0)
     cache_creation_input_tokens = IntegerField(default=0)
+    cache_creation_1h_input_tokens = IntegerField(default=0)
     local_estimate = IntegerField(null=True)
     source = TextField(default="api")
     created_at = TimestampField()

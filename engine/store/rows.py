@@ -121,6 +121,7 @@ def usage_row(r: UsageRecord) -> dict[str, Any]:
         "output_tokens": r.usage.output_tokens,
         "cache_read_input_tokens": r.usage.cache_read_input_tokens,
         "cache_creation_input_tokens": r.usage.cache_creation_input_tokens,
+        "cache_creation_1h_input_tokens": r.usage.cache_creation_1h_input_tokens,
         "local_estimate": r.local_estimate,
         "source": r.source,
         "created_at": r.created_at,
@@ -159,6 +160,8 @@ def session_model(r: SessionRow) -> Session:
         strategy=r.strategy,
         created_at=r.created_at,
         updated_at=r.updated_at,
+        parent_session_id=r.parent_session_id,
+        agent_id=r.agent_id,
     )
 
 
@@ -257,6 +260,7 @@ def usage_model(r: UsageRow) -> UsageRecord:
             output_tokens=r.output_tokens,
             cache_read_input_tokens=r.cache_read_input_tokens,
             cache_creation_input_tokens=r.cache_creation_input_tokens,
+            cache_creation_1h_input_tokens=r.cache_creation_1h_input_tokens,
         ),
         local_estimate=r.local_estimate,
         source=r.source,

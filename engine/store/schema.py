@@ -17,7 +17,7 @@ from peewee import SqliteDatabase
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -134,6 +134,28 @@ def _token_counts(db: SqliteDatabase) -> None:
     db.create_tables([TokenCountRow])
 
 
+def _subagents_and_cache_lifetimes(db: SqliteDatabase) -> None:
+    """8 -> 9: an imported subagent's session names its parent and agent id; a usage record
+    keeps the part of its cache writes made with the 1-hour lifetime."""
+    from playhouse.migrate import SqliteMigrator, migrate
+
+    from engine.store.models import SessionRow, UsageRow
+
+    migrator = SqliteMigrator(db)
+    wanted = [
+        (SessionRow, "parent_session_id", SessionRow.parent_session_id),
+        (SessionRow, "agent_id", SessionRow.agent_id),
+        (UsageRow, "cache_creation_1h_input_tokens", UsageRow.cache_creation_1h_input_tokens),
+    ]
+    steps = []
+    for row, name, column in wanted:
+        table = row._meta.table_name
+        present = {c.name for c in db.get_columns(table)}
+        if name not in present:  # a file made by this version and marked older has them
+            steps.append(migrator.add_column(table, name, column))
+    migrate(*steps)
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -142,6 +164,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     5: _aware_timestamps,
     6: _writer_lease,
     7: _token_counts,
+    8: _subagents_and_cache_lifetimes,
 }
 
 

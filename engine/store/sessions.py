@@ -151,7 +151,10 @@ class SessionStore(StoreAccess):
         provider: str = "",
         model: str = "",
         strategy: str = "layered",
+        parent_session_id: int | None = None,
+        agent_id: str | None = None,
     ) -> Session:
+        """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent."""
         now = utcnow()
         row = SessionRow.create(
             title=title,
@@ -161,6 +164,8 @@ class SessionStore(StoreAccess):
             strategy=strategy,
             created_at=now,
             updated_at=now,
+            parent_session_id=parent_session_id,
+            agent_id=agent_id,
         )
         return session_model(row)
 
