@@ -97,11 +97,60 @@ def parse_file(path: Path) -> Parsed:
             raise ImportError_(problems, parsed.fmt)
     except ImportError_ as exc:
         raise ImportError_(exc.problems, exc.fmt, source=str(path)) from None
+    if parsed.fmt == claude_code.FORMAT:
+        _add_subagents(path, parsed)
     return parsed
 
 
 def _is_subagent(path: Path) -> bool:
     return "subagents" in path.parts or path.name.startswith("agent-")
+
+
+def _add_subagents(path: Path, parsed: Parsed) -> None:
+    """Claude Code's ``<session>/subagents/agent-*.jsonl`` beside ``<session>.jsonl``: each a
+    child session; an ``agent-acompact-*`` file is the call that wrote a compaction's summary
+    and goes to that compaction. A subagent file that cannot be read is a warning, not a
+    refusal of its parent."""
+    folder = path.with_suffix("") / "subagents"
+    if not folder.is_dir():
+        return
+    for file in sorted(folder.glob("agent-*.jsonl")):
+        try:
+            child = claude_code.parse(file.read_text(encoding="utf-8"), file.name)
+            if file.name.startswith("agent-acompact"):
+                _attach_compaction_call(parsed, child, file.name)
+                continue
+            problems = check(child)
+            if problems:
+                raise ImportError_(problems, child.fmt)
+        except (ImportError_, OSError, UnicodeDecodeError) as exc:
+            parsed.warnings.append(f"subagent {file.name}: not imported: {exc}")
+            parsed.skipped["subagent"] += 1
+            continue
+        child.agent_id = child.agent_id or file.stem.removeprefix("agent-")
+        parsed.children.append(child)
+
+
+def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:
+    """The compaction whose summary ``call`` wrote: the first one at or after its last record
+    (the summary is written when the call ends), else the last one. Its cost is its usage."""
+    summaries = [i for i in parsed.items if i.kind == "summary"]
+    if not summaries:
+        parsed.warnings.append(f"subagent {name}: a compaction call, but no compaction recorded")
+        parsed.skipped["subagent"] += 1
+        return
+    ended = max((i.created_at for i in call.items), default=None)
+    target = next((s for s in summaries if ended is None or s.created_at >= ended), summaries[-1])
+    steps = [i for i in call.items if i.kind == "assistant"]
+    usage: dict[str, int] = {}
+    for step in steps:
+        for key, value in (step.usage.model_dump() if step.usage else {}).items():
+            usage[key] = usage.get(key, 0) + int(value)
+    target.recorded_call = {
+        "agent_id": call.agent_id or name.removeprefix("agent-").removesuffix(".jsonl"),
+        "model": next((s.model for s in steps if s.model), ""),
+        "usage": usage,
+    }
 
 
 def parse_path(path: Path) -> ParsedFiles:
@@ -115,7 +164,12 @@ def parse_path(path: Path) -> ParsedFiles:
         if not file.name.endswith(SUFFIXES):
             out.skipped_files["not a session file"] += 1
         elif _is_subagent(file.relative_to(path)):
-            out.skipped_files["subagent transcript"] += 1
+            # Read with its session (``<session>/subagents/``); counted here only without one.
+            if not (
+                file.parent.name == "subagents"
+                and file.parent.parent.with_suffix(".jsonl").is_file()
+            ):
+                out.skipped_files["subagent transcript without its session"] += 1
         else:
             out.files.append((file, parse_file(file)))
     if not out.files:
@@ -124,9 +178,14 @@ def parse_path(path: Path) -> ParsedFiles:
 
 
 def import_parsed(
-    store: Store, parsed: ParsedFiles, workspace: str, settings: Settings
+    store: Store,
+    parsed: ParsedFiles,
+    workspace: str,
+    settings: Settings,
+    recorded_cwd: bool = False,
 ) -> list[ImportReport]:
-    """Store every parsed file as its own session, all in one transaction.
+    """Store every parsed file as its own session (its subagents linked to it), all in one
+    transaction; with ``recorded_cwd`` each keeps the working directory it recorded.
 
     ``BEGIN IMMEDIATE``: the write lock is taken first, so no other writer can come between
     the reads an import makes (the next ids) and its writes.
@@ -134,7 +193,7 @@ def import_parsed(
     reports = []
     with store.db.atomic("IMMEDIATE"):
         for path, one in parsed.files:
-            report = write(store, one, workspace, settings)
+            report = write(store, one, workspace, settings, recorded_cwd)
             report.path = str(path)
             reports.append(report)
     return reports

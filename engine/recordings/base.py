@@ -54,6 +54,8 @@ class Item:
     """Structured result the recording kept beside the text (Claude Code's ``toolUseResult``,
     a trajectory's return code)."""
     demonstration: bool = False
+    model: str = ""
+    """For assistant steps: the model that answered, when the recording says."""
     trigger: str = "auto"
     """For summaries: what started the recorded compaction (``auto`` / ``manual``)."""
     pre_tokens: int | None = None
@@ -84,6 +86,8 @@ class Parsed:
     """The recording's own session id."""
     children: list[Parsed] = field(default_factory=list)
     """Subagents, each stored as its own session linked to this one."""
+    conversation_records: int = 0
+    """User / assistant records read (the import warns when far fewer messages are stored)."""
 
 
 @dataclass
@@ -106,10 +110,14 @@ class ImportReport:
     thinking_tokens: int = 0
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    children: list[ImportReport] = field(default_factory=list)
+    """The subagents stored as sessions linked to this one."""
 
     def as_json(self) -> dict[str, Any]:
         return {
             "session_id": self.session.id,
+            "parent_session_id": self.session.parent_session_id,
+            "agent_id": self.session.agent_id,
             "path": self.path,
             "format": self.fmt,
             "rounds": self.rounds,
@@ -124,6 +132,7 @@ class ImportReport:
             "tokens_stored": self.tokens_stored,
             "thinking_tokens": self.thinking_tokens,
             "warnings": self.warnings,
+            "subagents": [c.as_json() for c in self.children],
         }
 
 

@@ -200,6 +200,7 @@ def parse_records(
         cwd=first.get("cwd", ""),
         agent_id=str(agent) if agent else None,
         source_session=str(first.get("sessionId", "")),
+        conversation_records=sum(1 for _, r in records if _is_message(r)),
     )
 
 
@@ -376,6 +377,7 @@ def _items(records: list[Record], problems: list[str]) -> list[Item]:
             problems.append(f"line {number}: {exc}")
             continue
         one = items_of(role, blocks, number, created, usage)[0]
+        one.model = str(msg.get("model") or "")
         mid = msg.get("id")
         if step is not None and step_id is not None and mid == step_id:
             step.text = "\n".join(t for t in (step.text, one.text) if t)

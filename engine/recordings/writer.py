@@ -105,15 +105,29 @@ def check(parsed: Parsed) -> list[str]:
     return problems
 
 
-def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> ImportReport:
-    """Store ``parsed`` (already :func:`check`-ed) as a new session, in one transaction."""
+def write(
+    store: Store,
+    parsed: Parsed,
+    workspace: str,
+    settings: Settings,
+    recorded_cwd: bool = False,
+    parent: int | None = None,
+) -> ImportReport:
+    """Store ``parsed`` (already :func:`check`-ed) as a new session, in one transaction, then
+    its subagents (``parsed.children``) as sessions linked to it.
+
+    With ``recorded_cwd`` the session's workspace is the folder the recording names (its
+    ``cwd``), when it names one; tools refuse to run while that folder is not there.
+    """
     compressor = ToolResultCompressor(settings)
     with store.db.atomic("IMMEDIATE"):
         session = store.create_session(
-            workspace=workspace,
+            workspace=(parsed.cwd or workspace) if recorded_cwd else workspace,
             title=f"import: {parsed.title[:60]}",
             provider="import",
             strategy=settings.strategy,
+            parent_session_id=parent,
+            agent_id=parsed.agent_id,
         )
         assert session.id is not None
         sid = session.id
@@ -306,7 +320,31 @@ def write(store: Store, parsed: Parsed, workspace: str, settings: Settings) -> I
         report.tokens_stored = sum(m.tokens or 0 for m in live)
         if report.compactions:
             report.tokens_stored += sum(count_summary(s) for s in store.summaries(sid) if s.active)
+        _warn_if_thin(parsed, report)
+        for child in parsed.children:
+            problems = check(child)
+            if problems:
+                report.warnings.append(
+                    f"subagent {child.agent_id or child.title}: not imported: {problems[0]}"
+                )
+                report.skipped["subagent"] = report.skipped.get("subagent", 0) + 1
+                continue
+            report.children.append(write(store, child, workspace, settings, recorded_cwd, sid))
     return report
+
+
+THIN = 0.5
+"""Warn when the stored messages are fewer than this share of the conversation records."""
+
+
+def _warn_if_thin(parsed: Parsed, report: ImportReport) -> None:
+    """One line when far fewer messages were stored than conversation records were read."""
+    read = parsed.conversation_records
+    if read and report.messages < THIN * read:
+        report.warnings.append(
+            f"only {report.messages} messages stored from {read} conversation records read; "
+            "see records_skipped for where the rest went"
+        )
 
 
 def _compact(

@@ -62,6 +62,7 @@ from engine.session.core import (
     RoundOutcome,
 )
 from engine.session.steering import Steering
+from tools.base import ToolResult
 
 
 class Agent(Steering):
@@ -231,7 +232,17 @@ class Agent(Steering):
 
     def _run_tool(self, call: ToolCall, index: int, step: int) -> ScratchResult:
         self.events(ToolStarted(round_index=index, step=step, call=call))
-        result = self.registry.run(call.name, call.input, self.tool_ctx)
+        if self.workspace.is_dir():
+            result = self.registry.run(call.name, call.input, self.tool_ctx)
+        else:
+            # An imported session keeps the folder its agent worked in, often on another
+            # machine: no tool may run against a folder that is not there.
+            result = ToolResult.fail(
+                "no_workspace",
+                f"the session's workspace {self.workspace} does not exist on this machine; "
+                f"point the session at a folder with `ctxscope ask {self.session_id} "
+                "--workspace FOLDER ...`",
+            )
         compressed = self.compressor.to_json(call.name, result)
         text = result.text or compressed
         tool_msg = self.history.append(

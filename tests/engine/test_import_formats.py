@@ -412,7 +412,7 @@ def test_refusal_is_one_line_and_never_touches_the_database(
 
 
 @pytest.mark.usefixtures("no_key")
-def test_directory_imports_each_file_and_skips_subagents(
+def test_directory_imports_each_file_with_its_subagents(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = tmp_path / "project"
@@ -429,13 +429,25 @@ def test_directory_imports_each_file_and_skips_subagents(
         ("abc.jsonl", "claude-code"),
         ("run.traj.json", "mini-swe-agent"),
     ]
-    assert data["files_skipped"] == {"subagent transcript": 1, "not a session file": 1}
+    assert data["files_skipped"] == {"not a session file": 1}
     first = data["sessions"][0]
     assert (first["observations"], first["records_read"]) == (5, 31)
     assert "sidechain" not in first["records_skipped"]  # lines 18-19: a subagent of its own
     assert first["tokens_raw"] > 0 and first["tokens_stored"] > 0
+    # the sidechain of lines 18-19 (no agentId), then abc/subagents/agent-1.jsonl (a copy of
+    # the same file, so with its own sidechain child)
+    subagents = first["subagents"]
+    assert [(s["agent_id"], s["parent_session_id"]) for s in subagents] == [
+        (None, first["session_id"]),
+        ("1", first["session_id"]),
+    ]
+    assert len(subagents[1]["subagents"]) == 1
     code, out, _ = run(capsys, "sessions", "--db", str(db), "--json")
-    assert len(json.loads(out)) == 2
+    listed = json.loads(out)
+    assert len(listed) == 5
+    assert sorted(s["parent_session_id"] or 0 for s in listed) == sorted(
+        [0, 0, first["session_id"], first["session_id"], subagents[1]["session_id"]]
+    )
 
 
 # ---------------------------------------------------------------------- export
@@ -474,14 +486,15 @@ def test_export_jsonl_imports_back_identically(
     code, printed, err = run(capsys, "import", str(out), "--db", str(db), "--json")
     assert code == 0, err
     assert json.loads(printed)["format"] == "anthropic-jsonl"
+    back = json.loads(printed)["session_id"]  # CLAUDE's sidechain took id 2 as a subagent
     store = Store.open(db)
     try:
-        assert stored_conversation(store, 2) == stored_conversation(store, 1)
-        assert [(u.round_index, u.step, u.usage) for u in store.usages(2)] == [
+        assert stored_conversation(store, back) == stored_conversation(store, 1)
+        assert [(u.round_index, u.step, u.usage) for u in store.usages(back)] == [
             (u.round_index, u.step, u.usage) for u in store.usages(1)
         ]
-        assert [r.status for r in store.rounds(2)] == [r.status for r in store.rounds(1)]
-        assert [s.content for s in store.history(2).summaries] == [
+        assert [r.status for r in store.rounds(back)] == [r.status for r in store.rounds(1)]
+        assert [s.content for s in store.history(back).summaries] == [
             s.content for s in store.history(1).summaries
         ]
     finally:
@@ -536,8 +549,9 @@ def test_context_shows_the_request_as_the_original_agent_saw_it(
     assert seen["conversation_tokens"] == conversation
     assert seen["total"] == seen["hidden_prefix_tokens"] + conversation
     # a trajectory records no usage: nothing to compare, no field
-    run(capsys, "import", str(MINI), "--db", str(db))
-    code, out, _ = run(capsys, "context", "2", "--db", str(db), "--json")
+    code, out, _ = run(capsys, "import", str(MINI), "--db", str(db), "--json")
+    mini = json.loads(out)["session_id"]  # CLAUDE's sidechain took id 2 as a subagent
+    code, out, _ = run(capsys, "context", str(mini), "--db", str(db), "--json")
     assert "as_original_agent" not in json.loads(out)
 
 
