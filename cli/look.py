@@ -14,7 +14,7 @@ from cli.common import (
 )
 from engine.compaction.ledger import fidelity_line
 from engine.compaction.policy import Plan
-from engine.config import Settings
+from engine.config import Settings, price_for
 from engine.context.builder import LAYERS
 from engine.messages.render import render_react
 from engine.recordings.hidden import hidden_prefix
@@ -55,7 +55,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     compactions = store.compactions(sid)
     segments = store.segments(sid)
     todos = store.get_todos(sid)
-    data = {
+    data: dict[str, Any] = {
         "session": session.model_dump(mode="json"),
         "rounds": [r.model_dump(mode="json") for r in rounds],
         "summaries": [s.model_dump(mode="json") for s in history.summaries],
@@ -68,7 +68,20 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             s.model_dump(mode="json") for s in store.summaries(sid) if not s.active
         ],
         "strategy_switches": [w.model_dump(mode="json") for w in store.strategy_switches(sid)],
+        "subagents": [
+            {"session_id": i.session.id, "agent_id": i.session.agent_id}
+            for i in store.list_sessions()
+            if i.session.parent_session_id == sid
+        ],
     }
+    if session.provider == "import" and data["usage"]:
+        # What the recorded calls cost at list price, each cache write by its lifetime.
+        price = price_for(settings, session.model or settings.model)
+        cost = sum((price.usage_cost(u.usage) for u in store.usages(sid)), 0.0)
+        data["recorded_cost"] = round(cost, 6)
+    observations = store.observations(sid) if getattr(args, "observations", False) else []
+    if observations:
+        data["observations"] = [o.model_dump(mode="json") for o in observations]
     lines = [
         f"session {session.id}: {session.title or '(untitled)'}",
         f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
@@ -85,6 +98,12 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             f"rounds / {c.messages_compacted} messages archived"
             + (f" ({c.error})" if c.error else "")
             + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
+            + ("; recorded: made by the original agent" if c.stats.get("recorded") else "")
+        )
+    for o in observations:
+        lines.append(
+            f"\n--- observation {o.tool_use_id} ({o.tool_name}), round {o.round_index} "
+            f"step {o.step}, {o.tokens_full} tokens ---\n{o.text}"
         )
     if todos:
         lines.append("todo: " + "; ".join(f"[{t.status}] {t.content}" for t in todos))

@@ -95,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
     p = sub.add_parser("show", parents=[common, as_json], help="a session as stored")
     p.add_argument("session", type=int, metavar="ID")
+    p.add_argument(
+        "--observations",
+        action="store_true",
+        help="also print each tool result's full text, as the model saw it",
+    )
     p = sub.add_parser(
         "context", parents=[common, as_json], help="the exact request the next step would send"
     )

@@ -20,9 +20,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     # Everything is parsed and checked before the database is opened: a refusal never
     # creates or touches it.
     parsed = parse_path(args.file)
-    workspace = str(workspace_folder(getattr(args, "workspace", None)))
+    explicit = getattr(args, "workspace", None)
+    workspace = str(workspace_folder(explicit))
     store = open_store(args, settings)
-    reports = import_parsed(store, parsed, workspace, settings)
+    # Without --workspace a session keeps the folder its agent worked in (its recorded cwd).
+    reports = import_parsed(store, parsed, workspace, settings, recorded_cwd=not explicit)
     data: dict[str, Any] = reports[0].as_json() if len(reports) == 1 else {}
     if args.file.is_dir():
         data = {
@@ -46,6 +48,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             text += "; skipped " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped.items()))
         lines.append(text)
         lines.extend(f"  warning: {w}" for w in r.warnings)
+        lines.extend(
+            f"  subagent {c.session.agent_id or '(sidechain)'} as session {c.session.id}: "
+            f"{c.rounds} rounds, {c.messages} messages, {c.observations} observations"
+            for c in r.children
+        )
     if parsed.skipped_files:
         lines.append(
             "files skipped: "

@@ -158,13 +158,16 @@ class ModelPrice(_Section):
         its recorded lifetime (the 1-hour part at 2x input, the rest at 1.25x)."""
         hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
         five = usage.cache_creation_input_tokens - hour
-        return float(
-            usage.input_tokens * self.input
-            + five * self.input * self.cache_write_ratio
-            + hour * self.input * self.cache_write_1h_ratio
-            + usage.cache_read_input_tokens * self.input * self.cache_read_ratio
-            + usage.output_tokens * self.output
-        ) / 1_000_000
+        return (
+            float(
+                usage.input_tokens * self.input
+                + five * self.input * self.cache_write_ratio
+                + hour * self.input * self.cache_write_1h_ratio
+                + usage.cache_read_input_tokens * self.input * self.cache_read_ratio
+                + usage.output_tokens * self.output
+            )
+            / 1_000_000
+        )
 
 
 def _default_prices() -> dict[str, ModelPrice]:

@@ -125,6 +125,7 @@ def write(
             workspace=(parsed.cwd or workspace) if recorded_cwd else workspace,
             title=f"import: {parsed.title[:60]}",
             provider="import",
+            model=next((i.model for i in parsed.items if i.model), ""),
             strategy=settings.strategy,
             parent_session_id=parent,
             agent_id=parsed.agent_id,
@@ -236,7 +237,7 @@ def write(
                 close_round(last_final)  # the next step needs a round of its own
                 write_ended()
                 if live:
-                    _compact(store, sid, item, live, observations, report, settings)
+                    _compact(store, sid, item, live, observations, report, settings, parsed.cwd)
                 else:
                     # A session continued from another starts with the summary of the
                     # earlier one: nothing here to archive, so it is the first input.
@@ -333,6 +334,41 @@ def write(
     return report
 
 
+_PATH_KEYS = ("file_path", "path", "notebook_path")
+
+
+def _relative(messages: list[Message], cwd: str) -> list[Message]:
+    """``messages`` with tool paths under ``cwd`` made relative to it, as a summary names
+    them (Claude Code records absolute paths; its summaries write ``lib/app.ex``)."""
+    if not cwd:
+        return messages
+    head = cwd.rstrip("/") + "/"
+    out = []
+    for msg in messages:
+        if not any(
+            str(c.input.get(k, "")).startswith(head) for c in msg.tool_calls for k in _PATH_KEYS
+        ):
+            out.append(msg)
+            continue
+        calls = [
+            c.model_copy(
+                update={
+                    "input": {
+                        k: (
+                            v[len(head) :]
+                            if k in _PATH_KEYS and isinstance(v, str) and v.startswith(head)
+                            else v
+                        )
+                        for k, v in c.input.items()
+                    }
+                }
+            )
+            for c in msg.tool_calls
+        ]
+        out.append(msg.model_copy(update={"tool_calls": calls}))
+    return out
+
+
 THIN = 0.5
 """Warn when the stored messages are fewer than this share of the conversation records."""
 
@@ -355,12 +391,15 @@ def _compact(
     observations: list[Observation],
     report: ImportReport,
     settings: Settings,
+    cwd: str = "",
 ) -> None:
     """A recorded compaction: everything so far is archived under the recorded summary,
     scored with ctxscope's own fidelity ledger (what of the archived part the summary keeps)."""
     ids = [m.id for m in live if m.id is not None]
     archived = set(ids)
-    figures = fidelity(live, [o for o in observations if o.message_id in archived], item.text)
+    figures = fidelity(
+        _relative(live, cwd), [o for o in observations if o.message_id in archived], item.text
+    )
     rounds = [m.meta.round or 0 for m in live]
     summary = Summary(
         session_id=sid,
