@@ -1,0 +1,186 @@
+"""``ctxscope import`` of real Claude Code sessions: what is stored, linked and priced.
+
+Expected figures come from the files without ctxscope (commands quoted; see
+``test_claude_code_parse.py`` for the shorthands and ``/tmp/corpus_facts.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from engine.config import ModelPrice
+from engine.models import Usage
+from engine.store import Store
+from tests.engine.recordings.corpus import MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def no_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def marot_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("marot") / "m.db"
+    assert main(["import", str(MAROT), "--db", str(db), "--json"]) == 0
+    return db
+
+
+@pytest.mark.usefixtures("no_key")
+def test_marot_stores_the_whole_conversation(
+    marot_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """186 tool calls and 186 results (message-complete view), 152 responses with usage
+    (``jq -s '[.[]|select(.type=="assistant").message.id]|unique|length' $M`` → 152), the
+    recorded cwd as workspace, model claude-opus-4-6 ×299."""
+    code, out, _ = run(capsys, "show", "1", "--db", str(marot_db), "--json")
+    assert code == 0
+    data = json.loads(out)
+    messages = [m for seg in data["archived_segments"] for m in seg["messages"]] + data["history"]
+    calls = [c for m in messages for c in m.get("tool_calls", [])]
+    assert len(calls) == 186
+    assert sum(m["role"] == "tool" for m in messages) == 186
+    assert sum(m["role"] == "assistant" for m in messages) == 152
+    assert len(data["usage"]) == 152
+    assert data["session"]["workspace"] == "/home/USER/projects/spotter-worktrees/spotter-gqc"
+    assert data["session"]["model"] == "claude-opus-4-6"
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    assert "Implement spotter-gqc" in users and "did you push?" in users
+
+
+@pytest.mark.usefixtures("no_key")
+def test_marot_recorded_compaction_with_fidelity(
+    marot_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The boundary (``jq -c 'select(.subtype=="compact_boundary")|{timestamp,
+    compactMetadata}' $M``): auto, preTokens 167094, 2026-02-11T21:18:41.543Z; the summary
+    is the isCompactSummary record's 14518 characters. Before it, the requests are the user
+    records "Implement spotter-gqc", the interrupt and the first task-notification (3)."""
+    code, out, _ = run(capsys, "show", "1", "--db", str(marot_db), "--json")
+    data = json.loads(out)
+    (comp,) = data["compactions"]
+    assert comp["trigger"] == "auto"
+    assert comp["stats"]["recorded"] is True
+    assert comp["stats"]["recorded_pre_tokens"] == 167094
+    assert comp["created_at"].startswith("2026-02-11T21:18:41.543")
+    (summary,) = data["summaries"]
+    assert len(summary["content"]) == 14518
+    fidelity = comp["fidelity"]
+    assert set(fidelity) >= {"file_read", "file_changed", "command", "error", "request"}
+    assert fidelity["request"]["total"] == 3
+    assert fidelity["request"]["kept"] >= 1  # the summary quotes "Implement spotter-gqc"
+    _, text, _ = run(capsys, "show", "1", "--db", str(marot_db))
+    assert "recorded: made by the original agent" in text
+    assert "the summary keeps files read" in text
+
+
+@pytest.mark.usefixtures("no_key")
+def test_marot_recorded_cost_prices_one_hour_writes_at_twice_input(
+    marot_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every one of M's usage records writes its cache with the 1-hour lifetime (facts:
+    ephemeral_1h > 0 in 299 records, ephemeral_5m in 0). Sums over the last record per
+    message.id: input 180, cache_read 14771617, cache_creation 349474, output 38899. At
+    claude-opus-4-6's price (not listed: the Sonnet 4.6 fallback, $3 / $15):
+    (180*3 + 349474*3*2 + 14771617*3*0.1 + 38899*15) / 1e6 = 7.112354."""
+    code, out, _ = run(capsys, "show", "1", "--db", str(marot_db), "--json")
+    data = json.loads(out)
+    usage = data["usage"]
+    assert sum(u["usage"]["cache_creation_input_tokens"] for u in usage) == 349474
+    assert sum(u["usage"]["cache_creation_1h_input_tokens"] for u in usage) == 349474
+    assert data["recorded_cost"] == pytest.approx(7.112354, abs=1e-6)
+
+
+def test_usage_cost_prices_each_lifetime() -> None:
+    """Anthropic: a 5-minute write costs 1.25x input, a 1-hour one 2x. 1M written, 400k of
+    it for an hour, at $3 input: 600k*3.75 + 400k*6 = $2.25 + $2.40."""
+    price = ModelPrice(input=3.0, output=15.0)
+    usage = Usage(cache_creation_input_tokens=1_000_000, cache_creation_1h_input_tokens=400_000)
+    assert price.usage_cost(usage) == pytest.approx(4.65)
+    assert price.write_ratio("1h") == 2.0 and price.write_ratio("5m") == 1.25
+
+
+@pytest.mark.usefixtures("no_key")
+def test_project_folder_imports_the_session_with_its_subagent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The moredip pair in Claude Code's layout: ``<id>.jsonl`` and
+    ``<id>/subagents/agent-a2018e5.jsonl``. The child: agentId a2018e5 (``jq -r .agentId $S |
+    sort -u``), 1 input, 2 responses, 1 WebSearch call."""
+    sid = "4b2030ed-5563-49ea-b703-6a002f2d3cc8"
+    project = tmp_path / "-Users-pete-git-moredip-session-share"
+    (project / sid / "subagents").mkdir(parents=True)
+    shutil.copy(MOREDIP, project / f"{sid}.jsonl")
+    shutil.copy(MOREDIP_AGENT, project / sid / "subagents" / "agent-a2018e5.jsonl")
+    db = tmp_path / "p.db"
+    code, out, err = run(capsys, "import", str(project), "--db", str(db), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["files_skipped"] == {}
+    (parent,) = data["sessions"]
+    (child,) = parent["subagents"]
+    assert (child["agent_id"], child["parent_session_id"]) == ("a2018e5", parent["session_id"])
+    assert (child["rounds"], child["messages"], child["observations"]) == (1, 4, 1)
+    code, out, _ = run(capsys, "sessions", "--db", str(db), "--json")
+    listed = {s["id"]: s for s in json.loads(out)}
+    assert listed[child["session_id"]]["parent_session_id"] == parent["session_id"]
+    assert listed[child["session_id"]]["agent_id"] == "a2018e5"
+    code, out, _ = run(capsys, "show", str(parent["session_id"]), "--db", str(db), "--json")
+    assert json.loads(out)["subagents"] == [
+        {"session_id": child["session_id"], "agent_id": "a2018e5"}
+    ]
+
+
+@pytest.mark.usefixtures("no_key")
+def test_show_observations_prints_full_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Y's first Read result (``jq -r 'select(.type=="user" and (.message.content|type)==
+    "array").message.content[]|select(.type=="tool_result").content|strings' $Y``) is printed
+    whole; 37 observations in all."""
+    db = tmp_path / "y.db"
+    assert run(capsys, "import", str(YOAVF), "--db", str(db))[0] == 0
+    code, out, _ = run(capsys, "show", "1", "--db", str(db), "--observations", "--json")
+    observations = json.loads(out)["observations"]
+    assert len(observations) == 37
+    recorded = []
+    for line in YOAVF.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        content = rec.get("message", {}).get("content") if rec.get("type") == "user" else None
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result" and isinstance(block.get("content"), str):
+                recorded.append(block["content"])
+    assert [o["text"] for o in observations][: len(recorded)] == recorded[: len(observations)]
+    _, text, _ = run(capsys, "show", "1", "--db", str(db), "--observations")
+    assert recorded[0] in text
+
+
+def test_tools_refuse_a_recorded_workspace_that_is_not_here(tmp_path: Path) -> None:
+    """An imported session keeps its recorded cwd; with that folder absent a tool call is
+    refused with a message naming --workspace, and nothing runs."""
+    from engine.config import Settings
+    from engine.llm.offline import OfflineProvider
+    from engine.models import Message, ToolCall
+    from engine.session import Agent
+
+    store = Store.open(tmp_path / "w.db")
+    session = store.create_session(workspace="/nowhere/on/this/machine", title="x")
+    agent = Agent(store, session, Settings(), OfflineProvider(Settings()), Path(session.workspace))
+    rnd, _ = store.open_round(session.id or 0, Message(role="user", content="hi"))
+    done = agent._run_tool(ToolCall(id="t1", name="LS", input={"path": "."}), rnd.index, 1)
+    assert done.is_error
+    assert done.text.startswith("Error [no_workspace]: the session's workspace /nowhere/on")
+    assert f"ctxscope ask {session.id} --workspace FOLDER" in done.text
+    store.close()
