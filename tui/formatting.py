@@ -109,8 +109,10 @@ def round_span(first: int | None, last: int | None, short: bool = False) -> str:
 
 def compaction_result(comp: Compaction, summary: Summary | None) -> str:
     """One line for the banner and the chat: tokens before → after, rounds archived."""
+    recorded = "recorded " if comp.stats.get("recorded") else ""
     text = (
-        f"✂ {comp.trigger} compaction: {comp.tokens_before:,} → {comp.tokens_after:,} tokens"
+        f"✂ {recorded}{comp.trigger} compaction: {comp.tokens_before:,} → "
+        f"{comp.tokens_after:,} tokens"
         f" ({percent(comp.tokens_after, comp.tokens_before)})"
         f" · {plural(comp.rounds_compacted, 'round')},"
         f" {plural(comp.messages_compacted, 'message')} archived"

@@ -98,6 +98,13 @@ def entry_label(entry: ArchiveEntry) -> Text:
 def strategy_line(c: Compaction) -> str:
     """How the strategy decided and what it did, in one line (its stored stats)."""
     parts = [f"{c.strategy}"]
+    if c.stats.get("recorded"):
+        pre = c.stats.get("recorded_pre_tokens")
+        parts = ["recorded: made by the original agent"]
+        if pre:
+            parts.append(f"its context {pre:,} tokens before")
+        if c.stats.get("model"):
+            parts.append(f"summary by {c.stats['model']}")
     if c.stats.get("measured"):
         parts.append(f"measured {c.stats['measured']}")
     retired = c.stats.get("superseded_summaries") or []
