@@ -24,7 +24,7 @@ from tools.base import ToolContext, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput, plural
 from tools.diffs import compare
 from tools.files import count_lines, load_text, require_fresh, write_file
-from tools.paths import display_path, resolve_path
+from tools.paths import display_path, resolve_path, workspace_root
 from tools.permissions import require_permission
 
 MAX_LISTED_OCCURRENCES = 10
@@ -96,7 +96,7 @@ def edit_file(
     shown = display_path(ctx, path)
     if not path.exists():
         raise ToolFailure("not_found", f"{shown} does not exist. Use Write to create a new file.")
-    original = load_text(path, shown)
+    original = load_text(workspace_root(ctx), path, shown)
     require_fresh(ctx, path, shown)
     text = original.text
     replacements = 0

@@ -7,10 +7,11 @@
 - pure CRLF files are edited as LF and written back as CRLF;
 - only regular files are opened (a FIFO or a device would hang the agent or never end), and
   they are opened non-blocking so a file swapped for a FIFO after the check cannot hang either;
-- writes are atomic: a temporary file in the same directory, fsync, then ``os.replace``; the
-  directories are walked from the already-open workspace directory without following links
-  (``dir_fd``, ``O_NOFOLLOW``), so a directory swapped for a symlink mid-write cannot send the
-  write outside the workspace; the temporary file is removed on every failure;
+- every open, read or write, goes through the confined walk of ``tools.confined``: from the
+  workspace directory, one component at a time, never through a link;
+- writes are atomic: a temporary file in the same directory, fsync, then ``os.replace``
+  in the directory's descriptor, so a directory swapped for a symlink mid-write cannot send
+  the write outside the workspace; the temporary file is removed on every failure;
 - the freshness rule of seed C4 guards edits: a file must have been Read in this session and
   be unchanged since — same mtime, same size and same content hash (a same-mtime change, e.g.
   on a coarse-clock file system, is still caught).
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from tools.base import Fingerprint, ToolContext
 from tools.common import ToolFailure
+from tools.confined import SWAPPED, open_beneath, open_parent, stat_beneath
 
 BINARY_SNIFF_BYTES = 8192
 """How much of a file's head is searched for a NUL byte to call it binary (git uses 8000)."""
@@ -111,37 +113,50 @@ def not_regular(shown: str, mode: int) -> ToolFailure:
     )
 
 
-def require_file_or_dir(path: Path, shown: str) -> os.stat_result:
-    """``path``'s stat when it is a regular file or a directory; else a :class:`ToolFailure`."""
+def _opened_failure(exc: OSError, shown: str) -> ToolFailure:
+    if isinstance(exc, FileNotFoundError):
+        return ToolFailure("not_found", f"{shown} does not exist. Check the path with LS or Glob.")
+    if exc.errno in SWAPPED:
+        return ToolFailure(
+            "path_outside_workspace",
+            f"Cannot read {shown}: it or a directory on its path is (or just became) a "
+            "symlink or not a directory; the file tools never open through a link.",
+        )
+    return ToolFailure("read_failed", f"Cannot read {shown}: {exc.strerror or exc}.")
+
+
+def require_file_or_dir(root: Path, path: Path, shown: str) -> os.stat_result:
+    """``path``'s stat when it is a regular file or a directory; else a :class:`ToolFailure`.
+
+    The stat is taken through the confined walk (:mod:`tools.confined`), never through a link.
+    """
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise ToolFailure(
-            "not_found", f"{shown} does not exist. Check the path with LS or Glob."
-        ) from None
+        st = stat_beneath(root, path)
     except OSError as exc:
-        raise ToolFailure("read_failed", f"Cannot read {shown}: {exc.strerror or exc}.") from None
+        raise _opened_failure(exc, shown) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _opened_failure(OSError(errno.ELOOP, "symlink"), shown)
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise not_regular(shown, st.st_mode)
     return st
 
 
 @contextlib.contextmanager
-def open_regular(path: Path, shown: str) -> Iterator[tuple[int, os.stat_result]]:
+def open_regular(root: Path, path: Path, shown: str) -> Iterator[tuple[int, os.stat_result]]:
     """An open descriptor of the regular file ``path`` and its stat, or a :class:`ToolFailure`.
 
-    Opened non-blocking (a FIFO put in its place after any check cannot hang the open) and
-    checked on the descriptor itself, so what is read is what was checked.
+    Opened through the confined walk (no link followed, see :mod:`tools.confined`),
+    non-blocking (a FIFO put in its place cannot hang the open) and checked on the descriptor
+    itself, so what is read is what was checked.
     """
-    st = require_file_or_dir(path, shown)
-    if stat.S_ISDIR(st.st_mode):
-        raise ToolFailure("is_a_directory", f"{shown} is a directory; use LS to list it.")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        fd = open_beneath(root, path)
     except OSError as exc:
-        raise ToolFailure("read_failed", f"Cannot read {shown}: {exc.strerror or exc}.") from None
+        raise _opened_failure(exc, shown) from None
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolFailure("is_a_directory", f"{shown} is a directory; use LS to list it.")
         if not stat.S_ISREG(st.st_mode):
             raise not_regular(shown, st.st_mode)
         os.set_blocking(fd, True)
@@ -150,9 +165,9 @@ def open_regular(path: Path, shown: str) -> Iterator[tuple[int, os.stat_result]]
         os.close(fd)
 
 
-def read_bytes(path: Path, shown: str) -> bytes:
+def read_bytes(root: Path, path: Path, shown: str) -> bytes:
     """The bytes of a regular file, or a :class:`ToolFailure` a model can act on."""
-    with open_regular(path, shown) as (fd, st):
+    with open_regular(root, path, shown) as (fd, st):
         chunks = []
         try:
             while chunk := os.read(fd, READ_CHUNK):
@@ -164,18 +179,18 @@ def read_bytes(path: Path, shown: str) -> bytes:
         return b"".join(chunks)
 
 
-def fingerprint_of(path: Path, shown: str) -> Fingerprint:
+def fingerprint_of(root: Path, path: Path, shown: str) -> Fingerprint:
     """The current :class:`Fingerprint` of a regular file (hashed in chunks)."""
-    with open_regular(path, shown) as (fd, st):
+    with open_regular(root, path, shown) as (fd, st):
         digest = hashlib.sha256()
         while chunk := os.read(fd, READ_CHUNK):
             digest.update(chunk)
         return Fingerprint(st.st_mtime, st.st_size, digest.hexdigest())
 
 
-def load_text(path: Path, shown: str) -> TextFile:
+def load_text(root: Path, path: Path, shown: str) -> TextFile:
     """Read and decode a text file; binary files raise ``binary_file``."""
-    data = read_bytes(path, shown)
+    data = read_bytes(root, path, shown)
     if is_binary(data):
         raise ToolFailure(
             "binary_file",
@@ -194,40 +209,14 @@ def _umask() -> int:
     return 0o022
 
 
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-
-
-def _open_parent(root: Path, path: Path) -> int:
-    """A descriptor of ``path``'s directory, reached from ``root`` without following links.
-
-    Missing directories are created. A component that is (or became) a symlink or not a
-    directory fails with ``ELOOP`` / ``ENOTDIR``.
-    """
-    parts = path.relative_to(root).parts[:-1]
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for part in parts:
-            try:
-                child = os.open(part, DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o777, dir_fd=fd)
-                child = os.open(part, DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def atomic_write(root: Path, path: Path, data: bytes) -> None:
+def atomic_write(root: Path, path: Path, data: bytes) -> float:
     """Write ``data`` to ``path`` (inside ``root``) so readers see the old file or the new.
 
     The permission bits of an existing file are kept; a new file gets ``0666 & ~umask``.
     On any failure the temporary file is removed and the original is left untouched.
+    Returns the new file's mtime (taken on the descriptor: rename keeps it).
     """
-    dir_fd = _open_parent(root, path)
+    dir_fd = open_parent(root, path, create=True)
     name = path.name
     tmp = f".{name}.{secrets.token_hex(6)}.tmp"
     created = False
@@ -249,9 +238,11 @@ def atomic_write(root: Path, path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
             os.fchmod(handle.fileno(), mode)
+            mtime = os.fstat(handle.fileno()).st_mtime
         # rename(2) replaces the name itself, never a symlink's target.
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         created = False
+        return mtime
     finally:
         if created:
             with contextlib.suppress(OSError):
@@ -263,7 +254,7 @@ def write_file(ctx: ToolContext, path: Path, shown: str, data: bytes) -> float:
     """Atomically write ``data``, record what was written for the freshness rule, return mtime."""
     root = ctx.workspace.resolve()
     try:
-        atomic_write(root, path, data)
+        mtime = atomic_write(root, path, data)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise ToolFailure(
@@ -276,7 +267,6 @@ def write_file(ctx: ToolContext, path: Path, shown: str, data: bytes) -> float:
             "write_failed",
             f"Could not write {shown}: {exc.strerror or exc}. The file was left unchanged.",
         ) from None
-    mtime = path.stat().st_mtime
     key = str(path)
     ctx.mtimes[key] = mtime
     ctx.fingerprints[key] = Fingerprint(mtime, len(data), hashlib.sha256(data).hexdigest())
@@ -297,7 +287,7 @@ def require_fresh(ctx: ToolContext, path: Path, shown: str) -> None:
             "based on its current content.",
         )
     known = ctx.fingerprints.get(key)
-    current = fingerprint_of(path, shown)
+    current = fingerprint_of(ctx.workspace.resolve(), path, shown)
     changed = (
         current.mtime != ctx.mtimes[key]
         if known is None

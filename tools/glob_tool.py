@@ -2,7 +2,8 @@
 
 The pattern is matched against paths relative to the search directory (``**`` spans
 directories, see ``tools.patterns``); results are workspace-relative. The walk honours
-``.gitignore``, skips ``.git`` and never follows symlinks (``tools.walk``).
+``.gitignore``, skips ``.git`` and never follows symlinks: it lists and enters directories
+by descriptor (``tools.walk``), so one swapped for a link mid-walk is not entered.
 
 ``data``: ``{pattern, path, matches: [path, ...], total, shown, truncated}``.
 """
@@ -59,7 +60,7 @@ class GlobTool(BaseTool):
         found: list[tuple[float, str]] = []
         for rel, entry in walk_files(root, start):
             if regex.fullmatch(rel[len(base_rel) :]):
-                found.append((entry.stat(follow_symlinks=False).st_mtime, rel))
+                found.append((entry.stat().st_mtime, rel))
         found.sort(key=lambda item: (-item[0], item[1]))
         cap = ctx.settings.tool_max_results
         matches = [rel for _, rel in found[:cap]]

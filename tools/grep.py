@@ -31,10 +31,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, ClassVar, Literal
 
@@ -43,7 +44,9 @@ from pydantic import Field
 from prompts.tools.grep import DESCRIPTION
 from tools.base import ToolContext, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput, cut_line, plural
+from tools.confined import open_beneath
 from tools.files import BINARY_SNIFF_BYTES, is_binary, require_file_or_dir
+from tools.grep_confirm import confirm_lines, is_workspace_file
 from tools.paths import display_path, resolve_path, workspace_root
 from tools.patterns import compile_glob
 from tools.walk import SKIP_DIRS, parent_ignore_lines, walk_files
@@ -150,20 +153,28 @@ class GrepTool(BaseTool):
             )
         target = resolve_path(ctx, args.path)
         shown = display_path(ctx, target)
-        require_file_or_dir(target, shown)  # not a FIFO or a device: they would block
+        root = workspace_root(ctx)
+        # not a FIFO or a device (they would block), never through a link
+        is_file = stat.S_ISREG(require_file_or_dir(root, target, shown).st_mode)
         collector = Collector(ctx.settings.tool_max_results, ctx.settings.read_max_line_chars)
         notes: list[str] = []
         rg = find_rg() if self.engine != "python" else None
         if self.engine == "rg" and rg is None:
             raise ToolFailure("rg_not_found", "ripgrep (rg) is not installed.")
-        if target.is_file() and _file_is_binary(target):
+        if is_file and _file_is_binary(root, target):
             notes.append(f"{shown} is a binary file; it was not searched.")
             engine = "none"
         elif rg is not None:
             _search_rg(rg, ctx, target, args, collector)
+            dropped = _confirm(root, collector)
+            if dropped:
+                notes.append(
+                    f"{plural(dropped, 'result')} dropped: the file under that name could not "
+                    "be confirmed inside the workspace (a link was swapped in during the search)."
+                )
             engine = "rg"
         else:
-            _search_python(ctx, target, args, collector)
+            _search_python(ctx, target, is_file, args, collector)
             engine = "python"
         data = _data(args, shown, collector)
         result = ToolResult(status="success", data=data, text=_text(args, shown, collector, notes))
@@ -171,12 +182,28 @@ class GrepTool(BaseTool):
         return result
 
 
-def _file_is_binary(path: Path) -> bool:
+def _file_is_binary(root: Path, path: Path) -> bool:
     try:
-        with path.open("rb") as handle:
-            return is_binary(handle.read(BINARY_SNIFF_BYTES))
+        fd = open_beneath(root, path)
     except OSError:
         return False
+    try:
+        return is_binary(os.read(fd, BINARY_SNIFF_BYTES))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _confirm(root: Path, found: Collector) -> int:
+    """Check ripgrep's findings through the confined open (``tools.grep_confirm``); how
+    many were dropped."""
+    dropped = confirm_lines(root, found.lines, found.max_line_chars)
+    files = [rel for rel in found.files if is_workspace_file(root, rel)]
+    counts = [item for item in found.counts if is_workspace_file(root, item["file"])]
+    dropped += len(found.files) - len(files) + len(found.counts) - len(counts)
+    found.files, found.counts = files, counts
+    return dropped
 
 
 def _data(args: GrepInput, shown: str, found: Collector) -> dict[str, Any]:
@@ -374,7 +401,9 @@ def _glob_matcher(glob: str | None) -> tuple[re.Pattern[str] | None, bool, bool]
     return compile_glob(body.lstrip("/").rstrip("/")), negated, anchored
 
 
-def _search_python(ctx: ToolContext, target: Path, args: GrepInput, out: Collector) -> None:
+def _search_python(
+    ctx: ToolContext, target: Path, is_file: bool, args: GrepInput, out: Collector
+) -> None:
     flags = re.MULTILINE | (re.IGNORECASE if args.case_insensitive else 0)
     try:
         regex = re.compile(args.pattern, flags)
@@ -394,24 +423,42 @@ def _search_python(ctx: ToolContext, target: Path, args: GrepInput, out: Collect
             return False
         return None
 
-    files: Any
-    if target.is_file():
-        files = [(display_path(ctx, target), target)]
+    files: Iterator[tuple[str, Callable[[], int]]]
+    if is_file:
+        files = iter([(display_path(ctx, target), lambda: open_beneath(root, target))])
     else:
-        files = ((rel, entry.path) for rel, entry in walk_files(root, target, override=override))
-    for rel, path in files:
+        files = ((rel, file.open) for rel, file in walk_files(root, target, override=override))
+    for rel, opener in files:
         if ctx.cancel.is_set():
             raise ToolFailure("interrupted", "The search was interrupted by the user.")
-        _search_file(rel, path, regex, args.output_mode, out)
+        _search_file(rel, opener, regex, args.output_mode, out)
+
+
+def _read_all(opener: Callable[[], int]) -> bytes | None:
+    """The bytes of a regular file opened by ``opener`` (confined), or None."""
+    try:
+        fd = opener()
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _search_file(
-    rel: str, path: str | Path, regex: re.Pattern[str], mode: OutputMode, out: Collector
+    rel: str, opener: Callable[[], int], regex: re.Pattern[str], mode: OutputMode, out: Collector
 ) -> None:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    data = _read_all(opener)
+    if data is None:
         return
     if b"\0" in data:
         return

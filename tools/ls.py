@@ -2,7 +2,8 @@
 
 ``data``: ``{path, entries: [{name, type: dir|file|symlink|other, size?, target?}], total,
 dirs, files, symlinks, shown, truncated}``. A symlink's ``target`` is given only when it
-resolves inside the workspace; otherwise it says ``outside workspace``.
+resolves inside the workspace; otherwise it says ``outside workspace``. The directory is
+listed by descriptor, reached without following a link (``tools.confined``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import Field
 from prompts.tools.ls import DESCRIPTION
 from tools.base import ToolContext, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput, plural
+from tools.confined import SWAPPED, opened_dir
 from tools.paths import display_path, is_inside, resolve_path, workspace_root
 
 
@@ -23,11 +25,14 @@ class LSInput(ToolInput):
     path: str = Field(".", description="Directory relative to the workspace root.")
 
 
-def _entry(entry: os.DirEntry[str], root: Path, ctx: ToolContext) -> dict[str, Any]:
+def _entry(
+    entry: os.DirEntry[str], directory: Path, root: Path, ctx: ToolContext
+) -> dict[str, Any]:
     item: dict[str, Any] = {"name": entry.name}
     if entry.is_symlink():
         item["type"] = "symlink"
-        target = Path(os.path.realpath(entry.path))
+        # Only where the link points is shown (a name), nothing is read through it.
+        target = Path(os.path.realpath(directory / entry.name))
         item["target"] = display_path(ctx, target) if is_inside(target, root) else None
     elif entry.is_dir(follow_symlinks=False):
         item["type"] = "dir"
@@ -64,9 +69,16 @@ class LSTool(BaseTool):
             raise ToolFailure("not_a_directory", f"{shown} is a file; use Read to see it.")
         root = workspace_root(ctx)
         try:
-            with os.scandir(directory) as it:
-                items = [_entry(entry, root, ctx) for entry in it]
+            # Listed by descriptor, reached without following a link (tools.confined).
+            with opened_dir(root, directory) as fd, os.scandir(fd) as it:
+                items = [_entry(entry, directory, root, ctx) for entry in it]
         except OSError as exc:
+            if exc.errno in SWAPPED:
+                raise ToolFailure(
+                    "path_outside_workspace",
+                    f"Cannot list {shown}: it or a directory on its path is (or just became) "
+                    "a symlink; LS never lists through a link.",
+                ) from None
             raise ToolFailure("read_failed", f"Cannot list {shown}: {exc.strerror}.") from None
         items.sort(key=lambda item: (item["type"] != "dir", item["name"]))
         counts = {kind: sum(1 for i in items if i["type"] == kind) for kind in ("dir", "file")}

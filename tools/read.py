@@ -9,7 +9,9 @@ next_offset?, lines_cut?, encoding?, externally_modified?, note?}``. ``content``
 numbered fragment (``"    12\\tline"``, the format of ``cat -n``).
 
 The file is streamed, never loaded whole: only the lines shown are kept, the rest is counted
-and hashed (the hash feeds the freshness rule of Edit and Write). Only regular files are read.
+and hashed (the hash feeds the freshness rule of Edit and Write). Only regular files are read,
+opened through the confined walk (``tools.confined``): a link swapped in after the path was
+checked makes the Read fail, never read outside.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from tools.files import (
     is_binary,
     open_regular,
 )
-from tools.paths import display_path, resolve_path
+from tools.paths import display_path, resolve_path, workspace_root
 
 
 class ReadInput(ToolInput):
@@ -77,14 +79,14 @@ class Scan:
         return [line.decode(codec, "replace") for line in self.wanted]
 
 
-def scan_file(path: Path, shown: str, first: int, last: int) -> Scan:
+def scan_file(root: Path, path: Path, shown: str, first: int, last: int) -> Scan:
     """Stream ``path`` once, keeping only lines ``first``..``last`` (1-based, inclusive).
 
     Memory stays at one chunk plus the kept lines, however large the file. The rules of
     :func:`tools.files.decode` hold: a NUL in the head is a binary file; UTF-8 (BOM or not)
     when the whole file is valid UTF-8, else Latin-1.
     """
-    with open_regular(path, shown) as (fd, st):
+    with open_regular(root, path, shown) as (fd, st):
         digest = hashlib.sha256()
         utf8 = codecs.getincrementaldecoder(UTF8)()
         valid_utf8 = True
@@ -162,7 +164,7 @@ class ReadTool(BaseTool):
         cap = ctx.settings.read_max_lines
         limit = min(args.limit or cap, cap)
         start = args.offset
-        scan = scan_file(path, shown, start, start + limit - 1)
+        scan = scan_file(workspace_root(ctx), path, shown, start, start + limit - 1)
         mtime = scan.fingerprint.mtime
         key = str(path)
         previous = ctx.mtimes.get(key)

@@ -9,7 +9,10 @@ re-included). ``.gitignore`` files from the workspace root down to the start of 
 apply, never those above the workspace (Grep hands the same set to ripgrep, see
 :func:`parent_ignore_lines`). Hidden files are
 walked (like ``rg --hidden``). Symlinks are never yielded nor followed: a walk cannot leave
-the workspace.
+the workspace. Directories are listed and entered by descriptor (``tools.confined``:
+``O_NOFOLLOW`` from the workspace down), and a file is opened relative to its directory's
+descriptor, so a directory swapped for a symlink mid-walk ends that branch instead of
+leading outside.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.confined import DIR_FLAGS, FILE_FLAGS, open_dir, read_small
 from tools.patterns import glob_to_regex
 
 SKIP_DIRS = frozenset({".git"})
@@ -29,6 +33,24 @@ IGNORE_FILE = ".gitignore"
 
 Override = Callable[[str, str, bool], bool | None]
 """``(rel, name, is_dir) -> True (take) | False (drop) | None (ask the ignore rules)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class WalkedFile:
+    """A regular file met by :func:`walk_files`, reachable only while the walk stands on it
+    (its directory's descriptor closes when the walk moves on)."""
+
+    name: str
+    dir_fd: int
+
+    def stat(self) -> os.stat_result:
+        """The file's own stat (not following a link)."""
+        return os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
+
+    def open(self) -> int:
+        """A read descriptor of the file, opened in its directory without following a link
+        (``OSError`` if it was swapped for one); the caller closes it."""
+        return os.open(self.name, FILE_FLAGS, dir_fd=self.dir_fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,25 +106,39 @@ def is_ignored(rules: list[IgnoreRule], rel: str, name: str, is_dir: bool) -> bo
     return ignored
 
 
-def _load_rules(directory: Path, rel: str) -> list[IgnoreRule]:
-    try:
-        text = (directory / IGNORE_FILE).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    return parse_gitignore(text, rel)
+def _ignore_text(dir_fd: int) -> str | None:
+    data = read_small(dir_fd, IGNORE_FILE)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def _parent_dirs(root: Path, start: Path) -> list[tuple[Path, str]]:
-    """``(directory, workspace-relative path)`` from ``root`` down to ``start``'s parent."""
+def _parent_texts(root: Path, start: Path) -> list[tuple[str, str]]:
+    """``(workspace-relative directory, .gitignore text)`` from ``root`` down to
+    ``start``'s parent, each read through the confined walk."""
     if start == root:
         return []
-    dirs = [(root, "")]
-    directory, rel = root, ""
-    for part in start.relative_to(root).parts[:-1]:
-        directory = directory / part
-        rel = f"{rel}/{part}" if rel else part
-        dirs.append((directory, rel))
-    return dirs
+    found: list[tuple[str, str]] = []
+    rel = ""
+    try:
+        fd = open_dir(root, ())
+    except OSError:
+        return []
+    try:
+        parts = start.relative_to(root).parts[:-1]
+        for i in range(len(parts) + 1):
+            text = _ignore_text(fd)
+            if text is not None:
+                found.append((rel, text))
+            if i == len(parts):
+                break
+            child = os.open(parts[i], DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            rel = f"{rel}/{parts[i]}" if rel else parts[i]
+    except OSError:
+        pass  # a directory on the way vanished or became a link: no rules below it
+    finally:
+        os.close(fd)
+    return found
 
 
 def parent_ignore_lines(root: Path, start: Path) -> list[str]:
@@ -111,11 +147,7 @@ def parent_ignore_lines(root: Path, start: Path) -> list[str]:
     workspace): ``/top.txt`` in ``src/.gitignore`` becomes ``/src/top.txt``, ``*.log``
     becomes ``/src/**/*.log``."""
     out: list[str] = []
-    for directory, rel in _parent_dirs(root, start):
-        try:
-            text = (directory / IGNORE_FILE).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
+    for rel, text in _parent_texts(root, start):
         for raw in text.splitlines():
             line = raw.rstrip("\r")
             if not line or line.startswith("#"):
@@ -135,8 +167,8 @@ def parent_rules(root: Path, start: Path) -> list[IgnoreRule]:
     """Rules of the ``.gitignore`` files in ``root`` and every directory down to, but not
     including, ``start``."""
     rules: list[IgnoreRule] = []
-    for directory, rel in _parent_dirs(root, start):
-        rules.extend(_load_rules(directory, rel))
+    for rel, text in _parent_texts(root, start):
+        rules.extend(parse_gitignore(text, rel))
     return rules
 
 
@@ -146,8 +178,8 @@ def walk_files(
     *,
     gitignore: bool = True,
     override: Override | None = None,
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Regular files under ``start`` as ``(workspace-relative POSIX path, entry)``.
+) -> Iterator[tuple[str, WalkedFile]]:
+    """Regular files under ``start`` as ``(workspace-relative POSIX path, file)``.
 
     ``root`` is the resolved workspace and ``start`` a resolved directory inside it. The order
     is ripgrep's ``--sort path``: depth first, siblings by name, files and directories mixed.
@@ -157,25 +189,44 @@ def walk_files(
     """
     base_rules = parent_rules(root, start) if gitignore else []
     start_rel = "" if start == root else start.relative_to(root).as_posix()
-    yield from _walk(str(start), start_rel, base_rules, gitignore, override)
+    try:
+        fd = open_dir(root, start.relative_to(root).parts)
+    except OSError:
+        return
+    yield from _walk(fd, start_rel, base_rules, gitignore, override)
 
 
 def _walk(
-    path: str,
+    fd: int,
     rel: str,
     rules: list[IgnoreRule],
     gitignore: bool,
     override: Override | None,
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    if gitignore:
-        own = _load_rules(Path(path), rel)
-        if own:
-            rules = rules + own
+) -> Iterator[tuple[str, WalkedFile]]:
+    """Walk the directory open as ``fd`` (closed when done)."""
     try:
-        with os.scandir(path) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return
+        if gitignore:
+            text = _ignore_text(fd)
+            if text is not None:
+                rules = rules + parse_gitignore(text, rel)
+        try:
+            with os.scandir(fd) as it:  # lists through a duplicate; fd stays ours
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return
+        yield from _entries(fd, rel, entries, rules, gitignore, override)
+    finally:
+        os.close(fd)
+
+
+def _entries(
+    fd: int,
+    rel: str,
+    entries: list[os.DirEntry[str]],
+    rules: list[IgnoreRule],
+    gitignore: bool,
+    override: Override | None,
+) -> Iterator[tuple[str, WalkedFile]]:
     for entry in entries:
         child = f"{rel}/{entry.name}" if rel else entry.name
         try:
@@ -194,9 +245,13 @@ def _walk(
         if decision is None and rules and is_ignored(rules, child, entry.name, is_dir):
             continue
         if is_dir:
-            yield from _walk(entry.path, child, rules, gitignore, override)
+            try:
+                child_fd = os.open(entry.name, DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                continue  # gone, or swapped for a link since it was listed
+            yield from _walk(child_fd, child, rules, gitignore, override)
         else:
-            yield child, entry
+            yield child, WalkedFile(entry.name, fd)
 
 
 def hidden_by_rules(root: Path, base: Path, start: Path) -> bool:

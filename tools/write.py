@@ -20,7 +20,7 @@ from tools.base import ToolContext, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput, plural
 from tools.diffs import compare
 from tools.files import TextFile, count_lines, load_text, require_fresh, write_file
-from tools.paths import display_path, resolve_path
+from tools.paths import display_path, resolve_path, workspace_root
 from tools.permissions import require_permission
 
 
@@ -42,7 +42,7 @@ class WriteTool(BaseTool):
         exists = path.exists()
         if exists:
             require_fresh(ctx, path, shown)
-            old = load_text(path, shown)
+            old = load_text(workspace_root(ctx), path, shown)
         else:
             old = TextFile(text="", encoding="utf-8", newline="\n")
         payload = old.encode(args.content)
