@@ -3,7 +3,9 @@
 A path argument is taken relative to the workspace (absolute paths are accepted when they
 point inside it), then resolved with symlinks followed. Anything that lands outside — ``..``,
 an absolute path elsewhere, a symlink (even a dangling one) leading out — is refused with
-``path_outside_workspace``. Directory walks never follow symlinks (see ``tools.walk``).
+``path_outside_workspace``. Directory walks never follow symlinks (see ``tools.walk``), and
+the checked path is then opened one component at a time without following a link
+(``tools.confined``), so a link swapped in after the check is refused, not followed.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def resolve_path(ctx: ToolContext, raw: str) -> Path:
     candidate = Path(os.path.expanduser(raw)) if raw.startswith("~") else Path(raw)
     if not candidate.is_absolute():
         candidate = root / candidate
-    resolved = Path(os.path.realpath(candidate))
+    resolved = _realpath(candidate, raw)
     try:
         os.lstat(resolved)
     except FileNotFoundError:
@@ -53,6 +55,25 @@ def resolve_path(ctx: ToolContext, raw: str) -> Path:
             path=raw,
         )
     return resolved
+
+
+RESOLVE_ATTEMPTS = 3
+"""How often a path that changes while it is resolved is tried again before giving up."""
+
+
+def _realpath(candidate: Path, raw: str) -> Path:
+    """``os.path.realpath``, tried again when a component changes under it (a link swapped
+    for a file between its ``lstat`` and ``readlink`` raises ``EINVAL``)."""
+    for _ in range(RESOLVE_ATTEMPTS):
+        try:
+            return Path(os.path.realpath(candidate))
+        except OSError:
+            continue
+    raise ToolFailure(
+        "path_changed",
+        f"{raw!r} kept changing while it was resolved (a link being swapped); try again.",
+        path=raw,
+    )
 
 
 def is_inside(path: Path, root: Path) -> bool:
