@@ -296,6 +296,11 @@ class Settings(BaseSettings):
     """Seconds to establish a connection to the model API (each attempt)."""
     read_timeout: float = Field(120.0, gt=0)
     """Seconds the model API may stay silent (no byte received) before the attempt fails."""
+    stream_idle_timeout: float = Field(120.0, gt=0)
+    """Seconds a streamed answer may go without a content event (text, tool input, message
+    start or stop; ``ping`` events do not count) before the attempt fails and is retried: a
+    server that only pings would otherwise hold the round forever, since every ping resets
+    ``read_timeout``."""
     secret_env_patterns: list[str] = Field(
         default_factory=lambda: [
             "ANTHROPIC_API_KEY",

@@ -8,6 +8,11 @@ What this module adds on top of the SDK:
 - **its own retries**: the SDK's are off, so every wait is visible (a :class:`StreamRetry`
   before it) and interruptible (``cancel``). 429, 5xx, 529 and connection failures are
   retried with bounded exponential backoff, honouring ``retry-after``.
+- **a stream that stalls or garbles is a fault**: no content event for
+  ``stream_idle_timeout`` seconds (pings do not count: the SDK drops them before we see them),
+  or an event whose data is not JSON (or not the shape the SDK expects), fails the attempt
+  with one clear line, and it is retried like a dropped connection. Whatever else goes wrong
+  inside an attempt becomes a :class:`ProviderError` too, so a round never stays open.
 - **a stream cut mid-answer is retried whole**. Observers learn it from the
   :class:`StreamRetry` (reason ``stream interrupted: …``): any StreamRetry means "what this
   call streamed so far is void, the answer starts again".
@@ -22,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import email.utils
+import json
 import os
 import queue
 import threading
@@ -32,6 +38,7 @@ from typing import Any, TypeVar
 
 import anthropic
 import httpx2
+import pydantic
 
 from engine.config import Settings
 from engine.llm.base import (
@@ -108,9 +115,17 @@ class AnthropicProvider:
         """
         cancel = cancel or threading.Event()
         params = self.request_params(request)
-        response = self._retrying(
-            lambda: self._stream_once(params, on_event, cancel), on_event, cancel, None
-        )
+        try:
+            response = self._retrying(
+                lambda: self._stream_once(params, on_event, cancel), on_event, cancel, None
+            )
+        except (ProviderError, Cancelled):
+            raise
+        except Exception as exc:  # never leave the round open on a surprise
+            message = self._secrets.text(f"{type(exc).__name__}: {exc}".splitlines()[0])
+            raise ProviderError(
+                "server", f"The answer from the Anthropic API could not be read ({message})."
+            ) from exc
         return with_unique_tool_ids(response, request.messages)
 
     def ask_text(self, system: str, text: str, timeout: float) -> str:
@@ -152,42 +167,64 @@ class AnthropicProvider:
         # The exchange runs on a helper thread so that this thread can honour `cancel` even
         # while the socket is silent; events are relayed here, so observers see them on the
         # caller's thread, in order, and never after Cancelled.
-        inbox: queue.SimpleQueue[StreamEvent | _Finished | BaseException] = queue.SimpleQueue()
+        # The helper also reports every content event it sees (``_Alive``), so this thread can
+        # end an attempt that pings but says nothing (stream_idle_timeout).
+        inbox: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         abandon = threading.Event()
+        streams: list[Any] = []
         worker = threading.Thread(
             target=self._pump_stream,
-            args=(params, inbox, abandon),
+            args=(params, inbox, abandon, streams),
             name="ctxscope-anthropic-stream",
             daemon=True,
         )
+        idle_limit = self.settings.stream_idle_timeout
+        last_content = time.monotonic()
         worker.start()
-        while True:
-            try:
-                item = inbox.get(timeout=_CANCEL_POLL_SECONDS)
-            except queue.Empty:
-                item = None
-            if cancel.is_set():
-                abandon.set()
-                raise Cancelled("cancelled while waiting for the model")
-            if item is None:
-                continue
-            if isinstance(item, _Finished):
-                return item.response
-            if isinstance(item, BaseException):
-                raise item
-            on_event(item)
+        try:
+            while True:
+                try:
+                    item = inbox.get(timeout=_CANCEL_POLL_SECONDS)
+                except queue.Empty:
+                    item = None
+                if cancel.is_set():
+                    raise Cancelled("cancelled while waiting for the model")
+                if item is None:
+                    if time.monotonic() - last_content >= idle_limit:
+                        raise _StreamIdle(
+                            f"no content event for {idle_limit:g} s (stream_idle_timeout)"
+                        )
+                    continue
+                last_content = time.monotonic()
+                if isinstance(item, _Alive):
+                    continue
+                if isinstance(item, _Finished):
+                    return item.response
+                if isinstance(item, BaseException):
+                    raise item
+                on_event(item)
+        finally:
+            abandon.set()
+            for stream in streams:  # a helper blocked on a silent socket wakes and leaves
+                with contextlib.suppress(Exception):
+                    stream.close()
 
     def _pump_stream(
         self,
         params: dict[str, Any],
-        inbox: queue.SimpleQueue[StreamEvent | _Finished | BaseException],
+        inbox: queue.SimpleQueue[_Item],
         abandon: threading.Event,
+        streams: list[Any],
     ) -> None:
         try:
             with self._client.messages.stream(**params) as stream:
+                streams.append(stream)
+                if abandon.is_set():
+                    return
                 for event in stream:
                     if abandon.is_set():
                         return  # leaving the `with` closes the connection
+                    inbox.put(_ALIVE)
                     if event.type == "text":
                         inbox.put(StreamText(text=event.text))
                     elif event.type == "content_block_stop":
@@ -199,8 +236,19 @@ class AnthropicProvider:
                         inbox.put(_Finished(to_response(event.message)))
                         return
             inbox.put(_StreamInterrupted("the stream ended before message_stop"))
+        except json.JSONDecodeError as exc:
+            inbox.put(_StreamGarbled(f"an event's data is not JSON ({exc.msg} at char {exc.pos})"))
+        except (pydantic.ValidationError, KeyError, TypeError, AttributeError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            inbox.put(
+                _StreamGarbled(
+                    f"an event is not what the API sends ({type(exc).__name__}"
+                    f"{': ' + first if first else ''})"
+                )
+            )
         except Exception as exc:  # relayed to, and classified on, the caller's thread
-            inbox.put(exc)
+            if not abandon.is_set():
+                inbox.put(exc)
 
     def _text_call(self, prompt: str, text: str, deadline: float) -> str:
         def attempt() -> str:
@@ -293,8 +341,26 @@ class _Finished:
     response: ProviderResponse
 
 
+class _Alive:
+    """The helper saw a content event (pings never get this far: the SDK drops them)."""
+
+
+_ALIVE = _Alive()
+
+_Item = StreamEvent | _Finished | _Alive | BaseException
+"""What the stream helper hands the caller's thread."""
+
+
 class _StreamInterrupted(Exception):
     """The stream ended without ``message_stop`` (the connection closed cleanly mid-answer)."""
+
+
+class _StreamIdle(Exception):
+    """No content event for ``stream_idle_timeout`` seconds (pings do not count)."""
+
+
+class _StreamGarbled(Exception):
+    """An event's data could not be read (not JSON, or not the shape the API sends)."""
 
 
 @dataclass(frozen=True)
@@ -321,6 +387,20 @@ def classify(exc: BaseException, model: str, base_url: str | None) -> Failure | 
             "timed out: no answer from the server in time",
             f"The Anthropic API at {where} did not answer in time (connect and read timeouts: "
             "CTXSCOPE_CONNECT_TIMEOUT, CTXSCOPE_READ_TIMEOUT).",
+        )
+    if isinstance(exc, _StreamIdle):
+        return Failure(
+            "connection",
+            True,
+            f"stream stalled: {exc}",
+            f"The Anthropic API at {where} stopped sending the answer: {exc}.",
+        )
+    if isinstance(exc, _StreamGarbled):
+        return Failure(
+            "server",
+            True,
+            f"malformed stream: {exc}",
+            f"The Anthropic API at {where} sent a malformed stream: {exc}.",
         )
     if isinstance(exc, _StreamInterrupted | httpx2.TransportError):
         return Failure(

@@ -36,6 +36,9 @@ import pytest
 
 from engine.context.builder import MAX_CACHE_BREAKPOINTS, validate_conversation
 
+PING_INTERVAL = 0.05
+"""Seconds between the pings of a ``pings_only`` stream."""
+
 FAKE_API_KEY = "sk-ant-fake-test-key"
 """What ``env()`` puts in ANTHROPIC_API_KEY; the server accepts any key."""
 
@@ -55,6 +58,11 @@ class Reply:
     """Seconds to wait before answering (to trip client timeouts or test cancellation)."""
     cut_after: int | None = None
     """Streams only: drop the connection after this many SSE events (a stream cut mid-answer)."""
+    garble_after: int | None = None
+    """Streams only: after this many SSE events, send one whose data is not JSON, then stop."""
+    pings_only: bool = False
+    """Streams only: send nothing but ``ping`` events, every ``PING_INTERVAL`` seconds, until
+    the client hangs up or the server stops (a server that holds a round without answering)."""
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -317,16 +325,27 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            if reply.pings_only:
+                while not server._stopping.wait(PING_INTERVAL):
+                    self._send_chunk(b'event: ping\ndata: {"type": "ping"}\n\n')
+                return
             for sent, (event, data) in enumerate(sse_events(reply)):
+                if reply.garble_after is not None and sent >= reply.garble_after:
+                    self._send_chunk(b"event: content_block_delta\ndata: {not json at all\n\n")
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
                 if reply.cut_after is not None and sent >= reply.cut_after:
                     # No terminating chunk: the client sees the body end mid-answer.
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                payload = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-                self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
-                self.wfile.flush()
+                self._send_chunk(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+        def _send_chunk(self, payload: bytes) -> None:
+            self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
             self.wfile.flush()
 
     return Handler
