@@ -10,6 +10,10 @@
   a small guard (``tools/bash_guard.py``) that gets SIGTERM when ctxscope dies
   (``PR_SET_PDEATHSIG``) and, being a child subreaper, ends every descendant of the command;
   ``ask`` turns SIGINT/SIGTERM into a cancel, which ends the command as above;
+- where the machine allows it, bash runs in a sandbox (``tools.sandbox``: bubblewrap or
+  ``unshare``): its own PID namespace and ``/proc``, the file system read-only but the
+  workspace and a private ``/tmp``, the network as ``bash_network`` says; ``data.sandbox``
+  names it (``bwrap``, ``unshare`` or ``none``);
 - the environment is ctxscope's without credentials (``secret_env_patterns``: the API key,
   ``*_TOKEN``, ``*SECRET*``…), see ``tools.secrets``;
 - stdout and stderr are read by two threads, each capped at ``bash_output_cap`` characters
@@ -17,7 +21,7 @@
 
 ``data``: ``{command, exit_code, stdout, stderr, timed_out, interrupted, timeout,
 stdout_chars, stderr_chars, stdout_lines, stderr_lines, stdout_truncated,
-stderr_truncated}`` (``*_chars`` and ``*_lines`` count the whole stream, before the cap). A
+stderr_truncated, sandbox}`` (``*_chars`` and ``*_lines`` count the whole stream, before the cap). A
 non-zero exit is an error result (``nonzero_exit``) that still carries this data; so are
 ``timeout`` and ``interrupted``.
 """
@@ -47,6 +51,7 @@ from tools.bash_guard import below, children_by_parent
 from tools.common import BaseTool, ToolFailure, ToolInput
 from tools.paths import workspace_root
 from tools.permissions import require_permission
+from tools.sandbox import choose, wrap
 from tools.secrets import scrubbed_environment
 
 POLL_SECONDS = 0.05
@@ -127,11 +132,11 @@ PR_SET_PDEATHSIG = 1
 GUARD = Path(__file__).with_name("bash_guard.py")
 
 
-def _command_line(bash: str, command: str) -> list[str]:
-    """bash under its guard where the guard can work (Linux), else bash alone."""
+def _command_line(argv: list[str]) -> list[str]:
+    """``argv`` under its guard where the guard can work (Linux), else alone."""
     if _prctl is None or not sys.executable:
-        return [bash, "-c", command]
-    return [sys.executable, "-I", "-S", str(GUARD), bash, "-c", command]
+        return argv
+    return [sys.executable, "-I", "-S", str(GUARD), *argv]
 
 
 def _guard_dies_with_parent(parent: int) -> Callable[[], None]:
@@ -230,10 +235,14 @@ class BashTool(BaseTool):
         env = scrubbed_environment(os.environ, settings.secret_env_patterns)
         tag = secrets.token_hex(8)
         env |= {"PAGER": "cat", "GIT_PAGER": "cat", CALL_TAG: tag}
+        sandbox = choose(settings.bash_sandbox)  # type: ignore[arg-type]
+        argv = wrap(
+            sandbox, workspace_root(ctx), [bash, "-c", args.command], network=settings.bash_network
+        )
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                _command_line(bash, args.command),
+                _command_line(argv),
                 cwd=workspace_root(ctx),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -295,6 +304,7 @@ class BashTool(BaseTool):
             "stderr_lines": err.lines,
             "stdout_truncated": out.dropped > 0,
             "stderr_truncated": err.dropped > 0,
+            "sandbox": sandbox,
         }
         error: ToolError | None = None
         if timed_out:

@@ -3,7 +3,8 @@
 ``python -I -S bash_guard.py BASH -c COMMAND`` (Linux). ``BashTool`` starts the guard in a new
 session with ``PR_SET_PDEATHSIG = SIGTERM``; the guard makes itself a child subreaper
 (``PR_SET_CHILD_SUBREAPER``), so every process the command starts stays below it even after
-its own parent exits, runs bash, and exits as bash did (same code, or the same signal).
+its own parent exits, runs bash, and exits as bash did (same code, or the same signal) —
+but first it ends whatever the command left running, after ``LINGER`` seconds.
 
 When ctxscope dies — even by SIGKILL, when no code of its own runs — the kernel sends the guard
 SIGTERM. So does ``BashTool`` on a timeout or a cancel (to the whole group). Either way the
@@ -26,6 +27,9 @@ from collections.abc import Iterable
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 GRACE = 0.5
+LINGER = 0.5
+"""After bash exits, how long what it left behind may run on (a background job finishing
+its output) before the guard ends it: the call never outlives its command by more."""
 """Seconds between SIGTERM and SIGKILL: shorter than ``tools.bash.TERM_GRACE_SECONDS``, so
 on a timeout the guard has ended everything before BashTool SIGKILLs the group."""
 
@@ -96,6 +100,28 @@ def end_everything() -> None:
     os.killpg(me, signal.SIGKILL)
 
 
+def _end_leftovers() -> None:
+    """bash has exited: give what it left ``LINGER`` seconds, then SIGKILL all of it —
+    ``setsid`` children and any without the call's tag too, since as a subreaper the guard
+    inherited every orphan of the command."""
+    me = os.getpid()
+    deadline = time.monotonic() + LINGER
+    while descendants(me) and time.monotonic() < deadline:
+        _reap()
+        time.sleep(0.02)
+    for _ in range(20):
+        alive = descendants(me)
+        if not alive:
+            return
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
+        _reap()
+
+
 def _reap() -> None:
     """Collect exited children (as a subreaper, orphans of the command become ours)."""
     while True:
@@ -136,6 +162,7 @@ def main(argv: list[str]) -> None:
         while True:
             pid, status = os.waitpid(-1, 0)  # reaps the command's orphans too
             if pid == bash:
+                _end_leftovers()
                 _exit_as(status)
     except _Ending:
         end_everything()

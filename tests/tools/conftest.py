@@ -35,7 +35,9 @@ def outside(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings(bash_policy="allow", edit_policy="allow")
+    """Bash without the sandbox: these tests follow its processes by their host pids (the
+    guard's path); tests/security covers the sandboxes."""
+    return Settings(bash_policy="allow", edit_policy="allow", bash_sandbox="none")
 
 
 @pytest.fixture

@@ -90,7 +90,7 @@ def test_detached_output_does_not_hold_the_call(call: Any) -> None:
 
 def test_output_over_the_cap_keeps_head_and_tail(workspace: Path) -> None:
     ctx = ToolContext(
-        workspace=workspace, settings=Settings(bash_policy="allow", bash_output_cap=1000)
+        workspace=workspace, settings=Settings(bash_policy="allow", bash_output_cap=1000, bash_sandbox="none")
     )
     command = "for i in $(seq 1 5000); do echo line$i; done; echo ERR >&2"
     result = default_registry().run("Bash", {"command": command}, ctx)
@@ -115,7 +115,9 @@ def test_huge_output_is_read_without_blocking(call: Any, ctx: ToolContext) -> No
 
 
 def test_timeout_is_capped_by_settings(workspace: Path) -> None:
-    settings = Settings(bash_policy="allow", bash_timeout=0.5, bash_max_timeout=0.8)
+    settings = Settings(
+        bash_policy="allow", bash_timeout=0.5, bash_max_timeout=0.8, bash_sandbox="none"
+    )
     ctx = ToolContext(workspace=workspace, settings=settings)
     registry = default_registry()
     default = registry.run("Bash", {"command": "echo fast"}, ctx)

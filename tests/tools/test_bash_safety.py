@@ -75,7 +75,7 @@ from pathlib import Path
 from engine.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
-ctx = ToolContext(workspace=Path(sys.argv[1]), settings=Settings(bash_policy="allow"))
+ctx = ToolContext(workspace=Path(sys.argv[1]), settings=Settings(bash_policy="allow", bash_sandbox="none"))
 default_registry().run("Bash", {"command": "echo $$ > pid; exec sleep 300"}, ctx)
 """
 
@@ -106,7 +106,7 @@ from pathlib import Path
 from engine.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
-ctx = ToolContext(workspace=Path(sys.argv[1]), settings=Settings(bash_policy="allow"))
+ctx = ToolContext(workspace=Path(sys.argv[1]), settings=Settings(bash_policy="allow", bash_sandbox="none"))
 default_registry().run("Bash", {"command": sys.argv[2]}, ctx)
 """
 
@@ -179,7 +179,7 @@ def test_sigterm_to_ask_ends_its_bash_command_and_the_round(
         [sys.executable, "-m", "cli.main", "ask", "run `echo $$ > pid; exec sleep 300`"]
         + ["--allow-bash", "--model", "offline", "--db", str(tmp_path / "t.db")]
         + ["--workspace", str(workspace), "--json"],
-        env={**env, "PYTHONPATH": str(ROOT)},
+        env={**env, "PYTHONPATH": str(ROOT), "CTXSCOPE_BASH_SANDBOX": "none"},  # host pids
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
