@@ -90,7 +90,8 @@ def test_detached_output_does_not_hold_the_call(call: Any) -> None:
 
 def test_output_over_the_cap_keeps_head_and_tail(workspace: Path) -> None:
     ctx = ToolContext(
-        workspace=workspace, settings=Settings(bash_policy="allow", bash_output_cap=1000, bash_sandbox="none")
+        workspace=workspace,
+        settings=Settings(bash_policy="allow", bash_output_cap=1000, bash_sandbox="none"),
     )
     command = "for i in $(seq 1 5000); do echo line$i; done; echo ERR >&2"
     result = default_registry().run("Bash", {"command": command}, ctx)

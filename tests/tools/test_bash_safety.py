@@ -75,7 +75,8 @@ from pathlib import Path
 from engine.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
-ctx = ToolContext(workspace=Path(sys.argv[1]), settings=Settings(bash_policy="allow", bash_sandbox="none"))
+settings = Settings(bash_policy="allow", bash_sandbox="none")  # host pids: the guard
+ctx = ToolContext(workspace=Path(sys.argv[1]), settings=settings)
 default_registry().run("Bash", {"command": "echo $$ > pid; exec sleep 300"}, ctx)
 """
 
@@ -106,7 +107,8 @@ from pathlib import Path
 from engine.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
-ctx = ToolContext(workspace=Path(sys.argv[1]), settings=Settings(bash_policy="allow", bash_sandbox="none"))
+settings = Settings(bash_policy="allow", bash_sandbox="none")  # host pids: the guard
+ctx = ToolContext(workspace=Path(sys.argv[1]), settings=settings)
 default_registry().run("Bash", {"command": sys.argv[2]}, ctx)
 """
 
