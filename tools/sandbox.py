@@ -78,9 +78,10 @@ def choose(choice: Choice) -> Sandbox:
     """The sandbox ``choice`` gives on this machine: ``auto`` takes the first that works;
     a named one that does not work falls back to ``none`` (the result says so)."""
     if choice == "auto":
-        for kind in ("bwrap", "unshare"):
-            if available(kind):  # type: ignore[arg-type]
-                return kind  # type: ignore[return-value]
+        kinds: tuple[Sandbox, ...] = ("bwrap", "unshare")
+        for kind in kinds:
+            if available(kind):
+                return kind
         return "none"
     return choice if available(choice) else "none"
 

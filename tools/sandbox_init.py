@@ -51,7 +51,7 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> b
     def enc(text: str | None) -> bytes | None:
         return None if text is None else os.fsencode(text)
 
-    return _libc.mount(enc(source), enc(target), enc(fstype), flags, None) == 0
+    return bool(_libc.mount(enc(source), enc(target), enc(fstype), flags, None) == 0)
 
 
 def _unescape(field: str) -> str:
