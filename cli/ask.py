@@ -24,6 +24,7 @@ from cli.common import (
 from engine.config import Settings, workspace_folder
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.models import RoundStatus
+from tools.sandbox import choose
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -88,6 +89,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             agent.session_id, provider=agent.provider.name, model=agent.provider.model
         )
         outcome = agent.run(args.input)
+    sandbox = choose(settings.bash_sandbox)  # where Bash ran (tools.sandbox)
     if args.json:
         print(
             json.dumps(
@@ -101,13 +103,17 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
                     "error": outcome.error,
                     "provider": agent.provider.name,
                     "model": agent.provider.model,
+                    "sandbox": sandbox,
                 },
                 ensure_ascii=False,
             )
         )
     else:
         print(outcome.answer)
-        print(f"(session {agent.session_id}, round {outcome.round_index})", file=sys.stderr)
+        print(
+            f"(session {agent.session_id}, round {outcome.round_index}, sandbox: {sandbox})",
+            file=sys.stderr,
+        )
     if outcome.status == RoundStatus.INTERRUPTED:
         return EXIT_INTERRUPTED
     return 0 if outcome.status == RoundStatus.FINISHED else EXIT_ERROR

@@ -178,3 +178,19 @@ def test_the_network_setting(workspace: Path, network: bool) -> None:
     else:
         assert result.data["stdout"] == ""
         assert result.error is not None and result.error.code == "nonzero_exit"
+
+
+@pytest.mark.parametrize("setting", ["auto", "none"])
+def test_ask_reports_the_sandbox(workspace: Path, tmp_path: Path, setting: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "ask", "hello", "--model", "offline"]
+        + ["--db", str(tmp_path / "a.db"), "--workspace", str(workspace), "--json"],
+        env={**env, "PYTHONPATH": str(ROOT), "CTXSCOPE_BASH_SANDBOX": setting},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["type"] == "result"
+    assert result["sandbox"] == (EXPECTED if setting == "auto" else "none")
