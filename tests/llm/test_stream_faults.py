@@ -51,6 +51,7 @@ def test_a_ping_only_stream_fails_after_the_idle_timeout_and_is_retried(
         _quick(stream_idle_timeout=0.3), api_key="k", base_url=fake_anthropic.url
     )
     events: list[StreamEvent] = []
+    earlier = set(_stream_threads())  # other tests' helpers, still waiting on their servers
     started = time.monotonic()
     with pytest.raises(ProviderError) as info:
         provider.complete(_request(), events.append)
@@ -66,9 +67,9 @@ def test_a_ping_only_stream_fails_after_the_idle_timeout_and_is_retried(
     assert 0.6 <= elapsed < 3.0
     # the helper threads were woken (their streams closed), not left pinging forever
     deadline = time.monotonic() + 2.0
-    while _stream_threads() and time.monotonic() < deadline:
+    while set(_stream_threads()) - earlier and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert _stream_threads() == []
+    assert set(_stream_threads()) - earlier == set()
 
 
 def test_a_garbled_event_is_a_provider_error_in_one_line(
