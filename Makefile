@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint bench clean
+.PHONY: run test check lint docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ lint: $(STAMP)  ## ruff, formatting, strict types on engine/ and tools/, the imp
 	$(BIN)/lint-imports
 
 check: lint test  ## lint, import contract and tests
+
+docs: $(STAMP)  ## regenerate docs/settings.md from the Settings model (engine/config.py)
+	$(BIN)/python docs/gen_settings.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_engine.py

@@ -9,7 +9,7 @@ with tool calls, compressed tool JSON, final answers):
 
 Every figure is the best of several runs (``time.perf_counter``). Run from the repository root:
 
-    python bench/bench_engine.py            # prints and writes docs/engine-bench.md
+    python bench/bench_engine.py            # prints and updates docs/benchmarks.md
     python bench/bench_engine.py --no-write
 """
 
@@ -170,7 +170,7 @@ def best_ms(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--no-write", action="store_true", help="do not write docs/engine-bench.md")
+    parser.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
     args = parser.parse_args()
 
     settings = Settings(context_window=200_000)
@@ -316,10 +316,13 @@ def main() -> int:
     say(f"All targets met: {'yes' if ok else 'NO'}.")
 
     if not args.no_write:
-        out = ROOT / "docs" / "engine-bench.md"
-        out.parent.mkdir(exist_ok=True)
-        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        print(f"\nwritten to {out.relative_to(ROOT)}")
+        out = ROOT / "docs" / "benchmarks.md"
+        start, end = "<!-- engine-bench:start -->", "<!-- engine-bench:end -->"
+        head, rest = out.read_text(encoding="utf-8").split(start, 1)
+        tail = rest.split(end, 1)[1]
+        body = "\n".join(lines[2:])  # the page has its own heading
+        out.write_text(f"{head}{start}\n{body}\n{end}{tail}", encoding="utf-8")
+        print(f"\nwritten to {out.relative_to(ROOT)} (its engine section)")
     return 0 if ok and not problems else 1
 
 

@@ -15,7 +15,7 @@ model call) in a temporary database, opens it in the app headless (``App.run_tes
 
 Run from the repository root:
 
-    python bench/bench_tui.py               # prints and updates the figures in docs/tui.md
+    python bench/bench_tui.py               # prints and updates the figures in docs/workbench.md
     python bench/bench_tui.py --no-write
 """
 
@@ -49,7 +49,7 @@ from tui.widgets.history_view import HistoryView  # noqa: E402
 ROUNDS = 2_000
 MESSAGES_PER_ROUND = 5
 SIZE = (120, 40)
-DOCS = ROOT / "docs" / "tui.md"
+DOCS = ROOT / "docs" / "workbench.md"
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
 
@@ -271,7 +271,7 @@ def write_docs(text: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-write", action="store_true", help="do not update docs/tui.md")
+    parser.add_argument("--no-write", action="store_true", help="do not update docs/workbench.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
