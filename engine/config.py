@@ -251,6 +251,7 @@ class Settings(BaseSettings):
     tool_max_results: int = Field(500, gt=0)
     """Grep lines, Glob paths and LS entries one call shows the model; the rest are counted."""
     bash_policy: Policy = "ask"
+    """Whether Bash runs: ask the user, allow, or deny. Headless runs deny unless --allow-bash."""
     bash_sandbox: Literal["auto", "bwrap", "unshare", "none"] = "auto"
     """Where Bash runs (``tools.sandbox``): ``auto`` takes bubblewrap when installed, else
     ``unshare`` where the kernel allows unprivileged namespaces, else ``none`` (the guard
@@ -258,7 +259,6 @@ class Settings(BaseSettings):
     bash_network: bool = True
     """Whether a sandboxed Bash command may use the network (false: an empty network
     namespace, only a loopback that is down)."""
-    """Whether Bash runs: ask the user, allow, or deny. Headless runs deny unless --allow-bash."""
     edit_policy: Policy = "ask"
     """Whether Edit/MultiEdit/Write run: ask the user or allow."""
 
