@@ -3,7 +3,7 @@ ask | strategy | strategies``.
 
 Every subcommand but ``export`` (which writes the format asked for) takes ``--json`` and then
 prints one JSON document (``ask --json``: one event per line, then a ``result`` line); the
-shapes are documented in the README. Errors a user can meet (unknown session, unreadable file,
+shapes are documented in docs/cli.md. Errors a user can meet (unknown session, unreadable file,
 bad option or setting) print one line on stderr and exit non-zero. Without a subcommand, the
 console script opens the workbench (``tui``); this package never imports it —
 :mod:`cli.workbench` passes it in as ``run_tui``.
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", type=Path, default=argparse.SUPPRESS, help="settings file (ctxscope.toml)"
     )
     as_json = argparse.ArgumentParser(add_help=False)
-    as_json.add_argument("--json", action="store_true", help="print JSON (see README)")
+    as_json.add_argument("--json", action="store_true", help="print JSON (shapes: docs/cli.md)")
 
     parser = argparse.ArgumentParser(
         prog="ctxscope",
