@@ -30,6 +30,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         data = {
             "sessions": [r.as_json() for r in reports],
             "files_skipped": dict(parsed.skipped_files),
+            "files_refused": [{"path": str(f), "reason": why} for f, why in parsed.refused],
         }
     lines = []
     for r in reports:
@@ -58,6 +59,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             "files skipped: "
             + ", ".join(f"{n} {k}" for k, n in sorted(parsed.skipped_files.items()))
         )
+    lines.extend(f"refused {f}: {why}" for f, why in parsed.refused)
     emit(args, data, "\n".join(lines))
     return 0
 

@@ -1,10 +1,14 @@
 """``ctxscope import``: recorded sessions from other agents stored as ctxscope sessions.
 
 Formats (sniffed from the content, not the name): Claude Code session JSONL, JSON lines of
-Anthropic messages, mini-swe-agent ``*.traj.json``, SWE-agent ``*.traj``; or a directory of
-them (each file its own session). Every file is parsed whole before the database is opened:
-a refusal (:class:`ImportError_`, naming the format it looked like and the problems by line)
-never creates or touches the database. A directory is refused whole if any file is.
+Anthropic messages, mini-swe-agent ``*.traj.json``, SWE-agent ``*.traj``, Codex CLI rollouts,
+Gemini CLI chats, OpenHands event lists, aider ``.aider.chat.history.md`` (each of its
+``# aider chat started at`` blocks a session); or a directory of them (each file its own
+session). Every file is parsed whole before the database is opened: a refusal
+(:class:`ImportError_`, naming the format it looked like and the problems by line) never
+creates or touches the database. In a directory, a file of no known format is listed as
+refused and the others are imported; a file of a known format that cannot be imported refuses
+the whole directory.
 """
 
 from __future__ import annotations
@@ -16,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
-from engine.recordings import anthropic_jsonl, claude_code, trajectories
+from engine.recordings import (
+    aider,
+    anthropic_jsonl,
+    claude_code,
+    codex,
+    gemini,
+    openhands,
+    trajectories,
+)
 from engine.recordings.base import ImportError_, ImportReport, Parsed
 from engine.recordings.writer import check, write
 from engine.store import Store
@@ -30,10 +42,22 @@ __all__ = [
     "import_parsed",
     "import_session",
     "parse_path",
+    "parse_sessions",
 ]
 
-FORMATS = (claude_code.FORMAT, anthropic_jsonl.FORMAT, trajectories.MINI, trajectories.SWE)
-SUFFIXES = (".jsonl", ".traj", ".traj.json")
+FORMATS = (
+    claude_code.FORMAT,
+    anthropic_jsonl.FORMAT,
+    trajectories.MINI,
+    trajectories.SWE,
+    codex.FORMAT,
+    gemini.FORMAT,
+    openhands.FORMAT,
+    aider.FORMAT,
+)
+SUFFIXES = (".jsonl", ".traj", ".traj.json", ".json", ".md")
+DOCS = 'docs/importing.md, "Importing recorded sessions"'
+"""Where a refusal points: the section that lists the formats, by its title."""
 
 
 @dataclass
@@ -42,12 +66,14 @@ class ParsedFiles:
 
     files: list[tuple[Path, Parsed]]
     skipped_files: Counter[str] = field(default_factory=Counter)
+    refused: list[tuple[Path, str]] = field(default_factory=list)
+    """Files of a directory in no known format, with the reason, left out of the import."""
 
 
 def detect_format(raw: str) -> tuple[str | None, Any]:
     """The format ``raw`` looks like (None if none) and, for whole-JSON formats, the object."""
     stripped = raw.lstrip()
-    if stripped.startswith("{"):
+    if stripped.startswith(("{", "[")):
         try:
             whole = json.loads(raw)
         except (json.JSONDecodeError, RecursionError):
@@ -56,20 +82,42 @@ def detect_format(raw: str) -> tuple[str | None, Any]:
             return trajectories.SWE, whole
         if trajectories.looks_like_mini(whole):
             return trajectories.MINI, whole
+        if gemini.looks_like(whole):
+            return gemini.FORMAT, whole
+        if openhands.looks_like(whole):
+            return openhands.FORMAT, whole
+        if isinstance(whole, list) and whole and gemini.looks_like_contents(whole[0]):
+            return gemini.CONTENTS, None
+    elif aider.looks_like(raw):
+        return aider.FORMAT, None
     for line in raw.splitlines()[:50]:
         try:
             obj = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
             continue
+        if codex.looks_like(obj):
+            return codex.FORMAT, None
         if claude_code.looks_like(obj):
             return claude_code.FORMAT, None
+        if gemini.looks_like_contents(obj):
+            return gemini.CONTENTS, None
         if isinstance(obj, dict) and "role" in obj:
             return anthropic_jsonl.FORMAT, None
     return None, None
 
 
+class UnknownFormat(ImportError_):
+    """The file is in none of the formats ``import`` reads."""
+
+
 def parse_file(path: Path) -> Parsed:
-    """Parse and check one file; raises :class:`ImportError_` naming it."""
+    """Parse and check one file (its first session); raises :class:`ImportError_` naming it."""
+    return parse_sessions(path)[0]
+
+
+def parse_sessions(path: Path) -> list[Parsed]:
+    """Every session of one file (an aider history may hold several), parsed and checked;
+    raises :class:`ImportError_` (:class:`UnknownFormat` for no known format) naming it."""
     try:
         raw = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -77,29 +125,43 @@ def parse_file(path: Path) -> Parsed:
     fmt, whole = detect_format(raw)
     try:
         if fmt == trajectories.SWE:
-            parsed = trajectories.parse_swe(whole, path.name)
+            sessions = [trajectories.parse_swe(whole, path.name)]
         elif fmt == trajectories.MINI:
-            parsed = trajectories.parse_mini(whole, path.name)
+            sessions = [trajectories.parse_mini(whole, path.name)]
         elif fmt == claude_code.FORMAT:
-            parsed = claude_code.parse(raw, path.name)
+            sessions = [claude_code.parse(raw, path.name)]
         elif fmt == anthropic_jsonl.FORMAT:
-            parsed = anthropic_jsonl.parse(raw, path.name)
+            sessions = [anthropic_jsonl.parse(raw, path.name)]
+        elif fmt == codex.FORMAT:
+            sessions = [codex.parse(raw, path.name)]
+        elif fmt == gemini.FORMAT:
+            sessions = [gemini.parse(whole, path.name)]
+        elif fmt == gemini.CONTENTS:
+            raise gemini.refuse_contents()
+        elif fmt == openhands.FORMAT:
+            sessions = [openhands.parse(whole, path.name)]
+        elif fmt == aider.FORMAT:
+            sessions = aider.parse_all(raw, path.name)
         else:
-            raise ImportError_(
+            raise UnknownFormat(
                 [
                     "not a recognised session format (expected "
                     + ", ".join(FORMATS)
-                    + "; see README, Importing a recorded session)"
+                    + f"; see {DOCS})"
                 ]
             )
-        problems = check(parsed)
-        if problems:
-            raise ImportError_(problems, parsed.fmt)
+        for parsed in sessions:
+            problems = check(parsed)
+            if problems:
+                raise ImportError_(problems, parsed.fmt)
+    except UnknownFormat as exc:
+        raise UnknownFormat(exc.problems, source=str(path)) from None
     except ImportError_ as exc:
         raise ImportError_(exc.problems, exc.fmt, source=str(path)) from None
-    if parsed.fmt == claude_code.FORMAT:
-        _add_subagents(path, parsed)
-    return parsed
+    for parsed in sessions:
+        if parsed.fmt == claude_code.FORMAT:
+            _add_subagents(path, parsed)
+    return sessions
 
 
 def _is_subagent(path: Path) -> bool:
@@ -154,9 +216,13 @@ def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:
 
 
 def parse_path(path: Path) -> ParsedFiles:
-    """A file, or every importable file under a directory (sorted), parsed and checked."""
+    """A file, or every importable file under a directory (sorted), parsed and checked.
+
+    In a directory, a file of no known format is listed in ``refused`` (a ``.md`` file that
+    is not an aider history is simply not a session file) and the others go on.
+    """
     if path.is_file():
-        return ParsedFiles([(path, parse_file(path))])
+        return ParsedFiles([(path, one) for one in parse_sessions(path)])
     if not path.is_dir():
         raise ImportError_([f"cannot read {path}: no such file or directory"])
     out = ParsedFiles([])
@@ -171,8 +237,19 @@ def parse_path(path: Path) -> ParsedFiles:
             ):
                 out.skipped_files["subagent transcript without its session"] += 1
         else:
-            out.files.append((file, parse_file(file)))
+            try:
+                out.files.extend((file, one) for one in parse_sessions(file))
+            except UnknownFormat as exc:
+                if file.suffix == ".md":
+                    out.skipped_files["not a session file"] += 1
+                else:
+                    out.refused.append((file, "; ".join(exc.problems)))
     if not out.files:
+        if out.refused:
+            raise ImportError_(
+                [f"{path} holds no session file of a known format"]
+                + [f"{f}: {why}" for f, why in out.refused]
+            )
         raise ImportError_([f"{path} holds no session files ({', '.join(SUFFIXES)})"])
     return out
 
@@ -213,4 +290,5 @@ def import_session(
     settings = settings or Settings()
     if limit is not None:
         settings = settings.model_copy(update={"generic_max_chars": limit})
-    return import_parsed(store, ParsedFiles([(path, parse_file(path))]), workspace, settings)[0]
+    files = ParsedFiles([(path, one) for one in parse_sessions(path)])
+    return import_parsed(store, files, workspace, settings)[0]

@@ -63,6 +63,9 @@ class Item:
     recorded_call: dict[str, Any] | None = None
     """For summaries: the call that wrote it (Claude Code's ``agent-acompact-*`` file):
     ``agent_id``, ``model``, ``usage``; kept in the compaction's stats."""
+    closes_round: bool = False
+    """For results: the round ended normally after this result though its step called a
+    tool (aider applies an answer's edits itself; the model is not asked again)."""
 
 
 @dataclass
@@ -88,6 +91,16 @@ class Parsed:
     """Subagents, each stored as its own session linked to this one."""
     conversation_records: int = 0
     """User / assistant records read (the import warns when far fewer messages are stored)."""
+    model: str = ""
+    """The model the recording names (the session's ``model``); empty when it names none."""
+    recorded: dict[str, Any] = field(default_factory=dict)
+    """Facts about the recorded session beyond its conversation (its own id, ``cwd``, the
+    agent's version, the context window), kept in the first user message's
+    ``meta.origin["recorded"]`` and shown in the import report."""
+    hidden: list[dict[str, Any]] = field(default_factory=list)
+    """What the original agent sent before the first user input that is not conversation
+    (Codex's developer messages and environment context): ``{line, role, text}`` each, kept in
+    the first user message's ``meta.origin["hidden_prefix"]``."""
 
 
 @dataclass
@@ -112,6 +125,8 @@ class ImportReport:
     problems: list[str] = field(default_factory=list)
     children: list[ImportReport] = field(default_factory=list)
     """The subagents stored as sessions linked to this one."""
+    recorded: dict[str, Any] = field(default_factory=dict)
+    """:attr:`Parsed.recorded`: the recorded session's own id, cwd, agent version..."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -133,6 +148,8 @@ class ImportReport:
             "thinking_tokens": self.thinking_tokens,
             "warnings": self.warnings,
             "subagents": [c.as_json() for c in self.children],
+            "model": self.session.model,
+            "recorded": self.recorded,
         }
 
 

@@ -125,7 +125,7 @@ def write(
             workspace=(parsed.cwd or workspace) if recorded_cwd else workspace,
             title=f"import: {parsed.title[:60]}",
             provider="import",
-            model=next((i.model for i in parsed.items if i.model), ""),
+            model=parsed.model or next((i.model for i in parsed.items if i.model), ""),
             strategy=settings.strategy,
             parent_session_id=parent,
             agent_id=parsed.agent_id,
@@ -135,6 +135,7 @@ def write(
         report = ImportReport(session=session, fmt=parsed.fmt, records=parsed.records)
         report.skipped = dict(parsed.skipped)
         report.warnings = list(parsed.warnings)
+        report.recorded = dict(parsed.recorded)
         index = 0
         step = 0
         last_final = False
@@ -221,7 +222,7 @@ def write(
                     if not round_open:
                         continue  # they wait for the task, which opens the round
                 else:
-                    open_round(item, item.text, None)
+                    open_round(item, item.text, _first_origin(parsed) if not index else None)
                 for demo in demos:
                     append(
                         Message(
@@ -312,6 +313,8 @@ def write(
                     )
                 )
                 report.observations += 1
+                if item.closes_round:
+                    last_final = True
         pair_missing()
         close_round(parsed.finished if parsed.finished is not None else last_final)
         write_ended()
@@ -381,6 +384,16 @@ def _warn_if_thin(parsed: Parsed, report: ImportReport) -> None:
             f"only {report.messages} messages stored from {read} conversation records read; "
             "see records_skipped for where the rest went"
         )
+
+
+def _first_origin(parsed: Parsed) -> dict[str, object] | None:
+    """What the first user message keeps of the recording beyond the conversation."""
+    origin: dict[str, object] = {}
+    if parsed.recorded:
+        origin["recorded"] = parsed.recorded
+    if parsed.hidden:
+        origin["hidden_prefix"] = parsed.hidden
+    return origin or None
 
 
 def _compact(

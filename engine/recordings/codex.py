@@ -1,0 +1,397 @@
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``).
+
+Each line is a ``RolloutLine`` ``{timestamp, type, payload}`` (openai/codex,
+``codex-rs/protocol/src/protocol.rs``: ``RolloutItem`` is tagged by ``type`` with its content
+in ``payload``). Decisions:
+
+- ``session_meta`` gives the recorded session's id, ``cwd``, ``cli_version``, ``originator``
+  (``git`` and newer fields such as ``model_provider`` too; ``base_instructions`` is counted,
+  not kept). ``turn_context`` gives the model (the session's model is the first one; every
+  model named is listed in ``recorded.models``); ``task_started`` and ``token_count`` the
+  context window.
+- ``response_item`` ``message``: a ``user`` message opens a round, an ``assistant`` message is
+  (part of) a step. ``developer`` messages and the user messages Codex writes itself
+  (``<environment_context>``, ``<user_instructions>``, ``# AGENTS.md instructions``) are
+  context, not input: before the first input they are the hidden prefix (kept in the first
+  user message's ``meta.origin``); later ones are counted (``context_message``).
+- Consecutive assistant-side items (``reasoning``, assistant ``message``, ``function_call``,
+  ``custom_tool_call``, ``local_shell_call``) are one step: one model response. A
+  ``reasoning`` item's summary texts are its thinking (``encrypted_content`` is opaque and
+  counted when it is all there is).
+- ``function_call`` (arguments: a JSON string) and ``custom_tool_call`` (``input``: raw text,
+  ``apply_patch``'s patch) are tool calls under their recorded names (``shell``,
+  ``exec_command``, ``update_plan``, ``apply_patch``...); their ``*_output`` items the
+  results. An output that is JSON ``{output, metadata: {exit_code}}`` gives the text and the
+  exit code (an error when not 0); newer plain outputs say ``Process exited with code N``;
+  an ``apply_patch`` output that is not JSON and does not start with ``Success`` is Codex's
+  verification failure, an error.
+- ``event_msg/token_count``: ``info.last_token_usage`` is one model call's usage. Only events
+  whose ``total_token_usage`` changed count (the others repeat it: ``token_count_repeat``).
+  OpenAI's ``input_tokens`` include the cached ones, so the input is ``input - cached`` and
+  the cache read ``cached``. 0.47 writes the count before the response's items, newer versions
+  after them: a count goes to the last step if that step has none yet and nothing but its own
+  items followed it, else to the next step.
+- ``compacted`` (``message``, ``replacement_history``) is a recorded compaction: its summary
+  is the replacement history's conversation messages (what the model saw afterwards), or the
+  message when there is no history. ``event_msg/context_compacted`` next to it is the same
+  compaction; alone (a compaction made on the server, whose summary is encrypted) it is a
+  compaction with a placeholder summary. The context size before it is the last call's
+  ``total_tokens``. Codex does not record whether a compaction was automatic: ``auto``.
+- ``event_msg`` mirrors of items (``user_message``, ``agent_message``, ``agent_reasoning``...)
+  and the other records are counted by kind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from engine.models import ToolCall, Usage, utcnow
+from engine.recordings.base import ImportError_, Item, Parsed, parse_time
+
+FORMAT = "codex"
+LINE_TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg")
+_CONTEXT_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+)
+_ASSISTANT_ITEMS = ("reasoning", "function_call", "custom_tool_call", "local_shell_call")
+_EXIT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
+SERVER_SUMMARY = "(Codex compacted the conversation on the server; its summary is encrypted.)"
+
+
+def looks_like(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and obj.get("type") in LINE_TYPES
+        and isinstance(obj.get("payload"), dict)
+        and "role" not in obj
+    )
+
+
+def _texts(content: Any) -> str:
+    """The text of a message's ``content`` (``input_text`` / ``output_text`` items)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for part in content:
+        if isinstance(part, dict):
+            if isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif part.get("type") == "input_image":
+                parts.append("[image]")
+    return "\n".join(parts)
+
+
+def is_context(role: str, text: str) -> bool:
+    """A message Codex writes itself (instructions, environment), not the user's input."""
+    return role in ("developer", "system") or text.lstrip().startswith(_CONTEXT_PREFIXES)
+
+
+def _usage(last: dict[str, Any]) -> Usage:
+    cached = int(last.get("cached_input_tokens") or 0)
+    return Usage(
+        input_tokens=max(int(last.get("input_tokens") or 0) - cached, 0),
+        cache_read_input_tokens=cached,
+        output_tokens=int(last.get("output_tokens") or 0),
+    )
+
+
+def _output(raw: Any) -> tuple[str, dict[str, Any] | None]:
+    """A tool output's text and its recorded metadata (exit code, duration) if any."""
+    if isinstance(raw, dict):  # newer: FunctionCallOutputPayload {content, success}
+        raw = raw.get("content", raw.get("output", json.dumps(raw)))
+    if isinstance(raw, list):
+        return _texts(raw), None
+    text = "" if raw is None else str(raw)
+    if text.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            return text, None
+        if isinstance(obj, dict) and "output" in obj:
+            meta = obj.get("metadata")
+            return str(obj["output"]), meta if isinstance(meta, dict) else {}
+    return text, None
+
+
+def _is_error(name: str, text: str, meta: dict[str, Any] | None) -> bool:
+    if meta is not None:
+        code = meta.get("exit_code")
+        return isinstance(code, int) and code != 0
+    found = _EXIT.search(text[:400])
+    if found:
+        return int(found[1]) != 0
+    return name == "apply_patch" and not text.startswith("Success")
+
+
+def _call(payload: dict[str, Any]) -> ToolCall | None:
+    kind = payload.get("type")
+    call_id = payload.get("call_id") or payload.get("id")
+    if not isinstance(call_id, str):
+        return None
+    if kind == "function_call":
+        raw = payload.get("arguments")
+        try:
+            args = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError:
+            args = None
+        return ToolCall(
+            id=call_id,
+            name=str(payload.get("name", "")),
+            input=args if isinstance(args, dict) else {"arguments": raw},
+        )
+    if kind == "custom_tool_call":
+        return ToolCall(
+            id=call_id, name=str(payload.get("name", "")), input={"input": payload.get("input")}
+        )
+    action = payload.get("action")
+    return ToolCall(
+        id=call_id, name="local_shell", input=action if isinstance(action, dict) else {}
+    )
+
+
+class _Reader:
+    """The state of one pass over a rollout's lines."""
+
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.skipped: Counter[str] = Counter()
+        self.problems: list[str] = []
+        self.hidden: list[dict[str, Any]] = []
+        self.recorded: dict[str, Any] = {}
+        self.models: list[str] = []
+        self.names: dict[str, str] = {}  # call id -> tool name
+        self.step: Item | None = None  # the step being built (consecutive assistant items)
+        self.last_step: Item | None = None
+        self.since_step = False  # something other than the step's own items came after it
+        self.pending_usage: Usage | None = None
+        self.last_total: Any = None
+        self.last_call_tokens: int | None = None
+        self.compacted_here = False  # a compaction was recorded since the last step
+        self.started = False  # the first genuine user input was read
+
+    def line(self, number: int, obj: dict[str, Any]) -> None:
+        kind, payload = obj["type"], obj["payload"]
+        created = parse_time(obj.get("timestamp"), number, self.problems) or utcnow()
+        if kind == "session_meta":
+            self.session_meta(payload)
+        elif kind == "turn_context":
+            self.skipped["turn_context"] += 1
+            model = payload.get("model")
+            if isinstance(model, str) and model and model not in self.models:
+                self.models.append(model)
+            if isinstance(payload.get("cwd"), str):
+                self.recorded.setdefault("cwd", payload["cwd"])
+        elif kind == "event_msg":
+            self.event(number, created, payload)
+        elif kind == "compacted":
+            self.compacted(number, created, payload)
+        else:
+            self.response_item(number, created, payload)
+
+    def session_meta(self, payload: dict[str, Any]) -> None:
+        nested = payload.get("meta")
+        meta: dict[str, Any] = nested if isinstance(nested, dict) else payload
+        for key in ("id", "session_id", "cwd", "cli_version", "originator", "model_provider"):
+            if isinstance(meta.get(key), str):
+                self.recorded["session_id" if key == "id" else key] = meta[key]
+        source = meta.get("source")
+        if isinstance(source, str):
+            self.recorded["source"] = source
+        git = payload.get("git")
+        if isinstance(git, dict):
+            self.recorded["git"] = git
+        if meta.get("instructions") or meta.get("base_instructions"):
+            self.skipped["base_instructions"] += 1
+
+    def close_step(self) -> None:
+        self.step = None
+
+    def event(self, number: int, created: Any, payload: dict[str, Any]) -> None:
+        kind = str(payload.get("type"))
+        if kind == "token_count":
+            info = payload.get("info")
+            if not isinstance(info, dict) or info.get("total_token_usage") == self.last_total:
+                self.skipped["token_count_repeat"] += 1
+                return
+            self.last_total = info.get("total_token_usage")
+            window = info.get("model_context_window")
+            if isinstance(window, int):
+                self.recorded["context_window"] = window
+            last = info.get("last_token_usage")
+            if not isinstance(last, dict):
+                self.skipped["token_count_repeat"] += 1
+                return
+            usage = _usage(last)
+            total = last.get("total_tokens")
+            self.last_call_tokens = total if isinstance(total, int) else None
+            step = self.last_step
+            if step is not None and step.usage is None and not self.since_step:
+                step.usage = usage
+            else:
+                self.pending_usage = usage
+        elif kind == "task_started" and isinstance(payload.get("model_context_window"), int):
+            self.recorded["context_window"] = payload["model_context_window"]
+            self.skipped["event_msg:task_started"] += 1
+        elif kind == "context_compacted":
+            if self.compacted_here:
+                self.skipped["event_msg:context_compacted"] += 1
+            else:
+                self.summary(number, created, SERVER_SUMMARY)
+        else:
+            self.skipped[f"event_msg:{kind}"] += 1
+
+    def summary(self, number: int, created: Any, text: str) -> None:
+        self.close_step()
+        self.since_step = True
+        self.compacted_here = True
+        self.items.append(
+            Item("summary", number, created, text=text, pre_tokens=self.last_call_tokens)
+        )
+
+    def compacted(self, number: int, created: Any, payload: dict[str, Any]) -> None:
+        history = payload.get("replacement_history")
+        text = str(payload.get("message") or "")
+        if isinstance(history, list):
+            kept = []
+            for entry in history:
+                if not isinstance(entry, dict) or entry.get("type") != "message":
+                    continue
+                role = str(entry.get("role", ""))
+                body = _texts(entry.get("content"))
+                if body and not is_context(role, body):
+                    kept.append(f"[{role}]\n{body}")
+            text = "\n\n".join(kept) or text
+        last = self.items[-1] if self.items else None
+        if self.compacted_here and last is not None and last.kind == "summary":
+            last.text = text or last.text  # the event came first; this is its record
+            self.skipped["event_msg:context_compacted"] += 1
+            return
+        self.summary(number, created, text or SERVER_SUMMARY)
+
+    def response_item(self, number: int, created: Any, payload: dict[str, Any]) -> None:
+        kind = str(payload.get("type"))
+        if kind == "message":
+            role = str(payload.get("role", ""))
+            text = _texts(payload.get("content"))
+            if role == "assistant":
+                step = self.assistant(number, created)
+                step.text = "\n".join(t for t in (step.text, text) if t)
+                return
+            if is_context(role, text):
+                if self.started:
+                    self.skipped["context_message"] += 1
+                else:
+                    self.hidden.append({"line": number, "role": role, "text": text})
+                return
+            self.close_step()
+            self.since_step = True
+            self.started = True
+            self.items.append(Item("user", number, created, text=text))
+        elif kind == "reasoning":
+            parts = payload.get("summary")
+            texts = [
+                str(p.get("text", ""))
+                for p in (parts if isinstance(parts, list) else [])
+                if isinstance(p, dict) and p.get("text")
+            ]
+            content = payload.get("content")
+            if isinstance(content, list):
+                texts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            step = self.assistant(number, created)
+            if texts:
+                step.thinking.append({"type": "thinking", "thinking": "\n".join(texts)})
+            else:
+                self.skipped["reasoning_encrypted"] += 1
+        elif kind in _ASSISTANT_ITEMS:
+            call = _call(payload)
+            if call is None:
+                self.problems.append(f"line {number}: {kind} without a call_id")
+                return
+            self.names[call.id] = call.name
+            self.assistant(number, created).calls.append(call)
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            self.close_step()
+            self.since_step = True
+            call_id = str(payload.get("call_id", ""))
+            name = self.names.get(call_id, "")
+            text, meta = _output(payload.get("output"))
+            self.items.append(
+                Item(
+                    "result",
+                    number,
+                    created,
+                    text=text,
+                    tool_use_id=call_id,
+                    is_error=_is_error(name, text, meta),
+                    recorded=meta or None,
+                )
+            )
+        else:  # web_search_call, compaction (encrypted), ghost_snapshot, other
+            self.skipped[f"response_item:{kind}"] += 1
+
+    def assistant(self, number: int, created: Any) -> Item:
+        """The step being built, or a new one (which takes a usage read before it)."""
+        if self.step is None:
+            self.step = Item("assistant", number, created, usage=self.pending_usage)
+            self.pending_usage = None
+            self.items.append(self.step)
+            self.last_step = self.step
+            self.since_step = False
+            self.compacted_here = False
+        return self.step
+
+
+def parse(raw: str, name: str) -> Parsed:
+    reader = _Reader()
+    warnings: list[str] = []
+    lines = raw.splitlines()
+    records = 0
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        records += 1
+        try:
+            obj = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if number == len(lines) and not raw.endswith("\n"):
+                warnings.append(
+                    f"line {number}: cut mid-way (the file is still being written?); left out"
+                )
+                reader.skipped["partial_line"] += 1
+                continue
+            reader.problems.append(f"line {number}: not JSON ({exc})")
+            continue
+        if not looks_like(obj):
+            reader.problems.append(f"line {number}: not a Codex rollout line")
+            continue
+        reader.line(number, obj)
+    if reader.pending_usage is not None:
+        reader.skipped["token_count_unmatched"] += 1
+    if not any(i.kind == "user" for i in reader.items) and not reader.problems:
+        reader.problems.append(f"{name} holds no user input")
+    if reader.problems:
+        raise ImportError_(reader.problems, FORMAT)
+    if reader.models:
+        reader.recorded["models"] = reader.models
+    title = next((i.text for i in reader.items if i.kind == "user"), name)
+    return Parsed(
+        fmt=FORMAT,
+        items=reader.items,
+        title=title.strip().splitlines()[0] if title.strip() else name,
+        records=records,
+        skipped=reader.skipped,
+        warnings=warnings,
+        model=reader.models[0] if reader.models else "",
+        recorded=reader.recorded,
+        hidden=reader.hidden,
+        cwd=str(reader.recorded.get("cwd", "")),
+        source_session=str(reader.recorded.get("session_id", "")),
+    )

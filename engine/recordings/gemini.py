@@ -1,0 +1,204 @@
+"""Gemini CLI saved chats (``~/.gemini/tmp/<project hash>/chats/session-*.json``).
+
+One JSON object ``{sessionId, projectHash, startTime, lastUpdated, messages[]}``
+(google-gemini/gemini-cli, ``packages/core/src/services/chatRecordingService.ts``:
+``ConversationRecord`` / ``MessageRecord`` / ``ToolCallRecord``). Decisions:
+
+- A ``user`` message opens a round. Its ``content`` is a string, or (newer versions) parts
+  whose texts are joined.
+- A ``gemini`` message is one step: ``content`` its text, ``thoughts`` (``{subject,
+  description}``) its thinking, ``toolCalls`` its calls under their recorded names
+  (``write_file``, ``replace``, ``run_shell_command``...) with ``args`` as input. Each call's
+  ``result`` (``functionResponse.response.output`` or ``.error``) follows as its result; a call
+  whose ``status`` is not ``success`` is an error (``cancelled`` ones too), and a call with no
+  recorded result gets one saying so.
+- ``tokens`` ``{input, output, cached, thoughts, tool, total}`` is the step's usage: input
+  ``input - cached + tool``, cache read ``cached``, output ``output + thoughts`` (thinking is
+  billed as output). An all-zero count (the first answer of a chat) is no usage.
+- ``info`` / ``error`` / ``warning`` messages (the CLI's own notices) are counted by type.
+- ``sessionId`` and ``projectHash`` are kept as recorded facts; the file names no working
+  directory, only its hash.
+
+Gemini's API form, ``{"role": "user" | "model", "parts": [...]}`` per line (or a JSON list of
+them: a ``/chat save`` checkpoint), is not a session recording: no timestamps, no usage, and
+calls without ids. It is recognised and refused by name (:data:`CONTENTS`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from engine.models import ToolCall, Usage, utcnow
+from engine.recordings.base import ImportError_, Item, Parsed, parse_time
+
+FORMAT = "gemini-cli"
+CONTENTS = "gemini-contents"
+"""Gemini API ``{role, parts}`` messages: recognised, refused."""
+
+
+def looks_like(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("messages"), list)
+        and "sessionId" in obj
+        and ("projectHash" in obj or "startTime" in obj)
+    )
+
+
+def looks_like_contents(obj: Any) -> bool:
+    """One Gemini API message (``{"role": "user" | "model", "parts": [...]}``)."""
+    return isinstance(obj, dict) and obj.get("role") in ("user", "model") and "parts" in obj
+
+
+def refuse_contents() -> ImportError_:
+    return ImportError_(
+        [
+            "Gemini API messages ({role, parts}: a /chat save checkpoint or a request log) "
+            "hold no timestamps, usage or call ids; import the Gemini CLI chat recording "
+            "instead (~/.gemini/tmp/<project hash>/chats/session-*.json)"
+        ],
+        CONTENTS,
+    )
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if isinstance(content, list):
+        return "\n".join(
+            str(p["text"]) if isinstance(p, dict) and "text" in p else str(p)
+            for p in content
+            if isinstance(p, (dict, str))
+        )
+    return ""
+
+
+def _usage(tokens: Any) -> Usage | None:
+    if not isinstance(tokens, dict):
+        return None
+
+    def n(key: str) -> int:
+        value = tokens.get(key)
+        return value if isinstance(value, int) else 0
+
+    usage = Usage(
+        input_tokens=max(n("input") - n("cached"), 0) + n("tool"),
+        cache_read_input_tokens=n("cached"),
+        output_tokens=n("output") + n("thoughts"),
+    )
+    return usage if usage.input_side or usage.output_tokens else None
+
+
+def _result(call: dict[str, Any]) -> str:
+    """What the model was sent back for ``call``: its ``functionResponse.response``."""
+    result = call.get("result")
+    parts = result if isinstance(result, list) else [result]
+    texts = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        response = (part.get("functionResponse") or {}).get("response")
+        if isinstance(response, dict):
+            for key in ("output", "error"):
+                if key in response:
+                    texts.append(_text(response[key]))
+                    break
+            else:
+                texts.append(json.dumps(response, ensure_ascii=False))
+        elif "text" in part:
+            texts.append(str(part["text"]))
+    return "\n".join(texts)
+
+
+def parse(obj: dict[str, Any], name: str) -> Parsed:
+    problems: list[str] = []
+    items: list[Item] = []
+    skipped: Counter[str] = Counter()
+    models: list[str] = []
+    messages = obj["messages"]
+    for n, msg in enumerate(messages):
+        where = n + 1  # "line" of the report: the message's ordinal
+        if not isinstance(msg, dict):
+            problems.append(f"message {where}: expected an object")
+            continue
+        created = parse_time(msg.get("timestamp"), where, problems) or utcnow()
+        kind = msg.get("type")
+        if kind == "user":
+            items.append(Item("user", where, created, text=_text(msg.get("content"))))
+            continue
+        if kind != "gemini":
+            skipped[f"message:{kind}"] += 1
+            continue
+        model = msg.get("model")
+        if isinstance(model, str) and model not in models:
+            models.append(model)
+        thoughts = msg.get("thoughts") or []
+        thinking = [
+            {
+                "type": "thinking",
+                "thinking": f"{t.get('subject', '')}\n{t.get('description', '')}".strip(),
+            }
+            for t in thoughts
+            if isinstance(t, dict)
+        ]
+        raw_calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
+        calls = []
+        for c in raw_calls:
+            if not isinstance(c.get("id"), str) or not isinstance(c.get("name"), str):
+                problems.append(f"message {where}: a tool call without a string id and name")
+                continue
+            args = c.get("args")
+            calls.append(
+                ToolCall(id=c["id"], name=c["name"], input=args if isinstance(args, dict) else {})
+            )
+        items.append(
+            Item(
+                "assistant",
+                where,
+                created,
+                text=_text(msg.get("content")),
+                calls=calls,
+                thinking=thinking,
+                usage=_usage(msg.get("tokens")),
+            )
+        )
+        for c in raw_calls:
+            status = str(c.get("status", ""))
+            text = _result(c)
+            if c.get("result") is None:
+                text = f"No result was recorded (status {status or 'unknown'})."
+            items.append(
+                Item(
+                    "result",
+                    where,
+                    parse_time(c.get("timestamp"), where, problems) or created,
+                    text=text,
+                    tool_use_id=str(c.get("id")),
+                    is_error=status != "success",
+                    recorded={
+                        k: c[k] for k in ("status", "displayName", "resultDisplay") if k in c
+                    },
+                )
+            )
+    if problems:
+        raise ImportError_(problems, FORMAT)
+    recorded: dict[str, Any] = {
+        k: obj[k] for k in ("sessionId", "projectHash", "startTime", "lastUpdated") if k in obj
+    }
+    if models:
+        recorded["models"] = models
+    title = next((i.text for i in items if i.kind == "user"), name)
+    return Parsed(
+        fmt=FORMAT,
+        items=items,
+        title=title.strip().splitlines()[0] if title.strip() else name,
+        records=len(messages),
+        skipped=skipped,
+        model=models[0] if models else "",
+        recorded=recorded,
+        source_session=str(obj.get("sessionId", "")),
+    )
