@@ -18,7 +18,8 @@ warnings, errors, confirmations and their answers) as ``> `` lines. Decisions:
   thousands: ``2.3k``), not output.
 - ``> `` lines before a block's first input are aider's start-up report: ``Main model:`` (or
   ``Model:``) gives the session's model, ``Git repo:`` is kept as recorded; they are counted
-  (``startup_line``).
+  (``startup_line``). A blank input (``#### <blank>``) sends the model nothing: counted
+  (``blank_input``).
 - Timestamps: only the block's start is recorded; every message gets it.
 """
 
@@ -77,8 +78,10 @@ class _Block:
         self.output_line = 0
         self.calls = 0
         self.step: Item | None = None  # the round's last step
+        self.in_fence = False  # inside a ``` block of the answer being read
 
     def flush_answer(self) -> None:
+        self.in_fence = False
         text = "\n".join(self.answer).strip()
         self.answer = []
         if text:
@@ -137,6 +140,9 @@ class _Block:
         self.flush_answer()
         self.flush_output()
         self.step = None
+        if not text.strip():
+            self.skipped["blank_input"] += 1  # aider sends the model nothing for it
+            return
         self.items.append(Item("user", number, self.stamp, text=text))
 
 
@@ -176,24 +182,26 @@ def parse_all(raw: str, name: str) -> list[Parsed]:
         if block is None:
             before += bool(line.strip())
             continue
-        if line.startswith("####"):
+        if line.startswith("####") and not block.in_fence:
             if not pending_input:
                 input_line = number
             pending_input.append(_input_line(line))
             continue
         end_input()
-        if line.startswith(">"):
+        if not block.in_fence and (line.startswith("> ") or line == ">"):
             block.flush_answer()
             if not block.output:
                 block.output_line = number
             block.output.append(line[1:].removeprefix(" ").rstrip())
-        elif not line.strip() and block.output:
+        elif not line.strip() and block.output and not block.in_fence:
             continue  # blank lines between aider's messages
         else:
             block.flush_output()
             if not block.answer:
                 block.answer_line = number
             block.answer.append(line)
+            if line.lstrip().startswith("```"):
+                block.in_fence = not block.in_fence  # its "> " lines are the answer's
     end_input()
     if block is not None:
         block.flush_answer()
