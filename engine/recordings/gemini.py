@@ -30,7 +30,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from engine.models import ToolCall, Usage, utcnow
+from engine.models import MISSING_RESULT, ToolCall, Usage, utcnow
 from engine.recordings.base import ImportError_, Item, Parsed, parse_time
 
 FORMAT = "gemini-cli"
@@ -170,7 +170,7 @@ def parse(obj: dict[str, Any], name: str) -> Parsed:
             status = str(c.get("status", ""))
             text = _result(c)
             if c.get("result") is None:
-                text = f"No result was recorded (status {status or 'unknown'})."
+                text = f"{MISSING_RESULT} (status {status or 'unknown'})"
             items.append(
                 Item(
                     "result",
