@@ -56,7 +56,7 @@ FORMATS = (
     aider.FORMAT,
 )
 SUFFIXES = (".jsonl", ".traj", ".traj.json", ".json", ".md")
-DOCS = 'docs/importing.md, "Importing recorded sessions"'
+DOCS = 'docs/importing.md, "Importing and exporting sessions"'
 """Where a refusal points: the section that lists the formats, by its title."""
 
 

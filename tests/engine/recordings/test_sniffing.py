@@ -54,7 +54,7 @@ def test_mixed_directory_imports_the_known_and_lists_the_unknown(
     ((refused, why),) = parsed.refused
     assert refused.name == "package.json"
     assert "not a recognised session format" in why
-    assert 'docs/importing.md, "Importing recorded sessions"' in why
+    assert 'docs/importing.md, "Importing and exporting sessions"' in why
     assert dict(parsed.skipped_files) == {"not a session file": 1}
     assert len(import_all(store, folder)) == 4
 
