@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.config import Settings  # noqa: E402
 from engine.messages.tokens import count_text, encoding  # noqa: E402
-from engine.recordings import import_session  # noqa: E402
+from engine.recordings.importing import import_session  # noqa: E402
 from engine.store import Store  # noqa: E402
 
 TARGET_RATIO = 2.0

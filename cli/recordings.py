@@ -12,8 +12,8 @@ from cli.common import (
     open_store,
 )
 from engine.config import Settings, workspace_folder
-from engine.recordings import import_parsed, parse_path
 from engine.recordings.export import export_jsonl, export_markdown
+from engine.recordings.importing import import_parsed, parse_path
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:

@@ -20,8 +20,8 @@ from engine.config import Settings
 from engine.messages.tokens import count_text
 from engine.messages.wire_check import validate_request
 from engine.models import Message, RoundStatus, Trigger
-from engine.recordings import import_session
 from engine.recordings.envelopes import ERROR_CAP
+from engine.recordings.importing import import_session
 from engine.store import Store
 from tools.base import ToolError, ToolResult
 

@@ -25,7 +25,7 @@ from engine.models import (
     Usage,
     UsageRecord,
 )
-from engine.recordings import import_session
+from engine.recordings.importing import import_session
 from engine.store import Store
 
 DATA = Path(__file__).parent.parent / "data"

@@ -9,7 +9,7 @@ import pytest
 
 from engine.context.builder import validate_conversation
 from engine.models import RoundStatus
-from engine.recordings import ImportError_, import_session
+from engine.recordings.importing import ImportError_, import_session
 from engine.store import Store
 
 RECORDED = Path(__file__).parent.parent / "data" / "recorded_session.jsonl"

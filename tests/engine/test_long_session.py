@@ -23,7 +23,7 @@ FILES = [
     "engine/context/history.py",
     "cli/main.py",
     "engine/compaction/summary.py",
-    "engine/recordings/__init__.py",
+    "engine/recordings/importing.py",
     "engine/messages/tokens.py",
 ]
 OTHER = ["ls engine", "glob **/*.py", "grep def ", "read README.md"]

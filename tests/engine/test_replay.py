@@ -215,8 +215,8 @@ def test_reset_hint_fires_after_each_round_whose_last_call_passed_its_threshold(
 def test_an_imported_session_is_also_counted_in_the_original_agents_terms(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from engine.recordings import import_session
     from engine.recordings.hidden import hidden_prefix
+    from engine.recordings.importing import import_session
 
     store = Store.open(tmp_path / "imp.db")
     data = Path(__file__).resolve().parent.parent / "data" / "recorded_session.jsonl"
@@ -245,7 +245,7 @@ def test_recall_is_whole_when_nothing_was_compacted(sample: str, tmp_path: Path)
     before it: their wrapped task, their demonstrations, every command sent so far (one holds
     quotes: `sed -i 's/version = "1.4.0"/…/'`). The last call's own command is its output,
     not part of its request."""
-    from engine.recordings import import_session
+    from engine.recordings.importing import import_session
 
     store = Store.open(tmp_path / "r.db")
     data = Path(__file__).resolve().parents[1] / "data" / sample

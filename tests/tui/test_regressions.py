@@ -343,7 +343,7 @@ async def test_thinking_of_an_imported_session_is_shown_beside_the_layers(
     import json
 
     from engine.config import Settings
-    from engine.recordings import import_session
+    from engine.recordings.importing import import_session
 
     lines = [
         {"role": "user", "content": "Fix the failing test."},

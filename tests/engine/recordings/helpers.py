@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engine.config import Settings
 from engine.models import Message, UsageRecord
-from engine.recordings import ImportReport, import_parsed, parse_path
+from engine.recordings.importing import ImportReport, import_parsed, parse_path
 from engine.store import Store
 
 CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"

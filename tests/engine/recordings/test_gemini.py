@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.recordings import ImportError_, parse_path
+from engine.recordings.importing import ImportError_, parse_path
 from engine.store import Store
 from tests.engine.recordings.helpers import CORPUS, import_all
 

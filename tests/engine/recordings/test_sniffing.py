@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.recordings import ImportError_, detect_format, parse_path
+from engine.recordings.importing import ImportError_, detect_format, parse_path
 from engine.store import Store
 from tests.engine.recordings.helpers import CORPUS, FIXTURES, import_all
 
