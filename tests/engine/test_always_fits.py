@@ -163,3 +163,38 @@ def test_a_chain_of_thirty_single_reads_fits_and_finishes(
         assert comp.outcome in (Outcome.SUCCESS, Outcome.FALLBACK, Outcome.SKIPPED)
         if comp.outcome != Outcome.SKIPPED:
             assert comp.tokens_after < comp.tokens_before
+
+
+def test_masking_after_prompt_too_long_repeats_no_tool_use_id(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Issue 20, deviation 13: after a simulated "prompt is too long" inside a round, the
+    emergency cut archives the round's older steps; the offline model must not number its next
+    call as one already made (the Messages API refuses a request with a repeated
+    ``tool_use`` id)."""
+
+    class TooLongOnce(Recording):
+        def complete(self, request, on_event, cancel=None):  # type: ignore[no-untyped-def]
+            if len(self.sizes) == 6 and not self.refused:
+                self.sizes.append(0)
+                self.refused += 1
+                raise ProviderError("prompt_too_long", "prompt is too long: 230000 tokens")
+            ids = [
+                b["id"]
+                for m in request.messages
+                if isinstance(m["content"], list)
+                for b in m["content"]
+                if b.get("type") == "tool_use"
+            ]
+            assert len(ids) == len(set(ids)), ids
+            return super().complete(request, on_event, cancel)
+
+    settings = Settings(strategy="masking", data_dir=None, atfile_max=FILES)
+    store = Store.open(tmp_path / "m.db")
+    session = store.create_session(str(workspace), "m", strategy="masking")
+    provider = TooLongOnce(settings)
+    agent = Agent(store, session, settings, provider, workspace)
+    outcome = agent.run(" ".join(f"@f{n}.py" for n in range(10)))
+    assert outcome.status == RoundStatus.FINISHED and provider.refused == 1
+    calls = [c.id for m in store.all_messages(agent.session_id) for c in m.tool_calls]
+    assert len(calls) == 10 and len(set(calls)) == 10
