@@ -173,6 +173,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="strategies to replay, comma-separated, or all",
     )
     p.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
+    p.add_argument(
+        "--window",
+        type=int,
+        metavar="N",
+        help="replay in a context window of N tokens (default: the configured one)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="STRATEGY.KEY=VALUE",
+        help="a strategy's number for this replay, e.g. mock-user.trigger_tokens=20000",
+    )
     p = sub.add_parser(
         "recall",
         parents=[common, as_json],

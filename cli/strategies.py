@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import Any
 
+from pydantic import ValidationError
+
 from cli.common import (
     CliError,
     emit,
@@ -14,7 +16,53 @@ from cli.common import (
     open_store,
 )
 from engine.compaction.strategies import STRATEGIES, get_strategy
-from engine.config import Settings, workspace_folder
+from engine.config import Settings, StrategySettings, workspace_folder
+
+LAYERED_NUMBERS = ("context_window", "threshold_ratio", "keep_rounds", "min_messages")
+"""Seed 000's numbers are the engine's own settings, not a ``[strategies.*]`` section."""
+
+
+def _value(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_overrides(overrides: list[str], strategy: str | None = None) -> dict[str, Any]:
+    """``STRATEGY.KEY=VALUE`` (or ``KEY=VALUE`` for ``strategy``) as ``{strategy: {key: v}}``."""
+    out: dict[str, Any] = {}
+    for item in overrides:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise CliError(f"--set {item!r}: expected KEY=VALUE")
+        owner, dot, key = name.rpartition(".")
+        owner = owner if dot else (strategy or "")
+        if owner not in STRATEGIES:
+            raise CliError(f"--set {item!r}: name the strategy (e.g. mock-user.trigger_tokens)")
+        out.setdefault(owner, {})[key.strip()] = _value(value.strip())
+    return out
+
+
+def with_numbers(settings: Settings, numbers: dict[str, Any]) -> Settings:
+    """``settings`` with strategies' numbers replaced (validated as a config file's are)."""
+    if not numbers:
+        return settings
+    top = dict(numbers.get("layered", {}))
+    unknown = [k for k in top if k not in LAYERED_NUMBERS]
+    if unknown:
+        raise CliError(f"layered has no number {unknown[0]!r}; it has {', '.join(LAYERED_NUMBERS)}")
+    sections = settings.strategies.model_dump(by_alias=True)
+    for name, values in numbers.items():
+        if name != "layered":
+            sections[name] = {**sections.get(name, {}), **values}
+    try:
+        strategies = StrategySettings.model_validate(sections)
+        return Settings.model_validate({**settings.model_dump(), **top, "strategies": strategies})
+    except ValidationError as exc:
+        raise CliError(f"--set: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from exc
 
 
 def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
@@ -51,7 +99,7 @@ def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from engine.replay.runner import replay
+    from engine.replay.runner import in_window, replay
 
     wanted = args.replay_strategies
     names = list(STRATEGIES) if wanted == "all" else wanted.split(",")
@@ -61,6 +109,11 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings)
     session = get_session(store, args.session)
     workspace = workspace_folder(recorded=session.workspace)
+    if args.window is not None:
+        if args.window <= 0:
+            raise CliError("--window must be a positive number of tokens")
+        settings = in_window(settings, args.window)
+    settings = with_numbers(settings, parse_overrides(args.overrides))
     results = []
     for name in names:
 
@@ -72,6 +125,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     rows = [r.row() for r in results]
     data = {
         "session_id": args.session,
+        "window": settings.context_window,
         "strategies": rows,
         "series": {
             r.strategy: [
@@ -107,7 +161,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         args.csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
     table = [header] + [cells(r) for r in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    text = "\n".join(
+    text = f"replayed in a {settings.context_window:,}-token window\n" + "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in table
     )
     emit(args, data, text)

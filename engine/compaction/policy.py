@@ -99,6 +99,9 @@ class PolicyView:
     defaults to its stored count."""
     pinned: frozenset[int] = frozenset()
     """Message ids no policy may archive."""
+    excess: int = 0
+    """Tokens the request is over the window by, when the engine's last resort asks for an
+    emergency cut inside a round (a strategy may then cut just enough); 0 otherwise."""
 
     def tokens_of(self, msg: Message) -> int:
         if self.sent_tokens is not None:

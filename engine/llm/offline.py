@@ -13,7 +13,10 @@ and everything after it):
 3. once every call has its result, a short report of what each tool returned ends the round;
 4. input with no command and no mention gets a list of what this provider understands.
 
-Usage figures are ctxscope's local token counts (``engine.messages.tokens``), with no cache figures.
+Usage figures are ctxscope's local token counts (``engine.messages.tokens``), with no cache
+figures. Given settings, a request over ``context_window`` is refused as the Messages API
+refuses it (``prompt is too long: N tokens > M maximum``), so the engine's paths for a request
+that does not fit run offline too.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ _NUMBERED_LINE = re.compile(r"^\s*\d+[\t→|:]", re.M)
 _EXIT_CODE = re.compile(r"exit code (-?\d+)")
 _STATUS_LINE = re.compile(r"^\[.*\]$")
 _GREP_SUMMARY = re.compile(r"(\d+) (?:matching lines?|matches?) in (\d+) files?")
+_OWN_ID = re.compile(r"toolu_off_[0-9a-f]+_\d+")
 _GREP_HIT = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)[:-]", re.M)
 
 CAPABILITIES = (
@@ -114,10 +118,19 @@ class OfflineProvider:
         """Answer by the rules in this module's docstring; text is streamed in a few pieces."""
         if cancel is not None and cancel.is_set():
             raise Cancelled("cancelled")
+        usage_in = count_request(request.system, request.messages, request.tools)
+        window = self.settings.context_window if self.settings is not None else None
+        if window is not None and usage_in > window:
+            # As the Messages API answers a request over the model's window (HTTP 400).
+            raise ProviderError(
+                "prompt_too_long",
+                f"prompt is too long: {usage_in} tokens > {window} maximum",
+                status=400,
+            )
         current = find_round(request.messages)
         text, planned = decide(current)
         digest = _round_digest(request, current.start if current else len(request.messages))
-        issued = len(current.calls) if current else 0
+        issued = _issued(current.calls) if current else 0
         calls = [
             ToolCall(id=f"toolu_off_{digest}_{issued + n}", name=p.name, input=p.input)
             for n, p in enumerate(planned, 1)
@@ -131,7 +144,7 @@ class OfflineProvider:
             {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input} for c in calls
         ]
         usage = Usage(
-            input_tokens=count_request(request.system, request.messages, request.tools),
+            input_tokens=usage_in,
             output_tokens=count_blocks(content),
         )
         return ProviderResponse(
@@ -219,8 +232,7 @@ def decide(current: RoundView | None) -> tuple[str, list[PlannedCall]]:
     """The answer text and the tool calls for the next step of ``current``."""
     if current is None:
         return CAPABILITIES, []
-    already_read = {c.input.get("file_path") for c in current.calls if c.name == "Read"}
-    pending = [m for m in current.mentions if m not in already_read]
+    pending = pending_mentions(current)
     if pending:
         path = pending[0]
         order = ""
@@ -250,6 +262,25 @@ def decide(current: RoundView | None) -> tuple[str, list[PlannedCall]]:
     if current.calls:
         return report(current, unknown), []
     return CAPABILITIES, []
+
+
+def pending_mentions(current: RoundView) -> list[str]:
+    """The mentioned files still to read: the round's plan is its input (the mentions, in
+    order), and where it stands is the furthest mention read among the calls the request
+    still shows. A compaction inside the round archives its older steps, never its newest,
+    so the plan survives it; a command call means every mention was read before it."""
+    if any(not _is_mention_read(c, current.mentions) for c in current.calls):
+        return []
+    read = [current.mentions.index(c.input["file_path"]) for c in current.calls]
+    return current.mentions[max(read, default=-1) + 1 :]
+
+
+def _issued(calls: list[ToolCall]) -> int:
+    """How many calls this provider issued in the round: the highest number its ids carry
+    (after a compaction inside the round the request shows fewer calls than were made, and a
+    number used again would repeat a ``tool_use`` id)."""
+    numbers = [int(c.id.rsplit("_", 1)[1]) for c in calls if _OWN_ID.fullmatch(c.id)]
+    return max([len(calls), *numbers])
 
 
 def _is_mention_read(call: ToolCall, mentions: list[str]) -> bool:

@@ -21,6 +21,7 @@ extractive summarisers (a replay calls no model).
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import threading
 from collections import deque
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.compaction.ledger import KINDS, LedgerItem, extract_ledger, fold
-from engine.config import ModelPrice, Settings, price_for
+from engine.config import MOCK_USER_PROFILES, ModelPrice, Settings, price_for
 from engine.events import CompactionFailed, CompactionFinished, Event
 from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent, StreamText
 from engine.messages.tokens import count_blocks
@@ -97,6 +98,8 @@ class ReplayResult:
     threshold: float | None = None
     """The strategy's compaction threshold in tokens at the end (None when it measures
     something else: messages, observations)."""
+    window: int = 0
+    """The context window the replay ran in (tokens)."""
 
     @property
     def peak(self) -> int:
@@ -134,6 +137,7 @@ class ReplayResult:
         """The comparison table's row."""
         return {
             "strategy": self.strategy,
+            "window": self.window,
             "steps": len(self.steps),
             "compactions": len([c for c in self.compactions if c.outcome != "skipped"]),
             "peak": self.peak,
@@ -248,6 +252,24 @@ class RecordedTools(ToolRegistry):
         return result
 
 
+def in_window(settings: Settings, window: int) -> Settings:
+    """``settings`` for a replay in a ``window``-token context window: the session's window,
+    and the strategies' own windows with it — seed 001's ``context_limit``, seed 002's profile
+    window with its trigger at the same share of it (init: 150 000 of 200 000, 75 %); seed
+    004's limit follows the session's window unless set. Numbers set explicitly in a
+    strategy's section are kept."""
+    own = settings.strategies
+    profile_window, trigger, _ = MOCK_USER_PROFILES[own.mock_user.profile]
+    mock = {"context_window": own.mock_user.context_window or window}
+    if own.mock_user.trigger_tokens is None:
+        mock["trigger_tokens"] = math.floor(window * trigger / profile_window)
+    reset = own.reset_hint.model_copy(update={"context_limit": window})
+    strategies = own.model_copy(
+        update={"reset_hint": reset, "mock_user": own.mock_user.model_copy(update=mock)}
+    )
+    return settings.model_copy(update={"context_window": window, "strategies": strategies})
+
+
 def replay(
     store: Store,
     session_id: int,
@@ -258,7 +280,9 @@ def replay(
     on_step: Callable[[int, int], None] | None = None,
     at_step: Callable[[int, Agent], bool] | None = None,
 ) -> ReplayResult:
-    """Replay ``session_id`` of ``store`` (read only) under ``strategy``.
+    """Replay ``session_id`` of ``store`` (read only) under ``strategy``, every recorded call
+    (the live agent's ``max_steps`` guard is raised to the longest recorded round), in
+    ``settings.context_window``.
 
     ``at_step(step, agent)`` is called as each request is sent, with the agent whose
     :meth:`~engine.session.Agent.preview` is that request (the workbench opens it in the context
@@ -271,7 +295,7 @@ def replay(
     original = store.get_session(session_id)
     workspace = workspace or Path(original.workspace or ".")
     price = price or price_for(settings, original.model or settings.model)
-    result = ReplayResult(strategy)
+    result = ReplayResult(strategy, window=settings.context_window)
     cache = PromptCache(price.min_cacheable)
     counter = BlockCounter()
     ledger_items = extract_ledger(messages, observations).items
@@ -293,7 +317,14 @@ def replay(
         # The scratch session's files (seed 004's raw middles, seed 003's execution log) go
         # to the scratch folder too, whatever data_dir the user set: there they would land
         # among the user's own sessions' files, under the scratch session's id.
-        scratch_settings = settings.model_copy(update={"data_dir": Path(tmp) / "data"})
+        # Every recorded call is replayed: the runaway guard must not cut a long round.
+        longest = max((len(r.assistants) for r in rounds), default=0) + 1
+        scratch_settings = settings.model_copy(
+            update={
+                "data_dir": Path(tmp) / "data",
+                "max_steps": max(settings.max_steps, longest),
+            }
+        )
         try:
             session = scratch.create_session(str(workspace), "replay", strategy=strategy)
             tools = RecordedTools()

@@ -61,11 +61,11 @@ from engine.session.core import (
     InvalidRequest,
     RoundOutcome,
 )
-from engine.session.steering import Steering
+from engine.session.fitting import Fitting
 from tools.base import ToolResult
 
 
-class Agent(Steering):
+class Agent(Fitting):
     """A ReAct coding agent over one stored session."""
 
     def run(self, user_input: str) -> RoundOutcome:
@@ -129,6 +129,16 @@ class Agent(Steering):
             built = self._build(self.current_question)
             if CheckPoint.BEFORE_REQUEST in self.strategy.checks and self._check("", built):
                 built = self._build(self.current_question)
+            fitted = self._fit(built)
+            if fitted is None:
+                window = self.settings.context_window
+                message = (
+                    f"the request needs {built.total:,} tokens even with every observation of "
+                    f"this round set aside and earlier history archived, over the {window:,}-"
+                    "token window"
+                )
+                return self._failed(index, step, message, "too_long")
+            built = fitted
             try:
                 response = self._call(built, index, step)
             except Cancelled:

@@ -60,10 +60,18 @@ def test_forty_asks_compact_several_times_and_keep_ten_rounds(
     # between compactions the keep zone alone is over the threshold: the engine warns
     # instead of compacting one round per input
     assert warnings >= 10
-    assert all(c["rounds_compacted"] >= 10 for c in done[1:])
+    auto = [c for c in done if c["trigger"] == "auto"]
+    assert all(c["rounds_compacted"] >= 10 for c in auto[1:])
+    # a round whose Reads go over the window mid-round: the engine's last resort archives
+    # just enough of the oldest rounds, never sending a request over the window
+    assert {c["trigger"] for c in done} <= {"auto", "emergency"}
+    assert max(u["usage"]["input_tokens"] for u in shown["usage"]) <= 30000  # offline: no cache
     assert all(c["tokens_after"] < c["tokens_before"] for c in done)
     kept = [r for r in shown["rounds"] if not r["archived"]]
-    assert len(kept) >= 10 and all(r["status"] == "finished" for r in kept)
+    # keep_rounds (10) whole rounds, except where the last resort had to go below them
+    # because ten rounds and a large Read did not fit in 30 000 tokens (measured: 6 kept)
+    assert all(r["status"] == "finished" for r in kept)
+    assert len(kept) >= (10 if "emergency" not in {c["trigger"] for c in done} else 5)
     assert len(shown["rounds"]) == 40
     # whole rounds: every kept round starts with its user message and ends with the answer
     by_round: dict[int, list[dict]] = {}

@@ -134,7 +134,10 @@ def test_replay_command_compares_strategies(
     rows = {r["strategy"]: r for r in data["strategies"]}
     assert set(rows) == {"layered", "masking"}
     assert rows["layered"]["steps"] == rows["masking"]["steps"] == 20
-    assert rows["layered"]["compactions"] >= 2 and rows["masking"]["compactions"] == 0
+    assert rows["layered"]["compactions"] >= 2
+    # masking never compacts by its own rule; the engine's last resort keeps every request
+    # inside the 20 000 window (the live run, without it, went over)
+    assert rows["layered"]["peak"] <= 20_000 and rows["masking"]["peak"] <= 20_000
     assert len(data["series"]["layered"]) == 20
     assert csv.read_text().splitlines()[0].startswith("strategy,steps,compactions,peak")
     assert main(["replay", str(sid), "--db", str(db), "--strategy", "nope"]) == 1

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import math
+
 from engine.compaction.policy import (
     CheckPoint,
     CompactionPolicy,
@@ -23,7 +25,7 @@ from engine.compaction.policy import (
     cut_before,
     round_indices,
 )
-from engine.compaction.summary import A5_SPEC
+from engine.compaction.summary import A5_SPEC, SUMMARY_BUDGET
 from engine.messages.tokens import BudgetCheck, check_budget
 from engine.models import History, Message, Placement
 
@@ -74,7 +76,10 @@ class LayeredStrategy(CompactionPolicy):
     def select(self, view: PolicyView, *, emergency: bool = False) -> list[Message]:
         closed = [r for r in round_indices(view.history) if r != view.in_progress]
         keep = self.keep_rounds
-        if emergency and len(closed) <= keep:
+        if emergency and view.excess and view.in_progress is not None:
+            # Inside a round, over the window: the oldest closed rounds, just enough of them.
+            keep = len(closed) - self._rounds_freeing(view, closed, view.excess)
+        elif emergency and len(closed) <= keep:
             # The API refused the prompt: go below the keep zone. Keep the newest closed round
             # unless a round is in progress (then that one is the context that must fit).
             keep = 0 if view.in_progress is not None else 1
@@ -84,6 +89,21 @@ class LayeredStrategy(CompactionPolicy):
             (i for i, m in enumerate(messages) if m.meta.round not in chosen), len(messages)
         )
         return cut_before(messages, keep_from, view.protected())
+
+    def _rounds_freeing(self, view: PolicyView, closed: list[int], excess: int) -> int:
+        """How many of the oldest ``closed`` rounds free ``excess`` tokens, with room for the
+        summary that takes their place (an extractive A5 summary aims at ``SUMMARY_BUDGET`` of
+        its segment; a longer one leaves the engine's last resort more to do)."""
+        need = math.ceil(excess / (1 - SUMMARY_BUDGET))
+        tokens: dict[int | None, int] = {}
+        for msg in view.history.messages:
+            tokens[msg.meta.round] = tokens.get(msg.meta.round, 0) + view.tokens_of(msg)
+        freed = 0
+        for count, rnd in enumerate(closed, 1):
+            freed += tokens.get(rnd, 0)
+            if freed >= need:
+                return count
+        return len(closed)
 
     def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
         def judge(cut: list[Message]) -> str:

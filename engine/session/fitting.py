@@ -1,0 +1,171 @@
+"""The engine's last resort: no request larger than the context window is ever sent.
+
+A strategy decides when and what to compact; some check only between rounds (seeds 000, 001,
+003), and no strategy's cut can make room when one step's results alone exceed the window. So
+after the strategy had its say, and before every request, the engine measures the request and,
+while it is over ``context_window``:
+
+1. sets aside the round's *older* steps' observations, oldest first: each tool result is sent
+   as a one-line pointer naming the call and its observation id (the full text stays in the
+   session's observations, ``ctxscope show --observations``; history keeps its compressed
+   copy for later rounds) — the tool calls themselves stay, so the round's plan survives;
+2. archives earlier history by the strategy's emergency cut (a recorded compaction), when
+   that cut leaves the round's newest step in place;
+3. sets aside the newest step's observations too, oldest first;
+4. and only then lets the emergency cut take what it takes.
+
+A notice names what was shrunk. If the request still does not fit, the round fails instead of
+sending it. A window smaller than the system prompt, tools and input together is left to the
+provider (nothing the engine holds can make room; the API refuses such a request).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from engine.compaction.policy import PolicyView
+from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
+from engine.events import Notice
+from engine.messages.tokens import BLOCK_OVERHEAD, count_text
+from engine.models import ToolCall, Trigger
+from engine.session.steering import Steering
+
+SET_ASIDE = "[observation set aside to fit the context window: "
+"""How a pointer in place of an observation begins."""
+MAX_ARGS_CHARS = 120
+NAMED_IN_NOTICE = 6
+UNSHRINKABLE = ("L1 system", "L1 tools", "L2 CODE_LAW", "current input", "todo recap")
+"""The layers of a request the engine cannot shrink."""
+
+
+def pointer_text(call: ToolCall | None, result: ScratchResult, tokens: int) -> str:
+    """The line an observation set aside is sent as."""
+    args = json.dumps(call.input, ensure_ascii=False, separators=(",", ":")) if call else "{}"
+    if len(args) > MAX_ARGS_CHARS:
+        args = args[: MAX_ARGS_CHARS - 1] + "…"
+    return (
+        f"{SET_ASIDE}{result.tool_name}{args}, {tokens:,} tokens; observation id "
+        f"{result.tool_use_id}. The full text is kept in the session; call the tool again, "
+        "narrower, if you need it.]"
+    )
+
+
+def label(call: ToolCall | None, result: ScratchResult) -> str:
+    if call is None:
+        return result.tool_name
+    first = next((v for v in call.input.values() if isinstance(v, str)), "")
+    return f"{call.name} {first}".strip()
+
+
+class Fitting(Steering):
+    """Every request within the window, whatever the strategy."""
+
+    def _fit(self, built: BuiltContext) -> BuiltContext | None:
+        """``built``, or the request rebuilt small enough (see the module docstring); None
+        when nothing more can be set aside or archived."""
+        window = self.settings.context_window
+        if built.total <= window:
+            return built
+        if sum(built.layers[k] for k in UNSHRINKABLE) > window:
+            # The system prompt, tools and input alone are over the window: nothing the engine
+            # sets aside or archives can help; the provider answers (the API refuses).
+            return built
+        before = built.total
+        shrunk: list[str] = []
+        newest = self.scratchpad[-1:] if self.scratchpad else []
+        built = self._set_aside(built, self.scratchpad[:-1], window, shrunk)
+        archived = 0
+        if built.total > window and self._emergency_spares(newest):
+            built, archived = self._archive_earlier(built)
+        if built.total > window:
+            built = self._set_aside(built, newest, window, shrunk)
+        if built.total > window:
+            built, more = self._archive_earlier(built)
+            archived += more
+        parts = []
+        if shrunk:
+            named = ", ".join(shrunk[:NAMED_IN_NOTICE])
+            more = len(shrunk) - NAMED_IN_NOTICE
+            named += f" and {more} more" if more > 0 else ""
+            parts.append(f"set aside {len(shrunk)} observations of this round ({named})")
+        if archived:
+            parts.append(
+                f"archived {archived} earlier messages ({self.strategy.name}'s emergency cut)"
+            )
+        fits = built.total <= window
+        self.events(
+            Notice(
+                message=f"The next request needed {before:,} tokens, over the {window:,}-token "
+                f"window: {'; '.join(parts) or 'nothing could be shrunk'}; "
+                + (f"it now needs {built.total:,}." if fits else "it still does not fit.")
+            )
+        )
+        return built if fits else None
+
+    _excess = 0
+    """While the last resort runs: how far over the window the request is (the strategy's
+    emergency cut may take just enough)."""
+
+    def _view(self, user_input: str, built: BuiltContext | None) -> PolicyView:
+        view = super()._view(user_input, built)
+        view.excess = self._excess
+        return view
+
+    def _emergency_spares(self, newest: list[ScratchStep]) -> bool:
+        """Whether the strategy's emergency cut archives something and leaves the round's
+        newest step (archiving it would hide the calls the round is answering)."""
+        self._excess = 1
+        try:
+            cut = self.strategy.plan(self._view("", None), emergency=True).cut
+        finally:
+            self._excess = 0
+        keep = {s.assistant.id for s in newest}
+        return bool(cut) and not any(m.id in keep for m in cut)
+
+    def _archive_earlier(self, built: BuiltContext) -> tuple[BuiltContext, int]:
+        """The strategy's emergency compaction (again while it frees something and the
+        request is still over), and the request rebuilt after it."""
+        archived = 0
+        window = self.settings.context_window
+        while built.total > window:
+            self._excess = built.total - window
+            try:
+                result = self.compact(trigger=Trigger.EMERGENCY)
+            finally:
+                self._excess = 0
+            if result.segment is None:
+                break
+            archived += len(result.segment.messages)
+            built = self._build(self.current_question)
+        return built, archived
+
+    def _set_aside(
+        self, built: BuiltContext, steps: list[ScratchStep], window: int, shrunk: list[str]
+    ) -> BuiltContext:
+        """Replace observations of ``steps`` by pointers, oldest first, until the request
+        fits (the estimate is checked by rebuilding, and the walk goes on if it was short)."""
+        while built.total > window:
+            excess = built.total - window
+            changed = False
+            for step in steps:
+                calls = {c.id: c for c in step.assistant.tool_calls}
+                for i, result in enumerate(step.results):
+                    if excess <= 0:
+                        break
+                    if result.text.startswith(SET_ASIDE):
+                        continue
+                    call = calls.get(result.tool_use_id)
+                    tokens = result.tokens or BLOCK_OVERHEAD + count_text(result.text)
+                    text = pointer_text(call, result, tokens)
+                    saved = tokens - BLOCK_OVERHEAD - count_text(text)
+                    if saved <= 0:
+                        continue
+                    step.results[i] = replace(result, text=text, tokens=None)
+                    shrunk.append(label(call, result))
+                    excess -= saved
+                    changed = True
+            if not changed:
+                break
+            built = self._build(self.current_question)
+        return built
