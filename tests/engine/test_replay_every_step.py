@@ -18,7 +18,7 @@ import pytest
 from cli.main import main
 from engine.compaction.strategies import STRATEGIES
 from engine.config import Settings
-from engine.recordings import import_session
+from engine.recordings.importing import import_session
 from engine.replay.runner import replay
 from engine.store import Store
 
