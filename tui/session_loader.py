@@ -53,6 +53,8 @@ class SessionView:
     built: BuiltContext | None = None
     """The idle request the figures were measured on (reused by :func:`decide` while the
     history stays the same), or None during a round."""
+    undoable: int | None = None
+    """The compaction an undo would reverse (the latest one not undone), or None."""
 
 
 @dataclass
@@ -330,8 +332,14 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         ),
     )
     blocks = history_blocks(layout, memo)
+    done = [c for c in compactions if c.outcome in ("success", "fallback") and not c.undone_at]
     return SessionView(
-        layout=layout, blocks=blocks, gauge=gauge, todos=list(agent.todos), built=idle
+        layout=layout,
+        blocks=blocks,
+        gauge=gauge,
+        todos=list(agent.todos),
+        built=idle,
+        undoable=done[-1].id if done else None,
     )
 
 
