@@ -22,21 +22,8 @@ from textual.widgets import Input, Static
 
 
 class FocusInput(Input):
-    """The optional focus for the summary; Enter compacts (and says so in the footer)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(
-            "enter",
-            "submit",
-            "Compact",
-            id="compact_bar.compact",
-            tooltip="Compact now: the rounds above the cut become one summary",
-        ),
-    ]
-
-
-class CompactBar(Vertical):
-    """Where the cut is, in words, and the focus box."""
+    """The optional focus for the summary; Enter compacts, ↑ ↓ move the cut (an Input takes
+    ↑ ↓ for scrolling, so the keys are bound here, ahead of it)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -55,6 +42,23 @@ class CompactBar(Vertical):
             id="compact_bar.keep_fewer",
             tooltip="Move the cut down: one round more goes into the summary",
         ),
+        Binding(
+            "enter",
+            "submit",
+            "Compact",
+            id="compact_bar.compact",
+            tooltip="Compact now: the rounds above the cut become one summary",
+        ),
+    ]
+
+    def action_move_cut(self, delta: int) -> None:
+        self.query_ancestor(CompactBar).action_move_cut(delta)
+
+
+class CompactBar(Vertical):
+    """Where the cut is, in words, and the focus box."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "ctrl+r",
             "edit",
