@@ -318,6 +318,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         layers=dict(built.layers),
         layers_source="next request (preview)",
         last_usage=None if last is None else last.usage,
+        usage_source="api" if last is None else last.source,
         local_estimate=None if last is None else last.local_estimate,
         budget=budget,
         steps=steps,

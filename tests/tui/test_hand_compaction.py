@@ -31,13 +31,12 @@ PRINTABLE = "".join(chr(c) for c in range(32, 127))
 
 
 async def test_every_printable_key_typed_in_a_pane_reaches_the_input(
-    make_app: AppFactory, db_path: Path, workspace: Path
+    make_app: AppFactory,
 ) -> None:
-    """Item 1: with the chat, scratchpad or history pane focused (or the narrow layout's tabs),
-    each printable character is typed into the input box, none taken by a pane key."""
-    settings = offline_settings(keep_rounds=1)
-    build_session(db_path, workspace, settings)
-    app = make_app(settings=settings, resume=1)
+    """Item 1: with the chat, scratchpad or history pane focused, each printable character is
+    typed into the input box, none taken by a pane key (a fresh session: each key typed costs
+    a strategy decision, cheapest on an empty history)."""
+    app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot)
         box = screen.query_one("#input", Input)
