@@ -201,19 +201,24 @@ def chat_entries(store: Store, session_id: int, history: History) -> list[ChatEn
         messages.extend(segment.messages)
     messages.sort(key=lambda m: m.id or 0)
     statuses = {r.index: r.status for r in store.rounds(session_id)}
-    timed: list[tuple[float, int, ChatEntry]] = []
-    for order, msg in enumerate(messages):
-        entry = _chat_entry(msg, statuses)
-        if entry is not None:
-            timed.append((msg.created_at.timestamp(), order, entry))
+    # Messages in stored order (recorded timestamps of an import need not increase: a local
+    # command's rounds were shown 5, 4, 6); a compaction goes after the last message stored
+    # before it.
+    notices: dict[int, list[ChatEntry]] = {}
     for comp in store.compactions(session_id):
         if comp.outcome not in ("success", "fallback"):
             continue
         summary = store.summary(comp.summary_id) if comp.summary_id is not None else None
         text = compaction_result(comp, summary)
-        timed.append((comp.created_at.timestamp(), len(messages), ChatEntry("notice", text)))
-    timed.sort(key=lambda t: (t[0], t[1]))
-    return [entry for _, _, entry in timed]
+        after = sum(1 for m in messages if m.created_at <= comp.created_at)
+        notices.setdefault(after, []).append(ChatEntry("notice", text))
+    entries: list[ChatEntry] = list(notices.get(0, []))
+    for order, msg in enumerate(messages, 1):
+        entry = _chat_entry(msg, statuses)
+        if entry is not None:
+            entries.append(entry)
+        entries.extend(notices.get(order, []))
+    return entries
 
 
 def _chat_entry(msg: Message, statuses: dict[int, RoundStatus]) -> ChatEntry | None:

@@ -17,7 +17,6 @@ from tests.tui.helpers import (
     build_session,
     offline_settings,
     opened,
-    screen_lines,
     settle,
 )
 from tui.screens.keys_modal import KeysModal

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from engine.models import History, Message, Placement, RoundStatus, Summary
-from tui.formatting import plural, round_span, tokens
+from tui.formatting import is_local_command, plural, round_span, tokens
 from tui.widgets.block_view import Block, BlockView
 
 MESSAGE_ROWS = 4
@@ -170,6 +170,9 @@ def history_blocks(layout: HistoryLayout, memo: BlockMemo | None = None) -> list
             blocks.append(_keep_mark(layout, len(groups)))
         status = layout.statuses.get(index) if index is not None else None
         label = f"── round {index if index is not None else '?'}"
+        if all(m.role == "user" and is_local_command(m.content) for m in group):
+            status = None  # recorded without an answer, not cut short
+            label += " · local command"
         label += f" · {status.value}" if status and status != RoundStatus.FINISHED else ""
         label += f" · {tokens(sum(m.tokens or 0 for m in group))} tok "
         blocks.append(
