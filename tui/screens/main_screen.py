@@ -179,7 +179,7 @@ class MainScreen(MainActions):
     def on_mount(self) -> None:
         self.query_one("#chat-pane").border_title = "Chat"
         self.query_one("#scratch-pane").border_title = "Scratchpad · live"
-        self.query_one("#history-pane").border_title = "History · L3"
+        self.query_one("#history-pane").border_title = "History"
         self.query_one("#gauge-pane").border_title = "Token gauge"
         self.query_one("#compact-progress").display = False
         self.query_one("#history-banner").display = False
