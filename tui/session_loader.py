@@ -206,7 +206,7 @@ def chat_entries(store: Store, session_id: int, history: History) -> list[ChatEn
     # before it.
     notices: dict[int, list[ChatEntry]] = {}
     for comp in store.compactions(session_id):
-        if comp.outcome not in ("success", "fallback"):
+        if comp.outcome not in ("success", "fallback") or comp.undone_at is not None:
             continue
         summary = store.summary(comp.summary_id) if comp.summary_id is not None else None
         text = compaction_result(comp, summary)

@@ -201,8 +201,8 @@ class MainActions(Screen[None]):
         if action == "undo_compaction":
             return True if self.undoable is not None else None
         if action == "toggle_pin":
-            history = self.query_one(HistoryView)
-            return True if history.has_focus and history.selected_message() else None
+            # In the footer while a history message is selected (cursor moves redraw it).
+            return True if self.query_one(HistoryView).selected_message() else None
         return True
 
     def _refuse_when_busy(self) -> bool:

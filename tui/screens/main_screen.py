@@ -201,6 +201,8 @@ class MainScreen(MainActions):
             todos=lambda: list(self.agent.todos) if self.agent else [],
         )
         self.set_class(True, "-pane-history")
+        # Ctrl+T (pin) is offered while a history message is selected: the footer follows.
+        self.watch(self.query_one(HistoryView), "cursor", self._history_cursor_moved, init=False)
         self.query_one(ChatInput).focus()
         # Draw the screen first: the open worker holds the GIL for a while on a long session.
         self.busy = "opening"
@@ -505,7 +507,11 @@ class MainScreen(MainActions):
         if result.summary is not None and view.layout.history.summaries:
             history.cursor = len(view.layout.history.summaries) - 1
 
+    def _history_cursor_moved(self, _cursor: int | None) -> None:
+        self.refresh_bindings()
+
     def _undone(self, undone: Compaction, view: SessionView) -> None:
+        self.show_banner("", False)  # the banner told of the compaction just undone
         self._apply_view(view, scroll_end=False)
         self.notify(
             f"Compaction #{undone.id} undone: {plural(undone.messages_compacted, 'message')} "
