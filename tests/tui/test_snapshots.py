@@ -319,15 +319,17 @@ def test_search_modal(
 def test_gauge_breakdown_narrow(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
-    """80×24, the Gauge tab (3): the bar, each layer with its tokens and share of the window,
-    free space and the buffer over the threshold, the strategy's "N until compaction", the
-    heaviest history items with their share, and the offline labels."""
+    """80×24, the Gauge tab (Alt+4): the bar, each layer in plain words with its tokens and
+    share of the window, free space and the buffer over the threshold, the headline "next
+    request N / 20,000 window", the strategy's "N until compaction" under it, the last call
+    labelled as the offline provider's own count, the heaviest history items with their
+    share."""
     app = _stored(make_app, db_path, workspace)
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await opened(pilot)
         pilot.app.screen.query_one("#history").focus()
-        await pilot.press("4")
+        await pilot.press("alt+4")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
