@@ -21,9 +21,13 @@ from engine.llm.base import Provider
 from engine.store import Store
 from tools.base import Asker
 from tui.formatting import Clock, wall_clock
+from tui.screens.keys_modal import key_label
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_screen import MainScreen
 from tui.session_loader import OpenedSession, Resume, load_grants, open_session
+
+TEXTUAL_DUPLICATES = frozenset({"Keys", "Maximize", "Minimize"})
+"""Textual's own palette entries the main screen replaces with its F1 and F8."""
 
 
 class CtxscopeApp(App[int]):
@@ -121,15 +125,20 @@ class CtxscopeApp(App[int]):
         return None
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
         main = self.main_screen
-        if main is None or screen is not main:
+        on_main = main is not None and screen is main
+        for command in super().get_system_commands(screen):
+            # The workbench has its own keys list (F1) and maximise (F8): one entry each.
+            if not (on_main and command.title in TEXTUAL_DUPLICATES):
+                yield command
+        if main is None or not on_main:
             return
         for spec in MAIN_ACTIONS:
-            if main.check_action(spec.action, ()) is not True:
+            # None: offered, though it has nothing to act on now (it says so when run).
+            if main.check_action(spec.action, ()) is False:
                 continue
             yield SystemCommand(
-                f"{spec.label} ({spec.key})",
+                f"{spec.title or spec.label} ({key_label(spec.key)})",
                 spec.help,
                 lambda action=spec.action: self.call_later(main.run_action, action),
             )

@@ -36,6 +36,18 @@ LAYER_COLOURS: dict[str, str] = {
 """One colour per layer of :data:`engine.context.builder.LAYERS`, shared by the bar and its
 legend."""
 
+LAYER_LABELS: dict[str, str] = {
+    "L1 system": "system prompt",
+    "L1 tools": "tool definitions",
+    "L2 CODE_LAW": "project rules",
+    "L3 summaries": "summaries",
+    "L3 history": "history",
+    "current input": "your input",
+    "todo recap": "todo recap",
+    "scratchpad": "this round's steps",
+}
+"""The layers in plain words on the main screen (the L1–L3 names stay in the inspector)."""
+
 SEVERITY_COLOURS: dict[Severity, str] = {"ok": "green", "near": "yellow", "over": "red"}
 
 
@@ -151,6 +163,9 @@ class GaugeState:
     layers_source: str = "next request"
     """``next request`` (a preview) or ``request sent, round N step M``."""
     last_usage: Usage | None = None
+    usage_source: str = "api"
+    """Where ``last_usage`` came from: ``api`` (a provider's answer) or ``import`` (recorded by
+    the agent an imported session comes from)."""
     local_estimate: int | None = None
     """Our count of the request that ``last_usage`` answered (for the calibration)."""
     budget: BudgetCheck | None = None

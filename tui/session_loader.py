@@ -53,6 +53,8 @@ class SessionView:
     built: BuiltContext | None = None
     """The idle request the figures were measured on (reused by :func:`decide` while the
     history stays the same), or None during a round."""
+    undoable: int | None = None
+    """The compaction an undo would reverse (the latest one not undone), or None."""
 
 
 @dataclass
@@ -199,19 +201,24 @@ def chat_entries(store: Store, session_id: int, history: History) -> list[ChatEn
         messages.extend(segment.messages)
     messages.sort(key=lambda m: m.id or 0)
     statuses = {r.index: r.status for r in store.rounds(session_id)}
-    timed: list[tuple[float, int, ChatEntry]] = []
-    for order, msg in enumerate(messages):
-        entry = _chat_entry(msg, statuses)
-        if entry is not None:
-            timed.append((msg.created_at.timestamp(), order, entry))
+    # Messages in stored order (recorded timestamps of an import need not increase: a local
+    # command's rounds were shown 5, 4, 6); a compaction goes after the last message stored
+    # before it.
+    notices: dict[int, list[ChatEntry]] = {}
     for comp in store.compactions(session_id):
-        if comp.outcome not in ("success", "fallback"):
+        if comp.outcome not in ("success", "fallback") or comp.undone_at is not None:
             continue
         summary = store.summary(comp.summary_id) if comp.summary_id is not None else None
         text = compaction_result(comp, summary)
-        timed.append((comp.created_at.timestamp(), len(messages), ChatEntry("notice", text)))
-    timed.sort(key=lambda t: (t[0], t[1]))
-    return [entry for _, _, entry in timed]
+        after = sum(1 for m in messages if m.created_at <= comp.created_at)
+        notices.setdefault(after, []).append(ChatEntry("notice", text))
+    entries: list[ChatEntry] = list(notices.get(0, []))
+    for order, msg in enumerate(messages, 1):
+        entry = _chat_entry(msg, statuses)
+        if entry is not None:
+            entries.append(entry)
+        entries.extend(notices.get(order, []))
+    return entries
 
 
 def _chat_entry(msg: Message, statuses: dict[int, RoundStatus]) -> ChatEntry | None:
@@ -316,6 +323,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         layers=dict(built.layers),
         layers_source="next request (preview)",
         last_usage=None if last is None else last.usage,
+        usage_source="api" if last is None else last.source,
         local_estimate=None if last is None else last.local_estimate,
         budget=budget,
         steps=steps,
@@ -330,8 +338,14 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
         ),
     )
     blocks = history_blocks(layout, memo)
+    done = [c for c in compactions if c.outcome in ("success", "fallback") and not c.undone_at]
     return SessionView(
-        layout=layout, blocks=blocks, gauge=gauge, todos=list(agent.todos), built=idle
+        layout=layout,
+        blocks=blocks,
+        gauge=gauge,
+        todos=list(agent.todos),
+        built=idle,
+        undoable=done[-1].id if done else None,
     )
 
 

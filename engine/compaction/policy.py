@@ -237,6 +237,18 @@ def cut_before(messages: list[Message], keep_from: int, protected: set[int]) -> 
     return out
 
 
+def before_last_rounds(view: PolicyView, keep: int) -> list[Message]:
+    """A compaction asked for by hand: every closed round but the last ``keep``, as whole
+    steps, without the protected messages (pins keep their step)."""
+    closed = [r for r in round_indices(view.history) if r != view.in_progress]
+    chosen = set(closed[: max(0, len(closed) - keep)])
+    messages = view.history.messages
+    keep_from = next(
+        (i for i, m in enumerate(messages) if m.meta.round not in chosen), len(messages)
+    )
+    return cut_before(messages, keep_from, view.protected())
+
+
 def round_indices(history: History) -> list[int]:
     """The round indices present in history, in order (messages carry ``meta.round``)."""
     seen: dict[int, None] = {}

@@ -14,7 +14,8 @@ lines...). Every limit comes from :class:`~engine.config.Settings`.
 | Read | the numbered fragment (current range, at most ``read_max_lines``), mtime, note |
 | Edit / MultiEdit | file, changed ranges, the diff if at most ``snippet_max_lines`` lines |
 | Write | file, created/overwritten, line count, first lines of a new file |
-| Bash | exit code, sizes, stdout summary (counts, first/last line), stderr tail, error line |
+| Bash | a clean short stdout (up to ``ls_max_entries`` lines) whole; else exit code, sizes,
+  stdout counts and first/last line, stderr tail, error line |
 | TodoWrite | the recap |
 | Recall | query, hit count, first ``grep_max_lines`` hits (segment, round, message, snippet) |
 | others | ``data`` whole if its JSON fits ``generic_max_chars``, else a cut preview |
@@ -215,6 +216,13 @@ class ToolResultCompressor:
         stderr: str = data.get("stderr", "")
         out_lines = stdout.splitlines()
         err_lines = stderr.splitlines()
+        short = 2 < len(out_lines) <= self.settings.ls_max_entries
+        if short and not stderr and data.get("exit_code") == 0 and not data.get("stdout_truncated"):
+            if all(len(line) <= max_chars for line in out_lines):
+                # A short listing (`ls`, `git status`) is kept whole, without the command (its
+                # call holds it) or empty counts: first and last line with counts lost most
+                # names and cost more tokens than all of them.
+                return {"exit_code": 0, "stdout": "\n".join(out_lines)}
         form: Form = {
             "command": _clip(data.get("command", ""), max_chars),
             "exit_code": data.get("exit_code"),

@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.compaction.ledger import measure_fidelity
 from engine.compaction.placement import summary_tokens
-from engine.compaction.policy import CompactionPolicy, PolicyView
+from engine.compaction.policy import CompactionPolicy, PolicyView, before_last_rounds
 from engine.compaction.strategies.layered import keep_zone_tokens
 from engine.compaction.summary import SummaryCompressor, SummaryOutcome
 from engine.config import Settings
@@ -234,12 +234,16 @@ class HistoryManager:
         view: PolicyView | None = None,
         live_call: Callable[[float], str] | None = None,
         dry_run: bool = False,
+        keep_rounds: int | None = None,
     ) -> CompactionDraft | CompactionResult:
         """Everything a compaction would do, written nowhere: what it archives, the draft
         summary, the figures after (a dry run, or the dialog's preview before an edit).
 
-        Returns the ``skipped`` result instead when there is nothing to compact (or the policy
-        skips after failed summary calls); it is stored unless ``dry_run``.
+        ``keep_rounds`` is a cut chosen by hand (the workbench's F5): every closed round but the
+        last ``keep_rounds`` goes, pins honoured, whatever the policy would select; the summary,
+        its placement and lifecycle stay the policy's. Returns the ``skipped`` result instead
+        when there is nothing to compact (or the policy skips after failed summary calls); it is
+        stored unless ``dry_run``.
         """
         began = time.monotonic()
         history = self._history
@@ -255,13 +259,18 @@ class HistoryManager:
             messages_retained=len(history.messages),
         )
         plan = policy.plan(view, emergency=trigger == Trigger.EMERGENCY)
-        segment = plan.cut
-        if not segment:
-            return self._skipped(
-                base, plan.reason or "nothing to compact", began, store=not dry_run
+        if keep_rounds is None:
+            segment, rounds, reason = plan.cut, plan.cut_rounds, plan.reason
+        else:
+            segment = before_last_rounds(view, keep_rounds)
+            rounds = sorted({m.meta.round for m in segment if m.meta.round is not None})
+            before_kept = {0: "", 1: " before the last round"}.get(
+                keep_rounds, f" before the last {keep_rounds} rounds"
             )
+            reason = f"nothing to compact: history holds no unpinned closed rounds{before_kept}"
+        if not segment:
+            return self._skipped(base, reason or "nothing to compact", began, store=not dry_run)
 
-        rounds = plan.cut_rounds
         self.events(
             CompactionStarted(trigger=trigger.value, tokens_before=before, rounds=len(rounds))
         )
@@ -318,6 +327,8 @@ class HistoryManager:
             "compactedMessageCount": len(segment),
             "retainedMessageCount": len(kept),
         }
+        if keep_rounds is not None:
+            stats["kept_rounds"] = keep_rounds
         record = base.model_copy(
             update={
                 "tokens_after": after,

@@ -42,26 +42,42 @@ class Steering(WriterLease):
         return self.strategy.plan(self._view(user_input, built))
 
     def compact(
-        self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL
+        self,
+        focus: str | None = None,
+        trigger: Trigger = Trigger.MANUAL,
+        keep_rounds: int | None = None,
     ) -> CompactionResult:
-        """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events."""
+        """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events.
+        ``keep_rounds``: a cut chosen by hand (see :meth:`HistoryManager.prepare`)."""
         with self.writing("compaction"):
-            draft = self.prepare_compaction(focus, trigger)
+            draft = self.prepare_compaction(focus, trigger, keep_rounds=keep_rounds)
             if isinstance(draft, CompactionResult):
                 return draft
             return self.commit_compaction(draft, trigger=trigger)
 
     def prepare_compaction(
-        self, focus: str | None = None, trigger: Trigger = Trigger.MANUAL, dry_run: bool = False
+        self,
+        focus: str | None = None,
+        trigger: Trigger = Trigger.MANUAL,
+        dry_run: bool = False,
+        keep_rounds: int | None = None,
     ) -> CompactionDraft | CompactionResult:
         """What compacting now would do, stored nowhere (``compact --dry-run``, the F5 preview):
-        the messages it archives, the draft summary, the figures after."""
+        the messages it archives, the draft summary, the figures after. ``keep_rounds``: a cut
+        chosen by hand, every closed round but the last ``keep_rounds``."""
         built = self._build(self.current_question) if self.current_round else None
         view = self._view("", built)
         prompt = self.strategy.live_summary_prompt
         live = None if prompt is None else self._live_summary_call(built, prompt)
         return self.history.prepare(
-            self.strategy, self.summaries, trigger, focus, view, live, dry_run=dry_run
+            self.strategy,
+            self.summaries,
+            trigger,
+            focus,
+            view,
+            live,
+            dry_run=dry_run,
+            keep_rounds=keep_rounds,
         )
 
     def commit_compaction(

@@ -393,3 +393,20 @@ def test_to_json_is_compact() -> None:
         compressor.to_json("Read", result)
         == '{"status":"error","data":{},"error":{"code":"c","message":"m"}}'
     )
+
+
+def test_bash_ls_of_twelve_names_keeps_them_all_for_fewer_tokens(
+    run: Any, compressor: Any, ws: Path
+) -> None:
+    """Issue 22: `ls` through Bash kept only its first and last name (10 of 12 lost) and cost
+    more tokens than what the model saw. Twelve files, each name on its own line of stdout.
+    The history form keeps all twelve; it costs at most the two tokens of the seed's envelope
+    (``{"status":"success","data":…}``) more than the observation text (74 and 72 tokens with
+    cl100k, counted by hand with ``count_text`` on both strings)."""
+    names = [f"file_{i:02d}.txt" for i in range(1, 13)]
+    for name in names:
+        (ws / name).write_text("x")
+    result = run("Bash", command="ls -1 file_*")
+    form = history(compressor, "Bash", result)["data"]
+    assert form == {"exit_code": 0, "stdout": "\n".join(names)}
+    assert count_text(compressor.to_json("Bash", result)) <= count_text(result.text) + 2

@@ -1,4 +1,4 @@
-"""Pins in the workbench: p on a history message pins it, the pane shows it, and a compaction
+"""Pins in the workbench: Ctrl+T on a history message pins it, the pane shows it, and a compaction
 from F5 keeps it (with the rest of its step)."""
 
 from __future__ import annotations
@@ -34,14 +34,12 @@ async def test_pin_key_keeps_a_message_through_compaction(
         )
         history.cursor = target
         pinned_id = history.blocks[target].data.id
-        await pilot.press("p")
+        await pilot.press("ctrl+t")
         await settle(pilot)
         block = next(b for b in history.blocks if isinstance(b.data, Message)
                      and b.data.id == pinned_id)  # fmt: skip
         assert block.data.pinned and any("pinned" in text for text, _ in block.header)
         await pilot.press("f5", "enter")
-        await settle(pilot)
-        await pilot.press("ctrl+s")
         await settle(pilot)
         kept = {b.data.id for b in history.blocks if isinstance(b.data, Message)}
         assert pinned_id in kept
@@ -72,7 +70,7 @@ async def test_the_inspector_marks_pinned_messages(make_app: AppFactory) -> None
             i for i, b in enumerate(history.blocks)
             if isinstance(b.data, Message) and b.data.role == "user"
         )  # fmt: skip
-        await pilot.press("p")
+        await pilot.press("ctrl+t")
         await settle(pilot)
         await pilot.press("f4")
         await settle(pilot)

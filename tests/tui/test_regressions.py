@@ -168,8 +168,8 @@ async def test_cut_and_keep_marks_are_not_clipped(
     async with app.run_test(size=size) as pilot:
         screen = await opened(pilot)
         await pilot.press("f5")
-        plan = str(screen.app.screen.query_one("#compact-plan").render())
-        assert "1 rounds" not in plan and "(2 rounds," in plan
+        plan = str(screen.query_one("#compact-bar-plan").render())
+        assert "1 rounds" not in plan and "Compact rounds 1–2 (" in plan
         await pilot.press("escape")
         view = screen.query_one(HistoryView)
         text = " ".join(row.strip(" ┄━▌") for row in await drawn_rows(pilot, view))

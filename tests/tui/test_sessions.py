@@ -23,7 +23,6 @@ from tests.tui.helpers import (
 )
 from tui.app import CtxscopeApp
 from tui.screens.archive_screen import ArchiveScreen
-from tui.screens.compact_modal import CompactModal
 from tui.screens.compact_preview_modal import CompactPreviewModal
 from tui.screens.sessions_screen import SessionsScreen
 from tui.widgets.block_view import BlockView
@@ -66,13 +65,9 @@ async def test_compact_by_key_then_resume_the_same_state(
         assert len(cut_marks) == 1 and "rounds 1–2" in cut_marks[0].body
 
         await pilot.press("f5")
-        assert isinstance(app.screen, CompactModal)
-        assert "rounds 1–2" in str(app.screen.query_one("#compact-plan").render())
-        app.screen.query_one("#compact-focus", Input).value = "the calculator API"
+        assert "rounds 1–2" in str(screen.query_one("#compact-bar-plan").render())
+        await pilot.press(*"the calculator API")
         await pilot.press("enter")
-        await settle(pilot)
-        assert isinstance(app.screen, CompactPreviewModal)  # the draft, nothing stored yet
-        await pilot.press("ctrl+s")
         await settle(pilot)
 
         first = history.blocks[0]
@@ -213,7 +208,7 @@ async def test_preview_edit_commit_and_abandon(make_app: AppFactory, db_path: Pa
         for text in THREE_ROUNDS:
             await ask(pilot, text)
         # abandon: the draft is dropped, nothing is stored (not even a record)
-        await pilot.press("f5", "enter")
+        await pilot.press("f5", "ctrl+r")
         await settle(pilot)
         assert isinstance(app.screen, CompactPreviewModal)
         draft = app.screen.query_one("#compact-preview-summary", TextArea).text
@@ -223,7 +218,7 @@ async def test_preview_edit_commit_and_abandon(make_app: AppFactory, db_path: Pa
         await settle(pilot)
         assert not isinstance(app.screen, CompactPreviewModal)
         # edit, then commit: the edit is what is stored and sent, the draft kept beside it
-        await pilot.press("f5", "enter")
+        await pilot.press("f5", "ctrl+r")
         await settle(pilot)
         area = app.screen.query_one("#compact-preview-summary", TextArea)
         area.text = "Rounds 1–2: built a calculator; keep its API (add, mul)."

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Collapsible, Input
+from textual.widgets import Collapsible
 
 from engine.context.builder import LAYERS
 from tests.tui.conftest import AppFactory
@@ -76,9 +76,11 @@ def _stored(make_app: AppFactory, db_path: Path, workspace: Path, **kw: Any) -> 
 def test_compaction_dialog(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
-    """F5 over a stored three-round session (keep_rounds=1): the CompactModal says rounds 1–2
-    and their tokens will be archived into one summary and the last round kept, offers the
-    focus field (placeholder shown) and the Compact / Cancel buttons."""
+    """F5 over a stored three-round session: no dialog; the history pane shows "✂ compact here"
+    under rounds 1–2 (their tokens → one summary, ↑ ↓ move the cut, Enter compacts, Esc
+    cancels) and "━ stays" over round 3; under the chat input the bar says "Compact rounds 1–2
+    (N tok) into one summary; the last round stays." over the focus box (placeholder shown);
+    the footer lists ⏎ Compact, ↑ Keep more, ↓ Keep fewer, ^r Edit summary, esc Cancel."""
     app = _stored(make_app, db_path, workspace)
     assert snap_compare(app, terminal_size=WIDE, press=["f5"], run_before=just_opened)
 
@@ -86,19 +88,16 @@ def test_compaction_dialog(
 def test_after_compaction(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
-    """After F5 + Enter with a focus: the banner over history reads tokens before → after,
+    """After F5, a focus typed, Enter: the banner over history reads tokens before → after,
     2 rounds and their messages archived, new summary rounds 1–2, what the summary keeps
     ("files read 1/1 · requests 2/2"); the summary block comes
     first in its own colour (selected), then the keep zone with round 3 only; the chat ends
-    with the compaction notice; the gauge shows L3 summaries and a ✂ under the last step."""
+    with the compaction notice; the gauge shows L3 summaries and a ✂ under the last step; a
+    toast says how many messages and rounds were archived and that Ctrl+Z undoes it."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await opened(pilot)
-        await pilot.press("f5")
-        pilot.app.screen.query_one("#compact-focus", Input).value = "the calculator API"
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("ctrl+s")  # commit the draft as it is
+        await pilot.press("f5", *"the calculator API", "enter")
         await settle(pilot)
 
     app = _stored(make_app, db_path, workspace)
@@ -108,7 +107,7 @@ def test_after_compaction(
 def test_compaction_preview(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
-    """F5 + Enter: the preview says nothing is stored yet, what the layered strategy archives
+    """F5 + Ctrl+R: the preview says nothing is stored yet, what the layered strategy archives
     (the messages of rounds 1–2 and their tokens) and history tokens before → after, what
     the draft keeps of the ledger ("files read 1/1 · requests 2/2"), then the draft A5
     summary in an editable text area, a focus field with Regenerate, and the
@@ -116,7 +115,7 @@ def test_compaction_preview(
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await opened(pilot)
-        await pilot.press("f5", "enter")
+        await pilot.press("f5", "ctrl+r")
         await settle(pilot)
 
     app = _stored(make_app, db_path, workspace)
@@ -304,14 +303,14 @@ def test_search_modal(
     workspace: Path,
     size: tuple[int, int],
 ) -> None:
-    """/ with the history focused, "calc" typed: hits in the summary, in history and in the
+    """Ctrl+F with the history focused, "calc" typed: hits in the summary, in history and in the
     archive, each labelled with where it is and its round, with a line of context."""
     app = _stored(make_app, db_path, workspace, compact=True)
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await opened(pilot)
         pilot.app.screen.query_one("#history").focus()
-        await pilot.press("slash", "c", "a", "l", "c")
+        await pilot.press("ctrl+f", "c", "a", "l", "c")
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -320,15 +319,17 @@ def test_search_modal(
 def test_gauge_breakdown_narrow(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
-    """80×24, the Gauge tab (3): the bar, each layer with its tokens and share of the window,
-    free space and the buffer over the threshold, the strategy's "N until compaction", the
-    heaviest history items with their share, and the offline labels."""
+    """80×24, the Gauge tab (Alt+4): the bar, each layer in plain words with its tokens and
+    share of the window, free space and the buffer over the threshold, the headline "next
+    request N / 20,000 window", the strategy's "N until compaction" under it, the last call
+    labelled as the offline provider's own count, the heaviest history items with their
+    share."""
     app = _stored(make_app, db_path, workspace)
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await opened(pilot)
         pilot.app.screen.query_one("#history").focus()
-        await pilot.press("4")
+        await pilot.press("alt+4")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)

@@ -29,7 +29,7 @@ from textual.worker import Worker, WorkerState
 from engine.compaction.ledger import fidelity_line
 from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
 from engine.store import Store
-from tui.formatting import percent, round_span, tokens
+from tui.formatting import percent, plural, round_span, tokens
 from tui.screens.detail_modal import DetailModal, parts_for_message
 from tui.text_wrap import display_safe
 from tui.widgets.block_view import Block, BlockView
@@ -105,8 +105,17 @@ def strategy_line(c: Compaction) -> str:
             parts.append(f"its context {pre:,} tokens before")
         if c.stats.get("model"):
             parts.append(f"summary by {c.stats['model']}")
-    if c.stats.get("measured"):
-        parts.append(f"measured {c.stats['measured']}")
+    measured = c.stats.get("measured")
+    if measured and c.stats.get("fired") is False:
+        # Asked for by hand: the rule's measure was under its threshold; never say ">=".
+        kept = c.stats.get("kept_rounds")
+        how = "compacted by hand"
+        if isinstance(kept, int):
+            how += f", the last {plural(kept, 'round')} kept"
+        below = str(measured).replace(" >= ", " < ").replace(" > ", " ≤ ")
+        parts.append(f"{how} (the automatic rule had not fired: {below})")
+    elif measured:
+        parts.append(f"measured {measured}")
     retired = c.stats.get("superseded_summaries") or []
     if retired:
         parts.append(f"retired summaries {', '.join(f'#{i}' for i in retired)}")

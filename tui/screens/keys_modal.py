@@ -1,4 +1,4 @@
-"""KeysModal (F1, or ``?`` when the input box is not focused): every key of the workbench.
+"""KeysModal (F1): every key of the workbench.
 
 Textual's own keys panel lists only the focused widget's bindings; this lists the app's: the
 main screen's actions (handed in from :data:`~tui.screens.main_actions.MAIN_ACTIONS`, so it
@@ -21,14 +21,18 @@ from textual.widgets import Label, Static
 OTHER_KEYS: tuple[tuple[str, str], ...] = (
     ("Enter (input)", "send the question; @path mentions a file (→ or End completes it)"),
     ("Tab / Shift+Tab", "move between the input and the panes"),
-    ("1 2 3 4", "jump to the chat, scratchpad, history, gauge (when the input is not focused)"),
+    ("Alt+1 … Alt+4", "jump to the chat, scratchpad, history, gauge pane (or Tab)"),
+    ("any letter or digit", "typed in a pane, it goes to the input box (no pane takes it)"),
     ("↑ ↓ PgUp PgDn Home End", "move in the chat, scratchpad and history panes"),
     ("Enter (pane)", "open the selected item in full (a tool message beside its raw output)"),
     ("Ctrl+P", "command palette: every action by name"),
     ("Ctrl+Q", "quit (a running round is interrupted first)"),
     ("a / s / d", "permission prompt: allow once / always for this session / deny"),
     ("e / c", "context inspector: expand / collapse every layer"),
-    ("Esc", "close any dialog or screen; during a round, interrupt it"),
+    ("↑ ↓ (after F5)", "move the cut: one round more or less stays as it is"),
+    ("Enter (after F5)", "compact at the cut (the box takes an optional focus)"),
+    ("Ctrl+R (after F5)", "write the draft summary and edit it first (Ctrl+S stores it)"),
+    ("Esc", "close any dialog or screen; after F5, cancel; during a round, interrupt it"),
 )
 
 
@@ -36,8 +40,8 @@ def key_label(key: str) -> str:
     """``f2`` → ``F2``, ``ctrl+n`` → ``Ctrl+N``, ``escape`` → ``Esc``."""
     if key == "escape":
         return "Esc"
-    if key == "slash":
-        return "/"
+    if key.startswith("alt+"):
+        return "Alt+" + key.removeprefix("alt+").upper()
     if key.startswith("ctrl+"):
         return "Ctrl+" + key.removeprefix("ctrl+").upper()
     return key.upper()

@@ -8,7 +8,7 @@ permission questions and :class:`~tui.screens.permission_modal.PermissionModal`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from textual import on
@@ -20,7 +20,6 @@ from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
 from tui.screens.archive_screen import ArchiveScreen
-from tui.screens.compact_modal import CompactModal
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
 from tui.screens.compare_screen import CompareScreen
 from tui.screens.execution_log_screen import ExecutionLogScreen
@@ -28,7 +27,9 @@ from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.sessions_screen import SessionsScreen
-from tui.widgets.history_view import HistoryView
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.compact_bar import CompactBar
+from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
 from tui.widgets.scratchpad_view import ScratchpadView
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class ActionSpec:
     label: str
     help: str
     show: bool = True
+    title: str = ""
+    """The command palette's name for it (default: the footer label)."""
 
     @property
     def binding_id(self) -> str:
@@ -58,22 +61,41 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("f1", "keys", "Keys", "Every key of the workbench, and what the panes show"),
     ActionSpec("f2", "sessions", "Sessions", "Browse stored sessions and resume one"),
     ActionSpec("f3", "archive", "Archive", "Each compaction: its summary beside the raw rounds"),
-    ActionSpec("f4", "inspect", "Context", "The exact request the next step will send, by layer"),
-    ActionSpec("f5", "compact", "Compact", "Compact now: summarise rounds before the keep zone"),
+    ActionSpec("f4", "inspect", "Context", "The exact request the next step will send, by part"),
+    ActionSpec(
+        "f5",
+        "compact",
+        "Compact",
+        "Compact now: choose the cut in the history (↑ ↓), Enter compacts, Esc cancels",
+    ),
+    ActionSpec(
+        "ctrl+z",
+        "undo_compaction",
+        "Undo compact",
+        "Undo the last compaction: its messages return to history, its summary leaves",
+        title="Undo last compaction",
+    ),
+    ActionSpec(
+        "ctrl+t",
+        "toggle_pin",
+        "Pin",
+        "Pin or unpin the message selected in the history: a pinned message is never archived",
+        title="Pin / unpin the selected message",
+    ),
     ActionSpec("f6", "last_scratchpad", "Last pad", "Show or hide the last round's scratchpad"),
     ActionSpec("f7", "next_pane", "Pane", "Show the next pane (narrow layout)"),
     ActionSpec(
         "ctrl+l",
         "execution_log",
         "Log",
-        "The session's execution log (seed 003, message-window strategy)",
+        "The session's execution log: what each run did (message-window strategy)",
         show=False,
     ),
     ActionSpec(
-        "slash",
+        "ctrl+f",
         "search",
         "Search",
-        "Search the history, its summaries and the archive (/ when the input is not focused)",
+        "Search the history, its summaries and the archive",
         show=False,
     ),
     ActionSpec(
@@ -83,13 +105,40 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "Replay this session under every strategy: tokens, cache, cost, what was kept",
         show=False,
     ),
-    ActionSpec("f8", "toggle_maximize", "Max", "Maximise the focused pane, or restore it"),
+    ActionSpec(
+        "f8",
+        "toggle_maximize",
+        "Maximise",
+        "Maximise the focused pane, or restore it",
+        title="Maximise / restore pane",
+    ),
     ActionSpec("ctrl+n", "new_session", "New", "Start a new session in this workspace"),
     ActionSpec("escape", "interrupt", "Interrupt", "Interrupt the running round"),
 )
 
 
-IDLE_ONLY = {"compact", "sessions", "new_session"}
+def cut_plan(layout: HistoryLayout) -> str:
+    """What compacting at the cut chosen by hand archives and keeps, in words."""
+    cut = set(layout.cut_rounds)
+    if not cut:
+        return "Nothing above the cut."
+    msgs = [m for m in layout.history.messages if m.meta.round in cut]
+    pinned = sum(1 for m in msgs if m.pinned)
+    archived = sum(m.tokens or 0 for m in msgs if not m.pinned)
+    keep = layout.keep_rounds
+    stays = {0: "no round stays as it is", 1: "the last round stays"}.get(
+        keep, f"the last {keep} rounds stay"
+    )
+    text = (
+        f"Compact {round_span(min(cut), max(cut))} ({tokens(archived)} tok) into one summary; "
+        f"{stays}."
+    )
+    if pinned:
+        text += f" {plural(pinned, 'pinned message')} {'stays' if pinned == 1 else 'stay'} too."
+    return text
+
+
+IDLE_ONLY = {"compact", "sessions", "new_session", "undo_compaction", "toggle_pin"}
 """Actions refused while the agent works (they would race the round); they say so."""
 
 
@@ -105,13 +154,27 @@ class MainActions(Screen[None]):
         memo: BlockMemo
         last_scratch: list[Block]
         _permission_modals: dict[int, Any]
+        cutting: bool
+        cut_base: HistoryLayout | None
+        manual_keep: int | None
+        undoable: int | None
 
         @property
         def ctx_app(self) -> CtxscopeApp: ...
 
         def open(self, resume: Resume) -> None: ...
 
-        def prepare_worker(self, agent: Agent, focus: str) -> Any: ...
+        def prepare_worker(self, agent: Agent, focus: str, keep: int | None) -> Any: ...
+
+        def compact_now_worker(
+            self, agent: Agent, memo: BlockMemo, focus: str, keep: int
+        ) -> Any: ...
+
+        def undo_worker(self, agent: Agent, memo: BlockMemo) -> Any: ...
+
+        def pin_worker(
+            self, agent: Agent, memo: BlockMemo, message_id: int, pinned: bool
+        ) -> Any: ...
 
         def redraw_worker(self, agent: Agent, memo: BlockMemo) -> Any: ...
 
@@ -125,13 +188,21 @@ class MainActions(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides a key that does nothing here (F7 in the wide layout, Esc between
-        # rounds). Keys refused while the agent works stay active: the action says why.
+        # rounds); None shows it disabled (kept in the palette, left out of the footer). Keys
+        # refused while the agent works stay active: the action says why.
+        if self.cutting and action not in ("keys", "toggle_maximize"):
+            return False  # the compaction bar's keys are the ones that matter now
         if action == "next_pane":
             return self.has_class("-narrow")
         if action == "interrupt":
             return self.busy == "round"
         if action in ("archive", "inspect", "execution_log", "compare") and self.agent is None:
             return None
+        if action == "undo_compaction":
+            return True if self.undoable is not None else None
+        if action == "toggle_pin":
+            # In the footer while a history message is selected (cursor moves redraw it).
+            return True if self.query_one(HistoryView).selected_message() else None
         return True
 
     def _refuse_when_busy(self) -> bool:
@@ -146,37 +217,79 @@ class MainActions(Screen[None]):
 
     # ------------------------------------------------------------------ compaction
     def action_compact(self) -> None:
+        """F5: show the cut in the history pane and the compaction bar (Enter compacts)."""
         if self._refuse_when_busy():
             return
-        self.app.push_screen(CompactModal(self._compaction_plan()), self._compact_answer)
-
-    def _compaction_plan(self) -> str:
-        layout = self.query_one(HistoryView).layout_data
+        history = self.query_one(HistoryView)
+        layout = history.layout_data
         if layout is None:
-            return "History is still loading."
-        keep = layout.keep_rounds
-        cut = layout.cut_rounds
-        if not cut:
-            return (
-                f"Nothing would be archived: history has no rounds beyond the last {keep} "
-                "(the keep zone). The engine will record a skipped compaction."
-            )
-        cut_set = set(cut)
-        cut_tokens = sum(m.tokens or 0 for m in layout.history.messages if m.meta.round in cut_set)
-        span = round_span(cut[0], cut[-1])
-        return (
-            f"{span} ({plural(len(cut), 'round')}, {tokens(cut_tokens)} tokens) will be archived "
-            "whole "
-            "and replaced by one summary; "
-            + ("the last round stays as it is." if keep == 1 else f"the last {keep} rounds stay.")
+            return
+        rounds = len(layout.history.rounds())
+        if rounds == 0:
+            self.notify("Nothing to compact yet: no round is in the history.", title="Compact")
+            return
+        self.cut_base = layout
+        self.cutting = True
+        if self.has_class("-narrow"):
+            self.pane = "history"
+        self.query_one(CompactBar).start(rounds, 1 if rounds > 1 else 0)
+
+    def manual_layout(self, keep: int) -> HistoryLayout | None:
+        """The history with the cut above its last ``keep`` rounds."""
+        base = self.cut_base
+        if base is None:
+            return None
+        groups = base.history.rounds()
+        cut = [g[0].meta.round for g in groups[: max(0, len(groups) - keep)]]
+        return replace(
+            base,
+            keep_rounds=keep,
+            cut_rounds=[r for r in cut if r is not None],
+            by_hand=True,
         )
 
-    def _compact_answer(self, focus: str | None) -> None:
-        """The focus is given: work out the draft (stored nowhere) and preview it."""
-        if focus is None or self.agent is None or self.busy is not None:
+    @on(CompactBar.CutMoved)
+    def _cut_moved(self, event: CompactBar.CutMoved) -> None:
+        layout = self.manual_layout(event.keep)
+        if layout is None:
+            return
+        history = self.query_one(HistoryView)
+        blocks = history_blocks(layout, self.memo)
+        history.show(layout, blocks, scroll_end=False)
+        mark = cut_mark_index(blocks)
+        if mark is not None:
+            history.scroll_to_region(
+                history.block_region(mark), animate=False, immediate=True, center=True
+            )
+        self.query_one(CompactBar).describe(cut_plan(layout))
+
+    def _leave_cut(self) -> None:
+        """Back from the cut: the bar goes, the history shows the strategy's own marks."""
+        self.cutting = False
+        self.query_one(CompactBar).display = False
+        if self.cut_base is not None:
+            self.query_one(HistoryView).show(
+                self.cut_base, history_blocks(self.cut_base, self.memo), scroll_end=False
+            )
+        self.cut_base = None
+        self.query_one(ChatInput).focus()
+
+    @on(CompactBar.Cancelled)
+    def _cut_cancelled(self) -> None:
+        self._leave_cut()
+        self.notify("Compaction cancelled; nothing was changed.", title="Compact")
+
+    @on(CompactBar.Confirmed)
+    def _cut_confirmed(self, event: CompactBar.Confirmed) -> None:
+        self._leave_cut()
+        if self.agent is None or self.busy is not None:
             return
         self.busy = "compacting"
-        self.prepare_worker(self.agent, focus)
+        self.manual_keep = event.keep
+        if event.edit:
+            self.prepare_worker(self.agent, event.focus, event.keep)
+        else:
+            self.compact_now_worker(self.agent, self.memo, event.focus, event.keep)
 
     def _prepared(self, draft: CompactionDraft | CompactionResult) -> None:
         self.busy = None
@@ -198,10 +311,36 @@ class MainActions(Screen[None]):
         if choice is None:
             self.notify("Compaction abandoned; nothing was changed.", title="Compaction")
         elif isinstance(choice, Regenerate):
-            self._compact_answer(choice.focus)
+            if self.agent is not None and self.busy is None:
+                self.busy = "compacting"
+                self.prepare_worker(self.agent, choice.focus, self.manual_keep)
         elif self.agent is not None and self.busy is None:
             self.busy = "compacting"
             self.compact_worker(self.agent, self.memo, draft, choice.content)
+
+    def action_undo_compaction(self) -> None:
+        """Ctrl+Z: the same as the archive's undo and ``ctxscope uncompact``."""
+        if self._refuse_when_busy():
+            return
+        if self.undoable is None or self.agent is None:
+            self.notify("No compaction to undo in this session.", title="Undo")
+            return
+        self.busy = "compacting"
+        self.undo_worker(self.agent, self.memo)
+
+    def action_toggle_pin(self) -> None:
+        """Ctrl+T: pin or unpin the message selected in the history pane."""
+        msg = self.query_one(HistoryView).selected_message()
+        if msg is None or msg.id is None:
+            self.notify(
+                "Select a message in the history pane first (Alt+3 or Tab, then ↑ ↓).",
+                title="Pin",
+            )
+            return
+        if self._refuse_when_busy() or self.agent is None:
+            return
+        self.busy = "compacting"
+        self.pin_worker(self.agent, self.memo, msg.id, not msg.pinned)
 
     # ------------------------------------------------------------------ other screens
     def action_sessions(self) -> None:

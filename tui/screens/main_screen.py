@@ -24,7 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from engine.context.builder import BuiltContext
 from engine.context.history import CompactionDraft, CompactionResult
-from engine.models import Message, Summary, TodoItem
+from engine.models import Compaction, Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
 from tui.formatting import one_line, plural, tokens, workspace_label
 from tui.gauge_state import Decision
@@ -52,7 +52,8 @@ from tui.session_loader import (
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput, workspace_files
 from tui.widgets.chat_view import ChatView, Example
-from tui.widgets.history_view import BlockMemo, HistoryView, history_blocks
+from tui.widgets.compact_bar import CompactBar, FocusInput
+from tui.widgets.history_view import BlockMemo, HistoryLayout, HistoryView, history_blocks
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.scratchpad_view import ScratchpadView
 from tui.widgets.session_header import HeaderInfo, SessionHeader
@@ -96,22 +97,14 @@ class MainScreen(MainActions):
             Binding(a.key, a.action, a.label, show=a.show, id=a.binding_id, tooltip=a.help)
             for a in MAIN_ACTIONS
         ),
-        Binding(
-            "question_mark",
-            "keys",
-            "Keys",
-            show=False,
-            id="main.keys_question",
-            tooltip="Every key of the workbench (when the input box is not focused)",
-        ),
         *(
             Binding(
-                str(n),
+                f"alt+{n}",
                 f"focus_pane('{name}')",
                 name.title(),
                 show=False,
                 id=f"main.focus_{name}",
-                tooltip=f"Jump to the {name} pane (when the input box is not focused)",
+                tooltip=f"Jump to the {name} pane",
             )
             for n, name in enumerate(("chat", "scratch", "history", "gauge"), 1)
         ),
@@ -138,6 +131,14 @@ class MainScreen(MainActions):
         """The idle request of the last measure, reused by the strategy's decision as one
         types (the history has not changed in between)."""
         self._permission_modals: dict[int, Any] = {}
+        self.cutting = False
+        """F5 is on: the compaction bar is shown and the history shows the cut by hand."""
+        self.cut_base: HistoryLayout | None = None
+        """The history as it was before F5 (drawn again when the cut is left)."""
+        self.manual_keep: int | None = None
+        """The rounds kept by the compaction by hand being previewed (Ctrl+E)."""
+        self.undoable: int | None = None
+        """The compaction Ctrl+Z would undo (the latest one not undone), or None."""
 
     @property
     def ctx_app(self) -> CtxscopeApp:
@@ -154,6 +155,7 @@ class MainScreen(MainActions):
             with Vertical(id="chat-pane", classes="pane"):
                 yield ChatView(id="chat")
                 yield ChatInput(id="input")
+                yield CompactBar(id="compact-bar")
             with Vertical(id="right"):
                 yield Tabs(
                     Tab("Scratchpad", id="tab-scratch"),
@@ -177,10 +179,11 @@ class MainScreen(MainActions):
     def on_mount(self) -> None:
         self.query_one("#chat-pane").border_title = "Chat"
         self.query_one("#scratch-pane").border_title = "Scratchpad · live"
-        self.query_one("#history-pane").border_title = "History · L3"
+        self.query_one("#history-pane").border_title = "History"
         self.query_one("#gauge-pane").border_title = "Token gauge"
         self.query_one("#compact-progress").display = False
         self.query_one("#history-banner").display = False
+        self.query_one(CompactBar).display = False
         self.show_todos([])
         self.presenter = Presenter(
             Panes(
@@ -198,6 +201,8 @@ class MainScreen(MainActions):
             todos=lambda: list(self.agent.todos) if self.agent else [],
         )
         self.set_class(True, "-pane-history")
+        # Ctrl+T (pin) is offered while a history message is selected: the footer follows.
+        self.watch(self.query_one(HistoryView), "cursor", self._history_cursor_moved, init=False)
         self.query_one(ChatInput).focus()
         # Draw the screen first: the open worker holds the GIL for a while on a long session.
         self.busy = "opening"
@@ -305,9 +310,29 @@ class MainScreen(MainActions):
             agent.store.db.close()
 
     @work(thread=True, exclusive=True, group="prepare", exit_on_error=False)
-    def prepare_worker(self, agent: Agent, focus: str) -> CompactionDraft | CompactionResult:
+    def prepare_worker(
+        self, agent: Agent, focus: str, keep: int | None
+    ) -> CompactionDraft | CompactionResult:
         try:
-            return agent.prepare_compaction(focus or None, dry_run=True)
+            return agent.prepare_compaction(focus or None, dry_run=True, keep_rounds=keep)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
+    def compact_now_worker(
+        self, agent: Agent, memo: BlockMemo, focus: str, keep: int
+    ) -> tuple[CompactionResult, SessionView]:
+        try:
+            result = agent.compact(focus or None, keep_rounds=keep)
+            return result, measure(agent, memo)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="undo", exit_on_error=False)
+    def undo_worker(self, agent: Agent, memo: BlockMemo) -> tuple[Compaction, SessionView]:
+        try:
+            undone = agent.uncompact()
+            return undone, measure(agent, memo)
         finally:
             agent.store.db.close()
 
@@ -321,23 +346,13 @@ class MainScreen(MainActions):
         finally:
             agent.store.db.close()
 
-    @on(HistoryView.PinToggled)
-    def _pin_toggled(self, event: HistoryView.PinToggled) -> None:
-        if self.agent is None or event.message.id is None:
-            return
-        if self.busy is not None:
-            self.notify("Pins change between rounds; wait for the agent.", title="Busy")
-            return
-        self.busy = "compacting"
-        self.pin_worker(self.agent, self.memo, event.message.id, event.pinned)
-
-    @work(thread=True, exclusive=True, group="redraw", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="pin", exit_on_error=False)
     def pin_worker(
         self, agent: Agent, memo: BlockMemo, message_id: int, pinned: bool
-    ) -> SessionView:
+    ) -> tuple[bool, SessionView]:
         try:
             agent.pin([message_id], pinned)
-            return measure(agent, memo)
+            return pinned, measure(agent, memo)
         finally:
             agent.store.db.close()
 
@@ -376,13 +391,17 @@ class MainScreen(MainActions):
                 self._apply_view(result, scroll_end=False)
             elif group == "compact":
                 self._compacted(*result)
+            elif group == "undo":
+                self._undone(*result)
+            elif group == "pin":
+                self._pinned(*result)
             elif group == "decide":
                 if self.busy is None and self.presenter is not None:
                     self.presenter.decided(result)
             elif group == "files":
                 self.query_one(ChatInput).workspace_suggester.set_files(result)
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
-            if group in ("open", "round", "prepare", "compact", "redraw"):
+            if group in ("open", "round", "prepare", "compact", "redraw", "undo", "pin"):
                 self.busy = None
                 self.query_one(HistoryView).loading = False
 
@@ -393,6 +412,8 @@ class MainScreen(MainActions):
             "prepare": "Cannot prepare the compaction",
             "redraw": "Cannot redraw the session",
             "compact": "Compaction failed",
+            "undo": "Cannot undo the compaction",
+            "pin": "Cannot pin the message",
             "files": "Cannot list the workspace files",
             "decide": "Cannot work out the strategy's decision",
         }.get(group, "Something failed")
@@ -430,6 +451,8 @@ class MainScreen(MainActions):
         self.idle_built = view.built
         self.presenter.set_gauge(view.gauge)
         self.show_todos(view.todos)
+        self.undoable = view.undoable
+        self.refresh_bindings()
         self._update_subtitles()
 
     def _update_subtitles(self) -> None:
@@ -466,13 +489,51 @@ class MainScreen(MainActions):
 
     def _compacted(self, result: CompactionResult, view: SessionView) -> None:
         self._apply_view(view, scroll_end=False)
+        record = result.compaction
+        if result.segment is None:
+            self.notify(
+                record.error or "nothing to compact", title="Nothing compacted", severity="warning"
+            )
+            return
+        self.notify(
+            f"{plural(record.messages_compacted, 'message')} of "
+            f"{plural(record.rounds_compacted, 'round')} archived; history "
+            f"{tokens(record.tokens_before)} → {tokens(record.tokens_after)} tok. "
+            "Ctrl+Z undoes it.",
+            title="Compacted",
+        )
         history = self.query_one(HistoryView)
         history.scroll_home(animate=False, immediate=True)
         if result.summary is not None and view.layout.history.summaries:
             history.cursor = len(view.layout.history.summaries) - 1
 
+    def _history_cursor_moved(self, _cursor: int | None) -> None:
+        self.refresh_bindings()
+
+    def _undone(self, undone: Compaction, view: SessionView) -> None:
+        self.show_banner("", False)  # the banner told of the compaction just undone
+        self._apply_view(view, scroll_end=False)
+        self.notify(
+            f"Compaction #{undone.id} undone: {plural(undone.messages_compacted, 'message')} "
+            "are back in the history.",
+            title="Undo",
+        )
+
+    def _pinned(self, pinned: bool, view: SessionView) -> None:
+        history = self.query_one(HistoryView)
+        cursor = history.cursor
+        self._apply_view(view, scroll_end=False)
+        if cursor is not None and cursor < len(history.blocks):
+            history.cursor = cursor
+        self.notify(
+            "Pinned: no compaction archives this message (Ctrl+T again unpins it)."
+            if pinned
+            else "Unpinned: a compaction may archive this message again.",
+            title="Pin",
+        )
+
     def action_focus_pane(self, name: str) -> None:
-        """Jump to a pane (1–4); in the narrow layout its tab comes to the front."""
+        """Jump to a pane (Alt+1–4); in the narrow layout its tab comes to the front."""
         if name != "chat" and self.has_class("-narrow"):
             self.pane = name
         target = {"chat": "#chat", "scratch": "#scratch", "history": "#history"}.get(name)
@@ -510,18 +571,14 @@ class MainScreen(MainActions):
                 return
 
     def on_key(self, event: events.Key) -> None:
-        # A printable key typed while a pane has the focus goes to the input box rather than
-        # being dropped (keys the screen binds, 1–4 and ?, keep their meaning).
-        focused = self.focused
-        if not isinstance(focused, BlockView) or not event.is_printable:
+        # Every printable key typed while a pane (or nothing) has the focus goes to the text box
+        # (the compaction bar's focus while F5 is on, else the question box): no pane takes a
+        # printable key, so no key of a question is ever lost (pane jumps are Alt+1–4).
+        if isinstance(self.focused, Input) or not event.is_printable:
             return
-        if event.character is None or event.character in "1234?/":
+        if event.character is None or event.key.startswith(("alt+", "ctrl+")):
             return
-        # A key the pane binds itself (the history pane's p pins) keeps its meaning too.
-        own = {b.key for b in type(focused).BINDINGS if isinstance(b, Binding)}
-        if event.key in own:
-            return
-        box = self.query_one(ChatInput)
+        box: Input = self.query_one(FocusInput) if self.cutting else self.query_one(ChatInput)
         if box.disabled:
             return
         event.stop()

@@ -4,20 +4,17 @@ Summaries come first, on their own colour; then the rounds, each under a separat
 status. Every message shows its role and token count; a tool message shows the compressed JSON
 that history keeps (Enter opens the full raw observation). Two marks place the session in the
 compaction rules: where the next compaction would cut (rounds above go into one summary) and
-the keep zone, the last ``keep_rounds`` rounds that are never compacted (a green bar).
+the keep zone, the last ``keep_rounds`` rounds that are never compacted (a green bar). While a
+cut is chosen by hand (F5), the marks say "compact here" and "stays" instead.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import ClassVar
-
-from textual.binding import Binding, BindingType
-from textual.message import Message as Message_
 
 from engine.models import History, Message, Placement, RoundStatus, Summary
-from tui.formatting import plural, round_span, tokens
+from tui.formatting import is_local_command, plural, round_span, tokens
 from tui.widgets.block_view import Block, BlockView
 
 MESSAGE_ROWS = 4
@@ -35,6 +32,8 @@ class HistoryLayout:
     cut_rounds: list[int] = field(default_factory=list)
     """Rounds the next compaction would archive (``Strategy.select_rounds``)."""
     statuses: dict[int, RoundStatus] = field(default_factory=dict)
+    by_hand: bool = False
+    """The cut is one being chosen by hand (F5): the marks say so, and how to move it."""
 
 
 def _role_header(msg: Message) -> tuple[tuple[str, str], ...]:
@@ -165,20 +164,15 @@ def history_blocks(layout: HistoryLayout, memo: BlockMemo | None = None) -> list
         in_keep = i >= keep_from
         if i == keep_from and (cut or i > 0):
             if cut:
-                span = round_span(min(cut), max(cut))
-                blocks.append(
-                    _marker(
-                        "✂ next compaction cut",
-                        f"{span} above ({tokens(cut_tokens)} tok) → one summary",
-                        "block-view--cut",
-                        "┄",
-                    )
-                )
-            blocks.append(_keep_mark(layout.keep_rounds, len(groups) - keep_from))
+                blocks.append(_cut_mark(layout, cut_tokens))
+            blocks.append(_keep_mark(layout, len(groups) - keep_from))
         elif i == 0 and keep_from == 0:
-            blocks.append(_keep_mark(layout.keep_rounds, len(groups)))
+            blocks.append(_keep_mark(layout, len(groups)))
         status = layout.statuses.get(index) if index is not None else None
         label = f"── round {index if index is not None else '?'}"
+        if all(m.role == "user" and is_local_command(m.content) for m in group):
+            status = None  # recorded without an answer, not cut short
+            label += " · local command"
         label += f" · {status.value}" if status and status != RoundStatus.FINISHED else ""
         label += f" · {tokens(sum(m.tokens or 0 for m in group))} tok "
         blocks.append(
@@ -193,10 +187,36 @@ def history_blocks(layout: HistoryLayout, memo: BlockMemo | None = None) -> list
             )
         )
         for msg in group:
-            if index in cut:
+            if index in cut and not msg.pinned:  # a pinned message is never archived
                 cut_tokens += msg.tokens or 0
             blocks.append(make(msg, in_keep))
+    if keep_from == len(groups) and cut:
+        blocks.append(_cut_mark(layout, cut_tokens))
     return blocks
+
+
+CUT_LABELS = ("✂ compact here ", "✂ next compaction cut ")
+
+
+def cut_mark_index(blocks: list[Block]) -> int | None:
+    """Where the cut mark is among ``blocks`` (None: no cut)."""
+    for i, block in enumerate(blocks):
+        if block.header and block.header[0][0] in CUT_LABELS:
+            return i
+    return None
+
+
+def _cut_mark(layout: HistoryLayout, cut_tokens: int) -> Block:
+    span = round_span(min(layout.cut_rounds), max(layout.cut_rounds))
+    detail = f"{span} above ({tokens(cut_tokens)} tok) → one summary"
+    if layout.by_hand:
+        return _marker(
+            "✂ compact here",
+            f"{detail} · ↑ ↓ move the cut · Enter compacts · Esc cancels",
+            "block-view--cut",
+            "┄",
+        )
+    return _marker("✂ next compaction cut", detail, "block-view--cut", "┄")
 
 
 EMPTY = Block(
@@ -225,8 +245,13 @@ def _marker(
     )
 
 
-def _keep_mark(keep_rounds: int, present: int) -> Block:
+def _keep_mark(layout: HistoryLayout, present: int) -> Block:
+    keep_rounds = layout.keep_rounds
     last = "the last round" if keep_rounds == 1 else f"the last {plural(keep_rounds, 'round')}"
+    if layout.by_hand:
+        return _marker(
+            "━ stays", f"{last}, as it is", "block-view--keep", "━", KEEP_BAR, "block-view--keep"
+        )
     detail = f"{last}, never compacted" if present else "empty"
     return _marker("━ keep zone", detail, "block-view--keep", "━", KEEP_BAR, "block-view--keep")
 
@@ -234,29 +259,12 @@ def _keep_mark(keep_rounds: int, present: int) -> Block:
 class HistoryView(BlockView):
     """The compressed history pane."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(
-            "p",
-            "toggle_pin",
-            "Pin",
-            id="history.pin",
-            tooltip="Pin or unpin the selected message: no strategy archives a pinned message",
-        ),
-    ]
-
-    @dataclass
-    class PinToggled(Message_):
-        """The user asked to pin (or unpin) a history message."""
-
-        message: Message
-        pinned: bool
-
-    def action_toggle_pin(self) -> None:
+    def selected_message(self) -> Message | None:
+        """The stored message under the cursor, or None (a summary, a mark, nothing)."""
         if self.cursor is None or not 0 <= self.cursor < len(self.blocks):
-            return
+            return None
         msg = self.blocks[self.cursor].data
-        if isinstance(msg, Message) and msg.id is not None:
-            self.post_message(self.PinToggled(msg, not msg.pinned))
+        return msg if isinstance(msg, Message) and msg.id is not None else None
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)

@@ -1,9 +1,10 @@
 """TokenGauge: the context budget at a glance.
 
 A stacked bar of the layers against the window with the threshold marked, a legend with each
-layer's tokens, the figures that drive compaction (last API usage, the seed C7 estimate for the
-next input, local-vs-API calibration), a sparkline of input tokens per step with compactions
-marked, and the warning when the kept rounds alone exceed the threshold.
+layer's tokens, one headline figure (the next request against the window) with how far the
+strategy is from compacting under it, then the details (the last call's usage, labelled by where
+it came from, and the local-vs-API calibration), a sparkline of input tokens per step with
+compactions marked, and the warning when the kept rounds alone exceed the threshold.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from textual.widgets import Static
 
 from engine.context.builder import LAYERS
 from tui.formatting import percent, tokens
-from tui.gauge_state import LAYER_COLOURS, SEVERITY_COLOURS, GaugeState
+from tui.gauge_state import LAYER_COLOURS, LAYER_LABELS, SEVERITY_COLOURS, GaugeState
 from tui.widgets.layer_bar import LayerBar
 from tui.widgets.usage_sparkline import UsageSparkline
 
@@ -32,7 +33,7 @@ def legend(state: GaugeState, columns: int) -> Table:
     for name in LAYERS:
         cell = Text()
         cell.append("■ ", style=LAYER_COLOURS[name])
-        cell.append(name, style="bold" if state.layers.get(name) else "dim")
+        cell.append(LAYER_LABELS[name], style="bold" if state.layers.get(name) else "dim")
         count = state.layers.get(name, 0)
         cell.append(f" {tokens(count)}", style="")
         if count:
@@ -80,60 +81,59 @@ def heaviest(state: GaugeState) -> Content:
     return Content.assemble(*parts)
 
 
+def usage_label(state: GaugeState) -> str:
+    """What the last call's figures are, in words."""
+    if state.usage_source == "import":
+        return "last call, as recorded by the original agent "
+    if state.offline:
+        return "last call (offline provider: its own local count) "
+    return "last API call "
+
+
 def figures(state: GaugeState) -> Text:
-    """The numbers behind the compaction trigger."""
+    """One headline figure, the next request against the window; under it how far the
+    strategy is from compacting; then the details, each labelled by what it is."""
     colour = SEVERITY_COLOURS[state.severity]
     text = Text()
+    preview = state.layers_source.startswith("next request")
+    text.append("next request " if preview else f"{state.layers_source}: ", style="dim")
     text.append(f"{tokens(state.total)}", style=f"bold {colour}")
     text.append(
-        f" / {tokens(state.context_window)} ({percent(state.total, state.context_window)})"
-        f" · threshold {tokens(state.threshold)} · {state.layers_source}\n"
+        f" / {tokens(state.context_window)} window ({percent(state.total, state.context_window)})\n"
     )
+    decision = state.decision
+    if decision is not None:
+        if decision.compacts:
+            text.append("→ compacts before the next request", style="bold red")
+            text.append(f" ({decision.strategy}: {decision.measured})", style="dim")
+        elif decision.fires:
+            text.append("over the threshold, will not compact (see ⚠)", style="bold yellow")
+        else:
+            text.append(f"{tokens(decision.to_go)} until compaction", style="bold")
+            text.append(
+                f" ({decision.strategy} measures {decision.what}:"
+                f" {tokens(decision.value)} of {decision.threshold:,.0f})",
+                style="dim",
+            )
+        text.append("\n")
     usage = state.last_usage
-    text.append(
-        "last call (offline: local counts) " if state.offline else "last API call ", style="dim"
-    )
+    text.append(usage_label(state), style="dim")
     if usage is None:
-        text.append("none since the last compaction or start\n", style="dim")
+        text.append("none since the last compaction or start", style="dim")
     else:
         text.append(
             f"in {tokens(usage.input_tokens)} · out {tokens(usage.output_tokens)}"
             f" · cache read {tokens(usage.cache_read_input_tokens)}"
-            f" · cache write {tokens(usage.cache_creation_input_tokens)}\n"
+            f" · cache write {tokens(usage.cache_creation_input_tokens)}"
         )
-    text.append("next input ", style="dim")
-    estimate = state.next_estimate
-    if estimate is None or state.budget is None:
-        text.append("–")
-    else:
-        source = "API usage" if state.budget.source == "api" else "local count"
-        text.append(f"≈ {tokens(estimate)}", style=f"bold {colour}")
-        text.append(
-            f" ({source} {tokens(state.budget.last_usage)}"
-            f" + typed {tokens(state.typed_chars // state.chars_per_token)})"
-        )
-    decision = state.decision
-    if decision is not None:
-        text.append(f"\n{decision.strategy} ", style="dim")
-        if decision.compacts:
-            text.append("→ compacts first", style="bold red")
-            text.append(f" ({decision.measured})", style="dim")
-        elif decision.fires:
-            text.append("→ over its threshold, will not compact (see ⚠)", style="bold yellow")
-        else:
-            text.append(f"{tokens(decision.to_go)} until compaction", style="bold")
-            text.append(
-                f" ({decision.what} {tokens(decision.value)} of {decision.threshold:,.0f})",
-                style="dim",
-            )
     calibration = state.calibration
-    text.append("\ncalibration ", style="dim")
-    if state.offline:
+    text.append("\ncalibration (API input ÷ local count of the same request) ", style="dim")
+    if state.offline and state.usage_source != "import":
         text.append("– offline: no API count to compare with", style="dim")
     elif calibration is None:
         text.append("– (no API usage yet)", style="dim")
     else:
-        text.append(f"API input ÷ local count = {calibration:.2f}")
+        text.append(f"{calibration:.2f}")
     return text
 
 
