@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
-from engine.recordings import import_session
+from engine.recordings.importing import import_session
 from engine.store import Store
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import opened
