@@ -119,6 +119,9 @@ class StoreAccess:
         self.path = path
         self.read_only = read_only
         """Opened for reading only: SQLite refuses every write (``PRAGMA query_only``)."""
+        self.read_only_reason: str | None = None
+        """Why the file could not be opened for writing (a read-only mount, permissions);
+        None when read-only was asked for, or the store writes."""
         self.busy_timeout = busy_timeout
 
     # ------------------------------------------------------------------ lifecycle
@@ -145,6 +148,9 @@ class StoreAccess:
         """
         path = Path(path)
         version = schema.inspect(path)
+        reason = schema.read_only_reason(path)
+        if reason is not None:
+            return cls._open_read_only(path, version, reason, busy_timeout)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -182,6 +188,37 @@ class StoreAccess:
             raise StoreError(f"cannot use {path}: {exc}") from None
         finally:
             _opening.release()
+        return store
+
+    @classmethod
+    def _open_read_only(
+        cls, path: Path, version: int | None, reason: str, busy_timeout: float
+    ) -> Self:
+        """A database this process cannot write, opened for reading only: nothing is created,
+        migrated or switched to WAL, and every write is refused (``read_only_reason`` says
+        why, for the commands to tell the user)."""
+        if version is None:
+            raise StoreError(f"{path} is empty and read-only ({reason}): nothing to read")
+        if version < schema.SCHEMA_VERSION:
+            raise StoreError(
+                f"{path} is read-only ({reason}) and at schema {version}; this ctxscope "
+                f"reads schema {schema.SCHEMA_VERSION} only after upgrading it, which needs "
+                "write access"
+            )
+        pragmas = {**PRAGMAS, "busy_timeout": int(busy_timeout * 1000), "query_only": 1}
+        pragmas.pop("synchronous")
+        db = SqliteDatabase(
+            schema.read_only_uri(path), pragmas=pragmas, timeout=busy_timeout, uri=True
+        )
+        store = cls(db, path, read_only=True, busy_timeout=busy_timeout)
+        store.read_only_reason = reason
+        try:
+            with _opening:
+                store.bind()
+                db.connect(reuse_if_open=True)
+        except Exception as exc:
+            db.close()
+            raise StoreError(f"cannot read {path} ({reason}): {exc}") from None
         return store
 
     def bind(self) -> None:
