@@ -24,9 +24,9 @@ from cli.common import (
     silence_stdout,
 )
 from engine.config import Settings, workspace_folder
-from engine.store import Store
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.models import RoundStatus, Session
+from engine.store import Store
 from tools.sandbox import choose
 
 

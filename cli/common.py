@@ -123,8 +123,10 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
         store.close()
         raise UsageError(f"{path} is read-only ({store.read_only_reason}); this command writes")
     if store.read_only_reason:
-        print(f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
-              file=sys.stderr)
+        print(
+            f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+            file=sys.stderr,
+        )
     return store
 
 

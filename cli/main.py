@@ -71,14 +71,14 @@ def command(name: str) -> Command:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument(
         "--db", type=Path, default=argparse.SUPPRESS, help="database file (env CTXSCOPE_DB)"
     )
     common.add_argument(
         "--config", type=Path, default=argparse.SUPPRESS, help="settings file (ctxscope.toml)"
     )
-    as_json = argparse.ArgumentParser(add_help=False)
+    as_json = Parser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON (shapes: docs/cli.md)")
 
     parser = Parser(
@@ -132,7 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument(
-        "--compaction", type=checked(row_id, "compaction id"), metavar="N", help="the compaction to undo (must be the latest)"
+        "--compaction",
+        type=checked(row_id, "compaction id"),
+        metavar="N",
+        help="the compaction to undo (must be the latest)",
     )
     p = sub.add_parser(
         "pin", parents=[common, as_json], help="pin a message or a round: never archived"
@@ -195,9 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("query", help="the words to look for")
-    p.add_argument(
-        "--limit", type=checked(count), default=5, help="passages to return (default 5)"
-    )
+    p.add_argument("--limit", type=checked(count), default=5, help="passages to return (default 5)")
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")

@@ -6,9 +6,11 @@ transaction, retried while another process holds the lock)."""
 from __future__ import annotations
 
 import functools
+import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
@@ -20,11 +22,13 @@ from peewee import (
 from engine.models import (
     utcnow,
 )
-from engine.store import schema, search
+from engine.store import locks, schema, search
 from engine.store.errors import StoreError
+from engine.store.lease import Holder, is_alive
 from engine.store.models import (
     TABLES,
     BaseRow,
+    LeaseRow,
     RoundRow,
     SessionRow,
 )
@@ -52,11 +56,6 @@ _T = TypeVar("_T")
 
 
 _opening = threading.Lock()
-
-
-def _is_locked(exc: OperationalError) -> bool:
-    text = str(exc)
-    return "locked" in text or "busy" in text
 
 
 def reads(method: Callable[..., _T]) -> Callable[..., _T]:
@@ -92,13 +91,11 @@ def writes(method: Callable[..., _T]) -> Callable[..., _T]:
                 with self.db.atomic("IMMEDIATE"):
                     return method(self, *args, **kwargs)
             except OperationalError as exc:
-                if not _is_locked(exc):
-                    raise
+                if not locks.is_locked(exc):
+                    raise self.disk_error(exc) from None
                 if attempt == LOCKED_RETRIES:
-                    raise StoreError(
-                        f"{self.path} stayed locked by another process for "
-                        f"{(attempt + 1) * self.busy_timeout:g} s; try again"
-                    ) from None
+                    waited = (attempt + 1) * self.busy_timeout
+                    raise StoreError(self.locked_message(waited)) from None
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
 
@@ -220,6 +217,46 @@ class StoreAccess:
             db.close()
             raise StoreError(f"cannot read {path} ({reason}): {exc}") from None
         return store
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` transaction for work that spans many Store calls (an
+        import): it commits or rolls back whole, and a lock held past the busy timeout or a
+        full disk leaves it as one :class:`StoreError` line (not retried: the body is the
+        caller's)."""
+        self.bind()
+        try:
+            with self.db.atomic("IMMEDIATE"):
+                yield
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            if locks.is_locked(exc):
+                raise StoreError(self.locked_message(self.busy_timeout)) from None
+            raise self.disk_error(exc) from None
+
+    def disk_error(self, exc: Exception) -> Exception:
+        """A full disk as one line (the transaction has rolled back); anything else as is."""
+        return StoreError(locks.full_message(self.path)) if locks.is_full(exc) else exc
+
+    def locked_message(self, waited: float) -> str:
+        """ "Locked" past the busy timeout, naming who holds the file: the live ctxscope writers
+        the lease table knows, and the processes with a write lock on it."""
+        who: list[str] = []
+        try:
+            for row in LeaseRow.select():
+                holder = Holder(
+                    row.owner, row.host, row.pid, row.started, row.purpose,
+                    row.acquired_at, row.heartbeat_at,
+                )  # fmt: skip
+                if is_alive(holder, LEASE_STALE_AFTER):
+                    who.append(f"session {row.session_id} by {holder.describe()}")
+        except Exception:  # noqa: BLE001 - naming the holder is best effort
+            pass
+        who += [locks.describe_process(pid) for pid in locks.lock_holders(self.path)]
+        held = "; ".join(who) if who else "a process this one cannot name"
+        return (
+            f"{self.path} stayed locked for {waited:g} s by another writer ({held}); "
+            "nothing was written: try again when it has finished"
+        )
 
     def bind(self) -> None:
         """Bind the tables to this store's file on the calling thread.

@@ -190,8 +190,15 @@ def test_a_missing_workspace_is_refused(db: Path, capsys: pytest.CaptureFixture[
 
 @pytest.mark.parametrize(
     "argv",
-    [["sessions"], ["show", "1"], ["context", "1"], ["export", "1"], ["strategy", "1"],
-     ["recall", "1", "x"], ["replay", "1"]],  # fmt: skip
+    [
+        ["sessions"],
+        ["show", "1"],
+        ["context", "1"],
+        ["export", "1"],
+        ["strategy", "1"],
+        ["recall", "1", "x"],
+        ["replay", "1"],
+    ],  # fmt: skip
     ids=lambda a: a[0],
 )
 def test_read_commands_on_a_missing_database_create_none(
