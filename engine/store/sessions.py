@@ -252,8 +252,16 @@ class SessionStore(StoreAccess):
     def delete_session(self, session_id: int) -> None:
         """Delete a session and everything stored for it: rounds, messages (archived ones
         too), summaries, archived segments, compactions, observations, usage records and
-        strategy switches, in one transaction. Raises ``SessionNotFound`` for an unknown id."""
+        strategy switches, in one transaction. Raises ``SessionNotFound`` for an unknown id,
+        and ``SessionBusy`` while a live process holds its lease (checked inside the write
+        transaction, so no writer can take the lease between the check and the delete)."""
         self.get_session(session_id)
+        holder = self.lease_holder(session_id)
+        if holder is not None and is_alive(holder, LEASE_STALE_AFTER):
+            raise SessionBusy(
+                f"session {session_id} is being written by {holder.describe()}; "
+                "it was not deleted"
+            )
         with self.db.atomic():
             # Children before parents: some links are RESTRICT (a segment's summary, an
             # archived message's segment), so a plain cascade from the session would refuse.
