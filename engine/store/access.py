@@ -236,8 +236,8 @@ class StoreAccess:
         return StoreError(locks.full_message(self.path)) if locks.is_full(exc) else exc
 
     def locked_message(self, waited: float) -> str:
-        """A lock held past the busy timeout, in words naming who holds the file: the live ctxscope writers
-        the lease table knows, and the processes with a write lock on it."""
+        """A lock held past the busy timeout, in words naming who holds the file: the live
+        ctxscope writers the lease table knows, and the processes with a write lock on it."""
         who = self.live_writers()
         who += [locks.describe_process(pid) for pid in locks.lock_holders(self.path)]
         held = "; ".join(who) if who else "a process this one cannot name"
