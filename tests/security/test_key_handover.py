@@ -37,8 +37,18 @@ def test_a_running_ctxscope_holds_no_key_in_its_environment(tmp_path: Path) -> N
             "CTXSCOPE_MODEL": "claude-fake",
         }
         child = subprocess.Popen(
-            [sys.executable, "-m", "cli.workbench", "ask", "hi", "--json",
-             "--db", str(tmp_path / "k.db"), "--workspace", str(tmp_path)],  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "cli.workbench",
+                "ask",
+                "hi",
+                "--json",
+                "--db",
+                str(tmp_path / "k.db"),
+                "--workspace",
+                str(tmp_path),
+            ],  # fmt: skip
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,

@@ -335,8 +335,8 @@ async def test_delete_refuses_a_session_another_process_writes(
             await settle(pilot)
             assert table.row_count == 2
             shown = [n.message for n in app._notifications]  # noqa: SLF001 - the toast text
-            assert f"session {busy} is being written by pid {holder.pid}, round since" in (
-                shown[-1]
+            assert (
+                f"session {busy} is being written by pid {holder.pid}, round since" in (shown[-1])
             )
     finally:
         holder.kill()
