@@ -10,12 +10,14 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from cli.common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     CliError,
+    UsageError,
     get_session,
     make_agent,
     open_store,
@@ -23,7 +25,8 @@ from cli.common import (
 )
 from engine.config import Settings, workspace_folder
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
-from engine.models import RoundStatus
+from engine.models import RoundStatus, Session
+from engine.store import Store
 from tools.sandbox import choose
 
 
@@ -37,8 +40,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
                 f"session {session.id} uses the {session.strategy} strategy; switch it first "
                 f"with `ctxscope strategy {session.id} {wanted}` (the switch is recorded)"
             )
-        if getattr(args, "workspace", None):
-            session = store.update_session(session.id or 0, workspace=str(args.workspace.resolve()))
+        session = _moved(store, session, getattr(args, "workspace", None), args.move_workspace)
     else:
         workspace = workspace_folder(getattr(args, "workspace", None))
         if not workspace.is_dir():
@@ -117,6 +119,19 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if outcome.status == RoundStatus.INTERRUPTED:
         return EXIT_INTERRUPTED
     return 0 if outcome.status == RoundStatus.FINISHED else EXIT_ERROR
+
+
+def _moved(store: Store, session: Session, wanted: Path | None, move: bool) -> Session:
+    """The session, in ``wanted`` when ``--move-workspace`` asked for it; a different
+    workspace without it is refused (it would silently point the session's files elsewhere)."""
+    if wanted is None or str(wanted) == session.workspace:
+        return session
+    if not move:
+        raise UsageError(
+            f"session {session.id} works in {session.workspace}; --workspace {wanted} would "
+            "move it there: add --move-workspace to do so, or leave --workspace out"
+        )
+    return store.update_session(session.id or 0, workspace=str(wanted))
 
 
 @contextmanager

@@ -10,12 +10,13 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from engine.config import Settings, database_file, load_settings, workspace_folder
 from engine.events import Event
 from engine.models import Session
 from engine.store import SessionNotFound, Store
+from engine.validation import row_id, seconds
 
 EXIT_ERROR = 1
 
@@ -30,11 +31,46 @@ class CliError(Exception):
     """A problem the user can fix; printed as one line."""
 
 
+class UsageError(CliError):
+    """A bad value the parser could not see (a workspace change not asked for, a missing
+    database for a command that only reads): one line, exit code 2 like argparse's."""
+
+
+def resume_target(text: str) -> int | str:
+    """``--resume``'s value: ``latest`` or a session id."""
+    return "latest" if text == "latest" else row_id(text)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: what was wrong and where to read the usage, exit 2.
+
+    argparse prints the whole usage block before its error; a long command's usage buries the
+    one line that matters.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def checked(check: Callable[[str], Any], *fixed: Any) -> Callable[[str], Any]:
+    """An argparse ``type=`` from an :mod:`engine.validation` check: its ``ValueError`` becomes
+    argparse's one-line error (``argument ID: session id must be …``)."""
+
+    def convert(text: str) -> Any:
+        try:
+            return check(text, *fixed)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = check.__name__
+    return convert
+
+
 def add_wait(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--wait",
         nargs="?",
-        type=float,
+        type=checked(seconds),
         const=math.inf,
         default=0.0,
         metavar="SECONDS",
@@ -70,10 +106,28 @@ def db_path(args: argparse.Namespace, settings: Settings) -> Path:
 
 
 def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = False) -> Store:
-    """The database; ``read_only`` for commands that only look (they never write a session)."""
-    return Store.open(
-        db_path(args, settings), read_only=read_only, busy_timeout=settings.db_busy_timeout
-    )
+    """The database; ``read_only`` for commands that only look (they never write a session).
+
+    A command that only looks refuses a missing file rather than create an empty database;
+    a file the process may not write (a read-only mount) is opened read-only, which every
+    looking command says once on stderr, and a writing command is refused in one line.
+    """
+    path = db_path(args, settings)
+    if read_only and not path.exists():
+        raise UsageError(
+            f"no database at {path} (import a recording or run `ctxscope ask` first; "
+            "--db or CTXSCOPE_DB names another file)"
+        )
+    store = Store.open(path, read_only=read_only, busy_timeout=settings.db_busy_timeout)
+    if store.read_only and not read_only:
+        store.close()
+        raise UsageError(f"{path} is read-only ({store.read_only_reason}); this command writes")
+    if store.read_only_reason:
+        print(
+            f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+            file=sys.stderr,
+        )
+    return store
 
 
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from cli.common import (
     EXIT_ERROR,
     CliError,
+    UsageError,
     emit,
     get_session,
     make_agent,
@@ -142,8 +143,8 @@ def cmd_uncompact(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     if not 1 <= args.limit <= RECALL_MAX_LIMIT:
-        raise CliError(f"--limit must be between 1 and {RECALL_MAX_LIMIT}, got {args.limit}")
-    store = open_store(args, settings)
+        raise UsageError(f"--limit must be between 1 and {RECALL_MAX_LIMIT}, got {args.limit}")
+    store = open_store(args, settings, read_only=True)
     get_session(store, args.session)
     hits = store.search_archive(args.session, args.query, args.limit)
     data = {"session_id": args.session, "query": args.query, "hits": [h.model_dump() for h in hits]}

@@ -27,13 +27,21 @@ from cli.common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     CliError,
+    Parser,
+    UsageError,
     add_wait,
+    checked,
+    resume_target,
     settings_for,
     silence_stdout,
 )
 from engine.config import Settings, SettingsError
 from engine.recordings.export import FORMATS as EXPORT_FORMATS
 from engine.store import StoreError
+from engine.validation import count, existing_folder, output_file, row_id
+
+SESSION_ID = checked(row_id)
+"""A session id argument: a whole number within SQLite's range, else argparse's one line."""
 
 Command = Callable[[argparse.Namespace, Settings], int]
 
@@ -63,26 +71,29 @@ def command(name: str) -> Command:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument(
         "--db", type=Path, default=argparse.SUPPRESS, help="database file (env CTXSCOPE_DB)"
     )
     common.add_argument(
         "--config", type=Path, default=argparse.SUPPRESS, help="settings file (ctxscope.toml)"
     )
-    as_json = argparse.ArgumentParser(add_help=False)
+    as_json = Parser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON (shapes: docs/cli.md)")
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ctxscope",
         description="See and steer an LLM agent's context. Without a command: the workbench.",
         parents=[common],
     )
-    parser.add_argument("--workspace", type=Path, help="the agent's working directory")
+    parser.add_argument(
+        "--workspace", type=checked(existing_folder), help="the agent's working directory"
+    )
     parser.add_argument(
         "--resume",
         nargs="?",
         const="latest",
+        type=checked(resume_target),
         metavar="ID",
         help="open a stored session (the latest without ID)",
     )
@@ -94,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
     p = sub.add_parser("show", parents=[common, as_json], help="a session as stored")
-    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument(
         "--observations",
         action="store_true",
@@ -103,10 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "context", parents=[common, as_json], help="the exact request the next step would send"
     )
-    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("--input", default="", help="a next user input to include")
     p = sub.add_parser("compact", parents=[common, as_json], help="compact a session now")
-    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("--focus", help="what the summary must keep")
     p.add_argument(
         "--dry-run",
@@ -119,14 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common, as_json],
         help="undo the latest compaction: its messages return to history",
     )
-    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument(
-        "--compaction", type=int, metavar="N", help="the compaction to undo (must be the latest)"
+        "--compaction",
+        type=checked(row_id, "compaction id"),
+        metavar="N",
+        help="the compaction to undo (must be the latest)",
     )
     p = sub.add_parser(
         "pin", parents=[common, as_json], help="pin a message or a round: never archived"
     )
-    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("target", metavar="MSG|rN", help="a message id, or rN for round N")
     p.add_argument("--unpin", action="store_true", help="unpin instead")
     p = sub.add_parser(
@@ -142,20 +156,22 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="write a session as Anthropic-messages JSON lines (re-importable) or Markdown",
     )
-    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("--format", choices=EXPORT_FORMATS, default="anthropic-jsonl")
     p.add_argument(
         "--include-archived",
         action="store_true",
         help="also write the messages compactions archived (before their summaries)",
     )
-    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here, not stdout")
+    p.add_argument(
+        "-o", "--output", type=checked(output_file), metavar="FILE", help="write here, not stdout"
+    )
     p = sub.add_parser(
         "strategy",
         parents=[common, as_json],
         help="show a session's compaction strategy, or switch it (the switch is recorded)",
     )
-    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("name", nargs="?", help="the strategy to switch to")
     sub.add_parser(
         "strategies", parents=[common, as_json], help="the compaction strategies and their parts"
@@ -165,17 +181,19 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common, as_json],
         help="replay a stored session under other strategies and compare them",
     )
-    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument(
         "--strategy",
         dest="replay_strategies",
         default="all",
         help="strategies to replay, comma-separated, or all",
     )
-    p.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
+    p.add_argument(
+        "--csv", type=checked(output_file), metavar="FILE", help="also write the table as CSV"
+    )
     p.add_argument(
         "--window",
-        type=int,
+        type=checked(count, "the window"),
         metavar="N",
         help="replay in a context window of N tokens (default: the configured one)",
     )
@@ -192,13 +210,18 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common, as_json],
         help="search a session's archived segments (what the Recall tool sees)",
     )
-    p.add_argument("session", type=int, metavar="ID")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("query", help="the words to look for")
-    p.add_argument("--limit", type=int, default=5, help="passages to return (default 5)")
+    p.add_argument("--limit", type=checked(count), default=5, help="passages to return (default 5)")
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
-    p.add_argument("--session", type=int, metavar="ID", help="continue this session")
-    p.add_argument("--workspace", type=Path, default=argparse.SUPPRESS)
+    p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")
+    p.add_argument("--workspace", type=checked(existing_folder), default=argparse.SUPPRESS)
+    p.add_argument(
+        "--move-workspace",
+        action="store_true",
+        help="with --session: let --workspace change the session's recorded workspace",
+    )
     p.add_argument("--model", default=argparse.SUPPRESS)
     p.add_argument("--strategy", default=argparse.SUPPRESS)
     p.add_argument("--allow-bash", action="store_true", help="let the agent run Bash")
@@ -222,7 +245,7 @@ def main(
         return command(args.command)(args, settings)
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
         print(f"ctxscope: {exc}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, SettingsError) else EXIT_ERROR
+        return EXIT_USAGE if isinstance(exc, (SettingsError, UsageError)) else EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -65,7 +65,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    store = open_store(args, settings)
+    store = open_store(args, settings, read_only=True)
     get_session(store, args.session)
     write = export_markdown if args.format == "markdown" else export_jsonl
     text = write(store, args.session, include_archived=args.include_archived)

@@ -66,7 +66,7 @@ def with_numbers(settings: Settings, numbers: dict[str, Any]) -> Settings:
 
 
 def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
-    store = open_store(args, settings)
+    store = open_store(args, settings, read_only=args.name is None)
     session = get_session(store, args.session)
     if args.name is not None:
         if args.name not in STRATEGIES:
@@ -106,7 +106,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     for name in names:
         if name not in STRATEGIES:
             raise CliError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, all")
-    store = open_store(args, settings)
+    store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     workspace = workspace_folder(recorded=session.workspace)
     if args.window is not None:

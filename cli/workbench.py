@@ -8,6 +8,7 @@ commands do not pay for it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Literal
 
@@ -15,6 +16,7 @@ from cli.common import CliError, db_path
 from cli.main import main as cli_main
 from engine.config import Settings, workspace_folder
 from engine.store import StoreError
+from tools.secrets import HANDOVER_FD_VARIABLE, receive_handed_over
 
 Resume = int | Literal["latest"] | None
 """What ``--resume`` asks for: nothing, ``"latest"`` or a session id."""
@@ -57,7 +59,37 @@ def run_tui(args: argparse.Namespace, settings: Settings) -> int:
     return app.return_code or 0
 
 
+CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Taken out of ctxscope's own environment at start (issue 21): a command the agent runs
+could read ``/proc/<ctxscope pid>/environ`` otherwise."""
+
+
+def hand_over_credentials() -> None:
+    """Re-execute this process without the credentials in its environment, passing them
+    through an inherited pipe instead (:func:`tools.secrets.receive_handed_over` reads it once
+    and closes it). Returns only when there is nothing to hand over."""
+    found = {name: os.environ[name] for name in CREDENTIAL_VARIABLES if os.environ.get(name)}
+    if not found or HANDOVER_FD_VARIABLE in os.environ:
+        return
+    payload = "".join(f"{name}={value}\n" for name, value in found.items()).encode()
+    read_end, write_end = os.pipe()
+    if len(payload) > 65536:  # more than a pipe holds before its reader starts: keep as is
+        os.close(read_end)
+        os.close(write_end)
+        return
+    os.write(write_end, payload)
+    os.close(write_end)
+    os.set_inheritable(read_end, True)
+    env = {k: v for k, v in os.environ.items() if k not in CREDENTIAL_VARIABLES}
+    env[HANDOVER_FD_VARIABLE] = str(read_end)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, sys.orig_argv, env)
+
+
 def main() -> int:
+    hand_over_credentials()
+    receive_handed_over()
     return cli_main(sys.argv[1:], run_tui=run_tui)
 
 

@@ -11,9 +11,18 @@ import math
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -32,8 +41,29 @@ StrategyName = Literal[
 """Every strategy users can select (``engine.compaction.strategies`` maps each to its policy)."""
 
 
+def _no_bool_as_number(value: Any, info: ValidationInfo, fields: dict[str, FieldInfo]) -> Any:
+    """Refuse ``true``/``false`` where a number (or text) is expected.
+
+    pydantic's lax mode reads ``max_steps = true`` as 1; a strict type per field would also
+    refuse the environment's ``CTXSCOPE_MAX_STEPS=5``, which arrives as text. Only fields
+    that admit a bool take one."""
+    name = info.field_name
+    if isinstance(value, bool) and name in fields and not _admits_bool(fields[name].annotation):
+        raise ValueError(f"expected a number or text, not the boolean {str(value).lower()}")
+    return value
+
+
+def _admits_bool(annotation: Any) -> bool:
+    return annotation is bool or annotation is Any or bool in get_args(annotation)
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strict_bools(cls, value: Any, info: ValidationInfo) -> Any:
+        return _no_bool_as_number(value, info, cls.model_fields)
 
 
 class ResetHintSettings(_Section):
@@ -323,6 +353,11 @@ class Settings(BaseSettings):
     """Environment variables (shell-style name patterns) removed from Bash's environment;
     their values are also redacted from every tool output."""
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strict_bools(cls, value: Any, info: ValidationInfo) -> Any:
+        return _no_bool_as_number(value, info, cls.model_fields)
+
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:
         if self.snippet_min_lines > self.snippet_max_lines:
@@ -442,7 +477,7 @@ def _describe(exc: ValidationError, toml: Path, file_values: dict[str, Any]) -> 
             source = f"{toml}: {loc} = {got!r}"
         else:
             source = f"{loc}={got!r}"
-        problems.append(f"setting {loc} ({source}): {err['msg']}")
+        problems.append(f"setting {loc} ({source}): {err['msg'].removeprefix('Value error, ')}")
     return "invalid settings: " + "; ".join(problems)
 
 

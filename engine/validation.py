@@ -7,6 +7,9 @@ and what was wrong — never a traceback, never a multi-line pydantic report.
 from __future__ import annotations
 
 import json
+import math
+import os
+from pathlib import Path
 from typing import Any
 
 from engine.models import Usage
@@ -52,3 +55,65 @@ def usage_from(value: Any) -> Usage:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+SQLITE_MAX_INT = 2**63 - 1
+"""The largest integer SQLite stores; a row id above it cannot exist (binding it overflows)."""
+
+
+def row_id(text: str, what: str = "session id") -> int:
+    """A row id typed by a user: a whole number from 1 to SQLite's largest integer."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError(f"{what} must be a whole number, got {_short(text)}") from None
+    if not 1 <= value <= SQLITE_MAX_INT:
+        raise ValueError(f"{what} must be between 1 and {SQLITE_MAX_INT}, got {value}")
+    return value
+
+
+def count(text: str, what: str = "the value", low: int = 1, high: int = SQLITE_MAX_INT) -> int:
+    """A whole number from ``low`` to ``high`` (a limit, a message number)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError(f"{what} must be a whole number, got {_short(text)}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{what} must be between {low} and {high}, got {value}")
+    return value
+
+
+def seconds(text: str, what: str = "the value") -> float:
+    """A duration: a finite number ≥ 0 (``nan``, ``inf`` and negatives refused)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{what} must be a number of seconds, got {_short(text)}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite number of seconds ≥ 0, got {_short(text)}")
+    return value
+
+
+def output_file(text: str) -> Path:
+    """A file to be written: its folder must exist and be writable, and it is no folder itself.
+
+    Checked when the command line is read, so a long command never fails at its last step.
+    """
+    path = Path(text)
+    folder = path.parent
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; give a file name")
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"cannot write {path}: folder {folder} is not writable")
+    return path
+
+
+def existing_folder(text: str) -> Path:
+    """A folder that must exist (a workspace), made absolute."""
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        what = "is not a folder" if path.exists() else "does not exist"
+        raise ValueError(f"{path} {what}")
+    return path.resolve()

@@ -9,6 +9,7 @@ result is stored or sent. A URL's ``user:password@`` part counts as a secret val
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
@@ -72,7 +73,7 @@ class Redactor:
         cls, patterns: Iterable[str], env: Mapping[str, str] | None = None
     ) -> Redactor:
         """The secrets of ``env`` (default: this process') whose names match ``patterns``."""
-        env = os.environ if env is None else env
+        env = {**os.environ, **_handed_over} if env is None else env
         patterns = list(patterns)
         secrets: dict[str, str] = {}
         for name, value in env.items():
@@ -104,3 +105,41 @@ class Redactor:
         if isinstance(data, list | tuple):
             return [self.value(item) for item in data]
         return data
+
+
+# ------------------------------------------------------- credentials handed over at start
+HANDOVER_FD_VARIABLE = "CTXSCOPE_CREDENTIALS_FD"
+"""Names the inherited pipe that carries the credentials ctxscope removed from its own
+environment before re-executing itself (``cli.workbench``): ``/proc/<pid>/environ`` of the
+running ctxscope then holds no key."""
+
+_handed_over: dict[str, str] = {}
+
+
+def receive_handed_over() -> dict[str, str]:
+    """Read the credentials from the pipe named by :data:`HANDOVER_FD_VARIABLE`, once: the
+    pipe is closed and the variable removed after. Unset (no key at start, or not started by
+    the console script): nothing."""
+    number = os.environ.pop(HANDOVER_FD_VARIABLE, None)
+    if number is None or not number.isdigit():
+        return dict(_handed_over)
+    fd = int(number)
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return dict(_handed_over)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    for line in b"".join(chunks).decode(errors="replace").splitlines():
+        name, _, value = line.partition("=")
+        if name and value:
+            _handed_over[name] = value
+    return dict(_handed_over)
+
+
+def credential(name: str) -> str | None:
+    """A credential by its environment name: handed over at start, else the environment."""
+    return _handed_over.get(name) or os.environ.get(name) or None

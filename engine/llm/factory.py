@@ -7,11 +7,10 @@ listings and ``ctxscope context`` never pay for it (``bench/bench_startup.py`` m
 
 from __future__ import annotations
 
-import os
-
 from engine.config import Settings
 from engine.llm.base import Provider
 from engine.llm.offline import OfflineProvider
+from tools.secrets import credential
 
 OFFLINE_MODEL = "offline"
 """The model name that selects the offline provider even when a key is set."""
@@ -22,11 +21,12 @@ def make_provider(
 ) -> Provider:
     """The provider for ``model`` (default ``settings.model``).
 
-    ``offline``, or no API key (``api_key`` or ``ANTHROPIC_API_KEY``), gives the
+    ``offline``, or no API key (``api_key``, or ``ANTHROPIC_API_KEY`` as the console script
+    handed it over, or in the environment), gives the
     :class:`OfflineProvider`; anything else the :class:`AnthropicProvider`.
     """
     chosen = model or settings.model
-    key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+    key = api_key or credential("ANTHROPIC_API_KEY")
     if chosen.strip().lower() == OFFLINE_MODEL or not key:
         return OfflineProvider(settings)
     from engine.llm.anthropic import AnthropicProvider

@@ -268,7 +268,7 @@ def import_parsed(
     the reads an import makes (the next ids) and its writes.
     """
     reports = []
-    with store.db.atomic("IMMEDIATE"):
+    with store.transaction():  # a held lock or a full disk: one line, nothing stored
         for path, one in parsed.files:
             report = write(store, one, workspace, settings, recorded_cwd)
             report.path = str(path)

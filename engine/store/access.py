@@ -6,9 +6,11 @@ transaction, retried while another process holds the lock)."""
 from __future__ import annotations
 
 import functools
+import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
@@ -20,7 +22,7 @@ from peewee import (
 from engine.models import (
     utcnow,
 )
-from engine.store import schema, search
+from engine.store import locks, schema, search
 from engine.store.errors import StoreError
 from engine.store.models import (
     TABLES,
@@ -52,11 +54,6 @@ _T = TypeVar("_T")
 
 
 _opening = threading.Lock()
-
-
-def _is_locked(exc: OperationalError) -> bool:
-    text = str(exc)
-    return "locked" in text or "busy" in text
 
 
 def reads(method: Callable[..., _T]) -> Callable[..., _T]:
@@ -92,13 +89,11 @@ def writes(method: Callable[..., _T]) -> Callable[..., _T]:
                 with self.db.atomic("IMMEDIATE"):
                     return method(self, *args, **kwargs)
             except OperationalError as exc:
-                if not _is_locked(exc):
-                    raise
+                if not locks.is_locked(exc):
+                    raise self.disk_error(exc) from None
                 if attempt == LOCKED_RETRIES:
-                    raise StoreError(
-                        f"{self.path} stayed locked by another process for "
-                        f"{(attempt + 1) * self.busy_timeout:g} s; try again"
-                    ) from None
+                    waited = (attempt + 1) * self.busy_timeout
+                    raise StoreError(self.locked_message(waited)) from None
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
 
@@ -119,6 +114,9 @@ class StoreAccess:
         self.path = path
         self.read_only = read_only
         """Opened for reading only: SQLite refuses every write (``PRAGMA query_only``)."""
+        self.read_only_reason: str | None = None
+        """Why the file could not be opened for writing (a read-only mount, permissions);
+        None when read-only was asked for, or the store writes."""
         self.busy_timeout = busy_timeout
 
     # ------------------------------------------------------------------ lifecycle
@@ -145,6 +143,9 @@ class StoreAccess:
         """
         path = Path(path)
         version = schema.inspect(path)
+        reason = schema.read_only_reason(path)
+        if reason is not None:
+            return cls._open_read_only(path, version, reason, busy_timeout)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -183,6 +184,72 @@ class StoreAccess:
         finally:
             _opening.release()
         return store
+
+    @classmethod
+    def _open_read_only(
+        cls, path: Path, version: int | None, reason: str, busy_timeout: float
+    ) -> Self:
+        """A database this process cannot write, opened for reading only: nothing is created,
+        migrated or switched to WAL, and every write is refused (``read_only_reason`` says
+        why, for the commands to tell the user)."""
+        if version is None:
+            raise StoreError(f"{path} is empty and read-only ({reason}): nothing to read")
+        if version < schema.SCHEMA_VERSION:
+            raise StoreError(
+                f"{path} is read-only ({reason}) and at schema {version}; this ctxscope "
+                f"reads schema {schema.SCHEMA_VERSION} only after upgrading it, which needs "
+                "write access"
+            )
+        pragmas = {**PRAGMAS, "busy_timeout": int(busy_timeout * 1000), "query_only": 1}
+        pragmas.pop("synchronous")
+        db = SqliteDatabase(
+            schema.read_only_uri(path), pragmas=pragmas, timeout=busy_timeout, uri=True
+        )
+        store = cls(db, path, read_only=True, busy_timeout=busy_timeout)
+        store.read_only_reason = reason
+        try:
+            with _opening:
+                store.bind()
+                db.connect(reuse_if_open=True)
+        except Exception as exc:
+            db.close()
+            raise StoreError(f"cannot read {path} ({reason}): {exc}") from None
+        return store
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` transaction for work that spans many Store calls (an
+        import): it commits or rolls back whole, and a lock held past the busy timeout or a
+        full disk leaves it as one :class:`StoreError` line (not retried: the body is the
+        caller's)."""
+        self.bind()
+        try:
+            with self.db.atomic("IMMEDIATE"):
+                yield
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            if locks.is_locked(exc):
+                raise StoreError(self.locked_message(self.busy_timeout)) from None
+            raise self.disk_error(exc) from None
+
+    def disk_error(self, exc: Exception) -> Exception:
+        """A full disk as one line (the transaction has rolled back); anything else as is."""
+        return StoreError(locks.full_message(self.path)) if locks.is_full(exc) else exc
+
+    def locked_message(self, waited: float) -> str:
+        """A lock held past the busy timeout, in words naming who holds the file: the live
+        ctxscope writers the lease table knows, and the processes with a write lock on it."""
+        who = self.live_writers()
+        who += [locks.describe_process(pid) for pid in locks.lock_holders(self.path)]
+        held = "; ".join(who) if who else "a process this one cannot name"
+        return (
+            f"{self.path} stayed locked for {waited:g} s by another writer ({held}); "
+            "nothing was written: try again when it has finished"
+        )
+
+    def live_writers(self) -> list[str]:
+        """The ctxscope processes that hold a session's lease now, described (the sessions
+        part knows the lease table; none here)."""
+        return []
 
     def bind(self) -> None:
         """Bind the tables to this store's file on the calling thread.

@@ -7,6 +7,7 @@ writing, so a file we refuse is never modified (not even switched to WAL).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -168,6 +169,35 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
 }
 
 
+def read_only_reason(path: Path) -> str | None:
+    """Why this process cannot write the database at ``path`` (a read-only mount, a file or a
+    folder without write permission), or None when it can. WAL needs the folder writable too:
+    the ``-wal`` and ``-shm`` files are created beside the database."""
+    if not path.exists():
+        return None
+    if os.statvfs(path).f_flag & os.ST_RDONLY:
+        return "it is on a read-only file system"
+    if not os.access(path, os.W_OK):
+        return "the file is not writable"
+    if not os.access(path.parent, os.W_OK):
+        return f"its folder {path.parent} is not writable"
+    return None
+
+
+def read_only_uri(path: Path) -> str:
+    """An SQLite URI that opens ``path`` for reading without creating anything beside it.
+
+    ``mode=ro`` alone still needs the ``-shm`` file of a WAL database, which a read-only folder
+    cannot hold; without a ``-wal`` file there is nothing the ``-shm`` would index, so the file is
+    opened ``immutable`` (SQLite then takes no locks and reads the file as it is).
+    """
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    wal = path.with_name(path.name + "-wal")
+    if read_only_reason(path) and not (wal.exists() and wal.stat().st_size):
+        uri += "&immutable=1"
+    return uri
+
+
 def inspect(path: Path) -> int | None:
     """Return the schema version of an existing ctxscope database, or None for a new file.
 
@@ -179,7 +209,7 @@ def inspect(path: Path) -> int | None:
     if path.is_dir():
         raise StoreError(f"{path} is a directory, not a database file")
     try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        con = sqlite3.connect(read_only_uri(path), uri=True)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path}: {exc}") from None
     try:

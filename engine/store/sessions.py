@@ -58,6 +58,20 @@ class SessionStore(StoreAccess):
         row = LeaseRow.get_or_none(LeaseRow.session == session_id)
         return None if row is None else _holder(row)
 
+    def live_writers(self) -> list[str]:
+        """Every live lease holder, as ``session 4 by pid 123, round since 10:02:03 UTC``;
+        best effort (it words an error message), so a failed read gives none."""
+        try:
+            self.bind()
+            holders = [(row.session_id, _holder(row)) for row in LeaseRow.select()]
+        except Exception:  # noqa: BLE001 - naming the holder must not hide the lock itself
+            return []
+        return [
+            f"session {sid} by {h.describe()}"
+            for sid, h in holders
+            if is_alive(h, LEASE_STALE_AFTER)
+        ]
+
     @reads
     def writer_alive(self, session_id: int, stale_after: float = LEASE_STALE_AFTER) -> bool:
         """True when a live process holds the session's lease."""
@@ -252,8 +266,15 @@ class SessionStore(StoreAccess):
     def delete_session(self, session_id: int) -> None:
         """Delete a session and everything stored for it: rounds, messages (archived ones
         too), summaries, archived segments, compactions, observations, usage records and
-        strategy switches, in one transaction. Raises ``SessionNotFound`` for an unknown id."""
+        strategy switches, in one transaction. Raises ``SessionNotFound`` for an unknown id,
+        and ``SessionBusy`` while a live process holds its lease (checked inside the write
+        transaction, so no writer can take the lease between the check and the delete)."""
         self.get_session(session_id)
+        holder = self.lease_holder(session_id)
+        if holder is not None and is_alive(holder, LEASE_STALE_AFTER):
+            raise SessionBusy(
+                f"session {session_id} is being written by {holder.describe()}; it was not deleted"
+            )
         with self.db.atomic():
             # Children before parents: some links are RESTRICT (a segment's summary, an
             # archived message's segment), so a plain cascade from the session would refuse.

@@ -380,5 +380,5 @@ def test_recall_command_text_and_bad_limit(
     assert "(tool Edit): " in "\n".join(lines) and "[mod2]" in lines[0]
     assert main(["recall", str(sid), "zzzz", "--db", str(db)]) == 0
     assert capsys.readouterr().out == f'no archived message of session {sid} matches "zzzz"\n'
-    assert main(["recall", str(sid), "mod2", "--limit", "0", "--db", str(db)]) == 1
-    assert "--limit must be between 1 and 20, got 0" in capsys.readouterr().err
+    assert main(["recall", str(sid), "mod2", "--limit", "21", "--db", str(db)]) == 2
+    assert "--limit must be between 1 and 20, got 21" in capsys.readouterr().err

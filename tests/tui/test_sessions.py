@@ -289,3 +289,59 @@ async def test_sessions_screen_filters_previews_renames_and_deletes(
         assert store.segments(first) == [] and store.observations(first) == []
     finally:
         store.close()
+
+
+HOLD_LEASE = """
+import sys, time
+from engine.store import Store
+store = Store.open(sys.argv[1])
+lease = store.acquire_lease(int(sys.argv[2]), "round")
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+async def test_delete_refuses_a_session_another_process_writes(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    import subprocess
+    import sys
+
+    settings = offline_settings(keep_rounds=1)
+    busy = build_session(db_path, workspace, settings, ("ls",), title="busy")
+    build_session(db_path, workspace, settings, ("ls src",), title="current")
+    root = Path(__file__).resolve().parents[2]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LEASE, str(db_path), str(busy)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        app = make_app(settings=settings, resume=2)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await opened(pilot)
+            await pilot.press("f2")
+            await settle(pilot)
+            table = app.screen.query_one(DataTable)
+            assert [table.get_row_at(i)[2] for i in range(table.row_count)] == ["current", "busy"]
+            await pilot.press("down", "d")
+            await pilot.pause()
+            await pilot.press("y")
+            await settle(pilot)
+            assert table.row_count == 2
+            shown = [n.message for n in app._notifications]  # noqa: SLF001 - the toast text
+            assert (
+                f"session {busy} is being written by pid {holder.pid}, round since" in (shown[-1])
+            )
+    finally:
+        holder.kill()
+        holder.wait()
+    store = Store.open(db_path)
+    try:
+        assert store.get_session(busy).title == "busy"
+        store.delete_session(busy)  # its holder is gone: the delete goes through
+        assert [i.session.id for i in store.list_sessions()] == [2]
+    finally:
+        store.close()

@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from engine.models import SessionInfo
 from engine.store import Store
+from engine.store.lease import SessionBusy
 from tui.formatting import (
     Clock,
     one_line,
@@ -249,7 +250,11 @@ class SessionsScreen(Screen[int | None]):
 
         def answered(delete: bool | None) -> None:
             if delete:
-                self.store.delete_session(session_id)
+                try:
+                    self.store.delete_session(session_id)
+                except SessionBusy as busy:  # another process writes it now
+                    self.notify(str(busy), title="Not deleted", severity="warning")
+                    return
                 self.notify(f"Session #{session_id} deleted.", title="Sessions")
                 self.load()
 
