@@ -135,10 +135,13 @@ def open_session(
             "applies to new sessions and to --resume without an id)."
         )
     if not where.is_dir():
+        # Never run tools in a folder the session was not recorded in: the agent keeps the
+        # recorded folder, and its tools refuse to run until the session is pointed elsewhere.
         notices.append(
-            f"The session's workspace {where} is gone; the agent works in {workspace} instead."
+            f"The session's workspace {where} does not exist on this machine: its tools will "
+            f"refuse to run. Point it at a folder with `ctxscope ask INPUT --session "
+            f"{session_id} --workspace FOLDER --move-workspace`."
         )
-        where = workspace
     provider = provider_factory(settings)
     if (session.provider, session.model) != (provider.name, provider.model):
         session = store.update_session(session.id, provider=provider.name, model=provider.model)

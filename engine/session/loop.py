@@ -250,8 +250,8 @@ class Agent(Fitting):
             result = ToolResult.fail(
                 "no_workspace",
                 f"the session's workspace {self.workspace} does not exist on this machine; "
-                f"point the session at a folder with `ctxscope ask {self.session_id} "
-                "--workspace FOLDER ...`",
+                "point the session at a folder with `ctxscope ask INPUT --session "
+                f"{self.session_id} --workspace FOLDER --move-workspace`",
             )
         compressed = self.compressor.to_json(call.name, result)
         text = result.text or compressed

@@ -12,7 +12,7 @@ from engine.config import Settings
 from engine.recordings.importing import import_session
 from engine.store import Store
 from tests.tui.conftest import AppFactory
-from tests.tui.helpers import opened
+from tests.tui.helpers import ask, messages_in, opened
 from tui.widgets.chat_view import ChatView
 from tui.widgets.history_view import HistoryView
 
@@ -92,3 +92,29 @@ async def test_imported_local_commands_and_recorded_usage(
         assert "last call, as recorded by the original agent in 7 · out 40" in figures
         assert "cache read 77,000" in figures and "offline" not in figures
         assert figures.startswith("next request ") and "next input" not in figures
+
+
+async def test_a_session_whose_folder_is_not_here_runs_no_tool_in_another(
+    make_app: AppFactory, db_path: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Issue 22, item 4: "Continuing a session must never run tools in a folder it was not
+    recorded in." The workbench opens in ``workspace`` (which holds README.md); the session
+    was recorded in a folder that does not exist here. The agent keeps the recorded folder,
+    the screen says how to point it elsewhere, and a tool call is refused, not run in
+    ``workspace``."""
+    recorded = tmp_path / "on-another-machine" / "project"
+    store = Store.open(db_path)
+    session = store.create_session(workspace=str(recorded), title="imported")
+    store.close()
+    app = make_app(resume=session.id)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        assert screen.agent.workspace == recorded
+        notices = [n.message for n in app._notifications]  # noqa: SLF001 - what was shown
+        assert any("does not exist on this machine" in n and "--move-workspace" in n
+                   for n in notices)  # fmt: skip
+        await ask(pilot, "read README.md")
+        results = [m for m in messages_in(app) if m.role == "tool"]
+        assert len(results) == 1
+        assert "does not exist on this machine" in results[0].content
+        assert "# demo" not in results[0].content
