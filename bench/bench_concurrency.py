@@ -9,7 +9,7 @@ every round finished, and the stored conversation is a valid Messages API reques
     python bench/bench_concurrency.py                 # the issue's target: 8 workers x 20 asks
     python bench/bench_concurrency.py --workers 4 --asks 3 --sessions 2
 
-The test suite runs a small version of the same check (tests/engine/test_concurrency.py).
+The test suite runs a small version of the same check (tests/engine/session/test_concurrency.py).
 """
 
 from __future__ import annotations

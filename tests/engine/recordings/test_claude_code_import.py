@@ -182,5 +182,7 @@ def test_tools_refuse_a_recorded_workspace_that_is_not_here(tmp_path: Path) -> N
     done = agent._run_tool(ToolCall(id="t1", name="LS", input={"path": "."}), rnd.index, 1)
     assert done.is_error
     assert done.text.startswith("Error [no_workspace]: the session's workspace /nowhere/on")
-    assert f"ctxscope ask {session.id} --workspace FOLDER" in done.text
+    assert f"ctxscope ask INPUT --session {session.id} --workspace FOLDER --move-workspace" in (
+        done.text
+    )
     store.close()

@@ -222,7 +222,7 @@ def test_an_imported_session_is_also_counted_in_the_original_agents_terms(
     from engine.recordings.importing import import_session
 
     store = Store.open(tmp_path / "imp.db")
-    data = Path(__file__).resolve().parent.parent / "data" / "recorded_session.jsonl"
+    data = Path(__file__).resolve().parents[2] / "data" / "recorded_session.jsonl"
     sid = import_session(store, data, str(workspace), 4000).session.id
     assert sid is not None
     hidden = hidden_prefix(store, sid)
@@ -251,7 +251,7 @@ def test_recall_is_whole_when_nothing_was_compacted(sample: str, tmp_path: Path)
     from engine.recordings.importing import import_session
 
     store = Store.open(tmp_path / "r.db")
-    data = Path(__file__).resolve().parents[1] / "data" / sample
+    data = Path(__file__).resolve().parents[2] / "data" / sample
     report = import_session(store, data, str(tmp_path), settings=Settings())
     assert report.session.id is not None
     result = replay(store, report.session.id, "layered", Settings(), tmp_path)

@@ -320,7 +320,7 @@ def test_kill_during_compaction_leaves_a_valid_conversation(
         [sys.executable, "-c", CRASH, name, str(db), str(workspace)],
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
         timeout=120,
     )
     assert proc.returncode == 9, proc.stderr

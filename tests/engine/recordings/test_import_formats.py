@@ -25,7 +25,7 @@ from engine.recordings.importing import import_session
 from engine.store import Store
 from tools.base import ToolError, ToolResult
 
-DATA = Path(__file__).parent.parent / "data"
+DATA = Path(__file__).parents[2] / "data"
 CLAUDE = DATA / "claude_code" / "resumed_session.jsonl"
 MINI = DATA / "mini_swe_agent.traj.json"
 SWE = DATA / "swe_agent.traj"

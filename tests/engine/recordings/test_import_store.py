@@ -28,7 +28,7 @@ from engine.models import (
 from engine.recordings.importing import import_session
 from engine.store import Store
 
-DATA = Path(__file__).parent.parent / "data"
+DATA = Path(__file__).parents[2] / "data"
 CLAUDE = DATA / "claude_code" / "resumed_session.jsonl"
 MINI = DATA / "mini_swe_agent.traj.json"
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)

@@ -20,7 +20,7 @@ from cli.main import main
 from engine.models import Message, MessageMeta, RoundStatus, ToolCall
 from engine.store import SessionBusy, Store
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from engine.models import RoundStatus
 from engine.recordings.importing import ImportError_, import_session
 from engine.store import Store
 
-RECORDED = Path(__file__).parent.parent / "data" / "recorded_session.jsonl"
+RECORDED = Path(__file__).parents[2] / "data" / "recorded_session.jsonl"
 
 
 def test_recorded_session_is_stored_as_rounds_with_tool_pairs(store: Store) -> None:

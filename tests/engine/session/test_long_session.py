@@ -15,7 +15,7 @@ import pytest
 from cli.main import main
 from engine.context.builder import LAYERS
 
-CHECKOUT = Path(__file__).resolve().parents[2]
+CHECKOUT = Path(__file__).resolve().parents[3]
 FILES = [
     "engine/session.py",
     "engine/store/archive.py",
