@@ -25,6 +25,9 @@ from cli.common import CliError, db_path, get_session, open_store, silence_stdou
 from engine.config import Settings
 from engine.recordings.follow import Follower, Update
 
+EVENTS = ("compaction", "subagent", "warning")
+"""An update's ``event``: the first of these it holds, else ``update``."""
+
 SWITCH_CHECK = 2.0
 """Seconds between two looks for a newer session in a watched folder."""
 
@@ -122,8 +125,8 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     _stop_on_signals(stop)
     try:
         for update, path, _ in follow(target, settings, store, stop):
-            for event in [e for e in update.events if e != "update"] or ["update"]:
-                print(json.dumps(update_json(update, path, event)), flush=True)
+            event = next((e for e in EVENTS if e in update.events), "update")
+            print(json.dumps(update_json(update, path, event)), flush=True)
     except BrokenPipeError:
         silence_stdout()  # the reader went away: that ends the watch, quietly
     finally:
