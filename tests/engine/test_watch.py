@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -139,27 +140,43 @@ def test_a_replaced_file_is_stored_again_in_the_same_session(tmp_path: Path) -> 
 
 
 def _watch(f: Path, db: Path) -> subprocess.Popen[str]:
+    # stderr to a file: an unread pipe would block the watcher once it filled.
+    err = open(db.with_suffix(".stderr"), "w")  # noqa: SIM115 - closed with the process
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CTXSCOPE_WATCH_POLL_INTERVAL": "0.05"}
     return subprocess.Popen(
         [sys.executable, "-m", "cli.workbench", "watch", str(f), "--jsonl", "--db", str(db)],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=err,
         text=True,
         env=env,
         cwd=ROOT,
     )
 
 
-def _read_until(proc: subprocess.Popen[str], want: int, timeout: float = 60) -> list[dict]:
-    out = []
+def _lines(proc: subprocess.Popen[str]) -> queue.Queue[str]:
+    """stdout's lines as they come (a thread reads them: select() cannot see the lines a
+    text stream already buffered)."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def _read_until(lines: queue.Queue[str], want: int, timeout: float = 60) -> list[dict]:
+    out: list[dict] = []
     deadline = time.monotonic() + timeout
-    assert proc.stdout is not None
     while sum(o["records"] for o in out) < want:
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, left))
-        assert ready, out[-1:] if out else "no output"
-        line = proc.stdout.readline()
-        assert line, proc.stderr.read() if proc.stderr else ""
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(out[-1:] if out else "no output") from None
+        assert line, "the watcher ended early"
         out.append(json.loads(line))
     return out
 
@@ -171,15 +188,16 @@ def test_jsonl_reports_each_update_and_the_compaction_then_ends_on_sigterm(
     f = tmp_path / "s.jsonl"
     f.write_bytes(b"\n".join(lines[:100]) + b"\n" + lines[100][:30])  # a half line
     proc = _watch(f, tmp_path / "w.db")
+    lines_out = _lines(proc)
     try:
-        out = _read_until(proc, 100)
+        out = _read_until(lines_out, 100)
         with open(f, "ab") as w:
             w.write(lines[100][30:] + b"\n")
             for start in range(101, 1300, 200):
                 w.write(b"\n".join(lines[start : start + 200]) + b"\n")
                 w.flush()
                 time.sleep(0.3)
-        out += _read_until(proc, 1300 - sum(o["records"] for o in out))
+        out += _read_until(lines_out, 1300 - sum(o["records"] for o in out))
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:
@@ -200,8 +218,9 @@ def test_jsonl_ends_when_stdout_closes(tmp_path: Path) -> None:
     f.write_bytes(b"\n".join(lines[:50]) + b"\n")
     proc = _watch(f, tmp_path / "w.db")
     try:
-        _read_until(proc, 50)
         assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        assert first["records"] == 50
         proc.stdout.close()
         with open(f, "ab") as w:
             for start in range(50, 250, 50):
