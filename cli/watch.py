@@ -1,7 +1,7 @@
 """``ctxscope watch [PATH] [--jsonl] [--session ID]``: follow an agent while it works.
 
 PATH is a Claude Code session file, a project folder (its newest session, switching when a
-newer one starts) or nothing (the newest session under ``watch_claude_dirs``, by default
+newer one starts) or nothing (the newest session under ``watch_claude_dir``, by default
 ``$CLAUDE_CONFIG_DIR/projects`` or ``~/.claude/projects``). The session is stored as it is
 read (:class:`engine.recordings.follow.Follower`; the same session on every run). Without
 ``--jsonl`` the workbench opens on it; with ``--jsonl`` one JSON object per update goes to
@@ -33,8 +33,8 @@ SWITCH_CHECK = 2.0
 
 
 def claude_dirs(settings: Settings) -> list[Path]:
-    if settings.watch_claude_dirs:
-        return list(settings.watch_claude_dirs)
+    if settings.watch_claude_dir is not None:
+        return [settings.watch_claude_dir]
     home = os.environ.get("CLAUDE_CONFIG_DIR")
     return [Path(home) / "projects" if home else Path.home() / ".claude" / "projects"]
 

@@ -357,12 +357,9 @@ class Settings(BaseSettings):
     watch_poll_interval: float = Field(0.2, gt=0, le=10)
     """Seconds between two looks at a watched file's size (a look that finds nothing new
     reads nothing)."""
-    watch_claude_dirs: list[Path] = Field(default_factory=list)
-    """Where Claude Code keeps its sessions; empty: ``$CLAUDE_CONFIG_DIR/projects``, else
-    ``~/.claude/projects``."""
-    watch_codex_dirs: list[Path] = Field(default_factory=list)
-    """Where Codex keeps its rollouts; empty: ``$CODEX_HOME/sessions``, else
-    ``~/.codex/sessions``."""
+    watch_claude_dir: Path | None = None
+    """Where Claude Code keeps its sessions (``watch`` without a path follows the newest);
+    unset: ``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``."""
     watch_context_window: int = Field(200_000, gt=0)
     """The watched agent's context window when its recording does not say (Claude Code
     models: 200 000)."""
