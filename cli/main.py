@@ -1,5 +1,5 @@
 """The headless command line: ``ctxscope sessions | show | context | compact | import | export |
-ask | strategy | strategies``.
+ask | strategy | strategies | watch``.
 
 Every subcommand but ``export`` (which writes the format asked for) takes ``--json`` and then
 prints one JSON document (``ask --json``: one event per line, then a ``result`` line); the
@@ -59,6 +59,7 @@ COMMANDS: dict[str, str] = {
     "strategy": "strategies",
     "strategies": "strategies",
     "replay": "strategies",
+    "watch": "watch",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -213,6 +214,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("query", help="the words to look for")
     p.add_argument("--limit", type=checked(count), default=5, help="passages to return (default 5)")
+    p = sub.add_parser(
+        "watch",
+        parents=[common],
+        help="follow a Claude Code session while its agent works (see docs/watch.md)",
+    )
+    p.add_argument(
+        "path",
+        type=Path,
+        nargs="?",
+        metavar="PATH",
+        help="a session file or a project folder (default: the newest session)",
+    )
+    p.add_argument("--jsonl", action="store_true", help="one JSON object per update, no screen")
+    p.add_argument(
+        "--session", type=SESSION_ID, metavar="ID", help="follow a ctxscope session (read-only)"
+    )
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")

@@ -353,6 +353,23 @@ class Settings(BaseSettings):
     """Environment variables (shell-style name patterns) removed from Bash's environment;
     their values are also redacted from every tool output."""
 
+    # --- watching another agent (issue 19, ``ctxscope watch``) ---
+    watch_poll_interval: float = Field(0.2, gt=0, le=10)
+    """Seconds between two looks at a watched file's size (a look that finds nothing new
+    reads nothing)."""
+    watch_claude_dir: Path | None = None
+    """Where Claude Code keeps its sessions (``watch`` without a path follows the newest);
+    unset: ``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``."""
+    watch_context_window: int = Field(200_000, gt=0)
+    """The watched agent's context window when its recording does not say (Claude Code
+    models: 200 000)."""
+    watch_compact_reserve: int = Field(33_000, ge=0)
+    """Claude Code compacts when its context reaches the window less this: 20 000 kept for
+    the summary plus a 13 000 buffer (200 000 → 167 000; the corpus' one recorded automatic
+    compaction fired at 167 094, see docs/watch.md)."""
+    watch_warn_ratio: float = Field(0.85, gt=0, le=1)
+    """``watch`` warns once the context reaches this share of the auto-compact trigger."""
+
     @field_validator("*", mode="before")
     @classmethod
     def _strict_bools(cls, value: Any, info: ValidationInfo) -> Any:

@@ -269,6 +269,9 @@ class Session(BaseModel):
     """For a subagent's session: the session whose agent started it."""
     agent_id: str | None = None
     """For a subagent's session: the recorded agent id (Claude Code ``agentId``)."""
+    source: str | None = None
+    """For a watched recording: the file and the recording's own session id it follows
+    (``ctxscope watch`` finds the session again by it, so re-watching never duplicates)."""
 
 
 class StrategySwitch(BaseModel):

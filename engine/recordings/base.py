@@ -127,6 +127,8 @@ class ImportReport:
     """The subagents stored as sessions linked to this one."""
     recorded: dict[str, Any] = field(default_factory=dict)
     """:attr:`Parsed.recorded`: the recorded session's own id, cwd, agent version..."""
+    round_starts: list[int] = field(default_factory=list)
+    """For each round written, the position in ``Parsed.items`` of the item that opened it."""
 
     def as_json(self) -> dict[str, Any]:
         return {

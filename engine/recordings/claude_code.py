@@ -131,6 +131,14 @@ def parse(raw: str, name: str) -> Parsed:
     records, n_lines, problems, warnings, skipped = read_records(raw)
     if problems:
         raise ImportError_(problems, FORMAT)
+    return parse_read(records, n_lines, name, skipped, warnings)
+
+
+def parse_read(
+    records: list[Record], n_lines: int, name: str, skipped: Counter[str], warnings: list[str]
+) -> Parsed:
+    """A session (and its sidechains) from the records :func:`read_records` read: the one
+    parser of a whole file and of a file being followed (:mod:`engine.recordings.follow`)."""
     side = [(n, r) for n, r in records if r.get("isSidechain") is True]
     if side and len(side) == sum(1 for _, r in records if "uuid" in r):
         # A subagent's own file: every record is on its sidechain.

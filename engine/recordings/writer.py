@@ -15,6 +15,8 @@ everything in one ``BEGIN IMMEDIATE`` transaction, the ended rounds in a few sta
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engine.compaction.ledger import fidelity, fidelity_json
 from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings
@@ -33,6 +35,7 @@ from engine.models import (
     MessageMeta,
     Observation,
     RoundStatus,
+    Session,
     Summary,
     ToolCall,
     Trigger,
@@ -105,6 +108,19 @@ def check(parsed: Parsed) -> list[str]:
     return problems
 
 
+@dataclass
+class Resume:
+    """Where a session already stored in part goes on (``ctxscope watch``): ``parsed`` holds
+    only the items after what is stored, which ended with round ``rounds``."""
+
+    session: Session
+    rounds: int
+    live: list[Message]
+    """The stored messages no compaction archived (a later recorded compaction archives them)."""
+    observations: list[Observation]
+    """The observations of ``live``."""
+
+
 def write(
     store: Store,
     parsed: Parsed,
@@ -112,35 +128,41 @@ def write(
     settings: Settings,
     recorded_cwd: bool = False,
     parent: int | None = None,
+    resume: Resume | None = None,
 ) -> ImportReport:
     """Store ``parsed`` (already :func:`check`-ed) as a new session, in one transaction, then
     its subagents (``parsed.children``) as sessions linked to it.
 
     With ``recorded_cwd`` the session's workspace is the folder the recording names (its
-    ``cwd``), when it names one; tools refuse to run while that folder is not there.
+    ``cwd``), when it names one; tools refuse to run while that folder is not there. With
+    ``resume`` the items go on into that session after its stored rounds.
     """
     compressor = ToolResultCompressor(settings)
     with store.db.atomic("IMMEDIATE"):
-        session = store.create_session(
-            workspace=(parsed.cwd or workspace) if recorded_cwd else workspace,
-            title=f"import: {parsed.title[:60]}",
-            provider="import",
-            model=parsed.model or next((i.model for i in parsed.items if i.model), ""),
-            strategy=settings.strategy,
-            parent_session_id=parent,
-            agent_id=parsed.agent_id,
-        )
+        if resume is not None:
+            session = resume.session
+        else:
+            session = store.create_session(
+                workspace=(parsed.cwd or workspace) if recorded_cwd else workspace,
+                title=f"import: {parsed.title[:60]}",
+                provider="import",
+                model=parsed.model or next((i.model for i in parsed.items if i.model), ""),
+                strategy=settings.strategy,
+                parent_session_id=parent,
+                agent_id=parsed.agent_id,
+            )
         assert session.id is not None
         sid = session.id
         report = ImportReport(session=session, fmt=parsed.fmt, records=parsed.records)
         report.skipped = dict(parsed.skipped)
         report.warnings = list(parsed.warnings)
         report.recorded = dict(parsed.recorded)
-        index = 0
+        index = resume.rounds if resume else 0
         step = 0
         last_final = False
-        live: list[Message] = []
+        live: list[Message] = list(resume.live) if resume else []
         pending: dict[str, ToolCall] = {}
+        position = 0  # of the item being written, in parsed.items
         demos: list[Item] = []
 
         # Ended rounds wait in ``ended`` and are written together (a few statements for the
@@ -151,7 +173,8 @@ def write(
         batch_obs: list[tuple[int, Observation]] = []
         ended: list[tuple[list[Message], RoundStatus, list[tuple[int, Observation]]]] = []
         usages: list[UsageRecord] = []
-        observations: list[Observation] = []
+        observations: list[Observation] = list(resume.observations) if resume else []
+        stored_observations = len(observations)
         round_open = False
 
         def append(msg: Message) -> int:
@@ -214,8 +237,10 @@ def write(
             msg.meta.origin = origin
             append(msg)
             report.rounds += 1
+            report.round_starts.append(position)
 
-        for item in parsed.items:
+        for n, item in enumerate(parsed.items):
+            position = n  # read by open_round
             if item.kind == "user":
                 if item.demonstration:
                     demos.append(item)
@@ -319,7 +344,7 @@ def write(
         close_round(parsed.finished if parsed.finished is not None else last_final)
         write_ended()
         store.add_usages(usages)
-        store.add_observations(observations)
+        store.add_observations(observations[stored_observations:])
         # History as stored: what no compaction archived, under the summaries still active.
         report.tokens_stored = sum(m.tokens or 0 for m in live)
         if report.compactions:

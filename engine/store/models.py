@@ -99,6 +99,7 @@ class SessionRow(BaseRow):
     updated_at = TimestampField(index=True)
     parent_session_id = IntegerField(null=True)
     agent_id = TextField(null=True)
+    source = TextField(null=True, index=True)
 
 
 class RoundRow(BaseRow):

@@ -162,6 +162,7 @@ def session_model(r: SessionRow) -> Session:
         updated_at=r.updated_at,
         parent_session_id=r.parent_session_id,
         agent_id=r.agent_id,
+        source=r.source,
     )
 
 

@@ -18,7 +18,7 @@ from peewee import SqliteDatabase
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -157,6 +157,17 @@ def _subagents_and_cache_lifetimes(db: SqliteDatabase) -> None:
     migrate(*steps)
 
 
+def _watched_sources(db: SqliteDatabase) -> None:
+    """9 -> 10: a session made by ``ctxscope watch`` names the recording it follows."""
+    from playhouse.migrate import SqliteMigrator, migrate
+
+    from engine.store.models import SessionRow
+
+    table = SessionRow._meta.table_name
+    if "source" not in {c.name for c in db.get_columns(table)}:
+        migrate(SqliteMigrator(db).add_column(table, "source", SessionRow.source))
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -166,6 +177,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     6: _writer_lease,
     7: _token_counts,
     8: _subagents_and_cache_lifetimes,
+    9: _watched_sources,
 }
 
 

@@ -167,8 +167,10 @@ class SessionStore(StoreAccess):
         strategy: str = "layered",
         parent_session_id: int | None = None,
         agent_id: str | None = None,
+        source: str | None = None,
     ) -> Session:
-        """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent."""
+        """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
+        ``source`` names the recording a watched session follows."""
         now = utcnow()
         row = SessionRow.create(
             title=title,
@@ -180,6 +182,7 @@ class SessionStore(StoreAccess):
             updated_at=now,
             parent_session_id=parent_session_id,
             agent_id=agent_id,
+            source=source,
         )
         return session_model(row)
 
@@ -189,6 +192,12 @@ class SessionStore(StoreAccess):
         if row is None:
             raise SessionNotFound(f"no session {session_id} in {self.path}")
         return session_model(row)
+
+    @reads
+    def session_for_source(self, source: str) -> Session | None:
+        """The session that follows the recording ``source`` (``ctxscope watch``), if any."""
+        row = SessionRow.select().where(SessionRow.source == source).order_by(SessionRow.id).first()
+        return None if row is None else session_model(row)
 
     @reads
     def latest_session(self) -> Session | None:
@@ -276,17 +285,46 @@ class SessionStore(StoreAccess):
                 f"session {session_id} is being written by {holder.describe()}; it was not deleted"
             )
         with self.db.atomic():
-            # Children before parents: some links are RESTRICT (a segment's summary, an
-            # archived message's segment), so a plain cascade from the session would refuse.
-            for table in (ObservationRow, UsageRow, StrategySwitchRow, MessageRow):
-                table.delete().where(table.session == session_id).execute()
-            compactions = CompactionRow.select(CompactionRow.id).where(
-                CompactionRow.session == session_id
-            )
-            SegmentRow.delete().where(SegmentRow.compaction.in_(compactions)).execute()
-            for parent in (CompactionRow, SummaryRow, RoundRow):
-                parent.delete().where(parent.session == session_id).execute()
+            self._delete_content(session_id)
             SessionRow.delete().where(SessionRow.id == session_id).execute()
+
+    @writes
+    def clear_session(self, session_id: int) -> None:
+        """Delete everything stored for a session but the session itself (a watched
+        recording whose earlier part changed is stored again into the same session)."""
+        self.get_session(session_id)
+        with self.db.atomic():
+            self._delete_content(session_id)
+
+    @writes
+    def drop_rounds(self, session_id: int, first_round: int) -> None:
+        """Delete rounds ``first_round`` (1-based) and later, none of them archived, with
+        their messages, observations and usage records (a watched recording's open round is
+        stored again as it grows)."""
+        with self.db.atomic():
+            rounds = RoundRow.select(RoundRow.id).where(
+                (RoundRow.session == session_id) & (RoundRow.number >= first_round)
+            )
+            for table in (ObservationRow, UsageRow):
+                table.delete().where(
+                    (table.session == session_id) & (table.round_index >= first_round)
+                ).execute()
+            MessageRow.delete().where(MessageRow.round.in_(rounds)).execute()
+            RoundRow.delete().where(
+                (RoundRow.session == session_id) & (RoundRow.number >= first_round)
+            ).execute()
+
+    def _delete_content(self, session_id: int) -> None:
+        # Children before parents: some links are RESTRICT (a segment's summary, an
+        # archived message's segment), so a plain cascade from the session would refuse.
+        for table in (ObservationRow, UsageRow, StrategySwitchRow, MessageRow):
+            table.delete().where(table.session == session_id).execute()
+        compactions = CompactionRow.select(CompactionRow.id).where(
+            CompactionRow.session == session_id
+        )
+        SegmentRow.delete().where(SegmentRow.compaction.in_(compactions)).execute()
+        for parent in (CompactionRow, SummaryRow, RoundRow):
+            parent.delete().where(parent.session == session_id).execute()
 
     @writes
     def switch_strategy(self, session_id: int, strategy: str) -> Session:

@@ -1,0 +1,195 @@
+"""``ctxscope watch [PATH] [--jsonl] [--session ID]``: follow an agent while it works.
+
+PATH is a Claude Code session file, a project folder (its newest session, switching when a
+newer one starts) or nothing (the newest session under ``watch_claude_dir``, by default
+``$CLAUDE_CONFIG_DIR/projects`` or ``~/.claude/projects``). The session is stored as it is
+read (:class:`engine.recordings.follow.Follower`; the same session on every run). Without
+``--jsonl`` the workbench opens on it; with ``--jsonl`` one JSON object per update goes to
+stdout. ``--session ID`` follows a session another ctxscope process is running, read-only.
+Ends cleanly on SIGTERM, Ctrl+C and when stdout closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cli.common import CliError, db_path, get_session, open_store, silence_stdout
+from engine.config import Settings
+from engine.recordings.follow import Follower, Update
+
+EVENTS = ("compaction", "subagent", "warning")
+"""An update's ``event``: the first of these it holds, else ``update``."""
+
+SWITCH_CHECK = 2.0
+"""Seconds between two looks for a newer session in a watched folder."""
+
+
+def claude_dirs(settings: Settings) -> list[Path]:
+    if settings.watch_claude_dir is not None:
+        return [settings.watch_claude_dir]
+    home = os.environ.get("CLAUDE_CONFIG_DIR")
+    return [Path(home) / "projects" if home else Path.home() / ".claude" / "projects"]
+
+
+def newest_session(folder: Path, deep: bool) -> Path | None:
+    """The most recently written session file in ``folder`` (with ``deep``: in its project
+    folders), subagent files left out."""
+    pattern = "*/*.jsonl" if deep else "*.jsonl"
+    files = [p for p in folder.glob(pattern) if not p.name.startswith("agent-")]
+    return max(files, key=lambda p: p.stat().st_mtime, default=None)
+
+
+class Target:
+    """The file being followed: fixed, or the newest of a folder (or of the agents' folders)."""
+
+    def __init__(self, path: Path | None, settings: Settings) -> None:
+        self.fixed = path if path is not None and path.is_file() else None
+        if path is not None and self.fixed is None and not path.is_dir():
+            raise CliError(f"cannot watch {path}: no such file or folder")
+        self.folders = [path] if path is not None and path.is_dir() else claude_dirs(settings)
+        self.deep = path is None
+        self.checked = 0.0
+
+    def current(self) -> Path | None:
+        if self.fixed is not None:
+            return self.fixed
+        self.checked = time.monotonic()
+        found = [f for d in self.folders if d.is_dir() for f in [newest_session(d, self.deep)] if f]
+        return max(found, key=lambda p: p.stat().st_mtime, default=None)
+
+    def due(self) -> bool:
+        return self.fixed is None and time.monotonic() - self.checked >= SWITCH_CHECK
+
+
+def update_json(update: Update, path: Path, event: str) -> dict[str, Any]:
+    fig = update.figures
+    return {
+        "event": event,
+        "session": update.session_id,
+        "path": str(path),
+        "records": update.records,
+        "messages": fig.messages,
+        "tool_calls": fig.tool_calls,
+        "context_tokens": fig.context_tokens,
+        "context_window": fig.context_window,
+        "percent": fig.percent,
+        "until_compact": fig.until_compact,
+        "compact_at": fig.compact_at,
+        "compactions": fig.compactions,
+        "last_usage": fig.last_usage,
+    }
+
+
+def follow(
+    target: Target, settings: Settings, store: Any, stop: threading.Event
+) -> Iterator[tuple[Update, Path, Follower]]:
+    """Each update of the followed file until ``stop`` is set; switches to a newer session."""
+    follower: Follower | None = None
+    while not stop.is_set():
+        if follower is None or target.due():
+            path = target.current()
+            if path is not None and (follower is None or path != follower.path):
+                follower = Follower(path, settings, store)
+        if follower is not None:
+            update = follower.look()
+            if update is not None:
+                yield update, follower.path, follower
+                follower.save_pending(update)
+        stop.wait(settings.watch_poll_interval)
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
+    stop = threading.Event()
+    if args.session is not None:
+        return _watch_stored(args, settings, stop)
+    target = Target(args.path, settings)
+    store = open_store(args, settings)
+    if not args.jsonl:
+        return _workbench(args, settings, target, store)
+    _stop_on_signals(stop)
+    try:
+        for update, path, _ in follow(target, settings, store, stop):
+            event = next((e for e in EVENTS if e in update.events), "update")
+            print(json.dumps(update_json(update, path, event)), flush=True)
+    except BrokenPipeError:
+        silence_stdout()  # the reader went away: that ends the watch, quietly
+    finally:
+        store.close()
+    return 0
+
+
+def _workbench(args: argparse.Namespace, settings: Settings, target: Target, store: Any) -> int:
+    from engine.config import workspace_folder
+    from tui.watch import WatchApp
+
+    path = target.current()
+    if path is None:
+        raise CliError(f"no session file under {', '.join(map(str, target.folders))}")
+    follower = Follower(path, settings, store)
+    follower.poll()
+    if follower.session is None:
+        raise CliError(f"{path} holds no conversation yet; try again when the agent started")
+    store.close()
+    app = WatchApp(
+        follower,
+        db_path=db_path(args, settings),
+        workspace=workspace_folder(None),
+        settings=settings.model_copy(update={"model": "offline"}),
+        resume=follower.session.id,
+    )
+    app.run()
+    return app.return_code or 0
+
+
+def _watch_stored(args: argparse.Namespace, settings: Settings, stop: threading.Event) -> int:
+    """A session another ctxscope process writes: its figures whenever its history changes."""
+    store = open_store(args, settings, read_only=True)
+    session = get_session(store, args.session)
+    assert session.id is not None
+    _stop_on_signals(stop)
+    marker: tuple[int, int, int] | None = None
+    window = settings.context_window
+    try:
+        while not stop.is_set():
+            now = store.history_marker(session.id)
+            if now != marker:
+                marker = now
+                messages = store.all_messages(session.id)
+                last = store.last_usage(session.id)
+                used = last.usage.input_side + last.usage.output_tokens if last else 0
+                compactions = len(store.compactions(session.id))
+                data = {
+                    "event": "update",
+                    "session": session.id,
+                    "path": str(db_path(args, settings)),
+                    "messages": len(messages),
+                    "tool_calls": sum(len(m.tool_calls) for m in messages),
+                    "context_tokens": used,
+                    "context_window": window,
+                    "percent": round(100 * used / window, 1),
+                    "until_compact": max(0, settings.threshold_tokens - used),
+                    "compactions": compactions,
+                }
+                print(json.dumps(data), flush=True)
+            stop.wait(settings.watch_poll_interval)
+    except BrokenPipeError:
+        silence_stdout()
+    finally:
+        store.close()
+    return 0

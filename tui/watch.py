@@ -1,0 +1,157 @@
+"""The workbench following another agent's session (``ctxscope watch`` without ``--jsonl``).
+
+:class:`WatchApp` is the workbench opened on the watched session, plus one thread worker that
+reads the file (:class:`engine.recordings.follow.Follower`: the same parser and store as
+``import``), and a bar above the panes with the agent's real usage from its last response
+against its window and the tokens left before its own auto-compaction. Updates come back as
+:class:`WatchApp.Updated` messages that replace one another while queued, so a burst of a
+thousand records is one redraw; the redraw itself (history, gauge, chat) runs in a worker too.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from textual import work
+from textual.message import Message
+from textual.widgets import Static
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from engine.recordings.follow import Figures, Follower
+from tui.app import CtxscopeApp
+from tui.session_loader import SessionView, chat_entries, measure
+from tui.widgets.chat_view import ChatEntry, ChatView
+
+
+def bar_text(fig: Figures) -> str:
+    """The bar's line: the agent's last usage, the context against its window, and the
+    tokens before its auto-compaction (with a warning from ``watch_warn_ratio`` on)."""
+    u = fig.last_usage
+    usage = (
+        f"in {u.get('input', 0):,} · cache read {u.get('cache_read', 0):,} · "
+        f"cache write {u.get('cache_write', 0):,} · out {u.get('output', 0):,}"
+        if u
+        else "no usage recorded yet"
+    )
+    head = "⚠ auto-compact near · " if fig.warning else ""
+    return (
+        f"{head}watching · {usage} · context {fig.context_tokens:,} / "
+        f"{fig.context_window:,} ({fig.percent}%) · until auto-compact "
+        f"{fig.until_compact:,} · compactions {fig.compactions}"
+    )
+
+
+class WatchBar(Static):
+    """One line over the panes: what the watched agent's context holds now."""
+
+    DEFAULT_CSS = """
+    WatchBar { height: 1; background: $boost; padding: 0 1; }
+    WatchBar.-warning { background: $warning 40%; text-style: bold; }
+    """
+
+    def show(self, fig: Figures) -> None:
+        self.update(bar_text(fig))
+        self.set_class(fig.warning, "-warning")
+
+
+@dataclass
+class Redrawn:
+    view: SessionView
+    chat: list[ChatEntry]
+
+
+class WatchApp(CtxscopeApp):
+    """The workbench, kept current with a file another agent writes."""
+
+    @dataclass
+    class Updated(Message):
+        """The watched file grew; the latest figures (a newer one replaces it in the queue)."""
+
+        figures: Figures
+        records: int
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, WatchApp.Updated)
+
+    def __init__(self, follower: Follower, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.follower = follower
+        follower.store = self.store
+        self.figures: Figures | None = None
+        self.updates = 0
+        """Updates handled (a burst of records coalesced is one)."""
+        self.records_seen = 0
+
+    def on_mount(self) -> None:
+        if self.follower.parsed is not None:
+            from engine.recordings.follow import figures
+
+            self.figures = figures(self.follower.parsed, self.settings)
+        self.call_after_refresh(self._mount_bar)
+        self.follow_worker()
+
+    def _mount_bar(self) -> None:
+        main = self.main_screen
+        if main is None:
+            return
+        bar = WatchBar(id="watch-bar")
+        main.mount(bar, before=main.query_one("#panes"))
+        if self.figures is not None:
+            bar.show(self.figures)
+
+    @work(thread=True, exclusive=True, group="watch", exit_on_error=False)
+    def follow_worker(self) -> None:
+        worker = get_current_worker()
+        try:
+            while not worker.is_cancelled:
+                update = self.follower.poll()
+                if update is not None:
+                    self.records_seen += update.records
+                    self.post_message(self.Updated(update.figures, update.records))
+                time.sleep(self.settings.watch_poll_interval)
+        finally:
+            self.store.db.close()
+
+    def on_watch_app_updated(self, message: WatchApp.Updated) -> None:
+        self.updates += 1
+        before = self.figures.compactions if self.figures else 0
+        self.figures = message.figures
+        main = self.main_screen
+        if main is None:
+            return
+        for bar in main.query(WatchBar):
+            bar.show(message.figures)
+        if message.figures.compactions > before:
+            self.notify(
+                "The agent compacted its context: the history pane shows what it archived, "
+                "its summary and what the summary kept (Enter on the mark).",
+                title="Compaction",
+                severity="warning",
+            )
+        if main.agent is not None and main.busy is None:
+            self.redraw_worker(main.agent, main.memo)
+
+    @work(thread=True, exclusive=True, group="watch-redraw", exit_on_error=False)
+    def redraw_worker(self, agent: Any, memo: Any) -> Redrawn:
+        try:
+            history = agent.history.reload()
+            return Redrawn(
+                measure(agent, memo), chat_entries(self.store, agent.session_id, history)
+            )
+        finally:
+            self.store.db.close()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker: Worker[Any] = event.worker
+        main = self.main_screen
+        if worker.group != "watch-redraw" or main is None:
+            return
+        if event.state == WorkerState.SUCCESS and isinstance(worker.result, Redrawn):
+            main.query_one(ChatView).load(worker.result.chat, offline=True)
+            main._apply_view(worker.result.view)
+        elif event.state == WorkerState.ERROR:
+            self.notify(
+                str(worker.error), title="Cannot redraw the watched session", severity="error"
+            )
