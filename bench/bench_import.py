@@ -214,13 +214,10 @@ def main() -> int:
         ("mini-swe-agent trajectory", mini_trajectory(2_000_000), ".traj.json", floor_traj),
     ):
         bench(name, raw, suffix, floor)
-    # A real session (shared/corpus, marot: Claude Code 2.1.39, 2.76 MB, one compaction);
+    # A real session (tests/data/corpus, marot: Claude Code 2.1.39, 2.76 MB, one compaction);
     # issue 23's target for it is 3x the floor.
-    for above in ROOT.parents:
-        real = above / "shared" / "corpus" / MAROT
-        if real.is_file():
-            bench("real Claude Code (marot)", real.read_text(), ".jsonl", floor_jsonl, 3.0)
-            break
+    real = ROOT / "tests" / "data" / "corpus" / MAROT
+    bench("real Claude Code (marot)", real.read_text(), ".jsonl", floor_jsonl, 3.0)
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Each line is a record ``{type, uuid, parentUuid, isSidechain, sessionId, cwd, timestamp,
 message?, toolUseResult?, isCompactSummary?, subtype?, compactMetadata?, agentId?}``.
-Decisions (checked against the real files in ``shared/corpus``):
+Decisions (checked against the real files in ``tests/data/corpus``):
 
 - The file is a tree of records linked by ``uuid`` / ``parentUuid``, and that tree runs
   through *every* record type (``progress`` hooks, ``system`` turn durations, api_error

@@ -1,8 +1,8 @@
-"""Paths of the real recordings in ``shared/corpus`` (never edited; see its README).
+"""Paths of the real recordings (never edited; see ``tests/data/corpus/README.md``).
 
-The corpus sits beside the repository (``/work/shared/corpus`` for ``/work/main`` and the
-worktrees under ``/work/wt``): the nearest ``shared/corpus`` above this file, or
-``CTXSCOPE_CORPUS``.
+The eight files are byte-for-byte copies of the team's ``shared/corpus`` (each file's git blob
+is the one its README names; ``test_corpus_copy.py`` checks), kept in the repository so that a
+clean clone tests against them. ``CTXSCOPE_CORPUS`` points the tests at another copy.
 """
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ from pathlib import Path
 def _corpus() -> Path:
     if os.environ.get("CTXSCOPE_CORPUS"):
         return Path(os.environ["CTXSCOPE_CORPUS"])
-    for above in Path(__file__).resolve().parents:
-        if (above / "shared" / "corpus").is_dir():
-            return above / "shared" / "corpus"
-    raise FileNotFoundError("shared/corpus not found above the repository; set CTXSCOPE_CORPUS")
+    return Path(__file__).resolve().parents[2] / "data" / "corpus"
 
 
 CORPUS = _corpus()

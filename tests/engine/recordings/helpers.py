@@ -10,10 +10,8 @@ from engine.config import Settings
 from engine.models import Message, UsageRecord
 from engine.recordings.importing import ImportReport, import_parsed, parse_path
 from engine.store import Store
+from tests.engine.recordings.corpus import CORPUS as CORPUS  # the tests import it from here
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
-if not CORPUS.is_dir():  # a worktree sits beside /work/main; the corpus beside both
-    CORPUS = Path("/work/shared/corpus")
 FIXTURES = Path(__file__).parent / "fixtures"
 
 

@@ -1,7 +1,7 @@
 """``ctxscope import`` of real Claude Code sessions: what is stored, linked and priced.
 
 Expected figures come from the files without ctxscope (commands quoted; see
-``test_claude_code_parse.py`` for the shorthands and ``/tmp/corpus_facts.md``).
+``test_claude_code_parse.py`` for the shorthands and ``tests/data/corpus_facts/README.md``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The Claude Code parser on the real recordings of ``shared/corpus``.
+"""The Claude Code parser on the real recordings of ``tests/data/corpus``.
 
 Every expected figure was worked out from the files without ctxscope (jq or a few lines of
-plain Python, quoted in each docstring; ``/tmp/corpus_facts.md`` holds the whole analysis).
+plain Python, quoted in each docstring; ``tests/data/corpus_facts/README.md`` holds the whole
+analysis).
 Shorthands: ``M`` = the marot session, ``P`` = the moredip session, ``S`` = its subagent,
 ``Y`` = the yoavf pomodoro session. The "message-complete" view is the active chain plus the
 records sharing its responses' ``message.id`` and the tool_results answering its calls.

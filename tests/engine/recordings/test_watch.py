@@ -1,7 +1,7 @@
 """``ctxscope watch``: a real Claude Code file grown record by record in ``tmp_path``.
 
 Expected figures come from the corpus file, worked out with jq / plain Python (see
-/tmp/corpus_facts.md, section 1, and the README of shared/corpus):
+tests/data/corpus_facts/README.md, section 1, and the README of tests/data/corpus):
 
 - marot has 1,863 lines, each one JSON record, ending in ``\\n``;
 - one compaction: the ``compact_boundary`` on line 1256 (preTokens 167094) and the
@@ -31,12 +31,9 @@ from engine.recordings import claude_code
 from engine.recordings.follow import FileTail, Follower
 from engine.recordings.writer import check, write
 from engine.store import Store
+from tests.engine.recordings.corpus import MAROT
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus")
-MAROT = CORPUS / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def marot_lines() -> list[bytes]:
