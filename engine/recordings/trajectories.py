@@ -182,6 +182,11 @@ def parse_swe(obj: dict[str, Any], name: str) -> Parsed:
             items.append(Item("user", n, now, text=content))
     if problems:
         raise ImportError_(problems, SWE)
+    final = _last_observation(obj.get("trajectory"), counter, items)
+    if pending is not None and final is not None:
+        # The last action (``submit``) has no observation in ``history``: SWE-agent writes it
+        # only to ``trajectory`` (the final diff), not to the model's history.
+        items.append(Item("result", len(history), utcnow(), text=final, tool_use_id=pending))
     title = next((i.text for i in items if i.kind == "user" and not i.demonstration), name)
     return Parsed(
         fmt=SWE,
@@ -191,6 +196,20 @@ def parse_swe(obj: dict[str, Any], name: str) -> Parsed:
         skipped=skipped,
         finished=_finished(obj.get("info")),
     )
+
+
+def _last_observation(trajectory: Any, actions: int, items: list[Item]) -> str | None:
+    """The observation ``trajectory`` records for the ``actions``-th (last) action, when that
+    step is the same command as the last call in ``items``; None otherwise."""
+    if not isinstance(trajectory, list) or len(trajectory) != actions or not items:
+        return None
+    step, last = trajectory[-1], items[-1]
+    if not isinstance(step, dict) or not isinstance(step.get("observation"), str):
+        return None
+    command = last.calls[0].input.get("command", "") if last.calls else None
+    if command is None or str(step.get("action", "")).strip() != str(command).strip():
+        return None
+    return str(step["observation"])
 
 
 def _text(content: Any) -> str | None:
