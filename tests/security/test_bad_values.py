@@ -255,7 +255,8 @@ def test_an_unwritable_database_opens_read_only(
         code, out, err = run(capsys, "compact", "1", "--db", str(db))
         assert_one_line(code, out, err, "is read-only", "this command writes")
         assert digest(db) == before
-        assert db.with_name(db.name + "-wal").stat().st_size == 0  # nothing logged either
+        wal = db.with_name(db.name + "-wal")  # SQLite removes it when the last connection closes
+        assert not wal.exists() or wal.stat().st_size == 0  # nothing logged either
     finally:
         db.parent.chmod(0o755)
         db.chmod(0o644)
