@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.models import ToolCall, Usage, utcnow
-from engine.recordings.base import ImportError_, Item, Parsed, parse_time
+from engine.recordings.base import ImportError_, Item, Parsed, parse_time, title_of
 
 FORMAT = "aider"
 HEADING = re.compile(r"^# aider chat started at (.+?)\s*$")
@@ -214,12 +214,11 @@ def parse_all(raw: str, name: str) -> list[Parsed]:
         if not any(i.kind == "user" for i in b.items):
             empty += 1
             continue
-        title = next(i.text for i in b.items if i.kind == "user")
         out.append(
             Parsed(
                 fmt=FORMAT,
                 items=b.items,
-                title=title.strip().splitlines()[0] if title.strip() else name,
+                title=title_of(b.items, name),
                 records=sum(1 for i in b.items) + sum(b.skipped.values()),
                 skipped=b.skipped,
                 model=b.model,

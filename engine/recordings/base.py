@@ -155,6 +155,12 @@ class ImportReport:
         }
 
 
+def title_of(items: list[Item], name: str) -> str:
+    """A session's title: the first line of its first user input, else ``name`` (the file's)."""
+    text = next((i.text for i in items if i.kind == "user"), name).strip()
+    return text.splitlines()[0] if text else name
+
+
 def parse_time(value: Any, line: int, problems: list[str]) -> datetime | None:
     """A recorded ISO timestamp as an aware datetime (naive ones are taken as UTC)."""
     if value is None:

@@ -49,7 +49,7 @@ from collections import Counter
 from typing import Any
 
 from engine.models import ToolCall, Usage, utcnow
-from engine.recordings.base import ImportError_, Item, Parsed, parse_time
+from engine.recordings.base import ImportError_, Item, Parsed, parse_time, title_of
 
 FORMAT = "codex"
 LINE_TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg")
@@ -381,11 +381,10 @@ def parse(raw: str, name: str) -> Parsed:
         raise ImportError_(reader.problems, FORMAT)
     if reader.models:
         reader.recorded["models"] = reader.models
-    title = next((i.text for i in reader.items if i.kind == "user"), name)
     return Parsed(
         fmt=FORMAT,
         items=reader.items,
-        title=title.strip().splitlines()[0] if title.strip() else name,
+        title=title_of(reader.items, name),
         records=records,
         skipped=reader.skipped,
         warnings=warnings,

@@ -31,7 +31,7 @@ from collections import Counter
 from typing import Any
 
 from engine.models import MISSING_RESULT, ToolCall, Usage, utcnow
-from engine.recordings.base import ImportError_, Item, Parsed, parse_time
+from engine.recordings.base import ImportError_, Item, Parsed, parse_time, title_of
 
 FORMAT = "gemini-cli"
 CONTENTS = "gemini-contents"
@@ -191,11 +191,10 @@ def parse(obj: dict[str, Any], name: str) -> Parsed:
     }
     if models:
         recorded["models"] = models
-    title = next((i.text for i in items if i.kind == "user"), name)
     return Parsed(
         fmt=FORMAT,
         items=items,
-        title=title.strip().splitlines()[0] if title.strip() else name,
+        title=title_of(items, name),
         records=len(messages),
         skipped=skipped,
         model=models[0] if models else "",

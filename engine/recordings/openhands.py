@@ -29,7 +29,7 @@ from collections import Counter
 from typing import Any
 
 from engine.models import ToolCall, Usage, utcnow
-from engine.recordings.base import ImportError_, Item, Parsed, parse_time
+from engine.recordings.base import ImportError_, Item, Parsed, parse_time, title_of
 
 FORMAT = "openhands"
 
@@ -194,11 +194,10 @@ def parse(events: list[Any], name: str) -> Parsed:
         raise ImportError_(problems, FORMAT)
     if models:
         recorded["models"] = models
-    title = next((i.text for i in items if i.kind == "user"), name)
     return Parsed(
         fmt=FORMAT,
         items=items,
-        title=title.strip().splitlines()[0] if title.strip() else name,
+        title=title_of(items, name),
         records=len(events),
         skipped=skipped,
         model=models[0] if models else "",
