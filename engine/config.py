@@ -95,7 +95,11 @@ class MockUserSettings(_Section):
     """Overrides the profile's ``KEEP_RECENT_STEPS`` (the last N steps sent whole)."""
     long_result_chars: int = Field(5000, ge=0)
     """002 step 5 (optional): a tool result longer than this is sent as its first and last
-    1 000 characters; 0 turns the cut off."""
+    1 000 characters, in the running round and in history's last N steps; 0 turns it off."""
+    summary_max_tokens: int = Field(4000, gt=0)
+    """``max_tokens`` of the summary call (002: ``max_tokens=4000``)."""
+    summary_temperature: float = Field(0.0, ge=0, le=1)
+    """``temperature`` of the summary call (002: ``temperature=0.0``, less randomness)."""
 
     def resolved(self) -> tuple[int, int, int]:
         """(context window, trigger tokens, keep recent steps) after the overrides."""

@@ -32,8 +32,9 @@ from typing import ClassVar, Literal
 
 from engine.compaction.summary import SummarySpec
 from engine.config import Settings
+from engine.messages.request import ProviderRequest
 from engine.messages.scratchpad import ScratchStep
-from engine.models import History, Message, Placement
+from engine.models import History, Message, Placement, Summary
 
 
 class CheckPoint(StrEnum):
@@ -305,6 +306,24 @@ class CompactionPolicy:
         units = list(step_units(messages))
         keep_from = len(messages) - len(units[-1]) if units else 0
         return cut_before(messages, keep_from, view.protected())
+
+    def live_summary_request(self, request: ProviderRequest) -> ProviderRequest:
+        """Seed 002: the request that asks the live conversation for the summary, from the
+        ``request`` the next step would send (called only when :attr:`live_summary_prompt`
+        is set)."""
+        raise NotImplementedError
+
+    def refuses_summary(
+        self, view: PolicyView, cut: list[Message], summary: Summary, retired: list[int]
+    ) -> str:
+        """Why an automatic compaction archiving ``cut`` for ``summary`` (retiring the
+        ``retired`` summaries) should be skipped, nothing stored; '' to store it."""
+        return ""
+
+    def window_notice(self, window: int) -> str:
+        """Why this strategy's own numbers cannot work in a ``window``-token context window
+        (said once to the user); '' when they can."""
+        return ""
 
     # -- what is sent -----------------------------------------------------------------------
     def project(

@@ -243,7 +243,8 @@ class HistoryManager:
         last ``keep_rounds`` goes, pins honoured, whatever the policy would select; the summary,
         its placement and lifecycle stay the policy's. Returns the ``skipped`` result instead
         when there is nothing to compact (or the policy skips after failed summary calls); it is
-        stored unless ``dry_run``.
+        stored unless ``dry_run``. An automatic compaction whose summary the policy refuses
+        (:meth:`~CompactionPolicy.refuses_summary`) is skipped too, said and never stored.
         """
         began = time.monotonic()
         history = self._history
@@ -310,6 +311,13 @@ class HistoryManager:
             )
             summary.tokens = summary_tokens(summary)
         retired = policy.supersedes(history) if summary is not None else []
+        refusal = ""
+        if summary is not None and trigger == Trigger.AUTO:
+            refusal = policy.refuses_summary(view, segment, summary, retired)
+        if refusal:  # said, and nothing stored: history stays as it is
+            skipped = self._skipped(base, refusal, began, store=False)
+            self.events(CompactionFailed(compaction=skipped.compaction, error=refusal))
+            return skipped
         gone = {m.id for m in segment}
         kept = [m for m in history.messages if m.id not in gone]
         carried = sum(s.tokens or 0 for s in history.summaries if s.id not in retired)

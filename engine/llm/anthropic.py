@@ -159,6 +159,8 @@ class AnthropicProvider:
             params["system"] = system
         if tools:
             params["tools"] = tools
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
         return params
 
     # --- one attempt -----------------------------------------------------------------------

@@ -16,6 +16,7 @@ from engine.context.history import (
 )
 from engine.events import (
     BudgetWarning,
+    Notice,
 )
 from engine.llm.base import (
     ProviderError,
@@ -161,15 +162,7 @@ class Steering(WriterLease):
     def _live_summary_call(self, built: BuiltContext | None, prompt: str) -> Callable[[float], str]:
         """Seed 002: the live conversation plus ``prompt`` as the (mock) user message, answered
         by the model."""
-        request = (built or self._build_idle()).request
-        messages = [*request.messages, {"role": "user", "content": prompt}]
-        if messages[-2]["role"] == "user":
-            last = messages.pop()
-            messages[-1] = {
-                "role": "user",
-                "content": [*messages[-1]["content"], {"type": "text", "text": last["content"]}],
-            }
-        live = request.model_copy(update={"messages": messages})
+        live = self.strategy.live_summary_request((built or self._build_idle()).request)
 
         def call(timeout: float) -> str:
             response = self.provider.complete(live, lambda _event: None, self._cancel)
@@ -200,8 +193,15 @@ class Steering(WriterLease):
             )
         )
 
+    _window_told = ""
+    """The strategy's window notice last said (each is said once)."""
+
     def _check(self, user_input: str = "", built: BuiltContext | None = None) -> bool:
         """Ask the strategy at one of its check points; compact when it says so."""
+        told = self.strategy.window_notice(self.settings.context_window)
+        if told and told != self._window_told:
+            self.events(Notice(message=told))
+        self._window_told = told
         plan = self.strategy.plan(self._view(user_input, built))
         if plan.compacts:
             self.compact(trigger=Trigger.AUTO)

@@ -2,35 +2,49 @@
 
 - **projection**, before every request: the rounds before the last ``keep_recent_steps`` steps
   keep only their last user and last assistant message; their tool calls and tool results are
-  dropped together (so no call is left without its result); the last N steps go whole; a tool
-  result longer than ``long_result_chars`` is sent as its first and last 1 000 characters
-  (step 5, optional);
+  dropped together (so no call is left without its result); the last N steps go whole, but a
+  tool result longer than ``long_result_chars`` is sent as its first and last 1 000 characters
+  (step 5) — in the running round and in history's last N steps alike, so what a compaction
+  keeps is cut as the seed's ``compress_long_tool_results(messages)`` cuts it;
 - **trigger**, before every request: the projected request's local count is *over*
   ``trigger_tokens`` (``total_tokens > COMPACT_TRIGGER_THRESHOLD``);
 - **compaction**: the live conversation plus the seed's mock user message asks the model for a
-  JSON summary; history becomes ``[mock user, summary (assistant), last N steps]``; a later
-  compaction's conversation contains the earlier pair, so it is re-compacted;
-- profiles ``init`` (200 000 / 150 000 / 3) and ``execute`` (1 000 000 / 700 000 / 5).
+  JSON summary, with ``max_tokens=4000``, ``temperature=0.0`` and no tools (the seed's call);
+  history becomes ``[mock user, summary (assistant), last N steps]``; a later compaction's
+  conversation contains the earlier pair, so it is re-compacted. An automatic compaction
+  whose mock pair would send no fewer tokens than what it replaces is skipped, nothing stored
+  (the seed compacts to shrink: 155K → 70K, 720K → 200K);
+- profiles ``init`` (200 000 / 150 000 / 3) and ``execute`` (1 000 000 / 700 000 / 5). The
+  profile's window is the window of the model the seed gives it (Opus 200K, Sonnet 1M); the
+  session's ``context_window`` is the window of the model actually asked, and no request goes
+  over it. So the profile's window is not applied (1 000 000 to a 200 000-token model would
+  send requests it refuses, "prompt is too long"); when the session's window is at or below
+  the profile's trigger, the trigger can never fire and the user is told so once.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from typing import Any
 
-from engine.compaction.placement import MOCK_USER_PROMPT
+from engine.compaction.placement import MOCK_USER_PROMPT, summary_tokens
 from engine.compaction.policy import (
     CheckPoint,
     CompactionPolicy,
     Lifecycle,
     Measure,
+    Plan,
     PolicyView,
     Prefix,
     cut_before,
     last_units_start,
 )
 from engine.compaction.strategies.formats import MOCK_USER_SPEC
+from engine.messages.request import ProviderRequest
 from engine.messages.scratchpad import ScratchResult, ScratchStep
-from engine.models import Message, Placement
+from engine.messages.tokens import ensure_counted
+from engine.models import Message, Placement, Summary
 
 KEEP_HEAD_CHARS = 1000
 KEEP_TAIL_CHARS = 1000
@@ -60,8 +74,12 @@ class MockUserStrategy(CompactionPolicy):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._projected: dict[int, Message] = {}
         self._cut_results: dict[str, ScratchResult] = {}
+        self._cut_messages: dict[int, Message] = {}
         self._older: tuple[Prefix, list[Message]] = (Prefix(None, 0, None), [])
         """The complete rounds projected last time, reused while history only grows."""
+        self._refused: Summary | None = None
+        """The last summary skipped for not shrinking the request: no new summary call until
+        what a compaction would replace is sent as more tokens than it."""
 
     @property
     def numbers(self) -> tuple[int, int, int]:
@@ -84,6 +102,114 @@ class MockUserStrategy(CompactionPolicy):
             return self.emergency_cut(view)
         return cut
 
+    def plan(self, view: PolicyView, *, emergency: bool = False) -> Plan:
+        if emergency:
+            return super().plan(view, emergency=True)
+        return Plan(
+            self.name,
+            self.measure(view),
+            lambda: self.select(view),
+            lambda cut: self._cannot_shrink(view, cut),
+        )
+
+    def window_notice(self, window: int) -> str:
+        profile = self.settings.strategies.mock_user.profile
+        own_window, trigger, _ = self.numbers
+        if trigger < window:
+            return ""
+        return (
+            f"mock-user's profile {profile!r} (a {own_window:,}-token model) compacts over "
+            f"{trigger:,} tokens, but this session's context window is {window:,}: its trigger "
+            "never fires and only the engine's last resort keeps requests inside the window. Set "
+            f"context_window = {own_window} if the model has that window, or "
+            f"strategies.mock-user.trigger_tokens below {window}, or another profile."
+        )
+
+    # -- does a compaction shrink what is sent? ------------------------------------------------
+    def _sent_tokens(self, view: PolicyView, messages: list[Message]) -> int:
+        """L3 messages as they are sent: the rounds before the last N steps projected, long
+        results in the last N steps cut, the round in progress as the view counts it."""
+        rnd = view.in_progress
+        earlier = [m for m in messages if rnd is None or m.meta.round != rnd]
+        current = [m for m in messages if rnd is not None and m.meta.round == rnd]
+        left = 2 * self.numbers[2] - max(0, len(current) - 1)
+        recent_from = last_units_start(earlier, left) if left > 0 else len(earlier)
+        limit = self.settings.strategies.mock_user.long_result_chars
+        sent = self._project_rounds(earlier[:recent_from]) + self._cut_history(
+            earlier[recent_from:], limit
+        )
+        return sum(ensure_counted(m) for m in sent) + sum(view.tokens_of(m) for m in current)
+
+    def _replaced(self, view: PolicyView, cut: list[Message], retired: list[int]) -> int:
+        """Tokens of what is sent now that a compaction of ``cut`` takes away (the summaries
+        it retires included)."""
+        gone = {m.id for m in cut}
+        kept = [m for m in view.history.messages if m.id not in gone]
+        summaries = view.history.summaries
+        before = sum(s.tokens or 0 for s in summaries) + self._sent_tokens(
+            view, view.history.messages
+        )
+        carried = sum(s.tokens or 0 for s in summaries if s.id not in retired)
+        return before - carried - self._sent_tokens(view, kept)
+
+    def _cannot_shrink(self, view: PolicyView, cut: list[Message]) -> str:
+        """Before the summary call: a pair at least as large as the last refused summary (or
+        the bare mock user turn) would not be smaller than what it replaces."""
+        if not cut:
+            return "nothing outside what this strategy always keeps"
+        floor = self._refused or Summary(
+            session_id=0, content="", first_round=0, last_round=0, placement=Placement.MOCK_PAIR
+        )
+        pair = summary_tokens(floor)
+        replaced = self._replaced(view, cut, self.supersedes(view.history))
+        if replaced > pair:
+            return ""
+        last = " (the size of the last summary, skipped for this reason)" if self._refused else ""
+        return (
+            f"what it would replace is sent as {replaced:,} tokens and the mock user turn with "
+            f"a summary takes at least {pair:,}{last}: the request would not shrink"
+        )
+
+    def refuses_summary(
+        self, view: PolicyView, cut: list[Message], summary: Summary, retired: list[int]
+    ) -> str:
+        pair = summary.tokens if summary.tokens is not None else summary_tokens(summary)
+        replaced = self._replaced(view, cut, retired)
+        if pair < replaced:
+            self._refused = None
+            return ""
+        self._refused = summary
+        return (
+            f"the mock user turn and the summary would be sent as {pair:,} tokens, in place of "
+            f"{replaced:,} tokens of history as sent: the request would not shrink, so nothing "
+            "was archived or stored"
+        )
+
+    # -- the summary call --------------------------------------------------------------------
+    def live_summary_request(self, request: ProviderRequest) -> ProviderRequest:
+        """The seed's ``messages.create(system=…, messages=current_messages + [compact_prompt],
+        max_tokens=4000, temperature=0.0)``: no tools, so the live conversation's tool calls
+        and results go as text (the Messages API refuses ``tool_use`` / ``tool_result``
+        blocks in a request that defines no tools)."""
+        own = self.settings.strategies.mock_user
+        messages = [_without_tool_blocks(m) for m in request.messages]
+        turn = {"type": "text", "text": MOCK_USER_PROMPT}
+        if messages and messages[-1]["role"] == "user":
+            # The request ends with the round's input or results: one user turn, as the API
+            # wants roles to alternate.
+            messages[-1] = {"role": "user", "content": [*messages[-1]["content"], turn]}
+        else:
+            messages.append({"role": "user", "content": [turn]})
+        return request.model_copy(
+            update={
+                "messages": messages,
+                "tools": [],
+                "max_tokens": own.summary_max_tokens,
+                "temperature": own.summary_temperature,
+            }
+        )
+
+    # -- what is sent --------------------------------------------------------------------------
     def project(
         self, messages: list[Message], scratchpad: list[ScratchStep], in_progress: int | None
     ) -> tuple[list[Message], list[ScratchStep]]:
@@ -91,8 +217,10 @@ class MockUserStrategy(CompactionPolicy):
         # The last N steps are the newest 2N messages: the scratchpad's first, then history's.
         left = 2 * keep_steps - sum(1 + len(s.results) for s in scratchpad)
         recent_from = last_units_start(messages, left) if left > 0 else len(messages)
-        projected = self._project_older(messages[:recent_from]) + messages[recent_from:]
         limit = self.settings.strategies.mock_user.long_result_chars
+        projected = self._project_older(messages[:recent_from]) + self._cut_history(
+            messages[recent_from:], limit
+        )
         return projected, [self._cut_step(step, limit) for step in scratchpad]
 
     def _project_older(self, older: list[Message]) -> list[Message]:
@@ -139,6 +267,23 @@ class MockUserStrategy(CompactionPolicy):
             )
         return found
 
+    def _cut_history(self, messages: list[Message], limit: int) -> list[Message]:
+        """History's last N steps, each tool result over ``limit`` characters cut (step 5)."""
+        if not limit:
+            return messages
+        out = []
+        for msg in messages:
+            if msg.role != "tool" or len(msg.content) <= limit or msg.id is None:
+                out.append(msg)
+                continue
+            cut = self._cut_messages.get(msg.id)
+            if cut is None:
+                cut = self._cut_messages[msg.id] = msg.model_copy(
+                    update={"content": cut_long_result(msg.content, limit), "tokens": None}
+                )
+            out.append(cut)
+        return out
+
     def _cut_step(self, step: ScratchStep, limit: int) -> ScratchStep:
         if not limit or all(len(r.text) <= limit for r in step.results):
             return step
@@ -154,3 +299,29 @@ class MockUserStrategy(CompactionPolicy):
                 )
             results.append(cut)
         return ScratchStep(assistant=step.assistant, results=results)
+
+
+def _without_tool_blocks(message: dict[str, Any]) -> dict[str, Any]:
+    """A wire message with its ``tool_use`` / ``tool_result`` blocks as text blocks, in the
+    ReAct form of the history pane (``Action: Read[{...}]``, ``Observation: ...``)."""
+    content = message["content"]
+    if isinstance(content, str):
+        return {"role": message["role"], "content": [{"type": "text", "text": content}]}
+    blocks = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "tool_use":
+            args = json.dumps(block.get("input", {}), ensure_ascii=False)
+            blocks.append({"type": "text", "text": f"Action: {block.get('name')}[{args}]"})
+        elif kind == "tool_result":
+            blocks.append({"type": "text", "text": f"Observation: {_result_text(block)}"})
+        else:
+            blocks.append(block)
+    return {"role": message["role"], "content": blocks}
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    content = block.get("content", "")
+    if isinstance(content, str):
+        return content or "(empty)"
+    return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict)) or "(empty)"
