@@ -88,7 +88,9 @@ class MockUserSettings(_Section):
     profile: Literal["init", "execute"] = "init"
     """``init``: 200 000 / 150 000 / 3; ``execute``: 1 000 000 / 700 000 / 5."""
     context_window: int | None = Field(None, gt=0)
-    """Overrides the profile's context window (002: ``API_HARD_LIMIT``)."""
+    """Overrides the profile's context window (002: ``API_HARD_LIMIT``), the window of the model
+    the profile is for. Requests stay inside the session's ``context_window`` (the model asked);
+    when that is at or below the trigger, a notice names this window as the fix."""
     trigger_tokens: int | None = Field(None, gt=0)
     """Overrides the profile's ``COMPACT_TRIGGER_THRESHOLD``: compacts when total > this."""
     keep_recent_steps: int | None = Field(None, ge=1)
@@ -98,8 +100,6 @@ class MockUserSettings(_Section):
     1 000 characters, in the running round and in history's last N steps; 0 turns it off."""
     summary_max_tokens: int = Field(4000, gt=0)
     """``max_tokens`` of the summary call (002: ``max_tokens=4000``)."""
-    summary_temperature: float = Field(0.0, ge=0, le=1)
-    """``temperature`` of the summary call (002: ``temperature=0.0``, less randomness)."""
 
     def resolved(self) -> tuple[int, int, int]:
         """(context window, trigger tokens, keep recent steps) after the overrides."""

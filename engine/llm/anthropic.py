@@ -159,8 +159,6 @@ class AnthropicProvider:
             params["system"] = system
         if tools:
             params["tools"] = tools
-        if request.temperature is not None:
-            params["temperature"] = request.temperature
         return params
 
     # --- one attempt -----------------------------------------------------------------------

@@ -21,6 +21,3 @@ class ProviderRequest(BaseModel):
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] = Field(default_factory=list)
     max_tokens: int = 8192
-    temperature: float | None = None
-    """Sampling temperature; None leaves it out of the request (the API's default, 1.0).
-    Seed 002's summary call sends 0.0."""

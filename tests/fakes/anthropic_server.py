@@ -351,14 +351,34 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+SAMPLING_PARAMETERS = ("temperature", "top_p", "top_k")
+"""Refused by the API version the anthropic SDK 2.x sends (``anthropic-version: 2026-10-21``),
+whatever their value; the SDK no longer has them."""
+
+
 def refusals(body: dict[str, Any]) -> list[str]:
     """Why the real Messages API would refuse ``body`` (empty when it would accept it):
     duplicate tool_use ids, orphan or missing tool results, wrong alternation, empty content
-    or text blocks, more than 4 cache breakpoints."""
+    or text blocks, more than 4 cache breakpoints, tool blocks in a request without tools,
+    sampling parameters."""
     messages = body.get("messages")
     if not isinstance(messages, list):
         return ["messages: field required"]
     problems = validate_conversation(messages)
+    problems += [
+        f"{key}: Extra inputs are not permitted" for key in SAMPLING_PARAMETERS if key in body
+    ]
+    kinds = {
+        b.get("type")
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, dict)
+    }
+    if not body.get("tools") and kinds & {"tool_use", "tool_result"}:
+        problems.append(
+            "Requests which include `tool_use` or `tool_result` blocks must define tools."
+        )
     system = body.get("system") or []
     blocks = [system] if isinstance(system, str) else list(system)
     for i, block in enumerate(blocks):

@@ -38,7 +38,11 @@ def test_the_fake_refuses_what_the_api_refuses() -> None:
         {"role": "assistant", "content": [use]},
         {"role": "user", "content": [result]},
     ]
-    assert refusals({"messages": good}) == []
+    tools = [{"name": "LS", "description": "list", "input_schema": {"type": "object"}}]
+    assert refusals({"messages": good, "tools": tools}) == []
+    assert any("must define tools" in p for p in refusals({"messages": good}))
+    sampled = {"messages": good, "tools": tools, "temperature": 0.0}
+    assert refusals(sampled) == ["temperature: Extra inputs are not permitted"]
     twice = [*good, {"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
     assert any("duplicate tool_use id t1" in p for p in refusals({"messages": twice}))
     orphan = [{"role": "user", "content": [result]}]
@@ -84,7 +88,8 @@ def test_mock_user_asks_the_live_conversation_and_stores_the_answer(
     assert after[0]["content"][0]["text"] == MOCK_USER_PROMPT
     assert after[1]["content"][0]["text"] == '{"current": "first"}'
     second = fake_anthropic.requests[4].body["messages"]
-    assert second[-1]["content"][0]["type"] == "tool_result"  # the live step, then the mock turn
+    # the live step (its result as text: the summary call sends no tools), then the mock turn
+    assert second[-1]["content"][0]["text"].startswith("Observation: ")
     assert second[-1]["content"][-1]["text"] == MOCK_USER_PROMPT
     [summ] = agent.history.history.summaries  # the first one was re-compacted
     assert summ.content == summary and summ.placement == Placement.MOCK_PAIR

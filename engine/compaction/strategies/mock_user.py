@@ -9,7 +9,8 @@
 - **trigger**, before every request: the projected request's local count is *over*
   ``trigger_tokens`` (``total_tokens > COMPACT_TRIGGER_THRESHOLD``);
 - **compaction**: the live conversation plus the seed's mock user message asks the model for a
-  JSON summary, with ``max_tokens=4000``, ``temperature=0.0`` and no tools (the seed's call);
+  JSON summary, with the seed's ``max_tokens=4000`` and no tools (its ``temperature=0.0`` the
+  API no longer takes);
   history becomes ``[mock user, summary (assistant), last N steps]``; a later compaction's
   conversation contains the earlier pair, so it is re-compacted. An automatic compaction
   whose mock pair would send no fewer tokens than what it replaces is skipped, nothing stored
@@ -190,7 +191,12 @@ class MockUserStrategy(CompactionPolicy):
         """The seed's ``messages.create(system=…, messages=current_messages + [compact_prompt],
         max_tokens=4000, temperature=0.0)``: no tools, so the live conversation's tool calls
         and results go as text (the Messages API refuses ``tool_use`` / ``tool_result``
-        blocks in a request that defines no tools)."""
+        blocks in a request that defines no tools).
+
+        ``temperature=0.0`` is not sent: the Messages API version the anthropic SDK sends
+        (``anthropic-version: 2026-10-21``, SDK 2.x) refuses ``temperature``, ``top_p`` and
+        ``top_k`` with a 400 ("Extra inputs are not permitted"), and the SDK no longer has the
+        parameter; Opus 4.7 and later refuse it on any version."""
         own = self.settings.strategies.mock_user
         messages = [_without_tool_blocks(m) for m in request.messages]
         turn = {"type": "text", "text": MOCK_USER_PROMPT}
@@ -205,7 +211,6 @@ class MockUserStrategy(CompactionPolicy):
                 "messages": messages,
                 "tools": [],
                 "max_tokens": own.summary_max_tokens,
-                "temperature": own.summary_temperature,
             }
         )
 
