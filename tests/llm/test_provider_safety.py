@@ -83,7 +83,10 @@ def test_duplicate_tool_use_ids_are_renamed_at_the_provider_boundary(
             "content": [{"type": "tool_result", "tool_use_id": "toolu_old", "content": "x"}],
         },
     ]
-    response = provider.complete(_request(*earlier), lambda _e: None)
+    # The API refuses tool blocks in a request that defines no tools.
+    ls = {"name": "LS", "description": "list a folder", "input_schema": {"type": "object"}}
+    request = _request(*earlier).model_copy(update={"tools": [ls]})
+    response = provider.complete(request, lambda _e: None)
     assert [c.id for c in response.tool_calls] == ["toolu_A", "toolu_A_2", "toolu_old_2"]
     assert [c.input for c in response.tool_calls] == [
         {"file_path": "a"},
