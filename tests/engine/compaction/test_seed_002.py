@@ -20,7 +20,7 @@ from engine.compaction.strategies.mock_user import MockUserStrategy
 from engine.compaction.summary import SummaryCompressor
 from engine.config import Settings
 from engine.context.history import HistoryManager
-from engine.events import CompactionFailed, Event, Notice
+from engine.events import BudgetWarning, CompactionFailed, Event, Notice
 from engine.llm.anthropic import AnthropicProvider
 from engine.llm.offline import OfflineProvider
 from engine.messages.tokens import count_request
@@ -267,3 +267,43 @@ def test_the_summary_call_is_the_seeds_request_on_the_wire(
     assert refusals({**with_blocks, "tools": []}) == [
         "Requests which include `tool_use` or `tool_result` blocks must define tools."
     ]
+
+
+def test_a_live_run_skips_the_growing_compaction_and_asks_no_more(
+    fake_api: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """Seed: "Compact前（total_tokens=155K）… Compact后（total_tokens≈70K）" — against the
+    fake Messages API: the model's summary is longer than the round it would replace, so the
+    compaction is skipped (said, nothing stored) and, while what it would replace stays
+    smaller than that summary, no further summary call is made."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n" * 50)
+    small = {"mock-user": {"trigger_tokens": 500, "keep_recent_steps": 1}}
+    settings = Settings(strategy="mock-user", max_retries=0, strategies=small)
+    store = Store.open(tmp_path / "s.db")
+    session = store.create_session(str(ws), "t", strategy="mock-user")
+    provider = AnthropicProvider(settings, api_key="sk-test", base_url=fake_api.url)
+    events: list[Event] = []
+    agent = Agent(store, session, settings, provider, ws, events=events.append)
+    long_summary = _summary(3_000)
+    fake_api.script([
+        tool_reply(("Read", {"file_path": "a.py"}), text="Reading."),
+        text_reply("a.py sets x."),
+        text_reply(long_summary),  # round 2: the one summary call, refused
+        tool_reply(("Read", {"file_path": "a.py"}), text="Again."),
+        text_reply("done"),
+    ])  # fmt: skip
+    assert agent.run("read a.py").status == RoundStatus.FINISHED
+    assert agent.run("read it again").status == RoundStatus.FINISHED
+    assert fake_api.refused == [] and len(fake_api.requests) == 5
+
+    assert [r.body["max_tokens"] for r in fake_api.requests].count(4000) == 1
+    assert store.compactions(agent.session_id) == [] and not agent.history.history.summaries
+    skipped = [e for e in events if isinstance(e, CompactionFailed)]
+    assert len(skipped) == 1 and "would not shrink" in skipped[0].error
+    assert skipped[0].compaction.outcome == Outcome.SKIPPED
+    warned = [e for e in events if isinstance(e, BudgetWarning) and "would not shrink" in e.message]
+    assert warned  # the next check says why, without asking the model again
+    later = json.dumps([r.body for r in fake_api.requests[3:]])
+    assert "checked checked" not in later  # the refused summary was never sent
