@@ -365,17 +365,11 @@ def refusals(body: dict[str, Any]) -> list[str]:
     if not isinstance(messages, list):
         return ["messages: field required"]
     problems = validate_conversation(messages)
-    problems += [
-        f"{key}: Extra inputs are not permitted" for key in SAMPLING_PARAMETERS if key in body
-    ]
-    kinds = {
-        b.get("type")
-        for m in messages
-        if isinstance(m.get("content"), list)
-        for b in m["content"]
-        if isinstance(b, dict)
-    }
-    if not body.get("tools") and kinds & {"tool_use", "tool_result"}:
+    problems += [f"{k}: Extra inputs are not permitted" for k in SAMPLING_PARAMETERS if k in body]
+    blocks_sent = [b for m in messages if isinstance(m.get("content"), list) for b in m["content"]]
+    if not body.get("tools") and any(
+        isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in blocks_sent
+    ):
         problems.append(
             "Requests which include `tool_use` or `tool_result` blocks must define tools."
         )
@@ -385,10 +379,7 @@ def refusals(body: dict[str, Any]) -> list[str]:
         text = block if isinstance(block, str) else block.get("text", "")
         if not str(text).strip():
             problems.append(f"system block {i}: text content blocks must be non-empty")
-    cached = [b for b in [*blocks, *(body.get("tools") or [])] if isinstance(b, dict)]
-    for m in messages:
-        if isinstance(m.get("content"), list):
-            cached += m["content"]
+    cached = [b for b in [*blocks, *(body.get("tools") or []), *blocks_sent] if isinstance(b, dict)]
     n = sum(1 for b in cached if "cache_control" in b)
     if n > MAX_CACHE_BREAKPOINTS:
         problems.append(
