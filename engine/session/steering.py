@@ -68,8 +68,8 @@ class Steering(WriterLease):
         chosen by hand, every closed round but the last ``keep_rounds``."""
         built = self._build(self.current_question) if self.current_round else None
         view = self._view("", built)
-        prompt = self.strategy.live_summary_prompt
-        live = None if prompt is None else self._live_summary_call(built, prompt)
+        asks_live = self.strategy.live_summary_prompt is not None
+        live = self._live_summary_call(built) if asks_live else None
         return self.history.prepare(
             self.strategy,
             self.summaries,
@@ -159,9 +159,10 @@ class Steering(WriterLease):
             pinned=self.history.pinned_ids,
         )
 
-    def _live_summary_call(self, built: BuiltContext | None, prompt: str) -> Callable[[float], str]:
-        """Seed 002: the live conversation plus ``prompt`` as the (mock) user message, answered
-        by the model."""
+    def _live_summary_call(self, built: BuiltContext | None) -> Callable[[float], str]:
+        """Seed 002: the live conversation plus the strategy's (mock) user message, as the
+        strategy asks it (:meth:`~engine.compaction.policy.CompactionPolicy.live_summary_request`),
+        answered by the model."""
         live = self.strategy.live_summary_request((built or self._build_idle()).request)
 
         def call(timeout: float) -> str:
