@@ -120,6 +120,11 @@ class MessageWindowSettings(_Section):
     """``chatHistory.compactKeepLastMessages``: messages kept after compaction (003: 30)."""
     log_window: int = Field(200, ge=2)
     """``agentContext.windowEntries``: execution-log entries kept (003: 200)."""
+    max_injected_messages: int = Field(120, ge=1)
+    """``maxInjectedMessages``: messages the loading tools may inject in one run (003: 120)."""
+    injected_max_chars: int = Field(12_000, ge=100)
+    """An injected transcript or log longer than this is cut, with a marker (ctxscope's guard;
+    the seed sets none)."""
 
 
 class HeadMiddleTailSettings(_Section):

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from tools.injection import Injections
 from tools.secrets import Redactor
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
@@ -162,6 +163,15 @@ class ToolContext:
     """Searches the session's archived segments (``query, limit``); None: no store."""
     secrets: Redactor | None = None
     """Known secret values to redact from results; built from the environment when None."""
+    chat_transcript: Callable[[], list[tuple[str, str]]] | None = None
+    """The session's chat as its user saw it, ``(role, text)`` oldest first: every earlier
+    round's input and final answer, archived ones included (seed 003's ChatStore transcript);
+    None: no store."""
+    execution_log: Callable[[], list[dict[str, Any]]] | None = None
+    """The entries of the session's execution log, oldest first (seed 003's
+    ``agent-context.jsonl``); None: no log."""
+    injections: Injections | None = None
+    """What tools injected into the run in progress (seed 003); None: injection unsupported."""
 
     def redactor(self) -> Redactor:
         """The secrets of this process' environment (names matching ``secret_env_patterns``)."""

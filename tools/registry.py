@@ -46,6 +46,12 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def extended(self, tools: list[Tool]) -> ToolRegistry:
+        """This registry with ``tools`` after its own (those whose name it lacks): calls to them
+        run here, every other call as this registry runs it. ``self`` when nothing is added."""
+        extra = [t for t in tools if t.name not in self._tools]
+        return _Extended(self, extra) if extra else self
+
     def schemas(self) -> list[dict[str, Any]]:
         """Anthropic tool definitions (name, description, input_schema), in order."""
         out: list[dict[str, Any]] = []
@@ -81,6 +87,21 @@ class ToolRegistry:
             return ToolResult.fail(
                 "internal_error", f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
             )
+
+
+class _Extended(ToolRegistry):
+    """A registry's tools and some more (a strategy's own: seed 003's loading tools)."""
+
+    def __init__(self, base: ToolRegistry, extra: list[Tool]) -> None:
+        own = [t for t in (base.get(n) for n in base.names) if t is not None]
+        super().__init__([*own, *extra])
+        self._base = base
+        self._extra = {t.name for t in extra}
+
+    def run(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if name in self._extra:
+            return super().run(name, raw_input, ctx)
+        return self._base.run(name, raw_input, ctx)
 
 
 def redact(result: ToolResult, secrets: Redactor) -> None:

@@ -1,18 +1,65 @@
 """Seed 003's execution log: one JSON line per run, windowed.
 
-After every run an entry ``{requestId, userPreview, outputPreview, toolCalls}`` is appended to
-the session's ``agent-context.jsonl`` (the seed's ``.ship/memory/agent-context/<chatKey>.jsonl``).
+After every run an entry ``{requestId, userPreview, outputPreview, toolCalls, hadToolFailure}``
+is appended to the session's ``agent-context.jsonl`` (the seed's
+``.ship/memory/agent-context/<chatKey>.jsonl``). ``toolCalls`` is the seed's *summary* of the
+run's calls (``生成 toolCalls 摘要``): per call the tool, a one-line preview of its input
+(:func:`input_preview`, never the whole input: a Write's file content is not copied into the
+log) and whether it succeeded; ``hadToolFailure`` says whether any call failed (seed 4.2).
+
 When the file holds more than ``window`` entries, the older ones are merged into one summary
-entry and the last ``window - 1`` are kept (``compactAgentExecutionIfNeeded``). The file is
-rewritten through a temporary file and a rename, so a crash leaves the old or the new log.
+entry and the last ``window - 1`` are kept (``compactAgentExecutionIfNeeded``). A merged
+entry's ``requestId`` is ``summary:<first>..<last>``, the first and last runs it stands for,
+however many merges it went through (the range stays flat). The file is rewritten through a
+temporary file and a rename, so a crash leaves the old or the new log.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+PREVIEW_CHARS = 200
+"""Characters of the user input, the answer and each call's input kept in an entry."""
+FIELD_CHARS = 60
+"""Characters of one input field in a call's preview before it is cut."""
+SUMMARY_PREFIX = "summary:"
+
+
+def input_preview(arguments: dict[str, Any], limit: int = PREVIEW_CHARS) -> str:
+    """A tool call's input on one line: ``key=value`` pairs, a long value cut with its length
+    (``content=def main():… (4,210 chars)``), the whole at most ``limit`` characters."""
+    parts: list[str] = []
+    for key, value in arguments.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = " ".join(text.split())
+        if len(text) > FIELD_CHARS:
+            text = f"{text[:FIELD_CHARS]}… ({len(text):,} chars)"
+        parts.append(f"{key}={text}")
+    line = ", ".join(parts)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def run_entry(
+    request_id: str,
+    user_input: str,
+    answer: str,
+    calls: Iterable[tuple[str, dict[str, Any], bool]],
+) -> dict[str, Any]:
+    """The log entry of one run; ``calls`` are ``(tool, input, succeeded)`` in order."""
+    tool_calls = [
+        {"tool": name, "input": input_preview(arguments), "ok": ok} for name, arguments, ok in calls
+    ]
+    return {
+        "requestId": request_id,
+        "userPreview": user_input[:PREVIEW_CHARS],
+        "outputPreview": answer[:PREVIEW_CHARS],
+        "toolCalls": tool_calls,
+        "hadToolFailure": any(not c["ok"] for c in tool_calls),
+    }
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
@@ -26,22 +73,48 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def _run_range(entry: dict[str, Any]) -> tuple[str, str]:
+    """The first and last run ``entry`` stands for (itself, unless it is a merged entry)."""
+    request_id = str(entry.get("requestId"))
+    if not entry.get("summary"):
+        return request_id, request_id
+    if "firstRequestId" in entry:
+        return str(entry["firstRequestId"]), str(entry["lastRequestId"])
+    # A log written before the range was kept flat: ``summary:summary:1..5..7``.
+    while request_id.startswith(SUMMARY_PREFIX):
+        request_id = request_id[len(SUMMARY_PREFIX) :]
+    ids = request_id.split("..")
+    return ids[0], ids[-1]
+
+
 def merge_entries(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """One summary entry standing for ``entries`` (their count, requests and tool use)."""
-    tools: dict[str, int] = {}
+    tools: dict[str, dict[str, Any]] = {}
     merged = 0
     for e in entries:
         merged += int(e.get("merged", 1))
         for call in e.get("toolCalls", []):
             name = str(call.get("tool", "?"))
-            tools[name] = tools.get(name, 0) + int(call.get("count", 1))
+            tally = tools.setdefault(name, {"tool": name, "count": 0})
+            tally["count"] += int(call.get("count", 1))
+            # a merged entry's tally carries its failures, a run's call its own outcome
+            if "count" in call:
+                failed = int(call.get("failed", 0))
+            else:
+                failed = 0 if call.get("ok", True) else 1
+            if failed:
+                tally["failed"] = tally.get("failed", 0) + failed
+    first, last = _run_range(entries[0])[0], _run_range(entries[-1])[1]
     return {
-        "requestId": f"summary:{entries[0].get('requestId')}..{entries[-1].get('requestId')}",
+        "requestId": f"{SUMMARY_PREFIX}{first}..{last}",
+        "firstRequestId": first,
+        "lastRequestId": last,
         "summary": True,
         "merged": merged,
         "userPreview": " | ".join(str(e.get("userPreview", ""))[:60] for e in entries[-5:]),
-        "outputPreview": str(entries[-1].get("outputPreview", ""))[:200],
-        "toolCalls": [{"tool": name, "count": n} for name, n in tools.items()],
+        "outputPreview": str(entries[-1].get("outputPreview", ""))[:PREVIEW_CHARS],
+        "toolCalls": list(tools.values()),
+        "hadToolFailure": any(bool(e.get("hadToolFailure")) for e in entries),
     }
 
 

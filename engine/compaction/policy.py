@@ -35,6 +35,7 @@ from engine.config import Settings
 from engine.messages.request import ProviderRequest
 from engine.messages.scratchpad import ScratchStep
 from engine.models import History, Message, Placement, Summary
+from tools.base import Tool
 
 
 class CheckPoint(StrEnum):
@@ -287,6 +288,9 @@ class CompactionPolicy:
     """Whether the measure reads the last API usage (the agent looks it up only then)."""
     keeps_execution_log: ClassVar[bool] = False
     """Seed 003: an entry per run in the session's ``agent-context.jsonl``."""
+    extra_tools: ClassVar[tuple[type[Tool], ...]] = ()
+    """Tools the agent offers, after its own, while this strategy is on (seed 003: the two
+    loading tools, ``chat_load_history`` and ``agent_load_context``)."""
     writes_raw_middle: ClassVar[bool] = False
     """Seed 004 F-006: the archived messages also go to a JSON file beside the database."""
     live_summary_prompt: ClassVar[str | None] = None

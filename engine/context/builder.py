@@ -5,7 +5,9 @@ history) → the current user input → this round's scratchpad → the todo rec
 
 On the Anthropic wire:
 
-- ``system`` = [L1 system prompt, L2 CODE_LAW, one block per L3 summary];
+- ``system`` = [L1 system prompt, L2 CODE_LAW, one block per L3 summary, then one block per
+  text a tool injected into this run as a system message (seed 003's ``agent_load_context``,
+  counted with the summaries)];
 - ``messages`` = history (user text; assistant text + ``tool_use``; consecutive tool messages
   as one user message of ``tool_result`` blocks), the question, the scratchpad steps with their
   FULL results, and the todo recap as a ``<system-reminder>`` text block appended to the last
@@ -36,7 +38,7 @@ from __future__ import annotations
 import bisect
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -219,6 +221,7 @@ class ContextBuilder:
         self._code_law_memo: tuple[str, int] = ("", 0)
         self._summary_memo: dict[str, int] = {}
         self._question_memo: tuple[str, int] = ("", 0)
+        self._injected_memo: dict[str, int] = {}
         self._prefix: _Prefix | None = None
         """The wire of the last build's summaries and history, to resume from."""
 
@@ -228,6 +231,8 @@ class ContextBuilder:
         scratchpad: list[ScratchStep],
         question: str,
         todo_recap: str = "",
+        *,
+        injected_system: Sequence[str] = (),
     ) -> BuiltContext:
         """The request for the next model call of this round.
 
@@ -237,12 +242,20 @@ class ContextBuilder:
         :func:`engine.messages.tokens.count_message`; missing counts are filled in (and cached).
         Messages are treated as values: a changed message is a new object (the store and the
         strategies' projections make new ones), so an unchanged prefix is not placed again.
+
+        ``injected_system``: texts a tool injected into this run as system messages (seed 003);
+        they follow the summaries, after the last cache breakpoint, and count as L3 summaries.
         """
         with _gc_paused():
-            return self._build(history, scratchpad, question, todo_recap)
+            return self._build(history, scratchpad, question, todo_recap, injected_system)
 
     def _build(
-        self, history: History, scratchpad: list[ScratchStep], question: str, todo_recap: str
+        self,
+        history: History,
+        scratchpad: list[ScratchStep],
+        question: str,
+        todo_recap: str,
+        injected_system: Sequence[str] = (),
     ) -> BuiltContext:
         layers = dict.fromkeys(LAYERS, 0)
         layers["L1 system"] = self._l1_system
@@ -277,6 +290,11 @@ class ContextBuilder:
         # summaries were marked when they were placed).
         if not leading and summaries:
             system[-1]["cache_control"] = EPHEMERAL
+        injected = [text for text in injected_system if has_text(text)]
+        for text in injected:
+            # After the breakpoints: an injection lasts one run, the prefix before it stays.
+            system.append(text_block(text))
+            layers["L3 summaries"] += self._count_injected(text)
 
         if has_text(question):
             wire.user_blocks(
@@ -304,7 +322,7 @@ class ContextBuilder:
             "system": self.system_prompt,
             "tools": self.tools,
             "code_law": code_law,
-            "summaries": [*(text for _, text in leading), *summaries],
+            "summaries": [*(text for _, text in leading), *summaries, *injected],
             "history": history.messages,
             "question": question,
             "recap": todo_reminder(todo_recap) if has_text(todo_recap) else "",
@@ -396,6 +414,15 @@ class ContextBuilder:
         if self._code_law_memo[0] != text:
             self._code_law_memo = (text, BLOCK_OVERHEAD + count_repeated(text))
         return self._code_law_memo[1]
+
+    def _count_injected(self, text: str) -> int:
+        # The same injected text is sent at every step of the run that injected it.
+        memo = self._injected_memo
+        if text not in memo:
+            if len(memo) >= 8:  # of earlier runs: a run injects a few texts at most
+                memo.clear()
+            memo[text] = BLOCK_OVERHEAD + count_text(text)
+        return memo[text]
 
     def _count_question(self, text: str) -> int:
         # The question is the same for every step of a round.

@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.compaction.execution_log import read_log
 from engine.compaction.policy import CompactionPolicy
 from engine.compaction.strategies import get_strategy
 from engine.compaction.summary import SummaryCompressor
@@ -45,6 +46,7 @@ from engine.models import (
 )
 from engine.store import Lease, Store
 from tools.base import Asker, ToolContext
+from tools.injection import Injections
 from tools.registry import ToolRegistry, default_registry
 from tools.todo import todo_recap
 
@@ -100,8 +102,11 @@ class AgentCore:
         self.provider = provider
         self.workspace = workspace
         self.events = events
-        self.registry = registry or default_registry()
         self.strategy = strategy or get_strategy(session.strategy or settings.strategy, settings)
+        self.registry = (registry or default_registry()).extended(
+            [tool() for tool in self.strategy.extra_tools]
+        )
+        """The tools the model is offered: the agent's own, then the strategy's."""
         self.data_dir = data_folder(settings, store.path)
         """Files of this app beside the database; the session's own are in ``<id>/``."""
         self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
@@ -112,7 +117,15 @@ class AgentCore:
             on_todos=self._save_todos,
             ask=ask,
             recall=lambda query, limit: store.search_archive(self.session_id, query, limit),
+            chat_transcript=self.chat_transcript,
+            execution_log=lambda: read_log(self.execution_log_path),
+            injections=Injections(
+                max_messages=settings.strategies.message_window.max_injected_messages,
+                max_chars=settings.strategies.message_window.injected_max_chars,
+            ),
         )
+        self._injected: dict[str, Message] = {}
+        """The assistant messages made of injected texts, by text (counted once per run)."""
         self.builder = ContextBuilder(workspace, settings, self.registry.schemas())
         self.compressor = ToolResultCompressor(settings)
         self.preprocessor = InputPreprocessor(settings)
@@ -199,6 +212,32 @@ class AgentCore:
         """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, under the data folder."""
         return self.data_dir / str(self.session_id) / "agent-context.jsonl"
 
+    def chat_transcript(self) -> list[tuple[str, str]]:
+        """The chat as its user saw it (seed 003's ChatStore transcript): each earlier round's
+        input and final answer, archived rounds included, the round in progress left out."""
+        out: list[tuple[str, str]] = []
+        for msg in self.store.all_messages(self.session_id):
+            if msg.meta.round is not None and msg.meta.round == self.current_round:
+                continue
+            if msg.role == "user" or (msg.role == "assistant" and msg.meta.final):
+                out.append((msg.role, msg.content))
+        return out
+
+    def _injected_turn(self) -> list[Message]:
+        """What tools injected as assistant text in this run, as one assistant message for the
+        end of earlier history, just before the current input (seed 003: never changing the
+        user's message; the wire merges it into a preceding assistant turn, as the Messages API
+        allows no two in a row)."""
+        injections = self.tool_ctx.injections
+        texts = injections.assistant if injections is not None else []
+        if not texts:
+            self._injected.clear()
+            return []
+        text = "\n\n".join(texts)
+        if text not in self._injected:
+            self._injected = {text: Message(role="assistant", content=text)}
+        return [self._injected[text]]
+
     def _round_messages(self) -> list[Message]:
         """The stored messages of the round in progress (always the newest in history)."""
         messages = self.history.history.messages
@@ -213,11 +252,13 @@ class AgentCore:
         hist = self.history.history
         earlier = hist.messages[: len(hist.messages) - len(self._round_messages())]
         messages, scratchpad = self.strategy.project(earlier, self.scratchpad, self.current_round)
+        injected = self.tool_ctx.injections
         return self.builder.build(
-            History(summaries=hist.summaries, messages=messages),
+            History(summaries=hist.summaries, messages=[*messages, *self._injected_turn()]),
             scratchpad,
             question,
             self._recap(),
+            injected_system=injected.system if injected is not None else (),
         )
 
     def _build_idle(self, question: str = "") -> BuiltContext:

@@ -12,7 +12,7 @@ called from another thread (the TUI's Esc) at any time.
 
 from __future__ import annotations
 
-from engine.compaction.execution_log import append_run
+from engine.compaction.execution_log import append_run, run_entry
 from engine.compaction.policy import CheckPoint
 from engine.context.builder import (
     BuiltContext,
@@ -87,6 +87,7 @@ class Agent(Fitting):
         self.current_round = rnd.index
         self.current_question = pre.text
         self.scratchpad = []
+        self._clear_injections()
         self.events(RoundStarted(round_index=rnd.index, user_message=user_msg))
         try:
             outcome = self._steps(rnd.index)
@@ -94,25 +95,30 @@ class Agent(Fitting):
             self.last_scratchpad = self.scratchpad
             self.scratchpad = []
             self.current_round = None
+            self._clear_injections()
         if self.strategy.keeps_execution_log:
             self._log_run(outcome, user_input)
         if CheckPoint.AFTER_ROUND in self.strategy.checks:
             self._check()
         return outcome
 
+    def _clear_injections(self) -> None:
+        """What tools injected lasts one run (seed 003): none before it, none after."""
+        if self.tool_ctx.injections is not None:
+            self.tool_ctx.injections.clear()
+
     def _log_run(self, outcome: RoundOutcome, user_input: str) -> None:
-        """Seed 003's execution log: one entry per run, windowed."""
-        calls = [
-            {"tool": c.name, "input": c.input}
-            for step in self.last_scratchpad
-            for c in step.assistant.tool_calls
-        ]
-        entry = {
-            "requestId": f"{self.session_id}-{outcome.round_index}",
-            "userPreview": user_input[:200],
-            "outputPreview": outcome.answer[:200],
-            "toolCalls": calls,
-        }
+        """Seed 003's execution log: one entry per run (its calls summarised), windowed."""
+        calls = []
+        for step in self.last_scratchpad:
+            failed = {r.tool_use_id for r in step.results if r.is_error}
+            answered = {r.tool_use_id for r in step.results}
+            for c in step.assistant.tool_calls:
+                # a call the run never answered (interrupted) did not succeed either
+                calls.append((c.name, c.input, c.id in answered and c.id not in failed))
+        entry = run_entry(
+            f"{self.session_id}-{outcome.round_index}", user_input, outcome.answer, calls
+        )
         window = self.settings.strategies.message_window.log_window
         try:
             append_run(self.execution_log_path, entry, window)
