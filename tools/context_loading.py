@@ -18,7 +18,8 @@ was inserted (``duplicate``, ``limit_reached``, ``empty``).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field
 
@@ -29,6 +30,7 @@ from tools.common import BaseTool, ToolFailure, ToolInput, plural
 from tools.injection import Injections
 
 MAX_COUNT = 200
+T = TypeVar("T")
 
 
 class LoadInput(ToolInput):
@@ -49,10 +51,13 @@ def fingerprint(tool: str, text: str) -> str:
     return f"{tool}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def _injections(ctx: ToolContext, source: object, what: str) -> Injections:
+def _bound(
+    ctx: ToolContext, source: Callable[[], T] | None, what: str
+) -> tuple[Injections, Callable[[], T]]:
+    """The run's injections and the data source, or ``unavailable`` when the agent bound none."""
     if ctx.injections is None or source is None:
         raise ToolFailure("unavailable", f"{what} needs a stored session and a run in progress.")
-    return ctx.injections
+    return ctx.injections, source
 
 
 def _result(
@@ -86,9 +91,8 @@ class ChatLoadHistoryTool(BaseTool):
     input_model = LoadInput
 
     def execute(self, args: LoadInput, ctx: ToolContext) -> ToolResult:
-        injections = _injections(ctx, ctx.chat_transcript, self.name)
-        assert ctx.chat_transcript is not None
-        transcript = ctx.chat_transcript()
+        injections, load = _bound(ctx, ctx.chat_transcript, self.name)
+        transcript = load()
         start, end = window(len(transcript), args.count, args.offset)
         picked = transcript[start:end]
         nouns = ("chat message", "chat messages")
@@ -137,9 +141,8 @@ class AgentLoadContextTool(BaseTool):
     input_model = LoadInput
 
     def execute(self, args: LoadInput, ctx: ToolContext) -> ToolResult:
-        injections = _injections(ctx, ctx.execution_log, self.name)
-        assert ctx.execution_log is not None
-        entries = ctx.execution_log()
+        injections, load = _bound(ctx, ctx.execution_log, self.name)
+        entries = load()
         start, end = window(len(entries), args.count, args.offset)
         picked = entries[start:end]
         nouns = ("log entry", "log entries")

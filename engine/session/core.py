@@ -23,7 +23,7 @@ from engine.context.builder import (
 from engine.context.history import (
     HistoryManager,
 )
-from engine.context.preprocess import InputPreprocessor
+from engine.context.preprocess import REMINDER_CLOSE, REMINDER_OPEN, InputPreprocessor
 from engine.events import (
     EventSink,
     ignore_events,
@@ -58,6 +58,12 @@ CRASH_RESULT = "ctxscope stopped before this tool returned a result."
 def fixed_tokens(built: BuiltContext) -> int:
     """What every request carries besides L3: L1, L2 and the todo recap."""
     return built.total - built.layers["L3 summaries"] - built.layers["L3 history"]
+
+
+def typed_input(stored: str) -> str:
+    """A stored user input as it was typed: without the @file reminder appended to it."""
+    head, sep, tail = stored.rpartition(f"\n\n{REMINDER_OPEN}")
+    return head if sep and tail.rstrip().endswith(REMINDER_CLOSE) else stored
 
 
 class InvalidRequest(AssertionError):
@@ -214,13 +220,16 @@ class AgentCore:
 
     def chat_transcript(self) -> list[tuple[str, str]]:
         """The chat as its user saw it (seed 003's ChatStore transcript): each earlier round's
-        input and final answer, archived rounds included, the round in progress left out."""
+        input (as typed) and final answer, archived rounds included, the round in progress
+        left out."""
         out: list[tuple[str, str]] = []
         for msg in self.store.all_messages(self.session_id):
             if msg.meta.round is not None and msg.meta.round == self.current_round:
                 continue
-            if msg.role == "user" or (msg.role == "assistant" and msg.meta.final):
-                out.append((msg.role, msg.content))
+            if msg.role == "user":
+                out.append(("user", typed_input(msg.content)))
+            elif msg.role == "assistant" and msg.meta.final:
+                out.append(("assistant", msg.content))
         return out
 
     def _injected_turn(self) -> list[Message]:

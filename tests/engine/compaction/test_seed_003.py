@@ -290,7 +290,7 @@ def test_chat_load_history_injects_one_assistant_message_before_the_input(
         ]
     )
     agent = make_agent(store, workspace, provider)
-    agent.run("first question")
+    agent.run("first question about @src/m0.py")
     agent.run("second question")
     agent.compact(keep_rounds=0)
     assert agent.history.history.messages == []  # both rounds archived
@@ -307,7 +307,7 @@ def test_chat_load_history_injects_one_assistant_message_before_the_input(
     injected = [t for t in texts(summary_turn) if t.startswith("Earlier chat of this session")]
     assert len(injected) == 1 and texts(summary_turn)[-1] == injected[0]  # the last before it
     assert injected[0].splitlines()[2:] == [
-        "user: first question",
+        "user: first question about @src/m0.py",  # as typed: the @file reminder is not chat
         "assistant: one",
         "user: second question",
         "assistant: two",
