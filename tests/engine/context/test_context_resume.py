@@ -5,6 +5,7 @@ a builder with no memory of earlier builds makes, and the earlier request must s
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,10 +160,16 @@ def test_masking_replay_sends_at_every_step_what_a_fresh_builder_builds(
         scratchpad: list[ScratchStep],
         question: str,
         todo_recap: str = "",
+        *,
+        injected_system: Sequence[str] = (),
     ) -> BuiltContext:
-        got = original_build(self, history, scratchpad, question, todo_recap)
+        got = original_build(
+            self, history, scratchpad, question, todo_recap, injected_system=injected_system
+        )
         fresh = ContextBuilder(self.workspace, self.settings, self.tools, self.system_prompt)
-        want = original_build(fresh, history, scratchpad, question, todo_recap)
+        want = original_build(
+            fresh, history, scratchpad, question, todo_recap, injected_system=injected_system
+        )
         assert sent(got) == sent(want), f"build {len(checked) + 1}"
         assert got.layers == want.layers and got.warnings == want.warnings
         checked.append(got.total)
