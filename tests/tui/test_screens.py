@@ -179,3 +179,18 @@ async def test_execution_log_of_a_message_window_session(make_app: AppFactory) -
         assert rows[0][3] == "Read" and rows[1][3] == "LS, Grep"
         await pilot.press("escape")
         assert not isinstance(app.screen, ExecutionLogScreen)
+
+
+def test_execution_log_marks_failed_calls() -> None:
+    """A failed call is marked ✗ in the tools column, and a merged entry says how many of its
+    calls failed (seed 003 4.2 keeps ``hadToolFailure``; the log stores ``ok`` per call and a
+    ``failed`` tally per tool once merged)."""
+    from engine.compaction.execution_log import merge_entries, run_entry
+    from tui.screens.execution_log_screen import tool_summary
+
+    one = run_entry("r1", "fix it", "done", [("Read", {"path": "a.py"}, True)])
+    two = run_entry("r2", "run it", "failed", [("Bash", {"command": "x"}, False)])
+    three = run_entry("r3", "again", "ok", [("Bash", {"command": "y"}, True)])
+    assert tool_summary(one) == "Read"
+    assert tool_summary(two) == "Bash✗"
+    assert tool_summary(merge_entries([one, two, three])) == "Read×1, Bash×2 (1✗)"

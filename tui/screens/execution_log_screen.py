@@ -1,8 +1,9 @@
 """ExecutionLogScreen: seed 003's execution log of the session (``message-window`` strategy).
 
-After every run the strategy appends ``{requestId, userPreview, outputPreview, toolCalls}`` to
-the session's ``agent-context.jsonl``; past the window the older entries are merged into one
-summary entry. This screen lists the entries as stored, newest last.
+After every run the strategy appends ``{requestId, userPreview, outputPreview, toolCalls,
+hadToolFailure}`` to the session's ``agent-context.jsonl``; past the window the older entries are
+merged into one summary entry. This screen lists the entries as stored, newest last; a failed call
+is marked ``✗`` (a merged entry's per-tool count says how many of its calls failed).
 """
 
 from __future__ import annotations
@@ -22,12 +23,17 @@ from tui.widgets.key_bar import KeyBar
 
 
 def tool_summary(entry: dict[str, Any]) -> str:
-    """The entry's tool calls in one line: names (with counts for a merged entry)."""
+    """The entry's tool calls in one line: names (with counts for a merged entry), a failed call
+    marked ``✗`` (``Bash✗``; merged: ``Bash×5 (2✗)``)."""
     parts = []
     for call in entry.get("toolCalls", []):
         name = str(call.get("tool", "?"))
         count = call.get("count")
-        parts.append(f"{name}×{count}" if count else name)
+        if count:
+            failed = int(call.get("failed", 0))
+            parts.append(f"{name}×{count}" + (f" ({failed}✗)" if failed else ""))
+        else:
+            parts.append(name + ("" if call.get("ok", True) else "✗"))
     return ", ".join(parts) or "—"
 
 
