@@ -1,8 +1,8 @@
 """The summary of each non-default strategy: the seed's prompt, its form, and its check.
 
-Every form has an extractive twin written from :func:`engine.compaction.summary.segment_facts`, so
-each
-strategy runs end to end offline (and falls back to it where its seed allows a fallback).
+Every form has an extractive twin written from
+:func:`engine.compaction.extractive.segment_facts`, so each strategy runs end to end offline (and
+falls back to it where its seed allows a fallback).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import json
 import re
 from collections.abc import Sequence
 
+from engine.compaction.extractive import segment_facts, time_label
 from engine.compaction.ledger import Ledger, extract_ledger
-from engine.compaction.summary import SummarySpec, segment_facts, time_label
+from engine.compaction.summary import SummarySpec
 from engine.models import Message
 from prompts.agents_prompts.summary_prompt import RECALL_NOTE, SEGMENT_PENDING
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from engine.compaction.extractive import SUMMARY_BUDGET
 from engine.compaction.policy import (
     CheckPoint,
     CompactionPolicy,
@@ -25,7 +26,7 @@ from engine.compaction.policy import (
     cut_before,
     round_indices,
 )
-from engine.compaction.summary import A5_SPEC, SUMMARY_BUDGET
+from engine.compaction.summary import A5_SPEC
 from engine.messages.tokens import BudgetCheck, check_budget
 from engine.models import History, Message, Placement
 
