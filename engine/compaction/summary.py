@@ -20,6 +20,7 @@ from typing import Protocol
 
 from engine.compaction.extractive import extractive_summary, shorten
 from engine.compaction.extractive import time_label as time_label
+from engine.llm.base import ProviderError
 from engine.messages.render import render_messages
 from engine.models import Message
 from prompts.agents_prompts.summary_prompt import (
@@ -74,6 +75,14 @@ class SummarySpec:
     """A problem with a model's answer, or None when it is acceptable."""
     render: Callable[[Sequence[Message]], str] | None = None
     """How the archived messages are written for the call; None: the seed-000 E1 text form."""
+    framed: bool = True
+    """Whether the call's user text is ctxscope's frame (a time-range header, the messages in
+    ``<archive>`` tags, split into parts when too long). False: the rendered messages are the
+    whole user text, as a seed sends them (001's ``prompt: historyText``); only a request the
+    API refuses as too long is then split, in the frame."""
+    warn: Callable[[str], str | None] | None = None
+    """A mismatch with the form that keeps the answer, with a warning (seed 001 uses the
+    model's text as it comes); ``check`` problems instead fail the call."""
     on_failure: str = "extractive"
     """``extractive``: the extractive summary stands in (seed 000); ``skip``: no compaction,
     history untouched (seed 004 F-007)."""
@@ -101,6 +110,8 @@ class SummaryOutcome:
     duration_s: float = 0.0
     attempts: int = 1
     """Calls made (retries included); 0 when no model was asked (offline)."""
+    warning: str | None = None
+    """The spec's ``warn``: how the kept answer departs from the form."""
 
 
 class SummaryCompressor:
@@ -119,10 +130,14 @@ class SummaryCompressor:
         summariser: Summariser,
         timeout: float,
         sleep: Callable[[float], None] = time.sleep,
+        send: Callable[[str, str, float], str] | None = None,
     ) -> None:
         self.summariser = summariser
         self.timeout = timeout
         self.sleep = sleep
+        self.send = send
+        """One plain request (system prompt, user text, timeout; the provider's ``ask_text``),
+        for the specs that send the rendered messages unframed; None: always framed."""
 
     def summarize(
         self,
@@ -156,8 +171,15 @@ class SummaryCompressor:
             attempts += 1
             content, notice = self._attempt(ask, spec, messages)
             if not notice:
+                warning = self._warning(spec, content)
+                if warning and on_notice is not None:
+                    on_notice(warning)
                 return SummaryOutcome(
-                    content, False, duration_s=time.monotonic() - began, attempts=attempts
+                    content,
+                    False,
+                    duration_s=time.monotonic() - began,
+                    attempts=attempts,
+                    warning=warning,
                 )
             if attempt < spec.max_retries and on_notice is not None:
                 on_notice(f"{notice} Retrying ({attempt + 1} of {spec.max_retries}).")
@@ -176,14 +198,40 @@ class SummaryCompressor:
             attempts=attempts,
         )
 
+    @staticmethod
+    def _warning(spec: SummarySpec, content: str) -> str | None:
+        problem = spec.warn(content) if spec.warn is not None else None
+        if problem is None:
+            return None
+        return f"The summary does not follow the {spec.form} form ({problem}); kept as written."
+
     def _separate_call(
         self, messages: list[Message], spec: SummarySpec, focus: str | None
     ) -> Callable[[float], str]:
         summarize = self.summariser.summarize
-        if spec.render is None:
-            return lambda timeout: summarize(messages, spec.prompt, focus, timeout)
         render = spec.render
-        return lambda timeout: summarize(messages, spec.prompt, focus, timeout, render=render)
+
+        def framed(timeout: float) -> str:
+            if render is None:
+                return summarize(messages, spec.prompt, focus, timeout)
+            return summarize(messages, spec.prompt, focus, timeout, render=render)
+
+        send = self.send
+        if spec.framed or send is None or render is None:
+            return framed
+
+        def unframed(timeout: float) -> str:
+            text = render(messages)
+            if focus:
+                text += f"\n\nFocus instructions from the user: {focus}"
+            try:
+                return send(spec.prompt, text, timeout)
+            except ProviderError as exc:
+                if exc.kind != "prompt_too_long":
+                    raise
+                return framed(timeout)  # the seed has no answer to this; ctxscope splits
+
+        return unframed
 
     def _attempt(
         self, ask: Callable[[float], str], spec: SummarySpec, messages: list[Message]

@@ -335,6 +335,8 @@ class HistoryManager:
             "compactedMessageCount": len(segment),
             "retainedMessageCount": len(kept),
         }
+        if outcome is not None and outcome.warning:
+            stats["summary_warning"] = outcome.warning
         if keep_rounds is not None:
             stats["kept_rounds"] = keep_rounds
         record = base.model_copy(

@@ -117,7 +117,7 @@ class AgentCore:
         self.compressor = ToolResultCompressor(settings)
         self.preprocessor = InputPreprocessor(settings)
         self.summaries = SummaryCompressor(
-            ProviderSummariser(provider, settings), settings.summary_timeout
+            ProviderSummariser(provider, settings), settings.summary_timeout, send=provider.ask_text
         )
         self.scratchpad: list[ScratchStep] = []
         """The current round's steps with full observations; empty between rounds."""

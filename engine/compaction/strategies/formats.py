@@ -66,6 +66,8 @@ def render_history_text(messages: Sequence[Message]) -> str:
 
 
 def check_xml(content: str) -> str | None:
+    """The seed's four tags, each opened and closed, or what is missing (a warning: seed 001
+    uses the model's text as it comes)."""
     missing = [t for t in XML_TAGS if not re.search(rf"<{t}>.*?</{t}>", content, re.S)]
     return f"the summary lacks the tags {', '.join(missing)}" if missing else None
 
@@ -105,9 +107,13 @@ RESET_HINT_SPEC = SummarySpec(
     form="XML tags",
     prompt=RESET_HINT_PROMPT,
     extractive=extractive_xml,
-    check=check_xml,
+    warn=check_xml,
     render=render_history_text,
+    framed=False,
 )
+"""Seed 001's summary: ``COMPRESS_SYSTEM`` as the system prompt and ``historyText`` as the whole
+user text; the answer is used as it comes (an empty one fails the call, and the extractive XML
+stands in), a missing tag only warned about."""
 
 # ------------------------------------------------------------------ seed 002: JSON
 SUMMARY_KEYWORDS = ("current", "progress", "pending", "execution_output_dir")
