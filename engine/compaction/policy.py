@@ -103,6 +103,10 @@ class PolicyView:
     excess: int = 0
     """Tokens the request is over the window by, when the engine's last resort asks for an
     emergency cut inside a round (a strategy may then cut just enough); 0 otherwise."""
+    count_request: Callable[[History], int] | None = None
+    """The local count of the request another history would send now (the count
+    ``request_tokens`` is): a compaction's figures after, in the trigger's own count; None
+    when there is no request to build (a store without a session)."""
 
     def tokens_of(self, msg: Message) -> int:
         if self.sent_tokens is not None:

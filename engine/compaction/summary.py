@@ -112,6 +112,8 @@ class SummaryOutcome:
     """Calls made (retries included); 0 when no model was asked (offline)."""
     warning: str | None = None
     """The spec's ``warn``: how the kept answer departs from the form."""
+    skipped: bool = False
+    """No summary: the calls failed and the spec skips the compaction (``error`` says so)."""
 
 
 class SummaryCompressor:
@@ -120,9 +122,9 @@ class SummaryCompressor:
     Each model call runs in a separate thread bounded by ``timeout``. On a timeout, an error or
     an answer the spec's check refuses, the call is retried ``spec.max_retries`` times with a
     doubling wait; then the spec decides: the extractive summary stands in, marked as a
-    fallback (seed 000, C2/E2), or the compaction is skipped (seed 004, F-007) and
-    :meth:`summarize` returns None. Without a model (the offline provider) the extractive
-    summary is the summary.
+    fallback (seed 000, C2/E2), or the compaction is skipped (seed 004, F-007: the outcome is
+    ``skipped``, and its ``error`` says so). Without a model (the offline provider) the
+    extractive summary is the summary.
     """
 
     def __init__(
@@ -147,8 +149,9 @@ class SummaryCompressor:
         spec: SummarySpec = A5_SPEC,
         call: Callable[[float], str] | None = None,
         raw: list[Message] | None = None,
-    ) -> SummaryOutcome | None:
-        """The summary of ``messages``; None when the spec says to skip after failures.
+    ) -> SummaryOutcome:
+        """The summary of ``messages``, or (``skipped``) none when the spec says to skip
+        after failed calls.
 
         ``call`` replaces the default separate summary call (seed 002 asks the live
         conversation instead); it gets the timeout and returns the model's text. ``raw``: the
@@ -163,14 +166,14 @@ class SummaryCompressor:
             content = spec.extractive(source, focus)
             return SummaryOutcome(content, False, duration_s=time.monotonic() - began, attempts=0)
         ask = call or self._separate_call(messages, spec, focus)
-        notice = ""
+        problem: _Problem | None = None
         attempts = 0
         for attempt in range(spec.max_retries + 1):
             if attempt:
                 self.sleep(spec.retry_delay * 2 ** (attempt - 1))
             attempts += 1
-            content, notice = self._attempt(ask, spec, messages)
-            if not notice:
+            content, problem = self._attempt(ask, spec, messages)
+            if problem is None:
                 warning = self._warning(spec, content)
                 if warning and on_notice is not None:
                     on_notice(warning)
@@ -182,14 +185,25 @@ class SummaryCompressor:
                     warning=warning,
                 )
             if attempt < spec.max_retries and on_notice is not None:
-                on_notice(f"{notice} Retrying ({attempt + 1} of {spec.max_retries}).")
+                wait = spec.retry_delay * 2**attempt
+                on_notice(
+                    f"Summary call {attempt + 1} of {spec.max_retries + 1} failed "
+                    f"({problem.text}); retrying in {wait:g} s."
+                )
+        assert problem is not None
+        if spec.on_failure == "skip":
+            return SummaryOutcome(
+                content="",
+                fallback=False,
+                error=skip_notice(attempts, problem.text),
+                duration_s=time.monotonic() - began,
+                attempts=attempts,
+                skipped=True,
+            )
+        notice = TIMEOUT_NOTICE if problem.timed_out else FAILURE_NOTICE.format(error=problem.text)
         if on_notice is not None:
             on_notice(notice)
-        if spec.on_failure == "skip":
-            return None
-        reason = (
-            "the summary call timed out" if notice == TIMEOUT_NOTICE else "the summary call failed"
-        )
+        reason = "the summary call timed out" if problem.timed_out else "the summary call failed"
         return SummaryOutcome(
             content=mark_fallback(spec.extractive(source, focus), reason),
             fallback=True,
@@ -235,8 +249,8 @@ class SummaryCompressor:
 
     def _attempt(
         self, ask: Callable[[float], str], spec: SummarySpec, messages: list[Message]
-    ) -> tuple[str, str]:
-        """One bounded call: (content, "") on success, ("", notice) on failure."""
+    ) -> tuple[str, _Problem | None]:
+        """One bounded call: (content, None) on success, ("", what went wrong) on failure."""
         # Not a `with` block: on timeout we must return without waiting for the stuck call.
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="summary")
         future = pool.submit(ask, self.timeout)
@@ -244,13 +258,35 @@ class SummaryCompressor:
         try:
             content = spec.finish(future.result(timeout=self.timeout), messages)
         except (TimeoutError, concurrent.futures.TimeoutError):
-            return "", TIMEOUT_NOTICE
+            return "", _Problem(f"timed out after {self.timeout:g} s", timed_out=True)
         except Exception as exc:  # noqa: BLE001 - any provider failure is a failed attempt
-            return "", FAILURE_NOTICE.format(error=shorten(str(exc) or type(exc).__name__, 200))
+            return "", _Problem(shorten(str(exc) or type(exc).__name__, 200))
         problem = spec.check(content)
         if problem is not None:
-            return "", FAILURE_NOTICE.format(error=problem)
-        return content, ""
+            return "", _Problem(problem)
+        return content, None
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """What went wrong with one summary call."""
+
+    text: str
+    timed_out: bool = False
+
+
+def skip_notice(attempts: int, problem: str) -> str:
+    """What a skipping spec (seed 004, F-007) says after its last failed call: the compaction
+    did not happen and no message was archived or replaced."""
+    retries = attempts - 1
+    tried = {0: "once, no retries", 1: "twice (1 retry)"}.get(
+        retries, f"{attempts} times ({retries} retries)"
+    )
+    return (
+        f"The summary call failed {tried}; last: {problem}. Compaction skipped: nothing was "
+        "archived or summarised, history is left as it was and sent as it is "
+        "(compacted = false)."
+    )
 
 
 def mark_fallback(summary: str, reason: str) -> str:

@@ -117,7 +117,9 @@ class AgentCore:
         self.compressor = ToolResultCompressor(settings)
         self.preprocessor = InputPreprocessor(settings)
         self.summaries = SummaryCompressor(
-            ProviderSummariser(provider, settings), settings.summary_timeout, send=provider.ask_text
+            ProviderSummariser(provider, settings),
+            settings.summary_timeout,
+            send=lambda system, text, timeout: provider.ask_text(system, text, timeout),
         )
         self.scratchpad: list[ScratchStep] = []
         """The current round's steps with full observations; empty between rounds."""
@@ -199,20 +201,27 @@ class AgentCore:
         """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, under the data folder."""
         return self.data_dir / str(self.session_id) / "agent-context.jsonl"
 
-    def _round_messages(self) -> list[Message]:
+    def _round_messages(self, hist: History | None = None) -> list[Message]:
         """The stored messages of the round in progress (always the newest in history)."""
-        messages = self.history.history.messages
+        messages = (hist if hist is not None else self.history.history).messages
         start = len(messages)
         while start > 0 and messages[start - 1].meta.round == self.current_round:
             start -= 1
         return messages[start:]
 
-    def _build(self, question: str) -> BuiltContext:
+    def _build(self, question: str, hist: History | None = None) -> BuiltContext:
         """The request of the next step: earlier history as the strategy sends it, then this
-        round's input and its scratchpad (full observations)."""
-        hist = self.history.history
-        earlier = hist.messages[: len(hist.messages) - len(self._round_messages())]
-        messages, scratchpad = self.strategy.project(earlier, self.scratchpad, self.current_round)
+        round's input and its scratchpad (full observations). ``hist``: another history than
+        the stored one (what a compaction would leave; its steps alone stay in the
+        scratchpad)."""
+        pad = self.scratchpad
+        if hist is None:
+            hist = self.history.history
+        else:
+            kept = {m.id for m in hist.messages}
+            pad = [s for s in pad if s.assistant.id in kept]
+        earlier = hist.messages[: len(hist.messages) - len(self._round_messages(hist))]
+        messages, scratchpad = self.strategy.project(earlier, pad, self.current_round)
         return self.builder.build(
             History(summaries=hist.summaries, messages=messages),
             scratchpad,
@@ -220,9 +229,9 @@ class AgentCore:
             self._recap(),
         )
 
-    def _build_idle(self, question: str = "") -> BuiltContext:
+    def _build_idle(self, question: str = "", hist: History | None = None) -> BuiltContext:
         """The request with no round running: history as the strategy sends it, and ``question``."""
-        hist = self.history.history
+        hist = hist if hist is not None else self.history.history
         messages, _ = self.strategy.project(hist.messages, [], None)
         return self.builder.build(
             History(summaries=hist.summaries, messages=messages), [], question, self._recap()
