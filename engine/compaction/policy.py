@@ -93,6 +93,8 @@ class PolicyView:
     last_usage: int | None = None
     """Input side of the last API call, None when absent or stale (after a compaction)."""
     last_usage_source: str = "api"
+    """Who counted ``last_usage``: ``api``, ``import`` (an API's figures) or ``local`` (the
+    offline provider's own count)."""
     user_input: str = ""
     """A new input about to open a round (checks before a round)."""
     sent_tokens: Callable[[Message], int] | None = None

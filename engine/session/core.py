@@ -185,7 +185,15 @@ class AgentCore:
     def _budget_of(self, idle: BuiltContext, user_input: str) -> BudgetCheck:
         """The C7 check with ``idle`` (the request without input) as the local stand-in."""
         messages = len(self.history.history.messages)
-        return check_budget(self.last_usage(), idle.total, user_input, messages, self.settings)
+        record = self.store.last_usage(self.session_id)
+        return check_budget(
+            self._fresh_usage(record),
+            idle.total,
+            user_input,
+            messages,
+            self.settings,
+            usage_source=record.source if record else "api",
+        )
 
     def sent_history(self) -> History:
         """L3 as the strategy sends it: its summaries, and history after its projection (seed

@@ -61,12 +61,17 @@ class LayeredStrategy(CompactionPolicy):
             view.user_input,
             len(view.history.messages),
             self.settings,
+            usage_source=view.last_usage_source,
         )
 
     def measure(self, view: PolicyView) -> Measure:
         check = self.budget(view)
         return Measure(
-            what="last API usage + input estimate",
+            what=(
+                "last API usage + input estimate"
+                if check.source == "api"
+                else "local count + input estimate"
+            ),
             value=check.estimated_total,
             threshold=self.settings.threshold_ratio * self.settings.context_window,
             comparison=">=",
