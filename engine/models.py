@@ -230,7 +230,9 @@ class UsageRecord(BaseModel):
     local_estimate: int | None = None
     """Our own count of the same request, for calibration."""
     source: str = "api"
-    """``api`` for a provider's answer, ``import`` for a recorded session."""
+    """Who counted it: ``api`` for the API's answer, ``local`` for ctxscope's own count (the
+    offline provider, a replay), ``import`` for a recorded session (the original agent's API
+    figures)."""
     created_at: datetime = Field(default_factory=utcnow)
 
 

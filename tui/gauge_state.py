@@ -164,8 +164,9 @@ class GaugeState:
     """``next request`` (a preview) or ``request sent, round N step M``."""
     last_usage: Usage | None = None
     usage_source: str = "api"
-    """Where ``last_usage`` came from: ``api`` (a provider's answer) or ``import`` (recorded by
-    the agent an imported session comes from)."""
+    """Who counted ``last_usage``: ``api`` (the API's answer), ``local`` (ctxscope's own count:
+    the offline provider's usage) or ``import`` (recorded by the agent an imported session
+    comes from)."""
     local_estimate: int | None = None
     """Our count of the request that ``last_usage`` answered (for the calibration)."""
     budget: BudgetCheck | None = None
@@ -180,7 +181,7 @@ class GaugeState:
     decision: Decision | None = None
     """The strategy's decision for the input as typed (refreshed in a worker as one types)."""
     offline: bool = False
-    """The offline provider: its "usage" is ctxscope's own count, not an API's."""
+    """The offline provider now (its usage, stored as ``local``, is ctxscope's own count)."""
     heaviest: tuple[Heavy, ...] = ()
     thinking: int = 0
     """Tokens of thinking blocks kept in history (imported sessions): never re-sent, so not

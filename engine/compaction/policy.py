@@ -94,6 +94,8 @@ class PolicyView:
     last_usage: int | None = None
     """Input side of the last API call, None when absent or stale (after a compaction)."""
     last_usage_source: str = "api"
+    """Who counted ``last_usage``: ``api``, ``import`` (an API's figures) or ``local`` (the
+    offline provider's own count)."""
     user_input: str = ""
     """A new input about to open a round (checks before a round)."""
     sent_tokens: Callable[[Message], int] | None = None
@@ -104,6 +106,10 @@ class PolicyView:
     excess: int = 0
     """Tokens the request is over the window by, when the engine's last resort asks for an
     emergency cut inside a round (a strategy may then cut just enough); 0 otherwise."""
+    count_request: Callable[[History], int] | None = None
+    """The local count of the request another history would send now (the count
+    ``request_tokens`` is): a compaction's figures after, in the trigger's own count; None
+    when there is no request to build (a store without a session)."""
 
     def tokens_of(self, msg: Message) -> int:
         if self.sent_tokens is not None:

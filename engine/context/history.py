@@ -20,6 +20,7 @@ from engine.compaction.policy import CompactionPolicy, PolicyView, before_last_r
 from engine.compaction.strategies.layered import keep_zone_tokens
 from engine.compaction.summary import SummaryCompressor, SummaryOutcome
 from engine.config import Settings
+from engine.context.raw_middle import write_raw_middle
 from engine.events import (
     CompactionFailed,
     CompactionFinished,
@@ -42,7 +43,6 @@ from engine.models import (
     RoundStatus,
     Summary,
     Trigger,
-    utcnow,
 )
 from engine.store import Store
 
@@ -64,6 +64,9 @@ class CompactionDraft:
     kept_tokens: int
     """L3 tokens that stay (summaries kept, messages kept), without the new summary."""
     writes_raw_middle: bool = False
+    request_after: Callable[[Summary | None], int] | None = None
+    """The local count of the request after it, with a given summary (the F-008 figures are
+    in this count, the one the trigger measures); None: the L3 counts stand in."""
 
 
 @dataclass
@@ -292,11 +295,8 @@ class HistoryManager:
                 call=live_call,
                 raw=raw,
             )
-            if outcome is None:
-                reason = (
-                    f"the summary call failed {policy.summary.max_retries + 1} times; "
-                    "history left untouched"
-                )
+            if outcome.skipped:
+                reason = outcome.error or "the summary call failed"
                 return self._skipped(base, reason, began, {"compacted": False}, store=not dry_run)
             summary = Summary(
                 session_id=self.session_id,
@@ -323,18 +323,24 @@ class HistoryManager:
         carried = sum(s.tokens or 0 for s in history.summaries if s.id not in retired)
         kept_tokens = carried + sum(m.tokens or 0 for m in kept)
         after = kept_tokens + (summary.tokens or 0 if summary else 0)
+        request_after = _request_after(view, history, retired, kept)
+        original = view.request_tokens if request_after is not None else before
+        compacted = request_after(summary) if request_after is not None else after
         stats: dict[str, Any] = {
             "measured": plan.measure.describe(),
             "fired": plan.measure.fires,
             "superseded_summaries": retired,
             "summary_attempts": outcome.attempts if outcome else 0,
-            # Seed 004 F-008, under its own names.
-            "originalTokenCount": before,
-            "compactedTokenCount": after,
-            "compactionRatio": round(after / before, 4) if before else 1.0,
+            # Seed 004 F-008, under its own names, in the count its trigger measures (F-001:
+            # the whole request counted locally, before and after).
+            "originalTokenCount": original,
+            "compactedTokenCount": compacted,
+            "compactionRatio": round(compacted / original, 4) if original else 1.0,
             "compactedMessageCount": len(segment),
             "retainedMessageCount": len(kept),
         }
+        if outcome is not None and outcome.warning:
+            stats["summary_warning"] = outcome.warning
         if keep_rounds is not None:
             stats["kept_rounds"] = keep_rounds
         record = base.model_copy(
@@ -361,6 +367,7 @@ class HistoryManager:
             supersede=retired,
             kept_tokens=kept_tokens,
             writes_raw_middle=policy.writes_raw_middle,
+            request_after=request_after,
         )
 
     def commit(self, draft: CompactionDraft, content: str | None = None) -> CompactionResult:
@@ -374,13 +381,14 @@ class HistoryManager:
             summary = summary.model_copy(update={"content": content})
             summary.tokens = summary_tokens(summary)
             after = draft.kept_tokens + summary.tokens
-            stats["compactedTokenCount"] = after
-            before = record.tokens_before
-            stats["compactionRatio"] = round(after / before, 4) if before else 1.0
+            compacted = after if draft.request_after is None else draft.request_after(summary)
+            original = stats["originalTokenCount"]
+            stats["compactedTokenCount"] = compacted
+            stats["compactionRatio"] = round(compacted / original, 4) if original else 1.0
             fidelity = measure_fidelity(self.store, draft.messages, content)
             record = record.model_copy(update={"tokens_after": after, "fidelity": fidelity})
         if draft.writes_raw_middle:
-            stats["raw_middle_file"] = self._write_raw_middle(draft.messages, stats)
+            stats["raw_middle_file"] = self._write_raw_middle(draft.summarised, stats)
         record = record.model_copy(update={"stats": stats})
         segment = draft.messages
         self.events(CompactionProgress(stage="storing", done=len(segment), total=len(segment)))
@@ -453,23 +461,31 @@ class HistoryManager:
         self.events(CompactionFailed(compaction=stored, error=reason))
         return CompactionResult(stored, None, None)
 
-    def _write_raw_middle(self, segment: list[Message], stats: dict[str, Any]) -> str | None:
-        """Seed 004 F-006: ``<data dir>/<session>/compact-<ISO8601>-<seq>.json``, indented.
-
-        A failure is reported as a notice and never blocks the compaction.
-        """
+    def _write_raw_middle(self, middle: list[Message], stats: dict[str, Any]) -> str | None:
+        """Seed 004 F-006 (:func:`engine.context.raw_middle.write_raw_middle`); a failure is a
+        notice and in ``stats``, never a blocked compaction."""
         if self.data_dir is None:
             return None
-        folder = self.data_dir / str(self.session_id)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            seq = len(list(folder.glob("compact-*.json"))) + 1
-            stamp = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-            path = folder / f"compact-{stamp}-{seq}.json"
-            rows = [m.model_dump(mode="json") for m in segment]
-            path.write_text(json.dumps(rows, indent=2, ensure_ascii=False), encoding="utf-8")
+            return str(write_raw_middle(self.store, self.data_dir / str(self.session_id), middle))
         except OSError as exc:
             stats["raw_middle_error"] = str(exc)
             self.events(Notice(message=f"The raw middle could not be written: {exc}"))
             return None
-        return str(path)
+
+
+def _request_after(
+    view: PolicyView, history: History, retired: list[int], kept: list[Message]
+) -> Callable[[Summary | None], int] | None:
+    """The request's local count once a compaction retires ``retired`` and keeps ``kept``,
+    with the summary it is given; None when the view cannot count a request."""
+    count = view.count_request
+    if count is None or not view.request_tokens:
+        return None
+    carried = [s for s in history.summaries if s.id not in retired]
+
+    def after(summary: Summary | None) -> int:
+        summaries = carried + ([summary] if summary is not None else [])
+        return count(History(summaries=summaries, messages=kept))
+
+    return after

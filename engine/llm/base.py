@@ -59,6 +59,9 @@ class ProviderResponse(BaseModel):
     """The final content blocks (text and tool_use), as the API returns them."""
     stop_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    usage_source: Literal["api", "local"] = "api"
+    """Who counted ``usage``: ``api``, the API's own figures; ``local``, ctxscope's count of
+    the request (the offline provider and a replay have no API to ask)."""
 
     @property
     def text(self) -> str:

@@ -148,7 +148,10 @@ class OfflineProvider:
             output_tokens=count_blocks(content),
         )
         return ProviderResponse(
-            content=content, stop_reason="tool_use" if calls else "end_turn", usage=usage
+            content=content,
+            stop_reason="tool_use" if calls else "end_turn",
+            usage=usage,
+            usage_source="local",  # ctxscope's own count: there is no API here
         )
 
     def ask_text(self, system: str, text: str, timeout: float) -> str:

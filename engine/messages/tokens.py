@@ -264,7 +264,9 @@ class BudgetCheck:
     message_count: int
     fire: bool
     source: Literal["api", "local"]
-    """``api`` when ``last_usage`` came from the API, ``local`` when our count stood in."""
+    """``api`` when ``last_usage`` is an API's figure (an imported one included), ``local``
+    when it is ctxscope's count: the offline provider's usage, or the request's local count
+    standing in when there is no usage."""
 
 
 def check_budget(
@@ -273,15 +275,18 @@ def check_budget(
     user_input: str,
     message_count: int,
     settings: Settings,
+    usage_source: str = "api",
 ) -> BudgetCheck:
     """Whether compaction fires before sending ``user_input`` (seed A6/C7).
 
     ``estimated_total = last_usage + len(user_input) // input_chars_per_token`` and compaction
     fires iff ``estimated_total >= threshold_ratio * context_window`` (the float product, as the
     seed writes it) and ``message_count >= min_messages``. Without API usage yet (a new or
-    imported session, the offline provider) ``local_estimate`` stands in.
+    imported session) ``local_estimate`` stands in. ``usage_source``: who counted
+    ``last_usage`` (``local`` for the offline provider's own count).
     """
-    source: Literal["api", "local"] = "api" if last_usage is not None else "local"
+    api = last_usage is not None and usage_source != "local"
+    source: Literal["api", "local"] = "api" if api else "local"
     base = last_usage if last_usage is not None else local_estimate
     input_estimate = len(user_input) // settings.input_chars_per_token
     estimated_total = base + input_estimate

@@ -92,7 +92,9 @@ class RecordedProvider:
             content.append({"type": "text", "text": "(no text)"})
         usage = Usage(input_tokens=input_tokens, output_tokens=count_blocks(content))
         stop = "tool_use" if msg.tool_calls else "end_turn"
-        return ProviderResponse(content=content, stop_reason=stop, usage=usage)
+        return ProviderResponse(
+            content=content, stop_reason=stop, usage=usage, usage_source="local"
+        )
 
     def ask_text(self, system: str, text: str, timeout: float) -> str:
         raise NotImplementedError("a replay writes extractive summaries (is_model is False)")

@@ -136,7 +136,9 @@ class AgentCore:
         self.compressor = ToolResultCompressor(settings)
         self.preprocessor = InputPreprocessor(settings)
         self.summaries = SummaryCompressor(
-            ProviderSummariser(provider, settings), settings.summary_timeout
+            ProviderSummariser(provider, settings),
+            settings.summary_timeout,
+            send=lambda system, text, timeout: provider.ask_text(system, text, timeout),
         )
         self.scratchpad: list[ScratchStep] = []
         """The current round's steps with full observations; empty between rounds."""
@@ -202,7 +204,15 @@ class AgentCore:
     def _budget_of(self, idle: BuiltContext, user_input: str) -> BudgetCheck:
         """The C7 check with ``idle`` (the request without input) as the local stand-in."""
         messages = len(self.history.history.messages)
-        return check_budget(self.last_usage(), idle.total, user_input, messages, self.settings)
+        record = self.store.last_usage(self.session_id)
+        return check_budget(
+            self._fresh_usage(record),
+            idle.total,
+            user_input,
+            messages,
+            self.settings,
+            usage_source=record.source if record else "api",
+        )
 
     def sent_history(self) -> History:
         """L3 as the strategy sends it: its summaries, and history after its projection (seed
@@ -247,20 +257,27 @@ class AgentCore:
             self._injected = {text: Message(role="assistant", content=text)}
         return [self._injected[text]]
 
-    def _round_messages(self) -> list[Message]:
+    def _round_messages(self, hist: History | None = None) -> list[Message]:
         """The stored messages of the round in progress (always the newest in history)."""
-        messages = self.history.history.messages
+        messages = (hist if hist is not None else self.history.history).messages
         start = len(messages)
         while start > 0 and messages[start - 1].meta.round == self.current_round:
             start -= 1
         return messages[start:]
 
-    def _build(self, question: str) -> BuiltContext:
+    def _build(self, question: str, hist: History | None = None) -> BuiltContext:
         """The request of the next step: earlier history as the strategy sends it, then this
-        round's input and its scratchpad (full observations)."""
-        hist = self.history.history
-        earlier = hist.messages[: len(hist.messages) - len(self._round_messages())]
-        messages, scratchpad = self.strategy.project(earlier, self.scratchpad, self.current_round)
+        round's input and its scratchpad (full observations). ``hist``: another history than
+        the stored one (what a compaction would leave; its steps alone stay in the
+        scratchpad)."""
+        pad = self.scratchpad
+        if hist is None:
+            hist = self.history.history
+        else:
+            kept = {m.id for m in hist.messages}
+            pad = [s for s in pad if s.assistant.id in kept]
+        earlier = hist.messages[: len(hist.messages) - len(self._round_messages(hist))]
+        messages, scratchpad = self.strategy.project(earlier, pad, self.current_round)
         injected = self.tool_ctx.injections
         return self.builder.build(
             History(summaries=hist.summaries, messages=[*messages, *self._injected_turn()]),
@@ -270,9 +287,9 @@ class AgentCore:
             injected_system=injected.system if injected is not None else (),
         )
 
-    def _build_idle(self, question: str = "") -> BuiltContext:
+    def _build_idle(self, question: str = "", hist: History | None = None) -> BuiltContext:
         """The request with no round running: history as the strategy sends it, and ``question``."""
-        hist = self.history.history
+        hist = hist if hist is not None else self.history.history
         messages, _ = self.strategy.project(hist.messages, [], None)
         return self.builder.build(
             History(summaries=hist.summaries, messages=messages), [], question, self._recap()

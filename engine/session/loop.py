@@ -234,6 +234,7 @@ class Agent(Fitting):
                 step=step,
                 usage=response.usage,
                 local_estimate=built.total,
+                source=response.usage_source,
             )
         )
         self.events(

@@ -27,6 +27,7 @@ from engine.messages.tokens import (
 )
 from engine.models import (
     Compaction,
+    History,
     Trigger,
 )
 from engine.session.core import fixed_tokens
@@ -157,7 +158,14 @@ class Steering(WriterLease):
             user_input=user_input,
             sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,
             pinned=self.history.pinned_ids,
+            count_request=self._request_tokens,
         )
+
+    def _request_tokens(self, hist: History) -> int:
+        """The local count of the request ``hist`` would send now (as ``request_tokens``)."""
+        if self.current_round is not None:
+            return self._build(self.current_question, hist).total
+        return self._build_idle("", hist).total
 
     def _live_summary_call(self, built: BuiltContext | None) -> Callable[[float], str]:
         """Seed 002: the live conversation plus the strategy's (mock) user message, as the

@@ -37,7 +37,7 @@ async def test_undo_from_the_archive_gives_history_back(
         # F5 by hand under the threshold: never "estimate 3,927 >= 16,000" (issue 22, item 3)
         assert source.startswith(
             "> layered · compacted by hand (the automatic rule had not fired: "
-            "last API usage + input estimate "
+            "local count + input estimate "  # offline: ctxscope's count, not an API's
         )
         assert " >= " not in source.split("\n")[0]
         await pilot.press("u")

@@ -46,7 +46,7 @@ async def test_empty_offline_chat_offers_examples_that_fill_the_input(
         await settle(pilot)
         assert not chat.showing_intro
         figures = str(screen.query_one("#gauge-figures").render())
-        assert "offline provider: its own local count" in figures and "no API count" in figures
+        assert "offline provider: ctxscope's local count" in figures and "no API count" in figures
 
 
 async def test_keys_list_and_pane_keys(make_app: AppFactory) -> None:

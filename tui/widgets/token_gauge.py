@@ -85,8 +85,8 @@ def usage_label(state: GaugeState) -> str:
     """What the last call's figures are, in words."""
     if state.usage_source == "import":
         return "last call, as recorded by the original agent "
-    if state.offline:
-        return "last call (offline provider: its own local count) "
+    if state.offline or state.usage_source == "local":
+        return "last call (offline provider: ctxscope's local count) "
     return "last API call "
 
 
@@ -128,7 +128,7 @@ def figures(state: GaugeState) -> Text:
         )
     calibration = state.calibration
     text.append("\ncalibration (API input ÷ local count of the same request) ", style="dim")
-    if state.offline and state.usage_source != "import":
+    if state.usage_source == "local" or (state.offline and state.usage_source != "import"):
         text.append("– offline: no API count to compare with", style="dim")
     elif calibration is None:
         text.append("– (no API usage yet)", style="dim")

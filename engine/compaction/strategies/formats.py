@@ -1,8 +1,8 @@
 """The summary of each non-default strategy: the seed's prompt, its form, and its check.
 
-Every form has an extractive twin written from :func:`engine.compaction.summary.segment_facts`, so
-each
-strategy runs end to end offline (and falls back to it where its seed allows a fallback).
+Every form has an extractive twin written from
+:func:`engine.compaction.extractive.segment_facts`, so each strategy runs end to end offline (and
+falls back to it where its seed allows a fallback).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import json
 import re
 from collections.abc import Sequence
 
+from engine.compaction.extractive import segment_facts, time_label
 from engine.compaction.ledger import Ledger, extract_ledger
-from engine.compaction.summary import SummarySpec, segment_facts, time_label
+from engine.compaction.summary import SummarySpec
 from engine.models import Message
 from prompts.agents_prompts.summary_prompt import RECALL_NOTE, SEGMENT_PENDING
 
@@ -65,6 +66,8 @@ def render_history_text(messages: Sequence[Message]) -> str:
 
 
 def check_xml(content: str) -> str | None:
+    """The seed's four tags, each opened and closed, or what is missing (a warning: seed 001
+    uses the model's text as it comes)."""
     missing = [t for t in XML_TAGS if not re.search(rf"<{t}>.*?</{t}>", content, re.S)]
     return f"the summary lacks the tags {', '.join(missing)}" if missing else None
 
@@ -104,9 +107,13 @@ RESET_HINT_SPEC = SummarySpec(
     form="XML tags",
     prompt=RESET_HINT_PROMPT,
     extractive=extractive_xml,
-    check=check_xml,
+    warn=check_xml,
     render=render_history_text,
+    framed=False,
 )
+"""Seed 001's summary: ``COMPRESS_SYSTEM`` as the system prompt and ``historyText`` as the whole
+user text; the answer is used as it comes (an empty one fails the call, and the extractive XML
+stands in), a missing tag only warned about."""
 
 # ------------------------------------------------------------------ seed 002: JSON
 SUMMARY_KEYWORDS = ("current", "progress", "pending", "execution_output_dir")

@@ -30,7 +30,7 @@ from engine.compaction.policy import (
 )
 from engine.compaction.strategies.formats import head_middle_tail_spec
 from engine.compaction.summary import SummarySpec
-from engine.models import Message, Placement
+from engine.models import History, Message, Placement
 
 
 class HeadMiddleTailStrategy(CompactionPolicy):
@@ -76,3 +76,11 @@ class HeadMiddleTailStrategy(CompactionPolicy):
         if emergency and not cut:
             return self.emergency_cut(view)
         return cut
+
+    def recompacted(self, history: History) -> list[Message]:
+        """UC-002: the earlier summary joins the middle as what it is, a user message (F-005:
+        ``{ role: "user", content: summary }``)."""
+        return [
+            Message(role="user", content=s.content, created_at=s.created_at)
+            for s in history.summaries
+        ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from engine.compaction.extractive import SUMMARY_BUDGET
 from engine.compaction.policy import (
     CheckPoint,
     CompactionPolicy,
@@ -25,7 +26,7 @@ from engine.compaction.policy import (
     cut_before,
     round_indices,
 )
-from engine.compaction.summary import A5_SPEC, SUMMARY_BUDGET
+from engine.compaction.summary import A5_SPEC
 from engine.messages.tokens import BudgetCheck, check_budget
 from engine.models import History, Message, Placement
 
@@ -60,12 +61,17 @@ class LayeredStrategy(CompactionPolicy):
             view.user_input,
             len(view.history.messages),
             self.settings,
+            usage_source=view.last_usage_source,
         )
 
     def measure(self, view: PolicyView) -> Measure:
         check = self.budget(view)
         return Measure(
-            what="last API usage + input estimate",
+            what=(
+                "last API usage + input estimate"
+                if check.source == "api"
+                else "local count + input estimate"
+            ),
             value=check.estimated_total,
             threshold=self.settings.threshold_ratio * self.settings.context_window,
             comparison=">=",

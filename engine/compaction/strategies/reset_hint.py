@@ -35,12 +35,14 @@ class ResetHintStrategy(CompactionPolicy):
     def measure(self, view: PolicyView) -> Measure:
         own = self.settings.strategies.reset_hint
         usage = view.last_usage if view.last_usage is not None else view.request_tokens
+        source = view.last_usage_source if view.last_usage is not None else "local"
+        api = source != "local"
         return Measure(
-            what="last API prompt tokens",
+            what="last API prompt tokens" if api else "prompt tokens (local count)",
             value=usage,
             threshold=own.context_limit * own.threshold_ratio,
             comparison=">",
-            source=view.last_usage_source if view.last_usage is not None else "local",
+            source="api" if api else "local",
         )
 
     def select(self, view: PolicyView, *, emergency: bool = False) -> list[Message]:

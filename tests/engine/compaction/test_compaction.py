@@ -6,9 +6,10 @@ import time
 
 import pytest
 
+from engine.compaction.extractive import extractive_summary
 from engine.compaction.policy import PolicyView
 from engine.compaction.strategies.layered import LayeredStrategy
-from engine.compaction.summary import TIMEOUT_NOTICE, SummaryCompressor, extractive_summary
+from engine.compaction.summary import TIMEOUT_NOTICE, SummaryCompressor
 from engine.config import Settings
 from engine.context.history import HistoryManager
 from engine.events import CompactionFailed, CompactionFinished, Event, Notice

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from engine.compaction.extractive import extractive_summary
 from engine.compaction.placement import MOCK_USER_PROMPT, reset_hint_text
 from engine.compaction.policy import PolicyView, step_units
 from engine.compaction.strategies import STRATEGIES, get_strategy
 from engine.compaction.strategies.formats import check_xml, extractive_json, extractive_xml
 from engine.compaction.strategies.mock_user import cut_long_result
-from engine.compaction.summary import SummaryCompressor, extractive_summary
+from engine.compaction.summary import SummaryCompressor
 from engine.config import Settings
 from engine.context.builder import ContextBuilder, ScratchResult, ScratchStep, validate_request
 from engine.context.history import HistoryManager

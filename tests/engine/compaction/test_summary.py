@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 
-from engine.compaction.summary import (
-    ensure_template,
-    extractive_summary,
-    render_messages_for_summary,
-)
+from engine.compaction.extractive import extractive_summary
+from engine.compaction.summary import ensure_template, render_messages_for_summary
 from engine.messages.tokens import count_text, ensure_counted
 from engine.models import Message, MessageMeta, ToolCall
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.compaction.summary import extractive_summary
+from engine.compaction.extractive import extractive_summary
 from engine.config import Settings
 from engine.context.builder import validate_conversation
 from engine.events import (

@@ -19,7 +19,8 @@ CHILD = textwrap.dedent(
     from engine.models import Trigger
     from engine.store import Store
     from engine.compaction.strategies.layered import LayeredStrategy
-    from engine.compaction.summary import SummaryCompressor, extractive_summary
+    from engine.compaction.extractive import extractive_summary
+    from engine.compaction.summary import SummaryCompressor
 
     class Extractive:
 
