@@ -26,6 +26,7 @@ from cli.common import (
 from engine.config import Settings, workspace_folder
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.models import RoundStatus, Session
+from engine.params import strategy_params
 from engine.store import Store
 from tools.sandbox import choose
 
@@ -46,7 +47,10 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         if not workspace.is_dir():
             raise CliError(f"workspace {workspace} is not a directory")
         session = store.create_session(
-            workspace=str(workspace), title=args.input[:60], strategy=settings.strategy
+            workspace=str(workspace),
+            title=args.input[:60],
+            strategy=settings.strategy,
+            params=strategy_params(settings, settings.strategy),
         )
 
     running: list[Any] = []

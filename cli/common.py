@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 from engine.config import Settings, database_file, load_settings, workspace_folder
 from engine.events import Event
 from engine.models import Session
+from engine.params import session_settings
 from engine.store import SessionNotFound, Store
 from engine.validation import row_id, seconds
 
@@ -151,11 +152,13 @@ def make_agent(
     events: Callable[[Event], None] | None = None,
     lease_wait: float = 0.0,
 ) -> Any:
-    """An agent over ``session`` (imported lazily: the listing commands need no provider)."""
+    """An agent over ``session``, planning with the numbers the session stores (imported
+    lazily: the listing commands need no provider)."""
     from engine.llm.factory import make_provider
     from engine.session import Agent
 
     workspace = workspace_folder(recorded=session.workspace)
+    settings = session_settings(settings, session)  # the provider refuses what the window does
     provider = make_provider(settings)
     kwargs: dict[str, Any] = {} if events is None else {"events": events}
     return Agent(store, session, settings, provider, workspace, lease_wait=lease_wait, **kwargs)

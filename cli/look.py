@@ -115,6 +115,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     agent = make_agent(store, session, settings)
+    settings = agent.settings  # the session's own numbers
     built, budget = agent.preview_and_budget(args.input)
     plan = agent.plan(args.input)
     data = {

@@ -170,10 +170,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "strategy",
         parents=[common, as_json],
-        help="show a session's compaction strategy, or switch it (the switch is recorded)",
+        help="show a session's compaction strategy and its numbers, or switch them "
+        "(the switch is recorded)",
     )
     p.add_argument("session", type=SESSION_ID, metavar="ID")
-    p.add_argument("name", nargs="?", help="the strategy to switch to")
+    p.add_argument("name", nargs="?", help="the strategy to switch to (default: the session's own)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one of the strategy's numbers for this session, e.g. trigger_tokens=20000 "
+        "(recorded with the switch)",
+    )
+    p.add_argument(
+        "--window",
+        type=checked(count, "the window"),
+        metavar="N",
+        help="the context window the session plans in, in tokens",
+    )
     sub.add_parser(
         "strategies", parents=[common, as_json], help="the compaction strategies and their parts"
     )

@@ -7,22 +7,29 @@ import argparse
 import sys
 from typing import Any
 
-from pydantic import ValidationError
-
 from cli.common import (
     CliError,
+    UsageError,
     emit,
     get_session,
     open_store,
 )
 from engine.compaction.strategies import STRATEGIES, get_strategy
-from engine.config import Settings, StrategySettings, workspace_folder
-
-LAYERED_NUMBERS = ("context_window", "threshold_ratio", "keep_rounds", "min_messages")
-"""Seed 000's numbers are the engine's own settings, not a ``[strategies.*]`` section."""
+from engine.config import Settings, workspace_folder
+from engine.models import Session, StrategyParams
+from engine.params import (
+    ParamsError,
+    changed_params,
+    describe_params,
+    session_settings,
+    strategy_params,
+    with_params,
+)
 
 
 def _value(text: str) -> Any:
+    if text.lower() in ("none", "null"):
+        return None  # unset: the number follows the profile or the window again
     for kind in (int, float):
         try:
             return kind(text)
@@ -37,55 +44,80 @@ def parse_overrides(overrides: list[str], strategy: str | None = None) -> dict[s
     for item in overrides:
         name, sep, value = item.partition("=")
         if not sep:
-            raise CliError(f"--set {item!r}: expected KEY=VALUE")
+            raise UsageError(f"--set {item!r}: expected KEY=VALUE")
         owner, dot, key = name.rpartition(".")
         owner = owner if dot else (strategy or "")
         if owner not in STRATEGIES:
-            raise CliError(f"--set {item!r}: name the strategy (e.g. mock-user.trigger_tokens)")
+            raise UsageError(f"--set {item!r}: name the strategy (e.g. mock-user.trigger_tokens)")
         out.setdefault(owner, {})[key.strip()] = _value(value.strip())
     return out
 
 
 def with_numbers(settings: Settings, numbers: dict[str, Any]) -> Settings:
     """``settings`` with strategies' numbers replaced (validated as a config file's are)."""
-    if not numbers:
-        return settings
-    top = dict(numbers.get("layered", {}))
-    unknown = [k for k in top if k not in LAYERED_NUMBERS]
-    if unknown:
-        raise CliError(f"layered has no number {unknown[0]!r}; it has {', '.join(LAYERED_NUMBERS)}")
-    sections = settings.strategies.model_dump(by_alias=True)
     for name, values in numbers.items():
-        if name != "layered":
-            sections[name] = {**sections.get(name, {}), **values}
-    try:
-        strategies = StrategySettings.model_validate(sections)
-        return Settings.model_validate({**settings.model_dump(), **top, "strategies": strategies})
-    except ValidationError as exc:
-        raise CliError(f"--set: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from exc
+        try:
+            params = changed_params(strategy_params(settings, name), name, values)
+        except ParamsError as exc:
+            raise UsageError(f"--set: {exc}") from None
+        settings = with_params(settings, name, params)
+    return settings
 
 
 def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
-    store = open_store(args, settings, read_only=args.name is None)
+    changing = args.name is not None or bool(args.overrides) or args.window is not None
+    store = open_store(args, settings, read_only=not changing)
     session = get_session(store, args.session)
-    if args.name is not None:
-        if args.name not in STRATEGIES:
-            raise CliError(f"unknown strategy {args.name!r}; known: {', '.join(STRATEGIES)}")
-        # a round or a compaction in progress runs under the old strategy: one writer at a time
+    if changing:
+        name = args.name or session.strategy
+        if name not in STRATEGIES:
+            raise CliError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}")
+        numbers = parse_overrides(args.overrides, name)
+        other = next((owner for owner in numbers if owner != name), None)
+        if other is not None:
+            raise UsageError(f"--set {other}.…: the session's strategy would be {name}")
+        # a round or a compaction in progress runs under the old numbers: one writer at a time
         with store.acquire_lease(args.session, "strategy switch"):
-            session = store.switch_strategy(args.session, args.name)
+            session = get_session(store, args.session)
+            params = _new_params(session, name, settings, numbers.get(name, {}), args.window)
+            session = store.switch_strategy(args.session, name, params)
     switches = store.strategy_switches(args.session)
     data = {
         "session_id": session.id,
         "strategy": session.strategy,
+        "params": None if session.params is None else session.params.model_dump(mode="json"),
         "switches": [w.model_dump(mode="json") for w in switches],
     }
-    text = f"session {session.id} uses {session.strategy}"
+    text = f"session {session.id} uses {session.strategy}: {describe_params(session.params)}"
     if switches:
         last = switches[-1]
-        text += f" (switched from {last.previous} at {last.created_at:%Y-%m-%d %H:%M})"
+        what = "numbers changed" if last.previous == last.strategy else "switched from "
+        what += "" if last.previous == last.strategy else last.previous
+        text += f"\n({what} at {last.created_at:%Y-%m-%d %H:%M})"
     emit(args, data, text)
     return 0
+
+
+def _new_params(
+    session: Session,
+    name: str,
+    settings: Settings,
+    numbers: dict[str, Any],
+    window: int | None,
+) -> StrategyParams:
+    """The numbers ``session`` plans with under ``name`` after the switch: its own when the
+    strategy stays, else the new strategy's from the settings (``--config``) in the session's
+    window; then ``--set`` and ``--window``."""
+    if session.params is not None and name == session.strategy:
+        base = session.params
+    else:
+        base = strategy_params(settings, name)
+        if session.params is not None:
+            base = base.model_copy(update={"context_window": session.params.context_window})
+    try:
+        return changed_params(base, name, numbers, window)
+    except ParamsError as exc:
+        raise UsageError(f"--set: {exc}") from None
 
 
 def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
@@ -109,6 +141,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     workspace = workspace_folder(recorded=session.workspace)
+    settings = session_settings(settings, session)  # then --window and --set change them
     if args.window is not None:
         if args.window <= 0:
             raise CliError("--window must be a positive number of tokens")

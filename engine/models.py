@@ -258,6 +258,17 @@ class Observation(BaseModel):
 # The todo list belongs to the TodoWrite tool (tools sit below the engine); re-exported here.
 
 
+class StrategyParams(BaseModel):
+    """The numbers a session's strategy plans with, stored with the session and with every
+    recorded switch (``engine.params`` says which numbers they are)."""
+
+    context_window: int
+    """The context window the session plans in (``Settings.context_window``)."""
+    numbers: dict[str, Any] = Field(default_factory=dict)
+    """The strategy's own numbers: layered's ``threshold_ratio``, ``keep_rounds``,
+    ``min_messages``; any other strategy's ``[strategies.<name>]`` section."""
+
+
 class Session(BaseModel):
     id: int | None = None
     title: str = ""
@@ -274,6 +285,9 @@ class Session(BaseModel):
     source: str | None = None
     """For a watched recording: the file and the recording's own session id it follows
     (``ctxscope watch`` finds the session again by it, so re-watching never duplicates)."""
+    params: StrategyParams | None = None
+    """The numbers its strategy plans with; None: none stored, it plans with the settings of
+    the process that opens it."""
 
 
 class StrategySwitch(BaseModel):
@@ -282,6 +296,10 @@ class StrategySwitch(BaseModel):
     previous: str
     strategy: str
     created_at: datetime = Field(default_factory=utcnow)
+    previous_params: StrategyParams | None = None
+    """The numbers planned with before (None: not stored, e.g. recorded before schema 11)."""
+    params: StrategyParams | None = None
+    """The numbers planned with from this switch on."""
 
 
 class SessionInfo(BaseModel):

@@ -27,6 +27,7 @@ from engine.models import (
     Session,
     TodoItem,
 )
+from engine.params import session_settings, strategy_params
 from engine.session import Agent
 from engine.store import Store, StoreError
 from tools.base import Asker
@@ -98,7 +99,11 @@ def choose_session(
     for info in store.list_sessions():
         if info.rounds == 0 and not info.session.title and info.session.workspace == str(workspace):
             return info.session
-    return store.create_session(workspace=str(workspace), strategy=settings.strategy)
+    return store.create_session(
+        workspace=str(workspace),
+        strategy=settings.strategy,
+        params=strategy_params(settings, settings.strategy),
+    )
 
 
 def forget_if_empty(store: Store, session_id: int) -> bool:
@@ -142,6 +147,7 @@ def open_session(
             f"refuse to run. Point it at a folder with `ctxscope ask INPUT --session "
             f"{session_id} --workspace FOLDER --move-workspace`."
         )
+    settings = session_settings(settings, session)  # the numbers the session plans with
     provider = provider_factory(settings)
     if (session.provider, session.model) != (provider.name, provider.model):
         session = store.update_session(session.id, provider=provider.name, model=provider.model)

@@ -28,6 +28,7 @@ from typing import Any
 from engine.config import Settings
 from engine.messages.tokens import count_text
 from engine.models import Session
+from engine.params import strategy_params
 from engine.recordings import claude_code
 from engine.recordings.base import ImportError_, Item, Parsed
 from engine.recordings.writer import Resume, check, write
@@ -348,6 +349,7 @@ class Follower:
                     parent_session_id=self.parent,
                     agent_id=parsed.agent_id,
                     source=key,
+                    params=strategy_params(self.settings, self.settings.strategy),
                 )
                 self._stored = []
             whole = not self._stored or common < self._resume_at

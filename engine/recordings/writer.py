@@ -41,6 +41,7 @@ from engine.models import (
     Trigger,
     UsageRecord,
 )
+from engine.params import strategy_params
 from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
 from engine.recordings.envelopes import envelope
 from engine.store import Store
@@ -150,6 +151,7 @@ def write(
                 strategy=settings.strategy,
                 parent_session_id=parent,
                 agent_id=parsed.agent_id,
+                params=strategy_params(settings, settings.strategy),
             )
         assert session.id is not None
         sid = session.id

@@ -44,6 +44,7 @@ from engine.models import (
     TodoItem,
     UsageRecord,
 )
+from engine.params import session_settings
 from engine.store import Lease, Store
 from tools.base import Asker, ToolContext
 from tools.injection import Injections
@@ -104,7 +105,10 @@ class AgentCore:
         self._stored_counts = store.token_counts()
         """Counts of repeated texts the database holds (L1, tools, CODE_LAW, summaries)."""
         remember(self._stored_counts)
+        settings = session_settings(settings, session)
         self.settings = settings
+        """The process' settings with the numbers the session stores in place
+        (:func:`engine.params.session_settings`)."""
         self.provider = provider
         self.workspace = workspace
         self.events = events

@@ -100,6 +100,8 @@ class SessionRow(BaseRow):
     parent_session_id = IntegerField(null=True)
     agent_id = TextField(null=True)
     source = TextField(null=True, index=True)
+    params = JSONField(null=True)
+    """The numbers its strategy plans with (``StrategyParams``); NULL: none stored."""
 
 
 class RoundRow(BaseRow):
@@ -221,6 +223,9 @@ class StrategySwitchRow(BaseRow):
     previous = TextField()
     strategy = TextField()
     created_at = TimestampField()
+    previous_params = JSONField(null=True)
+    params = JSONField(null=True)
+    """The numbers planned with before and after the switch (NULL before schema 11)."""
 
 
 class LeaseRow(BaseRow):

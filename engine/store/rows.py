@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from peewee import (
     OperationalError,
     fn,
 )
+from pydantic import ValidationError
 
 from engine.models import (
     Compaction,
@@ -23,6 +25,7 @@ from engine.models import (
     Round,
     RoundStatus,
     Session,
+    StrategyParams,
     Summary,
     ToolCall,
     Usage,
@@ -37,6 +40,7 @@ from engine.store.models import (
     SessionRow,
     SummaryRow,
     UsageRow,
+    damaged,
 )
 
 # ---------------------------------------------------------------------- row → model
@@ -163,7 +167,19 @@ def session_model(r: SessionRow) -> Session:
         parent_session_id=r.parent_session_id,
         agent_id=r.agent_id,
         source=r.source,
+        params=params_model(r.params, SessionRow.params),
     )
+
+
+def params_model(value: Any, column: Any) -> StrategyParams | None:
+    """Stored strategy numbers (a JSON object) as the model; NULL as None."""
+    if value is None:
+        return None
+    try:
+        return StrategyParams.model_validate(value)
+    except ValidationError as exc:
+        why = str(exc.errors()[0]["msg"])
+        raise damaged(column, json.dumps(value), f"not strategy numbers: {why}") from None
 
 
 def round_model(r: RoundRow) -> Round:

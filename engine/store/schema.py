@@ -18,7 +18,7 @@ from peewee import SqliteDatabase
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -168,6 +168,48 @@ def _watched_sources(db: SqliteDatabase) -> None:
         migrate(SqliteMigrator(db).add_column(table, "source", SessionRow.source))
 
 
+def _session_params(db: SqliteDatabase) -> None:
+    """10 -> 11: a session stores the numbers its strategy plans with, a switch the numbers
+    before and after. Before, every command planned with its own process' settings; an
+    existing session is given the built-in defaults of its strategy (what a command without
+    ``--config`` or ``CTXSCOPE_*`` used). Earlier switches keep NULL: their numbers were not
+    recorded."""
+    import json
+
+    from playhouse.migrate import SqliteMigrator, migrate
+
+    from engine.config import Settings
+    from engine.params import ParamsError, strategy_params
+    from engine.store.models import SessionRow, StrategySwitchRow
+
+    migrator = SqliteMigrator(db)
+    wanted = [
+        (SessionRow, "params", SessionRow.params),
+        (StrategySwitchRow, "previous_params", StrategySwitchRow.previous_params),
+        (StrategySwitchRow, "params", StrategySwitchRow.params),
+    ]
+    steps = []
+    for row, name, column in wanted:
+        table = row._meta.table_name
+        if name not in {c.name for c in db.get_columns(table)}:
+            steps.append(migrator.add_column(table, name, column))
+    migrate(*steps)
+    defaults = Settings.model_construct()  # the built-in numbers: no file, no environment
+    table = SessionRow._meta.table_name
+    for session_id, strategy in sql(
+        db, f'SELECT id, strategy FROM "{table}" WHERE params IS NULL'
+    ).fetchall():
+        try:
+            params = strategy_params(defaults, strategy)
+        except ParamsError:
+            continue  # a strategy this ctxscope does not know: it plans with the settings
+        sql(
+            db,
+            f'UPDATE "{table}" SET params = ? WHERE id = ?',
+            (json.dumps(params.model_dump(mode="json")), session_id),
+        )
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -178,6 +220,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     7: _token_counts,
     8: _subagents_and_cache_lifetimes,
     9: _watched_sources,
+    10: _session_params,
 }
 
 

@@ -15,6 +15,7 @@ from peewee import (
 from engine.models import (
     Session,
     SessionInfo,
+    StrategyParams,
     StrategySwitch,
     TodoItem,
     utcnow,
@@ -43,6 +44,7 @@ from engine.store.models import (
     UsageRow,
 )
 from engine.store.rows import (
+    params_model,
     row_dicts,
     session_model,
 )
@@ -168,9 +170,12 @@ class SessionStore(StoreAccess):
         parent_session_id: int | None = None,
         agent_id: str | None = None,
         source: str | None = None,
+        params: StrategyParams | None = None,
     ) -> Session:
         """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
-        ``source`` names the recording a watched session follows."""
+        ``source`` names the recording a watched session follows; ``params`` are the numbers
+        its strategy plans with (``engine.params.strategy_params``; None stores none, and the
+        session plans with the settings of whichever process opens it)."""
         now = utcnow()
         row = SessionRow.create(
             title=title,
@@ -183,6 +188,7 @@ class SessionStore(StoreAccess):
             parent_session_id=parent_session_id,
             agent_id=agent_id,
             source=source,
+            params=_dumped(params),
         )
         return session_model(row)
 
@@ -327,10 +333,14 @@ class SessionStore(StoreAccess):
             parent.delete().where(parent.session == session_id).execute()
 
     @writes
-    def switch_strategy(self, session_id: int, strategy: str) -> Session:
-        """Make ``strategy`` the session's strategy and record the switch (no-op if unchanged)."""
+    def switch_strategy(
+        self, session_id: int, strategy: str, params: StrategyParams | None = None
+    ) -> Session:
+        """Make ``strategy``, planning with ``params``, the session's, and record the switch
+        with the numbers before and after; a no-op when neither changes. ``params`` None
+        stores none (the session then plans with the settings of the process that opens it)."""
         session = self.get_session(session_id)
-        if session.strategy == strategy:
+        if session.strategy == strategy and session.params == params:
             return session
         with self.db.atomic():
             StrategySwitchRow.create(
@@ -338,21 +348,30 @@ class SessionStore(StoreAccess):
                 previous=session.strategy,
                 strategy=strategy,
                 created_at=utcnow(),
+                previous_params=_dumped(session.params),
+                params=_dumped(params),
             )
-            SessionRow.update(strategy=strategy, updated_at=utcnow()).where(
+            SessionRow.update(strategy=strategy, params=_dumped(params), updated_at=utcnow()).where(
                 SessionRow.id == session_id
             ).execute()
         return self.get_session(session_id)
 
     @reads
     def strategy_switches(self, session_id: int) -> list[StrategySwitch]:
+        """The session's recorded switches, oldest first, with the numbers before and after."""
         q = (
             StrategySwitchRow.select()
             .where(StrategySwitchRow.session == session_id)
             .order_by(StrategySwitchRow.id)
         )
         return [
-            StrategySwitch(previous=r.previous, strategy=r.strategy, created_at=r.created_at)
+            StrategySwitch(
+                previous=r.previous,
+                strategy=r.strategy,
+                created_at=r.created_at,
+                previous_params=params_model(r.previous_params, StrategySwitchRow.previous_params),
+                params=params_model(r.params, StrategySwitchRow.params),
+            )
             for r in q
         ]
 
@@ -384,6 +403,10 @@ class SessionStore(StoreAccess):
         SessionRow.update(todos=[t.model_dump() for t in todos], updated_at=utcnow()).where(
             SessionRow.id == session_id
         ).execute()
+
+
+def _dumped(params: StrategyParams | None) -> dict[str, Any] | None:
+    return None if params is None else params.model_dump(mode="json")
 
 
 def _holder(r: Any) -> Holder:
