@@ -23,6 +23,7 @@ from typing import Any
 
 from cli.common import CliError, db_path, get_session, open_store, silence_stdout
 from engine.config import Settings
+from engine.params import session_settings
 from engine.recordings.follow import Follower, Update
 
 EVENTS = ("compaction", "subagent", "warning")
@@ -162,6 +163,7 @@ def _watch_stored(args: argparse.Namespace, settings: Settings, stop: threading.
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     assert session.id is not None
+    settings = session_settings(settings, session)  # its window and threshold
     _stop_on_signals(stop)
     marker: tuple[int, int, int] | None = None
     window = settings.context_window

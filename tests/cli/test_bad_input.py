@@ -44,10 +44,11 @@ def test_an_import_with_naive_times_still_compacts_asks_and_shows_context(
     recorded = tmp_path / "naive.jsonl"
     recorded.write_text("\n".join(naive) + "\n")
 
+    # the session keeps the numbers it was imported with (keep_rounds 1)
+    monkeypatch.setenv("CTXSCOPE_KEEP_ROUNDS", "1")
     code, out, err = run(capsys, "import", str(recorded), "--db", str(db), "--json")
     assert code == 0, err
     sid = str(json.loads(out)["session_id"])
-    monkeypatch.setenv("CTXSCOPE_KEEP_ROUNDS", "1")
     code, out, err = run(capsys, "compact", sid, "--db", str(db), "--json")
     assert code == 0, err
     assert json.loads(out)["compaction"]["outcome"] == "success"

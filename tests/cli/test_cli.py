@@ -33,15 +33,12 @@ def test_import_compact_show_round_trip(db: Path, capsys: pytest.CaptureFixture[
     sid = imported["session_id"]
     assert imported["missing_results"] == 2 and imported["rounds"] == 3
 
-    import os
-
-    os.environ["CTXSCOPE_KEEP_ROUNDS"] = "1"
-    try:
-        code, out, _ = run(
-            capsys, "compact", str(sid), "--db", str(db), "--json", "--focus", "retry delay"
-        )
-    finally:
-        del os.environ["CTXSCOPE_KEEP_ROUNDS"]
+    # the session's numbers are its own: an environment variable would not change them
+    code, _, _ = run(capsys, "strategy", str(sid), "--set", "keep_rounds=1", "--db", str(db))
+    assert code == 0
+    code, out, _ = run(
+        capsys, "compact", str(sid), "--db", str(db), "--json", "--focus", "retry delay"
+    )
     assert code == 0
     compacted = json.loads(out)
     assert compacted["compaction"]["outcome"] == "success"

@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 from engine.context.builder import BuiltContext
 from engine.context.history import CompactionDraft, CompactionResult
 from engine.models import Compaction, Message, Summary, TodoItem
+from engine.params import describe_params, strategy_params
 from tui.bridge import EngineBridge, PermissionGate
 from tui.formatting import one_line, plural, tokens, workspace_label
 from tui.gauge_state import Decision
@@ -435,6 +436,7 @@ class MainScreen(MainActions):
             model=session.model,
             strategy=opened.agent.strategy.name,
             offline=is_offline(session.provider),
+            numbers=describe_params(strategy_params(opened.agent.settings, session.strategy)),
         )
         self.query_one(ChatView).load(opened.chat, offline=is_offline(session.provider))
         self.query_one(ScratchpadView).end_round()

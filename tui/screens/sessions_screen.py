@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState
 
 from engine.models import SessionInfo
+from engine.params import session_settings
 from engine.store import Store
 from engine.store.lease import SessionBusy
 from tui.formatting import (
@@ -233,6 +234,7 @@ class SessionsScreen(Screen[int | None]):
         if settings is None:
             return
         workspace = Path(info.session.workspace or ".")
+        settings = session_settings(settings, info.session)  # the session's own numbers
         self.app.push_screen(CompareScreen(self.store, session_id, settings, workspace))
 
     def action_delete(self) -> None:

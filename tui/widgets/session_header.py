@@ -1,4 +1,5 @@
-"""SessionHeader: one line naming the session, its workspace, provider and model, strategy.
+"""SessionHeader: one line naming the session, its workspace, provider and model, strategy;
+its tooltip says the numbers the strategy plans with (stored with the session).
 
 The offline provider is spelled out in a warning colour so nobody mistakes its rule-based
 answers for a model's.
@@ -26,6 +27,8 @@ class HeaderInfo:
     model: str = ""
     strategy: str = ""
     offline: bool = False
+    numbers: str = ""
+    """The numbers the session's strategy plans with (``engine.params.describe_params``)."""
 
 
 class SessionHeader(Widget):
@@ -41,6 +44,9 @@ class SessionHeader(Widget):
 
     info: Reactive[HeaderInfo] = reactive(HeaderInfo)
     """The session described; set when a session opens or is renamed."""
+
+    def watch_info(self, info: HeaderInfo) -> None:
+        self.tooltip = f"{info.strategy} plans with {info.numbers}" if info.numbers else None
 
     def render(self) -> Text:
         info = self.info

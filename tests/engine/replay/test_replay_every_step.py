@@ -115,7 +115,7 @@ def test_replay_set_overrides_a_strategy_number(
     assert main([*base, "--set", "masking.keep_last_observations=5"]) == 0
     few = json.loads(capsys.readouterr().out)["strategies"][0]
     assert few["total_input"] < many["total_input"]
-    assert main([*base, "--set", "masking.no_such_number=5"]) == 1
+    assert main([*base, "--set", "masking.no_such_number=5"]) == 2  # a usage error
 
 
 def test_a_replay_window_carries_the_strategies_windows() -> None:
