@@ -17,6 +17,7 @@ from engine.compaction.policy import Plan
 from engine.config import Settings, price_for
 from engine.context.builder import LAYERS
 from engine.messages.render import render_react
+from engine.params import describe_params
 from engine.recordings.hidden import hidden_prefix
 
 
@@ -86,6 +87,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         f"session {session.id}: {session.title or '(untitled)'}",
         f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
         f"  strategy {session.strategy}",
+        f"plans with {describe_params(session.params)}",
         f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
         f"{len(history.messages)} messages in history, {len(compactions)} compactions",
         "",

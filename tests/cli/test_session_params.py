@@ -71,6 +71,8 @@ def test_a_sessions_numbers_survive_a_command_without_its_config(
     assert params["context_window"] == 200_000
     assert params["numbers"]["trigger_tokens"] == 12345
     assert params["numbers"]["profile"] == "init"
+    code, out, _ = run(capsys, "show", sid, "--db", str(db))
+    assert "plans with window 200,000 · profile init · trigger_tokens 12,345" in out
 
     # a later round without the config plans with the session's numbers, and so does a new
     # session without it: the Init profile's 150 000
