@@ -37,7 +37,8 @@ async def test_a_resumed_session_plans_with_its_own_numbers(
         assert screen.agent.settings.context_window == 30_000
         assert screen.agent.settings.strategies.mock_user.trigger_tokens == 12_345
         header = screen.query_one(SessionHeader)
-        assert header.tooltip == (
+        assert isinstance(header.tooltip, str)
+        assert header.tooltip.startswith(
             "mock-user plans with window 30,000 · profile init · trigger_tokens 12,345 · "
             "long_result_chars 5,000"
         )
