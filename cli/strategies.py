@@ -91,8 +91,8 @@ def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
     text = f"session {session.id} uses {session.strategy}: {describe_params(session.params)}"
     if switches:
         last = switches[-1]
-        what = "numbers changed" if last.previous == last.strategy else "switched from "
-        what += "" if last.previous == last.strategy else last.previous
+        same = last.previous == last.strategy
+        what = "numbers changed" if same else f"switched from {last.previous}"
         text += f"\n({what} at {last.created_at:%Y-%m-%d %H:%M})"
     emit(args, data, text)
     return 0
