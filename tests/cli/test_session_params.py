@@ -141,6 +141,7 @@ def test_setting_a_number_is_recorded_in_the_switch_history(
     code, out, _ = run(capsys, "strategy", sid, "--db", str(db))
     assert out.startswith(f"session {sid} uses mock-user: window 200,000")
     assert "trigger_tokens 20,000" in out
+    assert "\n(numbers changed at " in out
 
 
 def test_a_switch_takes_the_new_strategys_numbers_from_the_config_in_the_sessions_window(
@@ -162,6 +163,9 @@ def test_a_switch_takes_the_new_strategys_numbers_from_the_config_in_the_session
     assert (switch["previous"], switch["strategy"]) == ("layered", "message-window")
     assert switch["previous_params"]["numbers"]["keep_rounds"] == 10
 
+    code, out, _ = run(capsys, "strategy", sid, "--db", str(db))
+    assert out.startswith(f"session {sid} uses message-window: window 50,000 · max_messages 7")
+    assert "\n(switched from layered at " in out
     code, out, err = run(capsys, "strategy", sid, "--window", "64000", "--db", str(db), "--json")
     assert code == 0, err
     assert json.loads(out)["params"]["context_window"] == 64_000
