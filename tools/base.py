@@ -28,10 +28,11 @@ class TodoItem(BaseModel):
 
 
 class RecallHit(BaseModel):
-    """One archived message that matched a Recall search."""
+    """One archived message that matched a Recall search, or one observation of the round in
+    progress that was set aside to fit the window (``segment_id`` None: not archived yet)."""
 
     message_id: int
-    segment_id: int
+    segment_id: int | None
     round: int
     role: str
     tool_name: str | None = None

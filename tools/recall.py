@@ -1,4 +1,6 @@
-"""Recall: full-text search over the session's archived raw segments (the tenth tool).
+"""Recall: full-text search over the session's archived raw segments (the tenth tool), and
+over the observations of the round in progress that the engine set aside to fit the window
+(``engine.session.fitting``: their pointers name them, Recall finds their full text).
 
 The search itself belongs to the store (SQLite FTS5, ``engine.store.search``); the agent hands
 it to the tool as ``ctx.recall``, bound to its session, so tools never open the database.
@@ -26,12 +28,11 @@ class RecallInput(ToolInput):
 
 
 def hit_line(hit: dict[str, Any]) -> str:
-    """``segment #3 · round 7 · message 52 (tool Read): …[retry]_delay = 0.5…``."""
+    """``segment #3 · round 7 · message 52 (tool Read): …[retry]_delay = 0.5…``; an observation
+    set aside in the round in progress says ``set aside`` in place of its segment."""
     who = hit["role"] + (f" {hit['tool_name']}" if hit.get("tool_name") else "")
-    return (
-        f"segment #{hit['segment_id']} · round {hit['round']} · message {hit['message_id']} "
-        f"({who}): {hit['snippet']}"
-    )
+    where = "set aside" if hit["segment_id"] is None else f"segment #{hit['segment_id']}"
+    return f"{where} · round {hit['round']} · message {hit['message_id']} ({who}): {hit['snippet']}"
 
 
 class RecallTool(BaseTool):

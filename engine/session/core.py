@@ -46,7 +46,7 @@ from engine.models import (
 )
 from engine.params import session_settings
 from engine.store import Lease, Store
-from tools.base import Asker, ToolContext
+from tools.base import Asker, RecallHit, ToolContext
 from tools.injection import Injections
 from tools.registry import ToolRegistry, default_registry
 from tools.todo import todo_recap
@@ -126,7 +126,7 @@ class AgentCore:
             todos=store.get_todos(self.session_id),
             on_todos=self._save_todos,
             ask=ask,
-            recall=lambda query, limit: store.search_archive(self.session_id, query, limit),
+            recall=lambda query, limit: self._recall(query, limit),
             chat_transcript=self.chat_transcript,
             execution_log=lambda: read_log(self.execution_log_path),
             injections=Injections(
@@ -298,6 +298,11 @@ class AgentCore:
         return self.builder.build(
             History(summaries=hist.summaries, messages=messages), [], question, self._recap()
         )
+
+    def _recall(self, query: str, limit: int) -> list[RecallHit]:
+        """What the Recall tool searches: the session's archive (the fitting layer adds the
+        observations it set aside in the round in progress)."""
+        return self.store.search_archive(self.session_id, query, limit)
 
     def _recap(self) -> str:
         return todo_recap(self.tool_ctx.todos) if self.tool_ctx.todos else ""

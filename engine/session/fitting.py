@@ -7,8 +7,9 @@ while it is over ``context_window``:
 
 1. sets aside the round's *older* steps' observations, oldest first: each tool result is sent
    as a one-line pointer naming the call and its observation id (the full text stays in the
-   session's observations, ``ctxscope show --observations``; history keeps its compressed
-   copy for later rounds) — the tool calls themselves stay, so the round's plan survives;
+   session's observations, ``ctxscope show --observations``, and the Recall tool finds it;
+   history keeps its compressed copy for later rounds) — the tool calls themselves stay, so
+   the round's plan survives;
 2. archives earlier history by the strategy's emergency cut (a recorded compaction), when
    that cut leaves the round's newest step in place;
 3. sets aside the newest step's observations too, oldest first;
@@ -22,6 +23,7 @@ provider (nothing the engine holds can make room; the API refuses such a request
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 from engine.compaction.policy import PolicyView
@@ -30,11 +32,14 @@ from engine.events import Notice
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text
 from engine.models import ToolCall, Trigger
 from engine.session.steering import Steering
+from tools.base import RecallHit
 
 SET_ASIDE = "[observation set aside to fit the context window: "
 """How a pointer in place of an observation begins."""
 MAX_ARGS_CHARS = 120
 NAMED_IN_NOTICE = 6
+SNIPPET_CHARS = 160
+"""Characters of a set-aside observation around its first match in a Recall hit."""
 UNSHRINKABLE = ("L1 system", "L1 tools", "L2 CODE_LAW", "current input", "todo recap")
 """The layers of a request the engine cannot shrink."""
 
@@ -46,8 +51,8 @@ def pointer_text(call: ToolCall | None, result: ScratchResult, tokens: int) -> s
         args = args[: MAX_ARGS_CHARS - 1] + "…"
     return (
         f"{SET_ASIDE}{result.tool_name}{args}, {tokens:,} tokens; observation id "
-        f"{result.tool_use_id}. The full text is kept in the session; call the tool again, "
-        "narrower, if you need it.]"
+        f"{result.tool_use_id}. The full text is kept in the session: Recall finds it, or call "
+        "the tool again, narrower.]"
     )
 
 
@@ -60,6 +65,42 @@ def label(call: ToolCall | None, result: ScratchResult) -> str:
 
 class Fitting(Steering):
     """Every request within the window, whatever the strategy."""
+
+    def _recall(self, query: str, limit: int) -> list[RecallHit]:
+        """The round's set-aside observations that match ``query`` (every word, else any word;
+        most words first), then the archive's hits: what a pointer names stays findable."""
+        words = [w.casefold() for w in re.findall(r"\w+", query)]
+        hits: list[tuple[int, RecallHit]] = []
+        if words and self.current_round is not None:
+            ids = {m.meta.tool_use_id: m.id for m in self._round_messages() if m.role == "tool"}
+            aside = [
+                r.tool_use_id
+                for step in self.scratchpad
+                for r in step.results
+                if r.text.startswith(SET_ASIDE)
+            ]
+            for any_word in (False, True):
+                for tool_use_id in aside:
+                    obs = self.store.observation_for(self.session_id, tool_use_id)
+                    found = matches(obs.text, words, any_word) if obs is not None else 0
+                    if obs is None or not found:
+                        continue
+                    hit = RecallHit(
+                        message_id=ids.get(tool_use_id) or 0,
+                        segment_id=None,
+                        round=self.current_round,
+                        role="tool",
+                        tool_name=obs.tool_name,
+                        snippet=snippet(obs.text, words),
+                        score=float(found),
+                    )
+                    hits.append((found, hit))
+                if hits:
+                    break
+        ranked = [h for _, h in sorted(hits, key=lambda fh: -fh[0])][:limit]
+        return (
+            ranked + super()._recall(query, limit - len(ranked)) if len(ranked) < limit else ranked
+        )
 
     def _fit(self, built: BuiltContext) -> BuiltContext | None:
         """``built``, or the request rebuilt small enough (see the module docstring); None
@@ -169,3 +210,22 @@ class Fitting(Steering):
                 break
             built = self._build(self.current_question)
         return built
+
+
+def matches(text: str, words: list[str], any_word: bool) -> int:
+    """How many of ``words`` (case-folded) ``text`` holds: all of them or 0, or any of them."""
+    folded = text.casefold()
+    found = sum(1 for w in words if w in folded)
+    return found if any_word or found == len(words) else 0
+
+
+def snippet(text: str, words: list[str]) -> str:
+    """``SNIPPET_CHARS`` of ``text`` around the first matched word, matches in ``[brackets]``
+    (the archive's FTS snippets look the same)."""
+    folded = text.casefold()
+    first = min((i for w in words if (i := folded.find(w)) >= 0), default=0)
+    start = max(0, first - SNIPPET_CHARS // 3)
+    piece = " ".join(text[start : start + SNIPPET_CHARS].split())
+    for w in words:
+        piece = re.sub(f"({re.escape(w)})", r"[\1]", piece, flags=re.IGNORECASE)
+    return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(text) else "")

@@ -198,3 +198,35 @@ def test_masking_after_prompt_too_long_repeats_no_tool_use_id(
     assert outcome.status == RoundStatus.FINISHED and provider.refused == 1
     calls = [c.id for m in store.all_messages(agent.session_id) for c in m.tool_calls]
     assert len(calls) == 10 and len(set(calls)) == 10
+
+
+def test_an_observation_set_aside_is_found_by_recall(workspace: Path, tmp_path: Path) -> None:
+    """Issue 20: the round's older observations go "(recallable, with a pointer in their
+    place)". While the round runs, the pointer names f1.py's read, and Recall (the tool the
+    agent calls, through its context) finds a line only f1.py holds: ``def function_1_17``
+    (written by the ``workspace`` fixture), marked as set aside, not as an archived segment."""
+    from tools.recall import hit_line
+
+    seen: dict[str, Any] = {}
+
+    class Probing(Recording):
+        def complete(self, request, on_event, cancel=None):  # type: ignore[no-untyped-def]
+            sent = str(request.messages)
+            if SET_ASIDE in sent and "hits" not in seen:
+                seen["hits"] = agent.tool_ctx.recall("function_1_17", 3)
+                seen["none"] = agent.tool_ctx.recall("no_such_word_anywhere", 3)
+            return super().complete(request, on_event, cancel)
+
+    settings = Settings(context_window=WINDOW, strategy="layered", data_dir=None, atfile_max=FILES)
+    store = Store.open(tmp_path / "r.db")
+    session = store.create_session(str(workspace), "recall", strategy="layered")
+    agent = Agent(store, session, settings, Probing(settings), workspace)
+    text = "\n".join(f"read f{n}.py" for n in range(FILES))
+    assert agent.run(text).status == RoundStatus.FINISHED
+
+    hits = seen["hits"]
+    assert len(hits) == 1
+    assert hits[0].segment_id is None and hits[0].round == 1 and hits[0].tool_name == "Read"
+    assert "[function_1_17]" in hits[0].snippet and "helper 17 of module 1" in hits[0].snippet
+    assert hit_line(hits[0].model_dump()).startswith("set aside · round 1 · message ")
+    assert seen["none"] == []
