@@ -71,6 +71,9 @@ class WatchApp(CtxscopeApp):
 
         figures: Figures
         records: int
+        """Records read by this look."""
+        total: int
+        """Records read from the file so far (a replaced message's records are in it)."""
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, WatchApp.Updated)
@@ -83,6 +86,9 @@ class WatchApp(CtxscopeApp):
         self.updates = 0
         """Updates handled (a burst of records coalesced is one)."""
         self.records_seen = 0
+        """Records the follow worker read since the app started (its thread counts them)."""
+        self.records_shown = len(follower.records)
+        """Records of the file the screen shows (the last handled update's total)."""
 
     def on_mount(self) -> None:
         if self.follower.parsed is not None:
@@ -109,13 +115,15 @@ class WatchApp(CtxscopeApp):
                 update = self.follower.poll()
                 if update is not None:
                     self.records_seen += update.records
-                    self.post_message(self.Updated(update.figures, update.records))
+                    total = len(self.follower.records)
+                    self.post_message(self.Updated(update.figures, update.records, total))
                 time.sleep(self.settings.watch_poll_interval)
         finally:
             self.store.db.close()
 
     def on_watch_app_updated(self, message: WatchApp.Updated) -> None:
         self.updates += 1
+        self.records_shown = message.total
         before = self.figures.compactions if self.figures else 0
         self.figures = message.figures
         main = self.main_screen
