@@ -81,7 +81,9 @@ def redraw_idle(app: WatchApp) -> bool:
 async def opened(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, WatchApp)
-    await wait_until(pilot, lambda: main_screen(app).agent is not None and bool(app.query(WatchBar)))
+    await wait_until(
+        pilot, lambda: main_screen(app).agent is not None and bool(app.query(WatchBar))
+    )
 
 
 async def test_workbench_shows_each_record_once_and_the_compaction_as_it_lands(
