@@ -177,7 +177,8 @@ class Update:
     """One look at the file that found something new."""
 
     records: int
-    """New records read by this look."""
+    """Records read since the last update (a look that found no conversation yet reports
+    none: its records come with the next update)."""
     figures: Figures
     events: list[str]
     """``update``, and ``compaction`` / ``warning`` when one landed or started."""
@@ -216,6 +217,7 @@ class Follower:
         self._round_starts: list[int] = []
         self._compactions = 0
         self._warned = False
+        self._unreported = 0
         self._pending: bool | None = None  # None: never saved yet
         self.children: dict[Path, Follower] = {}
         """Subagents (``<session>/subagents/agent-*.jsonl``), each followed as its own
@@ -237,6 +239,7 @@ class Follower:
             self.records, self.lines = [], 0
             self.bad, self.warnings = Counter(), []
             self._stored, self._compactions, self._warned = [], 0, False
+            self._unreported = 0
         new = 0
         for raw in chunk.lines:
             self.lines += 1
@@ -254,6 +257,7 @@ class Follower:
                 continue
             self.records.append((self.lines, obj))
             new += 1
+        self._unreported += new
         started = self._discover_children()
         if not new and not chunk.reset and not started:
             self._poll_children()
@@ -272,7 +276,8 @@ class Follower:
         self._warned = fig.warning
         if started:
             events.append("subagent")
-        update = Update(new, fig, events, None, chunk.reset)
+        update = Update(self._unreported, fig, events, None, chunk.reset)
+        self._unreported = 0
         if self.session is None:
             self.save_pending(update)
         else:

@@ -119,6 +119,29 @@ def test_marot_grown_record_by_record_is_stored_as_a_whole_import(tmp_path: Path
     assert [(m.role, m.content) for m in store.all_messages(sid)] == [(r, c) for r, c, _ in want]
 
 
+def test_records_before_the_conversation_come_with_the_first_update(tmp_path: Path) -> None:
+    """marot's lines 1-4 are a file-history-snapshot and three hook ``progress`` records; the
+    first user record is line 5 (``jq -r .type $M | head -5``). A look that reads only those
+    four has no conversation to show, so no update; they are counted in the next one, so the
+    updates' ``records`` add up to the lines written."""
+    lines = marot_lines()
+    assert [json.loads(x)["type"] for x in lines[:5]] == [
+        "file-history-snapshot", "progress", "progress", "progress", "user"
+    ]  # fmt: skip
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b"\n".join(lines[:4]) + b"\n")
+    follower = Follower(f, Settings(), Store.open(tmp_path / "w.db"))
+    assert follower.poll() is None
+    with open(f, "ab") as out:
+        out.write(b"\n".join(lines[4:6]) + b"\n")
+    update = follower.poll()
+    assert update is not None and update.records == 6
+    with open(f, "ab") as out:
+        out.write(lines[6] + b"\n")
+    update = follower.poll()
+    assert update is not None and update.records == 1
+
+
 def test_a_replaced_file_is_stored_again_in_the_same_session(tmp_path: Path) -> None:
     lines = marot_lines()
     f = tmp_path / "s.jsonl"
