@@ -1,0 +1,328 @@
+"""The main screen's workers and what their results change on screen.
+
+The base class of :class:`~tui.screens.main_screen.MainScreen` (over
+:class:`~tui.screens.main_actions.MainActions`), kept apart so each module stays small: the
+thread workers that open a session, run a round, compact, undo, pin, redraw and decide; their
+results and failures, handled in one place (:meth:`MainWorkers.on_worker_state_changed`, keyed
+on the worker group); and applying a measured :class:`~tui.session_loader.SessionView` to the
+history pane, the gauge, the todos and the subtitles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.worker import Worker, WorkerState
+
+from engine.context.builder import BuiltContext
+from engine.context.history import CompactionDraft, CompactionResult
+from engine.models import Compaction
+from engine.params import describe_params, strategy_params
+from tui.formatting import plural, tokens, workspace_label
+from tui.gauge_state import Decision
+from tui.screens.main_actions import MainActions
+from tui.session_loader import (
+    OpenedSession,
+    Resume,
+    SessionView,
+    decide,
+    forget_if_empty,
+    is_offline,
+    last_scratchpad_blocks,
+    measure,
+    save_grants,
+)
+from tui.widgets.block_view import Block
+from tui.widgets.chat_input import ChatInput, workspace_files
+from tui.widgets.chat_view import ChatView
+from tui.widgets.history_view import BlockMemo, HistoryView
+from tui.widgets.scratchpad_view import ScratchpadView
+from tui.widgets.session_header import HeaderInfo, SessionHeader
+
+if TYPE_CHECKING:
+    from engine.session import Agent
+    from tui.bridge import EngineBridge
+    from tui.presenter import Presenter
+
+
+@dataclass
+class RoundDone:
+    """What a round worker hands back."""
+
+    view: SessionView
+    title: str
+    last_scratch: list[Block]
+
+
+class MainWorkers(MainActions):
+    """The main screen's workers and their results (the base class of MainScreen)."""
+
+    if TYPE_CHECKING:
+        bridge: EngineBridge
+        presenter: Presenter | None
+        idle_built: BuiltContext | None
+
+        def show_banner(self, text: str, in_progress: bool) -> None: ...
+
+        def show_todos(self, todos: list[Any]) -> None: ...
+
+    # ------------------------------------------------------------------ workers
+    def leave_session(self) -> None:
+        """The open session is being left: if nothing was ever sent in it, it is not kept
+        (every launch used to store an empty "(untitled)" session)."""
+        if self.session_id is not None and self.busy is None:
+            forget_if_empty(self.ctx_app.store, self.session_id)
+
+    def open(self, resume: Resume) -> None:
+        if resume != self.session_id:
+            self.leave_session()
+        self.busy = "opening"
+        self.query_one(HistoryView).loading = True
+        self.open_worker(resume)
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def open_worker(self, resume: Resume) -> OpenedSession:
+        app = self.ctx_app
+        try:
+            return app.open_session(resume, self.bridge, self.gate)
+        finally:
+            app.store.db.close()
+
+    @work(thread=True, exclusive=True, group="round", exit_on_error=False)
+    def round_worker(self, agent: Agent, memo: BlockMemo, text: str, title: str) -> RoundDone:
+        try:
+            if title:
+                agent.store.update_session(agent.session_id, title=title)
+            agent.run(text)
+            save_grants(agent)
+            return RoundDone(
+                measure(agent, memo), title, last_scratchpad_blocks(agent.store, agent)
+            )
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="prepare", exit_on_error=False)
+    def prepare_worker(
+        self, agent: Agent, focus: str, keep: int | None
+    ) -> CompactionDraft | CompactionResult:
+        try:
+            return agent.prepare_compaction(focus or None, dry_run=True, keep_rounds=keep)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
+    def compact_now_worker(
+        self, agent: Agent, memo: BlockMemo, focus: str, keep: int
+    ) -> tuple[CompactionResult, SessionView]:
+        try:
+            result = agent.compact(focus or None, keep_rounds=keep)
+            return result, measure(agent, memo)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="undo", exit_on_error=False)
+    def undo_worker(self, agent: Agent, memo: BlockMemo) -> tuple[Compaction, SessionView]:
+        try:
+            undone = agent.uncompact()
+            return undone, measure(agent, memo)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
+    def compact_worker(
+        self, agent: Agent, memo: BlockMemo, draft: CompactionDraft, content: str | None
+    ) -> tuple[CompactionResult, SessionView]:
+        try:
+            result = agent.commit_compaction(draft, content)
+            return result, measure(agent, memo)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="pin", exit_on_error=False)
+    def pin_worker(
+        self, agent: Agent, memo: BlockMemo, message_id: int, pinned: bool
+    ) -> tuple[bool, SessionView]:
+        try:
+            agent.pin([message_id], pinned)
+            return pinned, measure(agent, memo)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="redraw", exit_on_error=False)
+    def redraw_worker(self, agent: Agent, memo: BlockMemo) -> SessionView:
+        try:
+            return measure(agent, memo)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
+    def decide_worker(self, agent: Agent, text: str, built: BuiltContext | None) -> Decision:
+        try:
+            return decide(agent, text, built)
+        finally:
+            agent.store.db.close()
+
+    @work(thread=True, exclusive=True, group="files", exit_on_error=False)
+    def load_files(self) -> list[str]:
+        return workspace_files(self.ctx_app.workspace)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker: Worker[Any] = event.worker
+        group = worker.group
+        if event.state == WorkerState.ERROR:
+            self._worker_failed(group, worker.error)
+        elif event.state == WorkerState.SUCCESS and worker.result is not None:
+            result = worker.result
+            if group == "open":
+                self._opened(result)
+            elif group == "round":
+                self._round_done(result)
+            elif group == "prepare":
+                self._prepared(result)
+            elif group == "redraw":
+                self._apply_view(result, scroll_end=False)
+            elif group == "compact":
+                self._compacted(*result)
+            elif group == "undo":
+                self._undone(*result)
+            elif group == "pin":
+                self._pinned(*result)
+            elif group == "decide":
+                if self.busy is None and self.presenter is not None:
+                    self.presenter.decided(result)
+            elif group == "files":
+                self.query_one(ChatInput).workspace_suggester.set_files(result)
+        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            if group in ("open", "round", "prepare", "compact", "redraw", "undo", "pin"):
+                self.busy = None
+                self.query_one(HistoryView).loading = False
+
+    def _worker_failed(self, group: str, error: BaseException | None) -> None:
+        what = {
+            "open": "Cannot open the session",
+            "round": "The round stopped",
+            "prepare": "Cannot prepare the compaction",
+            "redraw": "Cannot redraw the session",
+            "compact": "Compaction failed",
+            "undo": "Cannot undo the compaction",
+            "pin": "Cannot pin the message",
+            "files": "Cannot list the workspace files",
+            "decide": "Cannot work out the strategy's decision",
+        }.get(group, "Something failed")
+        detail = f"{type(error).__name__}: {error}" if error else "unknown error"
+        self.notify(detail, title=what, severity="error", timeout=10)
+
+    # ------------------------------------------------------------------ results
+    def _opened(self, opened: OpenedSession) -> None:
+        self.agent = opened.agent
+        self.memo = opened.memo
+        self.session_id = opened.agent.session_id
+        session = opened.session
+        label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
+        self.query_one(SessionHeader).info = HeaderInfo(
+            session_id=session.id,
+            title=session.title,
+            workspace=label,
+            provider=session.provider,
+            model=session.model,
+            strategy=opened.agent.strategy.name,
+            offline=is_offline(session.provider),
+            numbers=describe_params(strategy_params(opened.agent.settings, session.strategy)),
+        )
+        self.query_one(ChatView).load(opened.chat, offline=is_offline(session.provider))
+        self.query_one(ScratchpadView).end_round()
+        self.last_scratch = opened.last_scratch
+        self.show_banner("", False)
+        self._apply_view(opened.view)
+        for notice in opened.notices:
+            self.notify(notice, title="Workspace", severity="warning")
+
+    def _apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
+        history = self.query_one(HistoryView)
+        history.show(view.layout, view.blocks, scroll_end=scroll_end)
+        assert self.presenter is not None
+        self.idle_built = view.built
+        self.presenter.set_gauge(view.gauge)
+        self.show_todos(view.todos)
+        self.undoable = view.undoable
+        self.refresh_bindings()
+        self._update_subtitles()
+
+    def _update_subtitles(self) -> None:
+        history = self.query_one(HistoryView)
+        layout = history.layout_data
+        if layout is not None:
+            hist = layout.history
+            summaries = sum(s.tokens or 0 for s in hist.summaries)
+            messages = sum(m.tokens or 0 for m in hist.messages)
+            # Each figure says what it counts (stored counts, without the request's framing:
+            # the gauge's "L3 history" layer is the same messages as sent).
+            self.query_one("#history-pane").border_subtitle = (
+                f"{plural(len(hist.summaries), 'summary', 'summaries')}"
+                f" {tokens(summaries)} tok · {plural(len(hist.messages), 'message')}"
+                f" {tokens(messages)} tok"
+            )
+        scratch = self.query_one(ScratchpadView)
+        pad = self.query_one("#scratch-pane")
+        self.set_class(scratch.showing_last, "-pad-last")
+        if scratch.showing_last:
+            pad.border_title = "Scratchpad · last round"
+            pad.border_subtitle = "F6: back to live"
+        else:
+            pad.border_title = "Scratchpad · live"
+            pad.border_subtitle = "F6: last round"
+
+    def _round_done(self, done: RoundDone) -> None:
+        self.last_scratch = done.last_scratch
+        if done.title:
+            header = self.query_one(SessionHeader)
+            info = header.info
+            header.info = HeaderInfo(**{**info.__dict__, "title": done.title})
+        self._apply_view(done.view)
+
+    def _compacted(self, result: CompactionResult, view: SessionView) -> None:
+        self._apply_view(view, scroll_end=False)
+        record = result.compaction
+        if result.segment is None:
+            self.notify(
+                record.error or "nothing to compact", title="Nothing compacted", severity="warning"
+            )
+            return
+        self.notify(
+            f"{plural(record.messages_compacted, 'message')} of "
+            f"{plural(record.rounds_compacted, 'round')} archived; history "
+            f"{tokens(record.tokens_before)} → {tokens(record.tokens_after)} tok. "
+            "Ctrl+Z undoes it.",
+            title="Compacted",
+        )
+        history = self.query_one(HistoryView)
+        history.scroll_home(animate=False, immediate=True)
+        if result.summary is not None and view.layout.history.summaries:
+            history.cursor = len(view.layout.history.summaries) - 1
+
+    def _history_cursor_moved(self, _cursor: int | None) -> None:
+        self.refresh_bindings()
+
+    def _undone(self, undone: Compaction, view: SessionView) -> None:
+        self.show_banner("", False)  # the banner told of the compaction just undone
+        self._apply_view(view, scroll_end=False)
+        self.notify(
+            f"Compaction #{undone.id} undone: {plural(undone.messages_compacted, 'message')} "
+            "are back in the history.",
+            title="Undo",
+        )
+
+    def _pinned(self, pinned: bool, view: SessionView) -> None:
+        history = self.query_one(HistoryView)
+        cursor = history.cursor
+        self._apply_view(view, scroll_end=False)
+        if cursor is not None and cursor < len(history.blocks):
+            history.cursor = cursor
+        self.notify(
+            "Pinned: no compaction archives this message (Ctrl+T again unpins it)."
+            if pinned
+            else "Unpinned: a compaction may archive this message again.",
+            title="Pin",
+        )
