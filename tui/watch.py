@@ -158,7 +158,7 @@ class WatchApp(CtxscopeApp):
             return
         if event.state == WorkerState.SUCCESS and isinstance(worker.result, Redrawn):
             main.query_one(ChatView).load(worker.result.chat, offline=True)
-            main._apply_view(worker.result.view)
+            main.apply_view(worker.result.view)
         elif event.state == WorkerState.ERROR:
             self.notify(
                 str(worker.error), title="Cannot redraw the watched session", severity="error"

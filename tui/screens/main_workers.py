@@ -182,7 +182,7 @@ class MainWorkers(MainActions):
             elif group == "prepare":
                 self._prepared(result)
             elif group == "redraw":
-                self._apply_view(result, scroll_end=False)
+                self.apply_view(result, scroll_end=False)
             elif group == "compact":
                 self._compacted(*result)
             elif group == "undo":
@@ -235,11 +235,13 @@ class MainWorkers(MainActions):
         self.query_one(ScratchpadView).end_round()
         self.last_scratch = opened.last_scratch
         self.show_banner("", False)
-        self._apply_view(opened.view)
+        self.apply_view(opened.view)
         for notice in opened.notices:
             self.notify(notice, title="Workspace", severity="warning")
 
-    def _apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
+    def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
+        """Show a measured session: the history pane, the gauge, the todos, what Ctrl+Z would
+        undo and the panes' subtitles (after a worker's measure, or a watched file's redraw)."""
         history = self.query_one(HistoryView)
         history.show(view.layout, view.blocks, scroll_end=scroll_end)
         assert self.presenter is not None
@@ -280,10 +282,10 @@ class MainWorkers(MainActions):
             header = self.query_one(SessionHeader)
             info = header.info
             header.info = HeaderInfo(**{**info.__dict__, "title": done.title})
-        self._apply_view(done.view)
+        self.apply_view(done.view)
 
     def _compacted(self, result: CompactionResult, view: SessionView) -> None:
-        self._apply_view(view, scroll_end=False)
+        self.apply_view(view, scroll_end=False)
         record = result.compaction
         if result.segment is None:
             self.notify(
@@ -307,7 +309,7 @@ class MainWorkers(MainActions):
 
     def _undone(self, undone: Compaction, view: SessionView) -> None:
         self.show_banner("", False)  # the banner told of the compaction just undone
-        self._apply_view(view, scroll_end=False)
+        self.apply_view(view, scroll_end=False)
         self.notify(
             f"Compaction #{undone.id} undone: {plural(undone.messages_compacted, 'message')} "
             "are back in the history.",
@@ -317,7 +319,7 @@ class MainWorkers(MainActions):
     def _pinned(self, pinned: bool, view: SessionView) -> None:
         history = self.query_one(HistoryView)
         cursor = history.cursor
-        self._apply_view(view, scroll_end=False)
+        self.apply_view(view, scroll_end=False)
         if cursor is not None and cursor < len(history.blocks):
             history.cursor = cursor
         self.notify(
