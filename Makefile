@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_tui.py
 	$(BIN)/python bench/bench_import.py
+	$(BIN)/python bench/bench_watch.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -95,6 +95,7 @@ def follow(
     """Each update of the followed file until ``stop`` is set; switches to a newer session."""
     follower: Follower | None = None
     while not stop.is_set():
+        began = time.monotonic()
         if follower is None or target.due():
             path = target.current()
             if path is not None and (follower is None or path != follower.path):
@@ -104,7 +105,9 @@ def follow(
             if update is not None:
                 yield update, follower.path, follower
                 follower.save_pending(update)
-        stop.wait(settings.watch_poll_interval)
+        # The interval runs from the start of the look: a look and a save that took longer
+        # (a long last round stored again) are followed by the next look at once.
+        stop.wait(max(0.0, settings.watch_poll_interval - (time.monotonic() - began)))
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

@@ -112,12 +112,14 @@ class WatchApp(CtxscopeApp):
         worker = get_current_worker()
         try:
             while not worker.is_cancelled:
+                began = time.monotonic()
                 update = self.follower.poll()
                 if update is not None:
                     self.records_seen += update.records
                     total = len(self.follower.records)
                     self.post_message(self.Updated(update.figures, update.records, total))
-                time.sleep(self.settings.watch_poll_interval)
+                # The interval runs from the start of the look (as in ``watch --jsonl``).
+                time.sleep(max(0.0, self.settings.watch_poll_interval - (time.monotonic() - began)))
         finally:
             self.store.db.close()
 
