@@ -61,6 +61,8 @@ _CONTEXT_PREFIXES = (
 )
 _ASSISTANT_ITEMS = ("reasoning", "function_call", "custom_tool_call", "local_shell_call")
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
+Record = tuple[int, dict[str, Any]]
+"""A rollout line read as JSON, with its line number."""
 SERVER_SUMMARY = "(Codex compacted the conversation on the server; its summary is encrypted.)"
 
 
@@ -350,14 +352,16 @@ class _Reader:
 
 
 def parse(raw: str, name: str) -> Parsed:
-    reader = _Reader()
+    records: list[Record] = []
     warnings: list[str] = []
+    skipped: Counter[str] = Counter()
+    problems: list[str] = []
     lines = raw.splitlines()
-    records = 0
+    n_lines = 0
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
-        records += 1
+        n_lines += 1
         try:
             obj = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:
@@ -365,10 +369,28 @@ def parse(raw: str, name: str) -> Parsed:
                 warnings.append(
                     f"line {number}: cut mid-way (the file is still being written?); left out"
                 )
-                reader.skipped["partial_line"] += 1
+                skipped["partial_line"] += 1
                 continue
-            reader.problems.append(f"line {number}: not JSON ({exc})")
+            problems.append(f"line {number}: not JSON ({exc})")
             continue
+        records.append((number, obj))
+    return parse_read(records, n_lines, name, skipped, warnings, problems)
+
+
+def parse_read(
+    records: list[Record],
+    n_lines: int,
+    name: str,
+    skipped: Counter[str],
+    warnings: list[str],
+    problems: list[str] | None = None,
+) -> Parsed:
+    """A rollout from its lines read as JSON (``(line number, object)``): the one parser of a
+    whole file (:func:`parse`) and of a file being followed (:mod:`engine.recordings.follow`)."""
+    reader = _Reader()
+    reader.skipped.update(skipped)
+    reader.problems.extend(problems or [])
+    for number, obj in records:
         if not looks_like(obj):
             reader.problems.append(f"line {number}: not a Codex rollout line")
             continue
@@ -385,9 +407,9 @@ def parse(raw: str, name: str) -> Parsed:
         fmt=FORMAT,
         items=reader.items,
         title=title_of(reader.items, name),
-        records=records,
+        records=n_lines,
         skipped=reader.skipped,
-        warnings=warnings,
+        warnings=list(warnings),
         model=reader.models[0] if reader.models else "",
         recorded=reader.recorded,
         hidden=reader.hidden,

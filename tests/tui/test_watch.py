@@ -19,7 +19,9 @@ wait for a condition, with a deadline.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +34,16 @@ from engine.store import Store
 from tests.engine.recordings.corpus import MAROT
 from tests.tui.helpers import main_screen, offline_settings, wait_until
 from tui.watch import WatchApp, WatchBar
+from tui.widgets.chat_input import ChatInput
 from tui.widgets.history_view import HistoryView
 
 pytestmark = pytest.mark.anyio
 
 BOUNDARY, SUMMARY = 1256, 1257
 """marot's compact_boundary line and the summary's line (1-based)."""
+ANSWER_BOUND = 0.5
+"""Seconds a key may take to be answered while a burst is read: bench_watch.py's bound (the
+median write-to-output target, docs/benchmarks.md#watch)."""
 
 
 def marot_lines() -> list[bytes]:
@@ -143,3 +149,58 @@ async def test_workbench_shows_each_record_once_and_the_compaction_as_it_lands(
         assert sum(len(m.tool_calls) for m in stored) == 186
         assert len(app.store.compactions(sid)) == 1
         assert app.updates <= len(cuts)
+
+
+async def answer_time(pilot: Pilot[Any], box: ChatInput, key: str) -> float:
+    """Seconds from sending ``key`` to the question box holding it. The key is sent as
+    ``pilot.press`` sends it, but the clock stops when the box has it, not when the process
+    looks idle (``pilot.press`` waits for that, up to 1 s, while a worker thread parses)."""
+    before = box.value.count(key)
+    began = time.perf_counter()
+    press = asyncio.create_task(pilot.press(key))
+    while box.value.count(key) == before:
+        if time.perf_counter() - began > 5:
+            raise AssertionError(f"{key!r} not answered in 5 s")
+        await asyncio.sleep(0.002)
+    took = time.perf_counter() - began
+    await asyncio.wait_for(press, 10)
+    return took
+
+
+async def test_a_burst_of_1000_records_keeps_the_workbench_answering(
+    tmp_path: Path, workspace: Path, db_path: Path
+) -> None:
+    """The whole of marot (2.76 MB, tests/data/corpus/README.md) as a session being written:
+    its first 863 records are there when the workbench opens, then the other 1,000 (the
+    compaction among them) arrive in one write. Keys typed while the worker reads, parses,
+    stores and redraws are each answered within ANSWER_BOUND, and the burst is one update (a
+    reader can catch the write half-way: two at most)."""
+    full = MAROT.read_bytes()
+    lines = marot_lines()
+    head = sum(len(line) + 1 for line in lines[:863])
+    f = tmp_path / "258c7280.jsonl"
+    f.write_bytes(full[:head])
+    app = watch_app(f, db_path, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        await wait_until(pilot, lambda: app.figures is not None)
+        box = main_screen(app).query_one(ChatInput)
+        await wait_until(pilot, lambda: not box.disabled)
+        updates = app.updates
+        with open(f, "ab") as out:
+            out.write(full[head:])  # 1,000 records in one write
+        took: list[float] = []
+        during = 0
+        deadline = time.monotonic() + 120
+        while not (app.records_shown == 1863 and redraw_idle(app)) or len(took) < 3:
+            assert time.monotonic() < deadline, "the burst was not shown in 120 s"
+            busy = app.records_shown < 1863 or not redraw_idle(app)
+            took.append(await answer_time(pilot, box, "xy"[len(took) % 2]))
+            during += busy
+            await asyncio.sleep(0.05)
+        assert during >= 3, "no key was pressed while the burst was processed"
+        assert max(took) <= ANSWER_BOUND, [round(t, 3) for t in took]
+        assert 1 <= app.updates - updates <= 2
+        assert app.records_seen == 1000
+        assert app.figures is not None and app.figures.compactions == 1
+        assert app.figures.tool_calls == 186 == tool_uses(lines)
