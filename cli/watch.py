@@ -1,8 +1,10 @@
 """``ctxscope watch [PATH] [--jsonl] [--session ID]``: follow an agent while it works.
 
-PATH is a Claude Code session file, a project folder (its newest session, switching when a
-newer one starts) or nothing (the newest session under ``watch_claude_dir``, by default
-``$CLAUDE_CONFIG_DIR/projects`` or ``~/.claude/projects``). The session is stored as it is
+PATH is a Claude Code session file or a Codex rollout, a folder (its newest session,
+switching when a newer one starts) or nothing (the newest session under ``watch_claude_dir``,
+by default ``$CLAUDE_CONFIG_DIR/projects`` or ``~/.claude/projects``, and ``watch_codex_dir``,
+by default ``$CODEX_HOME/sessions`` or ``~/.codex/sessions``). Codex's auto-compact trigger is
+``model_auto_compact_token_limit`` from its ``config.toml`` when set. The session is stored as it is
 read (:class:`engine.recordings.follow.Follower`; the same session on every run). Without
 ``--jsonl`` the workbench opens on it; with ``--jsonl`` one JSON object per update goes to
 stdout. ``--session ID`` follows a session another ctxscope process is running, read-only.
@@ -17,6 +19,7 @@ import os
 import signal
 import threading
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,10 +43,37 @@ def claude_dirs(settings: Settings) -> list[Path]:
     return [Path(home) / "projects" if home else Path.home() / ".claude" / "projects"]
 
 
-def newest_session(folder: Path, deep: bool) -> Path | None:
-    """The most recently written session file in ``folder`` (with ``deep``: in its project
-    folders), subagent files left out."""
-    pattern = "*/*.jsonl" if deep else "*.jsonl"
+def codex_home(settings: Settings) -> Path:
+    """Codex's own folder: above ``watch_codex_dir``, else ``$CODEX_HOME``, else ``~/.codex``."""
+    if settings.watch_codex_dir is not None:
+        return settings.watch_codex_dir.parent
+    home = os.environ.get("CODEX_HOME")
+    return Path(home) if home else Path.home() / ".codex"
+
+
+def codex_dir(settings: Settings) -> Path:
+    return settings.watch_codex_dir or codex_home(settings) / "sessions"
+
+
+def codex_compact_limit(settings: Settings) -> int | None:
+    """``model_auto_compact_token_limit`` from Codex's ``config.toml``, if it sets one."""
+    try:
+        config = tomllib.loads((codex_home(settings) / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    limit = config.get("model_auto_compact_token_limit")
+    return limit if isinstance(limit, int) and limit > 0 else None
+
+
+CLAUDE_SESSIONS = "*/*.jsonl"
+"""Claude Code: ``projects/<project>/<session>.jsonl``."""
+CODEX_ROLLOUTS = "*/*/*/rollout-*.jsonl"
+"""Codex: ``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``."""
+
+
+def newest_session(folder: Path, pattern: str) -> Path | None:
+    """The most recently written session file matching ``pattern`` in ``folder``, subagent
+    files left out."""
     files = [p for p in folder.glob(pattern) if not p.name.startswith("agent-")]
     return max(files, key=lambda p: p.stat().st_mtime, default=None)
 
@@ -55,15 +85,21 @@ class Target:
         self.fixed = path if path is not None and path.is_file() else None
         if path is not None and self.fixed is None and not path.is_dir():
             raise CliError(f"cannot watch {path}: no such file or folder")
-        self.folders = [path] if path is not None and path.is_dir() else claude_dirs(settings)
-        self.deep = path is None
+        self.folders: list[tuple[Path, str]]
+        if path is not None and path.is_dir():
+            # A project folder, or a Codex sessions folder (or one of its days).
+            self.folders = [(path, "*.jsonl"), (path, CODEX_ROLLOUTS)]
+        else:
+            self.folders = [(d, CLAUDE_SESSIONS) for d in claude_dirs(settings)]
+            self.folders.append((codex_dir(settings), CODEX_ROLLOUTS))
         self.checked = 0.0
 
     def current(self) -> Path | None:
         if self.fixed is not None:
             return self.fixed
         self.checked = time.monotonic()
-        found = [f for d in self.folders if d.is_dir() for f in [newest_session(d, self.deep)] if f]
+        newest = (newest_session(d, pattern) for d, pattern in self.folders if d.is_dir())
+        found = [f for f in newest if f is not None]
         return max(found, key=lambda p: p.stat().st_mtime, default=None)
 
     def due(self) -> bool:
@@ -94,12 +130,13 @@ def follow(
 ) -> Iterator[tuple[Update, Path, Follower]]:
     """Each update of the followed file until ``stop`` is set; switches to a newer session."""
     follower: Follower | None = None
+    limit = codex_compact_limit(settings)
     while not stop.is_set():
         began = time.monotonic()
         if follower is None or target.due():
             path = target.current()
             if path is not None and (follower is None or path != follower.path):
-                follower = Follower(path, settings, store)
+                follower = Follower(path, settings, store, compact_limit=limit)
         if follower is not None:
             update = follower.look()
             if update is not None:
@@ -144,8 +181,9 @@ def _workbench(args: argparse.Namespace, settings: Settings, target: Target, sto
 
     path = target.current()
     if path is None:
-        raise CliError(f"no session file under {', '.join(map(str, target.folders))}")
-    follower = Follower(path, settings, store)
+        folders = dict.fromkeys(str(d) for d, _ in target.folders)
+        raise CliError(f"no session file under {', '.join(folders)}")
+    follower = Follower(path, settings, store, compact_limit=codex_compact_limit(settings))
     follower.poll()
     if follower.session is None:
         raise CliError(f"{path} holds no conversation yet; try again when the agent started")

@@ -369,6 +369,13 @@ class Settings(BaseSettings):
     watch_claude_dir: Path | None = None
     """Where Claude Code keeps its sessions (``watch`` without a path follows the newest);
     unset: ``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``."""
+    watch_codex_dir: Path | None = None
+    """Where Codex keeps its rollouts (``watch`` without a path follows the newest of these and
+    Claude Code's); unset: ``$CODEX_HOME/sessions``, else ``~/.codex/sessions``. The
+    ``config.toml`` one folder up gives ``model_auto_compact_token_limit``."""
+    watch_codex_compact_ratio: float = Field(0.9, gt=0, le=1)
+    """Codex compacts at its ``model_auto_compact_token_limit``; when its config sets none,
+    ``watch`` takes this share of the window the rollout records (the issue's 90 %)."""
     watch_context_window: int = Field(200_000, gt=0)
     """The watched agent's context window when its recording does not say (Claude Code
     models: 200 000)."""

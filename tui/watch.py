@@ -94,7 +94,8 @@ class WatchApp(CtxscopeApp):
         if self.follower.parsed is not None:
             from engine.recordings.follow import figures
 
-            self.figures = figures(self.follower.parsed, self.settings)
+            follower = self.follower
+            self.figures = figures(follower.parsed, self.settings, follower.compact_limit)
         self.call_after_refresh(self._mount_bar)
         self.follow_worker()
 

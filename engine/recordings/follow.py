@@ -6,14 +6,15 @@ beginning when the file was replaced or truncated (another inode, a size below t
 other first bytes). It opens the file for reading only: nothing is ever written to it.
 
 :class:`Follower` turns those lines into records and parses them with the importer's own
-parser (:func:`engine.recordings.claude_code.parse_read`, the one Claude Code parser, used
-both by ``import`` and here), computes the figures ``watch`` shows (:class:`Figures`), and,
-given a store, keeps one session in step with the file. The session is found again by its
-source key (the file's path and the recording's session id), so watching the same file again
-updates it instead of adding another. Only the last round is stored again as it grows (the
-ended rounds stay as written); when an earlier part of the parsed conversation changed (the
-agent rewound, or the chain was rewritten), the session's content is written again whole, in
-one transaction.
+parser (:func:`engine.recordings.claude_code.parse_read` or
+:func:`engine.recordings.codex.parse_read`, the one parser of each format, used both by
+``import`` and here; the first record says which), computes the figures ``watch`` shows
+(:class:`Figures`), and, given a store, keeps one session in step with the file. The session
+is found again by its source key (the file's path and the recording's session id), so
+watching the same file again updates it instead of adding another. Only the last round is
+stored again as it grows (the ended rounds stay as written); when an earlier part of the
+parsed conversation changed (the agent rewound, or the chain was rewritten), the session's
+content is written again whole, in one transaction.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from engine.config import Settings
 from engine.messages.tokens import count_text
 from engine.models import Session
 from engine.params import strategy_params
-from engine.recordings import claude_code
+from engine.recordings import claude_code, codex
 from engine.recordings.base import ImportError_, Item, Parsed
 from engine.recordings.writer import Resume, check, write
 from engine.store import Store
@@ -113,10 +114,15 @@ class Figures:
         return round(100 * self.context_tokens / self.context_window, 1)
 
 
-def figures(parsed: Parsed, settings: Settings) -> Figures:
-    """The figures of a parsed session: its last usage and what came after it."""
+def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None) -> Figures:
+    """The figures of a parsed session: its last usage and what came after it, against the
+    agent's own auto-compact trigger: for Codex ``compact_limit`` (its
+    ``model_auto_compact_token_limit``) or ``watch_codex_compact_ratio`` of the window its
+    rollout records; for Claude Code the window less ``watch_compact_reserve``."""
     items = parsed.items
-    out = Figures(context_window=settings.watch_context_window)
+    recorded = parsed.recorded.get("context_window")
+    window = recorded if isinstance(recorded, int) and recorded > 0 else 0
+    out = Figures(context_window=window or settings.watch_context_window)
     out.messages = sum(1 for i in items if i.kind != "summary")
     out.tool_calls = sum(len(i.calls) for i in items)
     out.compactions = sum(1 for i in items if i.kind == "summary")
@@ -142,7 +148,11 @@ def figures(parsed: Parsed, settings: Settings) -> Figures:
     elif last >= 0:
         base = count_text(items[last].text)
     out.context_tokens = base + sum(_tokens(i) for i in items[last + 1 :])
-    out.compact_at = out.context_window - settings.watch_compact_reserve
+    if parsed.fmt == codex.FORMAT:
+        ratio = settings.watch_codex_compact_ratio
+        out.compact_at = compact_limit or int(ratio * out.context_window)
+    else:
+        out.compact_at = out.context_window - settings.watch_compact_reserve
     out.until_compact = max(0, out.compact_at - out.context_tokens)
     out.warning = out.context_tokens >= settings.watch_warn_ratio * out.compact_at
     return out
@@ -189,7 +199,8 @@ class Update:
 
 
 class Follower:
-    """One Claude Code session file, followed: parsed after each look, and kept stored."""
+    """One Claude Code session file or Codex rollout, followed: parsed after each look, and
+    kept stored."""
 
     def __init__(
         self,
@@ -198,8 +209,13 @@ class Follower:
         store: Store | None = None,
         workspace: str = "",
         parent: int | None = None,
+        compact_limit: int | None = None,
     ) -> None:
         self.path = path
+        self.compact_limit = compact_limit
+        """Codex's ``model_auto_compact_token_limit`` (from its config), if set."""
+        self.fmt = ""
+        """``claude-code`` or ``codex``: the format of the file's first record."""
         self.settings = settings
         self.store = store
         self.workspace = workspace or str(path.parent)
@@ -239,7 +255,7 @@ class Follower:
             self.records, self.lines = [], 0
             self.bad, self.warnings = Counter(), []
             self._stored, self._compactions, self._warned = [], 0, False
-            self._unreported = 0
+            self._unreported, self.fmt = 0, ""
         new = 0
         for raw in chunk.lines:
             self.lines += 1
@@ -253,8 +269,10 @@ class Follower:
                 continue
             if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
                 self.bad["bad_line"] += 1
-                self.warnings.append(f"line {self.lines}: not a Claude Code record; left out")
+                self.warnings.append(f"line {self.lines}: not a session record; left out")
                 continue
+            if not self.fmt:
+                self.fmt = codex.FORMAT if codex.looks_like(obj) else claude_code.FORMAT
             self.records.append((self.lines, obj))
             new += 1
         self._unreported += new
@@ -266,7 +284,7 @@ class Follower:
         if parsed is None:
             return None
         self.parsed = parsed
-        fig = figures(parsed, self.settings)
+        fig = figures(parsed, self.settings, self.compact_limit)
         events = ["update"]
         if fig.compactions > self._compactions:
             events.append("compaction")
@@ -319,8 +337,9 @@ class Follower:
     def parse(self) -> Parsed | None:
         """The records so far through the import parser, checked; None while they hold no
         conversation yet (a file's first records can be hooks and snapshots)."""
+        parse_read = codex.parse_read if self.fmt == codex.FORMAT else claude_code.parse_read
         try:
-            parsed = claude_code.parse_read(
+            parsed = parse_read(
                 list(self.records),
                 self.lines,
                 self.path.name,
