@@ -32,7 +32,7 @@ from textual.pilot import Pilot
 from engine.models import Summary
 from engine.recordings.follow import Follower
 from engine.store import Store
-from tests.engine.recordings.corpus import MAROT
+from tests.engine.recordings.corpus import CORPUS, MAROT
 from tests.tui.helpers import main_screen, offline_settings, wait_until
 from tui.watch import WatchApp, WatchBar
 from tui.widgets.chat_input import ChatInput
@@ -203,3 +203,29 @@ async def test_a_burst_of_1000_records_keeps_the_workbench_answering(
         assert app.records_seen == 1000
         assert app.figures is not None and app.figures.compactions == 1
         assert app.figures.tool_calls == 186 == tool_uses(lines)
+
+
+async def test_the_workbench_follows_a_codex_rollout(
+    tmp_path: Path, workspace: Path, db_path: Path
+) -> None:
+    """The corpus' Codex CLI 0.47 rollout (tests/data/corpus_facts/README.md, §5): its first
+    60 lines, then the rest. The bar shows the window the rollout records (272,000), Codex's
+    trigger without a config (90 %: 244,800) and, at the end, the last call's usage: input
+    18,733 of which 18,432 cached, output 1,123 (line 151's ``last_token_usage``)."""
+    rollout = CORPUS / "yoavf__ai-sessions__codex-pomodor-timer.jsonl"
+    lines = rollout.read_bytes().split(b"\n")[:-1]
+    f = tmp_path / "rollout-2025-10-21T20-02-50-019a085e.jsonl"
+    f.write_bytes(b"".join(line + b"\n" for line in lines[:60]))
+    app = watch_app(f, db_path, workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        assert "/ 272,000" in bar(app)
+        with open(f, "ab") as out:
+            out.write(b"".join(line + b"\n" for line in lines[60:]))
+        await wait_until(pilot, lambda: app.records_shown == 153, 20)
+        text = bar(app)
+        assert "in 301 · cache read 18,432 · cache write 0 · out 1,123" in text
+        assert "context 19,856 / 272,000 (7.3%)" in text
+        assert f"until auto-compact {244_800 - 19_856:,}" in text
+        await wait_until(pilot, lambda: redraw_idle(app), 20)
+        assert app.figures is not None and app.figures.tool_calls == 18
