@@ -20,7 +20,8 @@ import signal
 import threading
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Generator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,9 @@ EVENTS = ("compaction", "subagent", "warning")
 
 SWITCH_CHECK = 2.0
 """Seconds between two looks for a newer session in a watched folder."""
+
+SAVE_EVERY = 1.0
+"""Seconds at most between two stores of a followed file while records keep coming."""
 
 
 def claude_dirs(settings: Settings) -> list[Path]:
@@ -127,24 +131,38 @@ def update_json(update: Update, path: Path, event: str) -> dict[str, Any]:
 
 def follow(
     target: Target, settings: Settings, store: Any, stop: threading.Event
-) -> Iterator[tuple[Update, Path, Follower]]:
-    """Each update of the followed file until ``stop`` is set; switches to a newer session."""
+) -> Generator[tuple[Update, Path, Follower], None, None]:
+    """Each update of the followed file until ``stop`` is set; switches to a newer session.
+    Close it (``contextlib.closing``) before the store: what was read last is stored then."""
     follower: Follower | None = None
     limit = codex_compact_limit(settings)
-    while not stop.is_set():
-        began = time.monotonic()
-        if follower is None or target.due():
-            path = target.current()
-            if path is not None and (follower is None or path != follower.path):
-                follower = Follower(path, settings, store, compact_limit=limit)
-        if follower is not None:
-            update = follower.look()
-            if update is not None:
-                yield update, follower.path, follower
-                follower.save_pending(update)
-        # The interval runs from the start of the look: a look and a save that took longer
-        # (a long last round stored again) are followed by the next look at once.
-        stop.wait(max(0.0, settings.watch_poll_interval - (time.monotonic() - began)))
+    saved, dirty = 0.0, False
+    try:
+        while not stop.is_set():
+            began = time.monotonic()
+            if follower is None or target.due():
+                path = target.current()
+                if path is not None and (follower is None or path != follower.path):
+                    if follower is not None:
+                        follower.save_pending()
+                    follower = Follower(path, settings, store, compact_limit=limit)
+            if follower is not None:
+                update = follower.look()
+                if update is not None:
+                    yield update, follower.path, follower
+                    dirty = True
+                # While records keep coming they are reported at every look but stored once
+                # a look finds nothing new, or every SAVE_EVERY seconds: storing the last
+                # round again takes longer than a look, and would delay the next report.
+                if dirty and (update is None or time.monotonic() - saved >= SAVE_EVERY):
+                    follower.save_pending(update)
+                    saved, dirty = time.monotonic(), False
+            # The interval runs from the start of the look: a look (and a save) that took
+            # longer is followed by the next look at once.
+            stop.wait(max(0.0, settings.watch_poll_interval - (time.monotonic() - began)))
+    finally:
+        if follower is not None and dirty:
+            follower.save_pending()
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -165,9 +183,10 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
         return _workbench(args, settings, target, store)
     _stop_on_signals(stop)
     try:
-        for update, path, _ in follow(target, settings, store, stop):
-            event = next((e for e in EVENTS if e in update.events), "update")
-            print(json.dumps(update_json(update, path, event)), flush=True)
+        with closing(follow(target, settings, store, stop)) as updates:
+            for update, path, _ in updates:
+                event = next((e for e in EVENTS if e in update.events), "update")
+                print(json.dumps(update_json(update, path, event)), flush=True)
     except BrokenPipeError:
         silence_stdout()  # the reader went away: that ends the watch, quietly
     finally:

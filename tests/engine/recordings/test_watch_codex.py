@@ -87,6 +87,18 @@ def test_codex_rollout_grown_record_by_record(tmp_path: Path, home: Path) -> Non
                 w.flush()
                 time.sleep(0.01)
         out += _read_until(out_lines, 153 - sum(o["records"] for o in out))
+        # Stored as it is read, not only at the end: once the file is still, the watcher
+        # (still running) has the whole conversation in the database.
+        sid = out[-1]["session"]
+        deadline = time.monotonic() + 10
+        while True:
+            reader = Store.open(db, read_only=True)
+            stored = len(reader.all_messages(sid))
+            reader.close()
+            if stored >= 42 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert stored >= 42 and proc.poll() is None
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:
