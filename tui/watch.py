@@ -71,7 +71,7 @@ class WatchApp(CtxscopeApp):
 
         figures: Figures
         records: int
-        """Records read by this look."""
+        """Records read since the last update."""
         total: int
         """Records read from the file so far (a replaced message's records are in it)."""
 
