@@ -91,11 +91,11 @@ class WatchApp(CtxscopeApp):
         """Records of the file the screen shows (the last handled update's total)."""
 
     def on_mount(self) -> None:
-        if self.follower.parsed is not None:
+        parsed = self.follower.parsed
+        if parsed is not None:
             from engine.recordings.follow import figures
 
-            follower = self.follower
-            self.figures = figures(follower.parsed, self.settings, follower.compact_limit)
+            self.figures = figures(parsed, self.settings, self.follower.compact_limit)
         self.call_after_refresh(self._mount_bar)
         self.follow_worker()
 
