@@ -28,9 +28,10 @@ from dataclasses import replace
 
 from engine.compaction.policy import PolicyView
 from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
+from engine.context.history import CompactionDraft, CompactionResult
 from engine.events import Notice
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text
-from engine.models import ToolCall, Trigger
+from engine.models import Message, ToolCall, Trigger
 from engine.session.steering import Steering
 from tools.base import RecallHit
 
@@ -170,16 +171,50 @@ class Fitting(Steering):
         archived = 0
         window = self.settings.context_window
         while built.total > window:
-            self._excess = built.total - window
-            try:
-                result = self.compact(trigger=Trigger.EMERGENCY)
-            finally:
-                self._excess = 0
+            with self.writing("compaction"):
+                draft = self._shrinking_draft(built.total - window)
+                if isinstance(draft, CompactionResult):
+                    result = draft
+                else:
+                    result = self.commit_compaction(draft, trigger=Trigger.EMERGENCY)
             if result.segment is None:
                 break
             archived += len(result.segment.messages)
             built = self._build(self.current_question)
         return built, archived
+
+    def _shrinking_draft(self, excess: int) -> CompactionDraft | CompactionResult:
+        """The emergency cut for ``excess`` tokens, asked to free more while what it drafts
+        would leave history no smaller (an earlier summary written again with a few small
+        rounds can outgrow them): a compaction that frees nothing is not stored as one that
+        did, unless the cut can take no more."""
+        while True:
+            draft = self._emergency_draft(excess)
+            if isinstance(draft, CompactionResult):
+                return draft
+            record = draft.record
+            if record.tokens_after < record.tokens_before:
+                return draft
+            size = len(draft.messages)
+            while len(self._emergency_cut(excess)) <= size:
+                if excess > record.tokens_before:
+                    return draft
+                excess = 2 * excess + record.tokens_after - record.tokens_before
+
+    def _emergency_draft(self, excess: int) -> CompactionDraft | CompactionResult:
+        self._excess = excess
+        try:
+            return self.prepare_compaction(trigger=Trigger.EMERGENCY)
+        finally:
+            self._excess = 0
+
+    def _emergency_cut(self, excess: int) -> list[Message]:
+        """What the strategy's emergency cut takes for ``excess`` tokens (a plan, no summary)."""
+        self._excess = excess
+        try:
+            return self.strategy.plan(self._view("", None), emergency=True).cut
+        finally:
+            self._excess = 0
 
     def _set_aside(
         self, built: BuiltContext, steps: list[ScratchStep], window: int, shrunk: list[str]
