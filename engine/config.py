@@ -23,12 +23,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+
+from engine.settings_sources import SourceError, merged_values
 
 ENV_PREFIX = "CTXSCOPE_"
 TOML_NAME = "ctxscope.toml"
@@ -224,16 +220,22 @@ class SettingsError(ValueError):
     """A setting has a value ctxscope cannot use; the message names it."""
 
 
-class Settings(BaseSettings):
-    """Every limit, threshold and timeout of the engine (seed 000 defaults)."""
+class Settings(BaseModel):
+    """Every limit, threshold and timeout of the engine (seed 000 defaults).
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
-        env_nested_delimiter="__",
-        extra="ignore",
-        validate_default=True,
-        toml_file=TOML_NAME,
-    )
+    Built like any model, ``Settings(keep_rounds=2)``, it also reads the environment and
+    ``./ctxscope.toml`` (or ``_toml_file``) through :mod:`engine.settings_sources`: keywords
+    win over ``CTXSCOPE_*`` variables, which win over the file.
+    """
+
+    model_config = ConfigDict(extra="ignore", validate_default=True)
+
+    def __init__(self, _toml_file: Path | str = TOML_NAME, **values: Any) -> None:
+        try:
+            merged = merged_values(type(self), values, ENV_PREFIX, _toml_file)
+        except SourceError as exc:
+            raise SettingsError(f"invalid settings: {exc}") from None
+        super().__init__(**merged)
 
     # --- token budget (A6, C7, E5) ---
     context_window: int = Field(200_000, gt=0)
@@ -399,17 +401,6 @@ class Settings(BaseSettings):
             raise ValueError("bash_timeout must not exceed bash_max_timeout")
         return self
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
-
     @property
     def threshold_tokens(self) -> int:
         """The smallest token count at which seed 000's compaction fires:
@@ -446,19 +437,12 @@ def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
     ``toml_file`` replaces ``./ctxscope.toml``; ``overrides`` (from command-line options) win
     over the environment and the file.
     """
-    cls: type[Settings] = Settings
     if toml_file is not None and not toml_file.is_file():
         raise SettingsError(f"settings file {toml_file} does not exist")
     path = toml_file or Path(TOML_NAME)
     file_values = _read_toml(path) if path.is_file() else {}
-    if toml_file is not None:
-
-        class FromFile(Settings):
-            model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml_file})
-
-        cls = FromFile
     try:
-        return cls(**{k: v for k, v in overrides.items() if v is not None})
+        return Settings(path, **{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         raise SettingsError(_describe(exc, path, file_values)) from None
 

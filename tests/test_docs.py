@@ -2,7 +2,7 @@
 
 The settings page is generated (``make docs``, ``docs/gen_settings.py``); these tests fail when
 a setting changes without the page being regenerated, when the page names an environment
-variable pydantic-settings does not read, when the README outgrows five minutes' reading
+variable the settings do not read, when the README outgrows five minutes' reading
 (10 KB, issue 18), or when a relative link or ``#anchor`` points at nothing.
 """
 
