@@ -36,7 +36,6 @@ from cli.common import (
     silence_stdout,
 )
 from engine.config import Settings, SettingsError
-from engine.recordings.export import FORMATS as EXPORT_FORMATS
 from engine.store import StoreError
 from engine.validation import count, existing_folder, output_file, row_id
 
@@ -44,6 +43,10 @@ SESSION_ID = checked(row_id)
 """A session id argument: a whole number within SQLite's range, else argparse's one line."""
 
 Command = Callable[[argparse.Namespace, Settings], int]
+
+EXPORT_FORMATS = ("anthropic-jsonl", "markdown")
+"""``export --format``'s choices: :data:`engine.recordings.export.FORMATS`, written out so that
+every command does not import the exporter to build the parser (a test checks they agree)."""
 
 COMMANDS: dict[str, str] = {
     "sessions": "look",
