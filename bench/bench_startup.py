@@ -7,6 +7,12 @@ run on the same (possibly loaded) machine:
   against a fresh interpreter that only imports textual + peewee + pydantic + tiktoken (the
   libraries any ctxscope command needs); target ≤ 1.5×;
 - ``ctxscope show ID --json`` on the same session, against the same baseline;
+- both commands twice: with ctxscope's bytecode compiled, as an installed package has it
+  (``PYTHONPYCACHEPREFIX`` in a temporary folder, filled by one untimed run of each command
+  and of the baseline, which then reads its libraries' bytecode from there too), and
+  "from source", with ``PYTHONDONTWRITEBYTECODE=1``: a checkout without ``__pycache__``
+  compiles every ctxscope module (some 100, 600 KB) at each start while the libraries' bytecode
+  comes from the venv — how the earlier figures were taken, in a sandbox that sets it;
 - the workbench, in process (``App.run_test`` at 120×40): time to the first *usable* frame
   (the screen drawn and the input box enabled and focused, so typing works) and to the frame
   that shows the whole session, on a 10 000-message session against an empty one; target for
@@ -66,17 +72,25 @@ def cli_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
         finally:
             sys.stdout, sys.stderr = saved
     py = sys.executable
-    out: list[tuple[str, float, float]] = []
-    for label, args in (
+    compiled = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    compiled["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    from_source = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+    from_source.pop("PYTHONPYCACHEPREFIX", None)
+    commands = (
         ("`ctxscope context 1 --json`", [py, "-m", "cli.main", "context", "1", "--json"]),
         ("`ctxscope show 1 --json`", [py, "-m", "cli.main", "show", "1", "--json"]),
-    ):
-        base: list[float] = []
-        cmd: list[float] = []
-        for _ in range(runs):  # interleaved, so load changes hit both alike
-            base.append(timed_subprocess([py, "-c", BASELINE], env, tmp))
-            cmd.append(timed_subprocess(args, env, tmp))
-        out.append((label, statistics.median(cmd), statistics.median(base)))
+    )
+    for args in ([py, "-c", BASELINE], *(a for _, a in commands)):
+        timed_subprocess(args, compiled, tmp)  # untimed: fills the bytecode cache
+    out: list[tuple[str, float, float]] = []
+    for how, run_env in (("compiled", compiled), ("from source", from_source)):
+        for label, args in commands:
+            base: list[float] = []
+            cmd: list[float] = []
+            for _ in range(runs):  # interleaved, so load changes hit both alike
+                base.append(timed_subprocess([py, "-c", BASELINE], run_env, tmp))
+                cmd.append(timed_subprocess(args, run_env, tmp))
+            out.append((f"{label}, {how}", statistics.median(cmd), statistics.median(base)))
     return out
 
 
