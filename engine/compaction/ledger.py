@@ -26,6 +26,7 @@ how many its summary keeps, by kind.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -34,6 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine.models import Message, Observation
+
+_MEMO = 16_384
+"""Texts whose ledger facts are kept (per kind: commands, answers, tool results, errors)."""
 
 KINDS = ("file_read", "file_changed", "command", "error", "request", "decision")
 """Every ledger kind, in the order reports show them."""
@@ -155,9 +159,15 @@ def error_line(text: str) -> str:
 
 
 def _tool_form(msg: Message) -> dict[str, Any]:
+    return _parsed_form(msg.content) if isinstance(msg.content, str) else {}
+
+
+@functools.lru_cache(maxsize=_MEMO)
+def _parsed_form(content: str) -> dict[str, Any]:
+    """A tool message's JSON form (shared between calls: read it, never change it)."""
     try:
-        value = json.loads(msg.content)
-    except (json.JSONDecodeError, TypeError):
+        value = json.loads(content)
+    except json.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -362,17 +372,15 @@ def extract_ledger(messages: Sequence[Message], observations: Iterable[Observati
                         how,
                     )
                 elif call.name == "Bash":
-                    command = str(call.input.get("command") or "")
-                    add("command", command_key(command), msg)
-                    changed, read = bash_files(command)
+                    key, changed, read = _bash_items(str(call.input.get("command") or ""))
+                    add("command", key, msg)
                     for path, how in changed:
                         add("file_changed", path, msg, how)
                     for path in read:
                         add("file_read", path, msg)
             if msg.meta.final and not msg.meta.interrupted:
-                for sentence in re.split(r"(?<=[.!?])\s+|\n+", msg.content):
-                    if _DECISION.search(sentence):
-                        add("decision", _clip(normalise(sentence), DECISION_KEY_CHARS), msg)
+                for key in _decision_keys(msg.content):
+                    add("decision", key, msg)
         elif msg.role == "tool":
             obs = by_id.get(msg.id) if msg.id is not None else None
             if obs is None and msg.meta.tool_use_id:
@@ -380,8 +388,33 @@ def extract_ledger(messages: Sequence[Message], observations: Iterable[Observati
             output = _failed_output(msg, obs)
             if output is not None:
                 tool = msg.meta.tool_name or tool_names.get(msg.meta.tool_use_id or "", "tool")
-                add("error", _clip(error_line(output), ERROR_KEY_CHARS), msg, tool)
+                add("error", _error_key(output), msg, tool)
     return ledger
+
+
+# A ledger is extracted again and again from the same messages (a strategy that re-compacts
+# summarises everything archived so far at each compaction, three times: the facts, the
+# inventory, the fidelity): what each text gives is worked out once. Pure functions of text.
+@functools.lru_cache(maxsize=_MEMO)
+def _bash_items(command: str) -> tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """A Bash command's ledger key, the files it changes (with how) and the files it reads."""
+    changed, read = bash_files(command)
+    return command_key(command), tuple(changed), tuple(read)
+
+
+@functools.lru_cache(maxsize=_MEMO)
+def _decision_keys(content: str) -> tuple[str, ...]:
+    """The ledger keys of the decisions a final answer states, in order."""
+    return tuple(
+        _clip(normalise(sentence), DECISION_KEY_CHARS)
+        for sentence in re.split(r"(?<=[.!?])\s+|\n+", content)
+        if _DECISION.search(sentence)
+    )
+
+
+@functools.lru_cache(maxsize=_MEMO)
+def _error_key(output: str) -> str:
+    return _clip(error_line(output), ERROR_KEY_CHARS)
 
 
 # ---------------------------------------------------------------------- presence

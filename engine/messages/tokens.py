@@ -22,6 +22,7 @@ store persists it, so a step costs O(new messages) instead of re-tokenizing the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -69,6 +70,14 @@ def count_text(text: str) -> int:
     """Tokens of ``text`` (special-token strings are counted as ordinary text)."""
     if not text:
         return 0
+    return _counted(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _counted(text: str) -> int:
+    """Tokens of a non-empty text, each text encoded once while it is among the last 8 192
+    counted: the same texts come back step after step (a tool's full result is counted when it
+    is stored and again when the request holds it; a replay's request blocks at every step)."""
     return len(encoding().encode_ordinary(text))
 
 
@@ -79,8 +88,7 @@ def count_texts(texts: Sequence[str]) -> list[int]:
     per string, which for history-sized strings measured ~2x slower than this loop (see
     ``bench/bench_engine.py``).
     """
-    encode = encoding().encode_ordinary
-    return [len(encode(t)) if t else 0 for t in texts]
+    return [_counted(t) if t else 0 for t in texts]
 
 
 _remembered: dict[str, int] = {}

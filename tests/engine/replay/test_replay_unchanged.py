@@ -1,0 +1,48 @@
+"""Replay's figures stay what they were when replay was made faster.
+
+``tests/data/replay/pomodoro_window_8000.json`` is the ``--json`` output of
+
+    ctxscope import tests/data/corpus/yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl --db r.db
+    CTXSCOPE_MODEL=offline ctxscope replay 2 --db r.db --json --window 8000
+
+(the recording was the second one imported into that database; here it is the first, so the
+session id is patched) run at commit 40fd449, before the speed work of issue 18 (caching token
+counts and ledger facts, see docs/benchmarks.md#replay); two runs gave byte-identical output.
+In an 8 000-token window every strategy compacts (layered 3, reset-hint 3, mock-user 6,
+message-window 2, head-middle-tail 6, masking 2), so the figures cover summaries, re-compaction,
+masking and the cache model on a real recording.
+
+A change that means to change replay's figures (a strategy's summary, its trigger) regenerates
+the file with the two commands above and says so in its commit; a change meant only to be
+faster must leave it as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+RECORDING = DATA / "corpus" / "yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl"
+EXPECTED = DATA / "replay" / "pomodoro_window_8000.json"
+
+
+def test_replay_of_a_real_recording_gives_the_figures_it_gave_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CTXSCOPE_MODEL", "offline")
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "r.db"
+    assert main(["import", str(RECORDING), "--db", str(db), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["replay", "1", "--db", str(db), "--json", "--window", "8000"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
+    assert expected["session_id"] == 2
+    expected["session_id"] = 1
+    assert [s["compactions"] for s in got["strategies"]] == [3, 3, 6, 2, 6, 2]
+    assert got == expected
