@@ -391,22 +391,29 @@ def _recall(
         own.setdefault(where, []).extend(texts)
         rounds.setdefault(agent.current_round, []).extend(texts)
     # Each text is normalised once (``present`` would normalise it again for every item:
-    # quadratic in the ledger on long sessions), and folded once per replay.
-    rest = _joined(others)
+    # quadratic in the ledger on long sessions), and folded once per replay; a step's, a
+    # round's and the rest's texts are joined only when an item is looked for there.
     counts = {kind: [0, 0] for kind in KINDS}
-    step_text = {k: _joined(v) for k, v in own.items()}
-    round_text = {k: _joined(v) for k, v in rounds.items()}
+    step_text: dict[tuple[int | None, int | None], str] = {}
+    round_text: dict[int | None, str] = {}
+    rest: str | None = None
     for item in known:
         wanted = folded.text(item.key)
         # its own step first, then what is left of its round, then summaries and projections
-        found = any(
-            text is not None and wanted in text
-            for text in (
-                step_text.get((item.round, item.step)),
-                round_text.get(item.round),
-                rest,
-            )
-        )
+        where = (item.round, item.step)
+        text = step_text.get(where)
+        if text is None and where in own:
+            text = step_text[where] = _joined(own[where])
+        found = text is not None and wanted in text
+        if not found:
+            text = round_text.get(item.round)
+            if text is None and item.round in rounds:
+                text = round_text[item.round] = _joined(rounds[item.round])
+            found = text is not None and wanted in text
+        if not found:
+            if rest is None:
+                rest = _joined(others)
+            found = wanted in rest
         pair = counts.setdefault(item.kind, [0, 0])
         pair[1] += 1
         pair[0] += int(found)
