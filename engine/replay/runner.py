@@ -33,6 +33,7 @@ from engine.compaction.ledger import KINDS, LedgerItem, extract_ledger, fold
 from engine.config import MOCK_USER_PROFILES, ModelPrice, Settings, price_for
 from engine.events import CompactionFailed, CompactionFinished, Event
 from engine.llm.base import ProviderRequest
+from engine.messages.sequences import common_prefix
 from engine.messages.tokens import count_blocks
 from engine.models import Compaction, Message
 from engine.recordings.hidden import hidden_prefix
@@ -207,6 +208,7 @@ def replay(
 
     holder: dict[str, Any] = {}
     folded = _Folded()
+    grouped = _Grouped()
 
     with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
         # A scratch file, thrown away at the end: no need to flush each step to the disk.
@@ -262,7 +264,7 @@ def replay(
                     # what this request can hold: every message before the output it asks for
                     upcoming = provider.queue[0].id if provider.queue else None
                     upto = upcoming - 1 if upcoming else state["upto"]
-                    figures.recall = _recall(ledger_items, upto, holder["agent"], folded)
+                    figures.recall = _recall(ledger_items, upto, holder["agent"], folded, grouped)
                 result.steps.append(figures)
                 if on_step is not None:
                     on_step(state["step"], total_steps)
@@ -361,8 +363,55 @@ def _joined(folded: list[str]) -> str:
     return " ".join(f for f in folded if f)
 
 
+Where = tuple[int | None, int | None]
+"""A message's (round, step)."""
+
+
+class _Grouped:
+    """The sent history's folded texts as :func:`_recall` looks them up — by step and by round
+    for the messages sent as stored, in order for the others (projected, masked) — kept from
+    one measurement to the next: the leading messages a request shares with the last measured
+    one (the same objects, each sent as stored or not as before) are not grouped again, the
+    ones after them are taken out and the new ones put in."""
+
+    def __init__(self) -> None:
+        self.own: dict[Where, list[str]] = {}
+        self.rounds: dict[int | None, list[str]] = {}
+        self.others: list[str] = []
+        self._messages: list[Message] = []
+        self._ids: list[int] = []
+        self._stored: list[bool] = []
+
+    def update(self, messages: list[Message], stored: set[int], folded: _Folded) -> None:
+        ids = list(map(id, messages))
+        flags = list(map(stored.__contains__, ids))
+        same = min(common_prefix(self._ids, ids), common_prefix(self._stored, flags))
+        for pos in range(len(self._ids) - 1, same - 1, -1):  # last in, first out
+            if self._stored[pos]:
+                msg = self._messages[pos]
+                self._drop(self.own, (msg.meta.round, msg.meta.step))
+                self._drop(self.rounds, msg.meta.round)
+            else:
+                self.others.pop()
+        for msg, here in zip(messages[same:], flags[same:], strict=True):
+            text = folded.message(msg)
+            if here:
+                self.own.setdefault((msg.meta.round, msg.meta.step), []).append(text)
+                self.rounds.setdefault(msg.meta.round, []).append(text)
+            else:
+                self.others.append(text)
+        self._messages, self._ids, self._stored = list(messages), ids, flags
+
+    @staticmethod
+    def _drop(groups: dict[Any, list[str]], key: Any) -> None:
+        texts = groups[key]
+        texts.pop()
+        if not texts:
+            del groups[key]
+
+
 def _recall(
-    items: list[LedgerItem], upto: int, agent: Any, folded: _Folded
+    items: list[LedgerItem], upto: int, agent: Any, folded: _Folded, grouped: _Grouped
 ) -> dict[str, float | None]:
     """The share of ledger items recorded up to now that the request still holds, by kind.
 
@@ -374,22 +423,17 @@ def _recall(
 
     known = [i for i in items if i.message_id is None or i.message_id <= upto]
     sent = agent.sent_history()
-    stored = {id(m) for m in agent.history.history.messages}
-    own: dict[tuple[int | None, int | None], list[str]] = {}
-    rounds: dict[int | None, list[str]] = {}
-    others = [folded.text(as_sent(s)) for s in sent.summaries]
-    for msg in sent.messages:
-        text = folded.message(msg)
-        if id(msg) in stored:
-            own.setdefault((msg.meta.round, msg.meta.step), []).append(text)
-            rounds.setdefault(msg.meta.round, []).append(text)
-        else:
-            others.append(text)
-    for step in agent.scratchpad:  # the round in progress: full observations
+    grouped.update(sent.messages, {id(m) for m in agent.history.history.messages}, folded)
+    own, rounds = grouped.own, grouped.rounds
+    others = [folded.text(as_sent(s)) for s in sent.summaries] + grouped.others
+    # the round in progress: full observations, after the step's and round's stored texts
+    own_now: dict[Where, list[str]] = {}
+    rounds_now: dict[int | None, list[str]] = {}
+    for step in agent.scratchpad:
         where = (agent.current_round, step.assistant.meta.step)
         texts = [folded.text(r.text) for r in step.results]
-        own.setdefault(where, []).extend(texts)
-        rounds.setdefault(agent.current_round, []).extend(texts)
+        own_now.setdefault(where, []).extend(texts)
+        rounds_now.setdefault(agent.current_round, []).extend(texts)
     # Each text is normalised once (``present`` would normalise it again for every item:
     # quadratic in the ledger on long sessions), and folded once per replay; a step's, a
     # round's and the rest's texts are joined only when an item is looked for there.
@@ -402,13 +446,15 @@ def _recall(
         # its own step first, then what is left of its round, then summaries and projections
         where = (item.round, item.step)
         text = step_text.get(where)
-        if text is None and where in own:
-            text = step_text[where] = _joined(own[where])
+        if text is None and (where in own or where in own_now):
+            text = step_text[where] = _joined(own.get(where, []) + own_now.get(where, []))
         found = text is not None and wanted in text
         if not found:
             text = round_text.get(item.round)
-            if text is None and item.round in rounds:
-                text = round_text[item.round] = _joined(rounds[item.round])
+            if text is None and (item.round in rounds or item.round in rounds_now):
+                text = round_text[item.round] = _joined(
+                    rounds.get(item.round, []) + rounds_now.get(item.round, [])
+                )
             found = text is not None and wanted in text
         if not found:
             if rest is None:
