@@ -10,6 +10,7 @@ and the fallback when the model call fails); the other strategies' forms are in
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -145,6 +146,13 @@ def _error_of(msg: Message, commands: dict[str, str]) -> str | None:
     return shorten(f"{tool} failed ({error.get('code')}): {line}", 240)
 
 
+@functools.lru_cache(maxsize=16_384)
+def _matching(text: str, pattern: re.Pattern[str], separators: str) -> tuple[str, ...]:
+    """The sentences of ``text`` (split at ``separators``) that ``pattern`` finds, shortened;
+    kept per text: a re-compacting strategy summarises the same archived messages again."""
+    return tuple(shorten(s) for s in re.split(separators, text) if pattern.search(s))
+
+
 def segment_facts(
     messages: list[Message],
     focus: str | None = None,
@@ -191,9 +199,7 @@ def segment_facts(
             answered = False
             if text:
                 facts.goals.append(shorten(text))
-                for sentence in re.split(r"(?<=[.!?])\s+", text):
-                    if _PREFERENCE.search(sentence):
-                        facts.preferences.append(shorten(sentence))
+                facts.preferences += _matching(text, _PREFERENCE, r"(?<=[.!?])\s+")
         elif msg.role == "assistant":
             for call in msg.tool_calls:
                 path = str(call.input.get("file_path") or call.input.get("path") or "")
@@ -207,9 +213,7 @@ def segment_facts(
                 answer = msg.content.strip().splitlines()[0]
                 goal = shorten(current_goal or "answered", 80)
                 facts.milestones.append(f"{goal} - {shorten(answer, 120)}")
-            for sentence in re.split(r"(?<=[.!?])\s+|\n+", msg.content):
-                if _DECISION.search(sentence):
-                    facts.decisions.append(shorten(sentence))
+            facts.decisions += _matching(msg.content, _DECISION, r"(?<=[.!?])\s+|\n+")
         elif msg.role == "tool":
             learning = _error_of(msg, commands)
             if learning is not None:

@@ -6,10 +6,10 @@
     CTXSCOPE_MODEL=offline ctxscope replay 2 --db r.db --json --window 8000
 
 (the recording was the second one imported into that database; here it is the first, so the
-session id is patched) run at commit 40fd449, before the speed work of issue 18 (caching token
+session id is patched) run at commit a1d456c, before the speed work of issue 18 (caching token
 counts and ledger facts, see docs/benchmarks.md#replay); two runs gave byte-identical output.
 In an 8 000-token window every strategy compacts (layered 3, reset-hint 3, mock-user 6,
-message-window 2, head-middle-tail 6, masking 2), so the figures cover summaries, re-compaction,
+message-window 3, head-middle-tail 6, masking 2), so the figures cover summaries, re-compaction,
 masking and the cache model on a real recording.
 
 A change that means to change replay's figures (a strategy's summary, its trigger) regenerates
@@ -44,5 +44,5 @@ def test_replay_of_a_real_recording_gives_the_figures_it_gave_before(
     expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
     assert expected["session_id"] == 2
     expected["session_id"] = 1
-    assert [s["compactions"] for s in got["strategies"]] == [3, 3, 6, 2, 6, 2]
+    assert [s["compactions"] for s in got["strategies"]] == [3, 3, 6, 3, 6, 2]
     assert got == expected
