@@ -9,7 +9,10 @@ compressed history copies, final answers). Timed, median of several runs:
   and for the six together (target: the 2 000-step figure ≤ 1.5× the 500-step one: flat per
   step); the six-strategy total is the sum of the six medians;
 - one ``ctxscope context ID --json`` of the 2 000-step session, as a user runs it (a process:
-  start-up, store, request); target: the whole six-strategy replay < 20× that.
+  start-up, store, request); target: the whole six-strategy replay < 20× that. Timed with
+  ctxscope's bytecode compiled, as installed (``PYTHONPYCACHEPREFIX`` in a temporary folder,
+  filled by one untimed run), and from source (``PYTHONDONTWRITEBYTECODE=1``: every ctxscope
+  module compiled at each start, how the earlier figures were taken; see bench_startup.py).
 
 Run from the repository root: ``python bench/bench_replay.py [--repeats N]``.
 """
@@ -17,6 +20,7 @@ Run from the repository root: ``python bench/bench_replay.py [--repeats N]``.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import subprocess
@@ -132,8 +136,19 @@ def main() -> int:
 
         db, sid = dbs[2_000]
         cmd = [sys.executable, "-m", "cli.main", "context", str(sid), "--json", "--db", str(db)]
-        context_s = median_s(
-            lambda: subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT), args.repeats
+        compiled = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        compiled["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
+        from_source = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        from_source.pop("PYTHONPYCACHEPREFIX", None)
+        subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT, env=compiled)  # untimed
+        context_s, source_s = (
+            median_s(
+                lambda env=env: subprocess.run(
+                    cmd, check=True, capture_output=True, cwd=ROOT, env=env
+                ),
+                args.repeats,
+            )
+            for env in (compiled, from_source)
         )
 
     print()
@@ -147,8 +162,9 @@ def main() -> int:
     print()
     print(
         f"six-strategy replay of the 2 000-step session: {totals[2_000]:.1f} s; one `ctxscope "
-        f"context --json` of it: {context_s:.2f} s; ratio {totals[2_000] / context_s:.1f}× "
-        "(target < 20×)"
+        f"context --json` of it: {context_s:.2f} s compiled, ratio "
+        f"{totals[2_000] / context_s:.1f}× (target < 20×); {source_s:.2f} s from source, "
+        f"ratio {totals[2_000] / source_s:.1f}×"
     )
     return 0
 
