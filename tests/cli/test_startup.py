@@ -23,6 +23,8 @@ NOT_NEEDED = (
     "anthropic",  # no request is sent
     "engine.recordings.export",  # only `export` writes a transcript
     "textual",  # the workbench is another command
+    "engine.compaction.strategies.masking",  # the session's strategy is layered: one is loaded
+    "engine.compaction.strategies.mock_user",
 )
 
 
@@ -58,3 +60,17 @@ def test_context_imports_none_of_what_it_does_not_use(tmp_path: Path) -> None:
     assert result["code"] == 0 and result["total"] > 0
     loaded = result["modules"]
     assert [m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_NEEDED)] == []
+
+
+def test_each_strategy_is_the_class_its_name_selects() -> None:
+    from engine.compaction.strategies import STRATEGIES
+
+    assert list(STRATEGIES) == [
+        "layered",
+        "reset-hint",
+        "mock-user",
+        "message-window",
+        "head-middle-tail",
+        "masking",
+    ]
+    assert [STRATEGIES[name].name for name in STRATEGIES] == list(STRATEGIES)

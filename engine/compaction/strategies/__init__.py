@@ -6,29 +6,45 @@ the name users select (``--strategy``, ``CTXSCOPE_STRATEGY``, a session's stored
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import get_args
 
 from engine.compaction.policy import CompactionPolicy
-from engine.compaction.strategies.head_middle_tail import HeadMiddleTailStrategy
-from engine.compaction.strategies.layered import LayeredStrategy
-from engine.compaction.strategies.masking import MaskingStrategy
-from engine.compaction.strategies.message_window import MessageWindowStrategy
-from engine.compaction.strategies.mock_user import MockUserStrategy
-from engine.compaction.strategies.reset_hint import ResetHintStrategy
 from engine.config import Settings, StrategyName
 
-STRATEGIES: dict[str, type[CompactionPolicy]] = {
-    cls.name: cls
-    for cls in (
-        LayeredStrategy,
-        ResetHintStrategy,
-        MockUserStrategy,
-        MessageWindowStrategy,
-        HeadMiddleTailStrategy,
-        MaskingStrategy,
-    )
+_CLASSES = {
+    "layered": ("layered", "LayeredStrategy"),
+    "reset-hint": ("reset_hint", "ResetHintStrategy"),
+    "mock-user": ("mock_user", "MockUserStrategy"),
+    "message-window": ("message_window", "MessageWindowStrategy"),
+    "head-middle-tail": ("head_middle_tail", "HeadMiddleTailStrategy"),
+    "masking": ("masking", "MaskingStrategy"),
 }
-assert set(STRATEGIES) == set(get_args(StrategyName)), "config.StrategyName and STRATEGIES differ"
+"""Each strategy's module (in this package) and class, by the name users select."""
+assert list(_CLASSES) == list(get_args(StrategyName)), "config.StrategyName and STRATEGIES differ"
+
+
+class _Strategies(Mapping[str, type[CompactionPolicy]]):
+    """Name → policy class; a strategy's module is imported when its class is first asked for,
+    so a command over one session (``ctxscope context``) loads one strategy, not six."""
+
+    def __getitem__(self, name: str) -> type[CompactionPolicy]:
+        module, cls = _CLASSES[name]
+        found: type[CompactionPolicy] = getattr(
+            importlib.import_module(f"{__name__}.{module}"), cls
+        )
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_CLASSES)
+
+    def __len__(self) -> int:
+        return len(_CLASSES)
+
+
+STRATEGIES: Mapping[str, type[CompactionPolicy]] = _Strategies()
+"""Every strategy by name, in the order comparisons show them."""
 
 
 def get_strategy(name: str, settings: Settings) -> CompactionPolicy:
