@@ -35,7 +35,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from engine import config  # noqa: E402
-from engine.config import ENV_PREFIX, TOML_NAME, ModelPrice, Settings, StrategySettings  # noqa: E402
+from engine.config import ENV_PREFIX, TOML_NAME, ModelPrice, Settings  # noqa: E402
+from engine.strategy_settings import StrategySettings  # noqa: E402
 
 PAGE = ROOT / "docs" / "settings.md"
 GROUP = re.compile(r"^\s*# --- (.+?) ---\s*$")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.compaction.ledger import KINDS, LedgerItem, extract_ledger, fold
-from engine.config import MOCK_USER_PROFILES, ModelPrice, Settings, price_for
+from engine.config import ModelPrice, Settings, price_for
 from engine.events import CompactionFailed, CompactionFinished, Event
 from engine.llm.base import ProviderRequest
 from engine.messages.sequences import common_prefix
@@ -40,6 +40,7 @@ from engine.recordings.hidden import hidden_prefix
 from engine.replay.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.replay.recorded import RecordedProvider, RecordedTools, recorded_rounds
 from engine.store import Store
+from engine.strategy_settings import MOCK_USER_PROFILES
 
 if TYPE_CHECKING:
     from engine.session import Agent

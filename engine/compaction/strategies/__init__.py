@@ -11,7 +11,8 @@ from collections.abc import Iterator, Mapping
 from typing import get_args
 
 from engine.compaction.policy import CompactionPolicy
-from engine.config import Settings, StrategyName
+from engine.config import Settings
+from engine.strategy_settings import StrategyName
 
 _CLASSES = {
     "layered": ("layered", "LayeredStrategy"),
@@ -22,7 +23,7 @@ _CLASSES = {
     "masking": ("masking", "MaskingStrategy"),
 }
 """Each strategy's module (in this package) and class, by the name users select."""
-assert list(_CLASSES) == list(get_args(StrategyName)), "config.StrategyName and STRATEGIES differ"
+assert list(_CLASSES) == list(get_args(StrategyName)), "StrategyName and STRATEGIES differ"
 
 
 class _Strategies(Mapping[str, type[CompactionPolicy]]):

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from engine.compaction.bash_files import bash_files
 from engine.compaction.ledger import (
     KINDS,
-    bash_files,
     error_line,
     extract_ledger,
     fidelity,
