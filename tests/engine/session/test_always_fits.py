@@ -143,8 +143,10 @@ def test_thirty_parallel_reads_in_one_step_fit_the_window(
 def test_a_chain_of_thirty_single_reads_fits_and_finishes(
     name: str, workspace: Path, tmp_path: Path
 ) -> None:
-    """30 mentioned files, read one per step (seed C3): 31 steps, never a file read twice —
-    a compaction inside the round must not make the offline model lose its plan."""
+    """Issue 20, deviation 1: 30 mentioned files, read one per step — seed 000 C3: "Read 调用：
+    模型必须按顺序逐个调用 Read 工具获取内容" (the model must call Read for each file, in
+    order, one by one): 31 steps, never a file read twice — a compaction inside the round must
+    not make the offline model lose its plan (it comes from the round's input)."""
     text = " ".join(f"@f{n}.py" for n in range(FILES)) + " please"
     agent, provider, events, outcome = run_one_round(name, workspace, tmp_path / "c.db", text)
 
@@ -171,7 +173,8 @@ def test_masking_after_prompt_too_long_repeats_no_tool_use_id(
     """Issue 20, deviation 13: after a simulated "prompt is too long" inside a round, the
     emergency cut archives the round's older steps; the offline model must not number its next
     call as one already made (the Messages API refuses a request with a repeated
-    ``tool_use`` id)."""
+    ``tool_use`` id; seed 000 B: "工具调用完整性：tool_use / tool_result 必须成对保留，不得拆分"
+    — each tool_use and its tool_result stay a pair, which a repeated id breaks)."""
 
     class TooLongOnce(Recording):
         def complete(self, request, on_event, cancel=None):  # type: ignore[no-untyped-def]
