@@ -26,20 +26,20 @@ from tui.widgets.chat_view import ChatEntry, ChatView
 
 
 def bar_text(fig: Figures) -> str:
-    """The bar's line: the agent's last usage, the context against its window, and the
-    tokens before its auto-compaction (with a warning from ``watch_warn_ratio`` on)."""
+    """The bar's line: the context against the agent's window and the tokens before its
+    auto-compaction first (with a warning from ``watch_warn_ratio`` on: what a narrow terminal
+    must not cut off), then the agent's last usage."""
     u = fig.last_usage
     usage = (
-        f"in {u.get('input', 0):,} · cache read {u.get('cache_read', 0):,} · "
+        f"last call: in {u.get('input', 0):,} · cache read {u.get('cache_read', 0):,} · "
         f"cache write {u.get('cache_write', 0):,} · out {u.get('output', 0):,}"
         if u
         else "no usage recorded yet"
     )
-    head = "⚠ auto-compact near · " if fig.warning else ""
+    head = "⚠ auto-compact near · " if fig.warning else "watching · "
     return (
-        f"{head}watching · {usage} · context {fig.context_tokens:,} / "
-        f"{fig.context_window:,} ({fig.percent}%) · until auto-compact "
-        f"{fig.until_compact:,} · compactions {fig.compactions}"
+        f"{head}context {fig.context_tokens:,} / {fig.context_window:,} ({fig.percent}%) · "
+        f"until auto-compact {fig.until_compact:,} · compactions {fig.compactions} · {usage}"
     )
 
 

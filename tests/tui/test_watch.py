@@ -229,3 +229,27 @@ async def test_the_workbench_follows_a_codex_rollout(
         assert f"until auto-compact {244_800 - 19_856:,}" in text
         await wait_until(pilot, lambda: redraw_idle(app), 20)
         assert app.figures is not None and app.figures.tool_calls == 18
+
+
+def test_the_bar_puts_the_context_and_until_compact_first() -> None:
+    """What a watcher looks for must survive a narrow terminal: at 120 columns the bar's first
+    120 characters hold the context against the window and the tokens left before the agent's
+    auto-compaction (Claude Code's 167,000: 167,000 - 164,745 = 2,255), the warning ahead."""
+    from engine.recordings.follow import Figures
+    from tui.watch import bar_text
+
+    fig = Figures(
+        messages=215,
+        tool_calls=88,
+        context_tokens=164_745,
+        context_window=200_000,
+        until_compact=2_255,
+        compact_at=167_000,
+        compactions=0,
+        warning=True,
+        last_usage={"input": 1, "cache_read": 162_399, "cache_write": 1_925, "output": 420},
+    )
+    line = bar_text(fig)
+    assert line[:120].startswith("⚠ auto-compact near · context 164,745 / 200,000 (82.4%)")
+    assert "until auto-compact 2,255 · compactions 0" in line[:120]
+    assert line.endswith("last call: in 1 · cache read 162,399 · cache write 1,925 · out 420")
