@@ -49,6 +49,17 @@ from engine.store import Store
 INTERRUPTED_RESULT = "Interrupted by the user before this tool returned a result."
 
 
+NOT_COMPACTED: dict[str, Any] = {
+    "compacted": False,
+    "originalTokenCount": None,
+    "compactedTokenCount": None,
+    "compactionRatio": None,
+    "compactedMessageCount": 0,
+    "retainedMessageCount": 0,
+}
+"""A skipped compaction's statistics: seed 004 F-008 "未执行压缩时，统计字段全部为 0 或 null"."""
+
+
 @dataclass
 class CompactionDraft:
     """A compaction worked out and not yet stored (:meth:`HistoryManager.prepare`)."""
@@ -297,7 +308,7 @@ class HistoryManager:
             )
             if outcome.skipped:
                 reason = outcome.error or "the summary call failed"
-                return self._skipped(base, reason, began, {"compacted": False}, store=not dry_run)
+                return self._skipped(base, reason, began, NOT_COMPACTED, store=not dry_run)
             summary = Summary(
                 session_id=self.session_id,
                 content=outcome.content,

@@ -183,5 +183,14 @@ def test_after_the_retries_the_notices_say_the_compaction_was_skipped(
     assert "Compaction skipped" in said and "compacted = false" in said
     assert "recent history only" not in said and "keeping recent" not in " ".join(notices)
     assert result.compaction.outcome == Outcome.SKIPPED
-    assert result.compaction.stats == {"compacted": False}
+    # F-008 boundary: "未执行压缩时，统计字段全部为 0 或 null" (no compaction done: every
+    # statistics field 0 or null)
+    assert result.compaction.stats == {
+        "compacted": False,
+        "originalTokenCount": None,
+        "compactedTokenCount": None,
+        "compactionRatio": None,
+        "compactedMessageCount": 0,
+        "retainedMessageCount": 0,
+    }
     assert store.history(session_id) == before

@@ -327,7 +327,7 @@ def test_head_middle_tail_retries_then_skips_leaving_history_untouched(
     assert broken.calls == 3  # COMPACT_MAX_RETRIES = 2: one call and two retries
     assert waits == [1.0, 2.0]  # simple doubling backoff
     assert result.compaction.outcome == Outcome.SKIPPED
-    assert result.compaction.stats == {"compacted": False}
+    assert result.compaction.stats["compacted"] is False
     assert store.history(session_id) == before
 
 
