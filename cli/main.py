@@ -150,11 +150,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "import",
         parents=[common, as_json],
-        help="store recorded sessions: Claude Code JSONL, Anthropic-messages JSONL, "
-        "mini-swe-agent / SWE-agent trajectories, or a directory of them",
+        help="store recorded sessions: Claude Code, Codex CLI, Gemini CLI, OpenHands, aider, "
+        "Anthropic-messages JSONL, mini-swe-agent / SWE-agent trajectories, or a directory "
+        "of them",
     )
     p.add_argument("file", type=Path, metavar="FILE|DIR")
-    p.add_argument("--workspace", type=Path, default=argparse.SUPPRESS)
+    p.add_argument(
+        "--workspace",
+        type=checked(existing_folder),
+        default=argparse.SUPPRESS,
+        help="the folder its tools work in (default: the folder the recording names)",
+    )
     p = sub.add_parser(
         "export",
         parents=[common],

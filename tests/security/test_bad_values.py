@@ -188,6 +188,20 @@ def test_a_missing_workspace_is_refused(db: Path, capsys: pytest.CaptureFixture[
     assert_one_line(code, out, err, "argument --workspace: /nonexistent does not exist")
 
 
+def test_import_refuses_a_workspace_that_does_not_exist(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recording's own folder may be on another machine (it is kept, and its tools refuse);
+    a folder the user names with --workspace must exist: a typo is refused before anything is
+    stored."""
+    argv = ["import", str(RECORDED), "--workspace", "/nonexistent", "--db", str(db)]
+    code, out, err = run(capsys, *argv)
+    assert_one_line(code, out, err, "argument --workspace: /nonexistent does not exist")
+    store = Store.open(db)
+    assert [i.session.id for i in store.list_sessions()] == [1]  # only the fixture's import
+    store.close()
+
+
 @pytest.mark.parametrize(
     "argv",
     [
