@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 from engine.compaction.policy import PolicyView
@@ -74,20 +76,20 @@ class Fitting(Steering):
         hits: list[tuple[int, RecallHit]] = []
         if words and self.current_round is not None:
             ids = {m.meta.tool_use_id: m.id for m in self._round_messages() if m.role == "tool"}
-            aside = [
-                r.tool_use_id
+            found_aside = (
+                self.store.observation_for(self.session_id, r.tool_use_id)
                 for step in self.scratchpad
                 for r in step.results
                 if r.text.startswith(SET_ASIDE)
-            ]
+            )
+            aside = [obs for obs in found_aside if obs is not None]
             for any_word in (False, True):
-                for tool_use_id in aside:
-                    obs = self.store.observation_for(self.session_id, tool_use_id)
-                    found = matches(obs.text, words, any_word) if obs is not None else 0
-                    if obs is None or not found:
+                for obs in aside:
+                    found = matches(obs.text, words, any_word)
+                    if not found:
                         continue
                     hit = RecallHit(
-                        message_id=ids.get(tool_use_id) or 0,
+                        message_id=ids.get(obs.tool_use_id) or 0,
                         segment_id=None,
                         round=self.current_round,
                         role="tool",
@@ -157,11 +159,7 @@ class Fitting(Steering):
     def _emergency_spares(self, newest: list[ScratchStep]) -> bool:
         """Whether the strategy's emergency cut archives something and leaves the round's
         newest step (archiving it would hide the calls the round is answering)."""
-        self._excess = 1
-        try:
-            cut = self.strategy.plan(self._view("", None), emergency=True).cut
-        finally:
-            self._excess = 0
+        cut = self._emergency_cut(1)
         keep = {s.assistant.id for s in newest}
         return bool(cut) and not any(m.id in keep for m in cut)
 
@@ -201,20 +199,23 @@ class Fitting(Steering):
                     return draft
                 excess = 2 * excess + record.tokens_after - record.tokens_before
 
-    def _emergency_draft(self, excess: int) -> CompactionDraft | CompactionResult:
+    @contextmanager
+    def _over_by(self, excess: int) -> Iterator[None]:
+        """The strategy's views say the request is ``excess`` tokens over the window."""
         self._excess = excess
         try:
-            return self.prepare_compaction(trigger=Trigger.EMERGENCY)
+            yield
         finally:
             self._excess = 0
 
+    def _emergency_draft(self, excess: int) -> CompactionDraft | CompactionResult:
+        with self._over_by(excess):
+            return self.prepare_compaction(trigger=Trigger.EMERGENCY)
+
     def _emergency_cut(self, excess: int) -> list[Message]:
         """What the strategy's emergency cut takes for ``excess`` tokens (a plan, no summary)."""
-        self._excess = excess
-        try:
+        with self._over_by(excess):
             return self.strategy.plan(self._view("", None), emergency=True).cut
-        finally:
-            self._excess = 0
 
     def _set_aside(
         self, built: BuiltContext, steps: list[ScratchStep], window: int, shrunk: list[str]
