@@ -231,6 +231,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="STRATEGY.KEY=VALUE",
         help="a strategy's number for this replay, e.g. mock-user.trigger_tokens=20000",
     )
+    p.add_argument(
+        "--jobs",
+        type=checked(count, "--jobs"),
+        metavar="N",
+        help="replay N strategies at once, one process each (default: one per core)",
+    )
     p = sub.add_parser(
         "recall",
         parents=[common, as_json],

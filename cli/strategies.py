@@ -131,7 +131,8 @@ def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from engine.replay.runner import in_window, replay
+    from engine.replay.parallel import default_jobs, replay_strategies
+    from engine.replay.runner import in_window
 
     wanted = args.replay_strategies
     names = list(STRATEGIES) if wanted == "all" else wanted.split(",")
@@ -147,14 +148,15 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
             raise CliError("--window must be a positive number of tokens")
         settings = in_window(settings, args.window)
     settings = with_numbers(settings, parse_overrides(args.overrides))
-    results = []
-    for name in names:
+    jobs = args.jobs or default_jobs(len(names))
 
-        def progress(step: int, total: int, name: str = name) -> None:
-            if not args.json and (step == total or step % 50 == 0):
-                print(f"… {name}: step {step} of {total}", file=sys.stderr)
+    def progress(name: str, step: int, total: int) -> None:
+        if not args.json and (step == total or step % 100 == 0):
+            print(f"… {name}: step {step} of {total}", file=sys.stderr)
 
-        results.append(replay(store, args.session, name, settings, workspace, on_step=progress))
+    db, sid = store.path.resolve(), args.session
+    store.close()  # each replay opens the file itself, in this process or a worker
+    results = replay_strategies(db, sid, names, settings, workspace, jobs=jobs, on_step=progress)
     rows = [r.row() for r in results]
     data = {
         "session_id": args.session,

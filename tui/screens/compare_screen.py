@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine.compaction.strategies import STRATEGIES
 from engine.config import Settings
+from engine.replay.parallel import ReplayCancelled, default_jobs, replay_strategies
 from engine.replay.runner import ReplayResult, replay
 from engine.session import Agent
 from engine.store import Store
@@ -117,7 +118,11 @@ class CompareScreen(Screen[None]):
         total: int
 
         def can_replace(self, message: Message) -> bool:
-            return isinstance(message, CompareScreen.ReplayProgressed)
+            """A newer step of the same strategy's replay replaces it (several run at once)."""
+            return (
+                isinstance(message, CompareScreen.ReplayProgressed)
+                and message.strategy == self.strategy
+            )
 
     def __init__(self, store: Store, session_id: int, settings: Settings, workspace: Path) -> None:
         super().__init__()
@@ -127,6 +132,8 @@ class CompareScreen(Screen[None]):
         self.workspace = workspace
         self.results: list[ReplayResult] = []
         self.selected = 0
+        self.progress: dict[str, tuple[int, int]] = {}
+        """Each strategy's replay: (step, of steps)."""
 
     def compose(self) -> ComposeResult:
         yield Label(
@@ -149,36 +156,42 @@ class CompareScreen(Screen[None]):
         self.run_replays()
 
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
-    def run_replays(self) -> list[ReplayResult]:
+    def run_replays(self) -> list[ReplayResult] | None:
+        """Every strategy's replay, one process per core (:mod:`engine.replay.parallel`);
+        closing the screen stops them."""
         worker = get_current_worker()
-        out = []
+        names = list(STRATEGIES)
+
+        def progress(name: str, step: int, total: int) -> None:
+            if step % 20 == 0 or step == total:
+                self.post_message(self.ReplayProgressed(name, step, total))
+
         try:
-            for name in STRATEGIES:
-                if worker.is_cancelled:
-                    break
-
-                def progress(step: int, total: int, name: str = name) -> None:
-                    if step % 20 == 0 or step == total:
-                        self.post_message(self.ReplayProgressed(name, step, total))
-
-                out.append(
-                    replay(
-                        self.store,
-                        self.session_id,
-                        name,
-                        self.settings,
-                        self.workspace,
-                        on_step=progress,
-                    )
-                )
-        finally:
-            self.store.db.close()
-        return out
+            return replay_strategies(
+                self.store.path.resolve(),
+                self.session_id,
+                names,
+                self.settings,
+                self.workspace,
+                jobs=default_jobs(len(names)),
+                on_step=progress,
+                cancelled=lambda: worker.is_cancelled,
+            )
+        except ReplayCancelled:
+            return None
 
     @on(ReplayProgressed)
     def _progressed(self, event: ReplayProgressed) -> None:
+        """Every replay still running, with its step (several run at once)."""
+        self.progress[event.strategy] = (event.step, event.total)
+        running = [
+            f"{name} {step:,}/{total:,}"
+            for name, (step, total) in self.progress.items()
+            if step < total
+        ]
+        done = len(self.progress) - len(running)
         self.query_one("#compare-status", Static).update(
-            f"replaying under {event.strategy}: step {event.step:,} of {event.total:,}…"
+            f"replaying: {' · '.join(running) or '…'} (steps; {done} of {len(STRATEGIES)} done)"
         )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
