@@ -8,6 +8,9 @@ compressed history copies, final answers). Timed, median of several runs:
   agent loop, the cache model and recall); the median time per replayed step, per strategy
   and for the six together (target: the 2 000-step figure ≤ 1.5× the 500-step one: flat per
   step); the six-strategy total is the sum of the six medians;
+- the six side by side as ``ctxscope replay ID`` runs them (``engine.replay.parallel``: one
+  process per core, results identical), median wall time of the whole call, worker start-up
+  included;
 - one ``ctxscope context ID --json`` of the 2 000-step session, as a user runs it (a process:
   start-up, store, request); target: the whole six-strategy replay < 20× that. Timed with
   ctxscope's bytecode compiled, as installed (``PYTHONPYCACHEPREFIX`` in a temporary folder,
@@ -40,6 +43,7 @@ from engine.config import Settings  # noqa: E402
 from engine.context.history import HistoryManager  # noqa: E402
 from engine.messages.tokens import count_text  # noqa: E402
 from engine.models import Observation, RoundStatus  # noqa: E402
+from engine.replay.parallel import default_jobs, replay_strategies  # noqa: E402
 from engine.replay.runner import replay  # noqa: E402
 from engine.store import Store  # noqa: E402
 
@@ -135,6 +139,11 @@ def main() -> int:
             print(f"{size} steps: six-strategy replay {totals[size]:.1f} s", flush=True)
 
         db, sid = dbs[2_000]
+        names, jobs = list(STRATEGIES), default_jobs(len(STRATEGIES))
+        side_by_side = median_s(
+            lambda: replay_strategies(db, sid, names, settings, workspace, jobs=jobs),
+            args.repeats,
+        )
         cmd = [sys.executable, "-m", "cli.main", "context", str(sid), "--json", "--db", str(db)]
         compiled = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         compiled["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
@@ -165,6 +174,11 @@ def main() -> int:
         f"context --json` of it: {context_s:.2f} s compiled, ratio "
         f"{totals[2_000] / context_s:.1f}× (target < 20×); {source_s:.2f} s from source, "
         f"ratio {totals[2_000] / source_s:.1f}×"
+    )
+    print(
+        f"side by side ({jobs} processes, as `ctxscope replay` runs them): {side_by_side:.1f} s, "
+        f"ratio {side_by_side / context_s:.1f}× compiled, "
+        f"{side_by_side / source_s:.1f}× from source"
     )
     return 0
 
