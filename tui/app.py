@@ -89,11 +89,12 @@ class CtxscopeApp(App[int]):
         injected = self._provider
         if injected is not None:
             return lambda _settings: injected
-        # Imported here: the Anthropic SDK takes a second or two to import; the screen
-        # should be up first (this runs in the worker that opens the session).
-        from engine.llm.factory import make_provider
+        # Imported and built here: the Anthropic SDK takes a second or two to import; the
+        # screen should be up first, and the first message should not wait for it (this runs
+        # in the worker that opens the session).
+        from engine.llm.factory import make_provider, ready
 
-        return make_provider
+        return lambda settings: ready(make_provider(settings))
 
     def open_session(self, resume: Resume, events: EventSink, ask: Asker) -> OpenedSession:
         """Open a session with its agent (called from a thread worker)."""
