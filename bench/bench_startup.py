@@ -7,6 +7,8 @@ run on the same (possibly loaded) machine:
   against a fresh interpreter that only imports textual + peewee + pydantic + tiktoken (the
   libraries any ctxscope command needs); target ≤ 1.5×;
 - ``ctxscope show ID --json`` on the same session, against the same baseline;
+- ``context`` once more with ``ANTHROPIC_API_KEY`` set (compiled): it builds an agent whose
+  provider would be Anthropic, and sends nothing, so it must not import the SDK;
 - both commands twice: with ctxscope's bytecode compiled, as an installed package has it
   (``PYTHONPYCACHEPREFIX`` in a temporary folder, filled by one untimed run of each command
   and of the baseline, which then reads its libraries' bytecode from there too), and
@@ -83,8 +85,13 @@ def cli_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
     for args in ([py, "-c", BASELINE], *(a for _, a in commands)):
         timed_subprocess(args, compiled, tmp)  # untimed: fills the bytecode cache
     out: list[tuple[str, float, float]] = []
-    for how, run_env in (("compiled", compiled), ("from source", from_source)):
-        for label, args in commands:
+    with_key = {**compiled, "ANTHROPIC_API_KEY": "sk-bench-not-sent"}  # context sends nothing
+    for how, run_env, which in (
+        ("compiled", compiled, commands),
+        ("from source", from_source, commands),
+        ("compiled, ANTHROPIC_API_KEY set", with_key, commands[:1]),
+    ):
+        for label, args in which:
             base: list[float] = []
             cmd: list[float] = []
             for _ in range(runs):  # interleaved, so load changes hit both alike
