@@ -1,8 +1,12 @@
-"""Forty offline ``ctxscope ask`` rounds on this checkout under a 30 000-token window.
+"""Forty offline ``ctxscope ask`` rounds on a code base under a 30 000-token window.
 
 The issue's acceptance run: large Reads make compaction fire several times; at the end the
 session has compactions recorded, at least ``keep_rounds`` whole rounds kept, summaries in A5
 form, and ``ctxscope context --json`` shows the layers in the seed's order.
+
+The code base is written by the test (eight Python modules of 11–22 KB, the sizes of the
+ctxscope modules this test once read from the checkout, and a README): reading the checkout
+itself made the session's course change whenever those files did.
 """
 
 from __future__ import annotations
@@ -15,17 +19,42 @@ import pytest
 from cli.main import main
 from engine.context.builder import LAYERS
 
-CHECKOUT = Path(__file__).resolve().parents[3]
-FILES = [
-    "engine/session.py",
-    "engine/store/archive.py",
-    "engine/context/builder.py",
-    "engine/context/history.py",
-    "cli/main.py",
-    "engine/compaction/summary.py",
-    "engine/recordings/importing.py",
-    "engine/messages/tokens.py",
-]
+FILES = {
+    "engine/session.py": 16_000,
+    "engine/store/archive.py": 12_700,
+    "engine/context/builder.py": 18_800,
+    "engine/context/history.py": 21_600,
+    "cli/main.py": 11_700,
+    "engine/compaction/summary.py": 13_400,
+    "engine/recordings/importing.py": 11_700,
+    "engine/messages/tokens.py": 12_200,
+}
+"""Each module of the workspace and its size in bytes."""
+
+
+def write_workspace(root: Path) -> Path:
+    """The code base the forty asks read: each module a run of small functions (names and
+    docstrings vary, so no two lines are alike) up to its size, and a README."""
+    for n, (name, size) in enumerate(FILES.items()):
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [f'"""Module {name}: part {n} of the test\'s code base."""', ""]
+        i = 0
+        while sum(len(line) + 1 for line in lines) < size:
+            lines += [
+                f"def step_{n}_{i}(value: int, limit: int = {i + 10}) -> int:",
+                f'    """Step {i} of module {n}: the value, bounded by {i + 10}."""',
+                f"    return min(value + {i}, limit)  # {name}, function {i}",
+                "",
+            ]
+            i += 1
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root / "README.md").write_text(
+        "# A code base\n\n" + "".join(f"- `{name}`\n" for name in FILES), encoding="utf-8"
+    )
+    return root
+
+
 OTHER = ["ls engine", "glob **/*.py", "grep def ", "read README.md"]
 
 
@@ -36,12 +65,14 @@ def test_forty_asks_compact_several_times_and_keep_ten_rounds(
     monkeypatch.setenv("CTXSCOPE_CONTEXT_WINDOW", "30000")
     db = tmp_path / "long.db"
     common = ["--db", str(db), "--json"]
+    workspace = write_workspace(tmp_path / "ws")
+    files = list(FILES)
 
     session_id = None
     warnings = 0
     for i in range(40):
-        text = f"read {FILES[i % len(FILES)]}" if i % 3 else OTHER[(i // 3) % len(OTHER)]
-        argv = ["ask", text, "--workspace", str(CHECKOUT), *common]
+        text = f"read {files[i % len(files)]}" if i % 3 else OTHER[(i // 3) % len(OTHER)]
+        argv = ["ask", text, "--workspace", str(workspace), *common]
         if session_id is not None:
             argv += ["--session", str(session_id)]
         assert main(argv) == 0
