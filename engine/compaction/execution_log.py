@@ -12,13 +12,22 @@ entry and the last ``window - 1`` are kept (``compactAgentExecutionIfNeeded``). 
 entry's ``requestId`` is ``summary:<first>..<last>``, the first and last runs it stands for,
 however many merges it went through (the range stays flat). The file is rewritten through a
 temporary file and a rename, so a crash leaves the old or the new log.
+
+The file is the record; the last logs written are also held in memory with each entry's line
+(:class:`_HeldLog`), so an append serialises only what it adds (the new entry and, past the
+window, the merged one) instead of reading and rewriting every entry. What is held is used only
+while the file is still the one it last wrote (same inode, size and modification time): a log
+changed or removed by anything else is read again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,15 +127,66 @@ def merge_entries(entries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class _HeldLog:
+    """A log as :func:`append_run` last wrote it: its entries, each one's line, and the file's
+    stamp just after the write."""
+
+    stamp: tuple[int, int, int, int]
+    entries: list[dict[str, Any]]
+    lines: list[str]
+
+
+_HELD_LOGS = 8
+"""Logs held in memory (one per session appending; the least recently written dropped)."""
+_held: OrderedDict[Path, _HeldLog] = OrderedDict()
+_held_lock = threading.Lock()
+
+
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells the file apart from any later version of it (None: there is none)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _line(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, ensure_ascii=False) + "\n"
+
+
+def _current(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The log's entries and their lines: as held when the file is the one last written here,
+    else read from the file (each line as it would be written again)."""
+    with _held_lock:
+        held = _held.get(path)
+    if held is not None and held.stamp == _stamp(path):
+        return held.entries, held.lines
+    entries = read_log(path)
+    return entries, [_line(e) for e in entries]
+
+
 def append_run(path: Path, entry: dict[str, Any], window: int) -> list[dict[str, Any]]:
-    """Append ``entry``; past ``window`` entries, merge the older ones into one. Returns the log."""
-    entries = [*read_log(path), entry]
+    """Append ``entry``; past ``window`` entries, merge the older ones into one. Returns the log
+    (its entries are shared with the next append: read them, never change them)."""
+    entries, lines = _current(path)
+    line = _line(entry)
+    # the caller's dict stays the caller's: what is held is what the line says
+    entries, lines = [*entries, json.loads(line)], [*lines, line]
     if len(entries) > window:
         keep = window - 1
-        entries = [merge_entries(entries[:-keep]), *entries[-keep:]]
+        merged = merge_entries(entries[:-keep])
+        entries, lines = [merged, *entries[-keep:]], [_line(merged), *lines[-keep:]]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".jsonl.tmp")
-    text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text("".join(lines), encoding="utf-8")
     os.replace(tmp, path)
+    stamp = _stamp(path)
+    with _held_lock:
+        _held.pop(path, None)
+        if stamp is not None:
+            _held[path] = _HeldLog(stamp, entries, lines)
+            while len(_held) > _HELD_LOGS:
+                _held.popitem(last=False)
     return entries
