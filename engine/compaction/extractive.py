@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engine.compaction.folding import PrefixFolds
 from engine.compaction.ledger import (
     DECISION_KEY_CHARS,
     REQUEST_KEY_CHARS,
+    Ledger,
+    LedgerFold,
     command_key,
     error_line,
-    extract_ledger,
     strip_markup,
 )
 from engine.messages.tokens import count_text, ensure_counted
@@ -153,6 +155,100 @@ def _matching(text: str, pattern: re.Pattern[str], separators: str) -> tuple[str
     return tuple(shorten(s) for s in re.split(separators, text) if pattern.search(s))
 
 
+def _stack_names(path: str) -> list[str]:
+    """The languages and formats a path's suffix names (seed-agnostic: ``Project stack``)."""
+    return [name for suffix, name in _STACK_BY_SUFFIX.items() if path.endswith(suffix)]
+
+
+def _note_stack(stack: list[str], names: list[str]) -> None:
+    stack += [name for name in dict.fromkeys(names) if name not in stack]
+
+
+class _FactsFold:
+    """:func:`segment_facts`' pass over a segment, one message at a time: the ledger so far,
+    the request being worked on, and every list the facts are made of, only ever appended to
+    (so a longer segment that begins with the same messages adds only the rest)."""
+
+    def __init__(self) -> None:
+        self.ledger = LedgerFold()
+        self.current_goal: str | None = None
+        self.answered = True
+        self.commands: dict[str, str] = {}
+        """Bash commands by tool_use id (an imported result does not repeat its command)."""
+        self.goals: list[str] = []
+        self.milestones: list[str] = []
+        self.decisions: list[str] = []
+        self.learnings: list[str] = []
+        self.preferences: list[str] = []
+        self.call_stack: list[str] = []
+        """What the paths of the tool calls name, in order of first appearance."""
+        self.used_bash = False
+
+    def add(self, msg: Message) -> None:
+        self.ledger.add(msg)
+        if msg.role == "user":
+            text = _user_text(msg)
+            self.current_goal = text
+            self.answered = False
+            if text:
+                self.goals.append(shorten(text))
+                self.preferences += _matching(text, _PREFERENCE, r"(?<=[.!?])\s+")
+        elif msg.role == "assistant":
+            for call in msg.tool_calls:
+                path = str(call.input.get("file_path") or call.input.get("path") or "")
+                if path:
+                    _note_stack(self.call_stack, _stack_names(path))
+                if call.name == "Bash":
+                    self.used_bash = True
+                    self.commands[call.id] = str(call.input.get("command") or "")
+            if msg.meta.final and msg.content.strip():
+                self.answered = True
+                answer = msg.content.strip().splitlines()[0]
+                goal = shorten(self.current_goal or "answered", 80)
+                self.milestones.append(f"{goal} - {shorten(answer, 120)}")
+            self.decisions += _matching(msg.content, _DECISION, r"(?<=[.!?])\s+|\n+")
+        elif msg.role == "tool":
+            learning = _error_of(msg, self.commands)
+            if learning is not None:
+                self.learnings.append(learning)
+
+    def facts(self, start: datetime | None, cutoff: datetime | None) -> SegmentFacts:
+        """The facts of the messages added so far (lists of their own)."""
+        facts = SegmentFacts(start=start, cutoff=cutoff)
+        ledger = Ledger(self.ledger.items)
+        for item in ledger.of("file_changed"):
+            how = item.detail
+            if how.startswith("Bash: "):
+                previous = facts.files.get(item.key, "")
+                tool = how.removeprefix("Bash: ")
+                how = (
+                    previous[:-1] + f", {tool})"
+                    if previous.startswith("changed through Bash")
+                    else f"changed through Bash ({tool})"
+                )
+            facts.files[item.key] = how
+        changed = set(facts.files)
+        facts.files_read = [i.key for i in ledger.of("file_read") if i.key not in changed]
+        facts.commands = [i.key for i in ledger.of("command")]
+        # the ledger's paths name the stack first, then the calls' own paths
+        for path in [*facts.files, *facts.files_read]:
+            _note_stack(facts.stack, _stack_names(path))
+        _note_stack(facts.stack, self.call_stack)
+        facts.goals = list(self.goals)
+        facts.milestones = list(self.milestones)
+        facts.decisions = list(self.decisions)
+        facts.learnings = list(self.learnings)
+        facts.preferences = list(self.preferences)
+        facts.used_bash = self.used_bash
+        if not self.answered and self.current_goal:
+            facts.open_goal = shorten(self.current_goal)
+        return facts
+
+
+_FOLDS: PrefixFolds[_FactsFold] = PrefixFolds(_FactsFold, _FactsFold.add)
+"""The facts of the segments summarised last: a re-compaction folds in only what it adds."""
+
+
 def segment_facts(
     messages: list[Message],
     focus: str | None = None,
@@ -160,67 +256,9 @@ def segment_facts(
     cutoff: datetime | None = None,
 ) -> SegmentFacts:
     """Gather the facts every extractive summary is written from."""
-    facts = SegmentFacts(
-        start=start or (messages[0].created_at if messages else None),
-        cutoff=cutoff or (messages[-1].created_at if messages else None),
-    )
-    current_goal: str | None = None
-    answered = True
-    commands: dict[str, str] = {}
-    """Bash commands by tool_use id (an imported result does not repeat its command)."""
-
-    def note_stack(path: str) -> None:
-        for suffix, name in _STACK_BY_SUFFIX.items():
-            if path.endswith(suffix) and name not in facts.stack:
-                facts.stack.append(name)
-
-    ledger = extract_ledger(messages)
-    for item in ledger.of("file_changed"):
-        how = item.detail
-        if how.startswith("Bash: "):
-            previous = facts.files.get(item.key, "")
-            tool = how.removeprefix("Bash: ")
-            how = (
-                previous[:-1] + f", {tool})"
-                if previous.startswith("changed through Bash")
-                else f"changed through Bash ({tool})"
-            )
-        facts.files[item.key] = how
-    changed = set(facts.files)
-    facts.files_read = [i.key for i in ledger.of("file_read") if i.key not in changed]
-    facts.commands = [i.key for i in ledger.of("command")]
-    for path in [*facts.files, *facts.files_read]:
-        note_stack(path)
-
-    for msg in messages:
-        if msg.role == "user":
-            text = _user_text(msg)
-            current_goal = text
-            answered = False
-            if text:
-                facts.goals.append(shorten(text))
-                facts.preferences += _matching(text, _PREFERENCE, r"(?<=[.!?])\s+")
-        elif msg.role == "assistant":
-            for call in msg.tool_calls:
-                path = str(call.input.get("file_path") or call.input.get("path") or "")
-                if path:
-                    note_stack(path)
-                if call.name == "Bash":
-                    facts.used_bash = True
-                    commands[call.id] = str(call.input.get("command") or "")
-            if msg.meta.final and msg.content.strip():
-                answered = True
-                answer = msg.content.strip().splitlines()[0]
-                goal = shorten(current_goal or "answered", 80)
-                facts.milestones.append(f"{goal} - {shorten(answer, 120)}")
-            facts.decisions += _matching(msg.content, _DECISION, r"(?<=[.!?])\s+|\n+")
-        elif msg.role == "tool":
-            learning = _error_of(msg, commands)
-            if learning is not None:
-                facts.learnings.append(learning)
-    if not answered and current_goal:
-        facts.open_goal = shorten(current_goal)
-
+    start = start or (messages[0].created_at if messages else None)
+    cutoff = cutoff or (messages[-1].created_at if messages else None)
+    facts = _FOLDS.read(messages, lambda fold: fold.facts(start, cutoff))
     if focus:
         words = {w.lower() for w in re.findall(r"[A-Za-z0-9_]{4,}", focus)}
         relevant = [
@@ -231,6 +269,12 @@ def segment_facts(
         facts.decisions.insert(0, f"Focus requested: {shorten(focus)}")
         facts.decisions[1:1] = relevant[:5]
     return facts
+
+
+def segment_ledger(messages: list[Message]) -> Ledger:
+    """:func:`~engine.compaction.ledger.extract_ledger` of ``messages`` (no observations),
+    from the same folds as :func:`segment_facts`."""
+    return _FOLDS.read(messages, lambda fold: fold.ledger.ledger())
 
 
 @dataclass(frozen=True)

@@ -206,55 +206,72 @@ def _observations_by_message(
     return by_id, by_use
 
 
-def extract_ledger(messages: Sequence[Message], observations: Iterable[Observation] = ()) -> Ledger:
-    """The ledger of ``messages`` (in order); ``observations`` supply full tool results."""
-    by_id, by_use = _observations_by_message(observations)
-    seen: set[tuple[str, str]] = set()
-    ledger = Ledger()
-    tool_names: dict[str, str] = {}
+class LedgerFold:
+    """:func:`extract_ledger` one message at a time: what has been seen so far (items, keys,
+    the tools called), so a longer stretch that begins with the same messages is extracted by
+    adding only the rest (:mod:`engine.compaction.folding`)."""
 
-    def add(kind: str, key: str, msg: Message, detail: str = "") -> None:
+    def __init__(self, observations: Iterable[Observation] = ()) -> None:
+        self._by_id, self._by_use = _observations_by_message(observations)
+        self._seen: set[tuple[str, str]] = set()
+        self._tool_names: dict[str, str] = {}
+        self.items: list[LedgerItem] = []
+        """The items so far, in order of first appearance (only ever appended to)."""
+
+    def ledger(self) -> Ledger:
+        """The ledger of the messages added so far (its own list: adding more leaves it)."""
+        return Ledger(list(self.items))
+
+    def _add(self, kind: str, key: str, msg: Message, detail: str = "") -> None:
         key = normalise(key)
-        if not key or (kind, key) in seen:
+        if not key or (kind, key) in self._seen:
             return
-        seen.add((kind, key))
-        ledger.items.append(LedgerItem(kind, key, msg.meta.round, msg.meta.step, msg.id, detail))
+        self._seen.add((kind, key))
+        self.items.append(LedgerItem(kind, key, msg.meta.round, msg.meta.step, msg.id, detail))
 
-    for msg in messages:
+    def add(self, msg: Message) -> None:
+        """Add the items of the next message."""
         if msg.role == "user":
-            add("request", request_key(msg.content), msg)
+            self._add("request", request_key(msg.content), msg)
         elif msg.role == "assistant":
-            for call in msg.tool_calls:
-                tool_names[call.id] = call.name
-                if call.name in _READ_TOOLS:
-                    add("file_read", str(call.input.get(_READ_TOOLS[call.name]) or ""), msg)
-                elif call.name in _CHANGE_TOOLS:
-                    how = "written" if call.name == "Write" else "edited"
-                    add(
-                        "file_changed",
-                        str(call.input.get(_CHANGE_TOOLS[call.name]) or ""),
-                        msg,
-                        how,
-                    )
-                elif call.name == "Bash":
-                    key, changed, read = _bash_items(str(call.input.get("command") or ""))
-                    add("command", key, msg)
-                    for path, how in changed:
-                        add("file_changed", path, msg, how)
-                    for path in read:
-                        add("file_read", path, msg)
+            self._add_calls(msg)
             if msg.meta.final and not msg.meta.interrupted:
                 for key in _decision_keys(msg.content):
-                    add("decision", key, msg)
+                    self._add("decision", key, msg)
         elif msg.role == "tool":
-            obs = by_id.get(msg.id) if msg.id is not None else None
+            obs = self._by_id.get(msg.id) if msg.id is not None else None
             if obs is None and msg.meta.tool_use_id:
-                obs = by_use.get(msg.meta.tool_use_id)
+                obs = self._by_use.get(msg.meta.tool_use_id)
             output = _failed_output(msg, obs)
             if output is not None:
-                tool = msg.meta.tool_name or tool_names.get(msg.meta.tool_use_id or "", "tool")
-                add("error", _error_key(output), msg, tool)
-    return ledger
+                use_id = msg.meta.tool_use_id or ""
+                tool = msg.meta.tool_name or self._tool_names.get(use_id, "tool")
+                self._add("error", _error_key(output), msg, tool)
+
+    def _add_calls(self, msg: Message) -> None:
+        for call in msg.tool_calls:
+            self._tool_names[call.id] = call.name
+            if call.name in _READ_TOOLS:
+                self._add("file_read", str(call.input.get(_READ_TOOLS[call.name]) or ""), msg)
+            elif call.name in _CHANGE_TOOLS:
+                how = "written" if call.name == "Write" else "edited"
+                path = str(call.input.get(_CHANGE_TOOLS[call.name]) or "")
+                self._add("file_changed", path, msg, how)
+            elif call.name == "Bash":
+                key, changed, read = _bash_items(str(call.input.get("command") or ""))
+                self._add("command", key, msg)
+                for path, how in changed:
+                    self._add("file_changed", path, msg, how)
+                for path in read:
+                    self._add("file_read", path, msg)
+
+
+def extract_ledger(messages: Sequence[Message], observations: Iterable[Observation] = ()) -> Ledger:
+    """The ledger of ``messages`` (in order); ``observations`` supply full tool results."""
+    fold = LedgerFold(observations)
+    for msg in messages:
+        fold.add(msg)
+    return Ledger(fold.items)
 
 
 # A ledger is extracted again and again from the same messages (a strategy that re-compacts

@@ -11,8 +11,8 @@ import json
 import re
 from collections.abc import Sequence
 
-from engine.compaction.extractive import segment_facts, time_label
-from engine.compaction.ledger import Ledger, extract_ledger
+from engine.compaction.extractive import segment_facts, segment_ledger, time_label
+from engine.compaction.ledger import Ledger
 from engine.compaction.summary import SummarySpec
 from engine.models import Message
 from prompts.agents_prompts.summary_prompt import RECALL_NOTE, SEGMENT_PENDING
@@ -23,7 +23,7 @@ RECALL = RECALL_NOTE.format(segment=SEGMENT_PENDING)
 
 def _inventory(messages: list[Message]) -> dict[str, list[str]]:
     """The segment's artifact ledger by kind: files read and changed, commands, errors."""
-    ledger: Ledger = extract_ledger(messages)
+    ledger: Ledger = segment_ledger(messages)
     changed = [f"{i.key} ({i.detail})" if i.detail else i.key for i in ledger.of("file_changed")]
     return {
         "files_read": [i.key for i in ledger.of("file_read")],
