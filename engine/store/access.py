@@ -30,7 +30,7 @@ from engine.store.models import (
     RoundRow,
     SessionRow,
 )
-from engine.store.rows import as_peewee_errors, insert_statement
+from engine.store.rows import Select, as_peewee_errors, insert_statement, update_statement
 
 PRAGMAS = {
     "foreign_keys": 1,
@@ -266,12 +266,8 @@ class StoreAccess:
 
     def _touch(self, session_id: int) -> None:
         """Bump the session's ``updated_at`` (every write of a step does: plain SQL)."""
-        table, column = SessionRow._meta.table_name, SessionRow.updated_at.column_name
-        schema.sql(
-            self.db,
-            f'UPDATE "{table}" SET "{column}" = ? WHERE "id" = ?',
-            (SessionRow.updated_at.db_value(utcnow()), session_id),
-        )
+        sql, values = update_statement(SessionRow, ("updated_at",))
+        schema.sql(self.db, sql, values(utcnow(), id=session_id))
 
     def _insert_rows(self, table: type[BaseRow], rows: Sequence[dict[str, Any]]) -> None:
         """INSERT ``rows`` (values by field name, alike in their keys) with one prepared
@@ -297,26 +293,20 @@ class StoreAccess:
         return new_id
 
     def _round_id(self, session_id: int, round_index: int) -> int:
-        """:meth:`_round_row`'s id, in plain SQL: this runs at every step of every round, and
-        peewee takes longer to write the query than SQLite to answer it."""
-        table, session, number = (
-            RoundRow._meta.table_name,
-            RoundRow.session.column_name,
-            RoundRow.number.column_name,
-        )
-        found = schema.sql(
-            self.db,
-            f'SELECT "id" FROM "{table}" WHERE "{session}" = ? AND "{number}" = ?',
-            (session_id, round_index),
-        ).fetchone()
+        """:meth:`_round_row`'s id alone (every step of every round asks it)."""
+        return int(self._found_round(_ROUND_ID, session_id, round_index).id)
+
+    def _round_row(self, session_id: int, round_index: int) -> Any:
+        """The round as a row of its fields (a :class:`~engine.store.rows.Select` row, which
+        :func:`~engine.store.rows.round_model` takes): each round's end reads it."""
+        return self._found_round(_ROUND, session_id, round_index)
+
+    def _found_round(self, query: Select, session_id: int, round_index: int) -> Any:
+        found = query.first(self.db, (session_id, round_index))
         if found is None:
             raise StoreError(f"session {session_id} has no round {round_index}")
-        return int(found[0])
+        return found
 
-    def _round_row(self, session_id: int, round_index: int) -> RoundRow:
-        row = RoundRow.get_or_none(
-            (RoundRow.session == session_id) & (RoundRow.number == round_index)
-        )
-        if row is None:
-            raise StoreError(f"session {session_id} has no round {round_index}")
-        return row
+
+_ROUND = Select(RoundRow, "{session} = ? AND {number} = ?")
+_ROUND_ID = Select(RoundRow, "{session} = ? AND {number} = ?", fields=("id",))

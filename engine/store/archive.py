@@ -30,6 +30,7 @@ from engine.store.models import (
     SummaryRow,
 )
 from engine.store.rows import (
+    Select,
     compaction_model,
     message_model,
     observation_model,
@@ -234,13 +235,7 @@ class ArchiveStore(ConversationStore):
     def last_summary_compaction_at(self, session_id: int) -> datetime | None:
         """When the session's newest compaction that wrote a summary was made (None: none
         has). Asked before every request: one row, not the session's every compaction."""
-        c = CompactionRow
-        row = (
-            c.select(c.created_at)
-            .where((c.session == session_id) & c.summary.is_null(False))
-            .order_by(c.id.desc())
-            .first()
-        )
+        row = _LAST_SUMMARY_COMPACTION.first(self.db, (session_id,))
         return None if row is None else row.created_at
 
     @reads
@@ -294,3 +289,12 @@ class ArchiveStore(ConversationStore):
         """Every summary of the session, active or superseded, oldest first."""
         q = SummaryRow.select().where(SummaryRow.session == session_id).order_by(SummaryRow.id)
         return [summary_model(r) for r in q]
+
+
+_LAST_SUMMARY_COMPACTION = Select(
+    CompactionRow,
+    "{session} = ? AND {summary} IS NOT NULL",
+    fields=("created_at",),
+    order="{id} DESC",
+    limit=1,
+)

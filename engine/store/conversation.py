@@ -17,6 +17,7 @@ from engine.models import (
     RoundStatus,
     utcnow,
 )
+from engine.store import schema
 from engine.store.access import reads, writes
 from engine.store.models import (
     MessageRow,
@@ -33,6 +34,7 @@ from engine.store.rows import (
     round_model,
     summary_model,
     table_columns,
+    update_statement,
 )
 from engine.store.sessions import SessionStore
 
@@ -46,17 +48,19 @@ class ConversationStore(SessionStore):
         """Start the next round with its user message; both committed together."""
         self.get_session(session_id)
         with self.db.atomic():
-            last = (
-                RoundRow.select(fn.MAX(RoundRow.number))
-                .where(RoundRow.session == session_id)
-                .scalar()
-            )
-            index = (last or 0) + 1
-            row = RoundRow.create(session=session_id, number=index, started_at=utcnow())
-            user_message.meta.round = index
-            msg = self._insert_message(session_id, row.id, user_message)
+            index = self._last_round(session_id) + 1
+            rnd = Round(session_id=session_id, index=index, started_at=utcnow())
+            row = {"session": session_id, "number": rnd.index, "started_at": rnd.started_at}
+            rnd.id = self._insert_row(RoundRow, row)
+            user_message.meta.round = rnd.index
+            msg = self._insert_message(session_id, rnd.id, user_message)
             self._touch(session_id)
-        return round_model(row), msg
+        return rnd, msg
+
+    def _last_round(self, session_id: int) -> int:
+        """The session's highest round number, 0 before its first round."""
+        (last,) = schema.sql(self.db, _LAST_ROUND, (session_id,)).fetchone()
+        return int(last or 0)
 
     @writes
     def append_message(self, session_id: int, round_index: int, message: Message) -> Message:
@@ -93,15 +97,13 @@ class ConversationStore(SessionStore):
         """
         if any(not messages for messages, _ in rounds):
             raise ValueError("a round needs at least its user message")
-        last = (
-            RoundRow.select(fn.MAX(RoundRow.number)).where(RoundRow.session == session_id).scalar()
-        )
+        last = self._last_round(session_id)
         round_id = next_id(RoundRow)
         message_id = next_id(MessageRow)
         round_rows: list[dict[str, Any]] = []
         message_rows: list[dict[str, Any]] = []
         out: list[tuple[Round, list[Message]]] = []
-        for number, (messages, status) in enumerate(rounds, start=(last or 0) + 1):
+        for number, (messages, status) in enumerate(rounds, start=last + 1):
             rnd = Round(
                 id=round_id,
                 session_id=session_id,
@@ -137,11 +139,11 @@ class ConversationStore(SessionStore):
     def finish_round(
         self, session_id: int, round_index: int, status: RoundStatus, error: str | None = None
     ) -> Round:
+        """Mark the round ended: its status, end time and error, the only columns written."""
         row = self._round_row(session_id, round_index)
-        row.status = status.value
-        row.finished_at = utcnow()
-        row.error = error
-        row.save()
+        row = row._replace(status=status.value, finished_at=utcnow(), error=error)
+        sql, values = update_statement(RoundRow, ("status", "finished_at", "error"))
+        schema.sql(self.db, sql, values(row.status, row.finished_at, row.error, id=row.id))
         self._touch(session_id)
         return round_model(row)
 
@@ -165,7 +167,7 @@ class ConversationStore(SessionStore):
     @reads
     def round_messages(self, session_id: int, round_index: int) -> list[Message]:
         row = self._round_row(session_id, round_index)
-        q = MessageRow.select().where(MessageRow.round == row).order_by(MessageRow.id)
+        q = MessageRow.select().where(MessageRow.round == row.id).order_by(MessageRow.id)
         return [message_model(r) for r in q]
 
     @reads
@@ -254,3 +256,9 @@ class ConversationStore(SessionStore):
             (ObservationRow.session == session_id) & (ObservationRow.tool_use_id == tool_use_id)
         )
         return None if row is None else observation_model(row)
+
+
+_LAST_ROUND = (
+    f'SELECT MAX("{RoundRow.number.column_name}") FROM "{RoundRow._meta.table_name}" '
+    f'WHERE "{RoundRow.session.column_name}" = ?'
+)

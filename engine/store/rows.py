@@ -1,11 +1,14 @@
-"""Rows ↔ models: the prepared INSERT builder and the converters between peewee rows and
-:mod:`engine.models`, shared by every part of the store."""
+"""Rows ↔ models: the statements kept in plain SQL (INSERT, UPDATE of some columns, SELECT
+of one table), and the converters between rows and :mod:`engine.models`, shared by every part
+of the store."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,6 +16,7 @@ from peewee import (
     ForeignKeyField,
     IntegrityError,
     OperationalError,
+    SqliteDatabase,
     fn,
 )
 from pydantic import ValidationError
@@ -31,6 +35,7 @@ from engine.models import (
     Usage,
     UsageRecord,
 )
+from engine.store import schema
 from engine.store.models import (
     BaseRow,
     CompactionRow,
@@ -43,10 +48,33 @@ from engine.store.models import (
     damaged,
 )
 
-# ---------------------------------------------------------------------- row → model
-_INSERTS: dict[tuple[type[BaseRow], tuple[str, ...]], tuple[str, list[Any]]] = {}
-"""Prepared INSERT statements by table and the fields given (the defaults are not kept:
-they are computed again each time, as peewee would)."""
+
+# ---------------------------------------------------------------------- plain SQL
+@functools.cache
+def _insert(
+    table: type[BaseRow], names: tuple[str, ...]
+) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]]]:
+    """:func:`insert_statement`, written once per table and set of fields given."""
+    fields = [f for f in table._meta.sorted_fields if not f.primary_key or f.name in names]
+    columns = ", ".join(_quoted(f) for f in fields)
+    marks = ", ".join("?" for _ in fields)
+    sql = f'INSERT INTO "{table._meta.table_name}" ({columns}) VALUES ({marks})'
+    # A default that is a value is stored as the same text every time; one that is made by a
+    # call (``list``, ``dict``) is made again for each row, as peewee does.
+    specs = []
+    for f in fields:
+        make = f.default if callable(f.default) else None
+        specs.append((f.name, f.db_value, make, None if make else f.db_value(f.default)))
+
+    def values(r: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(
+            [
+                to_db(r[name]) if name in r else stored if make is None else to_db(make())
+                for name, to_db, make, stored in specs
+            ]
+        )
+
+    return sql, values
 
 
 def insert_statement(
@@ -54,25 +82,83 @@ def insert_statement(
 ) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]]]:
     """The INSERT of ``row``'s table for its fields, and what turns a row with those fields
     into the statement's parameters (each value through its field's ``db_value``, a field
-    left out as its default)."""
-    key = (table, tuple(row))
-    found = _INSERTS.get(key)
-    if found is None:
-        fields = [f for f in table._meta.sorted_fields if not f.primary_key or f.name in row]
-        columns = ", ".join(f'"{f.column_name}"' for f in fields)
-        marks = ", ".join("?" for _ in fields)
-        sql = f'INSERT INTO "{table._meta.table_name}" ({columns}) VALUES ({marks})'
-        found = _INSERTS[key] = (sql, fields)
-    sql, fields = found
-    specs = []
-    for f in fields:
-        default = f.default() if callable(f.default) else f.default
-        specs.append((f.name, f.db_value, f.db_value(default)))
+    left out as its default).
 
-    def values(r: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(to_db(r[name]) if name in r else stored for name, to_db, stored in specs)
+    Kept per table and fields: a live step inserts a message, an observation and a usage
+    record, and writing the statement again each time cost more than SQLite running it.
+    """
+    return _insert(table, tuple(row))
+
+
+@functools.cache
+def update_statement(
+    table: type[BaseRow], names: tuple[str, ...]
+) -> tuple[str, Callable[..., tuple[Any, ...]]]:
+    """``UPDATE table SET`` the fields ``names`` ``WHERE id = ?``, written once; and what
+    turns their new values (in that order) and the row's id into its parameters, each value
+    through its field's ``db_value``. Only those columns are written: the rest of the row
+    stays as it is, not read and written back as a peewee ``save()`` does."""
+    fields = [table._meta.fields[name] for name in names]
+    sets = ", ".join(f"{_quoted(f)} = ?" for f in fields)
+    sql = f'UPDATE "{table._meta.table_name}" SET {sets} WHERE "id" = ?'
+    to_db = [f.db_value for f in fields]
+
+    def values(*new: Any, id: int) -> tuple[Any, ...]:  # noqa: A002 - the column's name
+        return (*[convert(v) for convert, v in zip(to_db, new, strict=True)], id)
 
     return sql, values
+
+
+class Select:
+    """A SELECT from one table, written once from its metadata and run as plain SQL, whose
+    rows come back as namedtuples converted by the fields' ``python_value``: what a peewee
+    query of those fields gives, under the same attribute names (a foreign key as its
+    ``*_id``), so the ``*_model`` converters below take them as they take peewee rows.
+
+    For the reads every step or round makes (a session, a round, the last usage), which
+    peewee takes many times longer to write than SQLite to answer. ``where`` and ``order``
+    name fields in braces, each written as its column: ``"{session} = ? AND {number} = ?"``.
+    """
+
+    def __init__(
+        self,
+        table: type[BaseRow],
+        where: str,
+        *,
+        fields: Sequence[str] | None = None,
+        order: str | None = None,
+        limit: int | None = None,
+    ) -> None:
+        meta = table._meta
+        chosen = meta.sorted_fields if fields is None else [meta.fields[n] for n in fields]
+        columns = {f.name: _quoted(f) for f in meta.sorted_fields}
+        sql = (
+            f'SELECT {", ".join(_quoted(f) for f in chosen)} FROM "{meta.table_name}" '
+            f"WHERE {where.format(**columns)}"
+        )
+        if order is not None:
+            sql += f" ORDER BY {order.format(**columns)}"
+        if limit is not None:
+            sql += f" LIMIT {limit}"
+        self.sql = sql
+        self._converters = [f.python_value for f in chosen]
+        names = [f.object_id_name if isinstance(f, ForeignKeyField) else f.name for f in chosen]
+        self._row: Any = namedtuple(f"{table.__name__}Tuple", names)  # type: ignore[misc]
+
+    def first(self, db: SqliteDatabase, params: tuple[Any, ...]) -> Any | None:
+        """The first row the query finds with ``params`` for its ``?`` (None: none),
+        converted."""
+        raw = schema.sql(db, self.sql, params).fetchone()
+        return None if raw is None else self._convert(raw)
+
+    def _convert(self, raw: tuple[Any, ...]) -> Any:
+        return self._row._make(
+            [convert(v) for convert, v in zip(self._converters, raw, strict=True)]
+        )
+
+
+def _quoted(field: Any) -> str:
+    return f'"{field.column_name}"'
 
 
 @contextmanager
@@ -88,6 +174,7 @@ def as_peewee_errors() -> Iterator[None]:
         raise IntegrityError(*exc.args) from exc
 
 
+# ---------------------------------------------------------------------- model → row
 def message_row(session_id: int, round_id: int, m: Message) -> dict[str, Any]:
     return {
         "session": session_id,
@@ -154,6 +241,7 @@ def row_dicts(query: Any) -> list[dict[str, Any]]:
     return list(query)
 
 
+# ---------------------------------------------------------------------- row → model
 def session_model(r: SessionRow) -> Session:
     return Session(
         id=r.id,

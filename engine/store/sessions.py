@@ -44,6 +44,7 @@ from engine.store.models import (
     UsageRow,
 )
 from engine.store.rows import (
+    Select,
     params_model,
     row_dicts,
     session_model,
@@ -194,10 +195,14 @@ class SessionStore(StoreAccess):
 
     @reads
     def get_session(self, session_id: int) -> Session:
-        row = SessionRow.get_or_none(SessionRow.id == session_id)
+        return session_model(self._session_row(session_id))
+
+    def _session_row(self, session_id: int) -> Any:
+        """The session's row (plain SQL: every round and every write asks for it)."""
+        row = _SESSION.first(self.db, (session_id,))
         if row is None:
             raise SessionNotFound(f"no session {session_id} in {self.path}")
-        return session_model(row)
+        return row
 
     @reads
     def session_for_source(self, source: str) -> Session | None:
@@ -393,16 +398,16 @@ class SessionStore(StoreAccess):
     # ------------------------------------------------------------------ todos
     @reads
     def get_todos(self, session_id: int) -> list[TodoItem]:
-        row = SessionRow.get_or_none(SessionRow.id == session_id)
-        if row is None:
-            raise SessionNotFound(f"no session {session_id} in {self.path}")
-        return [TodoItem.model_validate(t) for t in row.todos or []]
+        return [TodoItem.model_validate(t) for t in self._session_row(session_id).todos or []]
 
     @writes
     def set_todos(self, session_id: int, todos: Iterable[TodoItem]) -> None:
         SessionRow.update(todos=[t.model_dump() for t in todos], updated_at=utcnow()).where(
             SessionRow.id == session_id
         ).execute()
+
+
+_SESSION = Select(SessionRow, "{id} = ?")
 
 
 def _dumped(params: StrategyParams | None) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from engine.store.models import (
     UsageRow,
 )
 from engine.store.rows import (
+    Select,
     table_columns,
     usage_model,
     usage_row,
@@ -42,12 +43,15 @@ class UsageStore(StoreAccess):
     def last_usage(self, session_id: int) -> UsageRecord | None:
         """The last real measurement: a record of all zeros (a provider fault, an import) is
         not one and is passed over."""
-        u = UsageRow
-        measured = (
-            u.input_tokens
-            + u.output_tokens
-            + u.cache_read_input_tokens
-            + u.cache_creation_input_tokens
-        ) > 0
-        row = u.select().where((u.session == session_id) & measured).order_by(u.id.desc()).first()
+        row = _LAST_USAGE.first(self.db, (session_id,))
         return None if row is None else usage_model(row)
+
+
+_LAST_USAGE = Select(
+    UsageRow,
+    "{session} = ? AND {input_tokens} + {output_tokens} + {cache_read_input_tokens}"
+    " + {cache_creation_input_tokens} > 0",
+    order="{id} DESC",
+    limit=1,
+)
+"""The last usage record that measured something (asked before every request)."""
