@@ -62,7 +62,7 @@ class ArchiveStore(ConversationStore):
         """
         if not message_ids:
             raise ValueError("a compaction must archive at least one message")
-        with self.db.atomic():
+        with self.together():
             rows = list(
                 MessageRow.select(MessageRow.id, MessageRow.round, MessageRow.tokens).where(
                     (MessageRow.session == session_id)
@@ -165,7 +165,7 @@ class ArchiveStore(ConversationStore):
         the summaries it replaced or re-compacted are active again, and the record gets
         ``undone_at``. Raises StoreError naming the compaction to undo first.
         """
-        with self.db.atomic():
+        with self.together():
             done = list(
                 CompactionRow.select()
                 .where(

@@ -47,7 +47,7 @@ class ConversationStore(SessionStore):
     def open_round(self, session_id: int, user_message: Message) -> tuple[Round, Message]:
         """Start the next round with its user message; both committed together."""
         self.get_session(session_id)
-        with self.db.atomic():
+        with self.together():
             index = self._last_round(session_id) + 1
             rnd = Round(session_id=session_id, index=index, started_at=utcnow())
             row = {"session": session_id, "number": rnd.index, "started_at": rnd.started_at}
@@ -67,7 +67,7 @@ class ConversationStore(SessionStore):
         """Write one step of a round to history, committed at once."""
         round_id = self._round_id(session_id, round_index)
         message.meta.round = round_index
-        with self.db.atomic():
+        with self.together():
             msg = self._insert_message(session_id, round_id, message)
             self._touch(session_id)
         return msg

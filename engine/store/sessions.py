@@ -295,7 +295,7 @@ class SessionStore(StoreAccess):
             raise SessionBusy(
                 f"session {session_id} is being written by {holder.describe()}; it was not deleted"
             )
-        with self.db.atomic():
+        with self.together():
             self._delete_content(session_id)
             SessionRow.delete().where(SessionRow.id == session_id).execute()
 
@@ -304,7 +304,7 @@ class SessionStore(StoreAccess):
         """Delete everything stored for a session but the session itself (a watched
         recording whose earlier part changed is stored again into the same session)."""
         self.get_session(session_id)
-        with self.db.atomic():
+        with self.together():
             self._delete_content(session_id)
 
     @writes
@@ -312,7 +312,7 @@ class SessionStore(StoreAccess):
         """Delete rounds ``first_round`` (1-based) and later, none of them archived, with
         their messages, observations and usage records (a watched recording's open round is
         stored again as it grows)."""
-        with self.db.atomic():
+        with self.together():
             rounds = RoundRow.select(RoundRow.id).where(
                 (RoundRow.session == session_id) & (RoundRow.number >= first_round)
             )
@@ -347,7 +347,7 @@ class SessionStore(StoreAccess):
         session = self.get_session(session_id)
         if session.strategy == strategy and session.params == params:
             return session
-        with self.db.atomic():
+        with self.together():
             StrategySwitchRow.create(
                 session=session_id,
                 previous=session.strategy,
