@@ -245,10 +245,13 @@ class ConversationStore(SessionStore):
 
     @reads
     def observations(self, session_id: int, round_index: int | None = None) -> list[Observation]:
-        q = ObservationRow.select().where(ObservationRow.session == session_id)
+        q = ObservationRow.select(*table_columns(ObservationRow)).where(
+            ObservationRow.session == session_id
+        )
         if round_index is not None:
             q = q.where(ObservationRow.round_index == round_index)
-        return [observation_model(r) for r in q.order_by(ObservationRow.id)]
+        # namedtuples, not model instances: a replay loads a long session's thousands at once
+        return [observation_model(r) for r in q.order_by(ObservationRow.id).namedtuples()]
 
     @reads
     def observation_for(self, session_id: int, tool_use_id: str) -> Observation | None:

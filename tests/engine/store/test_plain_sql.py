@@ -13,6 +13,7 @@ import pytest
 from engine.models import (
     Compaction,
     Message,
+    Observation,
     Outcome,
     RoundStatus,
     StrategyParams,
@@ -23,8 +24,21 @@ from engine.models import (
     UsageRecord,
 )
 from engine.store import SessionNotFound, Store, StoreError
-from engine.store.models import CompactionRow, MessageRow, RoundRow, SessionRow, UsageRow
-from engine.store.rows import message_row, round_model, session_model, usage_model
+from engine.store.models import (
+    CompactionRow,
+    MessageRow,
+    ObservationRow,
+    RoundRow,
+    SessionRow,
+    UsageRow,
+)
+from engine.store.rows import (
+    message_row,
+    observation_model,
+    round_model,
+    session_model,
+    usage_model,
+)
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -243,3 +257,34 @@ def test_finish_round_writes_only_its_three_columns(
     full.bind()
     assert rnd == round_model(RoundRow.get_by_id(round_id))
     assert rnd.finished_at == ended and rnd.started_at == T0
+
+
+def test_observations_are_peewees(full: Store) -> None:
+    """As namedtuples, the observations are what peewee's model rows gave, in order."""
+    for sid in (1, 2):
+        for rnd in range(1, 3):
+            full.add_observation(
+                Observation(
+                    session_id=sid,
+                    round_index=rnd,
+                    step=1,
+                    tool_use_id=f"t{sid}{rnd}",
+                    tool_name="Read",
+                    result={"ok": True, "lines": [1, 2]},
+                    text="é",
+                    tokens_full=9,
+                    message_id=None if rnd == 1 else full.round_messages(sid, rnd)[0].id,
+                )
+            )
+    full.bind()
+    o = ObservationRow
+    for sid in _session_ids(full):
+        assert full.observations(sid) == [
+            observation_model(r) for r in o.select().where(o.session == sid).order_by(o.id)
+        ]
+        for rnd in (1, 2, 3):
+            expected = o.select().where((o.session == sid) & (o.round_index == rnd))
+            assert full.observations(sid, rnd) == [
+                observation_model(r) for r in expected.order_by(o.id)
+            ]
+    assert [x.message_id is None for x in full.observations(1)] == [True, False]
