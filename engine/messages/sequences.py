@@ -14,9 +14,18 @@ def common_prefix(before: Sequence[Any], after: Sequence[Any]) -> int:
     calling its ``__eq__``, so a long shared prefix of the same objects costs little; a
     mismatch is found by halving (a prefix that differs stays different when it grows), so
     the whole search compares each item at most twice.
+
+    Only the longer sequence is sliced for the first comparison (copying a long list touches
+    every item it holds, which costs more than comparing the same objects).
     """
     n = min(len(before), len(after))
-    if before[:n] == after[:n]:
+    if len(before) == len(after):
+        shared = before == after
+    elif n == len(before):
+        shared = before == after[:n]
+    else:
+        shared = before[:n] == after
+    if shared:
         return n
     low, high = 0, n  # before[:low] == after[:low]; before[:high] != after[:high]
     while high - low > 1:
