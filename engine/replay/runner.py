@@ -12,15 +12,13 @@ original database is only read.
 
 What comes back per step: the request's local token count, its prompt-cache use (read, write,
 uncached, :mod:`engine.replay.cache_model`), its output tokens, the compactions that fired before
-it,
-and — at compactions and at the end — how much of the session's artifact ledger
-(:mod:`engine.compaction.ledger`) the request still holds. Summaries are written by the strategies'
-extractive summarisers (a replay calls no model).
+it, and — at compactions, at the end and every :data:`RECALL_EVERY` steps — how much of the
+session's artifact ledger the request still holds (:mod:`engine.replay.recall`). Summaries are
+written by the strategies' extractive summarisers (a replay calls no model).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 from collections import deque
@@ -29,15 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.compaction.ledger import KINDS, LedgerItem, extract_ledger, fold
+from engine.compaction.ledger import KINDS, extract_ledger
 from engine.config import ModelPrice, Settings, price_for
 from engine.events import CompactionFailed, CompactionFinished, Event
 from engine.llm.base import ProviderRequest
-from engine.messages.sequences import common_prefix
 from engine.messages.tokens import count_blocks
-from engine.models import Compaction, Message
+from engine.models import Compaction
 from engine.recordings.hidden import hidden_prefix
 from engine.replay.cache_model import BlockCounter, CacheUse, PromptCache
+from engine.replay.recall import LedgerRecall
 from engine.replay.recorded import RecordedProvider, RecordedTools, recorded_rounds
 from engine.store import Store
 from engine.strategy_settings import MOCK_USER_PROFILES
@@ -197,7 +195,7 @@ def replay(
     result = ReplayResult(strategy, window=settings.context_window)
     cache = PromptCache(price.min_cacheable)
     counter = BlockCounter()
-    ledger_items = extract_ledger(messages, observations).items
+    recall = LedgerRecall(extract_ledger(messages, observations).items)
     total_steps = sum(max(1, len(r.assistants)) for r in rounds)
     state = {"step": 0, "round": 0, "upto": 0, "fixed": 0}
     hidden = hidden_prefix(store, session_id)
@@ -208,8 +206,6 @@ def replay(
             pending.append(event.compaction)
 
     holder: dict[str, Any] = {}
-    folded = _Folded()
-    grouped = _Grouped()
 
     with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
         # A scratch file, thrown away at the end: no need to flush each step to the disk.
@@ -265,7 +261,7 @@ def replay(
                     # what this request can hold: every message before the output it asks for
                     upcoming = provider.queue[0].id if provider.queue else None
                     upto = upcoming - 1 if upcoming else state["upto"]
-                    figures.recall = _recall(ledger_items, upto, holder["agent"], folded, grouped)
+                    figures.recall = recall.measure(upto, holder["agent"])
                 result.steps.append(figures)
                 if on_step is not None:
                     on_step(state["step"], total_steps)
@@ -331,150 +327,3 @@ def _as_recorded(text: str) -> Any:
     from engine.context.preprocess import Preprocessed
 
     return Preprocessed(text=text, original=text)
-
-
-class _Folded:
-    """Texts folded (:func:`engine.compaction.ledger.fold`: tags unwrapped, whitespace normalised,
-    case-folded) as :func:`engine.compaction.ledger.present` compares them, each computed once:
-    recall is
-    measured again and again over the same messages.
-
-    Folding each text and joining the non-empty ones with a space gives what folding their
-    join gives (a tag never spans two texts, whitespace separates them either way, and case
-    folding maps each character on its own)."""
-
-    def __init__(self) -> None:
-        self._messages: dict[int, tuple[Message, str]] = {}
-        self._texts: dict[str, str] = {}
-
-    def message(self, msg: Message) -> str:
-        found = self._messages.get(id(msg))
-        if found is None or found[0] is not msg:
-            found = self._messages[id(msg)] = (msg, fold(message_text(msg)))
-        return found[1]
-
-    def text(self, text: str) -> str:
-        found = self._texts.get(text)
-        if found is None:
-            found = self._texts[text] = fold(text)
-        return found
-
-
-def _joined(folded: list[str]) -> str:
-    return " ".join(f for f in folded if f)
-
-
-Where = tuple[int | None, int | None]
-"""A message's (round, step)."""
-
-
-class _Grouped:
-    """The sent history's folded texts as :func:`_recall` looks them up — by step and by round
-    for the messages sent as stored, in order for the others (projected, masked) — kept from
-    one measurement to the next: the leading messages a request shares with the last measured
-    one (the same objects, each sent as stored or not as before) are not grouped again, the
-    ones after them are taken out and the new ones put in."""
-
-    def __init__(self) -> None:
-        self.own: dict[Where, list[str]] = {}
-        self.rounds: dict[int | None, list[str]] = {}
-        self.others: list[str] = []
-        self._messages: list[Message] = []
-        self._ids: list[int] = []
-        self._stored: list[bool] = []
-
-    def update(self, messages: list[Message], stored: set[int], folded: _Folded) -> None:
-        ids = list(map(id, messages))
-        flags = list(map(stored.__contains__, ids))
-        same = min(common_prefix(self._ids, ids), common_prefix(self._stored, flags))
-        for pos in range(len(self._ids) - 1, same - 1, -1):  # last in, first out
-            if self._stored[pos]:
-                msg = self._messages[pos]
-                self._drop(self.own, (msg.meta.round, msg.meta.step))
-                self._drop(self.rounds, msg.meta.round)
-            else:
-                self.others.pop()
-        for msg, here in zip(messages[same:], flags[same:], strict=True):
-            text = folded.message(msg)
-            if here:
-                self.own.setdefault((msg.meta.round, msg.meta.step), []).append(text)
-                self.rounds.setdefault(msg.meta.round, []).append(text)
-            else:
-                self.others.append(text)
-        self._messages, self._ids, self._stored = list(messages), ids, flags
-
-    @staticmethod
-    def _drop(groups: dict[Any, list[str]], key: Any) -> None:
-        texts = groups[key]
-        texts.pop()
-        if not texts:
-            del groups[key]
-
-
-def _recall(
-    items: list[LedgerItem], upto: int, agent: Any, folded: _Folded, grouped: _Grouped
-) -> dict[str, float | None]:
-    """The share of ledger items recorded up to now that the request still holds, by kind.
-
-    An item whose step is still sent as stored (not projected, masked or archived) is looked
-    for in that step's own messages; any other in the summaries and the projected messages —
-    so each item is checked against a small text, not the whole request.
-    """
-    from engine.compaction.placement import as_sent
-
-    known = [i for i in items if i.message_id is None or i.message_id <= upto]
-    sent = agent.sent_history()
-    grouped.update(sent.messages, {id(m) for m in agent.history.history.messages}, folded)
-    own, rounds = grouped.own, grouped.rounds
-    others = [folded.text(as_sent(s)) for s in sent.summaries] + grouped.others
-    # the round in progress: full observations, after the step's and round's stored texts
-    own_now: dict[Where, list[str]] = {}
-    rounds_now: dict[int | None, list[str]] = {}
-    for step in agent.scratchpad:
-        where = (agent.current_round, step.assistant.meta.step)
-        texts = [folded.text(r.text) for r in step.results]
-        own_now.setdefault(where, []).extend(texts)
-        rounds_now.setdefault(agent.current_round, []).extend(texts)
-    # Each text is normalised once (``present`` would normalise it again for every item:
-    # quadratic in the ledger on long sessions), and folded once per replay; a step's, a
-    # round's and the rest's texts are joined only when an item is looked for there.
-    counts = {kind: [0, 0] for kind in KINDS}
-    step_text: dict[tuple[int | None, int | None], str] = {}
-    round_text: dict[int | None, str] = {}
-    rest: str | None = None
-    for item in known:
-        wanted = folded.text(item.key)
-        # its own step first, then what is left of its round, then summaries and projections
-        where = (item.round, item.step)
-        text = step_text.get(where)
-        if text is None and (where in own or where in own_now):
-            text = step_text[where] = _joined(own.get(where, []) + own_now.get(where, []))
-        found = text is not None and wanted in text
-        if not found:
-            text = round_text.get(item.round)
-            if text is None and (item.round in rounds or item.round in rounds_now):
-                text = round_text[item.round] = _joined(
-                    rounds.get(item.round, []) + rounds_now.get(item.round, [])
-                )
-            found = text is not None and wanted in text
-        if not found:
-            if rest is None:
-                rest = _joined(others)
-            found = wanted in rest
-        pair = counts.setdefault(item.kind, [0, 0])
-        pair[1] += 1
-        pair[0] += int(found)
-    return {kind: (kept / total if total else None) for kind, (kept, total) in counts.items()}
-
-
-def message_text(msg: Message) -> str:
-    """A history message's words: its content and its calls, each call's string arguments as
-    written (a command holding quotes is compared unescaped, as its ledger key is)."""
-    calls = " ".join(
-        " ".join(
-            [c.name, *(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-                       for v in c.input.values())]
-        )
-        for c in msg.tool_calls
-    )  # fmt: skip
-    return f"{msg.content}\n{calls}" if calls else msg.content
