@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,11 +80,20 @@ class BlockCounter:
         a compaction, in the round in progress) is neither counted nor hashed again."""
         self._tokens: dict[str, int] = {}
         """Tokens by content key."""
-        self._keys: dict[tuple[Any, ...], str] = {}
-        """Content keys by the block's plain values (see :meth:`_key_of`)."""
-        self._last: tuple[list[dict[str, Any]], list[int], list[Block]] = ([], [], [])
-        """The last request's messages, where each one's blocks start in its message blocks,
-        and those blocks."""
+        self._keys: dict[tuple[Any, ...], tuple[str, tuple[Any, ...]]] = {}
+        """Content keys by the block's values (see :meth:`_key_of`), with the objects among
+        them looked up by identity."""
+        self._last: tuple[list[dict[str, Any]], list[int], list[Block], list[Block]] = (
+            [],
+            [],
+            [],
+            [],
+        )
+        """The last request's messages (its list, kept as it was given), where each one's
+        blocks start in its message blocks, those blocks, and the tools' and system's."""
+        self.kept = 0
+        """How many leading blocks of the list :meth:`blocks` returned last are those of the
+        list it returned before (for :meth:`PromptCache.use`)."""
 
     def _count(self, key: str, raw: dict[str, Any]) -> int:
         tokens = self._tokens.get(key)
@@ -93,17 +103,30 @@ class BlockCounter:
 
     def _key_of(self, raw: dict[str, Any], role: str | None = None, first: bool = False) -> str:
         """:func:`_key` of a block (of a message's, with its role and whether it comes first),
-        looked up by its values when they are all strings or booleans: a block the builder makes
-        anew at every step with the same strings (the system prompt, a summary, the question,
-        a result of the round in progress) is not serialised again."""
-        items = tuple((k, v) for k, v in raw.items() if k != "cache_control")
-        plain = all(type(v) in _PLAIN for _, v in items)
-        found = self._keys.get((role, first, items)) if plain else None
-        if found is None:
-            found = _key(raw if role is None else {"role": role, "first": first, **raw})
-            if plain:
-                self._keys[(role, first, items)] = found
-        return found
+        looked up by its values — strings and booleans by value, others (a tool call's input)
+        by identity: a block the builder makes anew at every step with the same strings (the
+        system prompt, a summary, the question, a result of the round in progress) or the same
+        input (a call placed again after a projection changed an earlier message) is not
+        serialised again."""
+        items: list[tuple[str, Any]] = []
+        held: list[Any] = []
+        for k, v in raw.items():
+            if k == "cache_control":
+                continue
+            if type(v) in _PLAIN:
+                items.append((k, v))
+            else:
+                # A tool_use's input (a dict): looked up as the object it is, kept alive here
+                # so that its id is not reused (messages are values: an input never changes).
+                items.append((k, (_HELD, id(v))))
+                held.append(v)
+        lookup = (role, first, tuple(items))
+        found = self._keys.get(lookup)
+        if found is not None and (not held or all(map(operator.is_, found[1], held))):
+            return found[0]
+        key = _key(raw if role is None else {"role": role, "first": first, **raw})
+        self._keys[lookup] = (key, tuple(held))
+        return key
 
     def _seen(self, raw: dict[str, Any], breakpoint: bool, first: bool = False) -> Block | None:
         found = self._memo.get((id(raw), first))
@@ -139,12 +162,16 @@ class BlockCounter:
                 found = self._keep(raw, Block(self._count(key, raw), key, marked))
             out.append(found)
         messages = request.messages
-        last_messages, last_starts, last_blocks = self._last
-        same = common_prefix(last_messages, messages)
-        if same and _grew(messages[same - 1], last_starts, same - 1, len(last_blocks)):
+        last_messages, starts, message_blocks, last_out = self._last
+        # The same list again may have been changed in place: nothing of it is taken as known.
+        same = common_prefix(last_messages, messages) if messages is not last_messages else 0
+        if same and _grew(messages[same - 1], starts, same - 1, len(message_blocks)):
             same -= 1  # not expected (a request's messages are values), but cheap to check
-        starts = last_starts[:same]
-        message_blocks = last_blocks[: last_starts[same] if same < len(last_starts) else None]
+        # This counter's own lists, cut where the requests part (the caller got a copy).
+        kept = starts[same] if same < len(starts) else len(message_blocks)
+        del starts[same:]
+        del message_blocks[kept:]
+        self.kept = len(out) + kept if out == last_out else common_prefix(last_out, out)
         for message in messages[same:]:
             starts.append(len(message_blocks))
             content = message["content"]
@@ -165,12 +192,16 @@ class BlockCounter:
                     tokens = self._count(key, raw) + (MESSAGE_OVERHEAD if first else 0)
                     found = self._keep(raw, Block(tokens, key, marked), first)
                 message_blocks.append(found)
-        self._last = (list(messages), starts, message_blocks)
+        self._last = (messages, starts, message_blocks, out)
         return out + message_blocks
 
 
 _PLAIN = (str, bool, type(None))
 """Value types whose equality is JSON equality (an int would equal a boolean)."""
+
+
+_HELD = object()
+"""Marks a block value looked up by identity, ``(_HELD, id(value))``: equal to no plain value."""
 
 
 def _grew(message: dict[str, Any], starts: list[int], i: int, blocks: int) -> bool:
@@ -198,9 +229,14 @@ class PromptCache:
         default_factory=lambda: ([], [], [], []), repr=False
     )
 
-    def use(self, blocks: list[Block]) -> CacheUse:
-        """Charge one request (in order); remembers the prefixes it writes."""
-        hashes, cumulative, breakpoints = self._chain(blocks)
+    def use(self, blocks: list[Block], kept: int = 0) -> CacheUse:
+        """Charge one request (in order); remembers the prefixes it writes.
+
+        ``blocks`` is kept as it is until the next call (a new list for each request);
+        ``kept``: how many of its leading blocks are known to be the last call's
+        (:attr:`BlockCounter.kept`, when the cache is charged with each list a counter
+        returns), so that only the rest is compared."""
+        hashes, cumulative, breakpoints = self._chain(blocks, kept)
         total = cumulative[-1] if cumulative else 0
         read = 0
         for bp in breakpoints:
@@ -217,13 +253,21 @@ class PromptCache:
                 self.written.add(hashes[bp])
         return CacheUse(read=read, write=write, uncached=total - read - write)
 
-    def _chain(self, blocks: list[Block]) -> tuple[list[str], list[int], list[int]]:
+    def _chain(self, blocks: list[Block], kept: int) -> tuple[list[str], list[int], list[int]]:
         """Prefix hashes, cumulative tokens and the breakpoints' positions, reusing the last
         request's for the blocks it shares at the start (equal blocks: the same objects,
         mostly), so a request costs its new blocks."""
-        prev_blocks, prev_hashes, prev_cum, prev_breakpoints = self._last
-        same = common_prefix(prev_blocks, blocks)
-        hashes, cumulative = prev_hashes[:same], prev_cum[:same]
+        prev_blocks, hashes, cumulative, prev_breakpoints = self._last
+        if (
+            0 < kept <= min(len(prev_blocks), len(blocks))
+            and blocks[kept - 1] is prev_blocks[kept - 1]
+        ):
+            same = kept + common_prefix(prev_blocks[kept:], blocks[kept:])
+        else:
+            same = common_prefix(prev_blocks, blocks)
+        # this cache's own lists, cut where the requests part
+        del hashes[same:]
+        del cumulative[same:]
         breakpoints = [bp for bp in prev_breakpoints if bp < same]
         head = hashes[-1] if hashes else ""
         total = cumulative[-1] if cumulative else 0
@@ -236,5 +280,5 @@ class PromptCache:
             cumulative.append(total)
             if block.breakpoint:
                 breakpoints.append(i)
-        self._last = (list(blocks), hashes, cumulative, breakpoints)
+        self._last = (blocks, hashes, cumulative, breakpoints)
         return hashes, cumulative, breakpoints

@@ -227,7 +227,7 @@ def replay(
 
             def on_request(request: ProviderRequest) -> int:
                 state["step"] += 1
-                use = cache.use(counter.blocks(request))
+                use = cache.use(counter.blocks(request), counter.kept)
                 tokens = use.total  # the blocks' tokens: = count_request, new blocks only
                 # Compactions since the last request, as the agent reported them (events, not a
                 # query of every compaction at every step).

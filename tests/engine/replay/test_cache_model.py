@@ -120,3 +120,58 @@ def test_the_block_counter_reuses_shared_messages_and_counts_what_a_fresh_one_co
     got = counter.blocks(request)
     assert len(got) == 1 + 1 + 1 + 2 + 2  # tool, system, question, step (2), last (2)
     assert sum(b.tokens for b in got) == count_request(system, request.messages, tools)
+
+
+def test_what_the_counter_keeps_from_the_last_request_follows_what_changed() -> None:
+    """Blocks taken from the last request (``kept``, handed to the cache) and keys looked up by
+    a call's input object give what counting each request from scratch gives: after a changed
+    system block, a call with another input under the same id, a list changed in place."""
+    from engine.llm.base import ProviderRequest
+    from engine.replay.cache_model import BlockCounter
+
+    def text(t: str) -> dict[str, object]:
+        return {"type": "text", "text": t}
+
+    tools = [{"name": "Read", "description": "Read.", "input_schema": {"type": "object"}}]
+    marked = {"cache_control": {"type": "ephemeral"}}
+    first_system = [{**text("You are a test agent."), **marked}]
+    other_system = [{**text("You are another test agent."), **marked}]
+    question = {"role": "user", "content": [text("question 1")]}
+    call_a = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}}
+    call_b = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "b.py"}}
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}],
+    }
+    answer = {"role": "assistant", "content": [{**text("done"), **marked}]}
+    step_a = {"role": "assistant", "content": [text("reading"), call_a]}
+    step_b = {"role": "assistant", "content": [text("reading"), call_b]}
+    in_place = [question, step_b, result]
+    requests = [
+        (first_system, [question, step_a, result]),
+        (first_system, [question, step_a, result, answer]),  # grew
+        (other_system, [question, step_a, result, answer]),  # the system prompt changed
+        (other_system, [question, step_b, result, answer]),  # same call id, another input
+        (other_system, in_place),
+        (other_system, in_place),  # the same list again, after a message was added to it
+    ]
+    counter, cache, reference = BlockCounter(), PromptCache(min_tokens=1), PromptCache(1)
+    kept = []
+    for number, (system, messages) in enumerate(requests):
+        if number == 5:
+            in_place.append(answer)
+        request = ProviderRequest.model_construct(
+            system=system, messages=messages, tools=tools, max_tokens=100
+        )
+        got = counter.blocks(request)
+        kept.append(counter.kept)
+        fresh = BlockCounter().blocks(request)
+        assert [(b.key, b.tokens, b.breakpoint) for b in got] == [
+            (b.key, b.tokens, b.breakpoint) for b in fresh
+        ]
+        assert cache.use(got, counter.kept) == reference.use(fresh)
+    # tool + system, then whole messages: question, step (2), result; the answer came after;
+    # the system block changed (only the tool stays); the step changed (the question stays);
+    # the same list again: its messages are not taken as known
+    assert kept == [0, 2 + 4, 1, 2 + 1, 2 + 4, 2]
+    assert '"b.py"' in got[4].key and '"a.py"' not in got[4].key
