@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from engine.compaction.execution_log import read_log
@@ -155,6 +156,12 @@ class AgentCore:
         self.lease_wait = lease_wait
         """Seconds ``run`` and ``compact`` wait for another writer of the session (0: refuse)."""
         self._lease: Lease | None = None
+        self._usage_known: tuple[UsageRecord | None] | None = None
+        """While the lease is held: the session's last measured usage record, once asked for
+        (no one else writes the session then; :meth:`_usage_written` follows this agent's)."""
+        self._compaction_known: tuple[History, datetime | None] | None = None
+        """While the lease is held: when the newest summary-writing compaction was made, for
+        the history it was asked with (storing or undoing a compaction reloads history)."""
         self._ready()
 
     def _ready(self) -> None:
@@ -175,16 +182,49 @@ class AgentCore:
         After a compaction the last call's usage is stale (history shrank), so the local count
         stands in until the next call.
         """
-        return self._fresh_usage(self.store.last_usage(self.session_id))
+        return self._fresh_usage(self._last_record())
 
     def _fresh_usage(self, record: UsageRecord | None) -> int | None:
         """``record``'s input side, unless a compaction that wrote a summary came after it."""
         if record is None:
             return None
-        compacted = self.store.last_summary_compaction_at(self.session_id)
+        compacted = self._last_summary_compaction()
         if compacted is not None and compacted > record.created_at:
             return None
         return record.usage.input_side
+
+    def _last_record(self) -> UsageRecord | None:
+        """The session's last measured usage record (:meth:`Store.last_usage`); asked for once
+        while this agent holds the writer lease, which asks before every round."""
+        if self._lease is None:
+            return self.store.last_usage(self.session_id)
+        if self._usage_known is None:
+            self._usage_known = (self.store.last_usage(self.session_id),)
+        return self._usage_known[0]
+
+    def _usage_written(self, record: UsageRecord) -> None:
+        """This agent stored ``record``: the last measured one now, if it is a measurement
+        (as :meth:`Store.last_usage` counts one: any of its four figures above 0)."""
+        u = record.usage
+        measured = (
+            u.input_tokens
+            + u.output_tokens
+            + u.cache_read_input_tokens
+            + u.cache_creation_input_tokens
+        ) > 0
+        if self._usage_known is not None and measured:
+            self._usage_known = (record,)
+
+    def _last_summary_compaction(self) -> datetime | None:
+        """:meth:`Store.last_summary_compaction_at`, asked for once per history while this agent
+        holds the writer lease."""
+        if self._lease is None:
+            return self.store.last_summary_compaction_at(self.session_id)
+        hist, known = self.history.history, self._compaction_known
+        if known is None or known[0] is not hist:
+            at = self.store.last_summary_compaction_at(self.session_id)
+            known = self._compaction_known = (hist, at)
+        return known[1]
 
     def preview(self, question: str = "") -> BuiltContext:
         """The request the next step would send (context inspector, ``ctxscope context``)."""
@@ -208,7 +248,7 @@ class AgentCore:
     def _budget_of(self, idle: BuiltContext, user_input: str) -> BudgetCheck:
         """The C7 check with ``idle`` (the request without input) as the local stand-in."""
         messages = len(self.history.history.messages)
-        record = self.store.last_usage(self.session_id)
+        record = self._last_record()
         return check_budget(
             self._fresh_usage(record),
             idle.total,

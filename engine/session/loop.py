@@ -227,7 +227,7 @@ class Agent(Fitting):
     ) -> None:
         if response.usage == Usage():
             return  # all zeros is no measurement: it must not become the last API usage
-        self.store.add_usage(
+        stored = self.store.add_usage(
             UsageRecord(
                 session_id=self.session_id,
                 round_index=index,
@@ -237,6 +237,7 @@ class Agent(Fitting):
                 source=response.usage_source,
             )
         )
+        self._usage_written(stored)
         self.events(
             UsageUpdated(
                 round_index=index,

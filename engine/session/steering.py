@@ -147,7 +147,7 @@ class Steering(WriterLease):
                 if msg.id is not None and result is not None:
                     sent[msg.id] = result.tokens or BLOCK_OVERHEAD + count_text(result.text)
         uses_api = self.strategy.uses_api_usage
-        record = self.store.last_usage(self.session_id) if uses_api else None
+        record = self._last_record() if uses_api else None
         return PolicyView(
             history=self.history.history,
             in_progress=self.current_round,

@@ -77,12 +77,15 @@ class WriterLease(AgentCore):
             yield
             return
         self._lease = self.store.acquire_lease(self.session_id, purpose, wait=self.lease_wait)
+        # What the agent knows of the session's usage and compactions holds for this lease only.
+        self._usage_known = self._compaction_known = None
         try:
             self._catch_up()
             self._close_crashed_rounds()
             yield
         finally:
             lease, self._lease = self._lease, None
+            self._usage_known = self._compaction_known = None
             try:
                 self._keep_token_counts()
             finally:

@@ -11,7 +11,7 @@ from engine.config import Settings
 from engine.context.builder import validate_conversation
 from engine.events import CompactionFinished, Event, ToolStarted
 from engine.llm.offline import OfflineProvider
-from engine.models import RoundStatus, Trigger
+from engine.models import RoundStatus, Trigger, Usage, UsageRecord
 from engine.session import Agent
 from engine.store import Store
 
@@ -127,3 +127,38 @@ def test_the_last_usage_goes_stale_at_a_compaction_and_comes_back_with_the_next_
     again = store.last_usage(agent.session_id)
     assert again is not None and again.id != measured.id
     assert agent.last_usage() == again.usage.input_side
+
+
+def test_within_one_lease_the_last_usage_follows_the_agents_own_writes(
+    store: Store, tmp_path: Path
+) -> None:
+    """While the agent holds the writer lease no one else writes the session: the last usage
+    and the last summary-writing compaction are asked for once, then follow what the agent
+    writes — each call's usage, a compaction that makes it stale. A record another writer
+    stores between two leases is seen by the next."""
+    ws = workspace(tmp_path)
+    agent, _ = offline_agent(store, ws, keep_rounds=1)
+    seen = []
+    with agent.writing("test"):
+        assert agent.last_usage() is None
+        for text in ("read a.py", "ls .", "read a.py"):
+            agent.run(text)
+            measured = store.last_usage(agent.session_id)
+            assert measured is not None and agent.last_usage() == measured.usage.input_side
+            seen.append(measured.usage.input_side)
+        assert len(set(seen)) == 3  # each call measured something else
+        assert agent.compact().summary is not None
+        assert agent.last_usage() is None
+        agent.run("ls .")
+        again = store.last_usage(agent.session_id)
+        assert again is not None and agent.last_usage() == again.usage.input_side
+    store.add_usage(
+        UsageRecord(
+            session_id=agent.session_id,
+            round_index=None,
+            step=None,
+            usage=Usage(input_tokens=12_345),
+        )
+    )
+    with agent.writing("test"):
+        assert agent.last_usage() == 12_345
