@@ -355,7 +355,7 @@ class ContextBuilder:
         masking's moving window). Either way the result is the one a build from scratch
         gives; a step costs the messages placed again plus one comparison of the old ones
         (the same objects, mostly: :func:`~engine.messages.sequences.common_prefix`)."""
-        prev = self._prefix
+        prev, self._prefix = self._prefix, None  # a resumed state is used up
         wire: Wire | None = None
         start = 0
         if prev is not None and prev.leading == leading:

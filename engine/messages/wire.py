@@ -47,7 +47,10 @@ class Mark:
 
 @dataclass
 class WireState:
-    """A :class:`Wire` frozen after some messages, to resume from without redoing them."""
+    """A :class:`Wire` frozen after some messages, to resume from without redoing them.
+
+    A state is resumed once: the wire resumed from it takes its lists over (copying a long
+    conversation at every step would cost more than placing the step's new messages)."""
 
     messages: list[dict[str, Any]]
     open: dict[str, str]
@@ -59,12 +62,13 @@ class WireState:
     """Where history messages began new wire messages, in order."""
 
 
-def _detached(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of the list whose last message (the one later blocks may merge into) is new."""
-    if not messages:
-        return []
-    last = messages[-1]
-    return [*messages[:-1], {"role": last["role"], "content": list(last["content"])}]
+def _detach_last(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with its last message (the one later blocks may merge into) replaced by a
+    copy, in place."""
+    if messages:
+        last = messages[-1]
+        messages[-1] = {"role": last["role"], "content": list(last["content"])}
+    return messages
 
 
 class Wire:
@@ -85,24 +89,26 @@ class Wire:
 
     def snapshot(self, layers: tuple[str, ...]) -> WireState:
         """The state now, with the tokens placed so far in ``layers`` (the layers this wire
-        filled up to now); later appends to this wire do not change it."""
+        filled up to now); later appends to this wire's messages do not change it. The marks
+        are handed over: no history is placed after a snapshot."""
         return WireState(
-            messages=_detached(self.messages),
+            messages=_detach_last(list(self.messages)),
             open=dict(self._open),
             results_at=self._results_at,
             layers={name: self.layers[name] for name in layers},
             warnings=self.warnings[self._warnings_from :],
-            marks=list(self.marks),
+            marks=self.marks,
         )
 
     @classmethod
     def resume(cls, state: WireState, layers: dict[str, int], warnings: list[str]) -> Wire:
-        """A wire that continues from ``state`` (its layers and warnings copied in)."""
+        """A wire that continues from ``state`` (its layers and warnings copied in), taking
+        its lists over: ``state`` is used up."""
         wire = cls(layers, warnings)
-        wire.messages = _detached(state.messages)
+        wire.messages = state.messages  # its last message is its own copy (snapshot)
         wire._open = dict(state.open)
         wire._results_at = state.results_at
-        wire.marks = list(state.marks)
+        wire.marks = state.marks
         layers.update(state.layers)
         warnings.extend(state.warnings)
         return wire
@@ -112,14 +118,18 @@ class Wire:
         cls, state: WireState, at: int, layers: dict[str, int], warnings: list[str]
     ) -> Wire:
         """A wire that continues from ``state.marks[at]``: as it was just before that history
-        message was placed (the messages after it are placed again by the caller)."""
+        message was placed (the messages after it are placed again by the caller). It takes
+        ``state``'s lists over, cut there: ``state`` is used up."""
         mark = state.marks[at]
         wire = cls(layers, warnings)
-        # The message that was last then may take more blocks now: a copy, as in resume.
-        wire.messages = _detached(state.messages[: mark.messages])
+        del state.messages[mark.messages :]
+        # The message that was last then may take more blocks now, and the last request holds
+        # it: a copy.
+        wire.messages = _detach_last(state.messages)
         wire._open = dict(mark.open)
         wire._results_at = mark.results_at
-        wire.marks = state.marks[: at + 1]
+        del state.marks[at + 1 :]
+        wire.marks = state.marks
         layers.update(state.layers)
         layers[HISTORY] = mark.tokens
         warnings.extend(state.warnings[: mark.warnings])

@@ -42,6 +42,7 @@ from engine.models import (
     Message,
     RoundStatus,
     Session,
+    Summary,
     TodoItem,
     UsageRecord,
 )
@@ -66,6 +67,12 @@ def typed_input(stored: str) -> str:
     """A stored user input as it was typed: without the @file reminder appended to it."""
     head, sep, tail = stored.rpartition(f"\n\n{REMINDER_OPEN}")
     return head if sep and tail.rstrip().endswith(REMINDER_CLOSE) else stored
+
+
+def _history(summaries: list[Summary], messages: list[Message]) -> History:
+    """A :class:`History` of stored (validated) parts, as it is sent: built without pydantic's
+    walk over every message, and holding ``messages`` as given (a list no one changes)."""
+    return History.model_construct(summaries=list(summaries), messages=messages)
 
 
 class InvalidRequest(AssertionError):
@@ -265,7 +272,7 @@ class AgentCore:
         round_msgs = self._round_messages() if self.current_round is not None else []
         earlier = hist.messages[: len(hist.messages) - len(round_msgs)]
         messages, _ = self.strategy.project(earlier, [], None)
-        return History(summaries=list(hist.summaries), messages=[*messages, *round_msgs])
+        return _history(hist.summaries, [*messages, *round_msgs])
 
     @property
     def execution_log_path(self) -> Path:
@@ -322,9 +329,12 @@ class AgentCore:
             pad = [s for s in pad if s.assistant.id in kept]
         earlier = hist.messages[: len(hist.messages) - len(self._round_messages(hist))]
         messages, scratchpad = self.strategy.project(earlier, pad, self.current_round)
+        turn = self._injected_turn()
+        if turn or messages is not earlier:  # not a list of this build's own: a copy
+            messages = [*messages, *turn]
         injected = self.tool_ctx.injections
         return self.builder.build(
-            History(summaries=hist.summaries, messages=[*messages, *self._injected_turn()]),
+            _history(hist.summaries, messages),
             scratchpad,
             question,
             self._recap(),
@@ -336,7 +346,7 @@ class AgentCore:
         hist = hist if hist is not None else self.history.history
         messages, _ = self.strategy.project(hist.messages, [], None)
         return self.builder.build(
-            History(summaries=hist.summaries, messages=messages), [], question, self._recap()
+            _history(hist.summaries, list(messages)), [], question, self._recap()
         )
 
     def _recall(self, query: str, limit: int) -> list[RecallHit]:

@@ -129,6 +129,43 @@ def test_a_history_change_before_the_first_turn_rebuilds(tmp_path: Path) -> None
     assert sent(got) == sent(fresh_build(tmp_path, History(messages=changed), "q"))
 
 
+def test_a_chain_of_resumed_builds_leaves_every_request_sent_before_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each build takes the last build's wire over (a resumed state is used up): a chain of
+    them — grown after a question joined the last turn, grown, changed in the middle, grown,
+    the same again, after a build that failed half-way — builds what a fresh builder builds,
+    and no request sent before changes."""
+    messages = [m for n in range(1, 6) for m in one_round(n)]
+    middle = [*messages[:9], masked(messages[9]), *messages[10:21]]
+    # the first ends with results: the question joins their user turn in that request
+    chain = [messages[:13], messages[:14], messages[:21], middle, [*middle, *messages[21:28]]]
+    chain.append(list(chain[-1]))
+    builder = ContextBuilder(tmp_path, Settings(), TOOLS, SYSTEM)
+    sent_before: list[tuple[BuiltContext, str]] = []
+    for history in chain:
+        got = builder.build(History(messages=history), [], "next")
+        assert sent(got) == sent(fresh_build(tmp_path, History(messages=history), "next"))
+        assert all(sent(built) == as_sent for built, as_sent in sent_before)
+        sent_before.append((got, sent(got)))
+    # a build that fails after placing some of another history leaves no half-placed wire
+    # behind: the next build of the last history built is still what a fresh builder builds
+    place = wire_module.Wire.add_history
+
+    def fails_half_way(wire: Any, history: list[Message], found: list[str], start: int) -> None:
+        place(wire, history[:3], found, start)
+        raise RuntimeError("placing failed")
+
+    monkeypatch.setattr(wire_module.Wire, "add_history", fails_half_way)
+    with pytest.raises(RuntimeError):
+        builder.build(History(messages=messages), [], "next")
+    monkeypatch.undo()
+    for history in (chain[-1], messages):
+        got = builder.build(History(messages=history), [], "next")
+        assert sent(got) == sent(fresh_build(tmp_path, History(messages=history), "next"))
+    assert all(sent(built) == as_sent for built, as_sent in sent_before)
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
