@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,12 @@ from engine.compaction.policy import CompactionPolicy, PolicyView, before_last_r
 from engine.compaction.strategies.layered import keep_zone_tokens
 from engine.compaction.summary import SummaryCompressor, SummaryOutcome
 from engine.config import Settings
+from engine.context.compaction_records import (
+    NOT_COMPACTED,
+    CompactionDraft,
+    CompactionResult,
+    request_count_after,
+)
 from engine.context.raw_middle import write_raw_middle
 from engine.events import (
     CompactionFailed,
@@ -32,7 +37,6 @@ from engine.events import (
 )
 from engine.messages.tokens import ensure_counted
 from engine.models import (
-    ArchivedSegment,
     Compaction,
     History,
     Message,
@@ -46,45 +50,14 @@ from engine.models import (
 )
 from engine.store import Store
 
+__all__ = [  # the records of a compaction live next door; their users find them here too
+    "INTERRUPTED_RESULT",
+    "CompactionDraft",
+    "CompactionResult",
+    "HistoryManager",
+]
+
 INTERRUPTED_RESULT = "Interrupted by the user before this tool returned a result."
-
-
-NOT_COMPACTED: dict[str, Any] = {
-    "compacted": False,
-    "originalTokenCount": None,
-    "compactedTokenCount": None,
-    "compactionRatio": None,
-    "compactedMessageCount": 0,
-    "retainedMessageCount": 0,
-}
-"""A skipped compaction's statistics: seed 004 F-008 "未执行压缩时，统计字段全部为 0 或 null"."""
-
-
-@dataclass
-class CompactionDraft:
-    """A compaction worked out and not yet stored (:meth:`HistoryManager.prepare`)."""
-
-    record: Compaction
-    summary: Summary | None
-    messages: list[Message]
-    """What it archives, in order."""
-    summarised: list[Message]
-    """What the summary was written from: earlier summaries it re-compacts, then the cut."""
-    supersede: list[int]
-    """Active summaries it retires (replaced or re-compacted)."""
-    kept_tokens: int
-    """L3 tokens that stay (summaries kept, messages kept), without the new summary."""
-    writes_raw_middle: bool = False
-    request_after: Callable[[Summary | None], int] | None = None
-    """The local count of the request after it, with a given summary (the F-008 figures are
-    in this count, the one the trigger measures); None: the L3 counts stand in."""
-
-
-@dataclass
-class CompactionResult:
-    compaction: Compaction
-    summary: Summary | None
-    segment: ArchivedSegment | None
 
 
 class HistoryManager:
@@ -334,7 +307,7 @@ class HistoryManager:
         carried = sum(s.tokens or 0 for s in history.summaries if s.id not in retired)
         kept_tokens = carried + sum(m.tokens or 0 for m in kept)
         after = kept_tokens + (summary.tokens or 0 if summary else 0)
-        request_after = _request_after(view, history, retired, kept)
+        request_after = request_count_after(view, history, retired, kept)
         original = view.request_tokens if request_after is not None else before
         compacted = request_after(summary) if request_after is not None else after
         stats: dict[str, Any] = {
@@ -483,20 +456,3 @@ class HistoryManager:
             stats["raw_middle_error"] = str(exc)
             self.events(Notice(message=f"The raw middle could not be written: {exc}"))
             return None
-
-
-def _request_after(
-    view: PolicyView, history: History, retired: list[int], kept: list[Message]
-) -> Callable[[Summary | None], int] | None:
-    """The request's local count once a compaction retires ``retired`` and keeps ``kept``,
-    with the summary it is given; None when the view cannot count a request."""
-    count = view.count_request
-    if count is None or not view.request_tokens:
-        return None
-    carried = [s for s in history.summaries if s.id not in retired]
-
-    def after(summary: Summary | None) -> int:
-        summaries = carried + ([summary] if summary is not None else [])
-        return count(History(summaries=summaries, messages=kept))
-
-    return after

@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from engine.compaction.policy import PolicyView
 from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
-from engine.context.history import CompactionDraft, CompactionResult
+from engine.context.compaction_records import CompactionDraft, CompactionResult
 from engine.events import Notice
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text
 from engine.models import Message, ToolCall, Trigger

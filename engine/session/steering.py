@@ -10,10 +10,7 @@ from engine.compaction.policy import Plan, PolicyView
 from engine.context.builder import (
     BuiltContext,
 )
-from engine.context.history import (
-    CompactionDraft,
-    CompactionResult,
-)
+from engine.context.compaction_records import CompactionDraft, CompactionResult
 from engine.events import (
     BudgetWarning,
     Notice,
