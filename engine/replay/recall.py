@@ -11,6 +11,8 @@ every item searched for again in the whole request.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 from typing import Any
 
@@ -31,6 +33,26 @@ class LedgerRecall:
         self._folded = Folded()
         self._grouped = Grouped()
         self._haystacks = Haystacks()
+        self._stored = StoredIds()
+        self._looked_for = [
+            (self._folded.text(i.key), (i.round, i.step), i.round, i.kind) for i in items
+        ]
+        """Each item as it is looked for: its folded key, its step and round, its kind."""
+        ids = [i.message_id for i in items if i.message_id is not None]
+        in_order = len(ids) == len(items) and all(a <= b for a, b in itertools.pairwise(ids))
+        self._ids = ids if in_order else None
+        """The items' message ids when they are in order (a ledger is extracted in message
+        order): the items recorded up to a message are found by halving."""
+
+    def _known(self, upto: int) -> list[tuple[str, Where, int | None, str]]:
+        """The items recorded up to message ``upto``, as they are looked for."""
+        if self._ids is not None:
+            return self._looked_for[: bisect.bisect_right(self._ids, upto)]
+        return [
+            facts
+            for item, facts in zip(self.items, self._looked_for, strict=True)
+            if item.message_id is None or item.message_id <= upto
+        ]
 
     def measure(self, upto: int, agent: Any) -> dict[str, float | None]:
         """The share of the items recorded up to message ``upto`` that ``agent``'s next
@@ -42,9 +64,8 @@ class LedgerRecall:
         text, not the whole request.
         """
         folded, grouped = self._folded, self._grouped
-        known = [i for i in self.items if i.message_id is None or i.message_id <= upto]
         sent = agent.sent_history()
-        grouped.update(sent.messages, {id(m) for m in agent.history.history.messages}, folded)
+        grouped.update(sent.messages, self._stored.of(agent.history.history.messages), folded)
         own, rounds = grouped.own, grouped.rounds
         others = [folded.text(as_sent(s)) for s in sent.summaries] + grouped.others
         # the round in progress: full observations, after the step's and round's stored texts
@@ -61,26 +82,24 @@ class LedgerRecall:
         in_step: dict[Where, Haystack] = {}
         in_round: dict[int | None, Haystack] = {}
         rest: Haystack | None = None
-        for item in known:
-            wanted = folded.text(item.key)
+        for wanted, where, round_, kind in self._known(upto):
             # its own step first, then what is left of its round, then summaries and projections
-            where = (item.round, item.step)
             hay = in_step.get(where)
             if hay is None and (where in own or where in own_now):
                 hay = in_step[where] = haystacks.of(own.get(where, []) + own_now.get(where, []))
             found = hay is not None and hay.holds(wanted)
             if not found:
-                hay = in_round.get(item.round)
-                if hay is None and (item.round in rounds or item.round in rounds_now):
-                    hay = in_round[item.round] = haystacks.of(
-                        rounds.get(item.round, []) + rounds_now.get(item.round, [])
+                hay = in_round.get(round_)
+                if hay is None and (round_ in rounds or round_ in rounds_now):
+                    hay = in_round[round_] = haystacks.of(
+                        rounds.get(round_, []) + rounds_now.get(round_, [])
                     )
                 found = hay is not None and hay.holds(wanted)
             if not found:
                 if rest is None:
                     rest = haystacks.of(others)
                 found = rest.holds(wanted)
-            pair = counts.setdefault(item.kind, [0, 0])
+            pair = counts.setdefault(kind, [0, 0])
             pair[1] += 1
             pair[0] += int(found)
         return {kind: (kept / total if total else None) for kind, (kept, total) in counts.items()}
@@ -157,6 +176,25 @@ class Haystacks:
                 found = Haystack(_joined(parts))
             self._now[key] = found
         return found
+
+
+class StoredIds:
+    """The ids of the stored history's messages (to tell which sent messages are sent as
+    stored), kept while the history's list only grows: the history manager appends to its
+    list, and replaces it when it reloads (a compaction, an undo, a pin)."""
+
+    def __init__(self) -> None:
+        self._messages: list[Message] | None = None
+        self._counted = 0
+        self._ids: set[int] = set()
+
+    def of(self, messages: list[Message]) -> set[int]:
+        if messages is not self._messages or len(messages) < self._counted:
+            self._messages, self._counted, self._ids = messages, 0, set()
+        if len(messages) > self._counted:
+            self._ids.update(map(id, itertools.islice(messages, self._counted, None)))
+            self._counted = len(messages)
+        return self._ids
 
 
 class Grouped:

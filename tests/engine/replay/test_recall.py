@@ -45,7 +45,8 @@ def _agent(sent: list[Message], stored: list[Message], summaries: list[Summary])
     and the round in progress (none)."""
     return SimpleNamespace(
         sent_history=lambda: History(summaries=summaries, messages=sent),
-        history=SimpleNamespace(history=History(messages=stored)),
+        # the history manager's own list, as it is (not a validated copy)
+        history=SimpleNamespace(history=History.model_construct(summaries=[], messages=stored)),
         scratchpad=[],
         current_round=None,
     )
@@ -88,3 +89,42 @@ def test_recall_follows_the_request_from_one_measurement_to_the_next() -> None:
     # the request's own message removed from what is sent: the request is no longer held
     got = recall.measure(3, _agent([masked, stored[2]], stored, [other]))
     assert got["request"] == 0.0
+
+
+def test_which_sent_messages_are_stored_follows_the_history_list() -> None:
+    """A message sent as stored is looked for in its own step only; one sent but not stored
+    (projected, archived) in the rest. What is stored is kept while history's list grows and
+    taken anew when the list is replaced (a reload)."""
+    m1 = Message(id=1, role="user", content="start", meta=MessageMeta(round=1))
+    m2 = Message(id=2, role="assistant", content="alpha-beta", meta=MessageMeta(round=1, step=1))
+    m3 = Message(id=3, role="tool", content="ok", meta=MessageMeta(round=1, step=1))
+    m4 = Message(id=4, role="assistant", content="gamma-delta", meta=MessageMeta(round=1, step=2))
+    # recorded in steps no longer sent: found only in what is sent but not stored
+    items = [
+        LedgerItem("decision", "alpha-beta", 2, 1, 3),
+        LedgerItem("command", "gamma-delta", 3, 1, 3),
+    ]
+    recall = LedgerRecall(items)
+    stored = [m1, m2, m3]
+    assert recall.measure(9, _agent([m1, m2, m3], stored, []))["decision"] == 0.0
+    # reloaded without m2, which is still sent: now it is among the rest
+    stored = [m1, m3]
+    assert recall.measure(9, _agent([m1, m2, m3], stored, []))["decision"] == 1.0
+    # the same list grown by m4, sent as stored: in its own step, not among the rest
+    stored.append(m4)
+    got = recall.measure(9, _agent([m1, m2, m3, m4], stored, []))
+    assert got["decision"] == 1.0 and got["command"] == 0.0
+
+
+def test_items_are_known_from_the_message_that_recorded_them_in_any_order() -> None:
+    """The items recorded up to a message: found by halving when the ledger is in message
+    order, by looking at each otherwise (an item with no message is always known)."""
+    meta = MessageMeta(round=1, step=1)
+    stored = [Message(id=1, role="assistant", content="read a.py and b.py", meta=meta)]
+    in_order = [LedgerItem("file_read", "a.py", 1, 1, 1), LedgerItem("file_read", "c.py", 1, 1, 5)]
+    shuffled = [in_order[1], LedgerItem("file_read", "b.py", 1, 1, None), in_order[0]]
+    agent = _agent(stored, stored, [])
+    assert LedgerRecall(in_order).measure(1, agent)["file_read"] == 1.0  # c.py not yet known
+    assert LedgerRecall(in_order).measure(5, agent)["file_read"] == 0.5
+    assert LedgerRecall(shuffled).measure(1, agent)["file_read"] == 1.0  # a.py and b.py
+    assert LedgerRecall(shuffled).measure(5, agent)["file_read"] == 2 / 3
