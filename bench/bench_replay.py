@@ -5,9 +5,11 @@ rounds of ``bench_engine.make_round`` (user inputs, 1-4 tool steps with full obs
 compressed history copies, final answers). Timed, median of several runs:
 
 - one ``replay`` call per strategy and session (the whole call: the scratch database, the
-  agent loop, the cache model and recall); the median time per replayed step, per strategy
-  and for the six together (target: the 2 000-step figure ≤ 1.5× the 500-step one: flat per
-  step); the six-strategy total is the sum of the six medians;
+  agent loop, the cache model and recall; with the garbage collector's thresholds that
+  ``ctxscope replay`` sets, ``engine.replay.parallel.fewer_collections``); the median time
+  per replayed step, per strategy and for the six together (target: the 2 000-step figure
+  ≤ 1.5× the 500-step one: flat per step); the six-strategy total is the sum of the six
+  medians;
 - the six side by side as ``ctxscope replay ID`` runs them (``engine.replay.parallel``: one
   process per core, results identical), median wall time of the whole call, worker start-up
   included;
@@ -43,7 +45,7 @@ from engine.config import Settings  # noqa: E402
 from engine.context.history import HistoryManager  # noqa: E402
 from engine.messages.tokens import count_text  # noqa: E402
 from engine.models import Observation, RoundStatus  # noqa: E402
-from engine.replay.parallel import default_jobs, replay_strategies  # noqa: E402
+from engine.replay.parallel import default_jobs, fewer_collections, replay_strategies  # noqa: E402
 from engine.replay.runner import replay  # noqa: E402
 from engine.store import Store  # noqa: E402
 
@@ -102,11 +104,13 @@ def median_s(fn: object, repeats: int) -> float:
 def timed_replays(store: Store, sid: int, name: str, settings: Settings, workspace: Path,
                   repeats: int) -> tuple[float, int]:  # fmt: skip
     """The median wall time of ``repeats`` replays (each a call of ``replay``, scratch database
-    included), and the steps replayed."""
+    included, with the garbage collector's thresholds ``replay_strategies`` sets), and the
+    steps replayed."""
     times, steps = [], 0
     for _ in range(repeats):
         t0 = time.perf_counter()
-        result = replay(store, sid, name, settings, workspace)
+        with fewer_collections():
+            result = replay(store, sid, name, settings, workspace)
         times.append(time.perf_counter() - t0)
         steps = len(result.steps)
     return statistics.median(times), steps

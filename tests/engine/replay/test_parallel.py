@@ -8,13 +8,14 @@ compactions and recall), with :func:`engine.replay.runner.replay` called here, i
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 
 from engine.compaction.strategies import STRATEGIES
 from engine.config import Settings
-from engine.replay.parallel import ReplayCancelled, replay_strategies
+from engine.replay.parallel import GC_THRESHOLDS, ReplayCancelled, replay_strategies
 from engine.replay.runner import replay
 from engine.store import Store
 from engine.store.errors import StoreError
@@ -109,3 +110,20 @@ def test_a_relative_database_path_is_this_folders_file(
         Path(db.name), sid, ["layered", "masking"], SETTINGS, workspace, jobs=2
     )
     assert [len(r.steps) for r in results] == [20, 20]
+
+
+def test_replays_here_collect_garbage_less_often_and_put_the_thresholds_back(
+    stored: tuple[Path, int], workspace: Path
+) -> None:
+    db, sid = stored
+    before = gc.get_threshold()
+    during: set[tuple[int, ...]] = set()
+    replay_strategies(
+        db, sid, ["layered", "masking"], SETTINGS, workspace, jobs=1,
+        on_step=lambda name, step, total: during.add(gc.get_threshold()),
+    )  # fmt: skip
+    assert during == {GC_THRESHOLDS}
+    assert gc.get_threshold() == before
+    with pytest.raises(ReplayCancelled):  # and after a replay that stopped half-way
+        replay_strategies(db, sid, ["layered"], SETTINGS, workspace, jobs=1, cancelled=lambda: True)
+    assert gc.get_threshold() == before
