@@ -10,6 +10,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	# bytecode now, as pip writes it for an installed package: where PYTHONDONTWRITEBYTECODE
+	# is set, every start would otherwise compile ctxscope's ~100 modules again
+	$(BIN)/python -m compileall -q cli engine tools tui prompts
 	touch $(STAMP)
 
 run: $(STAMP)  ## set up and open the workbench on the current directory

@@ -50,6 +50,13 @@ def timed_subprocess(args: list[str], env: dict[str, str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
+def checkout_bytecode() -> list[Path]:
+    """The ``__pycache__`` folders of ctxscope's own packages (a run without
+    ``PYTHONDONTWRITEBYTECODE`` leaves them): "from source" is measured only without them."""
+    packages = ("cli", "engine", "tools", "tui", "prompts")
+    return sorted(p for name in packages for p in (ROOT / name).rglob("__pycache__"))
+
+
 def median_of(runs: int, measure: object) -> float:
     assert callable(measure)
     return statistics.median(measure() for _ in range(runs))
@@ -85,10 +92,17 @@ def cli_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
     for args in ([py, "-c", BASELINE], *(a for _, a in commands)):
         timed_subprocess(args, compiled, tmp)  # untimed: fills the bytecode cache
     out: list[tuple[str, float, float]] = []
+    cached = checkout_bytecode()
+    if cached:
+        print(
+            f"the checkout holds {len(cached)} __pycache__ folders (e.g. {cached[0]}): "
+            "'from source' would read them; remove them to measure it "
+            "(find cli engine tools tui prompts -name __pycache__ -exec rm -rf {} +)\n"
+        )
     with_key = {**compiled, "ANTHROPIC_API_KEY": "sk-bench-not-sent"}  # context sends nothing
     for how, run_env, which in (
         ("compiled", compiled, commands),
-        ("from source", from_source, commands),
+        ("from source", from_source, () if cached else commands),
         ("compiled, ANTHROPIC_API_KEY set", with_key, commands[:1]),
     ):
         for label, args in which:
