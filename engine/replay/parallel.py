@@ -64,7 +64,7 @@ class ReplayCancelled(Exception):
 
 SLOWEST_FIRST = ("message-window", "masking")
 """Handed to the workers first when several replay side by side, so the others fill in around
-them: per step the slowest two (docs/benchmarks.md#replay: 4.4 and 3.8 ms against 2.4–2.6 on
+them: per step the slowest two (docs/benchmarks.md#replay: 3.9 and 3.0 ms against 2.0–2.5 on
 2 000 calls). Started in the order asked, the last to start was one of them and the other
 worker sat idle; this order changes the wall time, never a result."""
 
