@@ -20,8 +20,8 @@ never at start-up.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Protocol
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from genai_prices.types import ModelInfo, Provider
+    from genai_prices.types import ModelPrice as ListPrice
 
 MIN_CACHEABLE: tuple[tuple[str, int], ...] = (
     ("claude-opus-4-5", 4096),
@@ -70,6 +71,10 @@ class Pricing:
     """The ``[prices.<name>]`` section used, if any."""
     listed: bool = False
     """genai-prices knows the model."""
+    _memo: dict[tuple[int, int], tuple[float, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _kept: list[ListPrice] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def known(self) -> bool:
@@ -83,21 +88,56 @@ class Pricing:
         found = _listed(self.model) if self.listed else None
         if found is None:
             return None
-        from genai_prices import Usage as ListUsage
-
+        _, model = found
+        listed = model.get_prices(at or datetime.now(UTC))
         hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
-        # genai-prices counts input as everything sent (OpenAI's sense), the cached parts
-        # inside it; ctxscope's Usage is Anthropic's, input the uncached rest.
-        counted = ListUsage(
-            input_tokens=usage.input_side,
-            cache_read_tokens=usage.cache_read_input_tokens,
-            cache_write_tokens=usage.cache_creation_input_tokens,
-            cache_write_1h_tokens=hour,
-            output_tokens=usage.output_tokens,
+        rates = self._rates(listed, usage.input_side)
+        return (
+            usage.input_tokens * rates[0]
+            + (usage.cache_creation_input_tokens - hour) * rates[1]
+            + hour * rates[2]
+            + usage.cache_read_input_tokens * rates[3]
+            + usage.output_tokens * rates[4]
         )
-        provider, model = found
-        calc = model.calc_price(counted, provider, genai_request_timestamp=at)
-        return float(calc.total_price)
+
+    def _rates(self, listed: ListPrice, sent: int) -> tuple[float, ...]:
+        """Dollars per token of uncached input, 5-minute write, 1-hour write, read and output
+        under ``listed`` for a request of ``sent`` input tokens.
+
+        Worked out by genai-prices itself, from one request of each kind: a price is linear in
+        the counts within a long-context tier, and genai-prices takes ~0.15 ms a call, which a
+        replay's thousands of steps would feel. Kept per price and tier."""
+        from genai_prices import Usage as ListUsage
+        from genai_prices.types import TieredPrices
+
+        sent = max(sent, 1)
+        starts = tuple(
+            tier.start
+            for value in vars(listed).values()
+            if isinstance(value, TieredPrices)
+            for tier in value.tiers
+        )
+        key = (id(listed), sum(sent > start for start in starts))
+        rates = self._memo.get(key)
+        if rates is None:
+
+            def per_token(**kinds: int) -> float:
+                # genai-prices counts input as everything sent (OpenAI's sense), the cached
+                # parts inside it; ctxscope's Usage is Anthropic's, input the uncached rest.
+                usage = ListUsage(input_tokens=sent, **kinds)
+                return float(listed.calc_price(usage)["total_price"]) / sent
+
+            uncached = per_token()
+            rates = (
+                uncached,
+                per_token(cache_write_tokens=sent),
+                per_token(cache_write_tokens=sent, cache_write_1h_tokens=sent),
+                per_token(cache_read_tokens=sent),
+                per_token(output_tokens=sent) - uncached,
+            )
+            self._memo[key] = rates
+            self._kept.append(listed)  # its id stays its own while the memo holds it
+        return rates
 
     def total_cost(self, records: Iterable[PricedUsage]) -> float | None:
         """Dollars for all of ``records``, each at the price of its day, or None without a

@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cli.main import main
 from engine.config import ModelPrice, Settings
@@ -227,3 +229,56 @@ def test_imported_session_of_an_unknown_model_shows_no_cost(
     assert main(["show", "1", "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "no cost: model 'acme-coder-7'" in out and "$" not in out.split("\n\n")[0]
+
+
+@given(
+    model=st.sampled_from(
+        [
+            "claude-opus-4-6",
+            "claude-sonnet-4-5",
+            "gemini-2.5-pro",
+            "gpt-5-codex",
+            "claude-haiku-4-5",
+        ]
+    ),
+    uncached=st.integers(0, 300_000),
+    written=st.integers(0, 100_000),
+    hour_share=st.floats(0, 1),
+    read=st.integers(0, 300_000),
+    output=st.integers(0, 50_000),
+    day=st.sampled_from([datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 6, 1, tzinfo=UTC)]),
+)
+@settings(max_examples=60, deadline=None)
+def test_each_call_costs_what_genai_prices_gives_for_it(
+    model: str,
+    uncached: int,
+    written: int,
+    hour_share: float,
+    read: int,
+    output: int,
+    day: datetime,
+) -> None:
+    """ctxscope works out per-token rates once per price and tier; they must give what
+    genai-prices' own calculation gives for every call, on both sides of a 200k tier."""
+    from genai_prices import Usage as ListUsage
+    from genai_prices import calc_price
+
+    hour = int(written * hour_share)
+    usage = Usage(
+        input_tokens=uncached,
+        cache_creation_input_tokens=written,
+        cache_creation_1h_input_tokens=hour,
+        cache_read_input_tokens=read,
+        output_tokens=output,
+    )
+    sent = uncached + written + read
+    reference = ListUsage(
+        input_tokens=sent,
+        cache_write_tokens=written,
+        cache_write_1h_tokens=hour,
+        cache_read_tokens=read,
+        output_tokens=output,
+    )
+    expected = float(calc_price(reference, model, genai_request_timestamp=day).total_price)
+    got = price_for(Settings(_toml_file="none.toml"), model).usage_cost(usage, day)
+    assert got == pytest.approx(expected, rel=1e-9, abs=1e-12)
