@@ -86,10 +86,11 @@ def table(title: str, store: Store, sid: int, ws: Path, conf: Settings) -> None:
             return "—" if v is None else f"{v:.0%}"
 
         recall = " | ".join(f"{pct(last.get(k))} / {pct(low.get(k))}" for k in kinds)
+        cost = "–" if row["cost"] is None else f"${row['cost']:.2f}"  # no price: no cost
         print(
             f"| {name} | {row['steps']:,} | {row['compactions']} | {row['peak']:,} "
             f"| {row['total_input']:,} | {row['cache_read']:,} | {row['cache_write']:,} "
-            f"| ${row['cost']:.2f} | {recall} |",
+            f"| {cost} | {recall} |",
             flush=True,
         )
 

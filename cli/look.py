@@ -14,11 +14,13 @@ from cli.common import (
 )
 from engine.compaction.ledger import fidelity_line
 from engine.compaction.policy import Plan
-from engine.config import Settings, price_for
+from engine.config import Settings
 from engine.context.builder import LAYERS
 from engine.messages.render import render_react
 from engine.params import describe_params
+from engine.prices import price_for
 from engine.recordings.hidden import hidden_prefix
+from engine.terminal_text import printable
 
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
@@ -75,11 +77,19 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             if i.session.parent_session_id == sid
         ],
     }
+    cost_line = ""
     if session.provider == "import" and data["usage"]:
-        # What the recorded calls cost at list price, each cache write by its lifetime.
+        # What the recorded calls cost at list price, each cache write by its lifetime, each
+        # call at the price of its day; no figure for a model without a price.
         price = price_for(settings, session.model or settings.model)
-        cost = sum((price.usage_cost(u.usage) for u in store.usages(sid)), 0.0)
-        data["recorded_cost"] = round(cost, 6)
+        cost = price.total_cost(store.usages(sid))
+        data["recorded_cost"] = None if cost is None else round(cost, 6)
+        data["recorded_cost_note"] = price.note
+        cost_line = (
+            f"the recorded calls cost ${cost:,.2f} ({price.note})"
+            if cost is not None
+            else price.note
+        )
     observations = store.observations(sid) if getattr(args, "observations", False) else []
     if observations:
         data["observations"] = [o.model_dump(mode="json") for o in observations]
@@ -90,6 +100,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         f"plans with {describe_params(session.params)}",
         f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
         f"{len(history.messages)} messages in history, {len(compactions)} compactions",
+        *([printable(cost_line, one_line=True)] if cost_line else []),
         "",
         render_react(history),
     ]

@@ -25,6 +25,7 @@ from engine.params import (
     strategy_params,
     with_params,
 )
+from engine.terminal_text import printable
 
 
 def _value(text: str) -> Any:
@@ -162,6 +163,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         "session_id": args.session,
         "window": settings.context_window,
         "strategies": rows,
+        "cost_note": results[0].price_note if results else "",
         "series": {
             r.strategy: [
                 {
@@ -173,7 +175,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
                     "cache_write": s.cache.write,
                     "uncached": s.cache.uncached,
                     "output": s.output,
-                    "cost": round(s.cost, 6),
+                    "cost": None if s.cost is None else round(s.cost, 6),
                     "compactions": s.compactions,
                     "recall": s.recall,
                 }
@@ -189,15 +191,17 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
 
     def cells(row: dict[str, Any]) -> list[str]:
         recall = [row["recall_last"].get(k) for k in kinds]
-        return [str(row[c]) for c in columns] + ["–" if v is None else f"{v:.0%}" for v in recall]
+        shown = ["–" if row[c] is None else str(row[c]) for c in columns]
+        return shown + ["–" if v is None else f"{v:.0%}" for v in recall]
 
     if args.csv is not None:
         lines = [",".join(header)] + [",".join(cells(r)) for r in rows]
         args.csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
     table = [header] + [cells(r) for r in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    note = printable(results[0].price_note, one_line=True) if results else ""
     text = f"replayed in a {settings.context_window:,}-token window\n" + "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in table
     )
-    emit(args, data, text)
+    emit(args, data, f"{text}\ncost: {note}" if note else text)
     return 0

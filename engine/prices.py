@@ -1,0 +1,207 @@
+"""What a model's calls cost at list price, and why a model has no price.
+
+The prices are genai-prices' (Pydantic's price data for Anthropic, OpenAI, Google and others,
+kept up to date with each release of the package). ctxscope reads the data bundled with the
+installed package and never starts the package's ``UpdatePrices`` updater, the one part of it
+that downloads: a price is what the installed version knows, offline. A ``[prices.<model>]``
+section in the settings (:class:`~engine.config.ModelPrice`) is used over it, for a model the
+data does not know or a negotiated price.
+
+Each call is priced as the API bills it: input not read from the cache at the input price,
+cache writes at the price of the lifetime they were written with (Anthropic: 5 minutes 1.25x
+input, 1 hour 2x), cache reads at the cache-read price (Anthropic 0.1x input, OpenAI and Google
+their own), output at the output price, a long-context tier where the price data has one (a
+request over 200 000 input tokens to Gemini 2.5 Pro). A model neither knows gets no cost
+(``None``, never another model's price) and a one-line note saying so.
+
+genai-prices costs about 0.1 s to import, so it is imported when the first price is asked for,
+never at start-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from typing import TYPE_CHECKING, Protocol
+
+from engine.config import ModelPrice, Settings
+from engine.models import Usage
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from genai_prices.types import ModelInfo, Provider
+    from genai_prices.types import ModelPrice as ListPrice
+
+MIN_CACHEABLE: tuple[tuple[str, int], ...] = (
+    ("claude-opus-4-5", 4096),
+    ("claude-opus-4-6", 4096),
+    ("claude-haiku-4-5", 4096),
+    ("claude-3-5-haiku", 2048),
+    ("claude-3-haiku", 2048),
+)
+"""Anthropic's minimum cacheable prompt length by model (prompt-caching documentation: 4 096
+tokens for Opus 4.5 and 4.6 and Haiku 4.5, 2 048 for Haiku 3 and 3.5, 1 024 for the rest); a
+shorter prefix is not cached. genai-prices has no such figure. A ``[prices.<model>]`` section
+sets its own."""
+
+DEFAULT_MIN_CACHEABLE = 1024
+
+
+class PricedUsage(Protocol):
+    """A recorded call's usage and when it was made (:class:`~engine.models.UsageRecord`)."""
+
+    @property
+    def usage(self) -> Usage: ...
+
+    @property
+    def created_at(self) -> datetime: ...
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """How one model's calls are priced, or why they are not."""
+
+    model: str
+    note: str
+    """One line: where the price comes from, or why there is none."""
+    min_cacheable: int
+    settings_price: ModelPrice | None = None
+    """The ``[prices.<name>]`` section used, if any."""
+    listed: bool = False
+    """genai-prices knows the model."""
+    _memo: dict[tuple[int, int], tuple[float, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _kept: list[ListPrice] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def known(self) -> bool:
+        return self.settings_price is not None or self.listed
+
+    def usage_cost(self, usage: Usage, at: datetime | None = None) -> float | None:
+        """Dollars for one call's ``usage`` at list price (the price in force at ``at``, now if
+        None), or None for a model without a price."""
+        if self.settings_price is not None:
+            return self.settings_price.usage_cost(usage)
+        found = _listed(self.model) if self.listed else None
+        if found is None:
+            return None
+        _, model = found
+        listed = model.get_prices(at or datetime.now(UTC))
+        hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
+        rates = self._rates(listed, usage.input_side)
+        return (
+            usage.input_tokens * rates[0]
+            + (usage.cache_creation_input_tokens - hour) * rates[1]
+            + hour * rates[2]
+            + usage.cache_read_input_tokens * rates[3]
+            + usage.output_tokens * rates[4]
+        )
+
+    def _rates(self, listed: ListPrice, sent: int) -> tuple[float, ...]:
+        """Dollars per token of uncached input, 5-minute write, 1-hour write, read and output
+        under ``listed`` for a request of ``sent`` input tokens.
+
+        Worked out by genai-prices itself, from one request of each kind: a price is linear in
+        the counts within a long-context tier, and genai-prices takes ~0.15 ms a call, which a
+        replay's thousands of steps would feel. Kept per price and tier."""
+        from genai_prices import Usage as ListUsage
+        from genai_prices.types import TieredPrices
+
+        sent = max(sent, 1)
+        starts = tuple(
+            tier.start
+            for value in vars(listed).values()
+            if isinstance(value, TieredPrices)
+            for tier in value.tiers
+        )
+        key = (id(listed), sum(sent > start for start in starts))
+        rates = self._memo.get(key)
+        if rates is None:
+
+            def per_token(**kinds: int) -> float:
+                # genai-prices counts input as everything sent (OpenAI's sense), the cached
+                # parts inside it; ctxscope's Usage is Anthropic's, input the uncached rest.
+                usage = ListUsage(input_tokens=sent, **kinds)
+                return float(listed.calc_price(usage)["total_price"]) / sent
+
+            uncached = per_token()
+            rates = (
+                uncached,
+                per_token(cache_write_tokens=sent),
+                per_token(cache_write_tokens=sent, cache_write_1h_tokens=sent),
+                per_token(cache_read_tokens=sent),
+                per_token(output_tokens=sent) - uncached,
+            )
+            self._memo[key] = rates
+            self._kept.append(listed)  # its id stays its own while the memo holds it
+        return rates
+
+    def total_cost(self, records: Iterable[PricedUsage]) -> float | None:
+        """Dollars for all of ``records``, each at the price of its day, or None without a
+        price."""
+        if not self.known:
+            return None
+        total = 0.0
+        for record in records:
+            total += self.usage_cost(record.usage, record.created_at) or 0.0
+        return total
+
+
+def price_for(settings: Settings, model: str) -> Pricing:
+    """How ``model`` is priced: the settings' ``[prices.<name>]`` for the exact name or its
+    longest listed prefix, else genai-prices' data, else no price with the reason."""
+    floor = _min_cacheable(model)
+    own = settings.prices
+    name = (
+        model
+        if model in own
+        else max((n for n in own if model.startswith(n)), key=len, default=None)
+    )
+    if name is not None:
+        return Pricing(
+            model, f"priced by the settings' [prices.{name}]", own[name].min_cacheable, own[name]
+        )
+    found = _listed(model)
+    if found is not None:
+        provider, info = found
+        version = _version()
+        return Pricing(
+            model,
+            f"list price from genai-prices {version}: {provider.name} {info.name or info.id}",
+            floor,
+            listed=True,
+        )
+    return Pricing(
+        model,
+        f"no cost: model {model!r} has no list price in genai-prices' data and none in the "
+        f"settings ([prices.{model}] input / output in ctxscope.toml)",
+        floor,
+    )
+
+
+def _min_cacheable(model: str) -> int:
+    return next(
+        (n for prefix, n in MIN_CACHEABLE if model.startswith(prefix)), DEFAULT_MIN_CACHEABLE
+    )
+
+
+@cache
+def _listed(model: str) -> tuple[Provider, ModelInfo] | None:
+    if not model:
+        return None
+    from genai_prices.data_snapshot import get_snapshot
+
+    try:
+        return get_snapshot().find_provider_model(model, None, None, None)
+    except LookupError:
+        return None
+
+
+@cache
+def _version() -> str:
+    import genai_prices
+
+    return str(genai_prices.__version__)

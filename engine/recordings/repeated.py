@@ -1,0 +1,55 @@
+"""The counts of the texts every request of an imported session repeats, stored at import.
+
+A request's messages carry their own counts (``Message.tokens``, stored with them); the texts
+around them — the system prompt, the tool definitions, the summaries — are counted with
+:func:`~engine.messages.tokens.count_repeated` and remembered in the database by digest
+(``Store.token_counts``). A live session stores them when its writer lease ends; an import
+writes no round through an agent, so it stores them here, and ``context`` or the workbench of
+the imported session never loads the tokenizer. (A ``CLAUDE.md`` / ``AGENTS.md`` in the
+session's workspace, CODE_LAW, is read when the request is built and counted then: the file is
+the workspace's, not the recording's.)
+
+The texts are the ones :class:`~engine.context.builder.ContextBuilder` repeats for an agent over
+the session (:meth:`~engine.context.builder.ContextBuilder.repeated_texts`): the default system
+prompt, the default tools and the session strategy's own, each summary as its placement sends
+it. ``tests/engine/recordings/test_import_counts.py`` holds the two to the same list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from engine.compaction.placement import IN_SYSTEM, leading_messages, system_text
+from engine.compaction.strategies import get_strategy
+from engine.config import Settings
+from engine.messages.tokens import count_repeated, text_digest, tool_text
+from engine.models import Summary
+from engine.store import Store
+from prompts.system_prompt import SYSTEM_PROMPT
+from tools.registry import default_registry
+
+
+def repeated_texts(strategy: str, settings: Settings, summaries: Iterable[Summary]) -> list[str]:
+    """What every request of a session under ``strategy`` with ``summaries`` repeats."""
+    policy = get_strategy(strategy, settings)
+    registry = default_registry().extended([tool() for tool in policy.extra_tools])
+    texts = [SYSTEM_PROMPT, *(tool_text(t) for t in registry.schemas())]
+    for summary in summaries:
+        if summary.placement in IN_SYSTEM:
+            texts.append(system_text(summary))
+        else:
+            texts.extend(text for _, text in leading_messages(summary))
+    return [t for t in texts if t]
+
+
+def remember_repeated(store: Store, texts: Iterable[str]) -> int:
+    """Store the counts of ``texts`` the database lacks; how many were new."""
+    known = store.token_counts()
+    new = {}
+    for text in texts:
+        digest = text_digest(text)
+        if digest not in known:
+            new[digest] = count_repeated(text)
+    if new:
+        store.remember_token_counts(new)
+    return len(new)
