@@ -31,8 +31,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.compaction.bash_files import bash_files
 
@@ -63,8 +62,7 @@ _EDITOR_HOW = {
 _WINDOWS = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
 
-@dataclass(frozen=True)
-class CallFacts:
+class CallFacts(NamedTuple):
     """What one call did, as the ledger counts it."""
 
     command: str = ""
@@ -78,58 +76,98 @@ class CallFacts:
 
 NOTHING = CallFacts()
 
+_SUBJECT: dict[str, tuple[str, ...]] = {
+    "Read": ("file_path",),
+    "NotebookRead": ("notebook_path",),
+    **{name: (key,) for name, (key, _) in _CHANGE_TOOLS.items()},
+    "Bash": ("command",),
+    "execute_bash": ("command",),  # OpenHands
+    "run_shell_command": ("command", "directory"),  # Gemini CLI
+    "shell_command": ("command", "workdir"),  # Codex
+    "exec_command": ("cmd", "workdir"),
+    "shell": ("command", "workdir"),
+    "container.exec": ("command", "workdir"),
+    "local_shell": ("command", "working_directory"),
+    "apply_patch": ("input", "patch"),
+    "read_file": ("file_path", "absolute_path"),  # Gemini CLI: absolute_path before 0.3
+    "read_many_files": ("paths",),
+    "str_replace_editor": ("command", "path"),  # OpenHands
+}
+"""Per tool, the input fields that say what a call does."""
+_SHELL_TOOLS = {
+    "run_shell_command",
+    "shell_command",
+    "exec_command",
+    "shell",
+    "local_shell",
+    "container.exec",
+}
+"""The tools whose subject is a command and the folder it ran in."""
+Subject = tuple[str | tuple[str, ...] | None, ...]
+
+
+def call_subject(name: str, args: Mapping[str, Any]) -> Subject | None:
+    """The fields of a call's input that say what it does (hashable), or None for a tool
+    that runs, reads and changes nothing the ledger counts."""
+    fields = _SUBJECT.get(name)
+    if fields is None:
+        return None
+    return tuple(_hashable(args.get(f)) for f in fields)
+
+
+def _hashable(value: Any) -> str | tuple[str, ...] | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
 
 def call_facts(name: str, args: Mapping[str, Any]) -> CallFacts:
     """What a call of tool ``name`` with input ``args`` runs, reads and changes."""
-    if name in _READ_TOOLS:
-        return CallFacts(read=_paths(args.get(_READ_TOOLS[name])))
+    subject = call_subject(name, args)
+    return NOTHING if subject is None else facts_of(name, subject)
+
+
+@functools.lru_cache(maxsize=_MEMO)
+def facts_of(name: str, subject: Subject) -> CallFacts:
+    """:func:`call_facts` from the call's :func:`call_subject` (worked out once per text)."""
+    first = subject[0]
+    if name in ("Read", "NotebookRead"):
+        return CallFacts(read=_paths(first))
     if name in _CHANGE_TOOLS:
-        key, how = _CHANGE_TOOLS[name]
-        return CallFacts(changed=tuple((p, how) for p in _paths(args.get(key))))
-    if name in ("Bash", "shell_command", "execute_bash", "run_shell_command", "exec_command"):
-        command = args.get("cmd") if name == "exec_command" else args.get("command")
-        workdir = args.get("workdir") or args.get("directory") or ""
-        return _shell(_script(command), str(workdir) if isinstance(workdir, str) else "")
-    if name in ("shell", "local_shell", "container.exec"):
-        workdir = args.get("workdir") or args.get("working_directory") or ""
-        return _shell(
-            _script(args.get("command")), str(workdir) if isinstance(workdir, str) else ""
-        )
+        how = _CHANGE_TOOLS[name][1]
+        return CallFacts(changed=tuple((p, how) for p in _paths(first)))
+    if name in ("Bash", "execute_bash"):
+        return _shell(first or "", "")
+    if name in _SHELL_TOOLS:
+        return _shell(first or "", subject[1] if isinstance(subject[1], str) else "")
     if name == "apply_patch":
-        patch = args.get("input", args.get("patch", ""))
-        return CallFacts(changed=_patch_files(str(patch)) if isinstance(patch, str) else ())
-    if name == "read_file":  # Gemini CLI: absolute_path before 0.3, file_path since
-        return CallFacts(read=_paths(args.get("file_path") or args.get("absolute_path")))
+        patch = first if isinstance(first, str) else subject[1]
+        return CallFacts(changed=_patch_files(patch) if isinstance(patch, str) else ())
+    if name == "read_file":
+        return CallFacts(read=_paths(first or subject[1]))
     if name == "read_many_files":
-        return CallFacts(read=_paths(args.get("paths")))
-    if name == "str_replace_editor":  # OpenHands
-        path, how = args.get("path"), _EDITOR_HOW.get(str(args.get("command")), "")
+        return CallFacts(read=_paths(first))
+    if name == "str_replace_editor":
+        how = _EDITOR_HOW.get(first, "") if isinstance(first, str) else ""
         if not how:
-            return CallFacts(read=_paths(path)) if args.get("command") == "view" else NOTHING
-        return CallFacts(changed=tuple((p, how) for p in _paths(path)))
+            return CallFacts(read=_paths(subject[1])) if first == "view" else NOTHING
+        return CallFacts(changed=tuple((p, how) for p in _paths(subject[1])))
     return NOTHING
 
 
-def _paths(value: Any) -> tuple[str, ...]:
+def _paths(value: str | tuple[str, ...] | None) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,) if value else ()
-    if isinstance(value, list):
-        return tuple(v for v in value if isinstance(v, str) and v)
-    return ()
+    return tuple(v for v in value if v) if value else ()
 
 
-def _script(command: Any) -> str | list[str]:
-    """A command as recorded: a string, or an argv (a list of strings)."""
-    if isinstance(command, list) and all(isinstance(w, str) for w in command):
-        return command
-    return command if isinstance(command, str) else ""
-
-
-def _shell(command: str | list[str], workdir: str) -> CallFacts:
-    if isinstance(command, list):
+def _shell(command: str | tuple[str, ...], workdir: str) -> CallFacts:
+    if isinstance(command, tuple):
         if command and command[0] == "apply_patch" and len(command) > 1:
             return CallFacts(command="apply_patch", changed=_patch_files(command[1]))
-        command = argv_script(command)
+        command = argv_script(list(command))
     if not command.strip():
         return NOTHING
     changed, read = _shell_files(command)
@@ -148,7 +186,6 @@ def argv_script(argv: list[str]) -> str:
     return shlex.join(argv)
 
 
-@functools.lru_cache(maxsize=_MEMO)
 def _shell_files(command: str) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     changed, read = bash_files(command)
     if "*** Begin Patch" in command:

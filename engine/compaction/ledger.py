@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine.compaction.call_files import call_facts, path_key
+from engine.compaction.call_files import Subject, call_subject, facts_of, path_key
 from engine.models import Message, Observation
 
 _MEMO = 16_384
@@ -253,13 +253,16 @@ class LedgerFold:
     def _add_calls(self, msg: Message) -> None:
         for call in msg.tool_calls:
             self._tool_names[call.id] = call.name
-            facts = call_facts(call.name, call.input)
-            if facts.command:
-                self._add("command", _command_key(facts.command), msg)
-            for path, how in facts.changed:
-                self._add("file_changed", path_key(path, self._cwd, facts.workdir), msg, how)
-            for path in facts.read:
-                self._add("file_read", path_key(path, self._cwd, facts.workdir), msg)
+            subject = call_subject(call.name, call.input)
+            if subject is None:
+                continue
+            command, changed, read = _call_keys(call.name, subject, self._cwd)
+            if command:
+                self._add("command", command, msg)
+            for path, how in changed:
+                self._add("file_changed", path, msg, how)
+            for path in read:
+                self._add("file_read", path, msg)
 
 
 def extract_ledger(
@@ -277,8 +280,16 @@ def extract_ledger(
 # summarises everything archived so far at each compaction, three times: the facts, the
 # inventory, the fidelity): what each text gives is worked out once. Pure functions of text.
 @functools.lru_cache(maxsize=_MEMO)
-def _command_key(command: str) -> str:
-    return command_key(command)
+def _call_keys(
+    name: str, subject: Subject, cwd: str
+) -> tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """A call's ledger keys: its command's, and the paths it changes (with how) and reads."""
+    facts = facts_of(name, subject)
+    return (
+        command_key(facts.command) if facts.command else "",
+        tuple((path_key(p, cwd, facts.workdir), how) for p, how in facts.changed),
+        tuple(path_key(p, cwd, facts.workdir) for p in facts.read),
+    )
 
 
 @functools.lru_cache(maxsize=_MEMO)
