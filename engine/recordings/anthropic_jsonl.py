@@ -35,6 +35,8 @@ from engine.recordings.base import (
 from engine.validation import loads_line
 
 FORMAT = "anthropic-jsonl"
+MAX_NOTES = 5
+"""Lines read with a value left out that the warnings name one by one."""
 BLOCK_TYPES = ("text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image")
 
 
@@ -49,13 +51,25 @@ class _LeftOut:
     def __init__(self) -> None:
         self.skipped: Counter[str] = Counter()
         self.lines: dict[str, list[int]] = {}
+        self.notes: list[str] = []
+        """Lines read with a value left out (a bad usage, a bad timestamp), one note each."""
+        self.last_time = utcnow()
 
     def add(self, why: str, line: int) -> None:
         self.skipped[why] += 1
         self.lines.setdefault(why, []).append(line)
 
     def warnings(self) -> list[str]:
-        return [f"{_lines_named(lines)}: {why}; left out" for why, lines in self.lines.items()]
+        left = [f"{_lines_named(lines)}: {why}; left out" for why, lines in self.lines.items()]
+        return (
+            left
+            + self.notes[:MAX_NOTES]
+            + (
+                [f"and {len(self.notes) - MAX_NOTES} more lines with a value left out"]
+                if len(self.notes) > MAX_NOTES
+                else []
+            )
+        )
 
 
 def parse(raw: str, name: str) -> Parsed:
@@ -128,12 +142,14 @@ def _parse_line(number: int, obj: Any, left: _LeftOut) -> tuple[list[Item], bool
     else:
         raise ValueError("unexpected_shape")
     bad: list[str] = []
-    created = parse_time(obj.get("timestamp"), number, bad) or utcnow()
+    created = parse_time(obj.get("timestamp"), number, bad) or left.last_time
+    left.last_time = created
     try:
         usage = usage_of(obj.get("usage"))
-    except ValueError:
+    except ValueError as exc:  # one readable line naming the field
         usage = None
-        left.add("unexpected_shape:usage", number)
+        bad.append(f"line {number}: {exc}; the usage left out")
+    left.notes += [f"{b}; the previous line's time used" if "timestamp" in b else b for b in bad]
     if obj.get("compact_summary"):
         return [Item("summary", number, created, text=_texts(blocks))], False
     recorded = obj.get("recorded")
