@@ -8,9 +8,10 @@ lines. Decisions:
 
 - Each ``# aider chat started at`` block is a session of its own; a block without any input or
   answer is counted (``empty_session``). Text before the first heading is tolerated and counted
-  (``text_before_first_session``, lines). A block that cannot be read (a heading whose time is
-  not a time) is left out, counted (``unreadable_session``) and named in a warning; the other
-  blocks are read.
+  (``text_before_first_session``, lines), unless it holds inputs: a file whose head was cut
+  begins with that session, dated by the first heading. A block that cannot be read (a
+  heading whose time is not a time) is left out, counted (``unreadable_session``) and named in
+  a warning; the other blocks are read.
 - Consecutive ``#### `` lines are one user input, which opens a round; the Markdown after it is
   the answer (a step).
 - A block that opens with an answer (aider sent the model something it never writes as an
@@ -236,18 +237,25 @@ def _input_line(line: str) -> str:
     return "" if text == "<blank>" else text
 
 
-def _read_block(lines: list[str], start: int, end: int, name: str) -> Parsed | None:
-    """The session of the block whose heading is ``lines[start]`` (None when it holds no
-    conversation); raises :class:`ImportError_` when it cannot be read."""
+def _start(lines: list[str], start: int) -> tuple[datetime, str]:
+    """The time the heading ``lines[start]`` names, and its text; ImportError_ when it names
+    none."""
     heading = HEADING.match(lines[start])
     assert heading is not None
     problems: list[str] = []
-    started = heading[1]
-    stamp = parse_time(started.replace(" ", "T"), start + 1, problems)
+    stamp = parse_time(heading[1].replace(" ", "T"), start + 1, problems)
     if stamp is None:
         raise ImportError_(problems or [f"line {start + 1}: no start time"], FORMAT)
+    return stamp, heading[1]
+
+
+def _read_block(
+    lines: list[str], first: int, end: int, name: str, stamp: datetime, started: str
+) -> Parsed | None:
+    """The session of ``lines[first:end]`` (the lines after a heading), None when it holds no
+    conversation; raises :class:`ImportError_` when it cannot be read."""
     block = _Block(stamp, started)
-    block.read(lines[start + 1 : end], start + 2)
+    block.read(lines[first:end], first + 1)
     if not block.items:
         return None
     inputs = [i for i in block.items if i.kind == "user" and i is not block.placeholder]
@@ -271,18 +279,23 @@ def parse_all(raw: str, name: str) -> list[Parsed]:
     """Every session of the file (one per ``# aider chat started at`` block), in order.
 
     A block that cannot be read is left out and named in the first session's warnings; the
-    file is refused only when no block holds a conversation.
+    file is refused only when no block holds a conversation. A file that begins inside a
+    session (its head cut off: inputs before the first heading) begins with that session,
+    dated by the first heading.
     """
     lines = raw.splitlines()
     starts = [n for n, line in enumerate(lines) if HEADING.match(line)]
-    before = sum(1 for line in lines[: starts[0] if starts else len(lines)] if line.strip())
+    head_end = starts[0] if starts else len(lines)
+    before = sum(1 for line in lines[:head_end] if line.strip())
     out: list[Parsed] = []
     empty = 0
     left_out: list[str] = []
+    times: dict[int, tuple[datetime, str]] = {}
     for n, start in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(lines)
         try:
-            parsed = _read_block(lines, start, end, name)
+            times[start] = _start(lines, start)
+            parsed = _read_block(lines, start + 1, end, name, *times[start])
         except ImportError_ as exc:
             left_out.append(
                 f"line {start + 1}: a session that cannot be read, left out: "
@@ -293,6 +306,25 @@ def parse_all(raw: str, name: str) -> list[Parsed]:
             empty += 1
         else:
             out.append(parsed)
+    if times and any(line.startswith("####") for line in lines[:head_end]):
+        stamp = next(iter(times.values()))[0]
+        try:
+            headless = _read_block(lines, 0, head_end, name, stamp, "not recorded")
+        except ImportError_ as exc:
+            left_out.append(
+                f"lines 1-{head_end}: a session that cannot be read, left out: "
+                + "; ".join(exc.problems[:2])
+            )
+        else:
+            if headless is not None:
+                headless.warnings.insert(
+                    0,
+                    f"lines 1-{head_end}: the file begins inside a session (no "
+                    "'# aider chat started at' heading above it); read as one, dated by the "
+                    "first heading",
+                )
+                out.insert(0, headless)
+                before = 0
     if not out:
         raise ImportError_(
             left_out or [f"{name} holds no conversation (no '#### ' input, no answer)"], FORMAT

@@ -223,3 +223,33 @@ def test_a_file_whose_blocks_all_fail_is_refused_in_one_line(tmp_path: Path) -> 
     with pytest.raises(aider.ImportError_) as caught:
         aider.parse_all(text, "h.md")
     assert caught.value.problems[0].startswith("line 2: a session that cannot be read")
+
+
+def test_a_file_that_begins_inside_a_session_begins_with_that_session() -> None:
+    """A history whose head was cut (a real public one begins with aider's start-up lines and
+    inputs, its first heading further down): the inputs before the first heading are a
+    session of their own, dated by that heading, and said to be so."""
+    text = (
+        STARTUP
+        + said("/add manifest.json")
+        + told("Added manifest.json to the chat")
+        + said("make the popup")
+        + answered("Here it is.")
+        + heading("2024-08-04 23:10:26")
+        + STARTUP
+        + said("next session")
+        + answered("ok")
+    )
+    cut, whole = aider.parse_all(text, "h.md")
+    assert [i.text for i in cut.items if i.kind == "user"] == [
+        "/add manifest.json",
+        "make the popup",
+    ]
+    assert cut.recorded["started_at"] == "not recorded"
+    assert cut.items[0].created_at == whole.items[0].created_at
+    heading_line = text.splitlines().index("# aider chat started at 2024-08-04 23:10:26") + 1
+    assert cut.warnings[0].startswith(
+        f"lines 1-{heading_line - 1}: the file begins inside a session"
+    )
+    assert "text_before_first_session" not in cut.skipped
+    assert [i.text for i in whole.items if i.kind == "user"] == ["next session"]
