@@ -283,7 +283,7 @@ def parse_all(raw: str, name: str) -> list[Parsed]:
     session (its head cut off: inputs before the first heading) begins with that session,
     dated by the first heading.
     """
-    lines = raw.splitlines()
+    lines = raw.removeprefix("\ufeff").splitlines()
     starts = [n for n, line in enumerate(lines) if HEADING.match(line)]
     head_end = starts[0] if starts else len(lines)
     before = sum(1 for line in lines[:head_end] if line.strip())

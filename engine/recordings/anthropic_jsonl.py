@@ -75,7 +75,7 @@ class _LeftOut:
 def parse(raw: str, name: str) -> Parsed:
     left = _LeftOut()
     records: list[tuple[int, Any]] = []
-    lines = raw.splitlines()
+    lines = raw.removeprefix("\ufeff").splitlines()
     count = 0
     for number, text in enumerate(lines, start=1):
         if not text.strip():

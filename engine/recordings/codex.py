@@ -405,21 +405,29 @@ class _Reader:
 
 
 def parse(raw: str, name: str) -> Parsed:
+    """A whole rollout. A BOM, CRLF line ends and blank lines are nothing; a line that
+    repeats an earlier one whole (every record carries its time: a copy, not a new record)
+    is counted (``repeated_line``)."""
     records: list[Record] = []
     warnings: list[str] = []
     skipped: Counter[str] = Counter()
     problems: list[str] = []
     not_json: list[int] = []
-    lines = raw.splitlines()
+    seen: set[str] = set()
+    lines = raw.removeprefix("\ufeff").splitlines()
     n_lines = 0
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         n_lines += 1
+        if text in seen:
+            skipped["repeated_line"] += 1
+            continue
+        seen.add(text)
         try:
             obj = json.loads(text)
         except (json.JSONDecodeError, RecursionError):
-            if number == len(lines) and not raw.endswith("\n"):
+            if number == len(lines) and not raw.endswith(("\n", "\r")):
                 warnings.append(
                     f"line {number}: cut mid-way (the file is still being written?); left out"
                 )

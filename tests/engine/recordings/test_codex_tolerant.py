@@ -173,3 +173,26 @@ def test_turn_aborted_notes_open_no_round(store: Store, tmp_path: Path) -> None:
     assert one.report.rounds == 2
     assert one.report.skipped["turn_aborted"] == 1
     assert one.report.skipped["event_msg:turn_aborted"] == 1
+
+
+def test_line_level_changes_import_to_the_same_conversation(store: Store, tmp_path: Path) -> None:
+    """The corpus rollout with CRLF line ends, a BOM, its line 30 written twice and a last
+    line cut half-way (a copy of line 10 cut to 40 characters, as a rollout still being
+    written ends): the same messages, calls and usage; the copy and the cut line counted."""
+    lines = CODEX.read_text(encoding="utf-8").splitlines()
+    changed = "\ufeff" + "\r\n".join(lines[:30] + [lines[29]] + lines[30:]) + "\r\n"
+    changed += lines[9][:40]
+    path = tmp_path / "rollout-crlf.jsonl"
+    path.write_bytes(changed.encode("utf-8"))
+    (plain,) = import_all(store, CODEX)
+    (one,) = import_all(store, path)
+    assert [(m.role, m.content, m.tool_calls) for m in one.messages] == [
+        (m.role, m.content, m.tool_calls) for m in plain.messages
+    ]
+    assert [u.usage for u in one.usages] == [u.usage for u in plain.usages]
+    assert one.report.recorded == plain.report.recorded  # line 1 read despite the BOM
+    new = {k: v for k, v in one.report.skipped.items() if plain.report.skipped.get(k) != v}
+    assert new == {"repeated_line": 1, "partial_line": 1}
+    assert one.report.warnings == [
+        f"line {len(lines) + 2}: cut mid-way (the file is still being written?); left out"
+    ]
