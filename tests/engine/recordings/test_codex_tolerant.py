@@ -9,7 +9,11 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from engine.recordings import codex
+from engine.recordings.base import Parsed
 from engine.store import Store
 from tests.engine.recordings.helpers import CORPUS, import_all
 
@@ -196,3 +200,45 @@ def test_line_level_changes_import_to_the_same_conversation(store: Store, tmp_pa
     assert one.report.warnings == [
         f"line {len(lines) + 2}: cut mid-way (the file is still being written?); left out"
     ]
+
+
+_STRANGERS = {
+    "ai_note": lambda n: line("ai_note", {"text": f"from a later release {n}"}),
+    "response_item:hologram": lambda n: line("response_item", {"type": "hologram", "n": n}),
+    "event_msg:future_event": lambda n: line("event_msg", {"type": "future_event", "n": n}),
+    "not_json": lambda n: f"{{this is not JSON {n}",
+    "not_a_rollout_line": lambda n: json.dumps({"neither": "type nor payload", "n": n}),
+}
+"""Lines of kinds this version does not read, each one different (``n``): a line that repeats
+another whole is a copy, counted as such."""
+
+
+def _signature(parsed: Parsed) -> list[tuple[object, ...]]:
+    return [
+        (i.kind, i.text, [(c.id, c.name, c.input) for c in i.calls], i.tool_use_id, i.usage)
+        for i in parsed.items
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=0, max_value=10_000), st.sampled_from(sorted(_STRANGERS))),
+        max_size=8,
+    )
+)
+def test_inserted_strangers_leave_the_conversation_as_it_was(
+    insertions: list[tuple[int, str]],
+) -> None:
+    """Lines of kinds this version does not read, anywhere in the corpus rollout (never the
+    last line, which would be a cut line): the same items, calls, results and usage, and each
+    insertion counted under its kind."""
+    lines = CODEX.read_text(encoding="utf-8").splitlines()
+    plain = codex.parse("\n".join(lines) + "\n", CODEX.name)
+    changed = list(lines)
+    for n, (position, kind) in enumerate(sorted(insertions, reverse=True)):
+        changed.insert(position % len(lines), _STRANGERS[kind](n))
+    parsed = codex.parse("\n".join(changed) + "\n", CODEX.name)
+    assert _signature(parsed) == _signature(plain)
+    added = parsed.skipped - plain.skipped
+    assert added == Counter(kind for _, kind in insertions)
