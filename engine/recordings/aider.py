@@ -30,9 +30,9 @@ lines. Decisions:
   spaces of its line break) ends such a fence, so it never swallows later inputs; the
   block's next heading ends it too. Counted in a warning.
 - ``> `` lines before a block's first input are aider's start-up report: ``Main model:`` (or
-  ``Model:``) gives the session's model, ``Git repo:`` is kept as recorded; they are counted
-  (``startup_line``). A blank input (``#### <blank>``) sends the model nothing: counted
-  (``blank_input``).
+  ``Model:``, ``Models:``) gives the session's model, ``Aider vX.Y.Z`` the agent's version,
+  ``Git repo:`` is kept as recorded; they are counted (``startup_line``). A blank input
+  (``#### <blank>``) sends the model nothing: counted (``blank_input``).
 - Timestamps: only the block's start is recorded; every message gets it.
 """
 
@@ -54,7 +54,8 @@ NO_INPUT = (
     "for it (lint or test errors to fix, a --message) is not in its history."
 )
 """The user message of a session whose first round has no recorded input."""
-_MODEL = re.compile(r"^(?:Main model|Model):\s*(\S+)")
+_MODEL = re.compile(r"^(?:Main model|Models?):\s*(\S+)")
+_VERSION = re.compile(r"^Aider v(\S+)")
 _TOKENS = re.compile(r"^Tokens:\s*(.+?)\s*$")
 _COUNT = re.compile(r"(\d[\d,]*(?:\.\d+)?)([kKmM]?)\s+(sent|cache write|cache hit|received)\b")
 
@@ -99,6 +100,7 @@ class _Block:
         self.warnings: list[str] = []
         self.recorded: dict[str, Any] = {"started_at": started}
         self.model = ""
+        self.version = ""
         self.answer: list[str] = []
         self.answer_line = 0
         self.output: list[str] = []
@@ -174,6 +176,9 @@ class _Block:
         model = _MODEL.match(line)
         if model and not self.model:
             self.model = model[1]
+        version = _VERSION.match(line)
+        if version and not self.version:
+            self.version = version[1]
         if line.startswith("Git repo:"):
             self.recorded["git_repo"] = line.removeprefix("Git repo:").strip()
 
@@ -268,6 +273,7 @@ def _read_block(
         warnings=block.warnings,
         model=block.model,
         recorded=block.recorded,
+        agent_version=block.version,
     )
     problems = check(parsed)
     if problems:

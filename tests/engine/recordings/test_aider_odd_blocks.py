@@ -112,6 +112,7 @@ def test_a_block_that_opens_with_an_answer_is_a_session_without_a_recorded_input
     assert [m.content for m in second.role("user")] == [aider.NO_INPUT, "now run the tests"]
     assert second.report.rounds == 2
     assert second.report.recorded["first_input"] == "not recorded"
+    assert aider.parse_all(ODD, "h.md")[1].agent_version == "0.50.1"  # "> Aider v0.50.1"
     assert second.report.session.title == "import: now run the tests"
     # Before the first answer: the four start-up lines and the lint report's five lines that
     # are not empty (its empty ">" line is not counted).
