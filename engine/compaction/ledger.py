@@ -15,6 +15,14 @@ past the compressed form's 2 000-character window still is) the ledger lists, in
 Bash changes: ``sed -i``, ``perl -i``, ``>``/``>>`` redirects, ``tee``, ``mv``/``git mv``
 (both paths), ``cp`` (the target), ``rm``/``git rm``, ``touch``.
 
+Other agents' calls count the same way (:mod:`engine.compaction.call_files`): Codex's
+``shell`` / ``shell_command`` / ``exec_command`` / ``local_shell`` are commands and
+``apply_patch`` changes the files its headers name; Gemini CLI's and OpenHands' shell, read
+and edit tools too. A path is kept in one form (:func:`~engine.compaction.call_files.path_key`):
+Windows separators as ``/``, ``./`` folded, relative to the session's working directory when
+under it, so ``C:\\Users\\x\\proj\\!\\X.md`` and ``!/X.md`` are the same file; a summary that
+writes a path with backslashes still names it.
+
 Every key is whitespace-normalised. :func:`ledger_recall` tells, per kind, how many items a
 text (a summary, a request) still names: an item is present when its key occurs in the text,
 compared case-insensitively with whitespace normalised and tags unwrapped (:func:`fold`).
@@ -33,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine.compaction.bash_files import bash_files
+from engine.compaction.call_files import Subject, call_subject, facts_of, path_key
 from engine.models import Message, Observation
 
 _MEMO = 16_384
@@ -50,13 +58,6 @@ COMMAND_KEY_CHARS = 80
 ERROR_KEY_CHARS = 120
 DECISION_KEY_CHARS = 100
 
-_READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
-_CHANGE_TOOLS = {
-    "Edit": "file_path",
-    "MultiEdit": "file_path",
-    "Write": "file_path",
-    "NotebookEdit": "notebook_path",
-}
 _MARKUP_DROPPED = re.compile(
     r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics|command-message|"
     r"command-name|local-command-stdout|local-command-stderr)>.*?</\1>",
@@ -211,8 +212,9 @@ class LedgerFold:
     the tools called), so a longer stretch that begins with the same messages is extracted by
     adding only the rest (:mod:`engine.compaction.folding`)."""
 
-    def __init__(self, observations: Iterable[Observation] = ()) -> None:
+    def __init__(self, observations: Iterable[Observation] = (), cwd: str = "") -> None:
         self._by_id, self._by_use = _observations_by_message(observations)
+        self._cwd = cwd
         self._seen: set[tuple[str, str]] = set()
         self._tool_names: dict[str, str] = {}
         self.items: list[LedgerItem] = []
@@ -251,24 +253,24 @@ class LedgerFold:
     def _add_calls(self, msg: Message) -> None:
         for call in msg.tool_calls:
             self._tool_names[call.id] = call.name
-            if call.name in _READ_TOOLS:
-                self._add("file_read", str(call.input.get(_READ_TOOLS[call.name]) or ""), msg)
-            elif call.name in _CHANGE_TOOLS:
-                how = "written" if call.name == "Write" else "edited"
-                path = str(call.input.get(_CHANGE_TOOLS[call.name]) or "")
+            subject = call_subject(call.name, call.input)
+            if subject is None:
+                continue
+            command, changed, read = _call_keys(call.name, subject, self._cwd)
+            if command:
+                self._add("command", command, msg)
+            for path, how in changed:
                 self._add("file_changed", path, msg, how)
-            elif call.name == "Bash":
-                key, changed, read = _bash_items(str(call.input.get("command") or ""))
-                self._add("command", key, msg)
-                for path, how in changed:
-                    self._add("file_changed", path, msg, how)
-                for path in read:
-                    self._add("file_read", path, msg)
+            for path in read:
+                self._add("file_read", path, msg)
 
 
-def extract_ledger(messages: Sequence[Message], observations: Iterable[Observation] = ()) -> Ledger:
-    """The ledger of ``messages`` (in order); ``observations`` supply full tool results."""
-    fold = LedgerFold(observations)
+def extract_ledger(
+    messages: Sequence[Message], observations: Iterable[Observation] = (), cwd: str = ""
+) -> Ledger:
+    """The ledger of ``messages`` (in order); ``observations`` supply full tool results;
+    paths under ``cwd`` (the session's working directory) are kept relative to it."""
+    fold = LedgerFold(observations, cwd)
     for msg in messages:
         fold.add(msg)
     return Ledger(fold.items)
@@ -278,10 +280,16 @@ def extract_ledger(messages: Sequence[Message], observations: Iterable[Observati
 # summarises everything archived so far at each compaction, three times: the facts, the
 # inventory, the fidelity): what each text gives is worked out once. Pure functions of text.
 @functools.lru_cache(maxsize=_MEMO)
-def _bash_items(command: str) -> tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]:
-    """A Bash command's ledger key, the files it changes (with how) and the files it reads."""
-    changed, read = bash_files(command)
-    return command_key(command), tuple(changed), tuple(read)
+def _call_keys(
+    name: str, subject: Subject, cwd: str
+) -> tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """A call's ledger keys: its command's, and the paths it changes (with how) and reads."""
+    facts = facts_of(name, subject)
+    return (
+        command_key(facts.command) if facts.command else "",
+        tuple((path_key(p, cwd, facts.workdir), how) for p, how in facts.changed),
+        tuple(path_key(p, cwd, facts.workdir) for p in facts.read),
+    )
 
 
 @functools.lru_cache(maxsize=_MEMO)
@@ -308,9 +316,11 @@ def fold(text: str) -> str:
 
 
 def present(items: Sequence[LedgerItem], text: str) -> list[bool]:
-    """For each item, whether ``text`` names it (its key; case, spacing and tags aside)."""
+    """For each item, whether ``text`` names it (its key; case, spacing and tags aside; a
+    file also when the text writes its path with backslashes)."""
     haystack = fold(text)
-    return [fold(item.key) in haystack for item in items]
+    slashed = haystack.replace("\\", "/") if "\\" in haystack else haystack
+    return [fold(item.key) in (slashed if item.kind in FILE_KINDS else haystack) for item in items]
 
 
 def ledger_counts(items: Sequence[LedgerItem], text: str) -> dict[str, tuple[int, int]]:
@@ -335,10 +345,13 @@ def fidelity(
     segment_messages: Sequence[Message],
     observations: Iterable[Observation],
     summary_text: str,
+    cwd: str = "",
 ) -> dict[str, tuple[int, int]]:
     """Of the archived segment's ledger items, how many the summary keeps: ``{kind: (kept,
-    total)}``, every kind present (``(0, 0)`` when the segment has none of it)."""
-    return ledger_counts(extract_ledger(segment_messages, observations).items, summary_text)
+    total)}``, every kind present (``(0, 0)`` when the segment has none of it). Paths under
+    ``cwd`` (the session's working directory) are compared relative to it."""
+    ledger = extract_ledger(segment_messages, observations, cwd)
+    return ledger_counts(ledger.items, summary_text)
 
 
 def fidelity_json(figures: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:

@@ -6,13 +6,24 @@ user message made only of tool_result blocks is a tool message (one per result),
 round. A line ``{"role": "user", "content": "...", "compact_summary": true}`` is the summary of
 a compaction of everything before it (the export writes one per summary); a user line with
 ``"demonstration": true`` is a demonstration (see :mod:`engine.recordings.trajectories`).
+
+Read tolerantly: a line that is not JSON (``not_json``), not a message (``not_a_message``), of
+another role (``role:system``…), or whose content is neither text nor blocks
+(``unexpected_shape``) is left out; so is a block the wire form cannot hold where it is
+(``block:<type>``: an unknown type, a tool_use in a user message, a tool_result in an
+assistant one, one without its ids) and a tool_result that answers no call of the message
+before it (``result_without_call``). Each is counted and its lines named in a warning; the
+file is refused only when no message is left. A file of Claude Managed Agents events
+(``{"type": "agent.message", …}`` lines) is read as such (:mod:`engine.recordings.managed_agents`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from engine.models import ToolCall, utcnow
+from engine.recordings import managed_agents
 from engine.recordings.base import (
     ImportError_,
     Item,
@@ -24,51 +35,121 @@ from engine.recordings.base import (
 from engine.validation import loads_line
 
 FORMAT = "anthropic-jsonl"
+MAX_NOTES = 5
+"""Lines read with a value left out that the warnings name one by one."""
 BLOCK_TYPES = ("text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image")
 
 
+def _lines_named(lines: list[int]) -> str:
+    shown = ", ".join(map(str, lines[:5]))
+    return f"line {shown}" + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
+
+
+class _LeftOut:
+    """What a pass left out: counted by why, with the lines for the warnings."""
+
+    def __init__(self) -> None:
+        self.skipped: Counter[str] = Counter()
+        self.lines: dict[str, list[int]] = {}
+        self.notes: list[str] = []
+        """Lines read with a value left out (a bad usage, a bad timestamp), one note each."""
+        self.last_time = utcnow()
+
+    def add(self, why: str, line: int) -> None:
+        self.skipped[why] += 1
+        self.lines.setdefault(why, []).append(line)
+
+    def warnings(self) -> list[str]:
+        left = [f"{_lines_named(lines)}: {why}; left out" for why, lines in self.lines.items()]
+        return (
+            left
+            + self.notes[:MAX_NOTES]
+            + (
+                [f"and {len(self.notes) - MAX_NOTES} more lines with a value left out"]
+                if len(self.notes) > MAX_NOTES
+                else []
+            )
+        )
+
+
 def parse(raw: str, name: str) -> Parsed:
-    items: list[Item] = []
-    problems: list[str] = []
-    records = 0
-    finished = False
-    for number, text in enumerate(raw.splitlines(), start=1):
+    left = _LeftOut()
+    records: list[tuple[int, Any]] = []
+    lines = raw.removeprefix("\ufeff").splitlines()
+    count = 0
+    for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
-        records += 1
+        count += 1
         try:
-            line_items, finished = _parse_line(number, text, problems)
-            items.extend(line_items)
+            records.append((number, loads_line(text)))
+        except ValueError:
+            last = number == len(lines) and not raw.endswith(("\n", "\r"))
+            left.add("cut_last_line" if last and number > 1 else "not_json", number)
+    events = sum(1 for _, obj in records if managed_agents.is_event(obj))
+    if events * 2 > len(records):
+        parsed = managed_agents.parse_events(records, count, name, left.skipped)
+        parsed.warnings[:0] = left.warnings()
+        return parsed
+    items: list[Item] = []
+    finished = False
+    awaiting: set[str] = set()
+    for number, obj in records:
+        try:
+            line_items, finished = _parse_line(number, obj, left)
         except ValueError as exc:
-            problems.append(f"line {number}: {exc}")
-    if not items and not problems:
-        problems.append(f"{name} holds no messages")
-    if problems:
+            left.add(str(exc), number)
+            continue
+        for item in line_items:
+            if item.kind == "assistant":
+                awaiting = {c.id for c in item.calls}
+            elif item.kind == "user" or item.kind == "summary":
+                awaiting = set()
+            elif item.tool_use_id not in awaiting:
+                left.add("result_without_call", number)
+                continue
+            else:
+                awaiting.discard(item.tool_use_id)
+            items.append(item)
+    if not items:
+        problems = [f"{name} holds no messages"] + left.warnings()
         raise ImportError_(problems, FORMAT)
     title = next((i.text for i in items if i.kind == "user"), name)
     return Parsed(
-        fmt=FORMAT, items=items, title=title.strip(), records=records, finished=finished or None
+        fmt=FORMAT,
+        items=items,
+        title=title.strip(),
+        records=count,
+        skipped=left.skipped,
+        warnings=left.warnings(),
+        finished=finished or None,
     )
 
 
-def _parse_line(number: int, text: str, problems: list[str]) -> tuple[list[Item], bool]:
-    """The line's items, and whether it says the session ended normally (``finished``)."""
-    obj = loads_line(text)  # a damaged line or one nested too deeply: one readable line
+def _parse_line(number: int, obj: Any, left: _LeftOut) -> tuple[list[Item], bool]:
+    """The line's items, and whether it says the session ended normally (``finished``);
+    ValueError names why a line is left out whole."""
     if not isinstance(obj, dict):
-        raise ValueError("expected a JSON object with role and content")
+        raise ValueError("not_a_message")
     role = obj.get("role")
     if role not in ("user", "assistant"):
-        raise ValueError(f"role must be 'user' or 'assistant', got {role!r}")
+        raise ValueError(f"role:{role}" if isinstance(role, str) else "not_a_message")
     content = obj.get("content")
     if isinstance(content, str):
         blocks: list[dict[str, Any]] = [{"type": "text", "text": content}]
     elif isinstance(content, list) and all(isinstance(b, dict) for b in content):
-        blocks = content
+        blocks = _wire_blocks(content, role, number, left)
     else:
-        raise ValueError("content must be a string or a list of content blocks")
-    check_blocks(blocks, role)
-    created = parse_time(obj.get("timestamp"), number, problems) or utcnow()
-    usage = usage_of(obj.get("usage"))
+        raise ValueError("unexpected_shape")
+    bad: list[str] = []
+    created = parse_time(obj.get("timestamp"), number, bad) or left.last_time
+    left.last_time = created
+    try:
+        usage = usage_of(obj.get("usage"))
+    except ValueError as exc:  # one readable line naming the field
+        usage = None
+        bad.append(f"line {number}: {exc}; the usage left out")
+    left.notes += [f"{b}; the previous line's time used" if "timestamp" in b else b for b in bad]
     if obj.get("compact_summary"):
         return [Item("summary", number, created, text=_texts(blocks))], False
     recorded = obj.get("recorded")
@@ -79,6 +160,21 @@ def _parse_line(number: int, text: str, problems: list[str]) -> tuple[list[Item]
         for item in items:
             item.demonstration = item.kind == "user"
     return items, obj.get("finished") is True
+
+
+def _wire_blocks(
+    blocks: list[dict[str, Any]], role: str, number: int, left: _LeftOut
+) -> list[dict[str, Any]]:
+    """The blocks the wire form can hold in a ``role`` message; the others counted."""
+    out = []
+    for block in blocks:
+        try:
+            check_blocks([block], role)
+        except ValueError:
+            left.add(f"block:{block.get('type')}", number)
+            continue
+        out.append(block)
+    return out
 
 
 def check_blocks(blocks: list[dict[str, Any]], role: str) -> None:

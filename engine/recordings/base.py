@@ -101,6 +101,9 @@ class Parsed:
     """What the original agent sent before the first user input that is not conversation
     (Codex's developer messages and environment context): ``{line, role, text}`` each, kept in
     the first user message's ``meta.origin["hidden_prefix"]``."""
+    agent_version: str = ""
+    """The version of the agent that wrote the file, as it says (``version``,
+    ``cli_version``): named beside what was not read."""
 
 
 @dataclass

@@ -4,16 +4,21 @@ Each line is a ``RolloutLine`` ``{timestamp, type, payload}`` (openai/codex,
 ``codex-rs/protocol/src/protocol.rs``: ``RolloutItem`` is tagged by ``type`` with its content
 in ``payload``). Decisions:
 
-- ``session_meta`` gives the recorded session's id, ``cwd``, ``cli_version``, ``originator``
-  (``git`` and newer fields such as ``model_provider`` too; ``base_instructions`` is counted,
-  not kept). ``turn_context`` gives the model (the session's model is the first one; every
-  model named is listed in ``recorded.models``); ``task_started`` and ``token_count`` the
-  context window.
+- ``session_meta`` gives the recorded session's id, ``cwd``, ``cli_version`` (the agent's
+  version, :attr:`Parsed.agent_version`, which the report names), ``originator`` (``git`` and
+  newer fields such as ``model_provider`` too; ``base_instructions`` is counted, not kept).
+  ``turn_context`` gives the model (the session's model is the first one; every model named
+  is listed in ``recorded.models``); ``task_started`` and ``token_count`` the context window.
 - ``response_item`` ``message``: a ``user`` message opens a round, an ``assistant`` message is
   (part of) a step. ``developer`` messages and the user messages Codex writes itself
   (``<environment_context>``, ``<user_instructions>``, ``# AGENTS.md instructions``) are
   context, not input: before the first input they are the hidden prefix (kept in the first
-  user message's ``meta.origin``); later ones are counted (``context_message``).
+  user message's ``meta.origin``); later ones are counted (``context_message``). So are the
+  other user-role messages Codex marks as "not user intent" (``codex-rs/core``
+  ``contextual_user_message.rs``: ``<skill>``, ``<user_shell_command>``,
+  ``<subagent_notification>``). A ``<turn_aborted>`` message (Codex's note to the model that
+  the user interrupted the turn) opens no round: it ends the step and is counted
+  (``turn_aborted``).
 - Consecutive assistant-side items (``reasoning``, assistant ``message``, ``function_call``,
   ``custom_tool_call``, ``local_shell_call``) are one step: one model response. A
   ``reasoning`` item's summary texts are its thinking (``encrypted_content`` is opaque and
@@ -39,6 +44,13 @@ in ``payload``). Decisions:
   ``total_tokens``. Codex does not record whether a compaction was automatic: ``auto``.
 - ``event_msg`` mirrors of items (``user_message``, ``agent_message``, ``agent_reasoning``...)
   and the other records are counted by kind.
+- Tolerant, as the rollout changes with every release: a record of a type this version does
+  not know is counted by its type; a line that is not JSON (``not_json``), a line that is not
+  a rollout record (``not_a_rollout_line``), a record of a known type in a shape not expected
+  (``unexpected_shape:<type>``), a call without an id (``call_without_id``) and an output
+  that answers no call of the step before it (``output_without_call``) are left out, counted
+  and named by line in a warning; a bad timestamp takes the previous record's time. The file
+  is refused only when it holds no user input.
 """
 
 from __future__ import annotations
@@ -58,7 +70,12 @@ _CONTEXT_PREFIXES = (
     "<user_instructions>",
     "# AGENTS.md instructions",
     "<permissions instructions>",
+    "<skill>",
+    "<user_shell_command>",
+    "<subagent_notification>",
 )
+TURN_ABORTED = "<turn_aborted>"
+"""How Codex's note that the user interrupted a turn begins (a user-role message)."""
 _ASSISTANT_ITEMS = ("reasoning", "function_call", "custom_tool_call", "local_shell_call")
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 Record = tuple[int, dict[str, Any]]
@@ -159,13 +176,22 @@ def _call(payload: dict[str, Any]) -> ToolCall | None:
     )
 
 
+def _lines_named(lines: list[int]) -> str:
+    shown = ", ".join(map(str, lines[:5]))
+    return f"line {shown}" + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
+
+
 class _Reader:
     """The state of one pass over a rollout's lines."""
 
     def __init__(self) -> None:
         self.items: list[Item] = []
         self.skipped: Counter[str] = Counter()
+        self.left_out: dict[str, list[int]] = {}  # why -> line numbers, for the warnings
         self.problems: list[str] = []
+        self.last_time = utcnow()
+        self.bad_times: list[int] = []
+        self.awaiting: set[str] = set()  # call ids of the current step not yet answered
         self.hidden: list[dict[str, Any]] = []
         self.recorded: dict[str, Any] = {}
         self.models: list[str] = []
@@ -179,10 +205,23 @@ class _Reader:
         self.compacted_here = False  # a compaction was recorded since the last step
         self.started = False  # the first genuine user input was read
 
+    def leave_out(self, why: str, number: int) -> None:
+        """A line not read: counted under ``why`` and named by line in a warning."""
+        self.skipped[why] += 1
+        self.left_out.setdefault(why, []).append(number)
+
     def line(self, number: int, obj: dict[str, Any]) -> None:
         kind, payload = obj["type"], obj["payload"]
-        created = parse_time(obj.get("timestamp"), number, self.problems) or utcnow()
-        if kind == "session_meta":
+        bad: list[str] = []
+        created = parse_time(obj.get("timestamp"), number, bad)
+        if created is None:
+            if bad:
+                self.bad_times.append(number)  # the record is read; its time is not
+            created = self.last_time
+        self.last_time = created
+        if kind not in LINE_TYPES:
+            self.skipped[kind] += 1  # a record type this version does not read
+        elif kind == "session_meta":
             self.session_meta(payload)
         elif kind == "turn_context":
             self.skipped["turn_context"] += 1
@@ -287,6 +326,11 @@ class _Reader:
                 step = self.assistant(number, created)
                 step.text = "\n".join(t for t in (step.text, text) if t)
                 return
+            if role == "user" and text.lstrip().startswith(TURN_ABORTED):
+                self.close_step()
+                self.awaiting.clear()
+                self.skipped["turn_aborted"] += 1
+                return
             if is_context(role, text):
                 if self.started:
                     self.skipped["context_message"] += 1
@@ -294,6 +338,7 @@ class _Reader:
                     self.hidden.append({"line": number, "role": role, "text": text})
                 return
             self.close_step()
+            self.awaiting.clear()
             self.since_step = True
             self.started = True
             self.items.append(Item("user", number, created, text=text))
@@ -315,14 +360,21 @@ class _Reader:
         elif kind in _ASSISTANT_ITEMS:
             call = _call(payload)
             if call is None:
-                self.problems.append(f"line {number}: {kind} without a call_id")
+                self.leave_out("call_without_id", number)
                 return
             self.names[call.id] = call.name
             self.assistant(number, created).calls.append(call)
+            self.awaiting.add(call.id)
         elif kind in ("function_call_output", "custom_tool_call_output"):
+            call_id = str(payload.get("call_id", ""))
+            if call_id not in self.awaiting:
+                # The writer pairs a result with a call of the step just before it; one that
+                # answers nothing there (a resumed or cut rollout) is left out, not refused.
+                self.leave_out("output_without_call", number)
+                return
+            self.awaiting.discard(call_id)
             self.close_step()
             self.since_step = True
-            call_id = str(payload.get("call_id", ""))
             name = self.names.get(call_id, "")
             text, meta = _output(payload.get("output"))
             self.items.append(
@@ -342,6 +394,7 @@ class _Reader:
     def assistant(self, number: int, created: Any) -> Item:
         """The step being built, or a new one (which takes a usage read before it)."""
         if self.step is None:
+            self.awaiting.clear()  # the writer pairs results with the latest step only
             self.step = Item("assistant", number, created, usage=self.pending_usage)
             self.pending_usage = None
             self.items.append(self.step)
@@ -352,28 +405,40 @@ class _Reader:
 
 
 def parse(raw: str, name: str) -> Parsed:
+    """A whole rollout. A BOM, CRLF line ends and blank lines are nothing; a line that
+    repeats an earlier one whole (every record carries its time: a copy, not a new record)
+    is counted (``repeated_line``)."""
     records: list[Record] = []
     warnings: list[str] = []
     skipped: Counter[str] = Counter()
     problems: list[str] = []
-    lines = raw.splitlines()
+    not_json: list[int] = []
+    seen: set[str] = set()
+    lines = raw.removeprefix("\ufeff").splitlines()
     n_lines = 0
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         n_lines += 1
+        if text in seen:
+            skipped["repeated_line"] += 1
+            continue
+        seen.add(text)
         try:
             obj = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            if number == len(lines) and not raw.endswith("\n"):
+        except (json.JSONDecodeError, RecursionError):
+            if number == len(lines) and not raw.endswith(("\n", "\r")):
                 warnings.append(
                     f"line {number}: cut mid-way (the file is still being written?); left out"
                 )
                 skipped["partial_line"] += 1
                 continue
-            problems.append(f"line {number}: not JSON ({exc})")
+            skipped["not_json"] += 1
+            not_json.append(number)
             continue
         records.append((number, obj))
+    if not_json:
+        warnings.append(f"{_lines_named(not_json)}: not JSON; left out")
     return parse_read(records, n_lines, name, skipped, warnings, problems)
 
 
@@ -391,10 +456,17 @@ def parse_read(
     reader.skipped.update(skipped)
     reader.problems.extend(problems or [])
     for number, obj in records:
-        if not looks_like(obj):
-            reader.problems.append(f"line {number}: not a Codex rollout line")
+        if not (
+            isinstance(obj, dict)
+            and isinstance(obj.get("type"), str)
+            and isinstance(obj.get("payload"), dict)
+        ):
+            reader.leave_out("not_a_rollout_line", number)
             continue
-        reader.line(number, obj)
+        try:
+            reader.line(number, obj)
+        except (TypeError, ValueError, AttributeError, KeyError):
+            reader.leave_out(f"unexpected_shape:{obj['type']}", number)
     if reader.pending_usage is not None:
         reader.skipped["token_count_unmatched"] += 1
     if not any(i.kind == "user" for i in reader.items) and not reader.problems:
@@ -403,16 +475,26 @@ def parse_read(
         raise ImportError_(reader.problems, FORMAT)
     if reader.models:
         reader.recorded["models"] = reader.models
+    warnings = list(warnings)
+    for why, numbers in reader.left_out.items():
+        head, _, tail = why.partition(":")
+        why_text = head.replace("_", " ") + (f" ({tail})" if tail else "")
+        warnings.append(f"{_lines_named(numbers)}: {why_text}; left out")
+    if reader.bad_times:
+        warnings.append(
+            f"{_lines_named(reader.bad_times)}: bad timestamp; the previous record's time used"
+        )
     return Parsed(
         fmt=FORMAT,
         items=reader.items,
         title=title_of(reader.items, name),
         records=n_lines,
         skipped=reader.skipped,
-        warnings=list(warnings),
+        warnings=warnings,
         model=reader.models[0] if reader.models else "",
         recorded=reader.recorded,
         hidden=reader.hidden,
         cwd=str(reader.recorded.get("cwd", "")),
         source_session=str(reader.recorded.get("session_id", "")),
+        agent_version=str(reader.recorded.get("cli_version", "")),
     )

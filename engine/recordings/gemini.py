@@ -18,6 +18,12 @@ One JSON object ``{sessionId, projectHash, startTime, lastUpdated, messages[]}``
 - ``info`` / ``error`` / ``warning`` messages (the CLI's own notices) are counted by type.
 - ``sessionId`` and ``projectHash`` are kept as recorded facts; the file names no working
   directory, only its hash.
+- Tolerant: fields it does not know are ignored; a message of a type it does not know is
+  counted (``message:<type>``); an entry that is not a message (``not_a_message``), a call
+  without a string id and name (``call_without_id``, with its result) and a message in a shape
+  not expected (``unexpected_shape:<type>``) are left out, counted and named in a warning; a
+  bad timestamp takes the previous message's time. The file is refused only without a user
+  message.
 
 Gemini's API form, ``{"role": "user" | "model", "parts": [...]}`` per line (or a JSON list of
 them: a ``/chat save`` checkpoint), is not a session recording: no timestamps, no usage, and
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from engine.models import MISSING_RESULT, ToolCall, Usage, utcnow
@@ -114,18 +121,37 @@ def _result(call: dict[str, Any]) -> str:
     return "\n".join(texts)
 
 
+def _where(numbers: list[int]) -> str:
+    shown = ", ".join(map(str, numbers[:5]))
+    return f"message {shown}" + (f" and {len(numbers) - 5} more" if len(numbers) > 5 else "")
+
+
 def parse(obj: dict[str, Any], name: str) -> Parsed:
-    problems: list[str] = []
     items: list[Item] = []
     skipped: Counter[str] = Counter()
+    left: dict[str, list[int]] = {}
+    bad_times: list[int] = []
     models: list[str] = []
     messages = obj["messages"]
+    last_time = utcnow()
+
+    def time_of(value: Any, where: int, default: Any) -> Any:
+        bad: list[str] = []
+        stamp = parse_time(value, where, bad)
+        if bad:
+            bad_times.append(where)
+        return stamp or default
+
+    def leave_out(why: str, where: int) -> None:
+        skipped[why] += 1
+        left.setdefault(why, []).append(where)
+
     for n, msg in enumerate(messages):
         where = n + 1  # "line" of the report: the message's ordinal
         if not isinstance(msg, dict):
-            problems.append(f"message {where}: expected an object")
+            leave_out("not_a_message", where)
             continue
-        created = parse_time(msg.get("timestamp"), where, problems) or utcnow()
+        created = last_time = time_of(msg.get("timestamp"), where, last_time)
         kind = msg.get("type")
         if kind == "user":
             items.append(Item("user", where, created, text=_text(msg.get("content"))))
@@ -133,71 +159,92 @@ def parse(obj: dict[str, Any], name: str) -> Parsed:
         if kind != "gemini":
             skipped[f"message:{kind}"] += 1
             continue
-        model = msg.get("model")
-        if isinstance(model, str) and model not in models:
-            models.append(model)
-        thoughts = msg.get("thoughts") or []
-        thinking = [
-            {
-                "type": "thinking",
-                "thinking": f"{t.get('subject', '')}\n{t.get('description', '')}".strip(),
-            }
-            for t in thoughts
-            if isinstance(t, dict)
-        ]
-        raw_calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
-        calls = []
-        for c in raw_calls:
-            if not isinstance(c.get("id"), str) or not isinstance(c.get("name"), str):
-                problems.append(f"message {where}: a tool call without a string id and name")
-                continue
-            args = c.get("args")
-            calls.append(
-                ToolCall(id=c["id"], name=c["name"], input=args if isinstance(args, dict) else {})
-            )
-        items.append(
-            Item(
-                "assistant",
-                where,
-                created,
-                text=_text(msg.get("content")),
-                calls=calls,
-                thinking=thinking,
-                usage=_usage(msg.get("tokens")),
-            )
-        )
-        for c in raw_calls:
-            status = str(c.get("status", ""))
-            text = _result(c)
-            if c.get("result") is None:
-                text = f"{MISSING_RESULT} (status {status or 'unknown'})"
-            items.append(
-                Item(
-                    "result",
-                    where,
-                    parse_time(c.get("timestamp"), where, problems) or created,
-                    text=text,
-                    tool_use_id=str(c.get("id")),
-                    is_error=status != "success",
-                    recorded={
-                        k: c[k] for k in ("status", "displayName", "resultDisplay") if k in c
-                    },
-                )
-            )
-    if problems:
-        raise ImportError_(problems, FORMAT)
+        try:
+            items.extend(_step(msg, where, created, models, leave_out, time_of))
+        except (TypeError, ValueError, AttributeError, KeyError):
+            leave_out(f"unexpected_shape:{kind}", where)
+    if not any(i.kind == "user" for i in items):
+        raise ImportError_([f"{name} holds no user message"], FORMAT)
     recorded: dict[str, Any] = {
         k: obj[k] for k in ("sessionId", "projectHash", "startTime", "lastUpdated") if k in obj
     }
     if models:
         recorded["models"] = models
+    warnings = [f"{_where(numbers)}: {why}; left out" for why, numbers in left.items()]
+    if bad_times:
+        warnings.append(f"{_where(bad_times)}: bad timestamp; the previous message's time used")
     return Parsed(
         fmt=FORMAT,
         items=items,
         title=title_of(items, name),
         records=len(messages),
         skipped=skipped,
+        warnings=warnings,
         model=models[0] if models else "",
         recorded=recorded,
         source_session=str(obj.get("sessionId", "")),
     )
+
+
+def _step(
+    msg: dict[str, Any],
+    where: int,
+    created: Any,
+    models: list[str],
+    leave_out: Callable[[str, int], None],
+    time_of: Callable[[Any, int, Any], Any],
+) -> list[Item]:
+    """A ``gemini`` message's step and its calls' results."""
+    model = msg.get("model")
+    if isinstance(model, str) and model not in models:
+        models.append(model)
+    thoughts = msg.get("thoughts") or []
+    thinking = [
+        {
+            "type": "thinking",
+            "thinking": f"{t.get('subject', '')}\n{t.get('description', '')}".strip(),
+        }
+        for t in thoughts
+        if isinstance(t, dict)
+    ]
+    raw_calls = []
+    calls = []
+    for c in msg.get("toolCalls") or []:
+        if not isinstance(c, dict):
+            continue
+        if not isinstance(c.get("id"), str) or not isinstance(c.get("name"), str):
+            leave_out("call_without_id", where)
+            continue
+        args = c.get("args")
+        raw_calls.append(c)
+        calls.append(
+            ToolCall(id=c["id"], name=c["name"], input=args if isinstance(args, dict) else {})
+        )
+    out = [
+        Item(
+            "assistant",
+            where,
+            created,
+            text=_text(msg.get("content")),
+            calls=calls,
+            thinking=thinking,
+            usage=_usage(msg.get("tokens")),
+        )
+    ]
+    for c in raw_calls:
+        status = str(c.get("status", ""))
+        text = _result(c)
+        if c.get("result") is None:
+            text = f"{MISSING_RESULT} (status {status or 'unknown'})"
+        out.append(
+            Item(
+                "result",
+                where,
+                time_of(c.get("timestamp"), where, created),
+                text=text,
+                tool_use_id=c["id"],
+                is_error=status != "success",
+                recorded={k: c[k] for k in ("status", "displayName", "resultDisplay") if k in c},
+            )
+        )
+    return out

@@ -20,6 +20,12 @@ Each event is ``{id, timestamp, source, message, cause?, tool_call_metadata?}`` 
   running when OpenHands stopped waiting, not a failure).
 - ``agent_state_changed`` / ``change_agent_state`` events, ``null`` observations ("No
   observation") and other events without a call are counted by kind.
+- Tolerant: fields it does not know are ignored; an entry that is not an event
+  (``not_an_event``), an observation that answers no call of the step before it
+  (``observation_without_call``) and an event in a shape not expected
+  (``unexpected_shape:<action or observation>``) are left out, counted and named in a warning;
+  a bad timestamp takes the previous event's time. The file is refused only without a user
+  message.
 """
 
 from __future__ import annotations
@@ -103,104 +109,148 @@ def _exit_code(event: dict[str, Any]) -> int | None:
     return code if isinstance(code, int) else None
 
 
-def parse(events: list[Any], name: str) -> Parsed:
-    problems: list[str] = []
-    items: list[Item] = []
-    skipped: Counter[str] = Counter()
-    models: list[str] = []
-    recorded: dict[str, Any] = {}
-    calls_by_event: dict[Any, str] = {}  # action event id -> tool_call_id
-    step: Item | None = None
-    step_response: Any = None
-    for n, event in enumerate(events):
-        if not isinstance(event, dict):
-            problems.append(f"event {n}: expected an object")
-            continue
-        where: int = event["id"] if isinstance(event.get("id"), int) else n
-        created = parse_time(event.get("timestamp"), where, problems) or utcnow()
+def _where(numbers: list[int]) -> str:
+    shown = ", ".join(map(str, numbers[:5]))
+    return f"event {shown}" + (f" and {len(numbers) - 5} more" if len(numbers) > 5 else "")
+
+
+class _Reader:
+    """The state of one pass over the events."""
+
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.skipped: Counter[str] = Counter()
+        self.left: dict[str, list[int]] = {}
+        self.models: list[str] = []
+        self.recorded: dict[str, Any] = {}
+        self.calls_by_event: dict[Any, str] = {}  # action event id -> tool_call_id
+        self.awaiting: set[str] = set()  # calls of the latest step not yet answered
+        self.step: Item | None = None
+        self.step_response: Any = None
+
+    def leave_out(self, why: str, where: int) -> None:
+        self.skipped[why] += 1
+        self.left.setdefault(why, []).append(where)
+
+    def add(self, item: Item) -> None:
+        if item.kind in ("user", "assistant"):
+            self.awaiting.clear()  # the writer pairs results with the latest step only
+        self.items.append(item)
+
+    def action(self, event: dict[str, Any], where: int, created: Any) -> None:
+        action = str(event["action"])
         meta = event.get("tool_call_metadata")
-        if "action" in event:
-            action = str(event["action"])
-            raw_args = event.get("args")
-            args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
-            source = event.get("source")
-            if isinstance(meta, dict) and isinstance(meta.get("tool_call_id"), str):
-                response = meta.get("model_response")
-                response = response if isinstance(response, dict) else {}
-                call_id = meta["tool_call_id"]
-                name_ = str(meta.get("function_name") or action)
-                call = ToolCall(
-                    id=call_id, name=name_, input=_arguments(response, call_id) or dict(args)
-                )
-                calls_by_event[event.get("id")] = call_id
-                rid = response.get("id")
-                if step is None or rid is None or rid != step_response:
-                    model = response.get("model")
-                    if isinstance(model, str) and model not in models:
-                        models.append(model)
-                    content = _message(response).get("content")
-                    step = Item(
-                        "assistant",
-                        where,
-                        created,
-                        text=str(content or args.get("thought") or ""),
-                        usage=_usage(response),
-                    )
-                    step_response = rid
-                    items.append(step)
-                step.calls.append(call)
-                continue
-            step = None
-            if action == "message" and source == "user":
-                items.append(Item("user", where, created, text=str(args.get("content", ""))))
-            elif action in ("message", "finish") and source == "agent":
-                text = args.get("content") or args.get("final_thought") or event.get("message")
-                items.append(Item("assistant", where, created, text=str(text or "")))
-            else:
-                skipped[f"action:{action}"] += 1
-            continue
-        if "observation" in event:
-            observation = str(event["observation"])
-            call_id = calls_by_event.pop(event.get("cause"), None)
-            if call_id is None:
-                skipped[f"observation:{observation}"] += 1
-                continue
-            step = None
-            code = _exit_code(event)
-            extras = event.get("extras")
-            cwd = (
-                (extras.get("metadata") or {}).get("working_dir")
-                if isinstance(extras, dict)
-                else None
+        raw_args = event.get("args")
+        args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+        source = event.get("source")
+        if isinstance(meta, dict) and isinstance(meta.get("tool_call_id"), str):
+            response = meta.get("model_response")
+            response = response if isinstance(response, dict) else {}
+            call_id = meta["tool_call_id"]
+            name = str(meta.get("function_name") or action)
+            call = ToolCall(
+                id=call_id, name=name, input=_arguments(response, call_id) or dict(args)
             )
-            if isinstance(cwd, str):
-                recorded.setdefault("cwd", cwd)
-            items.append(
-                Item(
-                    "result",
+            rid = response.get("id")
+            if self.step is None or rid is None or rid != self.step_response:
+                model = response.get("model")
+                if isinstance(model, str) and model not in self.models:
+                    self.models.append(model)
+                content = _message(response).get("content")
+                step = Item(
+                    "assistant",
                     where,
                     created,
-                    text=_result_text(event),
-                    tool_use_id=call_id,
-                    is_error=observation == "error" or (code is not None and code > 0),
-                    recorded={"observation": observation, "exit_code": code},
+                    text=str(content or args.get("thought") or ""),
+                    usage=_usage(response),
                 )
+                self.step, self.step_response = step, rid
+                self.add(step)
+            assert self.step is not None
+            self.step.calls.append(call)
+            self.calls_by_event[event.get("id")] = call_id
+            self.awaiting.add(call_id)
+            return
+        self.step = None
+        if action == "message" and source == "user":
+            self.add(Item("user", where, created, text=str(args.get("content", ""))))
+        elif action in ("message", "finish") and source == "agent":
+            text = args.get("content") or args.get("final_thought") or event.get("message")
+            self.add(Item("assistant", where, created, text=str(text or "")))
+        else:
+            self.skipped[f"action:{action}"] += 1
+
+    def observation(self, event: dict[str, Any], where: int, created: Any) -> None:
+        observation = str(event["observation"])
+        call_id = self.calls_by_event.pop(event.get("cause"), None)
+        if call_id is None:
+            self.skipped[f"observation:{observation}"] += 1
+            return
+        if call_id not in self.awaiting:
+            self.leave_out("observation_without_call", where)
+            return
+        self.awaiting.discard(call_id)
+        self.step = None
+        code = _exit_code(event)
+        extras = event.get("extras")
+        cwd = (
+            (extras.get("metadata") or {}).get("working_dir") if isinstance(extras, dict) else None
+        )
+        if isinstance(cwd, str):
+            self.recorded.setdefault("cwd", cwd)
+        self.add(
+            Item(
+                "result",
+                where,
+                created,
+                text=_result_text(event),
+                tool_use_id=call_id,
+                is_error=observation == "error" or (code is not None and code > 0),
+                recorded={"observation": observation, "exit_code": code},
             )
+        )
+
+
+def parse(events: list[Any], name: str) -> Parsed:
+    reader = _Reader()
+    bad_times: list[int] = []
+    last_time = utcnow()
+    for n, event in enumerate(events):
+        if not isinstance(event, dict):
+            reader.leave_out("not_an_event", n)
             continue
-        skipped["other_event"] += 1
-    if not any(i.kind == "user" for i in items) and not problems:
-        problems.append(f"{name} holds no user message")
-    if problems:
-        raise ImportError_(problems, FORMAT)
-    if models:
-        recorded["models"] = models
+        where: int = event["id"] if isinstance(event.get("id"), int) else n
+        bad: list[str] = []
+        created = last_time = parse_time(event.get("timestamp"), where, bad) or last_time
+        if bad:
+            bad_times.append(where)
+        kind = "action" if "action" in event else "observation" if "observation" in event else ""
+        if not kind:
+            reader.skipped["other_event"] += 1
+            continue
+        try:
+            if kind == "action":
+                reader.action(event, where, created)
+            else:
+                reader.observation(event, where, created)
+        except (TypeError, ValueError, AttributeError, KeyError):
+            reader.leave_out(f"unexpected_shape:{event[kind]}", where)
+    if not any(i.kind == "user" for i in reader.items):
+        raise ImportError_([f"{name} holds no user message"], FORMAT)
+    recorded = reader.recorded
+    if reader.models:
+        recorded["models"] = reader.models
+    warnings = [f"{_where(numbers)}: {why}; left out" for why, numbers in reader.left.items()]
+    if bad_times:
+        warnings.append(f"{_where(bad_times)}: bad timestamp; the previous event's time used")
     return Parsed(
         fmt=FORMAT,
-        items=items,
-        title=title_of(items, name),
+        items=reader.items,
+        title=title_of(reader.items, name),
         records=len(events),
-        skipped=skipped,
-        model=models[0] if models else "",
+        skipped=reader.skipped,
+        warnings=warnings,
+        model=reader.models[0] if reader.models else "",
         recorded=recorded,
         cwd=str(recorded.get("cwd", "")),
     )

@@ -15,6 +15,10 @@ call and the observation that follows its result.
   round (a round's input is the task).
 - System prompts are counted as skipped (``system_prompt``): ctxscope's own system prompt goes
   in their place. ``info.exit_status == "Submitted"`` marks the last round finished.
+- Tolerant: fields they do not know are ignored; a message of another role is counted
+  (``role:<role>``), an entry that is not a message (``not_a_message``) or whose content is
+  not text (``unexpected_shape``) is left out, counted and named in a warning. A file is
+  refused only without a user message.
 """
 
 from __future__ import annotations
@@ -51,7 +55,6 @@ def _finished(info: Any) -> bool | None:
 
 
 def parse_mini(obj: dict[str, Any], name: str) -> Parsed:
-    problems: list[str] = []
     messages = obj.get("messages")
     if not isinstance(messages, list):
         raise ImportError_(["'messages' must be a list of messages"], MINI)
@@ -59,14 +62,10 @@ def parse_mini(obj: dict[str, Any], name: str) -> Parsed:
     skipped: Counter[str] = Counter()
     pending: str | None = None
     counter = 0
+    left = _LeftOut("message")
     for n, msg in enumerate(messages):
-        where = f"message {n}"
-        if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "assistant"):
-            problems.append(f"{where}: expected {{role: system|user|assistant, content}}")
-            continue
-        content = _text(msg.get("content"))
+        content = left.content_of(msg, n)
         if content is None:
-            problems.append(f"{where}: content must be a string")
             continue
         now = utcnow()
         if msg["role"] == "system":
@@ -100,15 +99,17 @@ def parse_mini(obj: dict[str, Any], name: str) -> Parsed:
             pending = None
         else:
             items.append(Item("user", n, now, text=content))
-    if problems:
-        raise ImportError_(problems, MINI)
+    if not any(i.kind == "user" for i in items):
+        raise ImportError_([f"{name} holds no user message"], MINI)
     title = next((i.text for i in items if i.kind == "user"), name)
+    skipped.update(left.skipped)
     return Parsed(
         fmt=MINI,
         items=items,
         title=_title(title) or name,
         records=len(messages),
         skipped=skipped,
+        warnings=left.warnings(),
         finished=_finished(obj.get("info")),
     )
 
@@ -136,7 +137,6 @@ def output_of(content: str) -> str | None:
 
 
 def parse_swe(obj: dict[str, Any], name: str) -> Parsed:
-    problems: list[str] = []
     history = obj.get("history")
     if not isinstance(history, list):
         raise ImportError_(["'history' must be a list of messages"], SWE)
@@ -144,14 +144,10 @@ def parse_swe(obj: dict[str, Any], name: str) -> Parsed:
     skipped: Counter[str] = Counter()
     pending: str | None = None
     counter = 0
+    left = _LeftOut("history")
     for n, msg in enumerate(history):
-        where = f"history {n}"
-        if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "assistant"):
-            problems.append(f"{where}: expected {{role: system|user|assistant, content}}")
-            continue
-        content = _text(msg.get("content"))
+        content = left.content_of(msg, n)
         if content is None:
-            problems.append(f"{where}: content must be a string or text blocks")
             continue
         kind = msg.get("message_type")
         now = utcnow()
@@ -180,8 +176,9 @@ def parse_swe(obj: dict[str, Any], name: str) -> Parsed:
         else:
             pending = None
             items.append(Item("user", n, now, text=content))
-    if problems:
-        raise ImportError_(problems, SWE)
+    if not any(i.kind == "user" and not i.demonstration for i in items):
+        raise ImportError_([f"{name} holds no user message"], SWE)
+    skipped.update(left.skipped)
     final = _last_observation(obj.get("trajectory"), counter, items)
     if pending is not None and final is not None:
         # The last action (``submit``) has no observation in ``history``: SWE-agent writes it
@@ -194,6 +191,7 @@ def parse_swe(obj: dict[str, Any], name: str) -> Parsed:
         title=_title(title) or name,
         records=len(history),
         skipped=skipped,
+        warnings=left.warnings(),
         finished=_finished(obj.get("info")),
     )
 
@@ -210,6 +208,45 @@ def _last_observation(trajectory: Any, actions: int, items: list[Item]) -> str |
     if command is None or str(step.get("action", "")).strip() != str(command).strip():
         return None
     return str(step["observation"])
+
+
+class _LeftOut:
+    """The entries a pass left out, counted by why, with their positions for the warnings."""
+
+    def __init__(self, noun: str) -> None:
+        self.noun = noun
+        self.skipped: Counter[str] = Counter()
+        self.where: dict[str, list[int]] = {}
+
+    def content_of(self, msg: Any, n: int) -> str | None:
+        """The text of entry ``n`` when it is a message this reader takes, else None (counted;
+        a message of another role is only counted, the others also named)."""
+        if not isinstance(msg, dict):
+            self.add("not_a_message", n)
+            return None
+        role = msg.get("role")
+        if role not in ("system", "user", "assistant"):
+            if isinstance(role, str):
+                self.skipped[f"role:{role}"] += 1
+            else:
+                self.add("not_a_message", n)
+            return None
+        content = _text(msg.get("content"))
+        if content is None:
+            self.add("unexpected_shape", n)
+        return content
+
+    def add(self, why: str, n: int) -> None:
+        self.skipped[why] += 1
+        self.where.setdefault(why, []).append(n)
+
+    def warnings(self) -> list[str]:
+        out = []
+        for why, numbers in self.where.items():
+            shown = ", ".join(map(str, numbers[:5]))
+            more = f" and {len(numbers) - 5} more" if len(numbers) > 5 else ""
+            out.append(f"{self.noun} {shown}{more}: {why}; left out")
+        return out
 
 
 def _text(content: Any) -> str | None:

@@ -442,7 +442,7 @@ def _compact(
     ids = [m.id for m in live if m.id is not None]
     archived = set(ids)
     figures = fidelity(
-        _relative(live, cwd), [o for o in observations if o.message_id in archived], item.text
+        _relative(live, cwd), [o for o in observations if o.message_id in archived], item.text, cwd
     )
     rounds = [m.meta.round or 0 for m in live]
     summary = Summary(

@@ -127,9 +127,9 @@ def test_malformed_import_reports_line_numbers(
     db: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"role": "user", "content": "hi"}\nnope\n')
+    bad.write_text('{"role": "system", "content": "hi"}\nnope\n')  # no message it can read
     code, _, err = run(capsys, "import", str(bad), "--db", str(db))
-    assert code == 1 and "line 2: not JSON" in err
+    assert code == 1 and "line 1: role:system" in err and "line 2: not_json" in err
     assert not db.exists()  # refused before the database was opened: nothing stored
 
 
