@@ -204,12 +204,14 @@ def wrap(
             raise ValueError("bwrap needs the seccomp filter's descriptor")
         bwrap = shutil.which("bwrap") or "bwrap"
         net = ["--share-net"] if network else []
-        tmp_size = ["--size", str(limits.tmp)] if limits.tmp > 0 else []
+        size = ["--size", str(limits.tmp)] if limits.tmp > 0 else []
+        # bwrap's /dev is a tmpfs as large as the machine allows: made read-only, with a
+        # /dev/shm bounded like /tmp (the device nodes still work).
         return [
             bwrap, "--unshare-all", *net, "--unshare-user", "--disable-userns",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            *tmp_size, "--tmpfs", "/tmp",
+            "--ro-bind", "/", "/", "--dev", "/dev", *size, "--tmpfs", "/dev/shm",
+            "--remount-ro", "/dev", "--proc", "/proc", *size, "--tmpfs", "/tmp",
             "--bind", ws, ws, "--chdir", ws, "--seccomp", str(seccomp_fd), "--", *command,
         ]  # fmt: skip
     unshare = shutil.which("unshare") or "unshare"

@@ -160,6 +160,46 @@ def test_mount_umount_namespace_and_trace_calls_are_refused(workspace: Path) -> 
     assert not os.path.ismount(m)
 
 
+LOCK_PROBE = """
+import ctypes, errno, sys
+sys.path.insert(0, sys.argv[2])
+import sandbox_init
+libc = ctypes.CDLL(None, use_errno=True)
+def show(name, r):
+    print(name, r, errno.errorcode.get(ctypes.get_errno(), 0) if r < 0 else 0)
+sandbox_init.make_mounts(sys.argv[1], 0)
+if sys.argv[3] == "nested":
+    sandbox_init.enter_nested_namespace()
+print("CapEff", 0, open("/proc/self/status").read().split("CapEff:")[1].split()[0])
+show("remount_root_rw", libc.mount(None, b"/", None, 0x20 | 0x1000, None))
+show("umount_tmp", libc.umount2(b"/tmp", 2))
+"""
+
+
+@pytest.mark.skipif(not shutil.which("unshare"), reason="util-linux unshare is not installed")
+@pytest.mark.parametrize("layer", ["flat", "nested"])
+def test_the_nested_namespace_locks_the_mounts_even_with_every_capability(
+    workspace: Path, layer: str
+) -> None:
+    """The built-in sandbox's second layer on its own: ``sandbox_init``'s mounts, then —
+    still holding every capability, no seccomp — undo them. In the namespace that made them
+    that works (``flat``); one user namespace down (``nested``, what the command gets) the
+    kernel refuses: clearing a locked read-only flag is EPERM, unmounting a locked mount
+    EINVAL (mount_namespaces(7), "restrictions on mount namespaces")."""
+    tools = ROOT / "tools"
+    done = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount", "--mount-proc",
+         PY, "-I", "-S", "-c", LOCK_PROBE, str(workspace), str(tools), layer],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    printed = {line.split()[0]: line.split()[2] for line in done.stdout.splitlines()}
+    assert int(printed.pop("CapEff"), 16) != 0  # capabilities held in both runs
+    if layer == "flat":
+        assert printed == {"remount_root_rw": "0", "umount_tmp": "0"}
+    else:
+        assert printed == {"remount_root_rw": "EPERM", "umount_tmp": "EINVAL"}
+
+
 @needs_sandbox
 def test_unshare_and_ptrace_from_the_shell_fail(workspace: Path) -> None:
     trace = _syscalls(workspace, {"ptrace_attach": 'libc.ptrace(16, int(os.environ["P"]), 0, 0)'})
@@ -223,6 +263,22 @@ def test_the_private_tmp_is_bounded(workspace: Path) -> None:
     result = _bash(workspace, command, bash_tmp_mb=1)
     assert result.data["stdout"] == "exit=1\n1048576\n"  # 1 MiB: the tmpfs is full
     assert "No space left on device" in result.data["stderr"]
+
+
+@needs_sandbox
+def test_dev_is_read_only_and_dev_shm_bounded(workspace: Path) -> None:
+    """bubblewrap's ``/dev`` is a tmpfs of its own as large as half the memory: made read-only,
+    with a ``/dev/shm`` bounded like ``/tmp``; the built-in sandbox keeps the host's ``/dev``,
+    read-only, ``/dev/shm`` included."""
+    command = "touch /dev/x; head -c 2M /dev/zero > /dev/shm/big; echo > /dev/null && echo null"
+    result = _bash(workspace, command, bash_tmp_mb=1)
+    assert result.data["stdout"] == "null\n"  # device nodes still work
+    stderr = result.data["stderr"]
+    assert "touch: cannot touch '/dev/x': Read-only file system" in stderr
+    if EXPECTED == "bwrap":
+        assert "No space left on device" in stderr
+    else:
+        assert "/dev/shm/big: Read-only file system" in stderr
 
 
 FORKER = """
