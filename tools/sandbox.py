@@ -88,11 +88,13 @@ def available(kind: Sandbox) -> bool:
                 "true",
             ]  # fmt: skip
         )
-    if shutil.which("unshare") is None:
+    bash = shutil.which("bash")
+    if shutil.which("unshare") is None or bash is None:
         return False
     # The init itself, on an empty folder: it also needs a nested user namespace and seccomp.
     with tempfile.TemporaryDirectory() as folder:
-        return _works(wrap("unshare", Path(folder), ["/bin/true"], network=False, limits=Limits()))
+        argv = wrap("unshare", Path(folder), [bash, "-c", "true"], network=False, limits=Limits())
+        return _works(argv)
 
 
 def choose(choice: Choice) -> Sandbox:

@@ -6,11 +6,11 @@ Each attack here runs as the agent's command and asserts the exact effect: the s
 errno (printed by a python one-liner through ctypes), the host file that must not exist, the
 limit's own error. Every call is bounded by the tool's timeout.
 
-Which sandbox runs is probed here independently of ``tools.sandbox``: ``bwrap`` on PATH and
-able to start with ``--disable-userns``, else ``unshare`` able to nest a second user
-namespace, else none (then each test asserts ``sandbox: none`` and stops: there is nothing
-to attack). On this project's build machine that is ``unshare``; with bubblewrap on PATH
-every test runs against bwrap.
+Which sandbox runs is probed independently of ``tools.sandbox`` (in ``test_bash_sandbox``):
+``bwrap`` on PATH and able to start with ``--disable-userns``, else ``unshare`` able to nest
+a second user namespace, else none (then the attack tests are skipped, saying so, and the
+limit and network tests assert what holds without a sandbox). On this project's build
+machine that is ``unshare``; with bubblewrap on PATH every test runs against bwrap.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
+from tests.security import test_bash_sandbox
 from tools.base import ToolContext, ToolResult
 from tools.registry import default_registry
 
@@ -35,24 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 
 
-def _probe() -> str:
-    def runs(argv: list[str]) -> bool:
-        done = subprocess.run(argv, capture_output=True, check=False, timeout=10)
-        return done.returncode == 0
-
-    bwrap = shutil.which("bwrap")
-    if bwrap and runs(
-        [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--ro-bind", "/", "/",
-         "true"]
-    ):  # fmt: skip
-        return "bwrap"
-    unshare = shutil.which("unshare")
-    if unshare and runs([unshare, "-Urpf", "--mount-proc", unshare, "-Um", "true"]):
-        return "unshare"
-    return "none"
-
-
-EXPECTED = _probe()
+EXPECTED = test_bash_sandbox.EXPECTED  # the same independent probe
 needs_sandbox = pytest.mark.skipif(
     EXPECTED == "none", reason="no sandbox can run here: nothing to attack"
 )
@@ -176,7 +160,13 @@ show("umount_tmp", libc.umount2(b"/tmp", 2))
 """
 
 
-@pytest.mark.skipif(not shutil.which("unshare"), reason="util-linux unshare is not installed")
+def _unshare_nests() -> bool:
+    unshare = shutil.which("unshare")
+    argv = [unshare or "unshare", "-Urpf", "--mount-proc", unshare or "unshare", "-Um", "true"]
+    return unshare is not None and subprocess.run(argv, capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _unshare_nests(), reason="unshare cannot nest user namespaces here")
 @pytest.mark.parametrize("layer", ["flat", "nested"])
 def test_the_nested_namespace_locks_the_mounts_even_with_every_capability(
     workspace: Path, layer: str
