@@ -173,6 +173,10 @@ class Settings(BaseModel):
     bash_network: bool = False
     """Whether a sandboxed Bash command may use the network (false: an empty network
     namespace, only a loopback that is down). Without a sandbox the network is always there."""
+    bash_unix_sockets: bool = False
+    """Whether a sandboxed Bash command may create Unix sockets. Off: ``socket(AF_UNIX)`` is
+    refused, since a socket on a read-only mount can still be connected to (the user's D-Bus
+    session, Docker, an SSH agent: ways out of the sandbox); ``socketpair`` still works."""
     bash_max_processes: int = Field(256, ge=0)
     """Processes (and threads) one sandboxed Bash call may run at once (``RLIMIT_NPROC``,
     counted in the sandbox's own user namespace; 0: no limit). The kernel does not apply it

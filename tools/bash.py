@@ -240,13 +240,15 @@ class BashTool(BaseTool):
         tag = secrets.token_hex(8)
         env |= {"PAGER": "cat", "GIT_PAGER": "cat", CALL_TAG: tag}
         sandbox = choose(settings.bash_sandbox)  # type: ignore[arg-type]
-        seccomp_fd = seccomp_pipe() if sandbox == "bwrap" else None
+        unix_sockets = settings.bash_unix_sockets
+        seccomp_fd = seccomp_pipe(unix_sockets=unix_sockets) if sandbox == "bwrap" else None
         argv = wrap(
             sandbox,
             workspace_root(ctx),
             [bash, "-c", args.command],
             network=settings.bash_network,
             limits=Limits.from_settings(settings),
+            unix_sockets=unix_sockets,
             seccomp_fd=seccomp_fd,
         )
         started = time.monotonic()

@@ -14,11 +14,12 @@ other process's environment, is visible), its own mount table with everything re
 the workspace and a private ``/tmp`` of bounded size, and — unless ``bash_network`` — an empty
 network namespace. The mounts are locked: the command runs with no capability, with
 ``no_new_privs``, in a user namespace below the one that made the mounts, behind a seccomp
-filter refusing mount, namespace, ptrace, keyring, module, kexec, bpf and perf calls
-(``tools.sandbox_init.seccomp_program``). Both run the command under the per-call
-:class:`Limits`. When bash (PID 1 of the namespace) exits or is killed, the kernel ends every
-process left in it. Setting ``bash_sandbox = "none"`` turns the sandbox off (the limits but
-the process count still apply).
+filter refusing mount, namespace, ptrace, keyring, module, kexec, bpf and perf calls and,
+unless ``bash_unix_sockets``, new Unix sockets (``tools.sandbox_init.seccomp_program``).
+Both run the command under the per-call :class:`Limits`. When bash (PID 1 of the namespace)
+exits or is killed, the kernel ends every process left in it. Setting
+``bash_sandbox = "none"`` turns the sandbox off (the limits but the process count still
+apply).
 """
 
 from __future__ import annotations
@@ -175,12 +176,13 @@ def limited(bash: str, argv: list[str], limits: Limits, *, processes: bool) -> l
     return [bash, "-c", LIMITS_SCRIPT.format(arguments), "ctxscope-limits", *argv]
 
 
-def seccomp_pipe() -> int:
+def seccomp_pipe(*, unix_sockets: bool = False) -> int:
     """A pipe's read end holding the seccomp filter, for ``bwrap --seccomp FD`` (inheritable;
     the caller passes it on and closes it)."""
     read, write = os.pipe()
     try:
-        os.write(write, seccomp_program())  # a few hundred bytes: within the pipe's buffer
+        # a few hundred bytes: within the pipe's buffer, so the write cannot block
+        os.write(write, seccomp_program(unix_sockets=unix_sockets))
     finally:
         os.close(write)
     return read
@@ -193,10 +195,12 @@ def wrap(
     *,
     network: bool,
     limits: Limits,
+    unix_sockets: bool = False,
     seccomp_fd: int | None = None,
 ) -> list[str]:
     """``argv`` (``bash -c COMMAND``) inside the sandbox ``kind``, run in ``workspace``, with
-    ``limits``; ``seccomp_fd`` (from :func:`seccomp_pipe`) is required for ``bwrap``."""
+    ``limits``; ``seccomp_fd`` (from :func:`seccomp_pipe`, made with the same
+    ``unix_sockets``) is required for ``bwrap``."""
     ws = str(workspace)
     command = limited(argv[0], argv, limits, processes=kind != "none")
     if kind == "none":
@@ -221,5 +225,6 @@ def wrap(
     return [
         unshare, "--user", "--map-root-user", "--pid", "--fork", "--mount", "--mount-proc",
         "--kill-child=SIGKILL", *net, "--",
-        sys.executable, "-I", "-S", str(INIT), ws, str(limits.tmp), "--", *command,
+        sys.executable, "-I", "-S", str(INIT), ws, str(limits.tmp), str(int(unix_sockets)),
+        "--", *command,
     ]  # fmt: skip

@@ -1,9 +1,9 @@
 """Inside the built-in Bash sandbox: set it up, lock it, then exec the command.
 
-``python -I -S sandbox_init.py WORKSPACE TMP_BYTES -- COMMAND...``, run by ``unshare --user
---map-root-user --pid --fork --mount --mount-proc [--net]`` (see ``tools.sandbox``), so it is
-PID 1 of a new PID namespace, root of a new user namespace, with its own ``/proc`` and mount
-table:
+``python -I -S sandbox_init.py WORKSPACE TMP_BYTES UNIX_SOCKETS -- COMMAND...``, run by
+``unshare --user --map-root-user --pid --fork --mount --mount-proc [--net]`` (see
+``tools.sandbox``), so it is PID 1 of a new PID namespace, root of a new user namespace,
+with its own ``/proc`` and mount table:
 
 1. every mount but ``/proc`` is bind-remounted read-only, keeping the flags the kernel locked
    (``nosuid``, ``nodev``, ``noexec``, the atime flags), which a user namespace may not drop;
@@ -16,8 +16,9 @@ table:
    is below, their read-only flag cannot be cleared) — what bubblewrap relies on; ``/proc``
    is then made read-only too;
 5. every capability is dropped (bounding set, ambient, inheritable, permitted, effective),
-   ``no_new_privs`` is set and the seccomp filter of :func:`seccomp_program` loaded — the
-   same filter bubblewrap gets through ``--seccomp FD``;
+   ``no_new_privs`` is set and the seccomp filter of :func:`seccomp_program` loaded (with
+   ``UNIX_SOCKETS`` ``1``, ``socket(AF_UNIX)`` allowed) — the same filter bubblewrap gets
+   through ``--seccomp FD``;
 6. the command is exec'd in the workspace.
 
 The per-call limits (processes, memory, file size, CPU) are set by the command line
@@ -124,6 +125,8 @@ namespaces, tracing other processes, the kernel keyring, modules, kexec, eBPF, p
 handles (which open by inode, past the mount table), ``userfaultfd`` and io_uring (both mostly
 seen in kernel exploits; io_uring also runs operations seccomp never sees)."""
 SYS_CLONE = 56
+SYS_SOCKET = 41
+AF_UNIX = 1
 SECCOMP_SUPPORTED = os.uname().machine == "x86_64"
 """The filter is written for x86_64; elsewhere the sandbox runs without it (docs/security.md)."""
 SYS_CLONE3 = 435
@@ -138,34 +141,60 @@ _RET_ERRNO = 0x00050000
 _OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data
 
 
-def seccomp_program() -> bytes:
+def seccomp_program(*, unix_sockets: bool = False) -> bytes:
     """The filter as the kernel takes it (``struct sock_filter[]``, 8 bytes each): a call of
     another architecture (i386 through ``int 0x80``) or the x32 ABI, a call in
-    :data:`BLOCKED_SYSCALLS`, or ``clone`` asking for a new namespace gets EPERM; ``clone3``
-    gets ENOSYS (its flags sit in memory a filter cannot read; the C library then falls back
-    to ``clone``, which is checked); everything else is allowed."""
-    deny, nosys, allow = "deny", "nosys", "allow"
-    code: list[tuple[int, int | str, int | str, int]] = [
+    :data:`BLOCKED_SYSCALLS`, ``clone`` asking for a new namespace, or — unless
+    ``unix_sockets`` — ``socket(AF_UNIX, …)`` gets EPERM; ``clone3`` gets ENOSYS (its flags
+    sit in memory a filter cannot read; the C library then falls back to ``clone``, which is
+    checked); everything else is allowed.
+
+    A Unix socket on a read-only mount can still be connected to, so without the socket rule
+    a command could reach the user's D-Bus session (``systemd-run --user``), the Docker
+    socket or an SSH agent outside the sandbox — Claude Code's sandbox refuses the same call.
+    ``socketpair`` stays allowed: it connects nothing outside."""
+    Instruction = tuple[int, int | str, int | str, int]
+    # A str is a label: the next instruction's position. BPF jumps only forward.
+    code: list[Instruction | str] = [
         (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARCH),
-        (_BPF_JEQ_K, 0, deny, AUDIT_ARCH_X86_64),
+        (_BPF_JEQ_K, 0, "deny", AUDIT_ARCH_X86_64),
         (_BPF_LD_W_ABS, 0, 0, _OFFSET_NR),
-        (_BPF_JGE_K, deny, 0, X32_SYSCALL_BIT),
+        (_BPF_JGE_K, "deny", 0, X32_SYSCALL_BIT),
     ]
-    code += [(_BPF_JEQ_K, deny, 0, nr) for nr in sorted(BLOCKED_SYSCALLS.values())]
+    code += [(_BPF_JEQ_K, "deny", 0, nr) for nr in sorted(BLOCKED_SYSCALLS.values())]
+    code.append((_BPF_JEQ_K, "nosys", 0, SYS_CLONE3))
+    if unix_sockets:
+        code.append((_BPF_JEQ_K, "clone", "allow", SYS_CLONE))
+    else:
+        code += [(_BPF_JEQ_K, "clone", 0, SYS_CLONE), (_BPF_JEQ_K, "socket", "allow", SYS_SOCKET)]
     code += [
-        (_BPF_JEQ_K, nosys, 0, SYS_CLONE3),
-        (_BPF_JEQ_K, 0, allow, SYS_CLONE),
+        "clone",
         (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARG0),  # the low 32 bits of the flags: all CLONE_NEW*
-        (_BPF_JSET_K, deny, allow, NAMESPACE_FLAGS),
+        (_BPF_JSET_K, "deny", "allow", NAMESPACE_FLAGS),
     ]
-    labels = {allow: len(code), deny: len(code) + 1, nosys: len(code) + 2}
+    if not unix_sockets:
+        code += [
+            "socket",
+            (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARG0),  # the address family
+            (_BPF_JEQ_K, "deny", "allow", AF_UNIX),
+        ]
     code += [
+        "allow",
         (_BPF_RET_K, 0, 0, _RET_ALLOW),
+        "deny",
         (_BPF_RET_K, 0, 0, _RET_ERRNO | EPERM),
+        "nosys",
         (_BPF_RET_K, 0, 0, _RET_ERRNO | ENOSYS),
     ]
+    labels: dict[str, int] = {}
+    instructions: list[Instruction] = []
+    for item in code:
+        if isinstance(item, str):
+            labels[item] = len(instructions)
+        else:
+            instructions.append(item)
     out = bytearray()
-    for index, (op, jt, jf, k) in enumerate(code):
+    for index, (op, jt, jf, k) in enumerate(instructions):
 
         def hop(target: int | str, index: int = index) -> int:
             return target if isinstance(target, int) else labels[target] - index - 1
@@ -270,7 +299,7 @@ def _last_capability() -> int:
         return 63
 
 
-def drop_privileges() -> None:
+def drop_privileges(*, unix_sockets: bool) -> None:
     """Step 6: no capability of any kind, ``no_new_privs``, the seccomp filter."""
     prctl = _libc.prctl
     for cap in range(_last_capability() + 1):
@@ -284,7 +313,7 @@ def drop_privileges() -> None:
     if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         _fail("cannot set no_new_privs")
     if SECCOMP_SUPPORTED:
-        load_seccomp(seccomp_program())
+        load_seccomp(seccomp_program(unix_sockets=unix_sockets))
 
 
 class _SockFprog(ctypes.Structure):
@@ -298,12 +327,12 @@ def load_seccomp(program: bytes) -> None:
 
 
 def main(argv: list[str]) -> None:
-    workspace, tmp_bytes, separator, *command = argv
+    workspace, tmp_bytes, unix_sockets, separator, *command = argv
     if separator != "--" or not command:
-        _fail("usage: sandbox_init.py WORKSPACE TMP_BYTES -- COMMAND...")
+        _fail("usage: sandbox_init.py WORKSPACE TMP_BYTES UNIX_SOCKETS(0|1) -- COMMAND...")
     make_mounts(workspace, int(tmp_bytes))
     enter_nested_namespace()
-    drop_privileges()
+    drop_privileges(unix_sockets=unix_sockets == "1")
     os.chdir(workspace)
     os.execv(command[0], command)
 

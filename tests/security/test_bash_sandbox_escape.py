@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,6 +270,55 @@ def test_dev_is_read_only_and_dev_shm_bounded(workspace: Path) -> None:
         assert "No space left on device" in stderr
     else:
         assert "/dev/shm/big: Read-only file system" in stderr
+
+
+UNIX_CLIENT = """
+import socket, sys
+a, b = socket.socketpair()
+a.sendall(b"pair")
+print("socketpair", b.recv(4).decode())
+try:
+    client = socket.socket(socket.AF_UNIX)
+    client.connect(sys.argv[1])
+    print("connected", client.recv(5).decode())
+except PermissionError as exc:
+    print("refused", exc.errno)
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_host_unix_socket_cannot_be_reached_by_default(workspace: Path, allowed: bool) -> None:
+    """A service listening on a Unix socket outside the sandbox (the D-Bus session bus, Docker
+    and SSH agents are such): the socket file sits on a read-only mount, which does not stop
+    ``connect``; the seccomp filter's ``socket(AF_UNIX)`` rule does. ``socketpair`` works."""
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp"))  # outside /tmp: visible in the sandbox
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(folder / "host.sock"))
+    os.chmod(folder, 0o755)
+    server.listen(1)
+    server.settimeout(10)
+
+    def serve() -> None:
+        try:
+            connection, _ = server.accept()
+            connection.sendall(b"hello")
+            connection.close()
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    (workspace / "client.py").write_text(UNIX_CLIENT)
+    try:
+        result = _bash(
+            workspace, f"{PY} client.py {folder / 'host.sock'}", bash_unix_sockets=allowed
+        )
+    finally:
+        server.close()
+        shutil.rmtree(folder)
+    verdict = "connected hello" if allowed else "refused 1"  # 1: EPERM
+    assert result.data["stdout"] == f"socketpair pair\n{verdict}\n"
 
 
 FORKER = """
