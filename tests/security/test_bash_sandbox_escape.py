@@ -265,7 +265,10 @@ def test_dev_is_read_only_and_dev_shm_bounded(workspace: Path) -> None:
     result = _bash(workspace, command, bash_tmp_mb=1)
     assert result.data["stdout"] == "null\n"  # device nodes still work
     stderr = result.data["stderr"]
-    assert "touch: cannot touch '/dev/x': Read-only file system" in stderr
+    # Read-only for root; a user meets the host /dev's permissions first (built-in sandbox).
+    refusals = ("Read-only file system", "Permission denied")
+    assert any(f"touch: cannot touch '/dev/x': {why}" in stderr for why in refusals)
+    assert not Path("/dev/x").exists()
     if EXPECTED == "bwrap":
         assert "No space left on device" in stderr
     else:
