@@ -32,6 +32,7 @@ from engine.config import Settings
 from tests.security import test_bash_sandbox
 from tools.base import ToolContext, ToolResult
 from tools.registry import default_registry
+from tools.sandbox import choose
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -44,6 +45,11 @@ needs_sandbox = pytest.mark.skipif(
 
 
 def _bash(workspace: Path, command: str, **settings: object) -> ToolResult:
+    """``command`` through the Bash tool — only once the sandbox it will get is known to be
+    the one probed: an attack run on the host by a fallback to ``none`` would really
+    unmount, remount and write there."""
+    if settings.get("bash_sandbox") != "none" and choose("auto") != EXPECTED:
+        pytest.fail(f"tools.sandbox chose {choose('auto')!r}, not {EXPECTED!r}: not run")
     ctx = ToolContext(
         workspace=workspace,
         settings=Settings(bash_policy="allow", bash_timeout=30, **settings),  # type: ignore[arg-type]
@@ -346,6 +352,8 @@ from pathlib import Path
 from tools.sandbox import Limits, choose, seccomp_pipe, wrap
 workspace, processes, command = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 kind = choose("auto")
+if kind != sys.argv[4]:
+    sys.exit(f"the sandbox would be {kind!r}, not {sys.argv[4]!r}: not run")
 fd = seccomp_pipe() if kind == "bwrap" else None
 argv = wrap(kind, workspace, ["/bin/bash", "-c", command], network=False,
             limits=Limits(processes=processes), seccomp_fd=fd)
@@ -389,7 +397,7 @@ def test_500_processes_are_refused_for_an_unprivileged_user(open_workspace: Path
     prefix, python = _as_unprivileged(workspace)
     done = subprocess.run(
         [*prefix, "env", f"PYTHONPATH={ROOT}", f"PATH={os.environ['PATH']}", python, "-c",
-         DRIVER, str(workspace), "64", f"{python} forker.py"],
+         DRIVER, str(workspace), "64", f"{python} forker.py", EXPECTED],
         capture_output=True, text=True, timeout=120, check=True, cwd=workspace,
     )  # fmt: skip
     kind, verdict, started, running, errno = done.stdout.split()
