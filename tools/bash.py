@@ -55,6 +55,7 @@ from tools.common import BaseTool, ToolFailure, ToolInput
 from tools.paths import workspace_root
 from tools.permissions import require_permission
 from tools.sandbox import Limits, choose, seccomp_pipe, wrap
+from tools.sandbox_init import SECCOMP_SUPPORTED
 from tools.secrets import EnvironmentPolicy
 
 POLL_SECONDS = 0.05
@@ -241,7 +242,9 @@ class BashTool(BaseTool):
         env |= {"PAGER": "cat", "GIT_PAGER": "cat", CALL_TAG: tag}
         sandbox = choose(settings.bash_sandbox)  # type: ignore[arg-type]
         unix_sockets = settings.bash_unix_sockets
-        seccomp_fd = seccomp_pipe(unix_sockets=unix_sockets) if sandbox == "bwrap" else None
+        # The filter is written for x86_64 (tools.sandbox_init): elsewhere bwrap runs without.
+        with_filter = sandbox == "bwrap" and SECCOMP_SUPPORTED
+        seccomp_fd = seccomp_pipe(unix_sockets=unix_sockets) if with_filter else None
         argv = wrap(
             sandbox,
             workspace_root(ctx),

@@ -199,17 +199,16 @@ def wrap(
     seccomp_fd: int | None = None,
 ) -> list[str]:
     """``argv`` (``bash -c COMMAND``) inside the sandbox ``kind``, run in ``workspace``, with
-    ``limits``; ``seccomp_fd`` (from :func:`seccomp_pipe`, made with the same
-    ``unix_sockets``) is required for ``bwrap``."""
+    ``limits``; for ``bwrap``, ``seccomp_fd`` (from :func:`seccomp_pipe`, made with the same
+    ``unix_sockets``) is the filter — None only where there is none for the architecture."""
     ws = str(workspace)
     command = limited(argv[0], argv, limits, processes=kind != "none")
     if kind == "none":
         return command
     if kind == "bwrap":
-        if seccomp_fd is None:
-            raise ValueError("bwrap needs the seccomp filter's descriptor")
         bwrap = shutil.which("bwrap") or "bwrap"
         net = ["--share-net"] if network else []
+        seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
         size = ["--size", str(limits.tmp)] if limits.tmp > 0 else []
         # bwrap's /dev is a tmpfs as large as the machine allows: made read-only, with a
         # /dev/shm bounded like /tmp (the device nodes still work).
@@ -218,7 +217,7 @@ def wrap(
             "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--dev", "/dev", *size, "--tmpfs", "/dev/shm",
             "--remount-ro", "/dev", "--proc", "/proc", *size, "--tmpfs", "/tmp",
-            "--bind", ws, ws, "--chdir", ws, "--seccomp", str(seccomp_fd), "--", *command,
+            "--bind", ws, ws, "--chdir", ws, *seccomp, "--", *command,
         ]  # fmt: skip
     unshare = shutil.which("unshare") or "unshare"
     net = [] if network else ["--net"]
