@@ -16,6 +16,7 @@ machine that is ``unshare``; with bubblewrap on PATH every test runs against bwr
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -328,6 +329,20 @@ def test_a_host_unix_socket_cannot_be_reached_by_default(workspace: Path, allowe
         shutil.rmtree(folder)
     verdict = "connected hello" if allowed else "refused 1"  # 1: EPERM
     assert result.data["stdout"] == f"socketpair pair\n{verdict}\n"
+
+
+def test_the_limits_a_command_gets_by_default(workspace: Path) -> None:
+    """The documented defaults, in ``ulimit``'s units (KiB for -d and -f); the process limit
+    only inside a sandbox: outside it would count every process of the user."""
+    command = "ulimit -u; ulimit -d; ulimit -f; ulimit -t; ulimit -v"
+    host_nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    host_u = "unlimited" if host_nproc == resource.RLIM_INFINITY else str(host_nproc)
+    outside = _bash(workspace, command, bash_sandbox="none").data["stdout"].split()
+    assert outside[0] == host_u
+    assert outside[1:4] == [str(2048 * 1024), str(1024 * 1024), "600"]
+    if EXPECTED != "none":
+        inside = _bash(workspace, command).data["stdout"].split()
+        assert inside[0] == "256" and inside[1:] == outside[1:]
 
 
 FORKER = """
