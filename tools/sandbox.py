@@ -33,9 +33,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from tools.sandbox_init import seccomp_program
+
+if TYPE_CHECKING:
+    from tools.base import ToolSettings
 
 Sandbox = Literal["bwrap", "unshare", "none"]
 Choice = Literal["auto", "bwrap", "unshare", "none"]
@@ -132,7 +135,7 @@ class Limits:
     """The private ``/tmp``'s size in bytes."""
 
     @classmethod
-    def from_settings(cls, settings: Any) -> Limits:
+    def from_settings(cls, settings: ToolSettings) -> Limits:
         mib = 1 << 20
         return cls(
             processes=settings.bash_max_processes,

@@ -24,8 +24,11 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from tools.base import ToolSettings
 
 MIN_SECRET_CHARS = 6
 """Shorter values are not redacted: replacing "1" or "true" everywhere would wreck output."""
@@ -60,7 +63,7 @@ class EnvironmentPolicy:
     url_passwords: bool = True
 
     @classmethod
-    def from_settings(cls, settings: Any) -> EnvironmentPolicy:
+    def from_settings(cls, settings: ToolSettings) -> EnvironmentPolicy:
         return cls(
             tuple(settings.secret_env_patterns),
             tuple(settings.secret_env_allow),
