@@ -82,11 +82,6 @@ class EnvironmentPolicy:
         return {k: v for k, v in env.items() if not self.withheld(k, v)}
 
 
-def scrubbed_environment(env: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
-    """``env`` without the variables whose names match ``patterns`` or hold a URL password."""
-    return EnvironmentPolicy(tuple(patterns)).environment(env)
-
-
 def url_credentials(url: str) -> list[str]:
     """The ``user:password`` (and the password alone) embedded in a URL, if any."""
     if "://" not in url or "@" not in url:
