@@ -25,6 +25,7 @@ from pydantic import (
 
 from engine.settings_sources import SourceError, merged_values
 from engine.strategy_settings import Section, StrategyName, StrategySettings, no_bool_as_number
+from tools.secrets import DEFAULT_SECRET_PATTERNS
 
 ENV_PREFIX = "CTXSCOPE_"
 TOML_NAME = "ctxscope.toml"
@@ -156,9 +157,31 @@ class Settings(BaseModel):
     """Where Bash runs (``tools.sandbox``): ``auto`` takes bubblewrap when installed, else
     ``unshare`` where the kernel allows unprivileged namespaces, else ``none`` (the guard
     alone, said in every result); ``none`` turns the sandbox off."""
-    bash_network: bool = True
+    bash_network: bool = False
     """Whether a sandboxed Bash command may use the network (false: an empty network
-    namespace, only a loopback that is down)."""
+    namespace, only a loopback that is down). Without a sandbox the network is always there."""
+    bash_unix_sockets: bool = False
+    """Whether a sandboxed Bash command may create Unix sockets. Off: ``socket(AF_UNIX)`` is
+    refused, since a socket on a read-only mount can still be connected to (the user's D-Bus
+    session, Docker, an SSH agent: ways out of the sandbox); ``socketpair`` still works."""
+    bash_max_processes: int = Field(256, ge=0)
+    """Processes (and threads) one sandboxed Bash call may run at once (``RLIMIT_NPROC``,
+    counted in the sandbox's own user namespace; 0: no limit). The kernel does not apply it
+    to root, nor is it set without a sandbox, where it would count all the user's processes."""
+    bash_max_memory_mb: int = Field(2048, ge=0)
+    """MiB of heap and private writable memory per process of a Bash call (``RLIMIT_DATA``;
+    0: no limit)."""
+    bash_max_address_space_mb: int = Field(0, ge=0)
+    """MiB of address space per process of a Bash call (``RLIMIT_AS``; 0: no limit). Off by
+    default: the JVM and others reserve several GiB they never use."""
+    bash_max_file_mb: int = Field(1024, ge=0)
+    """Largest file, in MiB, a process of a Bash call may write (``RLIMIT_FSIZE``; 0: no
+    limit)."""
+    bash_max_cpu_seconds: int = Field(600, ge=0)
+    """CPU seconds per process of a Bash call (``RLIMIT_CPU``; 0: no limit)."""
+    bash_tmp_mb: int = Field(256, ge=0)
+    """Size in MiB of a sandboxed Bash call's private ``/tmp`` (a tmpfs, so memory; 0: no
+    limit but the machine's)."""
     edit_policy: Policy = "ask"
     """Whether Edit/MultiEdit/Write run: ask the user or allow."""
 
@@ -208,20 +231,15 @@ class Settings(BaseModel):
     start or stop; ``ping`` events do not count) before the attempt fails and is retried: a
     server that only pings would otherwise hold the round forever, since every ping resets
     ``read_timeout``."""
-    secret_env_patterns: list[str] = Field(
-        default_factory=lambda: [
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_AUTH_TOKEN",
-            "ANTHROPIC_BASE_URL",
-            "*_API_KEY",
-            "*_TOKEN",
-            "*SECRET*",
-            "*PASSWORD*",
-            "*_CREDENTIALS",
-        ]
-    )
-    """Environment variables (shell-style name patterns) removed from Bash's environment;
-    their values are also redacted from every tool output."""
+    secret_env_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATTERNS))
+    """Environment variables (shell-style name patterns, case-insensitive) withheld from
+    Bash; their values are also redacted from every tool output (``tools.secrets``)."""
+    secret_env_allow: list[str] = Field(default_factory=list)
+    """Name patterns Bash gets even when ``secret_env_patterns`` or
+    ``secret_env_url_passwords`` would withhold them (e.g. ``["KEYBOARD_*"]``)."""
+    secret_env_url_passwords: bool = True
+    """Withhold from Bash, and redact, any variable whose value is a URL with a password in it
+    (``postgres://user:pw@host/db``), whatever its name."""
 
     # --- watching another agent (issue 19, ``ctxscope watch``) ---
     watch_poll_interval: float = Field(0.2, gt=0, le=10)
