@@ -183,9 +183,12 @@ def _wait(
     or :class:`ReplayCancelled`, is raised without waiting for the others to finish."""
     pending: set[Future[ReplayResult]] = set(futures)
     while pending:
-        done, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
-        failed = any(f.exception() is not None for f in done)
+        # asked before each wait: a cancel already there stops the workers at their first step
         stopping = cancelled is not None and cancelled()
+        failed = False
+        if not stopping:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
+            failed = any(f.exception() is not None for f in done)
         if failed or stopping:
             stop.set()
             for future in pending:
