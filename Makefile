@@ -18,8 +18,13 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## set up and open the workbench on the current directory
 	$(BIN)/ctxscope $(ARGS)
 
+# The suite runs on every core (pytest-xdist; JOBS=0 runs it in this one process), each worker
+# taking the next test as it frees up (worksteal), so one slow file does not hold the end.
+JOBS ?= auto
+PYTEST_ARGS ?=
+
 test: $(STAMP)  ## set up and run the whole test suite
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(JOBS) --dist worksteal $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff, formatting, strict types on engine/ and tools/, the import contract
 	$(BIN)/ruff check cli engine tools prompts tui tests bench
