@@ -21,8 +21,11 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cli.common import (
+# Only the light part at start: ``--help`` and a bad argument are answered before the engine,
+# pydantic or Textual is imported (tests/cli/test_startup.py, bench/bench_startup.py).
+from cli.arguments import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -31,18 +34,21 @@ from cli.common import (
     UsageError,
     add_wait,
     checked,
+    count,
+    existing_folder,
+    output_file,
     resume_target,
-    settings_for,
+    row_id,
     silence_stdout,
 )
-from engine.config import Settings, SettingsError
-from engine.store import StoreError
-from engine.validation import count, existing_folder, output_file, row_id
+
+if TYPE_CHECKING:
+    from engine.config import Settings
 
 SESSION_ID = checked(row_id)
 """A session id argument: a whole number within SQLite's range, else argparse's one line."""
 
-Command = Callable[[argparse.Namespace, Settings], int]
+Command = Callable[[argparse.Namespace, "Settings"], int]
 
 EXPORT_FORMATS = ("anthropic-jsonl", "markdown")
 """``export --format``'s choices: :data:`engine.recordings.export.FORMATS`, written out so that
@@ -284,6 +290,10 @@ def main(
 ) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from cli.common import settings_for  # parsed: now the engine is needed
+    from engine.config import SettingsError
+    from engine.store import StoreError
+
     try:
         settings = settings_for(args)
         if args.command is None:
