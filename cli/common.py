@@ -14,7 +14,8 @@ from typing import Any
 from cli.arguments import EXIT_ERROR as EXIT_ERROR  # the light part, shared with the parser
 from cli.arguments import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from cli.arguments import EXIT_USAGE as EXIT_USAGE
-from cli.arguments import CliError, UsageError
+from cli.arguments import CliError as CliError
+from cli.arguments import UsageError as UsageError
 from cli.arguments import silence_stdout as silence_stdout
 from engine.config import Settings, database_file, load_settings, workspace_folder
 from engine.events import Event
