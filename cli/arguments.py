@@ -1,5 +1,5 @@
 """What parsing the command line needs, and nothing heavier: the one-line errors, exit codes,
-the parser, and the argument checks.
+the parser, the argument checks, and what a command has stored (for an interrupt's line).
 
 ``ctxscope --help`` and a bad argument are answered from here alone, before anything of the
 engine, pydantic or Textual is imported (issue 32: ``--help`` took 9.4× ``python -c pass``).
@@ -95,6 +95,11 @@ def add_wait(p: argparse.ArgumentParser) -> None:
         help="when another ctxscope writes the session, wait for it (without SECONDS: as "
         "long as it takes) instead of refusing",
     )
+
+
+STORED: list[str] = []
+"""What the running command has stored for good so far (``import``: its sessions, once their
+transaction committed), for the line an interrupt ends it with (:func:`cli.main.interrupted`)."""
 
 
 def silence_stdout() -> None:
