@@ -32,7 +32,7 @@ MAROT = (
     / "corpus"
     / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 )
-"""A Claude Code session of 153 model calls (``replay`` counts them) and 2.7 MB."""
+"""A Claude Code session of 2.7 MB and some 150 model calls: six replays of it take seconds."""
 
 NOTHING_STORED = "ctxscope: interrupted; nothing stored"
 
@@ -96,7 +96,7 @@ def test_ctrl_c_in_replay_all_stops_every_worker_in_one_line(
     )
     assert job.stderr is not None
     first = job.stderr.readline()  # the first progress line: the workers are replaying
-    assert first.startswith("… ") and " of 153" in first, first
+    assert first.startswith("… ") and ": step " in first, first
     os.killpg(job.pid, signal.SIGINT)
     out, rest = job.communicate(timeout=60)
     err = first + rest
