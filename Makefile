@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint docs bench clean
+.PHONY: run test check lint no-databases docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,14 +18,31 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## set up and open the workbench on the current directory
 	$(BIN)/ctxscope $(ARGS)
 
-test: $(STAMP)  ## set up and run the whole test suite
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+# The suite runs on every core (pytest-xdist; JOBS=0 runs it in this one process), each worker
+# taking the next test as it frees up (worksteal), so one slow file does not hold the end.
+JOBS ?= auto
+PYTEST_ARGS ?=
 
-lint: $(STAMP)  ## ruff, formatting, strict types on engine/ and tools/, the import contract
+test: $(STAMP)  ## set up and run the whole test suite
+	$(BIN)/pytest -q -n $(JOBS) --dist worksteal $(PYTEST_ARGS)
+
+lint: $(STAMP) no-databases  ## ruff, formatting, strict types on engine/ and tools/, the import contract
 	$(BIN)/ruff check cli engine tools prompts tui tests bench
 	$(BIN)/ruff format --check cli engine tools prompts tui tests bench
 	$(BIN)/mypy cli engine tools
 	$(BIN)/lint-imports
+
+# A database is made by running ctxscope, never a source: one committed by mistake (a 3.9 MB
+# dbg.db once) is refused, with its write-ahead log and journal files.
+DATABASE_FILES := '*.db' '*.sqlite' '*.sqlite3' '*-wal' '*-shm' '*-journal'
+
+no-databases:  ## refuse a database file tracked by git
+	@tracked="$$(git ls-files -- $(DATABASE_FILES))"; \
+	if [ -n "$$tracked" ]; then \
+		printf 'tracked database file: %s\n' $$tracked >&2; \
+		echo "remove it from git (git rm --cached FILE); *.db is in .gitignore" >&2; \
+		exit 1; \
+	fi
 
 check: lint test  ## lint, import contract and tests
 

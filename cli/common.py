@@ -1,90 +1,27 @@
-"""What every subcommand shares: the one-line error, exit codes, settings and the
-database from the arguments, JSON or text output, and an agent over a session."""
+"""What every subcommand shares: settings and the database from the arguments, JSON or text
+output, and an agent over a session; the one-line error and the exit codes are
+:mod:`cli.arguments`' (the parser's light part), named here too."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from cli.arguments import EXIT_ERROR as EXIT_ERROR  # the light part, shared with the parser
+from cli.arguments import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from cli.arguments import EXIT_USAGE as EXIT_USAGE
+from cli.arguments import CliError as CliError
+from cli.arguments import UsageError as UsageError
+from cli.arguments import silence_stdout as silence_stdout
 from engine.config import Settings, database_file, load_settings, workspace_folder
 from engine.events import Event
 from engine.models import Session
 from engine.params import session_settings
 from engine.store import SessionNotFound, Store
-from engine.validation import row_id, seconds
-
-EXIT_ERROR = 1
-
-
-EXIT_USAGE = 2
-
-
-EXIT_INTERRUPTED = 130
-
-
-class CliError(Exception):
-    """A problem the user can fix; printed as one line."""
-
-
-class UsageError(CliError):
-    """A bad value the parser could not see (a workspace change not asked for, a missing
-    database for a command that only reads): one line, exit code 2 like argparse's."""
-
-
-def resume_target(text: str) -> int | str:
-    """``--resume``'s value: ``latest`` or a session id."""
-    return "latest" if text == "latest" else row_id(text)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error: what was wrong and where to read the usage, exit 2.
-
-    argparse prints the whole usage block before its error; a long command's usage buries the
-    one line that matters.
-    """
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
-
-
-def checked(check: Callable[[str], Any], *fixed: Any) -> Callable[[str], Any]:
-    """An argparse ``type=`` from an :mod:`engine.validation` check: its ``ValueError`` becomes
-    argparse's one-line error (``argument ID: session id must be …``)."""
-
-    def convert(text: str) -> Any:
-        try:
-            return check(text, *fixed)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    convert.__name__ = check.__name__
-    return convert
-
-
-def add_wait(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--wait",
-        nargs="?",
-        type=checked(seconds),
-        const=math.inf,
-        default=0.0,
-        metavar="SECONDS",
-        help="when another ctxscope writes the session, wait for it (without SECONDS: as "
-        "long as it takes) instead of refusing",
-    )
-
-
-def silence_stdout() -> None:
-    """Point stdout at /dev/null (the Python docs' advice after a ``BrokenPipeError``)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
 
 
 def settings_for(args: argparse.Namespace) -> Settings:

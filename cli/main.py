@@ -21,28 +21,35 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cli.common import (
+# Only the light part at start: ``--help`` and a bad argument are answered before the engine,
+# pydantic or Textual is imported (tests/cli/test_startup.py, bench/bench_startup.py).
+from cli.arguments import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    STORED,
     CliError,
     Parser,
     UsageError,
     add_wait,
     checked,
+    count,
+    existing_folder,
+    output_file,
     resume_target,
-    settings_for,
+    row_id,
     silence_stdout,
 )
-from engine.config import Settings, SettingsError
-from engine.store import StoreError
-from engine.validation import count, existing_folder, output_file, row_id
+
+if TYPE_CHECKING:
+    from engine.config import Settings
 
 SESSION_ID = checked(row_id)
 """A session id argument: a whole number within SQLite's range, else argparse's one line."""
 
-Command = Callable[[argparse.Namespace, Settings], int]
+Command = Callable[[argparse.Namespace, "Settings"], int]
 
 EXPORT_FORMATS = ("anthropic-jsonl", "markdown")
 """``export --format``'s choices: :data:`engine.recordings.export.FORMATS`, written out so that
@@ -278,12 +285,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+STORE_NOTHING_WHEN_INTERRUPTED = frozenset(
+    {"sessions", "show", "context", "strategies", "recall", "export", "import", "replay"}
+)
+"""Commands an interrupt leaves nothing stored by: they only read, or store in one transaction
+that an interrupt rolls back (``import``), or store nothing (``replay``, which also stops its
+workers first: engine/replay/parallel.py). ``ask`` and ``watch`` end on SIGINT themselves and
+say what they kept."""
+
+
+def interrupted(command: str | None) -> str:
+    """The one line Ctrl+C ends a command with (exit 130, no traceback)."""
+    if STORED:
+        return f"ctxscope: interrupted; kept: {', '.join(STORED)}"
+    if command is None or command in STORE_NOTHING_WHEN_INTERRUPTED:
+        return "ctxscope: interrupted; nothing stored"
+    return "ctxscope: interrupted; what it stored before stays (see `ctxscope sessions`)"
+
+
 def main(
     argv: Sequence[str] | None = None,
     run_tui: Callable[[argparse.Namespace, Settings], int] | None = None,
 ) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    command_name: str | None = None
+    STORED.clear()
+    try:
+        args = build_parser().parse_args(argv)
+        command_name = args.command
+        return _run(args, run_tui)
+    except KeyboardInterrupt:
+        print(interrupted(command_name), file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(
+    args: argparse.Namespace,
+    run_tui: Callable[[argparse.Namespace, Settings], int] | None,
+) -> int:
+    from cli.common import settings_for  # parsed: now the engine is needed
+    from engine.config import SettingsError
+    from engine.store import StoreError
+
     try:
         settings = settings_for(args)
         if args.command is None:
@@ -294,8 +336,6 @@ def main(
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
         print(f"ctxscope: {exc}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, (SettingsError, UsageError)) else EXIT_ERROR
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``| head``): say nothing more, and let no flush at exit fail.
         silence_stdout()

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from cli.arguments import STORED
 from cli.common import (
     emit,
     get_session,
@@ -25,6 +26,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings)
     # Without --workspace a session keeps the folder its agent worked in (its recorded cwd).
     reports = import_parsed(store, parsed, workspace, settings, recorded_cwd=not explicit)
+    ids = [str(r.session.id) for r in reports]
+    STORED.append(f"imported as session{'s' * (len(ids) > 1)} {', '.join(ids)}")
     data: dict[str, Any] = reports[0].as_json() if len(reports) == 1 else {}
     if args.file.is_dir():
         data = {

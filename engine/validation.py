@@ -10,9 +10,10 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.models import Usage
+if TYPE_CHECKING:  # imported where used: the command line's argument checks need no pydantic
+    from engine.models import Usage
 
 
 def loads_line(text: str) -> Any:
@@ -27,6 +28,8 @@ def loads_line(text: str) -> Any:
 
 def usage_from(value: Any) -> Usage:
     """An API usage object (``{"input_tokens": 1200, ...}``); unknown keys are ignored."""
+    from engine.models import Usage
+
     if not isinstance(value, dict):
         raise ValueError(
             f'usage must be an object like {{"input_tokens": 1200}}, got {_short(value)}'

@@ -266,6 +266,15 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass  # keep pytest output clean
 
+        def handle(self) -> None:
+            """Serve the connection's requests until the client closes it; a client that
+            resets it (an SDK closing its pool, a cancelled request) ends it quietly, as the
+            real API's front end does, instead of socketserver's traceback on stderr."""
+            try:
+                super().handle()
+            except (ConnectionResetError, BrokenPipeError):
+                self.close_connection = True
+
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
