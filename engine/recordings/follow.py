@@ -32,6 +32,7 @@ from engine.models import Session
 from engine.params import strategy_params
 from engine.recordings import claude_code, codex
 from engine.recordings.base import ImportError_, Item, Parsed
+from engine.recordings.claude_code_chain import Record
 from engine.recordings.writer import Resume, check, write
 from engine.store import Store
 
@@ -221,7 +222,7 @@ class Follower:
         self.workspace = workspace or str(path.parent)
         self.parent = parent
         self.tail = FileTail(path)
-        self.records: list[claude_code.Record] = []
+        self.records: list[Record] = []
         self.lines = 0
         self.bad: Counter[str] = Counter()
         self.warnings: list[str] = []
