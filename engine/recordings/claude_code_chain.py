@@ -109,7 +109,7 @@ def conversation(records: list[Record], chain: dict[str, int]) -> tuple[list[Rec
 
     A record at or after the chain's first line keeps its place in the file. One before it (a
     resumed session's earlier copy, the only one holding a parallel batch's other calls) goes
-    with its batch: a sibling just after the batch's first record on the chain, a result
+    with its batch: a sibling just before the batch's first record on the chain, a result
     after the batch."""
     start = min(chain.values())
     on_chain = [(n, r) for n, r in records if r.get("uuid") in chain and is_conversation(r)]
@@ -149,7 +149,12 @@ def conversation(records: list[Record], chain: dict[str, int]) -> tuple[list[Rec
         if any(k in seen_blocks for k in block_keys):
             replayed.add(id(rec))
             continue
-        key = (number, 0, number) if number >= start else (batch_first[mid], 1, number)
+        if number >= start:
+            key = (number, 0, number)
+        else:
+            # Just before its batch's first record on the chain (the earlier copy keeps the
+            # batch's order), unless that record is the chain's first: then just after it.
+            key = (batch_first[mid], 1 if batch_first[mid] == start else -1, number)
         if number >= start:
             batch_last[mid] = max(batch_last[mid], number)
         keys[id(rec)] = key
