@@ -75,6 +75,11 @@ class NotRead:
     def __bool__(self) -> bool:
         return bool(self.kinds or self.lines)
 
+    def copy(self) -> NotRead:
+        return NotRead(
+            {k: list(v) for k, v in self.kinds.items()}, {k: list(v) for k, v in self.lines.items()}
+        )
+
     def sentences(self, fmt: str = "", version: str = "") -> list[str]:
         """The report's "not read" lines, e.g. ``12 records of kinds this version of ctxscope
         does not read: ai-title 1, last-prompt 4, pr-link 7 (Claude Code 2.1.88)``."""

@@ -14,13 +14,21 @@ is found again by its source key (the file's path and the recording's session id
 watching the same file again updates it instead of adding another. Only the last round is
 stored again as it grows (the ended rounds stay as written); when an earlier part of the
 parsed conversation changed (the agent rewound, or the chain was rewritten), the session's
-content is written again whole, in one transaction.
+content is written again whole, in one transaction; a file replaced by another recording
+gives the session that recording's title and workspace.
+
+``watch`` is never silent about a file: lines are read by the importer's tolerant reader
+(:class:`~engine.recordings.base.JsonLines`), and what the follower cannot read (yet) is
+said in :attr:`Follower.notices`, in the import report's words: a file that holds no
+conversation yet (and what it holds), records of kinds this version does not read, a file
+that cannot be opened.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,23 +39,29 @@ from engine.messages.tokens import count_text
 from engine.models import Session
 from engine.params import strategy_params
 from engine.recordings import claude_code, codex
-from engine.recordings.base import ImportError_, Item, Parsed
+from engine.recordings.base import MAX_LINE_CHARS, ImportError_, Item, JsonLines, Parsed
 from engine.recordings.claude_code_chain import Record
+from engine.recordings.importing import codex_known, parse_codex_records
 from engine.recordings.writer import Resume, check, write
 from engine.store import Store
 
 HEAD_BYTES = 256
 """The first bytes of a file, compared at each look: other bytes there mean another file."""
+LOOK_BYTES = 64 * 1024 * 1024
+"""Bytes read at most per look (the rest at the next): a huge append is never read whole."""
 
 
 @dataclass
 class Chunk:
     """What one look at a file found."""
 
-    lines: list[bytes]
-    """Complete lines appended since the last look (without their line ends)."""
+    lines: list[bytes | None]
+    """Complete lines appended since the last look (without their line ends); None for a
+    line longer than :data:`~engine.recordings.base.MAX_LINE_CHARS`, dropped as it came."""
     reset: bool = False
     """The file was replaced or truncated: ``lines`` start again from its first line."""
+    error: str = ""
+    """Why the file could not be read at this look (it stays followed)."""
 
 
 class FileTail:
@@ -57,6 +71,8 @@ class FileTail:
         self.path = path
         self.offset = 0
         self.partial = b""
+        self.skipping = False
+        """Inside a line over the cap: dropping bytes until its end."""
         self.identity: tuple[int, int] | None = None
         self.head = b""
 
@@ -64,8 +80,12 @@ class FileTail:
         """The complete lines written since the last call; nothing while the file is absent."""
         try:
             st = os.stat(self.path)
-        except OSError:
+        except FileNotFoundError:
             return Chunk([])
+        except OSError as exc:
+            return Chunk([], error=f"cannot read it: {exc.strerror or exc}")
+        if not stat.S_ISREG(st.st_mode):
+            return Chunk([], error="not a regular file; not opened")
         identity = (st.st_dev, st.st_ino)
         reset = False
         if self.identity is not None and (identity != self.identity or st.st_size < self.offset):
@@ -78,18 +98,32 @@ class FileTail:
                     if f.read(len(self.head)) != self.head:
                         reset = True
                 if reset:
-                    self.offset, self.partial, self.head = 0, b"", b""
+                    self.offset, self.partial, self.head, self.skipping = 0, b"", b"", False
                 f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            return Chunk([])
+                data = f.read(LOOK_BYTES)
+        except OSError as exc:
+            return Chunk([], error=f"cannot read it: {exc.strerror or exc}")
         self.identity = identity
         self.offset += len(data)
         if len(self.head) < HEAD_BYTES:
             self.head = (self.head + data)[:HEAD_BYTES]
-        lines = (self.partial + data).split(b"\n")
-        self.partial = lines.pop()  # b"" after a line end; else a line still being written
-        return Chunk([line.rstrip(b"\r") for line in lines], reset)
+        return Chunk(self._lines(data), reset)
+
+    def _lines(self, data: bytes) -> list[bytes | None]:
+        out: list[bytes | None] = []
+        if self.skipping:
+            end = data.find(b"\n")
+            if end < 0:
+                return out
+            data, self.skipping = data[end + 1 :], False
+        pieces = (self.partial + data).split(b"\n")
+        self.partial = pieces.pop()  # b"" after a line end; else a line still being written
+        for piece in pieces:
+            out.append(None if len(piece) > MAX_LINE_CHARS else piece.rstrip(b"\r"))
+        if len(self.partial) > MAX_LINE_CHARS:
+            out.append(None)  # named now; the rest of it is dropped as it comes
+            self.partial, self.skipping = b"", True
+        return out
 
 
 @dataclass
@@ -224,8 +258,12 @@ class Follower:
         self.tail = FileTail(path)
         self.records: list[Record] = []
         self.lines = 0
-        self.bad: Counter[str] = Counter()
-        self.warnings: list[str] = []
+        self.reader = JsonLines()
+        """The tolerant line reader: what it left out, named in the notices and the parse."""
+        self.notices: list[str] = []
+        """What the follower could not read (yet), in the import report's words, since the
+        last :meth:`take_notices`: ``watch`` is never silent about a file."""
+        self._said: set[str] = set()
         self.parsed: Parsed | None = None
         self.session: Session | None = None
         self._stored: list[tuple[Any, ...]] = []
@@ -252,25 +290,24 @@ class Follower:
         but the first time (the update names its session): :meth:`save_pending` does, after
         the figures went out."""
         chunk = self.tail.read()
+        if chunk.error:
+            self._notice(f"{self.path}: {chunk.error}")
         if chunk.reset:
-            self.records, self.lines = [], 0
-            self.bad, self.warnings = Counter(), []
+            self.records, self.lines, self.reader = [], 0, JsonLines()
             self._stored, self._compactions, self._warned = [], 0, False
-            self._unreported, self.fmt = 0, ""
+            self._unreported, self.fmt, self._said = 0, "", set()
         new = 0
         for raw in chunk.lines:
             self.lines += 1
-            if not raw.strip():
+            if raw is None:
+                self.reader.lines += 1
+                self.reader.not_read.line("line over 32 MB", self.lines)
                 continue
-            try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                self.bad["bad_line"] += 1
-                self.warnings.append(f"line {self.lines}: not JSON; left out")
+            obj = self.reader.feed(self.lines, raw.decode("utf-8", errors="replace"))
+            if obj is None:
                 continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-                self.bad["bad_line"] += 1
-                self.warnings.append(f"line {self.lines}: not a session record; left out")
+            if not isinstance(obj.get("type"), str):
+                self.reader.not_read.line("not a record (no type)", self.lines)
                 continue
             if not self.fmt:
                 self.fmt = codex.FORMAT if codex.looks_like(obj) else claude_code.FORMAT
@@ -337,21 +374,51 @@ class Follower:
 
     def parse(self) -> Parsed | None:
         """The records so far through the import parser, checked; None while they hold no
-        conversation yet (a file's first records can be hooks and snapshots)."""
-        parse_read = codex.parse_read if self.fmt == codex.FORMAT else claude_code.parse_read
+        conversation yet (a file's first records can be hooks and snapshots), said in a
+        notice."""
+        not_read = self.reader.not_read.copy()
         try:
-            parsed = parse_read(
-                list(self.records),
-                self.lines,
-                self.path.name,
-                Counter(self.bad),
-                list(self.warnings),
+            if self.fmt == codex.FORMAT:
+                records = codex_known(list(self.records), not_read)
+                reader = JsonLines()
+                reader.lines, reader.skipped = self.reader.lines, Counter(self.reader.skipped)
+                reader.warnings, reader.not_read = list(self.reader.warnings), not_read
+                parsed = parse_codex_records(records, reader, self.path.name)
+            else:
+                parsed = claude_code.parse_read(
+                    list(self.records),
+                    self.reader.lines,
+                    self.path.name,
+                    Counter(self.reader.skipped),
+                    list(self.reader.warnings),
+                    not_read,
+                )
+            problems = check(parsed)
+        except ImportError_ as exc:
+            said = "; ".join(exc.problems).replace(
+                " holds no conversation ", " holds no conversation yet "
             )
-            if check(parsed):
-                return None
-        except ImportError_:
+            self._notice(f"{self.path}: {said}")
             return None
+        if problems:
+            self._notice(f"{self.path}: cannot be followed yet: {'; '.join(problems)}")
+            return None
+        for sentence in parsed.not_read_sentences():
+            self._notice(f"{self.path}: {sentence}")
         return parsed
+
+    def _notice(self, text: str) -> None:
+        """Say ``text`` once (a file that stays as it is is not reported at every look)."""
+        if text not in self._said:
+            self._said.add(text)
+            self.notices.append(text)
+
+    def take_notices(self) -> list[str]:
+        """The notices since the last call (and its subagents')."""
+        out, self.notices = self.notices, []
+        for child in self.children.values():
+            out += child.take_notices()
+        return out
 
     def save(self, parsed: Parsed) -> bool:
         """Store what changed since the last save; True when it was written again whole."""
@@ -400,6 +467,14 @@ class Follower:
             )
             if whole and parsed.items and parsed.items[0].model:
                 store.update_session(self._sid, model=parsed.items[0].model)
+            # Another recording written in the file's place, or a title the agent wrote
+            # later (``ai-title``): the session says what it now holds.
+            title = f"watch: {parsed.title[:60]}"
+            if title != self.session.title:
+                self.session = store.update_session(self._sid, title=title)
+            workspace = parsed.cwd or self.workspace
+            if whole and workspace != self.session.workspace:
+                self.session = store.update_session(self._sid, workspace=workspace)
         self._round_starts += [start + p for p in report.round_starts]
         self._stored = sigs
         self._resume_from(parsed.items)

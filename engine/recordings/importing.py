@@ -43,6 +43,7 @@ from engine.recordings.base import (
     ImportError_,
     ImportReport,
     JsonLines,
+    NotRead,
     Parsed,
 )
 from engine.recordings.writer import check, write
@@ -241,6 +242,16 @@ def parse_sessions(path: Path) -> list[Parsed]:
     return sessions
 
 
+def special_file(path: Path) -> str:
+    """What ``path`` is when it is neither a regular file nor a folder ("a FIFO (named
+    pipe)"...), "" otherwise or when it is not there."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    return "" if stat.S_ISDIR(mode) else _special(mode)
+
+
 def _unknown(raw: str, long_lines: list[int]) -> str:
     """Why a file is in no known format, saying what it looked like."""
     expected = "expected " + ", ".join(FORMATS) + f"; see {DOCS}"
@@ -255,15 +266,33 @@ def parse_codex(raw: str, name: str) -> Parsed:
     """A Codex rollout read by the one tolerant line reader: lines of kinds Codex's parser
     does not know are named, not refused (its parser reads what it knows)."""
     reader = JsonLines()
-    records = []
-    for number, obj in reader.read(raw):
+    records = codex_known(reader.read(raw), reader.not_read)
+    return parse_codex_records(records, reader, name)
+
+
+def codex_known(
+    records: list[tuple[int, dict[str, Any]]], not_read: NotRead
+) -> list[tuple[int, dict[str, Any]]]:
+    """The Codex rollout lines of kinds its parser reads; the others named in ``not_read``."""
+    out = []
+    for number, obj in records:
         if codex.looks_like(obj):
-            records.append((number, obj))
+            out.append((number, obj))
         elif isinstance(obj.get("type"), str):
-            reader.not_read.kind(obj["type"], number)
+            not_read.kind(obj["type"], number)
         else:
-            reader.not_read.line("not a record (no type)", number)
-    parsed = codex.parse_read(records, reader.lines, name, reader.skipped, reader.warnings)
+            not_read.line("not a record (no type)", number)
+    return out
+
+
+def parse_codex_records(
+    records: list[tuple[int, dict[str, Any]]], reader: JsonLines, name: str
+) -> Parsed:
+    """A rollout from its known lines, with what the reader left out (copied: ``watch``
+    parses the same reader's records again at every look)."""
+    parsed = codex.parse_read(
+        records, reader.lines, name, Counter(reader.skipped), list(reader.warnings)
+    )
     parsed.not_read.merge(reader.not_read)
     version = parsed.recorded.get("cli_version")
     parsed.agent_version = parsed.agent_version or (version if isinstance(version, str) else "")
