@@ -116,6 +116,9 @@ def _line_numbers(lines: list[int]) -> str:
 
 MAX_LINE_CHARS = 32 * 1024 * 1024
 """A line longer than this is left out (named ``line over 32 MB``), never parsed."""
+MAX_RESULT_CHARS = 4 * 1024 * 1024
+"""A recorded tool result longer than this is kept as its head and tail, the cut marked
+(:func:`cut_result`): one 30 MB ``cat`` must not become a 30 MB observation."""
 CUT_WARNING = "line {}: cut mid-way (the file is still being written?); left out"
 COMMENT_PREFIXES = ("//", "#")
 
@@ -178,6 +181,18 @@ class JsonLines:
             if obj is not None:
                 out.append((number, obj))
         return out
+
+
+def cut_result(text: str) -> tuple[str, int]:
+    """``text`` whole up to :data:`MAX_RESULT_CHARS`, else its head and tail with a note
+    saying how much was left out; and how many characters were."""
+    if len(text) <= MAX_RESULT_CHARS:
+        return text, 0
+    head = MAX_RESULT_CHARS // 2
+    tail = MAX_RESULT_CHARS - head
+    omitted = len(text) - head - tail
+    note = f"\n[… {omitted} characters left out by ctxscope's reader (a result over 4 MB) …]\n"
+    return text[:head] + note + text[-tail:], omitted
 
 
 ItemKind = Literal["user", "assistant", "result", "summary"]

@@ -51,7 +51,16 @@ from typing import Any
 
 from engine.models import utcnow
 from engine.recordings.anthropic_jsonl import BLOCK_TYPES, check_blocks, items_of
-from engine.recordings.base import ImportError_, Item, JsonLines, NotRead, Parsed, usage_of
+from engine.recordings.base import (
+    MAX_RESULT_CHARS,
+    ImportError_,
+    Item,
+    JsonLines,
+    NotRead,
+    Parsed,
+    cut_result,
+    usage_of,
+)
 from engine.recordings.base import parse_time as _parse_time
 from engine.recordings.claude_code_chain import (
     Record,
@@ -362,6 +371,9 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
             recorded = rec.get("toolUseResult")
             by_id = {i: recorded for i in result_ids(rec)} if isinstance(recorded, dict) else None
             new = items_of(role, blocks, number, created, None, by_id)
+            for item in new:
+                if item.kind == "result":
+                    _cut_huge(item, warnings)
             items.extend(new)
             if any(i.kind == "user" for i in new):
                 step, step_id = None, None
@@ -383,6 +395,18 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
         step, step_id = one, mid if isinstance(mid, str) else None
         items.append(one)
     return items
+
+
+def _cut_huge(item: Item, warnings: list[str]) -> None:
+    """A result over :data:`MAX_RESULT_CHARS` kept as its head and tail (and the structured
+    result beside it, which repeats it, left out), with a warning naming the line."""
+    item.text, omitted = cut_result(item.text)
+    if omitted:
+        item.recorded = None
+        warnings.append(
+            f"line {item.line}: the tool result for {item.tool_use_id} is "
+            f"{omitted + MAX_RESULT_CHARS} characters; its head and tail are kept"
+        )
 
 
 def _time(rec: dict[str, Any], number: int, last: datetime | None, warnings: list[str]) -> datetime:

@@ -272,3 +272,38 @@ def test_import_json_of_a_file_with_several_sessions_is_a_list(
     assert code == 0
     data = json.loads(out)
     assert isinstance(data, list) and [d["session_id"] for d in data] == [1, 2]
+
+
+def test_a_line_over_the_cap_is_skipped_while_read_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cap lowered to 10,000 characters (P's longest line is 9,644): a 50,000-character
+    line after line 3 is never held whole (read in pieces, dropped) and named by its line;
+    the conversation is P's."""
+    from engine.recordings import base, importing
+
+    monkeypatch.setattr(importing, "MAX_LINE_CHARS", 10_000)
+    monkeypatch.setattr(base, "MAX_LINE_CHARS", 10_000)
+    huge = record("user", message={"role": "user", "content": "x" * 50_000})
+    path = tmp_path / "long.jsonl"
+    path.write_text("\n".join([*LINES[:3], huge, *LINES[3:]]) + "\n")
+    (parsed,) = parse_sessions(path)
+    assert [i.kind for i in parsed.items] == KINDS
+    assert parsed.not_read.lines == {"line over 32 MB": [4]}
+
+
+def test_a_huge_tool_result_is_cut_to_its_head_and_tail_with_a_note() -> None:
+    """P's tool_result (line 9) with 5,000,000 characters of output: 4 MiB kept (head and
+    tail), the cut said in the text and in a warning; the structured result is left out."""
+    nine = json.loads(LINES[8])
+    nine["message"]["content"][0]["content"] = "h" * 1_000_000 + "m" * 3_000_000 + "t" * 1_000_000
+    parsed = parse("\n".join([*LINES[:8], json.dumps(nine), *LINES[9:]]) + "\n")
+    (result,) = [i for i in parsed.items if i.kind == "result"]
+    omitted = 5_000_000 - 4 * 1024 * 1024
+    assert result.text.startswith("h" * 1_000_000 + "m") and result.text.endswith("t" * 1_000_000)
+    assert f"[… {omitted} characters left out by ctxscope's reader" in result.text
+    assert len(result.text) < 4 * 1024 * 1024 + 200
+    assert result.recorded is None
+    assert parsed.warnings == [
+        f"line 9: the tool result for {CALL} is 5000000 characters; its head and tail are kept"
+    ]
