@@ -307,3 +307,24 @@ def test_a_huge_tool_result_is_cut_to_its_head_and_tail_with_a_note() -> None:
     assert parsed.warnings == [
         f"line 9: the tool result for {CALL} is 5000000 characters; its head and tail are kept"
     ]
+
+
+def test_a_codex_rollout_names_what_it_does_not_read_with_its_cli_version(
+    tmp_path: Path,
+) -> None:
+    """The corpus rollout (``session_meta.payload.cli_version`` 0.47.0, corpus_facts §5) with
+    a line type Codex writes later (``world_state``) after line 2 and a damaged line: the
+    rollout's 18 calls are read, both are named, with the version."""
+    from tests.engine.recordings.corpus import CORPUS
+
+    rollout = CORPUS / "yoavf__ai-sessions__codex-pomodor-timer.jsonl"
+    lines = rollout.read_text(encoding="utf-8").splitlines()
+    newer = json.dumps({"timestamp": "2025-10-21T20:03:00Z", "type": "world_state", "payload": {}})
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join([*lines[:2], newer, "{damaged", *lines[2:]]) + "\n")
+    (parsed,) = parse_sessions(path)
+    assert sum(len(i.calls) for i in parsed.items) == 18
+    assert parsed.not_read_sentences() == [
+        "1 record of kinds this version of ctxscope does not read: world_state 1 (Codex 0.47.0)",
+        "1 line not read: not JSON 1 (line 4)",
+    ]
