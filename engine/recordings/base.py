@@ -95,15 +95,20 @@ class NotRead:
         if self.lines:
             n = sum(len(v) for v in self.lines.values())
             listed = ", ".join(
-                f"{why} {len(v)} ({_line_numbers(v)})" for why, v in sorted(self.lines.items())
+                f"{why} {len(v)} ({_line_numbers(sorted(v))})"
+                for why, v in sorted(self.lines.items())
             )
             out.append(f"{n} line{'s' if n != 1 else ''} not read: {listed}")
         return out
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "kinds": {k: {"count": len(v), "lines": v} for k, v in sorted(self.kinds.items())},
-            "lines": {k: {"count": len(v), "lines": v} for k, v in sorted(self.lines.items())},
+            "kinds": {
+                k: {"count": len(v), "lines": sorted(v)} for k, v in sorted(self.kinds.items())
+            },
+            "lines": {
+                k: {"count": len(v), "lines": sorted(v)} for k, v in sorted(self.lines.items())
+            },
         }
 
 

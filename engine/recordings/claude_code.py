@@ -194,8 +194,11 @@ def parse_records(
     warnings: list[str],
     not_read: NotRead | None = None,
     n_lines: int = 0,
+    root: str | None = None,
 ) -> Parsed:
-    """One conversation (a session, or one subagent) from its records."""
+    """One conversation (a session, or one subagent) from its records; with ``root``, the
+    conversation from that record on (the records before it are not given: ``watch`` parses
+    only what came after a round it already has, :mod:`engine.recordings.claude_code_follow`)."""
     not_read = not_read if not_read is not None else NotRead()
     for number, rec in records:
         kind = rec["type"]
@@ -206,7 +209,7 @@ def parse_records(
     if not any(is_message(r) for _, r in records):
         raise ImportError_([_no_conversation(name, records, not_read, n_lines)], FORMAT)
 
-    chain_ = chain(records, warnings)
+    chain_ = chain(records, warnings, root)
     ordered, replayed = conversation(records, chain_)
     if replayed:
         skipped["replayed_copy"] += len(replayed)
@@ -259,44 +262,55 @@ def _no_conversation(name: str, records: list[Record], not_read: NotRead, n_line
 
 
 def _metadata(records: list[Record]) -> dict[str, Any]:
-    """What the file says about the session beyond its conversation: the agent's version
-    (``2.1.11 → 2.1.14`` when a resumed session changed it), titles, linked pull requests."""
-    meta: dict[str, Any] = {}
-    versions: list[str] = []
-    links: dict[str, dict[str, Any]] = {}
+    """What the file says about the session beyond its conversation (:class:`Metadata`)."""
+    meta = Metadata()
     for _, rec in records:
+        meta.add(rec)
+    return meta.result()
+
+
+class Metadata:
+    """What the file says about the session beyond its conversation, read record by record:
+    the agent's version (``2.1.11 → 2.1.14`` when a resumed session changed it), titles,
+    the last prompt, linked pull requests (each once)."""
+
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] = {}
+        self.versions: list[str] = []
+        self.links: dict[str, dict[str, Any]] = {}
+
+    def add(self, rec: dict[str, Any]) -> None:
         version = rec.get("version")
-        if isinstance(version, str) and version and version not in versions:
-            versions.append(version)
+        if isinstance(version, str) and version and version not in self.versions:
+            self.versions.append(version)
         kind = rec["type"]
         if kind == "ai-title" and isinstance(rec.get("aiTitle"), str):
-            meta["ai_title"] = rec["aiTitle"]
+            self.meta["ai_title"] = rec["aiTitle"]
         elif kind == "custom-title" and isinstance(rec.get("customTitle"), str):
-            meta["custom_title"] = rec["customTitle"]
+            self.meta["custom_title"] = rec["customTitle"]
         elif kind == "agent-name" and isinstance(rec.get("agentName"), str):
-            meta["agent_name"] = rec["agentName"]
+            self.meta["agent_name"] = rec["agentName"]
         elif kind == "last-prompt" and isinstance(rec.get("lastPrompt"), str):
-            meta["last_prompt"] = rec["lastPrompt"]
+            self.meta["last_prompt"] = rec["lastPrompt"]
         elif kind == "pr-link":
             url = rec.get("prUrl")
             key = str(url if isinstance(url, str) else rec.get("prNumber"))
-            link = {
-                k: rec[f]
-                for k, f in (
-                    ("number", "prNumber"),
-                    ("url", "prUrl"),
-                    ("repository", "prRepository"),
-                )
-                if isinstance(rec.get(f), (str, int))
-            }
+            fields = (("number", "prNumber"), ("url", "prUrl"), ("repository", "prRepository"))
+            link = {k: rec[f] for k, f in fields if isinstance(rec.get(f), (str, int))}
             if link:
-                links.setdefault(key, link)
-    if versions:
-        # Not kept with the conversation (``Parsed.agent_version``): the report names it.
-        meta["_version"] = versions[0] if len(versions) == 1 else f"{versions[0]} → {versions[-1]}"
-    if links:
-        meta["pr_links"] = list(links.values())
-    return meta
+                self.links.setdefault(key, link)
+
+    def result(self) -> dict[str, Any]:
+        meta = dict(self.meta)
+        versions = self.versions
+        if versions:
+            # Not kept with the conversation (``Parsed.agent_version``): the report names it.
+            meta["_version"] = (
+                versions[0] if len(versions) == 1 else f"{versions[0]} → {versions[-1]}"
+            )
+        if self.links:
+            meta["pr_links"] = list(self.links.values())
+        return meta
 
 
 def _count_queued(

@@ -42,12 +42,13 @@ def is_boundary(rec: dict[str, Any]) -> bool:
     return rec.get("type") == "system" and rec.get("subtype") == "compact_boundary"
 
 
-def chain(records: list[Record], warnings: list[str]) -> dict[str, int]:
+def chain(records: list[Record], warnings: list[str], root: str | None = None) -> dict[str, int]:
     """The uuids of the active chain (root to the last message), each with its line.
 
     A parent the file does not hold (a damaged line, a ``compact_boundary`` whose
     ``logicalParentUuid`` names a record that was never written) does not cut the chain: it
-    goes on from the last conversation record before the one that names it, with a warning."""
+    goes on from the last conversation record before the one that names it, with a warning.
+    ``root``: the record the walk ends at (its parents are not among ``records``)."""
     by_uuid = {rec["uuid"]: (number, rec) for number, rec in records if "uuid" in rec}
     start = next(rec for _, rec in reversed(records) if is_message(rec))
     chain: dict[str, int] = {}
@@ -55,6 +56,8 @@ def chain(records: list[Record], warnings: list[str]) -> dict[str, int]:
     while uuid is not None and uuid not in chain:
         number, rec = by_uuid[uuid]
         chain[uuid] = number
+        if uuid == root:
+            break
         parent = rec.get("parentUuid")
         field = "parentUuid"
         if parent is None and is_boundary(rec):

@@ -41,6 +41,7 @@ from engine.params import strategy_params
 from engine.recordings import claude_code, codex
 from engine.recordings.base import MAX_LINE_CHARS, ImportError_, Item, JsonLines, Parsed
 from engine.recordings.claude_code_chain import Record
+from engine.recordings.claude_code_follow import TailParser
 from engine.recordings.importing import codex_known, parse_codex_records
 from engine.recordings.writer import Resume, check, write
 from engine.store import Store
@@ -260,6 +261,9 @@ class Follower:
         self.lines = 0
         self.reader = JsonLines()
         """The tolerant line reader: what it left out, named in the notices and the parse."""
+        self._tail_parser: TailParser | None = None
+        """Claude Code: the parse that costs what was appended (the whole-file parser's
+        items, :mod:`engine.recordings.claude_code_follow`)."""
         self.notices: list[str] = []
         """What the follower could not read (yet), in the import report's words, since the
         last :meth:`take_notices`: ``watch`` is never silent about a file."""
@@ -294,6 +298,7 @@ class Follower:
             self._notice(f"{self.path}: {chunk.error}")
         if chunk.reset:
             self.records, self.lines, self.reader = [], 0, JsonLines()
+            self._tail_parser = None
             self._stored, self._compactions, self._warned = [], 0, False
             self._unreported, self.fmt, self._said = 0, "", set()
         new = 0
@@ -385,10 +390,11 @@ class Follower:
                 reader.warnings, reader.not_read = list(self.reader.warnings), not_read
                 parsed = parse_codex_records(records, reader, self.path.name)
             else:
-                parsed = claude_code.parse_read(
-                    list(self.records),
+                if self._tail_parser is None:
+                    self._tail_parser = TailParser(self.path.name)
+                parsed = self._tail_parser.parse(
+                    self.records,
                     self.reader.lines,
-                    self.path.name,
                     Counter(self.reader.skipped),
                     list(self.reader.warnings),
                     not_read,
