@@ -28,6 +28,7 @@ from typing import Any
 from engine.recordings import claude_code
 from engine.recordings.base import ImportError_, Item, NotRead, Parsed
 from engine.recordings.claude_code_chain import Record, is_boundary, is_message, result_ids
+from engine.recordings.writer import check
 
 
 class TailParser:
@@ -57,6 +58,11 @@ class TailParser:
         self._calls: set[str] = set()
         self._checked = 0
         self._head: dict[str, Any] = {}
+        self._tail_from = -1
+        """Where the last parse's own items start (-1: it parsed the whole file)."""
+        self._then: tuple[list[Record], NotRead] | None = None
+        """The last parse's records and what its parser named: the anchor is set (or moved)
+        from them once its items are checked (:meth:`check` drops and renames some)."""
 
     def parse(
         self,
@@ -67,7 +73,9 @@ class TailParser:
         not_read: NotRead,
     ) -> Parsed:
         """The session the records hold (raises :class:`ImportError_` as the whole-file
-        parser does)."""
+        parser does); pass it to :meth:`check` before the next parse (the next look parses
+        from the anchor that check sets)."""
+        self._then = None
         for _, rec in records[self._meta_seen :]:
             self.meta.add(rec)
             self._sidechain |= rec.get("isSidechain") is True
@@ -78,6 +86,29 @@ class TailParser:
                 self.tail_parses += 1
                 return parsed
         return self._whole(records, n_lines, skipped, warnings, not_read)
+
+    def check(self, parsed: Parsed) -> list[str]:
+        """The writer's :func:`check` of the last parse, over its tail only when it parsed
+        the tail: the items before were checked at an earlier look, and nothing after the
+        anchor answers, repeats or continues them (:meth:`_fits`)."""
+        then, self._then = self._then, None
+        if self._tail_from < 0:
+            problems = check(parsed)
+            if then is not None and not problems:
+                self._set_anchor(then[0], parsed.items, then[1])
+            return problems
+        tail = Parsed(
+            fmt=parsed.fmt,
+            items=parsed.items[self._tail_from :],
+            title=parsed.title,
+            skipped=parsed.skipped,
+            warnings=parsed.warnings,
+        )
+        problems = check(tail)
+        parsed.items = parsed.items[: self._tail_from] + tail.items
+        if then is not None and not problems:
+            self._move_anchor(then[0], tail.items, then[1])
+        return problems
 
     def _fits(self, rec: dict[str, Any]) -> bool:
         """Whether ``rec``, appended after the anchor, leaves the part before it as it was
@@ -95,7 +126,10 @@ class TailParser:
         if parent not in self._under:
             return False
         if is_message(rec):
-            if rec["type"] == "assistant" and str(rec["message"].get("id")) in self._mids:
+            if rec["type"] == "assistant" and (
+                str(rec["message"].get("id")) in self._mids
+                or any(i in self._calls for i in _call_ids(rec))
+            ):
                 return False
             if any(i in self._calls for i in result_ids(rec)):
                 return False
@@ -132,7 +166,8 @@ class TailParser:
         if not tail.items or tail.items[0].line != self._anchor_line:
             return None
         items = self._prefix + tail.items
-        self._move_anchor(records, tail.items, _added(before, named))
+        self._tail_from = len(self._prefix)
+        self._then = (records, _added(before, named))
         return self._parsed(items, named, n_lines, skipped, warnings, tail)
 
     def _whole(
@@ -145,6 +180,7 @@ class TailParser:
     ) -> Parsed:
         self.whole_parses += 1
         self._drop()
+        self._tail_from = -1
         given = not_read.copy()
         parsed = claude_code.parse_read(records, n_lines, self.name, skipped, warnings, not_read)
         first = next((i for i in parsed.items if i.kind == "user"), None)
@@ -155,7 +191,7 @@ class TailParser:
             "title": claude_code.strip_markup(first.text) if first else "",
         }
         if not self._sidechain and not parsed.children:
-            self._set_anchor(records, parsed.items, _added(given, parsed.not_read))
+            self._then = (records, _added(given, parsed.not_read))
         self._checked = len(records)
         return parsed
 
@@ -241,6 +277,12 @@ class TailParser:
             not_read=named,
             agent_version=version,
         )
+
+
+def _call_ids(rec: dict[str, Any]) -> list[str]:
+    content = rec["message"].get("content")
+    blocks = content if isinstance(content, list) else []
+    return [str(b.get("id")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
 
 
 def _index(records: list[Record], line: int) -> int | None:

@@ -159,16 +159,20 @@ def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None
     recorded = parsed.recorded.get("context_window")
     window = recorded if isinstance(recorded, int) and recorded > 0 else 0
     out = Figures(context_window=window or settings.watch_context_window)
-    out.messages = sum(1 for i in items if i.kind != "summary")
-    out.tool_calls = sum(len(i.calls) for i in items)
-    out.compactions = sum(1 for i in items if i.kind == "summary")
-    last = max(
+    for item in items:
+        if item.kind == "summary":
+            out.compactions += 1
+        else:
+            out.messages += 1
+        out.tool_calls += len(item.calls)
+    # The last usage (or compaction) from the end: what comes after it is counted locally.
+    last = next(
         (
             n
-            for n, i in enumerate(items)
-            if (i.kind == "assistant" and i.usage) or i.kind == "summary"
+            for n in range(len(items) - 1, -1, -1)
+            if (items[n].kind == "assistant" and items[n].usage) or items[n].kind == "summary"
         ),
-        default=-1,
+        -1,
     )
     base = 0
     if last >= 0 and items[last].kind == "assistant":
@@ -399,7 +403,7 @@ class Follower:
                     list(self.reader.warnings),
                     not_read,
                 )
-            problems = check(parsed)
+            problems = self._tail_parser.check(parsed) if self._tail_parser else check(parsed)
         except ImportError_ as exc:
             said = "; ".join(exc.problems).replace(
                 " holds no conversation ", " holds no conversation yet "

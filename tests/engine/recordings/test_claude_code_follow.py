@@ -83,7 +83,7 @@ def follow_both(lines: list[str]) -> TailParser:
         except ImportError_:
             assert ref is None
             continue
-        if check(tail):
+        if parser.check(tail):
             assert ref is None
             continue
         assert ref is not None
