@@ -157,3 +157,24 @@ def test_jsonl_says_what_it_cannot_read_yet_then_updates(tmp_path: Path) -> None
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_watch_on_screen_says_what_the_file_held_or_what_the_path_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without ``--jsonl`` (the workbench) a file with no conversation yet stops with the
+    notice's words; a FIFO is named as such."""
+    from cli.main import main
+
+    f = tmp_path / "hooks.jsonl"
+    f.write_bytes(b"\n".join(marot_lines()[:4]) + b"\n")
+    assert main(["watch", str(f), "--db", str(tmp_path / "w.db")]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"{f}: hooks.jsonl holds no conversation yet (no user or assistant record): 4 lines, "
+        "3 progress, 1 file-history-snapshot; try again when the agent started"
+    ) in err
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    assert main(["watch", str(fifo), "--jsonl", "--db", str(tmp_path / "w.db")]) == 1
+    assert f"cannot watch {fifo}: a FIFO (named pipe)" in capsys.readouterr().err
