@@ -464,7 +464,14 @@ class Follower:
                 store.drop_rounds(self._sid, rounds + 1)
                 live = store.history(self._sid).messages
                 ids = {m.id for m in live}
-                observations = [o for o in store.observations(self._sid) if o.message_id in ids]
+                # Only the live rounds' observations (a long session holds thousands more).
+                live_rounds = sorted({m.meta.round for m in live if m.meta.round is not None})
+                observations = [
+                    o
+                    for r in live_rounds
+                    for o in store.observations(self._sid, r)
+                    if o.message_id in ids
+                ]
                 self._round_starts = [p for p in self._round_starts if p < start]
             tail = Parsed(fmt=parsed.fmt, items=parsed.items[start:], title=parsed.title)
             tail.cwd = parsed.cwd
