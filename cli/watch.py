@@ -33,8 +33,8 @@ from typing import Any
 from cli.common import CliError, db_path, get_session, open_store, silence_stdout
 from engine.config import Settings
 from engine.params import session_settings
+from engine.recordings.files import special_file
 from engine.recordings.follow import Follower, Update
-from engine.recordings.importing import special_file
 from engine.terminal_text import printable
 
 EVENTS = ("compaction", "subagent", "warning")

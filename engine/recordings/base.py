@@ -53,7 +53,7 @@ class NotRead:
     """What a reader left out because it did not understand it, by kind, with line numbers."""
 
     kinds: dict[str, list[int]] = field(default_factory=dict)
-    """Records of kinds this version does not read (``ai-title``-like drift)."""
+    """Records of kinds this version does not read (drift: what a newer agent writes)."""
     lines: dict[str, list[int]] = field(default_factory=dict)
     """Lines or records it could not read, by why (``not JSON``, ``cut last line``,
     ``unexpected shape: user``...)."""

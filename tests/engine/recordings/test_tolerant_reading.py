@@ -280,9 +280,9 @@ def test_a_line_over_the_cap_is_skipped_while_read_and_named(
     """The cap lowered to 10,000 characters (P's longest line is 9,644): a 50,000-character
     line after line 3 is never held whole (read in pieces, dropped) and named by its line;
     the conversation is P's."""
-    from engine.recordings import base, importing
+    from engine.recordings import base, files
 
-    monkeypatch.setattr(importing, "MAX_LINE_CHARS", 10_000)
+    monkeypatch.setattr(files, "MAX_LINE_CHARS", 10_000)
     monkeypatch.setattr(base, "MAX_LINE_CHARS", 10_000)
     huge = record("user", message={"role": "user", "content": "x" * 50_000})
     path = tmp_path / "long.jsonl"

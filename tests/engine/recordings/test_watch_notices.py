@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
-from engine.recordings import follow
+from engine.recordings import file_tail
 from engine.recordings.base import ImportError_
 from engine.recordings.follow import Follower
 from engine.recordings.importing import parse_sessions
@@ -86,7 +86,7 @@ def test_a_line_over_the_cap_is_dropped_as_it_comes_and_named(
     """The cap lowered to 10,000 bytes (P's longest line is 9,644): a 50,000-byte line written
     over two looks is never held whole, and is named by its line; the lines after it are
     read."""
-    monkeypatch.setattr(follow, "MAX_LINE_CHARS", 10_000)
+    monkeypatch.setattr(file_tail, "MAX_LINE_CHARS", 10_000)
     lines = MOREDIP.read_bytes().split(b"\n")[:-1]
     f = tmp_path / "p.jsonl"
     f.write_bytes(b"\n".join(lines[:3]) + b"\n" + b"x" * 25_000)
