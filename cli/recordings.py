@@ -15,6 +15,7 @@ from cli.common import (
 from engine.config import Settings, workspace_folder
 from engine.recordings.export import export_jsonl, export_markdown
 from engine.recordings.importing import import_parsed, parse_path
+from engine.terminal_text import printable
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
@@ -28,12 +29,14 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     reports = import_parsed(store, parsed, workspace, settings, recorded_cwd=not explicit)
     ids = [str(r.session.id) for r in reports]
     STORED.append(f"imported as session{'s' * (len(ids) > 1)} {', '.join(ids)}")
-    data: dict[str, Any] = reports[0].as_json() if len(reports) == 1 else {}
+    # One session: its object; several from one file (an aider history): a list of them.
+    data: Any = reports[0].as_json() if len(reports) == 1 else [r.as_json() for r in reports]
     if args.file.is_dir():
         data = {
             "sessions": [r.as_json() for r in reports],
             "files_skipped": dict(parsed.skipped_files),
             "files_refused": [{"path": str(f), "reason": why} for f, why in parsed.refused],
+            "notes": parsed.notes,
         }
     lines = []
     for r in reports:
@@ -51,6 +54,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         if r.skipped:
             text += "; skipped " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped.items()))
         lines.append(text)
+        lines.extend(f"  not read: {printable(s, one_line=True)}" for s in r.not_read_sentences)
         lines.extend(f"  warning: {w}" for w in r.warnings)
         lines.extend(
             f"  subagent {c.session.agent_id or '(sidechain)'} as session {c.session.id}: "
@@ -63,6 +67,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             + ", ".join(f"{n} {k}" for k, n in sorted(parsed.skipped_files.items()))
         )
     lines.extend(f"refused {f}: {why}" for f, why in parsed.refused)
+    lines.extend(f"skipped {printable(note, one_line=True)}" for note in parsed.notes)
     emit(args, data, "\n".join(lines))
     return 0
 

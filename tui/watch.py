@@ -20,6 +20,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine.recordings.follow import Figures, Follower
+from engine.terminal_text import printable
 from tui.app import CtxscopeApp
 from tui.session_loader import SessionView, chat_entries, measure
 from tui.widgets.chat_view import ChatEntry, ChatView
@@ -78,6 +79,12 @@ class WatchApp(CtxscopeApp):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, WatchApp.Updated)
 
+    @dataclass
+    class Noticed(Message):
+        """The follower could not read something (yet): said as the import report says it."""
+
+        text: str
+
     def __init__(self, follower: Follower, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.follower = follower
@@ -115,6 +122,8 @@ class WatchApp(CtxscopeApp):
             while not worker.is_cancelled:
                 began = time.monotonic()
                 update = self.follower.poll()
+                for text in self.follower.take_notices():
+                    self.post_message(self.Noticed(text))
                 if update is not None:
                     self.records_seen += update.records
                     total = len(self.follower.records)
@@ -123,6 +132,9 @@ class WatchApp(CtxscopeApp):
                 time.sleep(max(0.0, self.settings.watch_poll_interval - (time.monotonic() - began)))
         finally:
             self.store.db.close()
+
+    def on_watch_app_noticed(self, message: WatchApp.Noticed) -> None:
+        self.notify(printable(message.text), title="watch", severity="warning", timeout=10)
 
     def on_watch_app_updated(self, message: WatchApp.Updated) -> None:
         self.updates += 1

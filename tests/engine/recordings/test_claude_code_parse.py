@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine.recordings import claude_code
-from engine.recordings.base import ImportError_, Item, Parsed
+from engine.recordings.base import Item, Parsed
 from engine.recordings.envelopes import envelope
 from tests.engine.recordings.corpus import MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
 
@@ -181,19 +181,23 @@ def test_a_last_line_cut_mid_way_imports_with_a_warning() -> None:
     lines = YOAVF.read_text(encoding="utf-8").splitlines()
     raw = "\n".join(lines[:123]) + "\n" + lines[123][:100]
     parsed = parse(YOAVF, raw)
-    assert parsed.warnings == ["line 124: cut mid-way (a file still being written?); left out"]
+    assert parsed.warnings == ["line 124: cut mid-way (the file is still being written?); left out"]
     assert parsed.skipped["partial_line"] == 1
+    assert parsed.not_read.lines == {"cut last line": [124]}
     assert kinds(parsed.items) == {"assistant": 40, "result": 37, "user": 5}
 
 
-def test_a_damaged_line_in_the_middle_is_still_refused() -> None:
-    """A bad line that is not the file's unfinished end is damage: refused by line."""
+def test_a_damaged_line_in_the_middle_is_left_out_and_named() -> None:
+    """A bad line that is not the file's unfinished end: left out, named by its line, the
+    rest read. P's line 6 is a ``progress`` record (``jq -c 'input_line_number, .type' P``),
+    so the conversation is the untouched file's: 2 user items... as the test below counts."""
     lines = MOREDIP.read_text(encoding="utf-8").splitlines()
     raw = "\n".join([*lines[:5], lines[5][:40], *lines[6:]]) + "\n"
-    with pytest.raises(ImportError_) as caught:
-        parse(MOREDIP, raw)
-    (problem,) = caught.value.problems
-    assert problem.startswith("line 6: not JSON")
+    whole = parse(MOREDIP)
+    damaged = parse(MOREDIP, raw)
+    assert damaged.not_read.lines == {"not JSON": [6]}
+    assert [i.kind for i in damaged.items] == [i.kind for i in whole.items]
+    assert damaged.not_read_sentences() == ["1 line not read: not JSON 1 (line 6)"]
 
 
 def test_a_replayed_result_is_not_pulled_in_ahead_of_the_chain() -> None:
