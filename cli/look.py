@@ -83,6 +83,11 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     observations = store.observations(sid) if getattr(args, "observations", False) else []
     if observations:
         data["observations"] = [o.model_dump(mode="json") for o in observations]
+    exchanges = store.exchanges(sid)
+    if exchanges:  # a session recorded by `ctxscope proxy`: its exact requests (docs/proxy.md)
+        from engine.proxy.report import request_lines, request_report
+
+        data["requests"] = request_report(exchanges, settings)
     lines = [
         f"session {session.id}: {session.title or '(untitled)'}",
         f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
@@ -102,6 +107,8 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
             + ("; recorded: made by the original agent" if c.stats.get("recorded") else "")
         )
+    if exchanges:
+        lines.extend(request_lines(data["requests"]))
     for o in observations:
         lines.append(
             f"\n--- observation {o.tool_use_id} ({o.tool_name}), round {o.round_index} "

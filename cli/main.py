@@ -1,5 +1,5 @@
 """The headless command line: ``ctxscope sessions | show | context | compact | import | export |
-ask | strategy | strategies | watch``.
+ask | strategy | strategies | watch | proxy | run``.
 
 Every subcommand but ``export`` (which writes the format asked for) takes ``--json`` and then
 prints one JSON document (``ask --json``: one event per line, then a ``result`` line); the
@@ -21,6 +21,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from cli.common import (
     EXIT_ERROR,
@@ -63,6 +64,8 @@ COMMANDS: dict[str, str] = {
     "strategies": "strategies",
     "replay": "strategies",
     "watch": "watch",
+    "proxy": "proxy",
+    "run": "proxy",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -261,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--session", type=SESSION_ID, metavar="ID", help="follow a ctxscope session (read-only)"
     )
+    add_proxy_commands(sub, common)
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")
@@ -276,6 +280,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-edits", action="store_true", help="let the agent change files")
     add_wait(p)
     return parser
+
+
+def add_proxy_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``proxy`` and ``run`` (docs/proxy.md)."""
+    for name, port, help_text in (
+        ("proxy", 8787, "record every Messages API request an agent sends (docs/proxy.md)"),
+        ("run", 0, "run a command with its Messages API requests recorded through the proxy"),
+    ):
+        p = sub.add_parser(name, parents=[common], help=help_text)
+        p.add_argument(
+            "--port",
+            type=checked(port_number),
+            default=port,
+            help=f"port on 127.0.0.1 (default {port or 'a free one'})",
+        )
+        p.add_argument(
+            "--upstream",
+            default="https://api.anthropic.com",
+            help="the API to forward to (default https://api.anthropic.com)",
+        )
+        p.add_argument("--jsonl", action="store_true", help="print one JSON line per request")
+        if name == "run":
+            p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
+
+
+def port_number(text: str) -> int:
+    """A TCP port: 0 (a free one) to 65535."""
+    value = int(text) if text.isdigit() else -1
+    if not 0 <= value <= 65535:
+        raise ValueError(f"{text} is not a port (0 to 65535)")
+    return value
 
 
 def main(
