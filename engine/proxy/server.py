@@ -111,9 +111,11 @@ class Proxy:
         )
         app = web.Application(client_max_size=self.config.max_body)
         app.router.add_route("*", "/{tail:.*}", self.forward)
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        self._runner = web.AppRunner(
+            app, handler_cancellation=True, access_log=None, shutdown_timeout=5.0
+        )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.config.port, shutdown_timeout=5.0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.config.port)
         await site.start()
         if self.config.port == 0:
             self.port = int(self._runner.addresses[0][1])
@@ -178,11 +180,18 @@ class Proxy:
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)
                     capture.add(chunk)
-            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError):
-                # The upstream broke off: so does the client's stream, not with a clean end.
-                capture.outcome = "incomplete"
-                if request.transport is not None:
-                    request.transport.abort()
+            except (
+                ConnectionResetError,
+                aiohttp.ClientPayloadError,
+                aiohttp.ClientConnectionError,
+            ):
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    capture.outcome = "cancelled"  # the client hung up; the upstream call ends
+                else:
+                    # The upstream broke off: so does the client's stream, not with a clean end.
+                    capture.outcome = "incomplete"
+                    transport.abort()
                 return response
             await response.write_eof()
             return response
