@@ -94,6 +94,11 @@ def thread_of(body: dict[str, Any]) -> str:
     return digest(canonical(without_cache_control(first)))
 
 
+def system_of(body: dict[str, Any]) -> str:
+    """The digest of the request's system prompt (cache markers aside)."""
+    return digest(canonical(without_cache_control(body.get("system"))))
+
+
 def title_of(body: dict[str, Any]) -> str:
     """A session title: the first line of the first user text that is not a reminder."""
     messages = body.get("messages")

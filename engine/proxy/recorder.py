@@ -78,7 +78,9 @@ class Recorder:
         self.on_stored = on_stored
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxscope-record")
         self._store: Store | None = None
-        self._main_threads: dict[str, str] = {}
+        self._main_threads: dict[str, tuple[str, frozenset[str], str]] = {}
+        """Per client session: its conversation's thread name, the first-message digests it
+        has had, and its latest system prompt's digest."""
         self._lock = threading.Lock()
         self.failures: list[str] = []
 
@@ -120,10 +122,10 @@ class Recorder:
         if not isinstance(body, dict):
             return None, {}
         response, usage, cache_creation, outcome = self._answer(capture)
-        kind, where = self._place(body)
+        kind, thread, where = self._place(body)
         exchange = Exchange(
             kind=kind,
-            thread=identity.thread_of(body),
+            thread=thread,
             method=capture.method,
             path=capture.path,
             status=capture.status,
@@ -187,30 +189,45 @@ class Recorder:
         usage.cache_creation_1h_input_tokens = breakdown.get("ephemeral_1h_input_tokens", 0)
         return response, usage, breakdown, outcome
 
-    def _place(self, body: dict[str, Any]) -> tuple[ExchangeKind, dict[str, Any]]:
-        """What the request is to its conversation, and the session it is stored in."""
+    def _place(self, body: dict[str, Any]) -> tuple[ExchangeKind, str, dict[str, Any]]:
+        """What the request is to its conversation, its thread, and the session it goes to.
+
+        Under one client session id the conversation keeps its first thread's name while its
+        first message or its system prompt stays the same (a reminder edited in the first
+        message, a changed system block, a compaction's summary: one of the two remains); a
+        request with tools that shares neither is a subagent's, one without tools a side call.
+        """
         thread = identity.thread_of(body)
         title = identity.title_of(body)
         client = identity.client_session(body)
         if client is None:
             # No session named: a conversation is its first message.
             kind: ExchangeKind = "compaction" if identity.is_compaction(body) else "main"
-            return kind, {"source": f"proxy:thread:{thread}", "title": title}
+            return kind, thread, {"source": f"proxy:thread:{thread}", "title": title}
         main = f"proxy:{client}"
+        system = identity.system_of(body)
         with self._lock:
-            if identity.is_compaction(body):
-                return "compaction", {"source": main, "title": title}
-            has_tools = bool(body.get("tools"))
             known = self._main_threads.get(client)
-            if has_tools and (
-                known is None or known == thread or identity.continues_after_compaction(body)
+            if identity.is_compaction(body):
+                return "compaction", known[0] if known else thread, {"source": main, "title": title}
+            if body.get("tools") and (
+                known is None
+                or thread in known[1]
+                or system == known[2]
+                or identity.continues_after_compaction(body)
             ):
-                self._main_threads[client] = thread
-                return "main", {"source": main, "title": title}
-        kind = "subagent" if has_tools else "side"
-        return kind, {
-            "source": f"{main}:{thread[:12]}",
-            "title": title,
-            "parent_source": main,
-            "agent_id": f"{kind}-{thread[:12]}",
-        }
+                name = known[0] if known else thread
+                threads = (known[1] if known else frozenset()) | {thread}
+                self._main_threads[client] = (name, threads, system)
+                return "main", name, {"source": main, "title": title}
+        kind = "subagent" if body.get("tools") else "side"
+        return (
+            kind,
+            thread,
+            {
+                "source": f"{main}:{thread[:12]}",
+                "title": title,
+                "parent_source": main,
+                "agent_id": f"{kind}-{thread[:12]}",
+            },
+        )

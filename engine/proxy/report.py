@@ -68,7 +68,8 @@ def layers(exchange: Exchange, counter: _Counter) -> tuple[dict[str, int], str]:
     if not total or not counted:
         return local, "local"
     scaled = {name: round(tokens * total / counted) for name, tokens in local.items()}
-    scaled["history"] += total - sum(scaled.values())  # rounding goes to the largest layer
+    largest = max(scaled, key=lambda name: scaled[name])
+    scaled[largest] += total - sum(scaled.values())  # what rounding lost or added
     return scaled, "usage"
 
 
@@ -211,7 +212,10 @@ def request_report(exchanges: list[Exchange], settings: Settings) -> list[dict[s
                 "running_cost": round(running, 6),
             }
         )
-        previous, previous_total = exchange, total
+        if exchange.kind == "main" or previous is None:
+            # A compaction's call is compared with the conversation, and so is the request
+            # after it: the conversation's requests follow one another.
+            previous, previous_total = exchange, total
     return out
 
 
