@@ -83,4 +83,7 @@ def user(*texts: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": t} for t in texts]}
 
 
-REMINDER = "<system-reminder>\nAs you answer, use this context: CLAUDE.md says run make test.\n</system-reminder>"
+REMINDER = (
+    "<system-reminder>\nAs you answer, use this context: CLAUDE.md says run make test.\n"
+    "</system-reminder>"
+)

@@ -17,7 +17,7 @@ from engine.config import Settings
 from engine.proxy.identity import client_session, is_compaction
 from engine.proxy.report import request_report
 from engine.store import Store
-from tests.fakes.anthropic_server import FAKE_API_KEY, FakeAnthropicServer, text_reply, tool_reply
+from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply, tool_reply
 from tests.proxy import shapes
 from tests.proxy.conftest import RunningProxy, client
 from tests.proxy.shapes import REMINDER, request, user
