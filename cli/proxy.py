@@ -89,8 +89,15 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Any:
     return printed
 
 
+GIL_SWITCH_INTERVAL = 0.0005
+"""Seconds a thread holds the GIL before another may take it (Python's default is 0.005).
+The recorder parses and hashes a long request on its own thread; with the default, the event
+loop forwarding the next request could wait up to 5 ms for it each time."""
+
+
 def _recorder(args: argparse.Namespace, settings: Settings, quiet: bool) -> Recorder:
     open_store(args, settings).close()  # refuse a foreign or damaged file before listening
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     on_stored = None if quiet else _printer(args, settings)
     return Recorder(db_path(args, settings), on_stored=on_stored)
 
