@@ -22,9 +22,15 @@ PIECES = ("system", "tools", "messages")
 """The parts of a request body every request repeats: stored as blobs."""
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+CHAINS_KEPT = 4
+"""Conversations whose last request the store keeps in memory to compare the next with."""
+
+
 def canonical(value: Any) -> str:
     """The JSON text a piece is stored as (key order kept: the body comes back as sent)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def digest(text: str) -> str:
@@ -34,11 +40,12 @@ def digest(text: str) -> str:
 class ExchangeStore(StoreAccess):
     """Proxied requests and the blobs they share."""
 
-    _chains: dict[tuple[int, str], tuple[int, list[str]]]
+    _chains: dict[tuple[int, str], tuple[int, list[str], list[Any]]]
 
-    def _chain_cache(self) -> dict[tuple[int, str], tuple[int, list[str]]]:
-        """The last request of each (session, thread) and its message digests: the next
-        request of the thread is compared with it without reading it back."""
+    def _chain_cache(self) -> dict[tuple[int, str], tuple[int, list[str], list[Any]]]:
+        """The last request of the few latest (session, thread)s: its id, its message digests
+        and its messages, so the next request of the thread is compared with it in memory and
+        only its new messages are serialised and hashed."""
         if not hasattr(self, "_chains"):
             self._chains = {}
         return self._chains
@@ -69,10 +76,10 @@ class ExchangeStore(StoreAccess):
             elif isinstance(value, list) and key != "messages":
                 shape[key] = {BLOBS: [_blob(canonical(piece), new_blobs) for piece in value]}
             elif isinstance(value, list):
-                texts = [canonical(piece) for piece in value]
-                message_digests = [digest(t) for t in texts]
-                prefix_id, prefix_len = self._prefix(session_id, exchange.thread, message_digests)
-                for text in texts[prefix_len:]:
+                message_digests, prefix_id, prefix_len, texts = self._messages(
+                    session_id, exchange.thread, value
+                )
+                for text in texts:
                     _blob(text, new_blobs)  # the repeated prefix is stored already
                 shape[key] = {BLOBS: message_digests[prefix_len:]}
         self._insert_blobs(new_blobs)
@@ -100,7 +107,11 @@ class ExchangeStore(StoreAccess):
         }
         new_id = self._insert_row(ExchangeRow, row)
         if message_digests is not None:
-            self._chain_cache()[(session_id, exchange.thread)] = (new_id, message_digests)
+            chains = self._chain_cache()
+            chains.pop((session_id, exchange.thread), None)
+            chains[(session_id, exchange.thread)] = (new_id, message_digests, body["messages"])
+            while len(chains) > CHAINS_KEPT:
+                del chains[next(iter(chains))]
         self._touch(session_id)
         return exchange.model_copy(update={"id": new_id, "session_id": session_id})
 
@@ -142,26 +153,45 @@ class ExchangeStore(StoreAccess):
         )
         return int(created.id)
 
-    def _prefix(self, session_id: int, thread: str, digests: list[str]) -> tuple[int | None, int]:
-        """The thread's previous request and how many of its messages this one repeats."""
+    def _messages(
+        self, session_id: int, thread: str, messages: list[Any]
+    ) -> tuple[list[str], int | None, int, list[str]]:
+        """The digests of ``messages``, the thread's previous request and how many of its
+        messages these repeat, and the JSON texts of the messages after those."""
         cached = self._chain_cache().get((session_id, thread))
-        if cached is None:
-            last = (
-                ExchangeRow.select(ExchangeRow.id)
-                .where((ExchangeRow.session == session_id) & (ExchangeRow.thread == thread))
-                .order_by(ExchangeRow.id.desc())
-                .first()
-            )
-            if last is None:
-                return None, 0
-            cached = (int(last.id), self._message_digests(int(last.id)))
-        previous_id, previous = cached
+        if cached is not None:
+            previous_id, previous, previous_messages = cached
+            common = 0
+            for mine, theirs in zip(messages, previous_messages, strict=False):
+                if mine != theirs:
+                    break
+                common += 1
+            texts = [canonical(m) for m in messages[common:]]
+            digests = previous[:common] + [digest(t) for t in texts]
+            return digests, (previous_id if common else None), common, texts
+        texts = [canonical(m) for m in messages]
+        digests = [digest(t) for t in texts]
+        stored_id, repeated = self._stored_prefix(session_id, thread, digests)
+        return digests, stored_id, repeated, texts[repeated:]
+
+    def _stored_prefix(
+        self, session_id: int, thread: str, digests: list[str]
+    ) -> tuple[int | None, int]:
+        """The thread's previous request as stored, and how many of its messages repeat."""
+        last = (
+            ExchangeRow.select(ExchangeRow.id)
+            .where((ExchangeRow.session == session_id) & (ExchangeRow.thread == thread))
+            .order_by(ExchangeRow.id.desc())
+            .first()
+        )
+        if last is None:
+            return None, 0
         common = 0
-        for mine, theirs in zip(digests, previous, strict=False):
+        for mine, theirs in zip(digests, self._message_digests(int(last.id)), strict=False):
             if mine != theirs:
                 break
             common += 1
-        return (previous_id, common) if common else (None, 0)
+        return (int(last.id), common) if common else (None, 0)
 
     def _message_digests(self, exchange_id: int) -> list[str]:
         """The message digests of a stored request, its prefix chain followed back."""

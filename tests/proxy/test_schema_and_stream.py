@@ -80,3 +80,24 @@ def test_a_gzip_answer_is_read() -> None:
 
     body = gzip.compress(b'{"type": "message"}')
     assert decompressed([body[:5], body[5:]], "gzip") == b'{"type": "message"}'
+
+
+def test_a_conversation_continued_by_another_process_stores_only_what_is_new(
+    tmp_path: Path,
+) -> None:
+    """The third request is stored by a new store (a restarted proxy, nothing in memory): it
+    still repeats the second's messages by reference, and every body comes back as sent."""
+    path = tmp_path / "p.db"
+    turns = [{"role": "user", "content": f"turn {i}"} for i in range(5)]
+    bodies = [{"model": "m", "messages": turns[: n + 1]} for n in (0, 2, 4)]
+    first = Store.open(path)
+    for body in bodies[:2]:
+        first.add_exchange(Exchange(request=body, thread="t"), source="proxy:s")
+    first.close()
+    second = Store.open(path)
+    second.add_exchange(Exchange(request=bodies[2], thread="t"), source="proxy:s")
+    (session,) = second.proxied_sessions()
+    assert [e.request for e in second.exchanges(session)] == bodies
+    assert second.exchange_blob_count() == 5  # the five distinct messages, once each
+    prefix = second.db.execute_sql("SELECT prefix_len FROM exchange_row ORDER BY id").fetchall()
+    assert [p for (p,) in prefix] == [0, 1, 3]
