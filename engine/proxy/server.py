@@ -26,7 +26,7 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from engine.proxy.recorder import Capture, Recorder, recorded_path
+from engine.proxy.recorder import KEPT_HEADERS, Capture, Recorder, recorded_path
 from engine.proxy.stream import DECODERS
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
@@ -71,7 +71,11 @@ def readable_encodings(accept: str) -> str:
 
 def api_error(status: int, message: str) -> web.Response:
     """An error the proxy answers itself, in the Messages API's error shape."""
-    error_type = {403: "permission_error", 413: "request_too_large"}.get(status, "api_error")
+    error_type = {
+        400: "invalid_request_error",
+        403: "permission_error",
+        413: "request_too_large",
+    }.get(status, "api_error")
     body = {"type": "error", "error": {"type": error_type, "message": f"ctxscope proxy: {message}"}}
     return web.Response(status=status, text=json.dumps(body), content_type="application/json")
 
@@ -132,6 +136,10 @@ class Proxy:
     async def forward(self, request: web.Request) -> web.StreamResponse:
         if request.host not in self.allowed_hosts():
             return api_error(403, f"refused a request for host {request.host!r}")
+        if not request.raw_path.startswith("/"):
+            # An absolute URL (``GET http://elsewhere/ HTTP/1.1``) asks for a forward proxy:
+            # this one forwards to its upstream only.
+            return api_error(400, "only paths are forwarded, to the configured upstream")
         if (request.content_length or 0) > self.config.max_body:
             return api_error(413, f"request body over {self.config.max_body} bytes")
         try:
@@ -144,7 +152,8 @@ class Proxy:
         record = self.recorder is not None and recorded_path(request.method, request.raw_path)
         if record and "accept-encoding" in headers:
             headers["accept-encoding"] = readable_encodings(headers["accept-encoding"])
-        capture = Capture(request.method, request.raw_path, dict(request.headers), body)
+        kept = {k.lower(): v for k, v in request.headers.items() if k.lower() in KEPT_HEADERS}
+        capture = Capture(request.method, request.raw_path, kept, body)
         started = time.perf_counter()
         try:
             return await self._relay(request, headers, body, capture)

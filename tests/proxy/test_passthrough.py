@@ -239,6 +239,25 @@ def test_a_foreign_host_is_refused_and_nothing_forwarded(
     assert status == 200
 
 
+@pytest.mark.parametrize("target", ["http://example.com", "http://127.0.0.1:{port}"])
+def test_an_absolute_url_is_not_relayed_anywhere(
+    fake_anthropic: FakeAnthropicServer, proxy: RunningProxy, target: str
+) -> None:
+    """``GET http://elsewhere/… HTTP/1.1`` (a forward proxy's request form) is refused with
+    403: the host it names (aiohttp takes it from the URL) is not the proxy's address."""
+    port = proxy.proxy.port
+    url = target.format(port=port).encode() + b"/v1/models"
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            b"GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % (url, port)
+        )
+        answer = b""
+        while piece := sock.recv(4096):
+            answer += piece
+    assert answer.startswith(b"HTTP/1.1 403")
+    assert fake_anthropic.requests == []
+
+
 def test_a_body_over_the_limit_is_refused(
     fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
