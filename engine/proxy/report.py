@@ -238,6 +238,6 @@ def request_lines(requests: list[dict[str, Any]]) -> list[str]:
         if r["cache_break"]:
             lines.append(
                 f"      cache prefix broke at {r['cache_break']['where']}: "
-                f"{r['cache_break']['why']}"
+                f"{cut(r['cache_break']['why'], 200)}"
             )
     return lines
