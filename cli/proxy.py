@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from cli.common import CliError, UsageError, db_path, open_store
 from engine.config import Settings, price_for
 from engine.exchanges import Exchange
-from engine.proxy.recorder import Recorder
+from engine.proxy.recorder import Recorder, api_of
 from engine.proxy.server import DEFAULT_UPSTREAM, Proxy, ProxyConfig, ProxyThread, serve
 from engine.terminal_text import cut
 
@@ -46,8 +46,9 @@ def upstream_url(text: str) -> str:
 def exchange_line(exchange: Exchange, settings: Settings) -> dict[str, Any]:
     """``proxy --jsonl``'s line for one stored request."""
     usage = exchange.usage
-    cost = price_for(settings, exchange.model).usage_cost(usage) if usage is not None else 0.0
-    messages = exchange.request.get("messages")
+    priced = api_of(exchange.path) == "messages"  # the project prices Claude models only
+    cost = price_for(settings, exchange.model).usage_cost(usage) if usage and priced else None
+    messages = exchange.request.get("messages", exchange.request.get("input"))
     return {
         "id": exchange.id,
         "session_id": exchange.session_id,
@@ -61,7 +62,7 @@ def exchange_line(exchange: Exchange, settings: Settings) -> dict[str, Any]:
         "usage": None
         if usage is None
         else {**usage.model_dump(), "cache_creation": exchange.cache_creation},
-        "cost": round(cost, 6),
+        "cost": None if cost is None else round(cost, 6),
         "duration_ms": round(exchange.duration_ms, 1),
     }
 
@@ -79,7 +80,8 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Any:
                 f"{line['messages']} messages, in {usage.get('input_tokens', 0):,} "
                 f"cache read {usage.get('cache_read_input_tokens', 0):,} write "
                 f"{usage.get('cache_creation_input_tokens', 0):,} out "
-                f"{usage.get('output_tokens', 0):,}, ${line['cost']:.4f}"
+                f"{usage.get('output_tokens', 0):,}, "
+                + ("no price" if line["cost"] is None else f"${line['cost']:.4f}")
             )
         try:
             print(text, flush=True)

@@ -23,7 +23,7 @@ from typing import Any
 from engine.exchanges import Exchange, ExchangeKind
 from engine.models import Usage, utcnow
 from engine.proxy import identity
-from engine.proxy.stream import decompressed, reassemble
+from engine.proxy.stream import decompressed, reassemble, responses_stream, responses_usage
 from engine.store import Store
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,22 @@ class Capture:
 
 
 def recorded_path(method: str, path: str) -> bool:
-    """The requests the proxy records: Messages calls (not ``count_tokens``, not models)."""
-    return method == "POST" and path.split("?", 1)[0].rstrip("/").endswith("/v1/messages")
+    """The requests the proxy records: Messages calls (not ``count_tokens``, not models), and
+    the OpenAI Responses API's (``…/responses``, Codex; ``…/responses/compact``, its
+    compaction)."""
+    return method == "POST" and api_of(path) != ""
+
+
+def api_of(path: str) -> str:
+    """``messages``, ``responses``, ``responses-compact`` or ``""`` (not recorded)."""
+    bare = path.split("?", 1)[0].rstrip("/")
+    if bare.endswith("/v1/messages"):
+        return "messages"
+    if bare.endswith("/responses"):
+        return "responses"
+    if bare.endswith("/responses/compact"):
+        return "responses-compact"
+    return ""
 
 
 class Recorder:
@@ -122,7 +136,10 @@ class Recorder:
         if not isinstance(body, dict):
             return None, {}
         response, usage, cache_creation, outcome = self._answer(capture)
-        kind, thread, where = self._place(body)
+        api = api_of(capture.path)
+        kind, thread, where = (
+            self._place(body) if api == "messages" else self._place_responses(body, api)
+        )
         exchange = Exchange(
             kind=kind,
             thread=thread,
@@ -153,7 +170,12 @@ class Recorder:
         except (ValueError, OSError) as exc:
             return {"_unreadable": str(exc)}, None, {}, outcome
         response: dict[str, Any] | None
-        if capture.content_type.startswith("text/event-stream"):
+        api = api_of(capture.path)
+        if capture.content_type.startswith("text/event-stream") and api != "messages":
+            response, done = responses_stream(data)
+            if outcome == "complete" and not done:
+                outcome = "incomplete"
+        elif capture.content_type.startswith("text/event-stream"):
             assembled = reassemble(data)
             response = assembled.message if assembled.error is None else assembled.error
             if outcome == "complete" and not assembled.complete:
@@ -169,6 +191,8 @@ class Recorder:
         raw = (response or {}).get("usage")
         if not isinstance(raw, dict):
             return response, None, {}, outcome
+        if api != "messages":
+            return response, responses_usage(raw), {}, outcome
         usage = Usage(
             **{
                 name: int(raw.get(name) or 0)
@@ -188,6 +212,21 @@ class Recorder:
         )
         usage.cache_creation_1h_input_tokens = breakdown.get("ephemeral_1h_input_tokens", 0)
         return response, usage, breakdown, outcome
+
+    def _place_responses(
+        self, body: dict[str, Any], api: str
+    ) -> tuple[ExchangeKind, str, dict[str, Any]]:
+        """A Responses API request: Codex names its conversation in ``prompt_cache_key``;
+        its compaction goes to ``…/responses/compact``."""
+        thread = identity.thread_of(body)
+        kind: ExchangeKind = "compaction" if api == "responses-compact" else "main"
+        key = body.get("prompt_cache_key")
+        client = key if isinstance(key, str) and key else None
+        with self._lock:
+            if client is not None:
+                name = self._main_threads.setdefault(client, (thread, frozenset(), ""))[0]
+                return kind, name, {"source": f"proxy:{client}", "title": identity.title_of(body)}
+        return kind, thread, {"source": f"proxy:thread:{thread}", "title": identity.title_of(body)}
 
     def _place(self, body: dict[str, Any]) -> tuple[ExchangeKind, str, dict[str, Any]]:
         """What the request is to its conversation, its thread, and the session it goes to.

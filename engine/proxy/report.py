@@ -15,8 +15,16 @@ from typing import Any
 
 from engine.config import Settings, price_for
 from engine.exchanges import Exchange
-from engine.messages.tokens import MESSAGE_OVERHEAD, count_blocks, count_system, count_tools
+from engine.messages.tokens import (
+    MESSAGE_OVERHEAD,
+    compact_json,
+    count_blocks,
+    count_system,
+    count_text,
+    count_tools,
+)
 from engine.proxy.identity import continues_after_compaction, texts, without_cache_control
+from engine.proxy.recorder import api_of
 from engine.store.exchanges import canonical, digest
 from engine.terminal_text import cut
 
@@ -44,15 +52,32 @@ class _Counter:
     def message(self, message: Any) -> int:
         key = digest(canonical(without_cache_control(message)))
         if key not in self._known:
-            content = message.get("content", "") if isinstance(message, dict) else ""
-            blocks = content if isinstance(content, (list, str)) else ""
-            self._known[key] = MESSAGE_OVERHEAD + count_blocks(blocks)
+            if isinstance(message, dict) and "content" not in message:
+                # A Responses API item without content (a function call, its output).
+                self._known[key] = MESSAGE_OVERHEAD + count_text(compact_json(message))
+            else:
+                content = message.get("content", "") if isinstance(message, dict) else ""
+                blocks = content if isinstance(content, (list, str)) else ""
+                self._known[key] = MESSAGE_OVERHEAD + count_blocks(blocks)
         return self._known[key]
+
+
+def view(body: dict[str, Any]) -> dict[str, Any]:
+    """A request in the Messages API's terms: a Responses API body's ``instructions`` are its
+    system, its ``input`` items its messages."""
+    if "messages" in body or ("input" not in body and "instructions" not in body):
+        return body
+    items = body.get("input")
+    return {
+        "system": body.get("instructions"),
+        "tools": body.get("tools"),
+        "messages": items if isinstance(items, list) else [{"role": "user", "content": items}],
+    }
 
 
 def layers(exchange: Exchange, counter: _Counter) -> tuple[dict[str, int], str]:
     """Tokens per layer and where the figures come from (``usage`` or ``local``)."""
-    body = exchange.request
+    body = view(exchange.request)
     messages = _list(body.get("messages"))
     tools = [t for t in _list(body.get("tools")) if isinstance(t, dict)]
     system = body.get("system")
@@ -83,7 +108,7 @@ def _tool_names(body: dict[str, Any]) -> list[str]:
 
 def diff(previous: Exchange | None, exchange: Exchange) -> dict[str, Any]:
     """What changed from ``previous`` to ``exchange``, and where the cached prefix broke."""
-    body = exchange.request
+    body = view(exchange.request)
     messages = _pieces(body, "messages")
     if previous is None:
         return {
@@ -93,7 +118,7 @@ def diff(previous: Exchange | None, exchange: Exchange) -> dict[str, Any]:
             "changed": [],
             "cache_break": None,
         }
-    before = previous.request
+    before = view(previous.request)
     old_messages = _pieces(before, "messages")
     kept = 0
     for mine, theirs in zip(messages, old_messages, strict=False):
@@ -166,7 +191,7 @@ def _message_change(previous: Exchange, exchange: Exchange, at: int) -> str:
         previous.request
     ):
         return "a compaction replaced the history with its summary"
-    old = _list(previous.request.get("messages"))
+    old = _list(view(previous.request).get("messages"))
     text = " ".join(texts(old[at])) if at < len(old) else ""
     if "<system-reminder>" in text:
         return f"a system reminder in message {at} changed"
@@ -183,7 +208,12 @@ def request_report(exchanges: list[Exchange], settings: Settings) -> list[dict[s
     for exchange in exchanges:
         tokens, source = layers(exchange, counter)
         usage = exchange.usage
-        cost = price_for(settings, exchange.model).usage_cost(usage) if usage is not None else 0.0
+        priced = api_of(exchange.path) == "messages"  # the project prices Claude models only
+        cost = (
+            price_for(settings, exchange.model).usage_cost(usage)
+            if usage is not None and priced
+            else 0.0
+        )
         running += cost
         total = sum(tokens.values())
         response = exchange.response or {}
@@ -208,7 +238,7 @@ def request_report(exchanges: list[Exchange], settings: Settings) -> list[dict[s
                 "stop_reason": response.get("stop_reason"),
                 "shrank": previous is not None and total < previous_total,
                 **diff(previous, exchange),
-                "cost": round(cost, 6),
+                "cost": round(cost, 6) if priced else None,
                 "running_cost": round(running, 6),
             }
         )
@@ -232,8 +262,10 @@ def request_lines(requests: list[dict[str, Any]]) -> list[str]:
             f"in {r['input_tokens']:,} ({layer_text}) out {r['output_tokens']:,}, "
             f"+{r['appended']} -{r['removed']} messages, cache read "
             f"{usage.get('cache_read_input_tokens', 0):,} write "
-            f"{usage.get('cache_creation_input_tokens', 0):,}, ${r['cost']:.4f} "
-            f"(running ${r['running_cost']:.4f})" + (" — shrank" if r["shrank"] else "")
+            f"{usage.get('cache_creation_input_tokens', 0):,}, "
+            + (f"${r['cost']:.4f} " if r["cost"] is not None else "no price ")
+            + f"(running ${r['running_cost']:.4f})"
+            + (" — shrank" if r["shrank"] else "")
         )
         if r["cache_break"]:
             lines.append(

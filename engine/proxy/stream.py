@@ -1,7 +1,9 @@
 """A streamed answer reassembled: the Messages API's server-sent events (``message_start``,
 ``content_block_start`` / ``_delta`` / ``_stop``, ``message_delta``, ``message_stop``, as its
 streaming documentation describes them) put back together into the message a non-streamed
-request would have returned. Bytes may arrive cut anywhere, inside a line or a character."""
+request would have returned. Bytes may arrive cut anywhere, inside a line or a character.
+The OpenAI Responses API's stream ends with the whole response in its last event
+(``response.completed``, ``.incomplete`` or ``.failed``): that is the answer."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import codecs
 import json
 import zlib
 from typing import Any
+
+from engine.models import Usage
 
 DECODERS = ("gzip", "deflate", "identity", "")
 """Content encodings the recorder can read (the proxy asks the upstream for no other)."""
@@ -175,3 +179,41 @@ def reassemble(body: bytes) -> MessageAssembler:
     for event, data in reader.feed(body) + reader.close():
         assembler.add(event, data)
     return assembler
+
+
+RESPONSES_FINAL = ("response.completed", "response.incomplete", "response.failed")
+"""The Responses API's last event, carrying the whole response."""
+
+
+def responses_stream(body: bytes) -> tuple[dict[str, Any] | None, bool]:
+    """The response a Responses API stream ended with, and whether it completed; without a
+    final event, the response of its last ``response.*`` event that carried one."""
+    reader = EventReader()
+    found: dict[str, Any] | None = None
+    done = False
+    for event, data in reader.feed(body) + reader.close():
+        try:
+            payload = json.loads(data)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(payload, dict):
+            continue
+        kind = payload.get("type", event)
+        if kind == "error":
+            return payload, False
+        if isinstance(payload.get("response"), dict):
+            found = payload["response"]
+            done = kind == "response.completed"
+    return found, done
+
+
+def responses_usage(raw: dict[str, Any]) -> Usage:
+    """The Responses API's usage as a :class:`Usage`: its ``input_tokens`` include the cached
+    ones (``input_tokens_details.cached_tokens``), which become cache reads."""
+    details = raw.get("input_tokens_details")
+    cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+    return Usage(
+        input_tokens=max(0, int(raw.get("input_tokens") or 0) - cached),
+        cache_read_input_tokens=cached,
+        output_tokens=int(raw.get("output_tokens") or 0),
+    )

@@ -18,8 +18,11 @@ BLOBS = "$blobs"
 """In a stored shape: the digests that stand for a list (system blocks, tools, messages)."""
 BLOB = "$blob"
 """In a stored shape: the digest that stands for a string system prompt."""
-PIECES = ("system", "tools", "messages")
-"""The parts of a request body every request repeats: stored as blobs."""
+PIECES = ("system", "tools", "messages", "instructions", "input")
+"""The parts of a request body every request repeats, stored as blobs: the Messages API's
+system, tools and messages; the Responses API's instructions, tools and input."""
+CHAINED = ("messages", "input")
+"""The conversation's list: a request's repeats its predecessor's first ones."""
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
@@ -68,14 +71,16 @@ class ExchangeStore(StoreAccess):
         prefix_id: int | None = None
         prefix_len = 0
         message_digests: list[str] | None = None
+        chained: list[Any] = []
         for key in PIECES:
             value = body.get(key)
-            if key != "messages" and isinstance(value, str):
+            if key not in CHAINED and isinstance(value, str):
                 text = canonical(value)
                 shape[key] = {BLOB: _blob(text, new_blobs)}
-            elif isinstance(value, list) and key != "messages":
+            elif isinstance(value, list) and key not in CHAINED:
                 shape[key] = {BLOBS: [_blob(canonical(piece), new_blobs) for piece in value]}
             elif isinstance(value, list):
+                chained = value
                 message_digests, prefix_id, prefix_len, texts = self._messages(
                     session_id, exchange.thread, value
                 )
@@ -109,7 +114,7 @@ class ExchangeStore(StoreAccess):
         if message_digests is not None:
             chains = self._chain_cache()
             chains.pop((session_id, exchange.thread), None)
-            chains[(session_id, exchange.thread)] = (new_id, message_digests, body["messages"])
+            chains[(session_id, exchange.thread)] = (new_id, message_digests, chained)
             while len(chains) > CHAINS_KEPT:
                 del chains[next(iter(chains))]
         self._touch(session_id)
@@ -199,8 +204,10 @@ class ExchangeStore(StoreAccess):
         next_id: int | None = exchange_id
         while next_id is not None:
             row = ExchangeRow.get_by_id(next_id)
-            messages = row.shape.get("messages")
-            new = list(messages[BLOBS]) if isinstance(messages, dict) else []
+            messages = next(
+                (row.shape[k] for k in CHAINED if isinstance(row.shape.get(k), dict)), None
+            )
+            new = list(messages[BLOBS]) if messages is not None else []
             chain.append((row.prefix_len, new))
             next_id = row.prefix_id
         digests: list[str] = []
@@ -252,7 +259,7 @@ class ExchangeStore(StoreAccess):
                     body[key] = texts[value[BLOB]]
                 elif BLOBS in value:
                     pieces = [texts[d] for d in value[BLOBS]]
-                    if key == "messages":
+                    if key in CHAINED:
                         before = (
                             self._messages_before(row.prefix_id, messages_of, texts)
                             if row.prefix_id is not None

@@ -57,8 +57,9 @@ def detail_text(request: dict[str, Any], exchange: Exchange) -> str:
         f"cache read {usage.get('cache_read_input_tokens', 0):,} · cache write "
         f"{usage.get('cache_creation_input_tokens', 0):,} (1 h: "
         f"{usage.get('cache_creation_1h_input_tokens', 0):,}) · output "
-        f"{request['output_tokens']:,} · ${request['cost']:.4f} "
-        f"(running ${request['running_cost']:.4f})",
+        f"{request['output_tokens']:,} · "
+        + ("no price" if request["cost"] is None else f"${request['cost']:.4f}")
+        + f" (running ${request['running_cost']:.4f})",
         f"since the previous request: {request['kept']} messages kept, "
         f"+{request['appended']} appended, -{request['removed']} removed"
         + (" · the request shrank" if request["shrank"] else ""),
@@ -165,7 +166,7 @@ class RequestsScreen(Screen[None]):
                         short_tokens(r["output_tokens"]),
                         f"+{r['appended']} -{r['removed']}",
                         cache,
-                        f"${r['cost']:.4f}",
+                        "—" if r["cost"] is None else f"${r['cost']:.4f}",
                         f"${r['running_cost']:.4f}",
                     )
                 ),
