@@ -11,13 +11,14 @@ one kept-alive connection each (http.client):
   the target: through the proxy ≤ 1.1× direct.
 - **first event**: a streamed request, from sending to reading the first event's bytes;
   the target: ≤ 5 ms added at the median.
-- **memory and storage**: a conversation growing by one exchange a request (2 KB of new
-  messages each) to ``--growing`` requests; the proxy's resident memory (``/proc/PID/status``)
-  after the first tenth and at the end, and the database's growth per request against the
-  bytes new in each request.
+- **memory and storage**: a conversation growing by one exchange a request (about 620 bytes
+  of new messages each) over ``--growing`` requests (1,000: the last is about 620 KB, some
+  150k tokens); the proxy's resident memory (``/proc/PID/status``) after the first tenth and
+  at the end, and the database's growth per request from the first tenth to the half and
+  from the half to the end: flat if a request stores what is new in it, not its size.
 
     python bench/bench_proxy.py              # prints, and rewrites docs/benchmarks.md (#proxy)
-    python bench/bench_proxy.py --requests 50 --growing 200 --no-write
+    python bench/bench_proxy.py --requests 50 --growing 300 --no-write
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ END = "<!-- proxy-bench:end -->"
 DELAY = 0.020
 WARM_UP = 10
 """Requests each way not timed: the first connections, the proxy's first imports."""
+GROWING_TEXT = 300
+"""Bytes of text in each message of the growing conversation."""
 
 MESSAGE = {
     "id": "msg_bench",
@@ -233,7 +236,7 @@ def paired(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=100)
-    parser.add_argument("--growing", type=int, default=300)
+    parser.add_argument("--growing", type=int, default=1000)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     upstream = start_upstream()
@@ -250,17 +253,23 @@ def main() -> None:
                 rows.append((label, d, p))
             stream = body_of([{"role": "user", "content": "Say hi"}], stream=True)
             first_d, first_p = paired(direct, proxied, "first_event", stream, args.requests)
-            # A conversation growing by one exchange (2 KB new) a request.
-            tenth = max(1, args.growing // 10)
-            rss_early = size_early = 0
+            # A conversation growing by one exchange (about 620 bytes new) a request.
+            tenth, half = max(1, args.growing // 10), max(2, args.growing // 2)
+            rss_early = size_early = size_half = 0
             for i in range(args.growing):
-                proxied.round_trip(body_of(conversation(i + 1, "growing")))
+                proxied.round_trip(body_of(conversation(i + 1, "growing", GROWING_TEXT)))
                 if i + 1 == tenth:
                     time.sleep(0.5)
                     rss_early, size_early = rss_kib(process.pid), db_bytes(db)
+                if i + 1 == half:
+                    time.sleep(0.5)
+                    size_half = db_bytes(db)
             time.sleep(1.0)  # the recorder's last writes
             rss_end = rss_kib(process.pid)
-            last_body = len(body_of(conversation(args.growing, "growing")))
+            last_body = len(body_of(conversation(args.growing, "growing", GROWING_TEXT)))
+            new_bytes = len(body_of(conversation(2, "growing", GROWING_TEXT))) - len(
+                body_of(conversation(1, "growing", GROWING_TEXT))
+            )
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -269,7 +278,8 @@ def main() -> None:
         stored = con.execute("SELECT count(*) FROM exchange_row").fetchone()[0]
         blob_bytes = con.execute("SELECT sum(length(content)) FROM exchange_blob_row").fetchone()[0]
         con.close()
-    per_request = (size_end - size_early) / (args.growing - tenth)
+    first_half = (size_half - size_early) / (half - tenth)
+    second_half = (size_end - size_half) / (args.growing - half)
     lines = [
         f"`python bench/bench_proxy.py --requests {args.requests} --growing {args.growing}` on "
         f"CPython {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPU(s); "
@@ -299,9 +309,10 @@ def main() -> None:
         f"{(rss_end - rss_early) / 1024:+.0f} MiB | flat |"
     )
     lines.append(
-        f"| database growth per request (2 KB new, last body {last_body / 1024:.0f} KB) | — | "
-        f"{per_request / 1024:.1f} KB | {per_request / 2048:.1f}× the new bytes | "
-        "∝ what is new |"
+        f"| database growth per request ({new_bytes} bytes new; last body "
+        f"{last_body / 1024:.0f} KB) | — | {first_half:,.0f} B (requests {tenth}–{half}), "
+        f"{second_half:,.0f} B ({half}–{args.growing}) | "
+        f"{second_half / first_half:.2f}× | flat (∝ what is new) |"
     )
     lines += [
         "",
