@@ -285,6 +285,11 @@ class ExchangeStore(StoreAccess):
         return None if row is None else int(row.id)
 
     @reads
+    def exchange_count(self, session_id: int) -> int:
+        """How many proxied requests the session holds (a screen following it asks often)."""
+        return int(ExchangeRow.select().where(ExchangeRow.session == session_id).count())
+
+    @reads
     def exchange_blob_count(self) -> int:
         """How many distinct pieces the proxied requests stored (a long session: few)."""
         return int(ExchangeBlobRow.select().count())

@@ -79,6 +79,15 @@ async def test_f10_shows_each_request_with_its_layers_diff_and_cost(
         assert "newest input: go on" in detail
         # The layers add up to what the API reported: 3,100 uncached input tokens.
         assert sum(x["tokens"] for x in screen.report[1]["layers"]) == 3100
+        # A proxy still recording: a third request appears without reopening the screen.
+        extra = request([user("one more")])
+        app.store.add_exchange(
+            Exchange(request=extra, model="claude-sonnet-4-6", status=200, thread="main"),
+            source="proxy:tui-test",
+        )
+        await wait_until(pilot, lambda: len(screen.report) == 3)
+        await settle(pilot)
+        assert table.row_count == 3  # type: ignore[attr-defined]
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, RequestsScreen)

@@ -6,7 +6,8 @@ usage the API returned, what it appended or removed since the conversation's pre
 request, where the cached prefix broke, its cost and the running total. The selected
 request's detail sits below: its layers as bars, what changed and why, and its newest input.
 The figures are :func:`engine.proxy.report.request_report`'s, the same as ``show --json``'s
-``requests[]`` (docs/proxy.md).
+``requests[]`` (docs/proxy.md). While a proxy records into the session, new requests appear:
+the screen looks for them every :data:`FOLLOW_INTERVAL` seconds.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from tui.widgets.key_bar import KeyBar
 
 BAR_WIDTH = 40
 """Characters of the widest layer bar in the detail."""
+
+FOLLOW_INTERVAL = 1.0
+"""Seconds between two looks for requests a running proxy stored since."""
 
 
 def layer_bars(request: dict[str, Any]) -> list[str]:
@@ -116,12 +120,19 @@ class RequestsScreen(Screen[None]):
             "+/-", "cache", "cost", "running",
         )  # fmt: skip
         self.build_report()
+        self.set_interval(FOLLOW_INTERVAL, self.follow)
 
     @work(thread=True, exclusive=True, group="requests", exit_on_error=False)
     def build_report(self) -> None:
         exchanges = self.store.exchanges(self.session_id)
         report = request_report(exchanges, self.settings)
         self.post_message(self.ReportBuilt(exchanges, report))
+
+    @work(thread=True, exclusive=True, group="requests-follow", exit_on_error=False)
+    def follow(self) -> None:
+        """Rebuild the report when the session holds more requests than it shows."""
+        if self.store.exchange_count(self.session_id) != len(self.report):
+            self.app.call_from_thread(self.build_report)
 
     @on(ReportBuilt)
     def show_report(self, message: ReportBuilt) -> None:
@@ -143,6 +154,8 @@ class RequestsScreen(Screen[None]):
             )
         )
         table = self.query_one(DataTable)
+        row = table.cursor_row
+        table.clear()
         for r in self.report:
             tokens = {x["name"]: x["tokens"] for x in r["layers"]}
             usage = r["usage"] or {}
@@ -173,7 +186,8 @@ class RequestsScreen(Screen[None]):
                 key=str(r["id"]),
             )
         table.focus()
-        self._show_detail(0)
+        table.move_cursor(row=min(max(row, 0), len(self.report) - 1))
+        self._show_detail(table.cursor_row)
 
     @on(DataTable.RowHighlighted, "#requests-table")
     def row_highlighted(self, event: DataTable.RowHighlighted) -> None:
