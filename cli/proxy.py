@@ -114,10 +114,13 @@ def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        starting = asyncio.create_task(serve(proxy, stop))
-        await asyncio.sleep(0)
-        while proxy.port == 0 and not starting.done():
-            await asyncio.sleep(0.01)
+        started = asyncio.Event()
+        running = asyncio.create_task(serve(proxy, stop, started))
+        await asyncio.wait(
+            [running, asyncio.create_task(started.wait())], return_when=asyncio.FIRST_COMPLETED
+        )
+        if running.done():
+            await running  # it could not listen: its error
         print(
             f"ctxscope proxy on {proxy.url} → {upstream}, recording into "
             f"{db_path(args, settings)}; point an agent at it with "
@@ -125,7 +128,7 @@ def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
             flush=True,
         )
-        await starting
+        await running
 
     try:
         asyncio.run(main())

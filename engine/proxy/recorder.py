@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -96,7 +97,8 @@ class Recorder:
         """Per client session: its conversation's thread name, the first-message digests it
         has had, and its latest system prompt's digest."""
         self._lock = threading.Lock()
-        self.failures: list[str] = []
+        self.failures: deque[str] = deque(maxlen=100)
+        """Why the latest requests that could not be stored were not (they were forwarded)."""
 
     def submit(self, capture: Capture) -> Future[Exchange | None]:
         return self._executor.submit(self._record, capture)

@@ -120,7 +120,11 @@ class Proxy:
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.config.port)
-        await site.start()
+        try:
+            await site.start()
+        except BaseException:
+            await self.stop()  # the client session and the runner, closed before the error
+            raise
         if self.config.port == 0:
             self.port = int(self._runner.addresses[0][1])
 
@@ -206,9 +210,12 @@ class Proxy:
             return response
 
 
-async def serve(proxy: Proxy, stop: asyncio.Event) -> None:
-    """Run ``proxy`` until ``stop`` is set, then shut it down cleanly."""
+async def serve(proxy: Proxy, stop: asyncio.Event, started: asyncio.Event | None = None) -> None:
+    """Run ``proxy`` until ``stop`` is set (``started`` is set once it listens), then shut it
+    down cleanly."""
     await proxy.start()
+    if started is not None:
+        started.set()
     try:
         await stop.wait()
     finally:

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,21 @@ def test_bad_upstream_and_missing_command_are_usage_errors(tmp_path: Path) -> No
     )
     assert empty.returncode == 2
     assert "run needs a command" in empty.stderr
+
+
+def test_a_port_in_use_is_one_line_and_no_banner(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            ctxscope("proxy", "--port", str(port), db=tmp_path / "x.db"),
+            capture_output=True,
+            text=True,
+            env=env(),
+            timeout=60,
+        )
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()  # one line, no banner, no warning after it
+    assert line.startswith(f"ctxscope: cannot listen on 127.0.0.1:{port}: ")
+    assert "address already in use" in line
