@@ -88,6 +88,14 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         from engine.proxy.report import request_lines, request_report
 
         data["requests"] = request_report(exchanges, settings)
+        if getattr(args, "what_ifs", False):
+            from cli.common import CliError
+            from engine.proxy.whatif import NoConversation, what_if_table
+
+            try:
+                data["what_ifs"] = what_if_table(exchanges, settings)
+            except NoConversation as exc:
+                raise CliError(f"session {sid}: {exc}; nothing to replay") from None
     lines = [
         f"session {session.id}: {session.title or '(untitled)'}",
         f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
@@ -109,6 +117,10 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         )
     if exchanges:
         lines.extend(request_lines(data["requests"]))
+    if "what_ifs" in data:
+        from engine.proxy.whatif import what_if_lines
+
+        lines.extend(what_if_lines(data["what_ifs"]))
     for o in observations:
         lines.append(
             f"\n--- observation {o.tool_use_id} ({o.tool_name}), round {o.round_index} "

@@ -118,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print each tool result's full text, as the model saw it",
     )
+    p.add_argument(
+        "--what-ifs",
+        action="store_true",
+        help="a proxied session: its conversation replayed under each strategy (docs/proxy.md)",
+    )
     p = sub.add_parser(
         "context", parents=[common, as_json], help="the exact request the next step would send"
     )

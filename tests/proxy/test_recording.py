@@ -304,3 +304,40 @@ def test_a_stream_cut_by_the_upstream_is_stored_incomplete(
     (exchange,) = store.exchanges(store.proxied_sessions()[0])
     assert exchange.outcome == "incomplete"
     assert exchange.response is not None and exchange.response["stop_reason"] is None
+
+
+def test_show_what_ifs_puts_the_recorded_row_beside_each_strategy(
+    recorded: tuple[list[dict[str, Any]], Store], proxy: RunningProxy
+) -> None:
+    """The as-recorded row is the three requests' own usage (summed here from the scripted
+    figures); each of the six strategies replays the conversation's three answers."""
+    _, store = recorded
+    (session_id,) = store.proxied_sessions()
+    store.close()
+    env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
+    shown = subprocess.run(
+        [sys.executable, "-m", "cli.main", "show", str(session_id), "--json", "--what-ifs",
+         "--db", str(proxy.db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )  # fmt: skip
+    rows = json.loads(shown.stdout)["what_ifs"]
+    recorded_row = rows[0]
+    assert recorded_row["strategy"] == "as recorded"
+    inputs = [20 + 5000, 30 + 5000 + 40, 15 + 5040 + 25]  # uncached + cache read + cache write
+    assert recorded_row["total_input"] == sum(inputs)
+    assert recorded_row["peak"] == max(inputs)
+    assert (recorded_row["cache_read"], recorded_row["cache_write"]) == (10040, 5065)
+    third = (15 * 3 + 25 * 3 * 1.25 + 5040 * 3 * 0.1 + 8 * 15) / 1e6
+    first = (20 * 3 + 1000 * 3 * 1.25 + 4000 * 3 * 2 + 50 * 15) / 1e6
+    second = (30 * 3 + 40 * 3 * 1.25 + 5000 * 3 * 0.1 + 10 * 15) / 1e6
+    assert recorded_row["cost"] == pytest.approx(first + second + third, abs=1e-4)
+    strategies = rows[1:]
+    assert sorted(r["strategy"] for r in strategies) == sorted(
+        ["layered", "reset-hint", "mock-user", "message-window", "head-middle-tail", "masking"]
+    )
+    assert {r["steps"] for r in strategies} == {3}  # the three recorded answers
+    assert all(r["total_input"] > 0 for r in strategies)

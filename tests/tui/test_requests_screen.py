@@ -88,6 +88,12 @@ async def test_f10_shows_each_request_with_its_layers_diff_and_cost(
         await wait_until(pilot, lambda: len(screen.report) == 3)
         await settle(pilot)
         assert table.row_count == 3  # type: ignore[attr-defined]
+        await pilot.press("w")
+        whatifs = screen.query_one("#requests-whatifs")
+        await wait_until(pilot, lambda: "as recorded" in str(whatifs.render()), timeout=60)
+        shown = str(whatifs.render())
+        for strategy in ("layered", "masking", "mock-user"):
+            assert strategy in shown
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, RequestsScreen)

@@ -4,7 +4,8 @@ One row per request, in order: what it was (the conversation, a compaction's cal
 model and status, its tokens per layer (tools, system, history, the newest input) from the
 usage the API returned, what it appended or removed since the conversation's previous
 request, where the cached prefix broke, its cost and the running total. The selected
-request's detail sits below: its layers as bars, what changed and why, and its newest input.
+request's detail sits below: its layers as bars, what changed and why, and its newest input;
+**w** replays the conversation under each strategy beside what was really sent (the what-ifs).
 The figures are :func:`engine.proxy.report.request_report`'s, the same as ``show --json``'s
 ``requests[]`` (docs/proxy.md). While a proxy records into the session, new requests appear:
 the screen looks for them every :data:`FOLLOW_INTERVAL` seconds.
@@ -28,6 +29,7 @@ from engine.config import Settings
 from engine.exchanges import Exchange
 from engine.proxy.identity import texts
 from engine.proxy.report import request_report
+from engine.proxy.whatif import NoConversation, what_if_lines, what_if_table
 from engine.store import Store
 from engine.terminal_text import cut
 from tui.formatting import short_tokens
@@ -89,7 +91,21 @@ class RequestsScreen(Screen[None]):
         Binding(
             "escape", "app.pop_screen", "Back", id="requests.back", tooltip="Back to the session"
         ),
+        Binding(
+            "w",
+            "what_ifs",
+            "What-ifs",
+            id="requests.what_ifs",
+            tooltip="Replay the conversation under each strategy, beside what was really sent",
+        ),
     ]
+
+    @dataclass
+    class WhatIfsBuilt(Message):
+        """The what-if table, or why there is none."""
+
+        rows: list[dict[str, Any]]
+        error: str = ""
 
     @dataclass
     class ReportBuilt(Message):
@@ -111,6 +127,7 @@ class RequestsScreen(Screen[None]):
             yield Label(f"Requests · session {self.session_id} · reading…", id="requests-title")
             yield DataTable(id="requests-table", cursor_type="row", zebra_stripes=True)
             yield Static(id="requests-detail")
+            yield Static(id="requests-whatifs")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -188,6 +205,26 @@ class RequestsScreen(Screen[None]):
         table.focus()
         table.move_cursor(row=min(max(row, 0), len(self.report) - 1))
         self._show_detail(table.cursor_row)
+
+    def action_what_ifs(self) -> None:
+        self.query_one("#requests-whatifs", Static).update(
+            Text("Replaying the conversation under each strategy…")
+        )
+        self.build_what_ifs()
+
+    @work(thread=True, exclusive=True, group="requests-what-ifs", exit_on_error=False)
+    def build_what_ifs(self) -> None:
+        try:
+            rows = what_if_table(self.store.exchanges(self.session_id), self.settings)
+        except NoConversation as exc:
+            self.post_message(self.WhatIfsBuilt([], str(exc)))
+            return
+        self.post_message(self.WhatIfsBuilt(rows))
+
+    @on(WhatIfsBuilt)
+    def show_what_ifs(self, message: WhatIfsBuilt) -> None:
+        text = message.error or "\n".join(what_if_lines(message.rows))
+        self.query_one("#requests-whatifs", Static).update(Text(text))
 
     @on(DataTable.RowHighlighted, "#requests-table")
     def row_highlighted(self, event: DataTable.RowHighlighted) -> None:
