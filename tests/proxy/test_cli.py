@@ -63,12 +63,13 @@ def test_run_points_the_command_at_the_proxy_and_returns_its_exit_code(
         timeout=60,
     )
     assert done.returncode == 3, done.stderr
-    stored_line, child_line = done.stdout.splitlines()
-    child = json.loads(child_line)
+    # The proxy's line and the command's, in whichever order their processes wrote them.
+    lines = [json.loads(text) for text in done.stdout.splitlines()]
+    (child,) = [line for line in lines if "base_url" in line]
+    (line,) = [line for line in lines if "session_id" in line]
     assert child["text"] == "through the proxy"
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", child["base_url"])
     assert child["first_party"] is None  # the upstream is not Anthropic's own
-    line = json.loads(stored_line)
     assert (line["kind"], line["status"], line["messages"]) == ("main", 200, 1)
     store = Store.open(db)
     (exchange,) = store.exchanges(store.proxied_sessions()[0])

@@ -110,7 +110,7 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "f10",
         "requests",
         "Requests",
-        "The exact requests of a session recorded by `ctxscope proxy`: layers, diffs, cost",
+        "A proxied session's exact requests: layers, diffs, cost",
         show=False,
     ),
     ActionSpec(
