@@ -163,12 +163,17 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         recorder.close()
         raise CliError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
     # Ctrl+C goes to the whole process group: CMD decides what it means; we wait for CMD.
+    # A SIGTERM to ctxscope is passed on to CMD, and the proxy stops once CMD has ended.
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous_term = signal.getsignal(signal.SIGTERM)
     try:
-        code = subprocess.call(command, env=child_env(proxy.url, upstream))
+        child = subprocess.Popen(command, env=child_env(proxy.url, upstream))
+        signal.signal(signal.SIGTERM, lambda _sig, _frame: child.terminate())
+        code = child.wait()
     except OSError as exc:
         raise CliError(f"cannot run {cut(command[0], 80)!r}: {exc.strerror or exc}") from None
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
         thread.stop()
     return code if code >= 0 else 128 - code

@@ -139,6 +139,45 @@ def test_bad_upstream_and_missing_command_are_usage_errors(tmp_path: Path) -> No
     )
     assert empty.returncode == 2
     assert "run needs a command" in empty.stderr
+    missing = subprocess.run(
+        ctxscope("run", "--", str(tmp_path / "no-such-program"), db=db),
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=60,
+    )
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("ctxscope: cannot run ")
+    assert "No such file or directory" in missing.stderr
+
+
+def test_run_passes_sigterm_on_to_the_command_and_stores_what_it_sent(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """The command asks once, says so, then waits; SIGTERM to ``ctxscope run`` ends it (its
+    exit code: 128 + 15), and the request it sent is stored."""
+    fake_anthropic.script([text_reply("before the end")])
+    waiting = CHILD.replace("sys.exit(3)", "sys.stdout.flush()\nimport time\ntime.sleep(60)")
+    db = tmp_path / "term.db"
+    process = subprocess.Popen(
+        ctxscope(
+            "run", "--upstream", fake_anthropic.url, "--", sys.executable, "-c", waiting, db=db
+        ),
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
+    try:
+        assert process.stdout is not None
+        assert json.loads(process.stdout.readline())["text"] == "before the end"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        if process.poll() is None:
+            process.kill()
+    store = Store.open(db)
+    (exchange,) = store.exchanges(store.proxied_sessions()[0])
+    assert exchange.response is not None and exchange.outcome == "complete"
 
 
 def test_a_port_in_use_is_one_line_and_no_banner(tmp_path: Path) -> None:
