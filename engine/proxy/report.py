@@ -113,6 +113,7 @@ def diff(previous: Exchange | None, exchange: Exchange) -> dict[str, Any]:
     if previous is None:
         return {
             "appended": len(messages),
+            "appended_kinds": _kinds(_list(body.get("messages"))),
             "kept": 0,
             "removed": 0,
             "changed": [],
@@ -176,11 +177,30 @@ def diff(previous: Exchange | None, exchange: Exchange) -> dict[str, Any]:
             cache_break = {"where": "tools", "why": why}
     return {
         "appended": len(messages) - kept,
+        "appended_kinds": _kinds(_list(body.get("messages"))[kept:]),
         "kept": kept,
         "removed": removed,
         "changed": changed,
         "cache_break": cache_break,
     }
+
+
+def _kinds(messages: list[Any]) -> list[str]:
+    """Each message as its role and block types: ``assistant text tool_use``."""
+    out = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        kinds = (
+            ["text"]
+            if isinstance(content, str)
+            else [str(b.get("type")) for b in content if isinstance(b, dict)]
+            if isinstance(content, list)
+            else [str(message.get("type", ""))]
+        )
+        out.append(" ".join([str(message.get("role", message.get("type", "?"))), *kinds]))
+    return out
 
 
 def _message_change(previous: Exchange, exchange: Exchange, at: int) -> str:

@@ -182,6 +182,11 @@ def test_show_json_gives_the_requests_with_their_diffs_and_cost(
     requests = json.loads(shown.stdout)["requests"]
     assert [r["appended"] for r in requests] == [1, 2, 2]
     assert [r["kept"] for r in requests] == [0, 1, 3]
+    assert [r["appended_kinds"] for r in requests] == [
+        ["user text text"],
+        ["assistant tool_use", "user tool_result"],
+        ["assistant text", "user text"],
+    ]
     assert [r["removed"] for r in requests] == [0, 0, 0]
     assert [r["cache_break"] for r in requests] == [None, None, None]
     # The layers add up to the input the API reported: input + cache read + cache write.
