@@ -33,6 +33,8 @@ LAYERS = ("tools", "system", "history", "input")
 
 CACHE_LIFETIME = 300.0
 """Seconds a 5-minute cache entry lives after its last use."""
+CACHE_LIFETIME_1H = 3600.0
+"""Seconds a 1-hour cache entry lives (Claude Code writes its cache so)."""
 
 
 def _list(value: Any) -> list[Any]:
@@ -169,9 +171,11 @@ def diff(previous: Exchange | None, exchange: Exchange) -> dict[str, Any]:
         gap = (exchange.created_at - previous.created_at).total_seconds()
         cached = previous.usage.cache_creation_input_tokens + previous.usage.cache_read_input_tokens
         if cached and not exchange.usage.cache_read_input_tokens:
+            hour = previous.cache_creation.get("ephemeral_1h_input_tokens", 0) > 0
+            lifetime = CACHE_LIFETIME_1H if hour else CACHE_LIFETIME
             why = (
                 f"the cache expired ({gap:.0f} s since the previous request)"
-                if gap > CACHE_LIFETIME
+                if gap > lifetime
                 else "no cache read although the prefix is the same"
             )
             cache_break = {"where": "tools", "why": why}

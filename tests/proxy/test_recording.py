@@ -346,3 +346,35 @@ def test_show_what_ifs_puts_the_recorded_row_beside_each_strategy(
     )
     assert {r["steps"] for r in strategies} == {3}  # the three recorded answers
     assert all(r["total_input"] > 0 for r in strategies)
+
+
+@pytest.mark.parametrize(
+    ("breakdown", "why"),
+    [
+        (
+            {"ephemeral_5m_input_tokens": 3000},
+            "the cache expired (600 s since the previous request)",
+        ),
+        ({"ephemeral_1h_input_tokens": 3000}, "no cache read although the prefix is the same"),
+    ],
+)
+def test_an_expired_cache_is_told_from_a_broken_prefix(breakdown: dict[str, int], why: str) -> None:
+    """The same request ten minutes later reads nothing from the cache: past a 5-minute
+    entry's life, within a 1-hour one's."""
+    from datetime import UTC, datetime, timedelta
+
+    from engine.exchanges import Exchange
+    from engine.models import Usage
+
+    body = request([user("hi")])
+    start = datetime(2026, 11, 27, 3, 0, tzinfo=UTC)
+    first = Exchange(
+        id=1, request=body, model="claude-sonnet-4-6", created_at=start,
+        usage=Usage(input_tokens=5, cache_creation_input_tokens=3000), cache_creation=breakdown,
+    )  # fmt: skip
+    again = Exchange(
+        id=2, request=body, model="claude-sonnet-4-6", created_at=start + timedelta(minutes=10),
+        usage=Usage(input_tokens=5, cache_creation_input_tokens=3000),
+    )  # fmt: skip
+    report = request_report([first, again], Settings())
+    assert report[1]["cache_break"] == {"where": "tools", "why": why}
