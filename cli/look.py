@@ -93,6 +93,19 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     observations = store.observations(sid) if getattr(args, "observations", False) else []
     if observations:
         data["observations"] = [o.model_dump(mode="json") for o in observations]
+    exchanges = store.exchanges(sid)
+    if exchanges:  # a session recorded by `ctxscope proxy`: its exact requests (docs/proxy.md)
+        from engine.proxy.report import request_lines, request_report
+
+        data["requests"] = request_report(exchanges, settings)
+        if getattr(args, "what_ifs", False):
+            from cli.common import CliError
+            from engine.proxy.whatif import NoConversation, what_if_table
+
+            try:
+                data["what_ifs"] = what_if_table(exchanges, settings)
+            except NoConversation as exc:
+                raise CliError(f"session {sid}: {exc}; nothing to replay") from None
     lines = [
         f"session {session.id}: {session.title or '(untitled)'}",
         f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
@@ -113,6 +126,12 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
             + ("; recorded: made by the original agent" if c.stats.get("recorded") else "")
         )
+    if exchanges:
+        lines.extend(request_lines(data["requests"]))
+    if "what_ifs" in data:
+        from engine.proxy.whatif import what_if_lines
+
+        lines.extend(what_if_lines(data["what_ifs"]))
     for o in observations:
         lines.append(
             f"\n--- observation {o.tool_use_id} ({o.tool_name}), round {o.round_index} "

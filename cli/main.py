@@ -1,5 +1,5 @@
 """The headless command line: ``ctxscope sessions | show | context | compact | import | export |
-ask | strategy | strategies | watch``.
+ask | strategy | strategies | watch | proxy | run``.
 
 Every subcommand but ``export`` (which writes the format asked for) takes ``--json`` and then
 prints one JSON document (``ask --json``: one event per line, then a ``result`` line); the
@@ -21,7 +21,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # Only the light part at start: ``--help`` and a bad argument are answered before the engine,
 # pydantic or Textual is imported (tests/cli/test_startup.py, bench/bench_startup.py).
@@ -70,6 +70,8 @@ COMMANDS: dict[str, str] = {
     "strategies": "strategies",
     "replay": "strategies",
     "watch": "watch",
+    "proxy": "proxy",
+    "run": "proxy",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -121,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--observations",
         action="store_true",
         help="also print each tool result's full text, as the model saw it",
+    )
+    p.add_argument(
+        "--what-ifs",
+        action="store_true",
+        help="a proxied session: its conversation replayed under each strategy (docs/proxy.md)",
     )
     p = sub.add_parser(
         "context", parents=[common, as_json], help="the exact request the next step would send"
@@ -268,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--session", type=SESSION_ID, metavar="ID", help="follow a ctxscope session (read-only)"
     )
+    add_proxy_commands(sub, common)
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")
@@ -301,6 +309,37 @@ def interrupted(command: str | None) -> str:
     if command is None or command in STORE_NOTHING_WHEN_INTERRUPTED:
         return "ctxscope: interrupted; nothing stored"
     return "ctxscope: interrupted; what it stored before stays (see `ctxscope sessions`)"
+
+
+def add_proxy_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``proxy`` and ``run`` (docs/proxy.md)."""
+    for name, port, help_text in (
+        ("proxy", 8787, "record every Messages API request an agent sends (docs/proxy.md)"),
+        ("run", 0, "run a command with its Messages API requests recorded through the proxy"),
+    ):
+        p = sub.add_parser(name, parents=[common], help=help_text)
+        p.add_argument(
+            "--port",
+            type=checked(port_number),
+            default=port,
+            help=f"port on 127.0.0.1 (default {port or 'a free one'})",
+        )
+        p.add_argument(
+            "--upstream",
+            default="https://api.anthropic.com",
+            help="the API to forward to (default https://api.anthropic.com)",
+        )
+        p.add_argument("--jsonl", action="store_true", help="print one JSON line per request")
+        if name == "run":
+            p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
+
+
+def port_number(text: str) -> int:
+    """A TCP port: 0 (a free one) to 65535."""
+    value = int(text) if text.isdigit() else -1
+    if not 0 <= value <= 65535:
+        raise ValueError(f"{text} is not a port (0 to 65535)")
+    return value
 
 
 def main(

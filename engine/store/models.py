@@ -252,6 +252,41 @@ class TokenCountRow(BaseRow):
     tokens = IntegerField()
 
 
+class ExchangeBlobRow(BaseRow):
+    """A piece of a proxied request (a system block, a tool, a message) stored once by the
+    digest of its JSON: every request repeats its prefix, and each piece is kept one time."""
+
+    digest = TextField(unique=True)
+    content = TextField()
+
+
+class ExchangeRow(BaseRow):
+    """One request through ``ctxscope proxy`` and its answer (``engine.exchanges.Exchange``).
+
+    ``shape`` is the request body with its system, tools and new messages replaced by blob
+    digests; its messages start with the first ``prefix_len`` messages of request
+    ``prefix_id`` (the one before it in its thread), so a request stores what is new in it."""
+
+    session = ForeignKeyField(SessionRow, backref="exchanges", on_delete="CASCADE")
+    session_id: int
+    kind = TextField()
+    thread = TextField()
+    method = TextField()
+    path = TextField()
+    status = IntegerField()
+    outcome = TextField()
+    stream = BooleanField()
+    model = TextField()
+    shape = JSONField()
+    prefix_id = IntegerField(null=True)
+    prefix_len = IntegerField(default=0)
+    response = JSONField(null=True)
+    usage = JSONField(null=True)
+    headers = JSONField(default=dict)
+    duration_ms = FloatField(default=0.0)
+    created_at = TimestampField()
+
+
 TABLES: list[type[BaseRow]] = [
     SessionRow,
     RoundRow,
@@ -264,4 +299,6 @@ TABLES: list[type[BaseRow]] = [
     StrategySwitchRow,
     LeaseRow,
     TokenCountRow,
+    ExchangeBlobRow,
+    ExchangeRow,
 ]

@@ -18,7 +18,7 @@ from peewee import SqliteDatabase
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -77,6 +77,13 @@ def _archive_search(db: SqliteDatabase) -> None:
     ).fetchall()
     for (segment_id,) in live:
         search.index_segment(db, segment_id)
+
+
+def _proxied_requests(db: SqliteDatabase) -> None:
+    """11 -> 12: the requests ``ctxscope proxy`` recorded and the pieces they share."""
+    from engine.store.models import ExchangeBlobRow, ExchangeRow
+
+    db.create_tables([ExchangeBlobRow, ExchangeRow])
 
 
 def sql(db: SqliteDatabase, query: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
@@ -221,6 +228,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     8: _subagents_and_cache_lifetimes,
     9: _watched_sources,
     10: _session_params,
+    11: _proxied_requests,
 }
 
 

@@ -26,6 +26,7 @@ from tui.screens.execution_log_screen import ExecutionLogScreen
 from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
+from tui.screens.requests_screen import RequestsScreen
 from tui.screens.sessions_screen import SessionsScreen
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
@@ -103,6 +104,13 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "compare",
         "Compare",
         "Replay this session under every strategy: tokens, cache, cost, what was kept",
+        show=False,
+    ),
+    ActionSpec(
+        "f10",
+        "requests",
+        "Requests",
+        "A proxied session's exact requests: layers, diffs, cost",
         show=False,
     ),
     ActionSpec(
@@ -196,7 +204,10 @@ class MainActions(Screen[None]):
             return self.has_class("-narrow")
         if action == "interrupt":
             return self.busy == "round"
-        if action in ("archive", "inspect", "execution_log", "compare") and self.agent is None:
+        if (
+            action in ("archive", "inspect", "execution_log", "compare", "requests")
+            and self.agent is None
+        ):
             return None
         if action == "undo_compaction":
             return True if self.undoable is not None else None
@@ -389,6 +400,11 @@ class MainActions(Screen[None]):
             self.app.push_screen(
                 CompareScreen(agent.store, self.session_id, agent.settings, agent.workspace)
             )
+
+    def action_requests(self) -> None:
+        if self.agent is not None and self.session_id is not None:
+            agent = self.agent
+            self.app.push_screen(RequestsScreen(agent.store, self.session_id, agent.settings))
 
     def action_execution_log(self) -> None:
         if self.agent is not None:
