@@ -22,8 +22,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cli.common import CliError, UsageError, db_path, open_store
-from engine.config import Settings, price_for
+from engine.config import Settings
 from engine.exchanges import Exchange
+from engine.prices import price_for
 from engine.proxy.recorder import Recorder, api_of
 from engine.proxy.server import DEFAULT_UPSTREAM, Proxy, ProxyConfig, ProxyThread, serve
 from engine.terminal_text import cut

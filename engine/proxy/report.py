@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.config import Settings, price_for
+from engine.config import Settings
 from engine.exchanges import Exchange
 from engine.messages.tokens import (
     MESSAGE_OVERHEAD,
@@ -23,6 +23,7 @@ from engine.messages.tokens import (
     count_text,
     count_tools,
 )
+from engine.prices import price_for
 from engine.proxy.identity import continues_after_compaction, texts, without_cache_control
 from engine.proxy.recorder import api_of
 from engine.store.exchanges import canonical, digest
@@ -233,12 +234,14 @@ def request_report(exchanges: list[Exchange], settings: Settings) -> list[dict[s
         tokens, source = layers(exchange, counter)
         usage = exchange.usage
         priced = api_of(exchange.path) == "messages"  # the project prices Claude models only
+        # None: a request without usage, of another API, or of a model without a known price
+        # (engine/prices.py); the running cost adds only what has a price.
         cost = (
             price_for(settings, exchange.model).usage_cost(usage)
             if usage is not None and priced
-            else 0.0
+            else None
         )
-        running += cost
+        running += cost or 0.0
         total = sum(tokens.values())
         response = exchange.response or {}
         out.append(
@@ -262,7 +265,7 @@ def request_report(exchanges: list[Exchange], settings: Settings) -> list[dict[s
                 "stop_reason": response.get("stop_reason"),
                 "shrank": previous is not None and total < previous_total,
                 **diff(previous, exchange),
-                "cost": round(cost, 6) if priced else None,
+                "cost": None if cost is None else round(cost, 6),
                 "running_cost": round(running, 6),
             }
         )

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.compaction.strategies import STRATEGIES
-from engine.config import Settings, price_for
+from engine.config import Settings
 from engine.exchanges import Exchange
+from engine.prices import price_for
 from engine.proxy.identity import without_cache_control
 from engine.proxy.recorder import api_of
 from engine.recordings.anthropic_jsonl import BLOCK_TYPES
@@ -117,9 +118,7 @@ def as_recorded(exchanges: list[Exchange], settings: Settings) -> dict[str, Any]
         "total_input": sum(e.usage.input_side for e in used if e.usage),
         "cache_read": sum(e.usage.cache_read_input_tokens for e in used if e.usage),
         "cache_write": sum(e.usage.cache_creation_input_tokens for e in used if e.usage),
-        "cost": round(
-            sum(price_for(settings, e.model).usage_cost(e.usage) for e in used if e.usage), 4
-        ),
+        "cost": _total_cost(settings, used),
     }
 
 
@@ -138,10 +137,19 @@ def what_if_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines.append("  " + "  ".join(f"{c:>14}" for c in WHAT_IF_COLUMNS))
     for row in rows:
         cells = [
-            f"${row[c]:.4f}"
+            ("–" if row[c] is None else f"${row[c]:.4f}")
             if c == "cost"
             else (f"{row[c]:,}" if isinstance(row[c], int) else str(row[c]))
             for c in WHAT_IF_COLUMNS
         ]
         lines.append("  " + "  ".join(f"{c:>14}" for c in cells))
     return lines
+
+
+def _total_cost(settings: Settings, used: list[Exchange]) -> float | None:
+    """The recorded requests' cost at list prices; None when one of them has no known price
+    (a partial sum would read as the whole)."""
+    costs = [price_for(settings, e.model).usage_cost(e.usage) for e in used if e.usage]
+    if any(cost is None for cost in costs):
+        return None
+    return round(sum(c for c in costs if c is not None), 4)
