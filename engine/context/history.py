@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.compaction.ledger import measure_fidelity
 from engine.compaction.placement import summary_tokens
-from engine.compaction.policy import CompactionPolicy, PolicyView, before_last_rounds
+from engine.compaction.policy import CompactionPolicy, PolicyView, ResultForm, before_last_rounds
 from engine.compaction.strategies.layered import keep_zone_tokens
 from engine.compaction.summary import SummaryCompressor, SummaryOutcome
 from engine.config import Settings
@@ -59,6 +59,10 @@ __all__ = [  # the records of a compaction live next door; their users find them
 
 INTERRUPTED_RESULT = "Interrupted by the user before this tool returned a result."
 
+LOOKUP_BATCH = 500
+"""Tool messages whose observations are asked for in one query (SQLite bounds the number of
+values an ``IN (...)`` may hold)."""
+
 
 class HistoryManager:
     """Reads and writes one session's history through the store."""
@@ -80,6 +84,14 @@ class HistoryManager:
         self._segments: dict[int, list[Message]] = {}
         """Archived segments' messages by segment id, loaded once (they never change)."""
         self._pinned: frozenset[int] = frozenset()
+        self._returned: dict[int, tuple[str, int] | None] = {}
+        """Tool results as the tools returned them, by tool message id, with their token
+        count (None: no observation was recorded, the stored content is all there is); a tool
+        message's result never changes, so this outlives reloads."""
+        self._copies: dict[int, Message] = {}
+        """The tool messages of the loaded history in that form (rebuilt after a reload)."""
+        self._as_returned: tuple[History, int, History] | None = None
+        """The last history sent as returned: (stored history, its length, the copy)."""
         self._history = self._load()
 
     def _load(self) -> History:
@@ -97,6 +109,7 @@ class HistoryManager:
         return history
 
     def reload(self) -> History:
+        self._copies.clear()
         self._history = self._load()
         return self._history
 
@@ -104,6 +117,66 @@ class HistoryManager:
     def history(self) -> History:
         """L3 as stored now (summaries, then the messages of rounds not archived)."""
         return self._history
+
+    def sent_form(self, policy: CompactionPolicy) -> History:
+        """L3 with each tool result in the form ``policy``'s seed keeps in history.
+
+        Seed 000 keeps the A3-compressed form, which is what is stored; seeds 001-003 keep the
+        result as the tool returned it (:attr:`ResultForm.AS_RETURNED`): each tool message is
+        then a copy (same id, round and step) holding its observation's text, the one the model
+        saw. A strategy's own cut (seed 002's first and last 1 000 characters) is its
+        projection's, made afterwards."""
+        hist = self._history
+        if policy.tool_results is not ResultForm.AS_RETURNED:
+            return hist
+        known = self._as_returned
+        if known is not None and known[0] is hist and known[1] == len(hist.messages):
+            return known[2]
+        messages = self.returned_form(hist.messages)
+        sent = History(summaries=hist.summaries, messages=messages)
+        self._as_returned = (hist, len(hist.messages), sent)
+        return sent
+
+    def returned_form(self, messages: list[Message]) -> list[Message]:
+        """``messages`` with each tool result as the tool returned it (see :meth:`sent_form`)."""
+        self._load_returned(messages)
+        return [self._copy(m) for m in messages]
+
+    def _copy(self, msg: Message) -> Message:
+        if msg.role != "tool" or msg.id is None:
+            return msg
+        returned = self._returned.get(msg.id)
+        if returned is None:
+            return msg
+        copy = self._copies.get(msg.id)
+        if copy is None or copy.pinned != msg.pinned:
+            text, tokens = returned
+            copy = msg.model_copy(update={"content": text, "tokens": tokens})
+            self._copies[msg.id] = copy
+        return copy
+
+    def _load_returned(self, messages: list[Message]) -> None:
+        missing = [
+            m.id
+            for m in messages
+            if m.role == "tool" and m.id is not None and m.id not in self._returned
+        ]
+        if not missing:
+            return
+        by_id = {m.id: m for m in messages if m.id is not None}
+        found: dict[int, str] = {}
+        for start in range(0, len(missing), LOOKUP_BATCH):
+            for obs in self.store.observations_for_messages(missing[start : start + LOOKUP_BATCH]):
+                if obs.message_id is not None:
+                    found[obs.message_id] = obs.text
+        for mid in missing:
+            text = found.get(mid)
+            stored = by_id[mid]
+            if text is None or text == stored.content:
+                self._returned[mid] = None
+                continue
+            counted = stored.model_copy(update={"content": text, "tokens": None})
+            self._returned[mid] = (text, ensure_counted(counted))
 
     def tokens(self) -> int:
         """Tokens of L3 as stored: summaries plus history messages (cached counts)."""
@@ -234,9 +307,13 @@ class HistoryManager:
         (:meth:`~CompactionPolicy.refuses_summary`) is skipped too, said and never stored.
         """
         began = time.monotonic()
-        history = self._history
-        view = view or PolicyView(history=history, pinned=self.pinned_ids)
-        before = self.tokens()
+        # History as this strategy sends it: what it summarises and what its figures count
+        # (seeds 001-003: tool results as the tools returned them, not seed 000's A3 form).
+        view = view or PolicyView(history=self.sent_form(policy), pinned=self.pinned_ids)
+        history = view.history
+        before = sum(s.tokens or 0 for s in history.summaries) + sum(
+            m.tokens or 0 for m in history.messages
+        )
         base = Compaction(
             session_id=self.session_id,
             trigger=trigger,
@@ -266,7 +343,12 @@ class HistoryManager:
         summarised = earlier + segment
         # An earlier summary stands for archived messages the store still holds: the
         # extractive form is written from those, so re-compacting loses nothing it held.
-        raw = self._archived_messages() + segment if earlier else None
+        raw = None
+        if earlier:
+            archived = self._archived_messages()
+            if policy.tool_results is ResultForm.AS_RETURNED:
+                archived = self.returned_form(archived)
+            raw = archived + segment
         self.events(CompactionProgress(stage="summarizing", done=0, total=len(summarised)))
         summary: Summary | None = None
         outcome: SummaryOutcome | None = None

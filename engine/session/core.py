@@ -268,8 +268,8 @@ class AgentCore:
     def sent_history(self) -> History:
         """L3 as the strategy sends it: its summaries, and history after its projection (seed
         002's projected rounds, masked observations); the round in progress as stored."""
-        hist = self.history.history
-        round_msgs = self._round_messages() if self.current_round is not None else []
+        hist = self.history.sent_form(self.strategy)
+        round_msgs = self._round_messages(hist) if self.current_round is not None else []
         earlier = hist.messages[: len(hist.messages) - len(round_msgs)]
         messages, _ = self.strategy.project(earlier, [], None)
         return _history(hist.summaries, [*messages, *round_msgs])
@@ -323,7 +323,7 @@ class AgentCore:
         scratchpad)."""
         pad = self.scratchpad
         if hist is None:
-            hist = self.history.history
+            hist = self.history.sent_form(self.strategy)
         else:
             kept = {m.id for m in hist.messages}
             pad = [s for s in pad if s.assistant.id in kept]
@@ -343,7 +343,7 @@ class AgentCore:
 
     def _build_idle(self, question: str = "", hist: History | None = None) -> BuiltContext:
         """The request with no round running: history as the strategy sends it, and ``question``."""
-        hist = hist if hist is not None else self.history.history
+        hist = hist if hist is not None else self.history.sent_form(self.strategy)
         messages, _ = self.strategy.project(hist.messages, [], None)
         return self.builder.build(
             _history(hist.summaries, list(messages)), [], question, self._recap()

@@ -146,7 +146,7 @@ class Steering(WriterLease):
         uses_api = self.strategy.uses_api_usage
         record = self._last_record() if uses_api else None
         return PolicyView(
-            history=self.history.history,
+            history=self.history.sent_form(self.strategy),
             in_progress=self.current_round,
             request_tokens=built.total,
             fixed_tokens=fixed_tokens(built),

@@ -38,6 +38,7 @@ from engine.compaction.policy import (
     Plan,
     PolicyView,
     Prefix,
+    ResultForm,
     cut_before,
     last_units_start,
 )
@@ -70,6 +71,7 @@ class MockUserStrategy(CompactionPolicy):
     lifecycle = Lifecycle.RECOMPACT
     summary = MOCK_USER_SPEC
     live_summary_prompt = MOCK_USER_PROMPT
+    tool_results = ResultForm.AS_RETURNED
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
