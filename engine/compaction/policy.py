@@ -122,6 +122,10 @@ class PolicyView:
     ``request_tokens`` is): a compaction's figures after, in the trigger's own count; None
     when there is no request to build (a store without a session)."""
 
+    head_messages: int = 1
+    """Seed 004's head, "消息列表开头连续的 ``role: "system"`` 消息": the system messages that
+    lead every request and never leave it (L1, and L2 when there is a CODE_LAW.md)."""
+
     def tokens_of(self, msg: Message) -> int:
         if self.sent_tokens is not None:
             return self.sent_tokens(msg)

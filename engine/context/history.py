@@ -402,8 +402,9 @@ class HistoryManager:
             "originalTokenCount": original,
             "compactedTokenCount": compacted,
             "compactionRatio": round(compacted / original, 4) if original else 1.0,
-            "compactedMessageCount": len(segment),
-            "retainedMessageCount": len(kept),
+            # The middle holds the earlier summary it re-compacts; "Head + Tail" are kept.
+            "compactedMessageCount": len(summarised),
+            "retainedMessageCount": view.head_messages + len(kept),
         }
         if outcome is not None and outcome.warning:
             stats["summary_warning"] = outcome.warning

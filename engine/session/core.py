@@ -150,7 +150,7 @@ class AgentCore:
         self.summaries = SummaryCompressor(
             ProviderSummariser(provider, settings),
             settings.summary_timeout,
-            send=lambda system, text, timeout: provider.ask_text(system, text, timeout),
+            send=self._ask_summary,
         )
         self.scratchpad: list[ScratchStep] = []
         """The current round's steps with full observations; empty between rounds."""
@@ -170,6 +170,15 @@ class AgentCore:
         """While the lease is held: when the newest summary-writing compaction was made, for
         the history it was asked with (storing or undoing a compaction reloads history)."""
         self._ready()
+
+    def _ask_summary(
+        self, system: str, text: str, timeout: float, *, retries: int | None = None
+    ) -> str:
+        """A separate summary call sent as it is (seed 001's ``compressHistory``), to the
+        ``summary_model`` when one is set."""
+        return self.provider.ask_text(
+            system, text, timeout, model=self.settings.summary_model, retries=retries
+        )
 
     def _ready(self) -> None:
         """Called once the agent is built (the writer lease closes crashed rounds here)."""
