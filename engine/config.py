@@ -211,7 +211,7 @@ class Settings(BaseModel):
     """Database file; default ``sessions/ctxscope.db`` under the current directory."""
     data_dir: Path | None = None
     """Files written beside the database (seed 004's raw middles, seed 003's execution log),
-    one folder per session; default ``<database folder>/data``."""
+    one folder per database and session inside; default ``<database folder>/data``."""
 
     # --- safety: shared databases, secrets, timeouts (issue 10) ---
     db_busy_timeout: float = Field(30.0, gt=0)

@@ -26,6 +26,7 @@ from engine.context.compaction_records import (
     request_count_after,
 )
 from engine.context.raw_middle import write_raw_middle
+from engine.context.session_files import session_folder
 from engine.events import (
     CompactionFailed,
     CompactionFinished,
@@ -80,7 +81,8 @@ class HistoryManager:
         self.settings = settings
         self.events = events
         self.data_dir = data_dir
-        """Where seed 004's raw middles go (one folder per session); None: not written."""
+        """The data folder: seed 004's raw middles go to the session's folder in it
+        (:func:`engine.context.session_files.session_folder`); None: not written."""
         self._segments: dict[int, list[Message]] = {}
         """Archived segments' messages by segment id, loaded once (they never change)."""
         self._pinned: frozenset[int] = frozenset()
@@ -534,7 +536,8 @@ class HistoryManager:
         if self.data_dir is None:
             return None
         try:
-            return str(write_raw_middle(self.store, self.data_dir / str(self.session_id), middle))
+            folder = session_folder(self.data_dir, self.store.path, self.session_id)
+            return str(write_raw_middle(self.store, folder, middle))
         except OSError as exc:
             stats["raw_middle_error"] = str(exc)
             self.events(Notice(message=f"The raw middle could not be written: {exc}"))

@@ -25,6 +25,7 @@ from engine.context.history import (
     HistoryManager,
 )
 from engine.context.preprocess import REMINDER_CLOSE, REMINDER_OPEN, InputPreprocessor
+from engine.context.session_files import session_file
 from engine.events import (
     EventSink,
     ignore_events,
@@ -126,7 +127,8 @@ class AgentCore:
         )
         """The tools the model is offered: the agent's own, then the strategy's."""
         self.data_dir = data_folder(settings, store.path)
-        """Files of this app beside the database; the session's own are in ``<id>/``."""
+        """Files of this app beside the database; the session's own are in
+        ``<database key>/<id>/`` (:mod:`engine.context.session_files`)."""
         self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
         self.tool_ctx = ToolContext(
             workspace=workspace,
@@ -285,8 +287,19 @@ class AgentCore:
 
     @property
     def execution_log_path(self) -> Path:
-        """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, under the data folder."""
-        return self.data_dir / str(self.session_id) / "agent-context.jsonl"
+        """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, in the session's folder."""
+        return self.session_file("agent-context.jsonl")
+
+    def session_file(self, name: str) -> Path:
+        """The session's file ``name`` beside the database, in its folder keyed by database
+        and session (:func:`engine.context.session_files.session_file`)."""
+        return session_file(
+            self.data_dir,
+            self.store.path,
+            self.session_id,
+            name,
+            writable=not self.store.read_only,
+        )
 
     def chat_transcript(self) -> list[tuple[str, str]]:
         """The chat as its user saw it (seed 003's ChatStore transcript): each earlier round's

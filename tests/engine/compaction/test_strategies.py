@@ -362,7 +362,9 @@ def test_head_middle_tail_summary_is_a_user_message_and_raw_middle_is_written(
         first.compaction.tokens_after / first.compaction.tokens_before, abs=1e-4
     )
     path = Path(stats["raw_middle_file"])
-    assert path.parent == tmp_path / "data" / str(session_id)
+    # <data dir>/<database key>/<session>: the store is tmp_path/test.db, a data dir set
+    # elsewhere than its own data/ (here the same place, tmp_path/data: the stem alone)
+    assert path.parent == tmp_path / "data" / "test" / str(session_id)
     assert path.name.startswith("compact-") and path.name.endswith("-1.json")
     raw = json.loads(path.read_text())
     assert [m["id"] for m in raw] == [m.id for m in first.segment.messages]
