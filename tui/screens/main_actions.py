@@ -8,14 +8,19 @@ permission questions and :class:`~tui.screens.permission_modal.PermissionModal`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from textual import on
+from textual.app import SystemCommand
 from textual.screen import Screen
 from textual.widget import Widget
 
+from engine.compaction.strategies import STRATEGIES, get_strategy
 from engine.context.history import CompactionDraft, CompactionResult
+from engine.params import strategy_params
+from engine.store import SessionBusy, StoreError
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
@@ -84,6 +89,14 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec("f6", "last_scratchpad", "Last pad", "Show or hide the last round's scratchpad"),
     ActionSpec("f7", "next_pane", "Pane", "Show the next pane (narrow layout)"),
+    ActionSpec(
+        "ctrl+g",
+        "cycle_pane",
+        "Go to pane",
+        "Focus the next pane: chat, scratchpad, history (also in tmux)",
+        show=False,
+        title="Go to the next pane",
+    ),
     ActionSpec(
         "ctrl+l",
         "execution_log",
@@ -333,7 +346,8 @@ class MainActions(Screen[None]):
         msg = self.query_one(HistoryView).selected_message()
         if msg is None or msg.id is None:
             self.notify(
-                "Select a message in the history pane first (Alt+3 or Tab, then ↑ ↓).",
+                "Nothing to pin: select a message in the history pane first (Ctrl+G or Tab "
+                "to reach it, then ↑ ↓), then press Ctrl+T.",
                 title="Pin",
             )
             return
@@ -424,6 +438,49 @@ class MainActions(Screen[None]):
             self.notify("Focus a pane first (1–4 or Tab), then F8.", title="Maximise")
             return
         self.maximized = pane
+
+    # ------------------------------------------------------------------ strategy
+    def strategy_commands(self) -> Iterable[SystemCommand]:
+        """The palette's *Strategy: NAME* entries, one per strategy but the session's own."""
+        current = self.agent.strategy.name if self.agent is not None else None
+        for name in STRATEGIES:
+            if name == current:
+                continue
+            policy = get_strategy(name, self.ctx_app.settings)
+            yield SystemCommand(
+                f"Strategy: {name}",
+                f"Switch this session to {name} (seed {policy.seed[:3]}); recorded, as "
+                "`ctxscope strategy ID NAME` does",
+                lambda name=name: self.call_later(self.action_switch_strategy, name),
+            )
+
+    def action_switch_strategy(self, name: str) -> None:
+        """Make ``name`` the session's strategy (recorded with its numbers, in the session's
+        own window, as ``ctxscope strategy ID NAME``), then open the session again under it."""
+        if self._refuse_when_busy() or self.agent is None:
+            return
+        agent = self.agent
+        if agent.strategy.name == name:
+            self.notify(f"This session already uses {name}.", title="Strategy")
+            return
+        store, sid = agent.store, agent.session_id
+        try:
+            session = store.get_session(sid)
+            params = strategy_params(self.ctx_app.settings, name)
+            if session.params is not None:
+                window = session.params.context_window
+                params = params.model_copy(update={"context_window": window})
+            with store.acquire_lease(sid, "strategy switch"):
+                store.switch_strategy(sid, name, params)
+        except (SessionBusy, StoreError) as exc:
+            self.notify(f"The strategy was not switched: {exc}", title="Strategy", severity="error")
+            return
+        self.notify(
+            f"Session {sid} switched from {agent.strategy.name} to {name}; it opens again "
+            "under it.",
+            title="Strategy",
+        )
+        self.open(sid)
 
     def action_next_pane(self) -> None:
         panes = ("scratch", "history", "gauge")
