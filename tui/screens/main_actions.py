@@ -8,19 +8,13 @@ permission questions and :class:`~tui.screens.permission_modal.PermissionModal`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from textual import on
-from textual.app import SystemCommand
-from textual.screen import Screen
 from textual.widget import Widget
 
-from engine.compaction.strategies import STRATEGIES, get_strategy
 from engine.context.history import CompactionDraft, CompactionResult
-from engine.params import strategy_params
-from engine.store import SessionBusy, StoreError
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
@@ -32,6 +26,7 @@ from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.sessions_screen import SessionsScreen
+from tui.screens.strategy_switch import StrategySwitching
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
@@ -155,7 +150,7 @@ IDLE_ONLY = {"compact", "sessions", "new_session", "undo_compaction", "toggle_pi
 """Actions refused while the agent works (they would race the round); they say so."""
 
 
-class MainActions(Screen[None]):
+class MainActions(StrategySwitching):
     """Actions of the main screen (the base class of MainScreen)."""
 
     if TYPE_CHECKING:
@@ -438,49 +433,6 @@ class MainActions(Screen[None]):
             self.notify("Focus a pane first (1–4 or Tab), then F8.", title="Maximise")
             return
         self.maximized = pane
-
-    # ------------------------------------------------------------------ strategy
-    def strategy_commands(self) -> Iterable[SystemCommand]:
-        """The palette's *Strategy: NAME* entries, one per strategy but the session's own."""
-        current = self.agent.strategy.name if self.agent is not None else None
-        for name in STRATEGIES:
-            if name == current:
-                continue
-            policy = get_strategy(name, self.ctx_app.settings)
-            yield SystemCommand(
-                f"Strategy: {name}",
-                f"Switch this session to {name} (seed {policy.seed[:3]}); recorded, as "
-                "`ctxscope strategy ID NAME` does",
-                lambda name=name: self.call_later(self.action_switch_strategy, name),
-            )
-
-    def action_switch_strategy(self, name: str) -> None:
-        """Make ``name`` the session's strategy (recorded with its numbers, in the session's
-        own window, as ``ctxscope strategy ID NAME``), then open the session again under it."""
-        if self._refuse_when_busy() or self.agent is None:
-            return
-        agent = self.agent
-        if agent.strategy.name == name:
-            self.notify(f"This session already uses {name}.", title="Strategy")
-            return
-        store, sid = agent.store, agent.session_id
-        try:
-            session = store.get_session(sid)
-            params = strategy_params(self.ctx_app.settings, name)
-            if session.params is not None:
-                window = session.params.context_window
-                params = params.model_copy(update={"context_window": window})
-            with store.acquire_lease(sid, "strategy switch"):
-                store.switch_strategy(sid, name, params)
-        except (SessionBusy, StoreError) as exc:
-            self.notify(f"The strategy was not switched: {exc}", title="Strategy", severity="error")
-            return
-        self.notify(
-            f"Session {sid} switched from {agent.strategy.name} to {name}; it opens again "
-            "under it.",
-            title="Strategy",
-        )
-        self.open(sid)
 
     def action_next_pane(self) -> None:
         panes = ("scratch", "history", "gauge")
