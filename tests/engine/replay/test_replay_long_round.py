@@ -19,10 +19,10 @@ import pytest
 from cli.main import main
 from engine.compaction.strategies import STRATEGIES
 from engine.config import Settings
-from engine.models import Message, MessageMeta, RoundStatus, ToolCall
 from engine.recordings.importing import import_session
 from engine.replay.runner import in_window, replay
 from engine.store import Store
+from tests.engine.builders import round_with_an_answer_in_the_middle
 
 CALLS = 145
 """Model calls of the trajectory (``info.model_stats.api_calls``), each one bash action."""
@@ -95,34 +95,11 @@ def test_every_strategy_replays_every_recorded_step(
         assert [c for c in result.compactions if c.outcome == "success"]
 
 
-def _round_with_an_answer_in_the_middle(store: Store, workspace: Path) -> int:
-    """One round whose second recorded call is a plain answer, with two calls after it (a
-    recording where the agent went on after text without an action)."""
-    session = store.create_session(str(workspace), "t")
-    assert session.id is not None
-    rnd, _ = store.open_round(session.id, Message(role="user", content="list the files"))
-    for step, kind in enumerate(["call", "answer", "call", "final"], 1):
-        if kind == "call":
-            call = ToolCall(id=f"toolu_{step}", name="LS", input={})
-            store.append_message(session.id, rnd.index, Message(
-                role="assistant", content=f"step {step}", tool_calls=[call],
-                meta=MessageMeta(step=step)))  # fmt: skip
-            store.append_message(session.id, rnd.index, Message(
-                role="tool", content='{"status":"success","data":{}}',
-                meta=MessageMeta(step=step, tool_name="LS", tool_use_id=call.id)))  # fmt: skip
-        else:
-            store.append_message(session.id, rnd.index, Message(
-                role="assistant", content=f"answer {step}",
-                meta=MessageMeta(step=step, final=kind == "final")))  # fmt: skip
-    store.finish_round(session.id, rnd.index, RoundStatus.FINISHED)
-    return session.id
-
-
 def test_a_round_that_ends_early_is_said_with_where_and_why(tmp_path: Path) -> None:
     """The agent ends the round at the recorded answer (step 2), two recorded calls before the
     round's own end: the result names the step, the round, what was left and why."""
     store = Store.open(tmp_path / "r.db")
-    sid = _round_with_an_answer_in_the_middle(store, tmp_path)
+    sid = round_with_an_answer_in_the_middle(store, tmp_path)
     result = replay(store, sid, "layered", Settings(), tmp_path)
     assert len(result.steps) == 2
     [stop] = result.stops
@@ -135,7 +112,7 @@ def test_a_round_that_ends_early_is_said_with_where_and_why(tmp_path: Path) -> N
 
 def test_the_command_line_says_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = Store.open(tmp_path / "r.db")
-    sid = _round_with_an_answer_in_the_middle(store, tmp_path)
+    sid = round_with_an_answer_in_the_middle(store, tmp_path)
     store.close()
     argv = ["replay", str(sid), "--db", str(tmp_path / "r.db"), "--strategy", "layered"]
     assert main(argv) == 0
