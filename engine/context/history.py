@@ -345,12 +345,15 @@ class HistoryManager:
         summarised = earlier + segment
         # An earlier summary stands for archived messages the store still holds: the
         # extractive form is written from those, so re-compacting loses nothing it held.
+        # The facts of an extractive summary (and the fidelity figures) are read from the
+        # messages as stored: a tool result's A3 form names its error line, its files.
+        by_id = {m.id: m for m in self._history.messages}
+        stored = [by_id.get(m.id, m) for m in segment]
         raw = None
         if earlier:
-            archived = self._archived_messages()
-            if policy.tool_results is ResultForm.AS_RETURNED:
-                archived = self.returned_form(archived)
-            raw = archived + segment
+            raw = self._archived_messages() + stored
+        elif policy.tool_results is ResultForm.AS_RETURNED:
+            raw = stored
         self.events(CompactionProgress(stage="summarizing", done=0, total=len(summarised)))
         summary: Summary | None = None
         outcome: SummaryOutcome | None = None
@@ -424,7 +427,7 @@ class HistoryManager:
                 "placement": summary.placement if summary else None,
                 "stats": stats,
                 "fidelity": measure_fidelity(
-                    self.store, segment, summary.content if summary else None
+                    self.store, stored, summary.content if summary else None
                 ),
             }
         )
@@ -454,7 +457,9 @@ class HistoryManager:
             original = stats["originalTokenCount"]
             stats["compactedTokenCount"] = compacted
             stats["compactionRatio"] = round(compacted / original, 4) if original else 1.0
-            fidelity = measure_fidelity(self.store, draft.messages, content)
+            by_id = {m.id: m for m in self._history.messages}
+            as_stored = [by_id.get(m.id, m) for m in draft.messages]
+            fidelity = measure_fidelity(self.store, as_stored, content)
             record = record.model_copy(update={"tokens_after": after, "fidelity": fidelity})
         if draft.writes_raw_middle:
             stats["raw_middle_file"] = self._write_raw_middle(draft.summarised, stats)

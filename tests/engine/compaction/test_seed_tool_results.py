@@ -206,3 +206,26 @@ def test_mock_user_cuts_a_long_result_as_returned_not_its_a3_form(tmp_path: Path
     assert len(seen) > 5000
     assert sent.startswith(seen[:1000]) and sent.endswith(seen[-1000:])
     assert f"[... {len(seen) - 2000} chars omitted ...]" in sent
+
+
+@pytest.mark.parametrize("strategy", ["reset-hint", "message-window"])
+def test_an_extractive_summary_still_names_the_error_line(tmp_path: Path, strategy: str) -> None:
+    """The summary call reads the results as returned; the extractive summary (offline, or the
+    fallback) writes its facts from the stored A3 form, which names a failed command's error
+    line (seed 000 A3 keeps "error.code 和 error.message 完整保留"): sending results as returned
+    loses none of them. Without the A3 facts the line was missed (message-window's error
+    recall on the comparison fell from 100 % to 7 %)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fail = "python3 -c \"raise ValueError('bad value 3')\""
+    provider = Scripted([answer("Trying.", tool_use("toolu_fail", "Bash", command=fail)),
+                         answer("It failed.")])  # fmt: skip
+    store = Store.open(tmp_path / "s.db")
+    settings = Settings(strategy=strategy, data_dir=None, bash_policy="allow")
+    session = store.create_session(str(ws), "t", strategy=strategy)
+    agent = Agent(store, session, settings, provider, ws)
+    provider.is_model = False  # offline: the strategy's extractive summary
+    agent.run("run the check")
+    result = agent.compact(trigger=Trigger.MANUAL, keep_rounds=0)  # the round, by hand
+    assert result.summary is not None
+    assert "ValueError: bad value 3" in result.summary.content
