@@ -35,12 +35,13 @@ from tui.screens.detail_modal import (
 )
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_workers import MainWorkers
+from tui.screens.pane_keys import PaneKeys
 from tui.screens.search_modal import SearchHit, SearchModal
 from tui.session_loader import Resume, layout_for
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_view import ChatView, Example
-from tui.widgets.compact_bar import CompactBar, FocusInput
+from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import BlockMemo, HistoryLayout, HistoryView, history_blocks
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.scratchpad_view import ScratchpadView
@@ -52,15 +53,6 @@ if TYPE_CHECKING:
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")
-
-
-def typed_character(event: events.Key) -> bool:
-    """Whether ``event`` types a character (not Alt+ or Ctrl+ something)."""
-    return (
-        event.is_printable
-        and event.character is not None
-        and not event.key.startswith(("alt+", "ctrl+"))
-    )
 
 
 FOOTER_DROP_ORDER = (
@@ -75,7 +67,7 @@ FOOTER_DROP_ORDER = (
 """Footer keys left out first when the line is too narrow (all stay on F1 and Ctrl+P)."""
 
 
-class MainScreen(MainWorkers):
+class MainScreen(MainWorkers, PaneKeys):
     """The workbench."""
 
     HORIZONTAL_BREAKPOINTS = [
@@ -129,8 +121,6 @@ class MainScreen(MainWorkers):
         """The rounds kept by the compaction by hand being previewed (Ctrl+E)."""
         self.undoable: int | None = None
         """The compaction Ctrl+Z would undo (the latest one not undone), or None."""
-        self._jumped: str | None = None
-        """The pane Ctrl+G went to last (the gauge takes no focus to tell)."""
 
     @property
     def ctx_app(self) -> CtxscopeApp:
@@ -266,30 +256,6 @@ class MainScreen(MainWorkers):
         layout = layout_for(self.agent, self.agent.store)
         self.query_one(HistoryView).show(layout, history_blocks(layout, self.memo))
 
-    def action_cycle_pane(self) -> None:
-        """Ctrl+G: the focus to the next pane — chat, scratchpad, history, then (narrow
-        layout) the gauge — a key that reaches the app under tmux, where Alt+digit arrives as
-        a character (``£``, ``™``)."""
-        order = ["chat", "scratch", "history"] + (["gauge"] if self.has_class("-narrow") else [])
-        focused = self.focused.id if self.focused is not None else None
-        if focused in order:
-            now = focused
-        elif self._jumped == "gauge" and "gauge" in order and self.pane == "gauge":
-            now = "gauge"  # the gauge takes no focus: where the last jump went
-        else:
-            now = "chat"  # the input box, or nothing: the chat column
-        self._jumped = order[(order.index(now) + 1) % len(order)]
-        self.action_focus_pane(self._jumped)
-
-    def action_focus_pane(self, name: str) -> None:
-        """Jump to a pane (Alt+1–4, Ctrl+G); in the narrow layout its tab comes to the
-        front."""
-        if name != "chat" and self.has_class("-narrow"):
-            self.pane = name
-        target = {"chat": "#chat", "scratch": "#scratch", "history": "#history"}.get(name)
-        if target is not None:
-            self.query_one(target).focus()
-
     def action_search(self) -> None:
         history = self.query_one(HistoryView).layout_data
         if self.session_id is None or history is None:
@@ -319,46 +285,6 @@ class MainScreen(MainWorkers):
                 history.focus()
                 history.cursor = index
                 return
-
-    def text_box(self) -> Input:
-        """Where typing goes: the compaction bar's focus box while F5 is on, else the
-        question box."""
-        return self.query_one(FocusInput) if self.cutting else self.query_one(ChatInput)
-
-    def steer_typing(self, event: events.Key | events.Paste) -> None:
-        """Called by the app for each key and paste *before* it is handed to the focused
-        widget: a printable key or a paste while a pane has the focus moves the focus to the
-        text box at once, so the key itself, and every key of the same burst after it (Enter
-        included), reaches the box, in order.
-
-        Deciding later, when the pane handles the key, is too late for a burst: the app hands
-        keys to the widget focused when it reads them, so a paste or fast typing would queue
-        the rest of the burst in the pane (letters lost, Enter opening the pane's item)."""
-        if isinstance(self.focused, Input) or self.app.screen is not self:
-            return
-        if isinstance(event, events.Key) and not typed_character(event):
-            return
-        box = self.text_box()
-        if not box.disabled:
-            self.set_focus(box, scroll_visible=False)
-
-    def on_key(self, event: events.Key) -> None:
-        # A printable key that reached a pane all the same (a pane focused by the mouse while
-        # keys were queued) goes to the text box: no pane takes a printable key.
-        if event.key == "ctrl+t" and self.query_one(HistoryView).selected_message() is None:
-            # The pin binding is off without a selection: say how instead of nothing.
-            event.stop()
-            self.action_toggle_pin()
-            return
-        if isinstance(self.focused, Input) or not typed_character(event):
-            return
-        box = self.text_box()
-        if box.disabled:
-            return
-        event.stop()
-        event.prevent_default()
-        box.focus()
-        box.insert_text_at_cursor(event.character or "")
 
     # ------------------------------------------------------------------ input
     @on(ChatInput.Sent, "#input")
