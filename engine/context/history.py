@@ -309,13 +309,13 @@ class HistoryManager:
         (:meth:`~CompactionPolicy.refuses_summary`) is skipped too, said and never stored.
         """
         began = time.monotonic()
-        # History as this strategy sends it: what it summarises and what its figures count
-        # (seeds 001-003: tool results as the tools returned them, not seed 000's A3 form).
+        # History as this strategy sends it: what it cuts and summarises, and what the
+        # request figures count (seeds 001-003: tool results as the tools returned them, not
+        # seed 000's A3 form). The record's tokens_before / tokens_after stay L3 as stored, the
+        # history pane's figures, for every strategy.
         view = view or PolicyView(history=self.sent_form(policy), pinned=self.pinned_ids)
         history = view.history
-        before = sum(s.tokens or 0 for s in history.summaries) + sum(
-            m.tokens or 0 for m in history.messages
-        )
+        before = self.tokens()
         base = Compaction(
             session_id=self.session_id,
             trigger=trigger,
@@ -392,7 +392,8 @@ class HistoryManager:
         gone = {m.id for m in segment}
         kept = [m for m in history.messages if m.id not in gone]
         carried = sum(s.tokens or 0 for s in history.summaries if s.id not in retired)
-        kept_tokens = carried + sum(m.tokens or 0 for m in kept)
+        as_stored = {m.id: m.tokens or 0 for m in self._history.messages}
+        kept_tokens = carried + sum(as_stored.get(m.id, m.tokens or 0) for m in kept)
         after = kept_tokens + (summary.tokens or 0 if summary else 0)
         request_after = request_count_after(view, history, retired, kept)
         original = view.request_tokens if request_after is not None else before
