@@ -203,5 +203,8 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     text = f"replayed in a {settings.context_window:,}-token window\n" + "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in table
     )
+    # A strategy that could not play every recorded step says where and why.
+    stops = [s["said"] for r in rows for s in r.get("stopped", [])]
+    text += "".join(f"\n{said}" for said in stops)
     emit(args, data, f"{text}\ncost: {note}" if note else text)
     return 0

@@ -112,6 +112,10 @@ class Settings(BaseModel):
     """Compaction keeps at least this many of the most recent whole rounds (A4/C6: 10)."""
     summary_timeout: float = Field(120.0, gt=0)
     """Seconds the summary call may take before the fallback is used (E2: 120 s)."""
+    summary_model: str | None = None
+    """The model a separate summary call asks (C2: "可配置模型，默认使用当前模型", a configurable
+    model, by default the current one; 004 F-004's ``model``); unset: the session's model.
+    Seed 002's summary is asked of the live conversation, so it stays the session's model."""
     strategy: StrategyName = "layered"
     """The compaction strategy of new sessions; ``layered`` is the seed-000 engine."""
     strategies: StrategySettings = Field(default_factory=StrategySettings)
@@ -217,7 +221,7 @@ class Settings(BaseModel):
     """Database file; default ``sessions/ctxscope.db`` under the current directory."""
     data_dir: Path | None = None
     """Files written beside the database (seed 004's raw middles, seed 003's execution log),
-    one folder per session; default ``<database folder>/data``."""
+    one folder per database and session inside; default ``<database folder>/data``."""
 
     # --- safety: shared databases, secrets, timeouts (issue 10) ---
     db_busy_timeout: float = Field(30.0, gt=0)

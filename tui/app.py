@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -114,6 +115,13 @@ class CtxscopeApp(App[int]):
         opened.agent.tool_ctx.always_allowed = grants
         return opened
 
+    async def on_event(self, event: events.Event) -> None:
+        # Before a key or a paste is handed to the focused widget: typing in a pane goes to
+        # the text box, the whole burst in order (MainScreen.steer_typing).
+        if isinstance(event, events.Key | events.Paste) and isinstance(self.screen, MainScreen):
+            self.screen.steer_typing(event)
+        await super().on_event(event)
+
     def get_default_screen(self) -> Screen[None]:
         return MainScreen(self.resume)
 
@@ -143,6 +151,7 @@ class CtxscopeApp(App[int]):
                 spec.help,
                 lambda action=spec.action: self.call_later(main.run_action, action),
             )
+        yield from main.strategy_commands()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close_keys_panel":

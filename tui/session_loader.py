@@ -166,12 +166,12 @@ def open_session(
 
 
 GRANTS_FILE = "always_allowed.json"
-"""Beside the session's other files (``<data dir>/<session id>/``): the kinds of tool call
-answered "always for this session", so that resuming the session later keeps them."""
+"""Beside the session's other files (``<data dir>/<database>/<session id>/``): the kinds of
+tool call answered "always for this session", so that resuming the session later keeps them."""
 
 
 def grants_path(agent: Agent) -> Path:
-    return agent.data_dir / str(agent.session_id) / GRANTS_FILE
+    return agent.session_file(GRANTS_FILE)
 
 
 def load_grants(agent: Agent) -> set[str]:

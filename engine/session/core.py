@@ -25,6 +25,7 @@ from engine.context.history import (
     HistoryManager,
 )
 from engine.context.preprocess import REMINDER_CLOSE, REMINDER_OPEN, InputPreprocessor
+from engine.context.session_files import session_file
 from engine.events import (
     EventSink,
     ignore_events,
@@ -126,7 +127,8 @@ class AgentCore:
         )
         """The tools the model is offered: the agent's own, then the strategy's."""
         self.data_dir = data_folder(settings, store.path)
-        """Files of this app beside the database; the session's own are in ``<id>/``."""
+        """Files of this app beside the database; the session's own are in
+        ``<database key>/<id>/`` (:mod:`engine.context.session_files`)."""
         self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
         self.tool_ctx = ToolContext(
             workspace=workspace,
@@ -150,7 +152,7 @@ class AgentCore:
         self.summaries = SummaryCompressor(
             ProviderSummariser(provider, settings),
             settings.summary_timeout,
-            send=lambda system, text, timeout: provider.ask_text(system, text, timeout),
+            send=self._ask_summary,
         )
         self.scratchpad: list[ScratchStep] = []
         """The current round's steps with full observations; empty between rounds."""
@@ -170,6 +172,15 @@ class AgentCore:
         """While the lease is held: when the newest summary-writing compaction was made, for
         the history it was asked with (storing or undoing a compaction reloads history)."""
         self._ready()
+
+    def _ask_summary(
+        self, system: str, text: str, timeout: float, *, retries: int | None = None
+    ) -> str:
+        """A separate summary call sent as it is (seed 001's ``compressHistory``), to the
+        ``summary_model`` when one is set."""
+        return self.provider.ask_text(
+            system, text, timeout, model=self.settings.summary_model, retries=retries
+        )
 
     def _ready(self) -> None:
         """Called once the agent is built (the writer lease closes crashed rounds here)."""
@@ -268,16 +279,27 @@ class AgentCore:
     def sent_history(self) -> History:
         """L3 as the strategy sends it: its summaries, and history after its projection (seed
         002's projected rounds, masked observations); the round in progress as stored."""
-        hist = self.history.history
-        round_msgs = self._round_messages() if self.current_round is not None else []
+        hist = self.history.sent_form(self.strategy)
+        round_msgs = self._round_messages(hist) if self.current_round is not None else []
         earlier = hist.messages[: len(hist.messages) - len(round_msgs)]
         messages, _ = self.strategy.project(earlier, [], None)
         return _history(hist.summaries, [*messages, *round_msgs])
 
     @property
     def execution_log_path(self) -> Path:
-        """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, under the data folder."""
-        return self.data_dir / str(self.session_id) / "agent-context.jsonl"
+        """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, in the session's folder."""
+        return self.session_file("agent-context.jsonl")
+
+    def session_file(self, name: str) -> Path:
+        """The session's file ``name`` beside the database, in its folder keyed by database
+        and session (:func:`engine.context.session_files.session_file`)."""
+        return session_file(
+            self.data_dir,
+            self.store.path,
+            self.session_id,
+            name,
+            writable=not self.store.read_only,
+        )
 
     def chat_transcript(self) -> list[tuple[str, str]]:
         """The chat as its user saw it (seed 003's ChatStore transcript): each earlier round's
@@ -323,7 +345,7 @@ class AgentCore:
         scratchpad)."""
         pad = self.scratchpad
         if hist is None:
-            hist = self.history.history
+            hist = self.history.sent_form(self.strategy)
         else:
             kept = {m.id for m in hist.messages}
             pad = [s for s in pad if s.assistant.id in kept]
@@ -343,7 +365,7 @@ class AgentCore:
 
     def _build_idle(self, question: str = "", hist: History | None = None) -> BuiltContext:
         """The request with no round running: history as the strategy sends it, and ``question``."""
-        hist = hist if hist is not None else self.history.history
+        hist = hist if hist is not None else self.history.sent_form(self.strategy)
         messages, _ = self.strategy.project(hist.messages, [], None)
         return self.builder.build(
             _history(hist.summaries, list(messages)), [], question, self._recap()

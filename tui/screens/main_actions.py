@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from textual import on
-from textual.screen import Screen
 from textual.widget import Widget
 
 from engine.context.history import CompactionDraft, CompactionResult
@@ -28,6 +27,7 @@ from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.requests_screen import RequestsScreen
 from tui.screens.sessions_screen import SessionsScreen
+from tui.screens.strategy_switch import StrategySwitching
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
@@ -85,6 +85,14 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec("f6", "last_scratchpad", "Last pad", "Show or hide the last round's scratchpad"),
     ActionSpec("f7", "next_pane", "Pane", "Show the next pane (narrow layout)"),
+    ActionSpec(
+        "ctrl+g",
+        "cycle_pane",
+        "Go to pane",
+        "Focus the next pane: chat, scratchpad, history (also in tmux)",
+        show=False,
+        title="Go to the next pane",
+    ),
     ActionSpec(
         "ctrl+l",
         "execution_log",
@@ -150,7 +158,7 @@ IDLE_ONLY = {"compact", "sessions", "new_session", "undo_compaction", "toggle_pi
 """Actions refused while the agent works (they would race the round); they say so."""
 
 
-class MainActions(Screen[None]):
+class MainActions(StrategySwitching):
     """Actions of the main screen (the base class of MainScreen)."""
 
     if TYPE_CHECKING:
@@ -344,7 +352,8 @@ class MainActions(Screen[None]):
         msg = self.query_one(HistoryView).selected_message()
         if msg is None or msg.id is None:
             self.notify(
-                "Select a message in the history pane first (Alt+3 or Tab, then ↑ ↓).",
+                "Nothing to pin: select a message in the history pane first (Ctrl+G or Tab "
+                "to reach it, then ↑ ↓), then press Ctrl+T.",
                 title="Pin",
             )
             return

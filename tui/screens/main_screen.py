@@ -35,12 +35,13 @@ from tui.screens.detail_modal import (
 )
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_workers import MainWorkers
+from tui.screens.pane_keys import PaneKeys
 from tui.screens.search_modal import SearchHit, SearchModal
 from tui.session_loader import Resume, layout_for
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_view import ChatView, Example
-from tui.widgets.compact_bar import CompactBar, FocusInput
+from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import BlockMemo, HistoryLayout, HistoryView, history_blocks
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.scratchpad_view import ScratchpadView
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")
+
+
 FOOTER_DROP_ORDER = (
     "toggle_maximize",
     "new_session",
@@ -64,7 +67,7 @@ FOOTER_DROP_ORDER = (
 """Footer keys left out first when the line is too narrow (all stay on F1 and Ctrl+P)."""
 
 
-class MainScreen(MainWorkers):
+class MainScreen(MainWorkers, PaneKeys):
     """The workbench."""
 
     HORIZONTAL_BREAKPOINTS = [
@@ -253,14 +256,6 @@ class MainScreen(MainWorkers):
         layout = layout_for(self.agent, self.agent.store)
         self.query_one(HistoryView).show(layout, history_blocks(layout, self.memo))
 
-    def action_focus_pane(self, name: str) -> None:
-        """Jump to a pane (Alt+1–4); in the narrow layout its tab comes to the front."""
-        if name != "chat" and self.has_class("-narrow"):
-            self.pane = name
-        target = {"chat": "#chat", "scratch": "#scratch", "history": "#history"}.get(name)
-        if target is not None:
-            self.query_one(target).focus()
-
     def action_search(self) -> None:
         history = self.query_one(HistoryView).layout_data
         if self.session_id is None or history is None:
@@ -290,22 +285,6 @@ class MainScreen(MainWorkers):
                 history.focus()
                 history.cursor = index
                 return
-
-    def on_key(self, event: events.Key) -> None:
-        # Every printable key typed while a pane (or nothing) has the focus goes to the text box
-        # (the compaction bar's focus while F5 is on, else the question box): no pane takes a
-        # printable key, so no key of a question is ever lost (pane jumps are Alt+1–4).
-        if isinstance(self.focused, Input) or not event.is_printable:
-            return
-        if event.character is None or event.key.startswith(("alt+", "ctrl+")):
-            return
-        box: Input = self.query_one(FocusInput) if self.cutting else self.query_one(ChatInput)
-        if box.disabled:
-            return
-        event.stop()
-        event.prevent_default()
-        box.focus()
-        box.insert_text_at_cursor(event.character)
 
     # ------------------------------------------------------------------ input
     @on(ChatInput.Sent, "#input")
