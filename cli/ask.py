@@ -28,6 +28,7 @@ from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStar
 from engine.models import RoundStatus, Session
 from engine.params import strategy_params
 from engine.store import Store
+from engine.terminal_text import json_printable, printable
 from tools.sandbox import choose
 
 
@@ -66,9 +67,11 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     def show_event(event: Event) -> None:
         if args.json:
-            print(event.model_dump_json(), flush=True)
+            print(json_printable(event.model_dump_json()), flush=True)
         elif isinstance(event, ToolStarted):
-            print(f"→ {event.call.name} {json.dumps(event.call.input)}", file=sys.stderr)
+            # The model names the tool (a recording's text can steer it): shown escaped.
+            name = printable(event.call.name, one_line=True)
+            print(f"→ {name} {json.dumps(event.call.input)}", file=sys.stderr)
         elif isinstance(event, ToolFinished):
             print(
                 f"  {event.status}: {event.tokens_full} tokens seen, "
@@ -86,7 +89,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             "retry_waiting",
             "error",
         ):
-            print(f"… {event.model_dump_json()}", file=sys.stderr)
+            print(f"… {json_printable(event.model_dump_json())}", file=sys.stderr)
 
     agent = make_agent(store, session, settings, on_event, lease_wait=args.wait)
     running.append(agent)
@@ -98,24 +101,26 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     sandbox = choose(settings.bash_sandbox)  # where Bash ran (tools.sandbox)
     if args.json:
         print(
-            json.dumps(
-                {
-                    "type": "result",
-                    "session_id": agent.session_id,
-                    "round_index": outcome.round_index,
-                    "status": outcome.status.value,
-                    "answer": outcome.answer,
-                    "steps": outcome.steps,
-                    "error": outcome.error,
-                    "provider": agent.provider.name,
-                    "model": agent.provider.model,
-                    "sandbox": sandbox,
-                },
-                ensure_ascii=False,
+            json_printable(
+                json.dumps(
+                    {
+                        "type": "result",
+                        "session_id": agent.session_id,
+                        "round_index": outcome.round_index,
+                        "status": outcome.status.value,
+                        "answer": outcome.answer,
+                        "steps": outcome.steps,
+                        "error": outcome.error,
+                        "provider": agent.provider.name,
+                        "model": agent.provider.model,
+                        "sandbox": sandbox,
+                    },
+                    ensure_ascii=False,
+                )
             )
         )
     else:
-        print(outcome.answer)
+        print(printable(outcome.answer))  # the model's text, from tool output too
         print(
             f"(session {agent.session_id}, round {outcome.round_index}, sandbox: {sandbox})",
             file=sys.stderr,

@@ -17,6 +17,7 @@ from engine.events import Event
 from engine.models import Session
 from engine.params import session_settings
 from engine.store import SessionNotFound, Store
+from engine.terminal_text import json_printable, printable
 from engine.validation import row_id, seconds
 
 EXIT_ERROR = 1
@@ -50,7 +51,9 @@ class Parser(argparse.ArgumentParser):
     """
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+        # argparse echoes the bad value (``invalid choice: '…'``): shown escaped.
+        said = printable(message, one_line=True)
+        self.exit(EXIT_USAGE, f"{self.prog}: {said} (see `{self.prog} --help`)\n")
 
 
 def checked(check: Callable[[str], Any], *fixed: Any) -> Callable[[str], Any]:
@@ -125,17 +128,24 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
         raise UsageError(f"{path} is read-only ({store.read_only_reason}); this command writes")
     if store.read_only_reason:
         print(
-            f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+            printable(
+                f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+                one_line=True,
+            ),
             file=sys.stderr,
         )
     return store
 
 
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    """Print a command's result: ``data`` as JSON with ``--json``, else ``text``.
+
+    Either way through :mod:`engine.terminal_text`: the text holds recorded titles, messages
+    and names, so every control character in it is shown escaped, never sent."""
     if args.json:
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        print(json_printable(json.dumps(data, ensure_ascii=False, indent=2, default=str)))
     else:
-        print(text)
+        print(printable(text))
 
 
 def get_session(store: Store, session_id: int) -> Session:
@@ -166,4 +176,5 @@ def make_agent(
 
 def stderr_warnings(event: Event) -> None:
     if event.type == "budget_warning":
-        print(f"ctxscope: warning: {getattr(event, 'message', '')}", file=sys.stderr)
+        said = printable(str(getattr(event, "message", "")), one_line=True)
+        print(f"ctxscope: warning: {said}", file=sys.stderr)

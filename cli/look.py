@@ -19,6 +19,7 @@ from engine.context.builder import LAYERS
 from engine.messages.render import render_react
 from engine.params import describe_params
 from engine.recordings.hidden import hidden_prefix
+from engine.terminal_text import printable
 
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
@@ -41,7 +42,7 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         s = info.session
         rows.append(
             f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {info.rounds:>6}  {info.messages:>5}  "
-            f"{info.current_tokens:>7}  {info.compactions:>4}  {s.title or '(untitled)'}"
+            f"{info.current_tokens:>7}  {info.compactions:>4}  {one_line(s.title) or '(untitled)'}"
         )
     emit(args, data, "\n".join(rows) if infos else "no sessions yet")
     return 0
@@ -84,9 +85,9 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     if observations:
         data["observations"] = [o.model_dump(mode="json") for o in observations]
     lines = [
-        f"session {session.id}: {session.title or '(untitled)'}",
-        f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
-        f"  strategy {session.strategy}",
+        f"session {session.id}: {one_line(session.title) or '(untitled)'}",
+        f"workspace {one_line(session.workspace)}  provider {one_line(session.provider)}  "
+        f"model {one_line(session.model)}  strategy {one_line(session.strategy)}",
         f"plans with {describe_params(session.params)}",
         f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
         f"{len(history.messages)} messages in history, {len(compactions)} compactions",
@@ -104,7 +105,8 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         )
     for o in observations:
         lines.append(
-            f"\n--- observation {o.tool_use_id} ({o.tool_name}), round {o.round_index} "
+            f"\n--- observation {one_line(o.tool_use_id)} ({one_line(o.tool_name)}), "
+            f"round {o.round_index} "
             f"step {o.step}, {o.tokens_full} tokens ---\n{o.text}"
         )
     if todos:
@@ -174,6 +176,12 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
     return 0
+
+
+def one_line(text: str) -> str:
+    """A recorded title or name for one line of text output: newlines shown escaped too (the
+    rest of the text is made printable as a whole by :func:`cli.common.emit`)."""
+    return printable(text, one_line=True)
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:

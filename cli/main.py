@@ -37,6 +37,7 @@ from cli.common import (
 )
 from engine.config import Settings, SettingsError
 from engine.store import StoreError
+from engine.terminal_text import printable
 from engine.validation import count, existing_folder, output_file, row_id
 
 SESSION_ID = checked(row_id)
@@ -292,7 +293,8 @@ def main(
             return run_tui(args, settings)
         return command(args.command)(args, settings)
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
-        print(f"ctxscope: {exc}", file=sys.stderr)
+        # The message may echo a path, an argument or a recorded name: shown escaped.
+        print(f"ctxscope: {printable(str(exc), one_line=True)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, (SettingsError, UsageError)) else EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
