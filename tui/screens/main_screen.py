@@ -37,6 +37,7 @@ from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_workers import MainWorkers
 from tui.screens.search_modal import SearchHit, SearchModal
 from tui.session_loader import Resume, layout_for
+from tui.text_wrap import plain
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_view import ChatView, Example
@@ -237,11 +238,11 @@ class MainScreen(MainWorkers):
         marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
         done = sum(1 for t in todos if t.status == "completed")
         lines = [f"Todo {done}/{len(todos)}"] + [f"{marks[t.status]} {t.content}" for t in todos]
-        widget.update("\n".join(lines))
+        widget.update(plain("\n".join(lines)))  # the agent's words; "[x]" is not markup
 
     def show_banner(self, text: str, in_progress: bool) -> None:
         banner = self.query_one("#history-banner", Static)
-        banner.update(text)
+        banner.update(plain(text))
         banner.display = bool(text)
         banner.set_class(in_progress, "-progress")
 
