@@ -38,7 +38,7 @@ from cli.common import (
 from engine.config import Settings, SettingsError
 from engine.store import StoreError
 from engine.terminal_text import printable
-from engine.validation import count, existing_folder, output_file, row_id
+from engine.validation import count, database_path, output_file, row_id, window, workspace
 
 SESSION_ID = checked(row_id)
 """A session id argument: a whole number within SQLite's range, else argparse's one line."""
@@ -78,7 +78,10 @@ def command(name: str) -> Command:
 def build_parser() -> argparse.ArgumentParser:
     common = Parser(add_help=False)
     common.add_argument(
-        "--db", type=Path, default=argparse.SUPPRESS, help="database file (env CTXSCOPE_DB)"
+        "--db",
+        type=checked(database_path),
+        default=argparse.SUPPRESS,
+        help="database file (env CTXSCOPE_DB)",
     )
     common.add_argument(
         "--config", type=Path, default=argparse.SUPPRESS, help="settings file (ctxscope.toml)"
@@ -92,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     parser.add_argument(
-        "--workspace", type=checked(existing_folder), help="the agent's working directory"
+        "--workspace", type=checked(workspace), help="the agent's working directory"
     )
     parser.add_argument(
         "--resume",
@@ -158,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, metavar="FILE|DIR")
     p.add_argument(
         "--workspace",
-        type=checked(existing_folder),
+        type=checked(workspace),
         default=argparse.SUPPRESS,
         help="the folder its tools work in (default: the folder the recording names)",
     )
@@ -196,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--window",
-        type=checked(count, "the window"),
+        type=checked(window),
         metavar="N",
         help="the context window the session plans in, in tokens",
     )
@@ -220,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--window",
-        type=checked(count, "the window"),
+        type=checked(window),
         metavar="N",
         help="replay in a context window of N tokens (default: the configured one)",
     )
@@ -265,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")
-    p.add_argument("--workspace", type=checked(existing_folder), default=argparse.SUPPRESS)
+    p.add_argument("--workspace", type=checked(workspace), default=argparse.SUPPRESS)
     p.add_argument(
         "--move-workspace",
         action="store_true",

@@ -12,10 +12,11 @@ import os
 import sys
 from typing import Literal
 
-from cli.common import CliError, db_path
+from cli.common import CliError, UsageError, db_path
 from cli.main import main as cli_main
 from engine.config import Settings, workspace_folder
 from engine.store import StoreError
+from engine.validation import workspace_refusal
 from tools.secrets import HANDOVER_FD_VARIABLE, receive_handed_over
 
 Resume = int | Literal["latest"] | None
@@ -39,6 +40,12 @@ def run_tui(args: argparse.Namespace, settings: Settings) -> int:
     workspace = workspace_folder(getattr(args, "workspace", None))
     if not workspace.is_dir():
         raise CliError(f"workspace {workspace} is not a directory")
+    refused = workspace_refusal(workspace)
+    if refused:
+        raise UsageError(
+            f"{workspace} cannot be a workspace ({refused}): start ctxscope in a project "
+            "folder or give --workspace FOLDER"
+        )
     from tui.app import CtxscopeApp
 
     resume = parse_resume(getattr(args, "resume", None))

@@ -134,9 +134,11 @@ def write(
     """Store ``parsed`` (already :func:`check`-ed) as a new session, in one transaction, then
     its subagents (``parsed.children``) as sessions linked to it.
 
-    With ``recorded_cwd`` the session's workspace is the folder the recording names (its
-    ``cwd``), when it names one; tools refuse to run while that folder is not there. With
-    ``resume`` the items go on into that session after its stored rounds.
+    With ``recorded_cwd`` the session names the folder the recording names (its ``cwd``) but
+    has no workspace: a recording does not choose where tools run, the user gives the folder
+    (``Session.workspace_given``, :mod:`engine.session.workspace`). Without it ``workspace``
+    is the folder the user gave. With ``resume`` the items go on into that session after its
+    stored rounds.
     """
     compressor = ToolResultCompressor(settings)
     with store.db.atomic("IMMEDIATE"):
@@ -144,7 +146,8 @@ def write(
             session = resume.session
         else:
             session = store.create_session(
-                workspace=(parsed.cwd or workspace) if recorded_cwd else workspace,
+                workspace=parsed.cwd if recorded_cwd else workspace,
+                workspace_given=not recorded_cwd,
                 title=f"import: {parsed.title[:60]}",
                 provider="import",
                 model=parsed.model or next((i.model for i in parsed.items if i.model), ""),

@@ -47,6 +47,7 @@ from engine.models import (
     UsageRecord,
 )
 from engine.params import session_settings
+from engine.session.workspace import NO_FOLDER
 from engine.store import Lease, Store
 from tools.base import Asker, RecallHit, ToolContext
 from tools.injection import Injections
@@ -99,7 +100,7 @@ class AgentCore:
         session: Session,
         settings: Settings,
         provider: Provider,
-        workspace: Path,
+        workspace: Path | None,
         events: EventSink = ignore_events,
         registry: ToolRegistry | None = None,
         ask: Asker | None = None,
@@ -119,6 +120,9 @@ class AgentCore:
         (:func:`engine.params.session_settings`)."""
         self.provider = provider
         self.workspace = workspace
+        """The folder its tools work in; None: the session has none it may use (recorded by
+        another agent and not given one, :mod:`engine.session.workspace`): no tool runs and
+        no workspace file is read."""
         self.events = events
         self.strategy = strategy or get_strategy(session.strategy or settings.strategy, settings)
         self.registry = (registry or default_registry()).extended(
@@ -129,7 +133,9 @@ class AgentCore:
         """Files of this app beside the database; the session's own are in ``<id>/``."""
         self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
         self.tool_ctx = ToolContext(
-            workspace=workspace,
+            # Without a workspace no tool runs (the loop refuses first); the tools still need
+            # a path, and one that is no folder fails any tool that got to it.
+            workspace=workspace or NO_FOLDER,
             settings=settings,
             todos=store.get_todos(self.session_id),
             on_todos=self._save_todos,

@@ -102,6 +102,8 @@ class SessionRow(BaseRow):
     source = TextField(null=True, index=True)
     params = JSONField(null=True)
     """The numbers its strategy plans with (``StrategyParams``); NULL: none stored."""
+    workspace_given = BooleanField(default=True)
+    """False while ``workspace`` is only the folder a recording names (``Session``)."""
 
 
 class RoundRow(BaseRow):

@@ -11,6 +11,7 @@ history pane, the gauge, the todos and the subtitles.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -18,11 +19,12 @@ from textual.worker import Worker, WorkerState
 
 from engine.context.builder import BuiltContext
 from engine.context.history import CompactionDraft, CompactionResult
-from engine.models import Compaction
+from engine.models import Compaction, Session
 from engine.params import describe_params, strategy_params
 from tui.formatting import plural, tokens, workspace_label
 from tui.gauge_state import Decision
 from tui.screens.main_actions import MainActions
+from tui.screens.workspace_modal import WorkspaceModal, suggested_folder
 from tui.session_loader import (
     OpenedSession,
     Resume,
@@ -220,7 +222,10 @@ class MainWorkers(MainActions):
         self.memo = opened.memo
         self.session_id = opened.agent.session_id
         session = opened.session
-        label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
+        if opened.workspace is None:
+            label = f"no workspace (recorded in {workspace_label(session.workspace) or '?'})"
+        else:
+            label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
         self.query_one(SessionHeader).info = HeaderInfo(
             session_id=session.id,
             title=session.title,
@@ -238,6 +243,28 @@ class MainWorkers(MainActions):
         self.apply_view(opened.view)
         for notice in opened.notices:
             self.notify(notice, title="Workspace", severity="warning")
+        if opened.workspace is None:
+            self.ask_for_workspace(session)
+
+    def ask_for_workspace(self, session: Session) -> None:
+        """A session recorded by another agent: ask the user for its folder (issue 29)."""
+        session_id = session.id or 0
+        suggestion = suggested_folder(session.workspace, self.ctx_app.workspace)
+
+        def given(folder: Path | None) -> None:
+            if folder is None:
+                self.notify(
+                    "No tool runs in this session until you give it a workspace.",
+                    title="Workspace",
+                    severity="warning",
+                )
+                return
+            self.ctx_app.store.update_session(session_id, workspace=str(folder))
+            self.notify(f"Session #{session_id} works in {folder} now.", title="Workspace")
+            if self.session_id == session_id and self.busy is None:
+                self.open(session_id)  # a new agent, with the folder
+
+        self.app.push_screen(WorkspaceModal(session_id, session.workspace, suggestion), given)
 
     def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         """Show a measured session: the history pane, the gauge, the todos, what Ctrl+Z would
