@@ -44,7 +44,7 @@ from engine.models import (
 from engine.params import strategy_params
 from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
 from engine.recordings.envelopes import envelope
-from engine.store import Store
+from engine.store import Store, StoreError
 
 CONTINUED = "(The conversation continues after a compaction.)"
 """The user message of a round that a recorded compaction left without one."""
@@ -109,6 +109,11 @@ def check(parsed: Parsed) -> list[str]:
     return problems
 
 
+class WrittenElsewhere(StoreError):
+    """The session changed since this process last stored it: another process writes it (a
+    second ``ctxscope watch`` of the same file into the same database)."""
+
+
 @dataclass
 class Resume:
     """Where a session already stored in part goes on (``ctxscope watch``): ``parsed`` holds
@@ -158,6 +163,8 @@ def write(
             )
         assert session.id is not None
         sid = session.id
+        if resume is not None:
+            _check_unchanged(store, sid, resume.rounds)
         report = ImportReport(session=session, fmt=parsed.fmt, records=parsed.records)
         report.skipped = dict(parsed.skipped)
         report.warnings = list(parsed.warnings)
@@ -368,6 +375,23 @@ def write(
 
 
 _PATH_KEYS = ("file_path", "path", "notebook_path")
+
+
+def _check_unchanged(store: Store, session_id: int, rounds: int) -> None:
+    """Refuse to go on after round ``rounds`` unless that is where the session ends now.
+
+    Two watchers of one file into one database each keep where they stopped; one that stored
+    fewer rounds (it had read less of the file) rewrites the session under the other, whose
+    next rounds would be numbered from a place that is gone. Inside the write transaction the
+    check and the write see the same rounds; the caller's transaction rolls back whole."""
+    stored = store.rounds(session_id)
+    last = stored[-1].index if stored else 0
+    if last != rounds:
+        raise WrittenElsewhere(
+            f"session {session_id} in {store.path} was changed by another process (it holds "
+            f"{last} rounds, this one stored {rounds}): is a second `ctxscope watch` following "
+            "the same file into the same database? Stop one of them, or give each its own --db"
+        )
 
 
 def _relative(messages: list[Message], cwd: str) -> list[Message]:
