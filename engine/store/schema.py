@@ -222,7 +222,7 @@ def _given_workspaces(db: SqliteDatabase) -> None:
     if "workspace_given" not in {c.name for c in db.get_columns(table)}:
         column = SessionRow.workspace_given
         migrate(SqliteMigrator(db).add_column(table, "workspace_given", column))
-    sql(db, f"UPDATE \"{table}\" SET workspace_given = 0 WHERE provider = 'import'")
+    sql(db, f"UPDATE \"{table}\" SET workspace_given = (provider != 'import')")
 
 
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {

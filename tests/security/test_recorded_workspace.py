@@ -203,6 +203,7 @@ def test_sessions_imported_before_the_rule_lose_their_workspace(env: Path) -> No
     store = Store.open(db)
     store.create_session(workspace=str(env), title="mine")
     store.create_session(workspace="/etc", title="import: x", provider="import")
+    store.open_round(2, Message(role="user", content="a recorded message"))
     store.close()
     con = sqlite3.connect(db)
     table = SessionRow._meta.table_name
@@ -215,4 +216,6 @@ def test_sessions_imported_before_the_rule_lose_their_workspace(env: Path) -> No
     assert mine.workspace_given and session_workspace(mine) == env
     assert not recorded.workspace_given and recorded.workspace == "/etc"
     assert session_workspace(recorded) is None
+    # Adding the column rebuilt no table (a rebuild's DROP TABLE cascades to every round).
+    assert [m.content for m in store.all_messages(2)] == ["a recorded message"]
     store.close()
