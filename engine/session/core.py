@@ -49,6 +49,7 @@ from engine.models import (
 from engine.params import session_settings
 from engine.session.workspace import NO_FOLDER
 from engine.store import Lease, Store
+from engine.validation import workspace_refusal
 from tools.base import Asker, RecallHit, ToolContext
 from tools.injection import Injections
 from tools.registry import ToolRegistry, default_registry
@@ -362,6 +363,17 @@ class AgentCore:
 
     def _recap(self) -> str:
         return todo_recap(self.tool_ctx.todos) if self.tool_ctx.todos else ""
+
+    def give_workspace(self, folder: Path) -> None:
+        """The folder the user gives a session that had none it may use (recorded by another
+        agent): stored with the session, and used from the next build and tool call on."""
+        refused = workspace_refusal(folder)
+        if refused:
+            raise ValueError(f"{folder} cannot be a workspace: {refused}")
+        self.session = self.store.update_session(self.session_id, workspace=str(folder))
+        self.workspace = folder
+        self.builder.workspace = folder
+        self.tool_ctx.workspace = folder
 
     def _save_todos(self, todos: list[TodoItem]) -> None:
         self.store.set_todos(self.session_id, todos)

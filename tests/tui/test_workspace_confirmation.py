@@ -1,5 +1,6 @@
-"""Issue 29: the workbench asks for the workspace of a session recorded by another agent,
-naming the recorded folder, and refuses ``/``, the home folder and relative paths."""
+"""Issue 29: the workbench asks for the workspace of a session recorded by another agent
+before its first round runs, naming the recorded folder, and refuses ``/``, the home folder
+and relative paths."""
 
 from __future__ import annotations
 
@@ -53,6 +54,11 @@ async def test_the_modal_names_the_recorded_folder_and_refuses_bad_ones(
     monkeypatch.setenv("HOME", str(home))
     app = make_app(resume=session_id)
     async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        assert screen.agent is not None and screen.agent.workspace is None  # opened, no folder
+        notices = [n.message for n in app._notifications]  # noqa: SLF001 - what was shown
+        assert any(f"Recorded by another agent in {elsewhere}" in n for n in notices)
+        await ask(pilot, "read notes.txt", wait=False)
         await wait_until(pilot, lambda: isinstance(app.screen, WorkspaceModal))
         await pilot.pause()
         detail = str(app.screen.query_one("#workspace-detail", Static).render())
@@ -65,23 +71,27 @@ async def test_the_modal_names_the_recorded_folder_and_refuses_bad_ones(
         assert "does not exist" in await type_folder(pilot, app, str(tmp_path / "nope"))
         project = tmp_path / "project"
         project.mkdir()
+        (project / "notes.txt").write_text("PROJECT-FILE\n")
         assert await type_folder(pilot, app, str(project)) == ""
-        await wait_until(pilot, lambda: app.main_screen is not None
-                         and app.main_screen.agent is not None
-                         and app.main_screen.agent.workspace == project)  # fmt: skip
         await settle(pilot)
-        assert app.store.get_session(session_id).workspace == str(project)
+        assert screen.agent.workspace == project
+        session = app.store.get_session(session_id)
+        assert session.workspace == str(project) and session.workspace_given
+        # The round asked for ran, in the folder given.
+        [result] = [m for m in messages_in(app) if m.role == "tool"]
+        assert "PROJECT-FILE" in result.content and "RECORDED-FOLDER-FILE" not in result.content
 
 
 async def test_not_now_runs_no_tool(make_app: AppFactory, recorded: tuple[int, Path]) -> None:
     session_id, _elsewhere = recorded
     app = make_app(resume=session_id)
     async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        await ask(pilot, "read notes.txt", wait=False)
         await wait_until(pilot, lambda: isinstance(app.screen, WorkspaceModal))
         await pilot.press("escape")
-        screen = await opened(pilot)
+        await settle(pilot)
         assert screen.agent is not None and screen.agent.workspace is None
-        await ask(pilot, "read notes.txt")
         results = [m for m in messages_in(app) if m.role == "tool"]
         assert len(results) == 1
         assert "no_workspace" in results[0].content

@@ -314,6 +314,15 @@ class MainScreen(MainWorkers):
         text = event.text.strip()
         if self.agent is None or self.busy is not None:  # ChatInput.refusal covers this
             return
+        if self.agent.workspace is None:
+            # Recorded by another agent: the user gives the folder first (or none: no tool).
+            self.ask_for_workspace(lambda: self._start_round(text))
+            return
+        self._start_round(text)
+
+    def _start_round(self, text: str) -> None:
+        if self.agent is None or self.busy is not None:
+            return
         self.gate.reset()
         title = "" if self.query_one(SessionHeader).info.title else one_line(text, 60)
         self.busy = "round"

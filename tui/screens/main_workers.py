@@ -10,6 +10,7 @@ history pane, the gauge, the todos and the subtitles.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from textual.worker import Worker, WorkerState
 
 from engine.context.builder import BuiltContext
 from engine.context.history import CompactionDraft, CompactionResult
-from engine.models import Compaction, Session
+from engine.models import Compaction
 from engine.params import describe_params, strategy_params
 from tui.formatting import plural, tokens, workspace_label
 from tui.gauge_state import Decision
@@ -244,27 +245,34 @@ class MainWorkers(MainActions):
         for notice in opened.notices:
             self.notify(notice, title="Workspace", severity="warning")
         if opened.workspace is None:
-            self.ask_for_workspace(session)
+            recorded = session.workspace or "no folder"
+            self.notify(
+                f"Recorded by another agent in {recorded}: no tool runs until you give this "
+                "session a workspace (asked when you send a message).",
+                title="Workspace",
+                severity="warning",
+            )
 
-    def ask_for_workspace(self, session: Session) -> None:
-        """A session recorded by another agent: ask the user for its folder (issue 29)."""
-        session_id = session.id or 0
+    def ask_for_workspace(self, then: Callable[[], None]) -> None:
+        """A session recorded by another agent, about to run a round: ask the user for its
+        folder, naming the recorded one (issue 29); ``then`` runs either way (without a
+        folder, its tools refuse)."""
+        agent = self.agent
+        if agent is None:
+            return
+        session = agent.store.get_session(agent.session_id)
         suggestion = suggested_folder(session.workspace, self.ctx_app.workspace)
 
         def given(folder: Path | None) -> None:
-            if folder is None:
-                self.notify(
-                    "No tool runs in this session until you give it a workspace.",
-                    title="Workspace",
-                    severity="warning",
-                )
-                return
-            self.ctx_app.store.update_session(session_id, workspace=str(folder))
-            self.notify(f"Session #{session_id} works in {folder} now.", title="Workspace")
-            if self.session_id == session_id and self.busy is None:
-                self.open(session_id)  # a new agent, with the folder
+            if folder is not None and self.agent is agent:
+                agent.give_workspace(folder)
+                header = self.query_one(SessionHeader)
+                label = self.ctx_app.workspace_label or workspace_label(folder)
+                header.info = HeaderInfo(**{**header.info.__dict__, "workspace": label})
+                self.notify(f"Session #{agent.session_id} works in {folder}.", title="Workspace")
+            then()
 
-        self.app.push_screen(WorkspaceModal(session_id, session.workspace, suggestion), given)
+        self.app.push_screen(WorkspaceModal(agent.session_id, session.workspace, suggestion), given)
 
     def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         """Show a measured session: the history pane, the gauge, the todos, what Ctrl+Z would
