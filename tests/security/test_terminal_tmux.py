@@ -82,7 +82,9 @@ def test_the_terminal_obeys_the_attacks(tmux: Tmux, tmp_path: Path) -> None:
 def test_the_workbench_writes_no_attack_to_the_terminal(tmux: Tmux, tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     recording = write_hostile_recording(tmp_path / "bad.jsonl")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    home = tmp_path / "home"  # not the workspace: a home folder is never one
+    home.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(home)}
     env.pop("ANTHROPIC_API_KEY", None)
     done = subprocess.run(
         [sys.executable, "-m", "cli.main", "import", str(recording), "--db", str(db)],
@@ -95,7 +97,7 @@ def test_the_workbench_writes_no_attack_to_the_terminal(tmux: Tmux, tmp_path: Pa
     assert done.returncode == 0, done.stderr
     raw = tmp_path / "pane.raw"
     command = (
-        f"cd {tmp_path} && env -u ANTHROPIC_API_KEY PYTHONPATH={ROOT} HOME={tmp_path} "
+        f"cd {tmp_path} && env -u ANTHROPIC_API_KEY PYTHONPATH={ROOT} HOME={home} "
         f"CTXSCOPE_MODEL=offline {sys.executable} -m cli.workbench --db {db} --resume 1 "
         f"--workspace {tmp_path}"
     )
