@@ -86,7 +86,14 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         data["observations"] = [o.model_dump(mode="json") for o in observations]
     lines = [
         f"session {session.id}: {one_line(session.title) or '(untitled)'}",
-        f"workspace {one_line(session.workspace)}  provider {one_line(session.provider)}  "
+        f"workspace {one_line(session.workspace)}"
+        + (
+            ""
+            if session.workspace_given
+            else " (recorded by another agent; not used until "
+            f"given: ask --session {session.id} --workspace FOLDER)"
+        )
+        + f"  provider {one_line(session.provider)}  "
         f"model {one_line(session.model)}  strategy {one_line(session.strategy)}",
         f"plans with {describe_params(session.params)}",
         f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "

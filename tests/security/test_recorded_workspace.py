@@ -103,6 +103,8 @@ def test_the_recorded_folder_is_shown(
     code, out, _ = run(capsys, "show", "1", "--json", "--db", str(db))
     session = json.loads(out)["session"]
     assert session["workspace"] == str(etc_like) and session["workspace_given"] is False
+    code, out, _ = run(capsys, "show", "1", "--db", str(db))
+    assert f"workspace {etc_like} (recorded by another agent; not used until given" in out
 
 
 def test_no_workspace_file_is_read_from_the_recorded_folder(
