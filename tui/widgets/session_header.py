@@ -51,7 +51,7 @@ class SessionHeader(Widget):
 
     def watch_info(self, info: HeaderInfo) -> None:
         plans = f"{info.strategy} plans with {info.numbers}"
-        self.tooltip = Text(display_safe(plans)) if info.numbers else None  # Text: no markup
+        self.tooltip = display_safe(plans) if info.numbers else None  # ctxscope's own words
 
     def render(self) -> Text:
         info = self.info
