@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from engine.models import SessionInfo
 from engine.params import session_settings
+from engine.session.workspace import NO_FOLDER, session_workspace
 from engine.store import Store
 from engine.store.lease import SessionBusy
 from tui.formatting import (
@@ -235,7 +236,8 @@ class SessionsScreen(Screen[int | None]):
         settings = getattr(self.app, "settings", None)
         if settings is None:
             return
-        workspace = Path(info.session.workspace or ".")
+        # A session recorded elsewhere and not given a folder: the replay reads no CODE_LAW.md.
+        workspace = session_workspace(info.session) or NO_FOLDER
         settings = session_settings(settings, info.session)  # the session's own numbers
         self.app.push_screen(CompareScreen(self.store, session_id, settings, workspace))
 
