@@ -44,7 +44,12 @@ class Parser(argparse.ArgumentParser):
     """
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+        # argparse echoes the bad value (``invalid choice: '…'``): shown escaped. Imported
+        # here, on the error path only (the sanitiser needs nothing but ``re``).
+        from engine.terminal_text import printable
+
+        said = printable(message, one_line=True)
+        self.exit(EXIT_USAGE, f"{self.prog}: {said} (see `{self.prog} --help`)\n")
 
 
 def _validation(name: str) -> Callable[..., Any]:
@@ -63,6 +68,9 @@ count = _validation("count")
 seconds = _validation("seconds")
 output_file = _validation("output_file")
 existing_folder = _validation("existing_folder")
+window = _validation("window")
+database_path = _validation("database_path")
+workspace = _validation("workspace")
 
 
 def resume_target(text: str) -> int | str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,14 +18,23 @@ from cli.arguments import EXIT_USAGE as EXIT_USAGE
 from cli.arguments import CliError as CliError
 from cli.arguments import UsageError as UsageError
 from cli.arguments import silence_stdout as silence_stdout
-from engine.config import Settings, database_file, load_settings, workspace_folder
+from engine.config import Settings, database_file, load_settings
 from engine.events import Event
 from engine.models import Session
 from engine.params import session_settings
+from engine.session.workspace import session_workspace
 from engine.store import SessionNotFound, Store
+from engine.terminal_text import json_printable, printable
+from engine.validation import database_path
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
+    named = os.environ.get("CTXSCOPE_DB")
+    if named and "db" not in args:
+        try:
+            database_path(named)  # a URL is refused before it could become a file name
+        except ValueError as exc:
+            raise UsageError(f"CTXSCOPE_DB: {exc}") from None
     overrides: dict[str, Any] = {}
     if getattr(args, "model", None):
         overrides["model"] = args.model
@@ -56,23 +66,54 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
             f"no database at {path} (import a recording or run `ctxscope ask` first; "
             "--db or CTXSCOPE_DB names another file)"
         )
+    if not path.exists():
+        refused = cannot_create(path)
+        if refused:
+            raise UsageError(
+                f"cannot create the database {path}: {refused} (--db or CTXSCOPE_DB names "
+                "another file)"
+            )
     store = Store.open(path, read_only=read_only, busy_timeout=settings.db_busy_timeout)
     if store.read_only and not read_only:
         store.close()
         raise UsageError(f"{path} is read-only ({store.read_only_reason}); this command writes")
     if store.read_only_reason:
         print(
-            f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+            printable(
+                f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+                one_line=True,
+            ),
             file=sys.stderr,
         )
     return store
 
 
+def cannot_create(path: Path) -> str | None:
+    """Why this process cannot create a file at ``path`` (the nearest folder that exists is
+    on a read-only file system, or not writable by it), or None. SQLite says only "unable to
+    open database file"."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return f"{folder} is on a read-only file system"
+    except OSError as exc:
+        return f"{folder} cannot be read ({exc.strerror})"
+    if not os.access(folder, os.W_OK):
+        return f"no permission to write in {folder}"
+    return None
+
+
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    """Print a command's result: ``data`` as JSON with ``--json``, else ``text``.
+
+    Either way through :mod:`engine.terminal_text`: the text holds recorded titles, messages
+    and names, so every control character in it is shown escaped, never sent."""
     if args.json:
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        print(json_printable(json.dumps(data, ensure_ascii=False, indent=2, default=str)))
     else:
-        print(text)
+        print(printable(text))
 
 
 def get_session(store: Store, session_id: int) -> Session:
@@ -94,7 +135,7 @@ def make_agent(
     from engine.llm.factory import make_provider
     from engine.session import Agent
 
-    workspace = workspace_folder(recorded=session.workspace)
+    workspace = session_workspace(session)  # None: recorded elsewhere, none given yet
     settings = session_settings(settings, session)  # the provider refuses what the window does
     provider = make_provider(settings)
     kwargs: dict[str, Any] = {} if events is None else {"events": events}
@@ -103,4 +144,5 @@ def make_agent(
 
 def stderr_warnings(event: Event) -> None:
     if event.type == "budget_warning":
-        print(f"ctxscope: warning: {getattr(event, 'message', '')}", file=sys.stderr)
+        said = printable(str(getattr(event, "message", "")), one_line=True)
+        print(f"ctxscope: warning: {said}", file=sys.stderr)

@@ -43,7 +43,7 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         s = info.session
         rows.append(
             f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {info.rounds:>6}  {info.messages:>5}  "
-            f"{info.current_tokens:>7}  {info.compactions:>4}  {s.title or '(untitled)'}"
+            f"{info.current_tokens:>7}  {info.compactions:>4}  {one_line(s.title) or '(untitled)'}"
         )
     emit(args, data, "\n".join(rows) if infos else "no sessions yet")
     return 0
@@ -107,9 +107,16 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             except NoConversation as exc:
                 raise CliError(f"session {sid}: {exc}; nothing to replay") from None
     lines = [
-        f"session {session.id}: {session.title or '(untitled)'}",
-        f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
-        f"  strategy {session.strategy}",
+        f"session {session.id}: {one_line(session.title) or '(untitled)'}",
+        f"workspace {one_line(session.workspace)}"
+        + (
+            ""
+            if session.workspace_given
+            else " (recorded by another agent; not used until "
+            f"given: ask --session {session.id} --workspace FOLDER)"
+        )
+        + f"  provider {one_line(session.provider)}  "
+        f"model {one_line(session.model)}  strategy {one_line(session.strategy)}",
         f"plans with {describe_params(session.params)}",
         f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
         f"{len(history.messages)} messages in history, {len(compactions)} compactions",
@@ -134,7 +141,8 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         lines.extend(what_if_lines(data["what_ifs"]))
     for o in observations:
         lines.append(
-            f"\n--- observation {o.tool_use_id} ({o.tool_name}), round {o.round_index} "
+            f"\n--- observation {one_line(o.tool_use_id)} ({one_line(o.tool_name)}), "
+            f"round {o.round_index} "
             f"step {o.step}, {o.tokens_full} tokens ---\n{o.text}"
         )
     if todos:
@@ -204,6 +212,12 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
     return 0
+
+
+def one_line(text: str) -> str:
+    """A recorded title or name for one line of text output: newlines shown escaped too (the
+    rest of the text is made printable as a whole by :func:`cli.common.emit`)."""
+    return printable(text, one_line=True)
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:

@@ -36,11 +36,13 @@ from cli.arguments import (
     add_wait,
     checked,
     count,
-    existing_folder,
+    database_path,
     output_file,
     resume_target,
     row_id,
     silence_stdout,
+    window,
+    workspace,
 )
 
 if TYPE_CHECKING:
@@ -86,7 +88,10 @@ def command(name: str) -> Command:
 def build_parser() -> argparse.ArgumentParser:
     common = Parser(add_help=False)
     common.add_argument(
-        "--db", type=Path, default=argparse.SUPPRESS, help="database file (env CTXSCOPE_DB)"
+        "--db",
+        type=checked(database_path),
+        default=argparse.SUPPRESS,
+        help="database file (env CTXSCOPE_DB)",
     )
     common.add_argument(
         "--config", type=Path, default=argparse.SUPPRESS, help="settings file (ctxscope.toml)"
@@ -100,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     parser.add_argument(
-        "--workspace", type=checked(existing_folder), help="the agent's working directory"
+        "--workspace", type=checked(workspace), help="the agent's working directory"
     )
     parser.add_argument(
         "--resume",
@@ -171,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, metavar="FILE|DIR")
     p.add_argument(
         "--workspace",
-        type=checked(existing_folder),
+        type=checked(workspace),
         default=argparse.SUPPRESS,
         help="the folder its tools work in (default: the folder the recording names)",
     )
@@ -209,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--window",
-        type=checked(count, "the window"),
+        type=checked(window),
         metavar="N",
         help="the context window the session plans in, in tokens",
     )
@@ -233,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--window",
-        type=checked(count, "the window"),
+        type=checked(window),
         metavar="N",
         help="replay in a context window of N tokens (default: the configured one)",
     )
@@ -279,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")
-    p.add_argument("--workspace", type=checked(existing_folder), default=argparse.SUPPRESS)
+    p.add_argument("--workspace", type=checked(workspace), default=argparse.SUPPRESS)
     p.add_argument(
         "--move-workspace",
         action="store_true",
@@ -364,6 +369,7 @@ def _run(
     from cli.common import settings_for  # parsed: now the engine is needed
     from engine.config import SettingsError
     from engine.store import StoreError
+    from engine.terminal_text import printable
 
     try:
         settings = settings_for(args)
@@ -373,7 +379,8 @@ def _run(
             return run_tui(args, settings)
         return command(args.command)(args, settings)
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
-        print(f"ctxscope: {exc}", file=sys.stderr)
+        # The message may echo a path, an argument or a recorded name: shown escaped.
+        print(f"ctxscope: {printable(str(exc), one_line=True)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, (SettingsError, UsageError)) else EXIT_ERROR
     except BrokenPipeError:
         # The reader went away (``| head``): say nothing more, and let no flush at exit fail.

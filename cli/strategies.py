@@ -15,7 +15,7 @@ from cli.common import (
     open_store,
 )
 from engine.compaction.strategies import STRATEGIES, get_strategy
-from engine.config import Settings, workspace_folder
+from engine.config import Settings
 from engine.models import Session, StrategyParams
 from engine.params import (
     ParamsError,
@@ -25,6 +25,7 @@ from engine.params import (
     strategy_params,
     with_params,
 )
+from engine.session.workspace import NO_FOLDER, session_workspace
 from engine.terminal_text import printable
 
 
@@ -142,7 +143,8 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
             raise CliError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, all")
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
-    workspace = workspace_folder(recorded=session.workspace)
+    # Without a workspace the replay reads no CODE_LAW.md from the folder a recording names.
+    workspace = session_workspace(session) or NO_FOLDER
     settings = session_settings(settings, session)  # then --window and --set change them
     if args.window is not None:
         if args.window <= 0:

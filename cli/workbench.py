@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Literal
 
-from cli.arguments import CliError
+from cli.arguments import CliError, UsageError
 from cli.main import main as cli_main
 from tools.secrets import HANDOVER_FD_VARIABLE, receive_handed_over
 
@@ -40,10 +40,17 @@ def run_tui(args: argparse.Namespace, settings: Settings) -> int:
     from cli.common import db_path
     from engine.config import workspace_folder
     from engine.store import StoreError
+    from engine.validation import workspace_refusal
 
     workspace = workspace_folder(getattr(args, "workspace", None))
     if not workspace.is_dir():
         raise CliError(f"workspace {workspace} is not a directory")
+    refused = workspace_refusal(workspace)
+    if refused:
+        raise UsageError(
+            f"{workspace} cannot be a workspace ({refused}): start ctxscope in a project "
+            "folder or give --workspace FOLDER"
+        )
     from tui.app import CtxscopeApp
 
     resume = parse_resume(getattr(args, "resume", None))

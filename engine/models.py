@@ -288,6 +288,10 @@ class Session(BaseModel):
     params: StrategyParams | None = None
     """The numbers its strategy plans with; None: none stored, it plans with the settings of
     the process that opens it."""
+    workspace_given: bool = True
+    """False for a session recorded by another agent (imported, watched) until the user gives
+    it a workspace: ``workspace`` is then only the folder the recording names, shown and never
+    used (no tool runs, no file is read there; :mod:`engine.session.workspace`)."""
 
 
 class StrategySwitch(BaseModel):

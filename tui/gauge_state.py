@@ -17,6 +17,7 @@ from engine.compaction.policy import Plan
 from engine.context.builder import LAYERS
 from engine.messages.tokens import BudgetCheck
 from engine.models import Compaction, History, Message, ToolCall, Usage, UsageRecord
+from engine.terminal_text import cut
 
 Severity = Literal["ok", "near", "over"]
 
@@ -94,7 +95,7 @@ def _label(msg: Message, calls: dict[str, ToolCall]) -> str:
             for name in ("file_path", "path", "pattern", "command"):
                 value = call.input.get(name)
                 if isinstance(value, str) and value:
-                    arg = value if len(value) <= 32 else value[:31] + "…"
+                    arg = cut(value, 32)  # a recorded file name: escaped, then cut
                     break
         return f"{msg.meta.tool_name or 'tool'} {arg}".strip() + where
     if msg.role == "user":

@@ -29,6 +29,7 @@ from engine.models import (
 )
 from engine.params import session_settings, strategy_params
 from engine.session import Agent
+from engine.session.workspace import session_workspace
 from engine.store import Store, StoreError
 from tools.base import Asker
 from tui.formatting import compaction_result
@@ -64,7 +65,9 @@ class OpenedSession:
 
     session: Session
     agent: Agent
-    workspace: Path
+    workspace: Path | None
+    """Where its tools work; None: the session has no workspace it may use yet (recorded by
+    another agent): the screen asks for one, naming the recorded folder."""
     chat: list[ChatEntry]
     view: SessionView
     last_scratch: list[Block]
@@ -133,13 +136,17 @@ def open_session(
     assert session.id is not None
     session_id = session.id
     notices: list[str] = []
-    where = Path(session.workspace) if session.workspace else workspace
-    if workspace_explicit and where != workspace and where.is_dir():
+    # A recording never chooses where tools run: None until the user gives a folder.
+    # (The screen asks for one, naming the recorded folder: WorkspaceModal.)
+    where = session_workspace(session)
+    if where is None:
+        notices = []
+    elif workspace_explicit and where != workspace and where.is_dir():
         notices.append(
             f"Session {session_id} works in {where}; it stays there (--workspace {workspace} "
             "applies to new sessions and to --resume without an id)."
         )
-    if not where.is_dir():
+    elif not where.is_dir():
         # Never run tools in a folder the session was not recorded in: the agent keeps the
         # recorded folder, and its tools refuse to run until the session is pointed elsewhere.
         notices.append(

@@ -48,7 +48,9 @@ from engine.models import (
     UsageRecord,
 )
 from engine.params import session_settings
+from engine.session.workspace import NO_FOLDER
 from engine.store import Lease, Store
+from engine.validation import workspace_refusal
 from tools.base import Asker, RecallHit, ToolContext
 from tools.injection import Injections
 from tools.registry import ToolRegistry, default_registry
@@ -100,7 +102,7 @@ class AgentCore:
         session: Session,
         settings: Settings,
         provider: Provider,
-        workspace: Path,
+        workspace: Path | None,
         events: EventSink = ignore_events,
         registry: ToolRegistry | None = None,
         ask: Asker | None = None,
@@ -120,6 +122,9 @@ class AgentCore:
         (:func:`engine.params.session_settings`)."""
         self.provider = provider
         self.workspace = workspace
+        """The folder its tools work in; None: the session has none it may use (recorded by
+        another agent and not given one, :mod:`engine.session.workspace`): no tool runs and
+        no workspace file is read."""
         self.events = events
         self.strategy = strategy or get_strategy(session.strategy or settings.strategy, settings)
         self.registry = (registry or default_registry()).extended(
@@ -131,7 +136,9 @@ class AgentCore:
         ``<database key>/<id>/`` (:mod:`engine.context.session_files`)."""
         self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
         self.tool_ctx = ToolContext(
-            workspace=workspace,
+            # Without a workspace no tool runs (the loop refuses first); the tools still need
+            # a path, and one that is no folder fails any tool that got to it.
+            workspace=workspace or NO_FOLDER,
             settings=settings,
             todos=store.get_todos(self.session_id),
             on_todos=self._save_todos,
@@ -378,6 +385,17 @@ class AgentCore:
 
     def _recap(self) -> str:
         return todo_recap(self.tool_ctx.todos) if self.tool_ctx.todos else ""
+
+    def give_workspace(self, folder: Path) -> None:
+        """The folder the user gives a session that had none it may use (recorded by another
+        agent): stored with the session, and used from the next build and tool call on."""
+        refused = workspace_refusal(folder)
+        if refused:
+            raise ValueError(f"{folder} cannot be a workspace: {refused}")
+        self.session = self.store.update_session(self.session_id, workspace=str(folder))
+        self.workspace = folder
+        self.builder.workspace = folder
+        self.tool_ctx.workspace = folder
 
     def _save_todos(self, todos: list[TodoItem]) -> None:
         self.store.set_todos(self.session_id, todos)

@@ -102,6 +102,10 @@ class SessionRow(BaseRow):
     source = TextField(null=True, index=True)
     params = JSONField(null=True)
     """The numbers its strategy plans with (``StrategyParams``); NULL: none stored."""
+    workspace_given = BooleanField(default=True, null=True)
+    """False while ``workspace`` is only the folder a recording names (``Session``). Nullable
+    so that adding it is one ALTER TABLE: a NOT NULL column makes SQLite's migrator rebuild
+    the table, and dropping the old one cascades to every row that refers to it."""
 
 
 class RoundRow(BaseRow):

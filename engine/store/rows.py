@@ -256,6 +256,7 @@ def session_model(r: SessionRow) -> Session:
         agent_id=r.agent_id,
         source=r.source,
         params=params_model(r.params, SessionRow.params),
+        workspace_given=bool(r.workspace_given),
     )
 
 

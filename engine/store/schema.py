@@ -18,7 +18,7 @@ from peewee import SqliteDatabase
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -217,6 +217,21 @@ def _session_params(db: SqliteDatabase) -> None:
         )
 
 
+def _given_workspaces(db: SqliteDatabase) -> None:
+    """12 -> 13: a session recorded by another agent has no workspace until the user gives
+    one (issue 29). The imported and watched sessions stored so far (provider ``import``) keep
+    the folder their recording names, now as a folder shown, not used."""
+    from playhouse.migrate import SqliteMigrator, migrate
+
+    from engine.store.models import SessionRow
+
+    table = SessionRow._meta.table_name
+    if "workspace_given" not in {c.name for c in db.get_columns(table)}:
+        column = SessionRow.workspace_given
+        migrate(SqliteMigrator(db).add_column(table, "workspace_given", column))
+    sql(db, f"UPDATE \"{table}\" SET workspace_given = (provider != 'import')")
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -229,6 +244,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     9: _watched_sources,
     10: _session_params,
     11: _proxied_requests,
+    12: _given_workspaces,
 }
 
 

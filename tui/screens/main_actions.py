@@ -15,6 +15,7 @@ from textual import on
 from textual.widget import Widget
 
 from engine.context.history import CompactionDraft, CompactionResult
+from engine.session.workspace import NO_FOLDER
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
@@ -367,7 +368,9 @@ class MainActions(StrategySwitching):
         if self._refuse_when_busy():
             return
         app = self.ctx_app
-        workspace = str(self.agent.workspace) if self.agent else str(app.workspace)
+        workspace = str(
+            self.agent.workspace if self.agent and self.agent.workspace else app.workspace
+        )
         fixed = app.workspace_label
         label = (lambda _path: fixed) if fixed else workspace_label
         self.app.push_screen(
@@ -407,7 +410,10 @@ class MainActions(StrategySwitching):
         if self.agent is not None and self.session_id is not None:
             agent = self.agent
             self.app.push_screen(
-                CompareScreen(agent.store, self.session_id, agent.settings, agent.workspace)
+                # Without a workspace a replay reads no CODE_LAW.md either (NO_FOLDER).
+                CompareScreen(
+                    agent.store, self.session_id, agent.settings, agent.workspace or NO_FOLDER
+                )
             )
 
     def action_requests(self) -> None:

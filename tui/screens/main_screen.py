@@ -38,6 +38,7 @@ from tui.screens.main_workers import MainWorkers
 from tui.screens.pane_keys import PaneKeys
 from tui.screens.search_modal import SearchHit, SearchModal
 from tui.session_loader import Resume, layout_for
+from tui.text_wrap import plain
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_view import ChatView, Example
@@ -240,11 +241,11 @@ class MainScreen(MainWorkers, PaneKeys):
         marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
         done = sum(1 for t in todos if t.status == "completed")
         lines = [f"Todo {done}/{len(todos)}"] + [f"{marks[t.status]} {t.content}" for t in todos]
-        widget.update("\n".join(lines))
+        widget.update(plain("\n".join(lines)))  # the agent's words; "[x]" is not markup
 
     def show_banner(self, text: str, in_progress: bool) -> None:
         banner = self.query_one("#history-banner", Static)
-        banner.update(text)
+        banner.update(plain(text))
         banner.display = bool(text)
         banner.set_class(in_progress, "-progress")
 
@@ -291,6 +292,15 @@ class MainScreen(MainWorkers, PaneKeys):
     def _sent(self, event: ChatInput.Sent) -> None:
         text = event.text.strip()
         if self.agent is None or self.busy is not None:  # ChatInput.refusal covers this
+            return
+        if self.agent.workspace is None:
+            # Recorded by another agent: the user gives the folder first (or none: no tool).
+            self.ask_for_workspace(lambda: self._start_round(text))
+            return
+        self._start_round(text)
+
+    def _start_round(self, text: str) -> None:
+        if self.agent is None or self.busy is not None:
             return
         self.gate.reset()
         title = "" if self.query_one(SessionHeader).info.title else one_line(text, 60)

@@ -10,7 +10,9 @@ history pane, the gauge, the todos and the subtitles.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -23,6 +25,7 @@ from engine.params import describe_params, strategy_params
 from tui.formatting import plural, tokens, workspace_label
 from tui.gauge_state import Decision
 from tui.screens.main_actions import MainActions
+from tui.screens.workspace_modal import WorkspaceModal, suggested_folder
 from tui.session_loader import (
     OpenedSession,
     Resume,
@@ -220,7 +223,10 @@ class MainWorkers(MainActions):
         self.memo = opened.memo
         self.session_id = opened.agent.session_id
         session = opened.session
-        label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
+        if opened.workspace is None:
+            label = f"no workspace (recorded in {workspace_label(session.workspace) or '?'})"
+        else:
+            label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
         self.query_one(SessionHeader).info = HeaderInfo(
             session_id=session.id,
             title=session.title,
@@ -238,6 +244,35 @@ class MainWorkers(MainActions):
         self.apply_view(opened.view)
         for notice in opened.notices:
             self.notify(notice, title="Workspace", severity="warning")
+        if opened.workspace is None:
+            recorded = session.workspace or "no folder"
+            self.notify(
+                f"Recorded by another agent in {recorded}: no tool runs until you give this "
+                "session a workspace (asked when you send a message).",
+                title="Workspace",
+                severity="warning",
+            )
+
+    def ask_for_workspace(self, then: Callable[[], None]) -> None:
+        """A session recorded by another agent, about to run a round: ask the user for its
+        folder, naming the recorded one (issue 29); ``then`` runs either way (without a
+        folder, its tools refuse)."""
+        agent = self.agent
+        if agent is None:
+            return
+        session = agent.store.get_session(agent.session_id)
+        suggestion = suggested_folder(session.workspace, self.ctx_app.workspace)
+
+        def given(folder: Path | None) -> None:
+            if folder is not None and self.agent is agent:
+                agent.give_workspace(folder)
+                header = self.query_one(SessionHeader)
+                label = self.ctx_app.workspace_label or workspace_label(folder)
+                header.info = HeaderInfo(**{**header.info.__dict__, "workspace": label})
+                self.notify(f"Session #{agent.session_id} works in {folder}.", title="Workspace")
+            then()
+
+        self.app.push_screen(WorkspaceModal(agent.session_id, session.workspace, suggestion), given)
 
     def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         """Show a measured session: the history pane, the gauge, the todos, what Ctrl+Z would

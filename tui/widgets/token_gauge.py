@@ -20,6 +20,7 @@ from textual.widgets import Static
 from engine.context.builder import LAYERS
 from tui.formatting import percent, tokens
 from tui.gauge_state import LAYER_COLOURS, LAYER_LABELS, SEVERITY_COLOURS, GaugeState
+from tui.text_wrap import display_safe
 from tui.widgets.layer_bar import LayerBar
 from tui.widgets.usage_sparkline import UsageSparkline
 
@@ -73,7 +74,7 @@ def heaviest(state: GaugeState) -> Content:
         parts.append(
             Content.from_markup(
                 f"[@click=screen.jump_to('{item.key}')]$label[/] $tokens tok = $share",
-                label=item.label,
+                label=display_safe(item.label, one_line=True),  # a variable: never markup
                 tokens=tokens(item.tokens),
                 share=share,
             )
@@ -161,7 +162,9 @@ class TokenGauge(Vertical):
         self.query_one("#gauge-figures", Static).update(figures(state))
         self.query_one("#gauge-heaviest", Static).update(heaviest(state))
         warning = self.query_one("#gauge-warning", Static)
-        warning.update(Text("⚠ " + state.warning, style="bold red") if state.warning else "")
+        warning.update(
+            Text("⚠ " + display_safe(state.warning), style="bold red") if state.warning else ""
+        )
         warning.display = bool(state.warning)
 
     def on_mount(self) -> None:
