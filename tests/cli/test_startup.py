@@ -131,9 +131,10 @@ def test_an_argument_error_needs_only_the_checks(
     tmp_path: Path, args: list[str], error: str
 ) -> None:
     """A bad argument is refused in one line, exit 2, having imported at most
-    :mod:`engine.validation` (its checks), which imports no pydantic."""
+    :mod:`engine.validation` (its checks) and :mod:`engine.terminal_text` (the error line
+    echoes the bad value, shown escaped); neither imports pydantic."""
     done, modules = _imported(args, tmp_path)
     refusal = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
     assert done.returncode == 2
     assert len(refusal) == 1 and error in refusal[0], refusal
-    assert set(_heavy(modules)) <= {"engine", "engine.validation"}
+    assert set(_heavy(modules)) <= {"engine", "engine.validation", "engine.terminal_text"}
