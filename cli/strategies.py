@@ -13,6 +13,7 @@ from cli.common import (
     emit,
     get_session,
     open_store,
+    session_to_change,
 )
 from engine.compaction.strategies import STRATEGIES, get_strategy
 from engine.config import Settings, workspace_folder
@@ -77,12 +78,14 @@ def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
         other = next((owner for owner in numbers if owner != name), None)
         if other is not None:
             raise UsageError(f"--set {other}.…: the session's strategy would be {name}")
+        session = session_to_change(store, session, args)
+        assert session.id is not None
         # a round or a compaction in progress runs under the old numbers: one writer at a time
-        with store.acquire_lease(args.session, "strategy switch"):
-            session = get_session(store, args.session)
+        with store.acquire_lease(session.id, "strategy switch"):
+            session = get_session(store, session.id)
             params = _new_params(session, name, settings, numbers.get(name, {}), args.window)
-            session = store.switch_strategy(args.session, name, params)
-    switches = store.strategy_switches(args.session)
+            session = store.switch_strategy(session.id or 0, name, params)
+    switches = store.strategy_switches(session.id or 0)
     data = {
         "session_id": session.id,
         "strategy": session.strategy,

@@ -30,6 +30,7 @@ from engine.models import (
 from engine.params import session_settings, strategy_params
 from engine.session import Agent
 from engine.store import Store, StoreError
+from engine.store.forking import Fork
 from tools.base import Asker
 from tui.formatting import compaction_result
 from tui.gauge_state import Decision, GaugeState, heaviest_items, steps_and_marks
@@ -72,6 +73,8 @@ class OpenedSession:
     memo: BlockMemo
     """The session's message blocks, reused by every later :func:`measure`."""
     notices: list[str] = field(default_factory=list)
+    fork: Fork | None = None
+    """The fork this session was just made as (a change asked of a recording), or None."""
 
 
 def choose_session(
@@ -112,7 +115,7 @@ def forget_if_empty(store: Store, session_id: int) -> bool:
         session = store.get_session(session_id)
     except StoreError:
         return False
-    if session.title or store.rounds(session_id):
+    if session.recorded or session.title or store.rounds(session_id):
         return False
     store.delete_session(session_id)
     return True
@@ -149,7 +152,11 @@ def open_session(
         )
     settings = session_settings(settings, session)  # the numbers the session plans with
     provider = provider_factory(settings)
-    if (session.provider, session.model) != (provider.name, provider.model):
+    # A recording keeps the provider and model it was recorded with: looking changes nothing.
+    if not session.recorded and (session.provider, session.model) != (
+        provider.name,
+        provider.model,
+    ):
         session = store.update_session(session.id, provider=provider.name, model=provider.model)
     agent = Agent(store, session, settings, provider, where, events=events, ask=ask)
     memo = BlockMemo()

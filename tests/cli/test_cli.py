@@ -33,9 +33,13 @@ def test_import_compact_show_round_trip(db: Path, capsys: pytest.CaptureFixture[
     sid = imported["session_id"]
     assert imported["missing_results"] == 2 and imported["rounds"] == 3
 
-    # the session's numbers are its own: an environment variable would not change them
-    code, _, _ = run(capsys, "strategy", str(sid), "--set", "keep_rounds=1", "--db", str(db))
+    # the session's numbers are its own: an environment variable would not change them; a
+    # recording is read-only, so the change makes a fork, and the rest works on the fork
+    code, out, _ = run(
+        capsys, "strategy", str(sid), "--set", "keep_rounds=1", "--db", str(db), "--json"
+    )
     assert code == 0
+    sid = json.loads(out)["fork"]["session_id"]
     code, out, _ = run(
         capsys, "compact", str(sid), "--db", str(db), "--json", "--focus", "retry delay"
     )

@@ -33,7 +33,10 @@ from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index,
 from tui.widgets.scratchpad_view import ScratchpadView
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.session import Agent
+    from engine.store.forking import Fork
     from tui.app import CtxscopeApp
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block
@@ -186,6 +189,8 @@ class MainActions(Screen[None]):
 
         def leave_session(self) -> None: ...
 
+        def fork_first(self, then: Callable[[Fork], None]) -> bool: ...
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides a key that does nothing here (F7 in the wide layout, Esc between
         # rounds); None shows it disabled (kept in the palette, left out of the footer). Keys
@@ -284,6 +289,8 @@ class MainActions(Screen[None]):
         self._leave_cut()
         if self.agent is None or self.busy is not None:
             return
+        if self.fork_first(lambda _fork: self._cut_confirmed(event)):
+            return
         self.busy = "compacting"
         self.manual_keep = event.keep
         if event.edit:
@@ -325,6 +332,8 @@ class MainActions(Screen[None]):
         if self.undoable is None or self.agent is None:
             self.notify("No compaction to undo in this session.", title="Undo")
             return
+        if self.fork_first(lambda _fork: self.action_undo_compaction()):
+            return
         self.busy = "compacting"
         self.undo_worker(self.agent, self.memo)
 
@@ -339,8 +348,16 @@ class MainActions(Screen[None]):
             return
         if self._refuse_when_busy() or self.agent is None:
             return
+        message_id, pinned = msg.id, not msg.pinned
+        if self.fork_first(lambda fork: self._pin(fork.messages[message_id], pinned)):
+            return
+        self._pin(message_id, pinned)
+
+    def _pin(self, message_id: int, pinned: bool) -> None:
+        if self._refuse_when_busy() or self.agent is None:
+            return
         self.busy = "compacting"
-        self.pin_worker(self.agent, self.memo, msg.id, not msg.pinned)
+        self.pin_worker(self.agent, self.memo, message_id, pinned)
 
     # ------------------------------------------------------------------ other screens
     def action_sessions(self) -> None:
@@ -365,7 +382,10 @@ class MainActions(Screen[None]):
     def action_archive(self) -> None:
         if self.session_id is None:
             return
-        undo = self.agent.uncompact if self.agent is not None and self.busy is None else None
+        # a recording's compactions are undone on a fork, with Ctrl+Z, never in place
+        agent = self.agent
+        writable = agent is not None and self.busy is None and not agent.session.recorded
+        undo = agent.uncompact if agent is not None and writable else None
         self.app.push_screen(
             ArchiveScreen(self.ctx_app.store, self.session_id, undo), self._archive_closed
         )

@@ -48,7 +48,10 @@ from tui.widgets.session_header import SessionHeader
 from tui.widgets.token_gauge import TokenGauge
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.session import Agent
+    from engine.store.forking import Fork
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")
@@ -118,6 +121,8 @@ class MainScreen(MainWorkers):
         """The rounds kept by the compaction by hand being previewed (Ctrl+E)."""
         self.undoable: int | None = None
         """The compaction Ctrl+Z would undo (the latest one not undone), or None."""
+        self.after_fork: Callable[[Fork], None] | None = None
+        """What a change asked of a recording does once its fork is open."""
 
     @property
     def ctx_app(self) -> CtxscopeApp:
@@ -312,6 +317,8 @@ class MainScreen(MainWorkers):
     def _sent(self, event: ChatInput.Sent) -> None:
         text = event.text.strip()
         if self.agent is None or self.busy is not None:  # ChatInput.refusal covers this
+            return
+        if self.fork_first(lambda _fork: self._sent(event)):
             return
         self.gate.reset()
         title = "" if self.query_one(SessionHeader).info.title else one_line(text, 60)

@@ -10,6 +10,7 @@ history pane, the gauge, the todos and the subtitles.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +19,9 @@ from textual.worker import Worker, WorkerState
 
 from engine.context.builder import BuiltContext
 from engine.context.history import CompactionDraft, CompactionResult
-from engine.models import Compaction
+from engine.models import Compaction, Session
 from engine.params import describe_params, strategy_params
+from engine.store.forking import Fork
 from tui.formatting import plural, tokens, workspace_label
 from tui.gauge_state import Decision
 from tui.screens.main_actions import MainActions
@@ -63,6 +65,7 @@ class MainWorkers(MainActions):
         bridge: EngineBridge
         presenter: Presenter | None
         idle_built: BuiltContext | None
+        after_fork: Callable[[Fork], None] | None
 
         def show_banner(self, text: str, in_progress: bool) -> None: ...
 
@@ -87,6 +90,30 @@ class MainWorkers(MainActions):
         app = self.ctx_app
         try:
             return app.open_session(resume, self.bridge, self.gate)
+        finally:
+            app.store.db.close()
+
+    def fork_first(self, then: Callable[[Fork], None]) -> bool:
+        """A recorded session (imported, watched) is read-only: a change to it goes to a fork,
+        opened in its place, and ``then`` runs on the fork. True when a fork is being made
+        (the caller stops there); False when the session can change itself."""
+        agent = self.agent
+        if agent is None or not agent.session.recorded or self.busy is not None:
+            return False
+        self.busy = "opening"
+        self.after_fork = then
+        self.fork_worker(agent.session)
+        return True
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def fork_worker(self, session: Session) -> OpenedSession:
+        app = self.ctx_app
+        try:
+            fork = app.store.fork_to_change(session)
+            assert fork is not None and fork.session.id is not None
+            opened = app.open_session(fork.session.id, self.bridge, self.gate)
+            opened.fork = fork
+            return opened
         finally:
             app.store.db.close()
 
@@ -238,6 +265,12 @@ class MainWorkers(MainActions):
         self.apply_view(opened.view)
         for notice in opened.notices:
             self.notify(notice, title="Workspace", severity="warning")
+        then, self.after_fork = self.after_fork, None
+        if opened.fork is not None:
+            self.notify(opened.fork.note, title="Fork")
+            if then is not None:
+                fork = opened.fork
+                self.call_later(lambda: then(fork))  # once the opening is over (busy is None)
 
     def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         """Show a measured session: the history pane, the gauge, the todos, what Ctrl+Z would
