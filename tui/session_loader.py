@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -28,12 +28,13 @@ from engine.models import (
     TodoItem,
 )
 from engine.params import session_settings, strategy_params
+from engine.recordings.own_agent import own_agent_view
 from engine.session import Agent
 from engine.store import Store, StoreError
 from engine.store.forking import Fork
 from tools.base import Asker
 from tui.formatting import compaction_result
-from tui.gauge_state import Decision, GaugeState, heaviest_items, steps_and_marks
+from tui.gauge_state import Decision, GaugeState, heaviest_items, own_layers, steps_and_marks
 from tui.widgets.block_view import Block
 from tui.widgets.chat_view import ChatEntry
 from tui.widgets.history_view import BlockMemo, HistoryLayout, history_blocks
@@ -331,6 +332,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
     steps, marks = steps_and_marks(usages, compactions)
     last = usages[-1] if usages else None
     layout = layout_for(agent, store, plan=plan)
+    own = own_agent_view(store, agent.session, settings)
     gauge = GaugeState(
         context_window=settings.context_window,
         threshold=settings.threshold_tokens,
@@ -353,6 +355,17 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
             for m in agent.history.history.messages
         ),
     )
+    if own is not None:
+        gauge = replace(
+            gauge,
+            own=own,
+            context_window=own.context_window,
+            threshold=own.compact_at or own.context_window,
+            what_if_threshold=settings.threshold_tokens,
+            layers=own_layers(own, built.layers["L3 summaries"]),
+            layers_source="recorded",
+            warning=None,  # ctxscope's strategy does not run here: its warning is not one
+        )
     blocks = history_blocks(layout, memo)
     done = [c for c in compactions if c.outcome in ("success", "fallback") and not c.undone_at]
     return SessionView(

@@ -123,6 +123,8 @@ class MainScreen(MainWorkers):
         """The compaction Ctrl+Z would undo (the latest one not undone), or None."""
         self.after_fork: Callable[[Fork], None] | None = None
         """What a change asked of a recording does once its fork is open."""
+        self.input_placeholder = ChatInput.PLACEHOLDER
+        """The input box's hint when idle (a recording's says that typing forks it)."""
 
     @property
     def ctx_app(self) -> CtxscopeApp:
@@ -228,7 +230,7 @@ class MainScreen(MainWorkers):
         box.placeholder = {
             "opening": "Opening the session… (you can type already)",
             "compacting": "Compacting… (the input is blocked meanwhile)",
-        }.get(busy or "", ChatInput.PLACEHOLDER)
+        }.get(busy or "", self.input_placeholder)
         self.query_one("#compact-progress").display = busy == "compacting"
         # The scratchpad is wide while it has something to show (a round runs, or F6).
         self.set_class(busy == "round", "-round")

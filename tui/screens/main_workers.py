@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from tui.presenter import Presenter
 
 
+RECORDED_PLACEHOLDER = "Typing here forks this recording into a new session (it stays as it was)"
+"""The input box of a recorded session: what sending there does."""
+
+
 @dataclass
 class RoundDone:
     """What a round worker hands back."""
@@ -66,6 +70,7 @@ class MainWorkers(MainActions):
         presenter: Presenter | None
         idle_built: BuiltContext | None
         after_fork: Callable[[Fork], None] | None
+        input_placeholder: str
 
         def show_banner(self, text: str, in_progress: bool) -> None: ...
 
@@ -248,6 +253,9 @@ class MainWorkers(MainActions):
         self.session_id = opened.agent.session_id
         session = opened.session
         label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
+        own = opened.view.gauge.own
+        self.input_placeholder = RECORDED_PLACEHOLDER if own is not None else ChatInput.PLACEHOLDER
+        self.query_one(ChatInput).placeholder = self.input_placeholder
         self.query_one(SessionHeader).info = HeaderInfo(
             session_id=session.id,
             title=session.title,
@@ -257,6 +265,8 @@ class MainWorkers(MainActions):
             strategy=opened.agent.strategy.name,
             offline=is_offline(session.provider),
             numbers=describe_params(strategy_params(opened.agent.settings, session.strategy)),
+            recorded_by="" if own is None else own.agent or "recorded",
+            cost="" if own is None else own.cost_text,
         )
         self.query_one(ChatView).load(opened.chat, offline=is_offline(session.provider))
         self.query_one(ScratchpadView).end_round()
