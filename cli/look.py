@@ -27,6 +27,7 @@ from engine.terminal_text import printable
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
     infos = store.list_sessions()
+    costs = {info.session.id: session_cost(store, settings, info.session) for info in infos}
     data = [
         {
             **info.session.model_dump(mode="json"),
@@ -34,20 +35,35 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
             "messages": info.messages,
             "current_tokens": info.current_tokens,
             "compactions": info.compactions,
+            "cost": costs[info.session.id],
         }
         for info in infos
     ]
     rows = [
-        f"{'ID':>4}  {'UPDATED':16}  {'ROUNDS':>6}  {'MSGS':>5}  {'TOKENS':>7}  {'COMP':>4}  TITLE"
+        f"{'ID':>4}  {'UPDATED':16}  {'ROUNDS':>6}  {'MSGS':>5}  {'TOKENS':>7}  {'COMP':>4}  "
+        f"{'COST':>8}  TITLE"
     ]
     for info in infos:
         s = info.session
+        cost = costs[s.id]
         rows.append(
             f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {info.rounds:>6}  {info.messages:>5}  "
-            f"{info.current_tokens:>7}  {info.compactions:>4}  {s.title or '(untitled)'}"
+            f"{info.current_tokens:>7}  {info.compactions:>4}  "
+            f"{'–' if cost is None else f'${cost:,.2f}':>8}  {s.title or '(untitled)'}"
         )
     emit(args, data, "\n".join(rows) if infos else "no sessions yet")
     return 0
+
+
+def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
+    """What a session's model calls cost at list price: the calls an API billed (recorded by
+    the original agent, or ctxscope's own through a provider), never the offline provider's
+    local counts; None without such calls or without a price for the model."""
+    billed = [u for u in store.usages(session.id) if u.source != "local"]
+    if not billed:
+        return None
+    cost = price_for(settings, session.model or settings.model).total_cost(billed)
+    return None if cost is None else round(cost, 6)
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:

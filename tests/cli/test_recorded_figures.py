@@ -65,3 +65,45 @@ def test_context_json_gives_the_agents_own_point(db: Path) -> None:
     first = text.splitlines()[0]
     assert first.startswith(f"recorded by Claude Code (claude-opus-4-6): context {CONTEXT:,}")
     assert f"auto-compacts at 167,000: {167_000 - CONTEXT:,} to go" in first
+
+
+# The recorded cost, worked out by hand from the file: each API call once (its message id's
+# last record, 152 calls), at Anthropic's list price for Claude Opus 4.6 ($5 input, $25
+# output per million; cache writes 1.25x input for 5 minutes, 2x for 1 hour, from each call's
+# `cache_creation.ephemeral_1h_input_tokens`; cache reads 0.1x): $11.853923.
+COST = 11.853923
+
+
+def test_show_and_sessions_state_the_recorded_cost(db: Path) -> None:
+    code, out, _ = run("show", "1", "--db", str(db))
+    assert code == 0 and "the recorded calls cost $11.85 " in out
+    code, out, _ = run("sessions", "--db", str(db), "--json")
+    (row,) = json.loads(out)
+    assert row["cost"] == pytest.approx(COST, abs=1e-6)
+    code, out, _ = run("sessions", "--db", str(db))
+    header, line = out.splitlines()
+    assert "COST" in header.split() and "$11.85" in line.split()
+
+
+def test_replay_has_an_as_recorded_row(db: Path) -> None:
+    code, out, _ = run("replay", "1", "--strategy", "layered", "--db", str(db), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["window"] == 200_000  # Claude Code's own window
+    recorded, layered = data["strategies"]
+    assert layered["strategy"] == "layered"
+    # Sums over the file's 152 API calls (each message id once, python over the jsonl):
+    # input side = input + cache read + cache write.
+    assert recorded["strategy"] == "as-recorded"
+    assert recorded["steps"] == 152
+    assert recorded["total_input"] == 15_121_271
+    assert recorded["peak"] == 166_759
+    assert recorded["cache_read"] == 14_771_617
+    assert recorded["cache_write"] == 349_474
+    assert recorded["cost"] == pytest.approx(COST, abs=1e-4)
+    assert recorded["compactions"] == 1  # the one compact_boundary (preTokens 167,094)
+    steps = data["series"]["as-recorded"]
+    assert sum(s["compactions"] for s in steps) == 1
+    code, text, _ = run("replay", "1", "--strategy", "layered", "--db", str(db))
+    assert text.splitlines()[1].split()[0] == "strategy"
+    assert text.splitlines()[2].split()[:3] == ["as-recorded", "152", "1"]
