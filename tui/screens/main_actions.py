@@ -19,11 +19,7 @@ from engine.context.history import CompactionDraft, CompactionResult
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
-from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
-from tui.screens.compare_screen import CompareScreen
-from tui.screens.execution_log_screen import ExecutionLogScreen
-from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.sessions_screen import SessionsScreen
@@ -379,7 +375,11 @@ class MainActions(Screen[None]):
     def action_keys(self) -> None:
         self.app.push_screen(KeysModal([(a.key, a.help) for a in MAIN_ACTIONS]))
 
+    # The screens a key opens are imported when it is pressed: the workbench starts without
+    # them (the compare screen alone brings the replay machinery and a plotting library).
     def action_archive(self) -> None:
+        from tui.screens.archive_screen import ArchiveScreen
+
         if self.session_id is None:
             return
         # a recording's compactions are undone on a fork, with Ctrl+Z, never in place
@@ -397,6 +397,8 @@ class MainActions(Screen[None]):
             self.redraw_worker(self.agent, self.memo)
 
     def action_inspect(self) -> None:
+        from tui.screens.inspector_screen import InspectorScreen
+
         if self.agent is not None:
             settings = self.agent.settings
             self.app.push_screen(
@@ -404,6 +406,8 @@ class MainActions(Screen[None]):
             )
 
     def action_compare(self) -> None:
+        from tui.screens.compare_screen import CompareScreen
+
         if self.agent is not None and self.session_id is not None:
             agent = self.agent
             self.app.push_screen(
@@ -411,6 +415,8 @@ class MainActions(Screen[None]):
             )
 
     def action_execution_log(self) -> None:
+        from tui.screens.execution_log_screen import ExecutionLogScreen
+
         if self.agent is not None:
             self.app.push_screen(ExecutionLogScreen(self.agent.execution_log_path))
 
