@@ -33,7 +33,8 @@ async def test_header_and_gauge_are_the_recorded_agents(
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot)
         header = str(screen.query_one(SessionHeader).render())
-        assert "Claude Code · claude-opus-4-6" in header and "recorded" in header
+        # the recorded cost: $11.853923 worked out by hand in tests/cli/test_recorded_figures.py
+        assert "Claude Code · claude-opus-4-6 · $11.85" in header and "recorded" in header
         assert "OFFLINE" not in header
         lines = screen_lines(app)
         text = "\n".join(lines)
