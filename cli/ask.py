@@ -21,6 +21,7 @@ from cli.common import (
     get_session,
     make_agent,
     open_store,
+    session_to_change,
     silence_stdout,
 )
 from engine.config import Settings, workspace_folder
@@ -44,7 +45,10 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
                 f"session {session.id} uses the {session.strategy} strategy; switch it first "
                 f"with `ctxscope strategy {session.id} {wanted}` (the switch is recorded)"
             )
-        session = _moved(store, session, getattr(args, "workspace", None), args.move_workspace)
+        wanted_workspace = getattr(args, "workspace", None)
+        _check_move(session, wanted_workspace, args.move_workspace)  # before any fork is made
+        session = session_to_change(store, session, args)
+        session = _moved(store, session, wanted_workspace, args.move_workspace)
     else:
         workspace = workspace_folder(getattr(args, "workspace", None))
         if not workspace.is_dir():
@@ -122,6 +126,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
                         "provider": agent.provider.name,
                         "model": agent.provider.model,
                         "sandbox": sandbox,
+                        **({"fork": args.fork} if getattr(args, "fork", None) else {}),
                     },
                     ensure_ascii=False,
                 )
@@ -138,24 +143,30 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if outcome.status == RoundStatus.FINISHED else EXIT_ERROR
 
 
-def _moved(store: Store, session: Session, wanted: Path | None, move: bool) -> Session:
-    """The session, in ``wanted`` when ``--move-workspace`` asked for it; a different
-    workspace without it is refused (it would silently point the session's files elsewhere).
-
-    A session without a workspace it may use (recorded by another agent, or one that names
-    ``/`` or the home folder) takes ``wanted`` as its first; without one it is refused: a
-    recording never chooses the folder the agent works in (issue 29)."""
+def _check_move(session: Session, wanted: Path | None, move: bool) -> None:
+    """Refused before any fork is made: a session without a workspace it may use (recorded
+    by another agent, or one that names ``/`` or the home folder) given none — a recording
+    never chooses the folder the agent works in (issue 29) — and a different workspace
+    without ``--move-workspace`` (it would silently point the session's files elsewhere)."""
     if session_workspace(session) is None:
         if wanted is None:
             raise UsageError(why_no_workspace(session))
-        return store.update_session(session.id or 0, workspace=str(wanted))
-    if wanted is None or str(wanted) == session.workspace:
-        return session
-    if not move:
+        return
+    if wanted is not None and str(wanted) != session.workspace and not move:
         raise UsageError(
             f"session {session.id} works in {session.workspace}; --workspace {wanted} would "
             "move it there: add --move-workspace to do so, or leave --workspace out"
         )
+
+
+def _moved(store: Store, session: Session, wanted: Path | None, move: bool) -> Session:
+    """The session, in ``wanted`` when ``--move-workspace`` asked for it, or when it had no
+    workspace it may use (``wanted`` is then its first)."""
+    _check_move(session, wanted, move)
+    if session_workspace(session) is None and wanted is not None:
+        return store.update_session(session.id or 0, workspace=str(wanted))
+    if wanted is None or str(wanted) == session.workspace:
+        return session
     return store.update_session(session.id or 0, workspace=str(wanted))
 
 

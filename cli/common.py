@@ -110,6 +110,9 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
     Either way through :mod:`engine.terminal_text`: the text holds recorded titles, messages
     and names, so every control character in it is shown escaped, never sent."""
+    fork = getattr(args, "fork", None)
+    if fork is not None and isinstance(data, dict):
+        data = {**data, "fork": fork}
     if args.json:
         print(json_printable(json.dumps(data, ensure_ascii=False, indent=2, default=str)))
     else:
@@ -121,6 +124,19 @@ def get_session(store: Store, session_id: int) -> Session:
         return store.get_session(session_id)
     except SessionNotFound as exc:
         raise CliError(f"{exc} (see `ctxscope sessions`)") from None
+
+
+def session_to_change(store: Store, session: Session, args: argparse.Namespace) -> Session:
+    """The session a command's change goes to: ``session``, or for a recorded one (imported,
+    watched) a fork of it, said on stderr and in ``--json`` (``fork``), so the recording stays
+    as it was. ``args.forked`` keeps the fork (its id maps) for ids the user gave."""
+    fork = store.fork_to_change(session)
+    args.forked = fork
+    if fork is None:
+        return session
+    print(f"ctxscope: {fork.note}", file=sys.stderr)
+    args.fork = {"session_id": fork.session.id, "of": fork.of, "source": fork.source}
+    return fork.session
 
 
 def make_agent(

@@ -218,7 +218,9 @@ class Settings(BaseModel):
 
     # --- storage ---
     db: Path | None = None
-    """Database file; default ``sessions/ctxscope.db`` under the current directory."""
+    """Database file; default one per installation, never the current directory's: a source
+    checkout's ``sessions/ctxscope.db``, else ``$XDG_DATA_HOME/ctxscope/ctxscope.db``
+    (``~/.local/share/ctxscope/ctxscope.db``)."""
     data_dir: Path | None = None
     """Files written beside the database (seed 004's raw middles, seed 003's execution log),
     one folder per database and session inside; default ``<database folder>/data``."""
@@ -291,13 +293,28 @@ class Settings(BaseModel):
 
 
 # ---------------------------------------------------------------------- paths, in one place
-DEFAULT_DB = Path("sessions") / "ctxscope.db"
-"""The database when neither ``--db`` nor the ``db`` setting names one (current directory)."""
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
+"""The folder ctxscope's packages are in: a source checkout's root (its ``pyproject.toml`` and
+``sessions/`` beside them), or an installation's ``site-packages``."""
+
+
+def default_database() -> Path:
+    """The database when neither ``--db`` nor the ``db`` setting (``CTXSCOPE_DB``) names one:
+    one per installation, never the current directory's. Run from a source checkout (an
+    editable install too): its ``sessions/ctxscope.db``, the design's place. Installed as a
+    package: the user's data folder, ``$XDG_DATA_HOME/ctxscope/ctxscope.db`` (an unset or
+    relative ``XDG_DATA_HOME`` is ``~/.local/share``, as the XDG base directory spec says)."""
+    if (SOURCE_ROOT / "pyproject.toml").is_file() and (SOURCE_ROOT / "sessions").is_dir():
+        return SOURCE_ROOT / "sessions" / "ctxscope.db"
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    data = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return data / "ctxscope" / "ctxscope.db"
 
 
 def database_file(settings: Settings, given: Path | str | None = None) -> Path:
-    """The database: ``given`` (``--db``), else the ``db`` setting, else :data:`DEFAULT_DB`."""
-    return Path(given or settings.db or DEFAULT_DB)
+    """The database: ``given`` (``--db``), else the ``db`` setting, else
+    :func:`default_database`."""
+    return Path(given) if given else settings.db or default_database()
 
 
 def data_folder(settings: Settings, database: Path) -> Path:

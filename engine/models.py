@@ -269,6 +269,10 @@ class StrategyParams(BaseModel):
     ``min_messages``; any other strategy's ``[strategies.<name>]`` section."""
 
 
+RECORDED_PROVIDER = "import"
+"""The provider of a recorded session: another agent's calls, imported or watched."""
+
+
 class Session(BaseModel):
     id: int | None = None
     title: str = ""
@@ -284,7 +288,8 @@ class Session(BaseModel):
     """For a subagent's session: the recorded agent id (Claude Code ``agentId``)."""
     source: str | None = None
     """For a watched recording: the file and the recording's own session id it follows
-    (``ctxscope watch`` finds the session again by it, so re-watching never duplicates)."""
+    (``ctxscope watch`` finds the session again by it, so re-watching never duplicates); for a
+    fork, what it is a fork of (``fork of #2 at round 6``)."""
     params: StrategyParams | None = None
     """The numbers its strategy plans with; None: none stored, it plans with the settings of
     the process that opens it."""
@@ -292,6 +297,12 @@ class Session(BaseModel):
     """False for a session recorded by another agent (imported, watched) until the user gives
     it a workspace: ``workspace`` is then only the folder the recording names, shown and never
     used (no tool runs, no file is read there; :mod:`engine.session.workspace`)."""
+
+    @property
+    def recorded(self) -> bool:
+        """A recorded session (imported or watched): another agent's, read-only; a change
+        goes to a fork (``Store.fork_session``)."""
+        return self.provider == RECORDED_PROVIDER
 
 
 class StrategySwitch(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -28,12 +28,14 @@ from engine.models import (
     TodoItem,
 )
 from engine.params import session_settings, strategy_params
+from engine.recordings.own_agent import own_agent_view
 from engine.session import Agent
 from engine.session.workspace import session_workspace
 from engine.store import Store, StoreError
+from engine.store.forking import Fork
 from tools.base import Asker
 from tui.formatting import compaction_result
-from tui.gauge_state import Decision, GaugeState, heaviest_items, steps_and_marks
+from tui.gauge_state import Decision, GaugeState, heaviest_items, own_layers, steps_and_marks
 from tui.widgets.block_view import Block
 from tui.widgets.chat_view import ChatEntry
 from tui.widgets.history_view import BlockMemo, HistoryLayout, history_blocks
@@ -75,6 +77,8 @@ class OpenedSession:
     memo: BlockMemo
     """The session's message blocks, reused by every later :func:`measure`."""
     notices: list[str] = field(default_factory=list)
+    fork: Fork | None = None
+    """The fork this session was just made as (a change asked of a recording), or None."""
 
 
 def choose_session(
@@ -115,7 +119,7 @@ def forget_if_empty(store: Store, session_id: int) -> bool:
         session = store.get_session(session_id)
     except StoreError:
         return False
-    if session.title or store.rounds(session_id):
+    if session.recorded or session.title or store.rounds(session_id):
         return False
     store.delete_session(session_id)
     return True
@@ -156,7 +160,11 @@ def open_session(
         )
     settings = session_settings(settings, session)  # the numbers the session plans with
     provider = provider_factory(settings)
-    if (session.provider, session.model) != (provider.name, provider.model):
+    # A recording keeps the provider and model it was recorded with: looking changes nothing.
+    if not session.recorded and (session.provider, session.model) != (
+        provider.name,
+        provider.model,
+    ):
         session = store.update_session(session.id, provider=provider.name, model=provider.model)
     agent = Agent(store, session, settings, provider, where, events=events, ask=ask)
     memo = BlockMemo()
@@ -331,6 +339,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
     steps, marks = steps_and_marks(usages, compactions)
     last = usages[-1] if usages else None
     layout = layout_for(agent, store, plan=plan)
+    own = own_agent_view(store, agent.session, settings)
     gauge = GaugeState(
         context_window=settings.context_window,
         threshold=settings.threshold_tokens,
@@ -353,6 +362,17 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
             for m in agent.history.history.messages
         ),
     )
+    if own is not None:
+        gauge = replace(
+            gauge,
+            own=own,
+            context_window=own.context_window,
+            threshold=own.compact_at or own.context_window,
+            what_if_threshold=settings.threshold_tokens,
+            layers=own_layers(own, built.layers["L3 summaries"]),
+            layers_source="recorded",
+            warning=None,  # ctxscope's strategy does not run here: its warning is not one
+        )
     blocks = history_blocks(layout, memo)
     done = [c for c in compactions if c.outcome in ("success", "fallback") and not c.undone_at]
     return SessionView(

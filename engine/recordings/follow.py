@@ -43,6 +43,7 @@ from engine.recordings.claude_code_chain import Record
 from engine.recordings.claude_code_follow import TailParser
 from engine.recordings.file_tail import FileTail
 from engine.recordings.importing import codex_known, parse_codex_records
+from engine.recordings.own_agent import auto_compact_at, context_of
 from engine.recordings.writer import Resume, check, write
 from engine.store import Store
 
@@ -104,15 +105,11 @@ def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None
             "cache_write": usage.cache_creation_input_tokens,
             "output": usage.output_tokens,
         }
-        base = usage.input_side + usage.output_tokens
+        base = context_of(usage)
     elif last >= 0:
         base = count_text(items[last].text)
     out.context_tokens = base + sum(_tokens(i) for i in items[last + 1 :])
-    if parsed.fmt == codex.FORMAT:
-        ratio = settings.watch_codex_compact_ratio
-        out.compact_at = compact_limit or int(ratio * out.context_window)
-    else:
-        out.compact_at = out.context_window - settings.watch_compact_reserve
+    out.compact_at = auto_compact_at(parsed.fmt, out.context_window, settings, compact_limit)
     out.until_compact = max(0, out.compact_at - out.context_tokens)
     out.warning = out.context_tokens >= settings.watch_warn_ratio * out.compact_at
     return out

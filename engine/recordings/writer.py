@@ -27,6 +27,7 @@ from engine.messages.tokens import (
     count_thinking,
     ensure_counted,
     has_text,
+    thinking_texts,
 )
 from engine.models import (
     MISSING_RESULT,
@@ -365,6 +366,9 @@ def write(
         # What every request of it repeats, so that its `context` needs no tokenizer.
         strategy = session.strategy or settings.strategy
         remember_repeated(store, repeated_texts(strategy, settings, active))
+        # and the thinking it keeps, which the workbench's gauge shows (issue 30: no tokenizer)
+        thoughts = [(m.meta.origin or {}).get("thinking", []) for m in live]
+        remember_repeated(store, [t for blocks in thoughts for t in thinking_texts(blocks)])
         _warn_if_thin(parsed, report)
         for child in parsed.children:
             problems = check(child)

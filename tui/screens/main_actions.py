@@ -19,11 +19,7 @@ from engine.session.workspace import NO_FOLDER
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
-from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
-from tui.screens.compare_screen import CompareScreen
-from tui.screens.execution_log_screen import ExecutionLogScreen
-from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.requests_screen import RequestsScreen
@@ -35,7 +31,10 @@ from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index,
 from tui.widgets.scratchpad_view import ScratchpadView
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.session import Agent
+    from engine.store.forking import Fork
     from tui.app import CtxscopeApp
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block
@@ -203,6 +202,8 @@ class MainActions(StrategySwitching):
 
         def leave_session(self) -> None: ...
 
+        def fork_first(self, then: Callable[[Fork], None]) -> bool: ...
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides a key that does nothing here (F7 in the wide layout, Esc between
         # rounds); None shows it disabled (kept in the palette, left out of the footer). Keys
@@ -304,6 +305,8 @@ class MainActions(StrategySwitching):
         self._leave_cut()
         if self.agent is None or self.busy is not None:
             return
+        if self.fork_first(lambda _fork: self._cut_confirmed(event)):
+            return
         self.busy = "compacting"
         self.manual_keep = event.keep
         if event.edit:
@@ -345,6 +348,8 @@ class MainActions(StrategySwitching):
         if self.undoable is None or self.agent is None:
             self.notify("No compaction to undo in this session.", title="Undo")
             return
+        if self.fork_first(lambda _fork: self.action_undo_compaction()):
+            return
         self.busy = "compacting"
         self.undo_worker(self.agent, self.memo)
 
@@ -360,8 +365,16 @@ class MainActions(StrategySwitching):
             return
         if self._refuse_when_busy() or self.agent is None:
             return
+        message_id, pinned = msg.id, not msg.pinned
+        if self.fork_first(lambda fork: self._pin(fork.messages[message_id], pinned)):
+            return
+        self._pin(message_id, pinned)
+
+    def _pin(self, message_id: int, pinned: bool) -> None:
+        if self._refuse_when_busy() or self.agent is None:
+            return
         self.busy = "compacting"
-        self.pin_worker(self.agent, self.memo, msg.id, not msg.pinned)
+        self.pin_worker(self.agent, self.memo, message_id, pinned)
 
     # ------------------------------------------------------------------ other screens
     def action_sessions(self) -> None:
@@ -385,10 +398,17 @@ class MainActions(StrategySwitching):
     def action_keys(self) -> None:
         self.app.push_screen(KeysModal([(a.key, a.help) for a in MAIN_ACTIONS]))
 
+    # The screens a key opens are imported when it is pressed: the workbench starts without
+    # them (the compare screen alone brings the replay machinery and a plotting library).
     def action_archive(self) -> None:
+        from tui.screens.archive_screen import ArchiveScreen
+
         if self.session_id is None:
             return
-        undo = self.agent.uncompact if self.agent is not None and self.busy is None else None
+        # a recording's compactions are undone on a fork, with Ctrl+Z, never in place
+        agent = self.agent
+        writable = agent is not None and self.busy is None and not agent.session.recorded
+        undo = agent.uncompact if agent is not None and writable else None
         self.app.push_screen(
             ArchiveScreen(self.ctx_app.store, self.session_id, undo), self._archive_closed
         )
@@ -400,6 +420,8 @@ class MainActions(StrategySwitching):
             self.redraw_worker(self.agent, self.memo)
 
     def action_inspect(self) -> None:
+        from tui.screens.inspector_screen import InspectorScreen
+
         if self.agent is not None:
             settings = self.agent.settings
             self.app.push_screen(
@@ -407,6 +429,8 @@ class MainActions(StrategySwitching):
             )
 
     def action_compare(self) -> None:
+        from tui.screens.compare_screen import CompareScreen
+
         if self.agent is not None and self.session_id is not None:
             agent = self.agent
             self.app.push_screen(
@@ -422,6 +446,8 @@ class MainActions(StrategySwitching):
             self.app.push_screen(RequestsScreen(agent.store, self.session_id, agent.settings))
 
     def action_execution_log(self) -> None:
+        from tui.screens.execution_log_screen import ExecutionLogScreen
+
         if self.agent is not None:
             self.app.push_screen(ExecutionLogScreen(self.agent.execution_log_path))
 

@@ -50,7 +50,10 @@ from tui.widgets.session_header import SessionHeader
 from tui.widgets.token_gauge import TokenGauge
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.session import Agent
+    from engine.store.forking import Fork
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")
@@ -122,6 +125,10 @@ class MainScreen(MainWorkers, PaneKeys):
         """The rounds kept by the compaction by hand being previewed (Ctrl+E)."""
         self.undoable: int | None = None
         """The compaction Ctrl+Z would undo (the latest one not undone), or None."""
+        self.after_fork: Callable[[Fork], None] | None = None
+        """What a change asked of a recording does once its fork is open."""
+        self.input_placeholder = ChatInput.PLACEHOLDER
+        """The input box's hint when idle (a recording's says that typing forks it)."""
 
     @property
     def ctx_app(self) -> CtxscopeApp:
@@ -227,7 +234,7 @@ class MainScreen(MainWorkers, PaneKeys):
         box.placeholder = {
             "opening": "Opening the session… (you can type already)",
             "compacting": "Compacting… (the input is blocked meanwhile)",
-        }.get(busy or "", ChatInput.PLACEHOLDER)
+        }.get(busy or "", self.input_placeholder)
         self.query_one("#compact-progress").display = busy == "compacting"
         # The scratchpad is wide while it has something to show (a round runs, or F6).
         self.set_class(busy == "round", "-round")
@@ -293,6 +300,8 @@ class MainScreen(MainWorkers, PaneKeys):
         text = event.text.strip()
         if self.agent is None or self.busy is not None:  # ChatInput.refusal covers this
             return
+        if self.fork_first(lambda _fork: self._sent(event)):
+            return  # a recording: the fork is opened, then this input is sent there
         if self.agent.workspace is None:
             # Recorded by another agent: the user gives the folder first (or none: no tool).
             self.ask_for_workspace(lambda: self._start_round(text))

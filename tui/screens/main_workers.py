@@ -20,8 +20,9 @@ from textual.worker import Worker, WorkerState
 
 from engine.context.builder import BuiltContext
 from engine.context.history import CompactionDraft, CompactionResult
-from engine.models import Compaction
+from engine.models import Compaction, Session
 from engine.params import describe_params, strategy_params
+from engine.store.forking import Fork
 from tui.formatting import plural, tokens, workspace_label
 from tui.gauge_state import Decision
 from tui.screens.main_actions import MainActions
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
     from tui.presenter import Presenter
 
 
+RECORDED_PLACEHOLDER = "Typing here forks this recording into a new session (it stays as it was)"
+"""The input box of a recorded session: what sending there does."""
+
+
 @dataclass
 class RoundDone:
     """What a round worker hands back."""
@@ -66,6 +71,8 @@ class MainWorkers(MainActions):
         bridge: EngineBridge
         presenter: Presenter | None
         idle_built: BuiltContext | None
+        after_fork: Callable[[Fork], None] | None
+        input_placeholder: str
 
         def show_banner(self, text: str, in_progress: bool) -> None: ...
 
@@ -90,6 +97,30 @@ class MainWorkers(MainActions):
         app = self.ctx_app
         try:
             return app.open_session(resume, self.bridge, self.gate)
+        finally:
+            app.store.db.close()
+
+    def fork_first(self, then: Callable[[Fork], None]) -> bool:
+        """A recorded session (imported, watched) is read-only: a change to it goes to a fork,
+        opened in its place, and ``then`` runs on the fork. True when a fork is being made
+        (the caller stops there); False when the session can change itself."""
+        agent = self.agent
+        if agent is None or not agent.session.recorded or self.busy is not None:
+            return False
+        self.busy = "opening"
+        self.after_fork = then
+        self.fork_worker(agent.session)
+        return True
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def fork_worker(self, session: Session) -> OpenedSession:
+        app = self.ctx_app
+        try:
+            fork = app.store.fork_to_change(session)
+            assert fork is not None and fork.session.id is not None
+            opened = app.open_session(fork.session.id, self.bridge, self.gate)
+            opened.fork = fork
+            return opened
         finally:
             app.store.db.close()
 
@@ -227,6 +258,9 @@ class MainWorkers(MainActions):
             label = f"no workspace (recorded in {workspace_label(session.workspace) or '?'})"
         else:
             label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
+        own = opened.view.gauge.own
+        self.input_placeholder = RECORDED_PLACEHOLDER if own is not None else ChatInput.PLACEHOLDER
+        self.query_one(ChatInput).placeholder = self.input_placeholder
         self.query_one(SessionHeader).info = HeaderInfo(
             session_id=session.id,
             title=session.title,
@@ -236,6 +270,8 @@ class MainWorkers(MainActions):
             strategy=opened.agent.strategy.name,
             offline=is_offline(session.provider),
             numbers=describe_params(strategy_params(opened.agent.settings, session.strategy)),
+            recorded_by="" if own is None else own.agent or "recorded",
+            cost="" if own is None else own.cost_text,
         )
         self.query_one(ChatView).load(opened.chat, offline=is_offline(session.provider))
         self.query_one(ScratchpadView).end_round()
@@ -252,6 +288,12 @@ class MainWorkers(MainActions):
                 title="Workspace",
                 severity="warning",
             )
+        then, self.after_fork = self.after_fork, None
+        if opened.fork is not None:
+            self.notify(opened.fork.note, title="Fork")
+            if then is not None:
+                fork = opened.fork
+                self.call_later(lambda: then(fork))  # once the opening is over (busy is None)
 
     def ask_for_workspace(self, then: Callable[[], None]) -> None:
         """A session recorded by another agent, about to run a round: ask the user for its

@@ -33,6 +33,11 @@ class HeaderInfo:
     offline: bool = False
     numbers: str = ""
     """The numbers the session's strategy plans with (``engine.params.describe_params``)."""
+    recorded_by: str = ""
+    """For a recorded session: the agent that recorded it (``Claude Code``); the header then
+    names it and the recorded model, says it is read-only, and gives its ``cost``."""
+    cost: str = ""
+    """A recorded session's calls at list price (``$11.85``, ``–`` without a price)."""
 
 
 class SessionHeader(Widget):
@@ -66,6 +71,18 @@ class SessionHeader(Widget):
         text.append("  │ ", style="dim")
         text.append(display_safe(info.workspace, one_line=True))
         text.append("  │ ", style="dim")
+        if info.recorded_by:
+            # another agent's session: its own model and cost; ctxscope's strategy a what-if
+            text.append(
+                display_safe(f"{info.recorded_by} · {info.model or '?'}", one_line=True),
+                style="bold",
+            )
+            text.append(f" · {info.cost}" if info.cost else "", style="bold")
+            text.append("  │ ", style="dim")
+            text.append("recorded, read-only", style="italic")
+            text.append("  │ ", style="dim")
+            text.append(f"what-if {info.strategy}", style="dim")
+            return text
         label = display_safe(provider_label(info.provider, info.model), one_line=True)
         text.append(label, style="bold black on yellow" if info.offline else "bold")
         text.append("  │ ", style="dim")

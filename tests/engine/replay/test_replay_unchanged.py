@@ -45,6 +45,10 @@ def test_replay_of_a_real_recording_gives_the_figures_it_gave_before(
     got = json.loads(capsys.readouterr().out)
     # added after the reference was made: where the costs' prices come from
     assert got.pop("cost_note").startswith("list price from genai-prices")
+    # added after the reference too (issue 30): the recording's own calls, first
+    recorded = got["strategies"].pop(0)
+    assert recorded["strategy"] == "as-recorded"
+    assert len(got["series"].pop("as-recorded")) == recorded["steps"] > 0
     expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
     assert expected["session_id"] == 2
     expected["session_id"] = 1
