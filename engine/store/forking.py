@@ -74,6 +74,8 @@ class ForkStore(ArchiveStore):
         row = SessionRow.create(
             title=f"{source}: {old.title}" if old.title else source,
             workspace=old.workspace,
+            # a recording's folder stays shown, not used, in its fork too (issue 29)
+            workspace_given=old.workspace_given,
             provider="",
             model=old.model,
             strategy=old.strategy,

@@ -108,9 +108,15 @@ def test_pin_forks_and_pins_the_forks_copy(recorded: tuple[Path, str]) -> None:
     assert shown["history"][-1]["content"] == json.loads(before)["history"][-1]["content"]
 
 
-def test_ask_forks(recorded: tuple[Path, str]) -> None:
+def test_ask_forks(recorded: tuple[Path, str], tmp_path: Path) -> None:
     db, before = recorded
-    code, out, err = run("ask", "ls", "--session", "1", "--db", str(db), "--json")
+    # without a workspace a recording's fork would have none (issue 29): refused, no fork made
+    code, _, err = run("ask", "ls", "--session", "1", "--db", str(db))
+    assert code == 2 and "fork" not in err
+    unchanged(db, before)
+    code, out, err = run(
+        "ask", "ls", "--session", "1", "--workspace", str(tmp_path), "--db", str(db), "--json"
+    )
     assert code == 0
     result = json.loads(out.splitlines()[-1])
     fork = forked(err, result)

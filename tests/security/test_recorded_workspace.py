@@ -138,8 +138,9 @@ def test_a_tool_call_without_a_workspace_is_refused(env: Path, etc_like: Path) -
 def test_giving_the_workspace_continues_the_session_there(
     capsys: pytest.CaptureFixture[str], env: Path, etc_like: Path
 ) -> None:
-    """The user names a folder (here a project of their own): the session works there, and
-    no longer in the recorded one."""
+    """The user names a folder (here a project of their own): the round runs there, in a fork
+    of the recording (issue 30: a recording is never changed), and the recording keeps its
+    recorded folder, shown, never used."""
     project = env / "project"
     project.mkdir()
     (project / "passwd").write_text("the project's own file\n")
@@ -154,11 +155,14 @@ def test_giving_the_workspace_continues_the_session_there(
     assert finished and all(e["status"] != "error" for e in finished), finished
     assert "the project's own file" in finished[0]["full_text"]
     assert SECRET_LINE not in out
+    fork_id = results[-1]["fork"]["session_id"]
     store = Store.open(db)
-    session = store.get_session(1)
+    session = store.get_session(fork_id)
     assert session.workspace == str(project) and session.workspace_given
-    tool_texts = [m.content for m in store.history(1).messages if m.role == "tool"]
+    tool_texts = [m.content for m in store.history(fork_id).messages if m.role == "tool"]
     assert any("the project's own file" in t for t in tool_texts)
+    recording = store.get_session(1)
+    assert recording.workspace == str(etc_like) and not recording.workspace_given
     store.close()
 
 
