@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
 from engine.compaction.ledger import FILE_KINDS
+from engine.config import Settings
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.params import strategy_params
