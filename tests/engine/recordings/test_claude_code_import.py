@@ -229,3 +229,22 @@ def test_tools_refuse_a_recorded_workspace_that_is_not_here(tmp_path: Path) -> N
         done.text
     )
     store.close()
+
+
+@pytest.mark.usefixtures("no_key")
+def test_marot_markdown_export_names_the_harness_and_the_queued_inputs(
+    marot_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The transcript labels what the user did not type (2 task notices, 1 interruption: the
+    user records of lines 495, 496, 1847) and the 2 inputs typed while the agent worked; the
+    user's own 2 typed inputs stay plain "**User** ·"."""
+    code, out, _ = run(
+        capsys, "export", "1", "--db", str(marot_db), "--format", "markdown", "--include-archived"
+    )
+    assert code == 0
+    assert out.count("**Background task** (not the user) ·") == 2
+    assert out.count("**Interruption** (not the user) ·") == 1
+    assert out.count("**User** (typed while the agent worked) ·") == 2
+    assert (
+        "**User** (typed while the agent worked) · 2026-02-11T20:51:19+00:00\n\ncheck again" in out
+    )
