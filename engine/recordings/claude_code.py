@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engine.messages.harness import INPUT_KEY, QUEUED, input_kind
+from engine.messages.harness import HARNESS_KINDS, INPUT_KEY, QUEUED, input_kind
 from engine.models import utcnow
 from engine.recordings.anthropic_jsonl import BLOCK_TYPES, check_blocks, items_of
 from engine.recordings.base import (
@@ -209,7 +209,7 @@ def parse_records(
     not_read = not_read if not_read is not None else NotRead()
     for number, rec in records:
         kind = rec["type"]
-        if kind not in RECORD_TYPES:
+        if kind not in RECORD_TYPES and not is_queued_command(rec):
             not_read.kind(kind, number)
         elif kind in ("user", "assistant") and not is_message(rec):
             not_read.line(f"unexpected shape: {kind}", number)
@@ -226,6 +226,8 @@ def parse_records(
             continue
         if is_message(rec):
             skipped[f"off_chain:{rec['type']}"] += 1
+        elif is_queued_command(rec):
+            skipped["attachment:queued_command"] += 1
         elif rec["type"] in RECORD_TYPES and not (
             rec["type"] in ("user", "assistant") and not is_message(rec)
         ):
@@ -326,10 +328,24 @@ class Queued:
 
     text: str
     line: int
-    """The line of its ``enqueue``."""
+    """The line of its ``enqueue`` (of its attachment when no enqueue names it)."""
     delivered_line: int
-    """The line of the ``remove`` / ``dequeue`` that took it off the queue."""
+    """The line of its ``queued_command`` attachment, else of the ``remove`` / ``dequeue``
+    that took it off the queue."""
     delivered_at: datetime | None
+
+
+def is_queued_command(rec: dict[str, Any]) -> bool:
+    """Whether ``rec`` is the ``attachment`` record newer Claude Code versions write where a
+    queued input reached the model (``{"type": "attachment", "attachment": {"type":
+    "queued_command", "prompt", "commandMode", "origin": {"kind"}}}``)."""
+    attachment = rec.get("attachment")
+    return (
+        rec["type"] == "attachment"
+        and isinstance(attachment, dict)
+        and attachment.get("type") == "queued_command"
+        and isinstance(attachment.get("prompt"), str)
+    )
 
 
 def _queued(
@@ -344,12 +360,24 @@ def _queued(
     hold), ``dequeue`` when it becomes the next prompt (normally written as a user record
     too), ``popAll`` when the user pulls the queue back into the input box (not delivered).
     A background task's ``<task-notification>`` waits in the same queue until the agent is
-    idle, and is written as a user record then; so a ``remove`` takes the oldest of the
-    user's own inputs first. An input still queued when the file ends is named in a warning.
+    idle, and is written as a user record then; so a ``remove`` takes the input it names
+    (newer versions write its ``content``), else the oldest of the user's own inputs. An
+    input still queued when the file ends is named in a warning.
+    Newer versions also write where the input reached the model, a ``queued_command``
+    attachment (:func:`is_queued_command`): that record is the place, and the queue's own
+    ``remove`` of the same text adds nothing.
     """
     texts = _user_texts(records, kept)
     pending: list[tuple[int, str]] = []
     delivered: list[Queued] = []
+    attached: dict[str, list[Queued]] = {}
+    for number, rec in records:
+        if is_queued_command(rec):
+            text = rec["attachment"]["prompt"].strip()
+            if text and text not in texts:
+                at = _parse_time(rec.get("timestamp"), number, [])
+                delivered.append(Queued(text, number, number, at))
+                attached.setdefault(text, []).append(delivered[-1])
     for number, rec in records:
         if rec["type"] != "queue-operation":
             continue
@@ -359,11 +387,16 @@ def _queued(
             if isinstance(content, str) and content.strip():
                 pending.append((number, content.strip()))
         elif operation in ("remove", "dequeue") and pending:
+            named = [p for p in pending if isinstance(content, str) and p[1] == content.strip()]
             own = [p for p in pending if input_kind(p[1]) != "task-notification"]
-            taken = (own or pending)[0]
+            taken = (named or own or pending)[0]
             pending.remove(taken)
             if taken[1] in texts:
                 continue  # written as a user record too: already in the conversation
+            if attached.get(taken[1]):
+                # Its attachment says where it was delivered; the enqueue, when it was typed.
+                attached[taken[1]].pop(0).line = taken[0]
+                continue
             at = _parse_time(rec.get("timestamp"), number, [])
             delivered.append(Queued(taken[1], taken[0], number, at))
         elif operation == "popAll":
@@ -402,13 +435,15 @@ def _deliver(items: list[Item], queued: list[Queued]) -> list[Item]:
     ``queued``) before the first assistant step recorded after it left the queue, so after
     the tool results that step answers; at the end when no step came yet."""
     out = list(items)
-    for q in queued:
+    for q in sorted(queued, key=lambda q: q.delivered_line):
         at = next(
             (n for n, i in enumerate(out) if i.kind == "assistant" and i.line > q.delivered_line),
             len(out),
         )
         created = q.delivered_at or (out[at - 1].created_at if at else utcnow())
-        origin = {INPUT_KEY: QUEUED, "queued_line": q.line}
+        # A background task's notice can be delivered from the queue too: the harness's.
+        kind = input_kind(q.text)
+        origin = {INPUT_KEY: kind if kind in HARNESS_KINDS else QUEUED, "queued_line": q.line}
         out.insert(at, Item("user", q.delivered_line, created, text=q.text, origin=origin))
     return out
 

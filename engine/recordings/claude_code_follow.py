@@ -27,7 +27,7 @@ import bisect
 from collections import Counter
 from typing import Any
 
-from engine.messages.harness import INPUT_KEY, QUEUED, input_kind
+from engine.messages.harness import input_kind
 from engine.recordings import claude_code
 from engine.recordings.base import ImportError_, Item, NotRead, Parsed
 from engine.recordings.claude_code_chain import Record, is_boundary, is_message, result_ids
@@ -288,8 +288,9 @@ class TailParser:
 
 def _anchors(item: Item) -> bool:
     """Whether a parse can start at ``item``: a user input written as its own record (not
-    one delivered from the queue, which only ``queue-operation`` records hold)."""
-    return item.kind == "user" and (item.origin or {}).get(INPUT_KEY) != QUEUED
+    one delivered from the queue: its ``enqueue`` is before it, a ``queued_command``
+    attachment is not a conversation record)."""
+    return item.kind == "user" and "queued_line" not in (item.origin or {})
 
 
 def _queue_open(records: list[Record]) -> bool:

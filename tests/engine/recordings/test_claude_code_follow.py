@@ -28,6 +28,7 @@ from tests.engine.recordings.test_claude_code_chain import (
     COMPACTED,
     REPLAY,
 )
+from tests.engine.recordings.test_claude_code_parse import marot_with_queued_attachments
 
 CHUNKS = [1, 3, 17, 2, 40, 1, 9, 120]
 """Records per look, in turn (a look finds one record, or a burst)."""
@@ -193,3 +194,9 @@ def test_a_round_that_starts_while_an_input_waits_in_the_queue_is_no_anchor() ->
         ("and push it", None),
         ("new beads for the epic were added. tackle them", "queued"),
     ]
+
+
+def test_queued_command_attachments_parse_as_the_whole_file() -> None:
+    """The built file of ``test_claude_code_parse`` (attachments where queued inputs reached
+    the model), looked at after every line from 490 to 640."""
+    follow_each(marot_with_queued_attachments()[:640], 490)

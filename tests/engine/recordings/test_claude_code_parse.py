@@ -10,6 +10,7 @@ records sharing its responses' ``message.id`` and the tool_results answering its
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -113,6 +114,85 @@ def test_marot_user_inputs_and_queued_ones(marot: Parsed) -> None:
     assert "queued_input" not in marot.skipped
     assert not [w for w in marot.warnings if "queue" in w]
     assert marot.title == "Implement spotter-gqc"
+
+
+NOTICE = "<task-notification>\n<task-id>zzz0001</task-id>\n</task-notification>"
+
+
+def marot_with_queued_attachments() -> list[str]:
+    """marot as newer Claude Code versions would write its queue: after ``enqueue`` and
+    ``remove``, an ``attachment`` record ``{"type": "queued_command", "prompt",
+    "commandMode", "origin": {"kind"}}`` where the input reached the model, in the uuid tree
+    (the shape viewers of those files read; no such file is in the corpus). After line 508's
+    result an attachment for "check again" (enqueued line 497, removed line 505) that line
+    509's response hangs under; after line 522's result the enqueue, remove (naming its
+    content, as those versions do) and attachment of a background task's notice that no user
+    record holds. Every line after 508 moves down 1, after 522 by 4 (the remove of "new
+    beads…", line 604, is 608)."""
+    lines = MAROT.read_text(encoding="utf-8").splitlines()
+
+    def attachment(uuid: str, parent: str, prompt: str, kind: str) -> str:
+        return json.dumps(
+            {
+                "type": "attachment",
+                "uuid": uuid,
+                "parentUuid": parent,
+                "isSidechain": False,
+                "sessionId": "258c7280-ae70-4798-800f-63464d01a85d",
+                "timestamp": "2026-02-11T20:51:19.500Z",
+                "attachment": {
+                    "type": "queued_command",
+                    "prompt": prompt,
+                    "commandMode": "prompt" if kind == "human" else kind,
+                    "origin": {"kind": kind},
+                },
+            }
+        )
+
+    def uuid(line: str) -> str:
+        return str(json.loads(line)["uuid"])
+
+    after_508 = json.loads(lines[508])  # line 509
+    after_508["parentUuid"] = "a7ac0000-0000-4000-8000-000000000001"
+    after_522 = json.loads(lines[522])  # line 523
+    after_522["parentUuid"] = "a7ac0000-0000-4000-8000-000000000002"
+    queue = '{"type":"queue-operation","operation":"%s","timestamp":"2026-02-11T20:52:11.000Z",'
+    queue += '"sessionId":"258c7280-ae70-4798-800f-63464d01a85d"%s}'
+    return [
+        *lines[:508],
+        attachment(after_508["parentUuid"], uuid(lines[507]), "check again", "human"),
+        json.dumps(after_508),
+        *lines[509:522],
+        queue % ("enqueue", ', "content": ' + json.dumps(NOTICE)),
+        queue % ("remove", ', "content": ' + json.dumps(NOTICE)),
+        attachment(after_522["parentUuid"], uuid(lines[521]), NOTICE, "task-notification"),
+        json.dumps(after_522),
+        *lines[523:],
+    ]
+
+
+def test_a_queued_command_attachment_is_where_the_input_was_delivered() -> None:
+    """:func:`marot_with_queued_attachments`: "check again" is delivered once, at its
+    attachment (line 509 of the built file), not at its remove; the notice is delivered at
+    its attachment too and marked as the harness's; the attachments are read (nothing is
+    "not read")."""
+    built = marot_with_queued_attachments()
+    parsed = claude_code.parse("\n".join(built) + "\n", "built.jsonl")
+    users = [i for i in parsed.items if (i.origin or {}).get("queued_line")]
+    assert [(u.text, u.line, u.origin) for u in users] == [
+        ("check again", 509, {"input": "queued", "queued_line": 497}),
+        (NOTICE, 526, {"input": "task-notification", "queued_line": 524}),
+        (
+            "new beads for the epic were added. tackle them",
+            608,
+            {"input": "queued", "queued_line": 607},
+        ),
+    ]
+    (at,) = [n for n, i in enumerate(parsed.items) if i.text == "check again"]
+    assert (parsed.items[at - 1].kind, parsed.items[at - 1].line) == ("result", 508)
+    assert (parsed.items[at + 1].kind, parsed.items[at + 1].line) == ("assistant", 510)
+    assert not parsed.not_read
+    assert parsed.skipped["attachment:queued_command"] == 2
 
 
 def test_marot_recorded_compaction(marot: Parsed) -> None:
