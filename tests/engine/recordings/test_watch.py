@@ -323,3 +323,38 @@ def test_every_jsonl_line_carries_the_state_and_the_compaction_its_figures(
     files = {k: read[k] + changed[k] for k in ("kept", "total")}
     assert comp["fidelity"] == {**fidelity, "files": files}
     assert comp["fidelity"]["request"] == {"kept": 3, "total": 3}
+
+
+def test_jsonl_of_a_stored_session_says_the_warning_state(tmp_path: Path) -> None:
+    """``watch --session ID --jsonl`` (a session another ctxscope process runs) prints its
+    state whenever its history changes, ``warning`` included: whether the context is at
+    ``watch_warn_ratio`` of that session's own threshold (``until_compact`` counts down to
+    it). marot imported: its last usage (line 1859, worked out as in this module's
+    docstring: 77 334 input-side + 85 output) is under 0.85 of the default threshold
+    (0.8 × 200 000), so false."""
+    db = tmp_path / "w.db"
+    assert main(["import", str(MAROT), "--db", str(db)]) == 0
+    err = open(tmp_path / "stderr", "w")  # noqa: SIM115 - closed with the process
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CTXSCOPE_WATCH_POLL_INTERVAL": "0.05"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.workbench", "watch", "--session", "1", "--jsonl"]
+        + ["--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=err,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+        err.close()
+    threshold = first["until_compact"] + first["context_tokens"]
+    assert first["until_compact"] > 0
+    assert first["warning"] is (first["context_tokens"] >= Settings().watch_warn_ratio * threshold)
+    assert first["context_tokens"] == 77334 + 85
+    assert first["warning"] is False and first["compactions"] == 1
