@@ -7,8 +7,10 @@ by default ``$CODEX_HOME/sessions`` or ``~/.codex/sessions``). Codex's auto-comp
 ``model_auto_compact_token_limit`` from its ``config.toml`` when set. The session is stored as it is
 read (:class:`engine.recordings.follow.Follower`; the same session on every run). Without
 ``--jsonl`` the workbench opens on it; with ``--jsonl`` one JSON object per update goes to
-stdout. ``--session ID`` follows a session another ctxscope process is running, read-only.
-Ends cleanly on SIGTERM, Ctrl+C and when stdout closes.
+stdout, each with the current state (context, countdown, ``warning``); a ``compaction`` event
+adds the compaction's figures (:func:`update_json`, docs/watch.md). ``--session ID`` follows
+a session another ctxscope process is running, read-only. Ends cleanly on SIGTERM, Ctrl+C and
+when stdout closes.
 
 Never silent: what the follower cannot read (a file with no conversation yet, records of
 kinds this version does not read, a file it cannot open) is a ``notice`` event with the
@@ -34,7 +36,7 @@ from cli.common import CliError, db_path, get_session, open_store, silence_stdou
 from engine.config import Settings
 from engine.params import session_settings
 from engine.recordings.files import special_file
-from engine.recordings.follow import Follower, Update
+from engine.recordings.follow import Figures, Follower, Update
 from engine.terminal_text import printable
 
 EVENTS = ("compaction", "subagent", "warning")
@@ -119,18 +121,19 @@ class Target:
 
 
 def notice_json(text: str, path: Path, follower: Follower) -> dict[str, Any]:
-    """A ``notice`` event: what the follower could not read (yet), in the report's words."""
+    """A ``notice`` event: what the follower could not read (yet), in the report's words,
+    with the state of the last update (none before the first)."""
     session = follower.session.id if follower.session else None
-    return {"event": "notice", "session": session, "path": str(path), "message": text}
+    out = {"event": "notice", "session": session, "path": str(path), "message": text}
+    if follower.figures is not None:
+        out |= state_json(follower.figures)
+    return out
 
 
-def update_json(update: Update, path: Path, event: str) -> dict[str, Any]:
-    fig = update.figures
+def state_json(fig: Figures) -> dict[str, Any]:
+    """The state every ``--jsonl`` line carries: the context as the agent's last usage reports
+    it, the countdown to its own auto-compaction, whether it is past the warning ratio."""
     return {
-        "event": event,
-        "session": update.session_id,
-        "path": str(path),
-        "records": update.records,
         "messages": fig.messages,
         "tool_calls": fig.tool_calls,
         "context_tokens": fig.context_tokens,
@@ -138,9 +141,23 @@ def update_json(update: Update, path: Path, event: str) -> dict[str, Any]:
         "percent": fig.percent,
         "until_compact": fig.until_compact,
         "compact_at": fig.compact_at,
+        "warning": fig.warning,
         "compactions": fig.compactions,
         "last_usage": fig.last_usage,
     }
+
+
+def update_json(update: Update, path: Path, event: str) -> dict[str, Any]:
+    out = {
+        "event": event,
+        "session": update.session_id,
+        "path": str(path),
+        "records": update.records,
+        **state_json(update.figures),
+    }
+    if update.compaction is not None:
+        out["compaction"] = update.compaction
+    return out
 
 
 def follow(
@@ -267,6 +284,7 @@ def _watch_stored(args: argparse.Namespace, settings: Settings, stop: threading.
                     "context_window": window,
                     "percent": round(100 * used / window, 1),
                     "until_compact": max(0, settings.threshold_tokens - used),
+                    "warning": used >= settings.watch_warn_ratio * settings.threshold_tokens,
                     "compactions": compactions,
                 }
                 print(json.dumps(data), flush=True)

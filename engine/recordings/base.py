@@ -232,6 +232,10 @@ class Item:
     closes_round: bool = False
     """For results: the round ended normally after this result though its step called a
     tool (aider applies an answer's edits itself; the model is not asked again)."""
+    origin: dict[str, Any] | None = None
+    """For user inputs: what the importer knows of where they came from, kept in the
+    message's ``meta.origin`` (``{"input": "queued"}``, a harness kind:
+    :mod:`engine.messages.harness`)."""
 
 
 @dataclass

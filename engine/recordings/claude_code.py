@@ -23,9 +23,14 @@ Decisions (checked against the real files in ``tests/data/corpus``):
 - ``thinking`` blocks are kept in ``meta.origin["thinking"]``, never sent back.
 - ``compact_boundary`` + the ``isCompactSummary`` user record become a compaction made by the
   original agent: its trigger, ``preTokens`` and the boundary's time, the summary its text.
-- User inputs typed while the agent worked are written as ``queue-operation`` records; the ones
-  never written as user records are not in the recorded conversation (the model saw them in a
-  reminder the file does not hold): counted as ``queued_input`` and named in a warning.
+- User inputs typed while the agent worked are written only as ``queue-operation`` records
+  when the model got them at a tool boundary (in a reminder the file does not hold): each
+  becomes a user input where it was delivered, marked ``queued`` in ``meta.origin`` (see
+  :func:`_queued`); one still queued when the file ends is counted as ``queued_input`` and
+  named in a warning.
+- What the harness writes in the user's turn (``<task-notification>``, ``[Request interrupted
+  by user…]``, slash-command wrappers, ``<system-reminder>``, ``isMeta`` records) is marked in
+  ``meta.origin["input"]`` (:mod:`engine.messages.harness`), not shown as the user's words.
 - ``progress``, ``file-history-snapshot``, ``summary`` (title) and other ``system`` records are
   counted by kind; conversation records on other branches as ``off_chain:<type>``, replayed
   copies as ``replayed_copy``. A last line cut mid-way (a file still being written) is left
@@ -46,9 +51,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from engine.messages.harness import HARNESS_KINDS, INPUT_KEY, QUEUED, input_kind
 from engine.models import utcnow
 from engine.recordings.anthropic_jsonl import BLOCK_TYPES, check_blocks, items_of
 from engine.recordings.base import (
@@ -202,7 +209,7 @@ def parse_records(
     not_read = not_read if not_read is not None else NotRead()
     for number, rec in records:
         kind = rec["type"]
-        if kind not in RECORD_TYPES:
+        if kind not in RECORD_TYPES and not is_queued_command(rec):
             not_read.kind(kind, number)
         elif kind in ("user", "assistant") and not is_message(rec):
             not_read.line(f"unexpected shape: {kind}", number)
@@ -219,13 +226,15 @@ def parse_records(
             continue
         if is_message(rec):
             skipped[f"off_chain:{rec['type']}"] += 1
+        elif is_queued_command(rec):
+            skipped["attachment:queued_command"] += 1
         elif rec["type"] in RECORD_TYPES and not (
             rec["type"] in ("user", "assistant") and not is_message(rec)
         ):
             skipped[_kind(rec)] += 1
-    _count_queued(records, kept, skipped, warnings)
+    queued = _queued(records, kept, skipped, warnings)
 
-    items = _items(ordered, not_read, warnings)
+    items = _deliver(_items(ordered, not_read, warnings), queued)
     items = _from_first_input(items, not_read)
     meta = _metadata(records)
     version = str(meta.pop("_version", ""))
@@ -313,10 +322,102 @@ class Metadata:
         return meta
 
 
-def _count_queued(
+@dataclass
+class Queued:
+    """An input the user typed while the agent worked, and where the model got it."""
+
+    text: str
+    line: int
+    """The line of its ``enqueue`` (of its attachment when no enqueue names it)."""
+    delivered_line: int
+    """The line of its ``queued_command`` attachment, else of the ``remove`` / ``dequeue``
+    that took it off the queue."""
+    delivered_at: datetime | None
+
+
+def is_queued_command(rec: dict[str, Any]) -> bool:
+    """Whether ``rec`` is the ``attachment`` record newer Claude Code versions write where a
+    queued input reached the model (``{"type": "attachment", "attachment": {"type":
+    "queued_command", "prompt", "commandMode", "origin": {"kind"}}}``)."""
+    attachment = rec.get("attachment")
+    return (
+        rec["type"] == "attachment"
+        and isinstance(attachment, dict)
+        and attachment.get("type") == "queued_command"
+        and isinstance(attachment.get("prompt"), str)
+    )
+
+
+def _queued(
     records: list[Record], kept: set[int], skipped: Counter[str], warnings: list[str]
-) -> None:
-    """Inputs typed while the agent worked that no stored user record holds."""
+) -> list[Queued]:
+    """The inputs typed while the agent worked that reached the model but that no stored
+    user record holds.
+
+    Claude Code writes ``enqueue`` (with the text) when the user types while the agent works,
+    then takes the input off the queue: ``remove`` when it hands it to the model at the next
+    tool boundary (the request after the tool results, as a reminder the file does not
+    hold), ``dequeue`` when it becomes the next prompt (normally written as a user record
+    too), ``popAll`` when the user pulls the queue back into the input box (not delivered).
+    A background task's ``<task-notification>`` waits in the same queue until the agent is
+    idle, and is written as a user record then; so a ``remove`` takes the input it names
+    (newer versions write its ``content``), else the oldest of the user's own inputs. An
+    input still queued when the file ends is named in a warning.
+    Newer versions also write where the input reached the model, a ``queued_command``
+    attachment (:func:`is_queued_command`): that record is the place, and the queue's own
+    ``remove`` of the same text adds nothing.
+    """
+    texts = _user_texts(records, kept)
+    pending: list[tuple[int, str]] = []
+    delivered: list[Queued] = []
+    attached: dict[str, list[Queued]] = {}
+    for number, rec in records:
+        if is_queued_command(rec):
+            text = rec["attachment"]["prompt"].strip()
+            if text and text not in texts:
+                at = _parse_time(rec.get("timestamp"), number, [])
+                delivered.append(Queued(text, number, number, at))
+                attached.setdefault(text, []).append(delivered[-1])
+    for number, rec in records:
+        if rec["type"] != "queue-operation":
+            continue
+        operation = rec.get("operation")
+        content = rec.get("content")
+        if operation == "enqueue":
+            if isinstance(content, str) and content.strip():
+                pending.append((number, content.strip()))
+        elif operation in ("remove", "dequeue") and pending:
+            named = [p for p in pending if isinstance(content, str) and p[1] == content.strip()]
+            own = [p for p in pending if input_kind(p[1]) != "task-notification"]
+            taken = (named or own or pending)[0]
+            pending.remove(taken)
+            if taken[1] in texts:
+                continue  # written as a user record too: already in the conversation
+            if attached.get(taken[1]):
+                # Its attachment says where it was delivered; the enqueue, when it was typed.
+                attached[taken[1]].pop(0).line = taken[0]
+                continue
+            at = _parse_time(rec.get("timestamp"), number, [])
+            delivered.append(Queued(taken[1], taken[0], number, at))
+        elif operation == "popAll":
+            skipped["queued_input:withdrawn"] += len(pending)
+            pending.clear()
+    lost = [
+        f"line {number}: {text[:60]!r}"
+        for number, text in pending
+        if text not in texts and input_kind(text) != "task-notification"
+    ]
+    if lost:
+        skipped["queued_input"] += len(lost)
+        warnings.append(
+            f"{len(lost)} input(s) typed while the agent worked are still queued when the file "
+            "ends (never delivered), not stored: " + "; ".join(lost)
+        )
+    return delivered
+
+
+def _user_texts(records: list[Record], kept: set[int]) -> set[str]:
+    """The texts of the conversation's user records (each text block, stripped)."""
     texts = set()
     for _, rec in records:
         if id(rec) in kept and rec["type"] == "user":
@@ -326,21 +427,25 @@ def _count_queued(
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") == "text":
                     texts.add(str(block.get("text", "")).strip())
-    lost = []
-    for number, rec in records:
-        if rec["type"] != "queue-operation" or rec.get("operation") != "enqueue":
-            continue
-        content = rec.get("content")
-        if isinstance(content, str) and content.strip() and content.strip() not in texts:
-            if content.lstrip().startswith("<task-notification>"):
-                continue  # a background task's notice, not the user's
-            lost.append(f"line {number}: {content.strip()[:60]!r}")
-    if lost:
-        skipped["queued_input"] += len(lost)
-        warnings.append(
-            f"{len(lost)} input(s) typed while the agent worked are not in the recorded "
-            "conversation (queue-operation only), not stored: " + "; ".join(lost)
+    return texts
+
+
+def _deliver(items: list[Item], queued: list[Queued]) -> list[Item]:
+    """``items`` with each queued input where the model got it: a user input (marked
+    ``queued``) before the first assistant step recorded after it left the queue, so after
+    the tool results that step answers; at the end when no step came yet."""
+    out = list(items)
+    for q in sorted(queued, key=lambda q: q.delivered_line):
+        at = next(
+            (n for n, i in enumerate(out) if i.kind == "assistant" and i.line > q.delivered_line),
+            len(out),
         )
+        created = q.delivered_at or (out[at - 1].created_at if at else utcnow())
+        # A background task's notice can be delivered from the queue too: the harness's.
+        kind = input_kind(q.text)
+        origin = {INPUT_KEY: kind if kind in HARNESS_KINDS else QUEUED, "queued_line": q.line}
+        out.insert(at, Item("user", q.delivered_line, created, text=q.text, origin=origin))
+    return out
 
 
 def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> list[Item]:
@@ -388,6 +493,8 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
             for item in new:
                 if item.kind == "result":
                     _cut_huge(item, warnings)
+                else:
+                    _mark_harness(item, rec)
             items.extend(new)
             if any(i.kind == "user" for i in new):
                 step, step_id = None, None
@@ -409,6 +516,14 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
         step, step_id = one, mid if isinstance(mid, str) else None
         items.append(one)
     return items
+
+
+def _mark_harness(item: Item, rec: dict[str, Any]) -> None:
+    """A user input the harness wrote (a task's notice, the interruption mark, a command's
+    wrappers, a reminder, an ``isMeta`` record) marked as such in its origin."""
+    kind = input_kind(item.text) or ("harness" if rec.get("isMeta") is True else None)
+    if kind is not None:
+        item.origin = {INPUT_KEY: kind}
 
 
 def _cut_huge(item: Item, warnings: list[str]) -> None:

@@ -11,7 +11,9 @@ going on. Anything else parses the whole file again and sets a new anchor: a rec
 parent is before the anchor (a rewind to an earlier round, a resumed session's replay), a
 sidechain record, a response or a result that belongs to the part already parsed, a repeated
 uuid. The anchor moves on when a later round starts, so a look costs about what the current
-round holds plus what was appended.
+round holds plus what was appended. An input delivered from the queue is never an anchor (no
+record of its own holds it), nor is a round's input while the user's typing still waits in
+the queue (its ``enqueue`` would be before the parse).
 
 What it gives is the whole-file parse's items, title, working directory, version and "not
 read" record for record (``tests/engine/recordings/test_claude_code_follow.py`` grows the
@@ -25,6 +27,7 @@ import bisect
 from collections import Counter
 from typing import Any
 
+from engine.messages.harness import input_kind
 from engine.recordings import claude_code
 from engine.recordings.base import ImportError_, Item, NotRead, Parsed
 from engine.recordings.claude_code_chain import Record, is_boundary, is_message, result_ids
@@ -197,12 +200,14 @@ class TailParser:
 
     def _set_anchor(self, records: list[Record], items: list[Item], named: NotRead) -> None:
         """The last round's user input as the anchor, if everything after it hangs under it."""
-        users = [n for n, i in enumerate(items) if i.kind == "user"]
+        users = [n for n, i in enumerate(items) if _anchors(i)]
         if not users:
             return
         k = users[-1]
         at = _index(records, items[k].line)
         if at is None or not isinstance(records[at][1].get("uuid"), str):
+            return
+        if _queue_open(records[:at]):
             return
         self.anchor, self._anchor_line = at, items[k].line
         self._anchor_uuid = records[at][1]["uuid"]
@@ -223,7 +228,7 @@ class TailParser:
     def _move_anchor(self, records: list[Record], tail: list[Item], named: NotRead) -> None:
         """A later round started in the tail: the anchor goes to its input (when what came
         after it hangs under it), the items before it join the prefix."""
-        users = [n for n, i in enumerate(tail) if i.kind == "user"]
+        users = [n for n, i in enumerate(tail) if _anchors(i)]
         if not users or users[-1] == 0 or self.anchor is None:
             return
         old_anchor, old_prefix, old_named = self.anchor, self._prefix, self._prefix_named
@@ -231,6 +236,8 @@ class TailParser:
         k = users[-1]
         at = _index(records, tail[k].line)
         if at is None or not isinstance(records[at][1].get("uuid"), str):
+            return
+        if _queue_open(records[:at]):
             return
         self.anchor, self._anchor_line = at, tail[k].line
         self._anchor_uuid = records[at][1]["uuid"]
@@ -277,6 +284,30 @@ class TailParser:
             not_read=named,
             agent_version=version,
         )
+
+
+def _anchors(item: Item) -> bool:
+    """Whether a parse can start at ``item``: a user input written as its own record (not
+    one delivered from the queue: its ``enqueue`` is before it, a ``queued_command``
+    attachment is not a conversation record)."""
+    return item.kind == "user" and "queued_line" not in (item.origin or {})
+
+
+def _queue_open(records: list[Record]) -> bool:
+    """Whether the queue still holds an input the user typed when ``records`` end: a parse
+    that starts after them would not see it enqueued (:func:`claude_code._queued`)."""
+    own = 0
+    for _, rec in records:
+        if rec["type"] != "queue-operation":
+            continue
+        operation, content = rec.get("operation"), rec.get("content")
+        if operation == "enqueue" and isinstance(content, str) and content.strip():
+            own += input_kind(content) != "task-notification"
+        elif operation in ("remove", "dequeue"):
+            own = max(own - 1, 0)
+        elif operation == "popAll":
+            own = 0
+    return own > 0
 
 
 def _call_ids(rec: dict[str, Any]) -> list[str]:

@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, INPUT_KEY, QUEUED, kind_of
 from engine.models import Compaction, Message, Round, RoundStatus, Summary, UsageRecord
 from engine.store import Store
 from engine.terminal_text import json_printable, printable
@@ -94,6 +95,9 @@ def export_jsonl(store: Store, session_id: int, include_archived: bool = False) 
             if msg.meta.origin and msg.meta.origin.get("demonstration"):
                 line["demonstration"] = True
                 line["content"] = msg.content.removeprefix("[demonstration]\n")
+            for key in (INPUT_KEY, "queued_line"):
+                if msg.meta.origin and key in msg.meta.origin:
+                    line[key] = msg.meta.origin[key]
         elif msg.role == "assistant":
             line = {"role": "assistant", "content": _assistant_blocks(msg)}
             record = usage.get((msg.meta.round, msg.meta.step))
@@ -208,8 +212,14 @@ def _markdown_message(
 ) -> list[str]:
     stamp = msg.created_at.isoformat(timespec="seconds")
     if msg.role == "user":
-        demo = " (demonstration)" if (msg.meta.origin or {}).get("demonstration") else ""
-        return [f"**User**{demo} · {stamp}", "", msg.content]
+        origin = msg.meta.origin or {}
+        if origin.get("demonstration"):
+            return [f"**User** (demonstration) · {stamp}", "", msg.content]
+        kind = kind_of(msg)
+        if kind in HARNESS_KINDS:
+            return [f"**{HARNESS_LABELS[kind]}** (not the user) · {stamp}", "", msg.content]
+        how = " (typed while the agent worked)" if kind == QUEUED else ""
+        return [f"**User**{how} · {stamp}", "", msg.content]
     if msg.role == "assistant":
         lines = [f"**Assistant**, step {msg.meta.step} · {stamp}"]
         record = usage.get((msg.meta.round, msg.meta.step))

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.compaction.ledger import FILE_KINDS
 from engine.config import Settings
-from engine.messages.tokens import count_text
+from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.params import strategy_params
 from engine.recordings import claude_code, codex
@@ -115,6 +116,18 @@ def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None
     return out
 
 
+def with_files(fidelity: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """A stored fidelity (kept / total by ledger kind) with ``files``: read and changed
+    together, the figure the reports name first."""
+    files = [fidelity[k] for k in FILE_KINDS if k in fidelity]
+    out = dict(fidelity)
+    out["files"] = {
+        "kept": sum(f.get("kept", 0) for f in files),
+        "total": sum(f.get("total", 0) for f in files),
+    }
+    return out
+
+
 def _tokens(item: Item) -> int:
     calls = sum(count_text(json.dumps(c.input)) for c in item.calls)
     return count_text(item.text) + calls
@@ -136,6 +149,7 @@ def _signature(item: Item) -> tuple[Any, ...]:
         item.is_error,
         repr(usage),
         item.pre_tokens,
+        repr(item.origin),
     )
 
 
@@ -153,6 +167,9 @@ class Update:
     reset: bool = False
     rewritten: bool = False
     """The session's content was written again whole (its earlier part changed)."""
+    compaction: dict[str, Any] | None = None
+    """With a ``compaction`` event, the last compaction's figures
+    (:meth:`Follower.compaction_figures`)."""
 
 
 class Follower:
@@ -197,6 +214,8 @@ class Follower:
         self._round_starts: list[int] = []
         self._compactions = 0
         self._warned = False
+        self.figures: Figures | None = None
+        """The figures of the last update: the state every ``--jsonl`` line carries."""
         self._unreported = 0
         self._pending: bool | None = None  # None: never saved yet
         self.children: dict[Path, Follower] = {}
@@ -260,12 +279,38 @@ class Follower:
             events.append("subagent")
         update = Update(self._unreported, fig, events, None, chunk.reset)
         self._unreported = 0
-        if self.session is None:
+        self.figures = fig
+        # Stored at once the first time (the update names its session) and when a
+        # compaction landed (its event carries the stored fidelity, the figure ``show``
+        # gives); otherwise after the figures went out (:meth:`save_pending`).
+        self._pending = True
+        if self.session is None or "compaction" in events:
             self.save_pending(update)
-        else:
-            self._pending = True
         update.session_id = self.session.id if self.session else None
+        if "compaction" in events:
+            update.compaction = self.compaction_figures(parsed)
         return update
+
+    def compaction_figures(self, parsed: Parsed) -> dict[str, Any]:
+        """The last recorded compaction: its trigger, the context the agent recorded before it
+        (``pre_tokens``), the summary's tokens, and, once stored, ctxscope's fidelity of it:
+        of the ledger items of what it archived, how many the summary keeps, by kind, and
+        ``files`` (read and changed together); None without a store."""
+        summary = next(i for i in reversed(parsed.items) if i.kind == "summary")
+        out: dict[str, Any] = {
+            "trigger": summary.trigger,
+            "pre_tokens": summary.pre_tokens,
+            "summary_tokens": BLOCK_OVERHEAD + count_text(summary.text)
+            if has_text(summary.text)
+            else 0,
+            "fidelity": None,
+        }
+        if self.store is not None and self.session is not None:
+            done = [c for c in self.store.compactions(self._sid) if c.undone_at is None]
+            if done and done[-1].fidelity is not None:
+                out["summary_tokens"] = done[-1].tokens_after
+                out["fidelity"] = with_files(done[-1].fidelity)
+        return out
 
     def save_pending(self, update: Update | None = None) -> None:
         """Store what the last :meth:`look` parsed (and poll the subagents)."""

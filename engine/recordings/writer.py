@@ -261,7 +261,9 @@ def write(
                     if not round_open:
                         continue  # they wait for the task, which opens the round
                 else:
-                    open_round(item, item.text, _first_origin(parsed) if not index else None)
+                    first = _first_origin(parsed) if not index else None
+                    merged = {**first, **item.origin} if first and item.origin else None
+                    open_round(item, item.text, merged or first or item.origin)
                 for demo in demos:
                     append(
                         Message(

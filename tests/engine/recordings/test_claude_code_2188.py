@@ -136,7 +136,8 @@ def test_a_2188_session_parses_whole_and_names_what_it_does_not_read(
     assert len(calls) == 186 and len(results) == 186
     assert {r.tool_use_id for r in results} == {c.id for c in calls}
     assert sum(1 for i in parsed.items if i.kind == "assistant") == 152
-    assert sum(1 for i in parsed.items if i.kind == "user") == 5
+    # The 5 recorded inputs and the 2 typed while the agent worked (queue-operation only).
+    assert sum(1 for i in parsed.items if i.kind == "user") == 5 + 2
     (summary,) = [i for i in parsed.items if i.kind == "summary"]
     assert (summary.trigger, summary.pre_tokens) == ("auto", 167_094)
     assert summary.recorded_call is not None

@@ -11,6 +11,7 @@ thinking, compactions), the title, the working directory, the version, what was 
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from tests.engine.recordings.test_claude_code_chain import (
     COMPACTED,
     REPLAY,
 )
+from tests.engine.recordings.test_claude_code_parse import marot_with_queued_attachments
 
 CHUNKS = [1, 3, 17, 2, 40, 1, 9, 120]
 """Records per look, in turn (a look finds one record, or a burst)."""
@@ -118,3 +120,83 @@ def test_a_rewind_to_an_earlier_round_parses_the_whole_file_again() -> None:
     )
     parser = follow_both([*lines, rewind])
     assert parser.whole_parses >= 2
+
+
+def look_by_look(lines: list[str], first: int) -> list[tuple[list, JsonLines]]:
+    """The records after a look at the first ``first`` lines, then after each further line."""
+    reader = JsonLines()
+    records: list[tuple[int, dict]] = []
+    out = []
+    for number, line in enumerate(lines, start=1):
+        obj = reader.feed(number, line)
+        if obj is not None and isinstance(obj.get("type"), str):
+            records.append((number, obj))
+        if number >= first:
+            out.append((list(records), reader))
+    return out
+
+
+def follow_each(lines: list[str], first: int) -> tuple[TailParser, list[Parsed]]:
+    parser, parses = TailParser("f.jsonl"), []
+    for records, reader in look_by_look(lines, first):
+        ref = whole(records, reader)
+        tail = parser.parse(
+            records, reader.lines, Counter(reader.skipped), list(reader.warnings),
+            reader.not_read.copy(),
+        )  # fmt: skip
+        assert not parser.check(tail) and ref is not None
+        same(tail, ref)
+        parses.append(tail)
+    return parser, parses
+
+
+def test_an_input_typed_while_the_agent_worked_appears_when_it_leaves_the_queue() -> None:
+    """marot looked at after every line from 490 to 640: "check again" is enqueued at line
+    497 and taken off the queue at line 505 (``remove``), "new beads…" at 603 and 604 (see
+    ``test_claude_code_parse``). A look before the remove has no such input, a look after it
+    has it, marked queued, as the whole-file parse does; the tail is parsed on most looks."""
+    lines = MAROT.read_text(encoding="utf-8").splitlines()[:640]
+    parser, parses = follow_each(lines, 490)
+
+    def queued(parsed: Parsed) -> list[str]:
+        return [i.text for i in parsed.items if (i.origin or {}).get("input") == "queued"]
+
+    at = {n: parsed for n, parsed in enumerate(parses, start=490)}
+    assert queued(at[504]) == []
+    assert queued(at[505]) == ["check again"]
+    assert queued(at[603]) == ["check again"]
+    assert queued(at[604]) == ["check again", "new beads for the epic were added. tackle them"]
+    assert parser.tail_parses > 3 * parser.whole_parses
+
+
+def test_a_round_that_starts_while_an_input_waits_in_the_queue_is_no_anchor() -> None:
+    """Built from marot: "new beads…" enqueued (line 603), then a new user input under the
+    result of line 607 opens a round, and only then is the queued input taken off the queue
+    (its ``remove``) and the next response written under the new input. A parse starting
+    at the new input would not see the ``enqueue``: looked at line by line, every look must
+    still equal the whole-file parse, which delivers it before that response."""
+    lines = MAROT.read_text(encoding="utf-8").splitlines()
+    new_input = {
+        "type": "user",
+        "uuid": "a11ce000-0000-4000-8000-000000000001",
+        "parentUuid": "13ce25e5-f600-4fdb-a302-8f53cb3e533a",  # line 607's result
+        "isSidechain": False,
+        "sessionId": "258c7280-ae70-4798-800f-63464d01a85d",
+        "timestamp": "2026-02-11T20:56:15.300Z",
+        "message": {"role": "user", "content": "and push it"},
+    }
+    response = json.loads(lines[607])  # line 608
+    response["parentUuid"] = new_input["uuid"]
+    built = [*lines[:603], *lines[604:607], json.dumps(new_input), lines[603], json.dumps(response)]
+    parser, parses = follow_each(built, 600)
+    users = [(i.text, (i.origin or {}).get("input")) for i in parses[-1].items if i.kind == "user"]
+    assert users[-2:] == [
+        ("and push it", None),
+        ("new beads for the epic were added. tackle them", "queued"),
+    ]
+
+
+def test_queued_command_attachments_parse_as_the_whole_file() -> None:
+    """The built file of ``test_claude_code_parse`` (attachments where queued inputs reached
+    the model), looked at after every line from 490 to 640."""
+    follow_each(marot_with_queued_attachments()[:640], 490)

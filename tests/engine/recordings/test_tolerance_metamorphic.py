@@ -47,9 +47,9 @@ class Facts:
 
 FACTS = {
     # corpus_facts §1 and test_claude_code_parse.py: 5 inputs on the chain (2 typed, 2
-    # task notifications, 1 interrupt), 152 distinct message.ids, 186 calls and results,
-    # one compact_boundary.
-    MAROT: Facts(user=5, assistant=152, results=186, calls=186, compactions=1),
+    # task notifications, 1 interrupt) and 2 typed while the agent worked (queue-operation
+    # enqueue + remove), 152 distinct message.ids, 186 calls and results, one compact_boundary.
+    MAROT: Facts(user=5 + 2, assistant=152, results=186, calls=186, compactions=1),
     # §2: 1 genuine user input, 2 distinct message.ids, 1 Task call and its result.
     MOREDIP: Facts(user=1, assistant=2, results=1, calls=1, compactions=0),
     # §3: the subagent's root input, 2 message.ids, 1 WebSearch call and its result.

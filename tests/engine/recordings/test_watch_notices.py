@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.watch import notice_json, update_json
 from engine.config import Settings
 from engine.recordings import file_tail
 from engine.recordings.base import ImportError_
@@ -178,3 +179,30 @@ def test_watch_on_screen_says_what_the_file_held_or_what_the_path_is(
     os.mkfifo(fifo)
     assert main(["watch", str(fifo), "--jsonl", "--db", str(tmp_path / "w.db")]) == 1
     assert f"cannot watch {fifo}: a FIFO (named pipe)" in capsys.readouterr().err
+
+
+def test_a_notice_line_carries_the_state_of_the_last_update(tmp_path: Path) -> None:
+    """marot's first 40 lines, then a record of a kind this version does not read: the
+    ``notice`` line says the same context, countdown and warning as the update before it
+    (nothing of the conversation changed); before any update a notice carries no state."""
+    lines = marot_lines()
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b"\n".join(lines[:4]) + b"\n")
+    follower = Follower(f, Settings(), Store.open(tmp_path / "w.db"))
+    assert follower.poll() is None
+    (early,) = follower.take_notices()
+    assert "warning" not in notice_json(early, f, follower)
+    with open(f, "ab") as out:
+        out.write(b"\n".join(lines[4:40]) + b"\n")
+    update = follower.poll()
+    assert update is not None
+    state = update_json(update, f, "update")
+    with open(f, "ab") as out:
+        out.write(b'{"type": "fancy-new-kind", "uuid": "x1", "sessionId": "s"}\n')
+    follower.poll()
+    (said,) = follower.take_notices()
+    line = notice_json(said, f, follower)
+    assert line["event"] == "notice" and "fancy-new-kind 1" in line["message"]
+    keys = ("context_tokens", "until_compact", "compact_at", "warning", "compactions")
+    assert {k: line[k] for k in keys} == {k: state[k] for k in keys}
+    assert line["warning"] is False

@@ -15,7 +15,9 @@ message-window 2, head-middle-tail 6, masking 2), so the figures cover summaries
 masking and the cache model on a real recording.
 
 A change that means to change replay's figures (a strategy's summary, its trigger) regenerates
-the file with the two commands above and says so in its commit; a change meant only to be
+the file with the two commands above and says so in its commit (issue 30 did: the ledger no
+longer counts a harness message, the caveat Claude Code writes before a `!` command, as a
+request, so the recall of requests moved; nothing else did); a change meant only to be
 faster must leave it as it is.
 """
 
