@@ -154,12 +154,31 @@ def build_parser() -> argparse.ArgumentParser:
         "Anthropic-messages JSONL, mini-swe-agent / SWE-agent trajectories, or a directory "
         "of them",
     )
-    p.add_argument("file", type=Path, metavar="FILE|DIR")
+    p.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE|DIR",
+        nargs="?",
+        help="without it: every agent's default folders, incremental (docs/cli.md)",
+    )
     p.add_argument(
         "--workspace",
         type=checked(existing_folder),
         default=argparse.SUPPRESS,
         help="the folder its tools work in (default: the folder the recording names)",
+    )
+    p.add_argument(
+        "--folder",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="without FILE: read this folder too (aider histories; repeatable)",
+    )
+    p.add_argument(
+        "--jobs", type=checked(count), default=None, help="processes parsing (default: every core)"
+    )
+    p.add_argument(
+        "--progress", action="store_true", help="show progress on stderr even off a terminal"
     )
     p = sub.add_parser(
         "export",

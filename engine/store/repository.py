@@ -11,19 +11,21 @@ from __future__ import annotations
 from engine.store.access import StoreAccess
 from engine.store.archive import ArchiveStore
 from engine.store.errors import SessionNotFound, StoreError
+from engine.store.history import HistoryStore
 from engine.store.sessions import Lease
 from engine.store.usage import UsageStore
 
 __all__ = ["Lease", "SessionNotFound", "Store", "StoreAccess", "StoreError"]
 
 
-class Store(ArchiveStore, UsageStore):
+class Store(ArchiveStore, UsageStore, HistoryStore):
     """A ctxscope database. Create with :meth:`open`; any number may be open at once.
 
     Split by what it stores: :class:`~engine.store.sessions.SessionStore` (sessions, the
     writer lease, strategy switches, todos, token counts), :class:`~engine.store.conversation.
     ConversationStore` (rounds, messages, observations), :class:`~engine.store.archive.
     ArchiveStore` (compactions, summaries, archive, pins, search) and
-    :class:`~engine.store.usage.UsageStore`, all on one connection
+    :class:`~engine.store.usage.UsageStore` and :class:`~engine.store.history.HistoryStore`
+    (the files an import read, the report's figures), all on one connection
     (:class:`~engine.store.access.StoreAccess`).
     """

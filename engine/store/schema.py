@@ -18,7 +18,7 @@ from peewee import SqliteDatabase
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -210,6 +210,14 @@ def _session_params(db: SqliteDatabase) -> None:
         )
 
 
+def _imported_files(db: SqliteDatabase) -> None:
+    """11 -> 12: the files ``ctxscope import`` without a path read, so a later run skips the
+    unchanged ones. (Schema 13 once the request tables' schema 12 is merged.)"""
+    from engine.store.models import ImportedFileRow
+
+    db.create_tables([ImportedFileRow])
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -221,6 +229,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     8: _subagents_and_cache_lifetimes,
     9: _watched_sources,
     10: _session_params,
+    11: _imported_files,
 }
 
 
