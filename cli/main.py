@@ -63,6 +63,7 @@ COMMANDS: dict[str, str] = {
     "strategies": "strategies",
     "replay": "strategies",
     "watch": "watch",
+    "report": "report",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -179,6 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--progress", action="store_true", help="show progress on stderr even off a terminal"
+    )
+    p = sub.add_parser(
+        "report",
+        parents=[common, as_json],
+        help="a report card of every session: usage, cost, compactions and what they kept",
+    )
+    p.add_argument("--since", help="from this date (2026-02-01, 20260201), time or days ago (7d)")
+    p.add_argument(
+        "--by",
+        choices=("project", "day", "agent", "model", "session"),
+        help="figures per project, day, agent, model or session",
     )
     p = sub.add_parser(
         "export",

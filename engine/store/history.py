@@ -98,6 +98,14 @@ class ToolFacts:
     tokens_kept: int
 
 
+def _time(value: Any) -> datetime | None:
+    """A time an aggregate returned: converted by its field already, or the stored text."""
+    if value is None or isinstance(value, datetime):
+        return value
+    converted: datetime | None = RoundRow.started_at.python_value(value)
+    return converted
+
+
 class HistoryStore(StoreAccess):
     """The imported files' bookkeeping and the report's grouped reads."""
 
@@ -149,7 +157,7 @@ class HistoryStore(StoreAccess):
     @reads
     def usage_groups(self, since: datetime | None = None) -> list[UsageGroup]:
         """Usage summed per session, recorded day and side of :data:`LONG_REQUEST`."""
-        day = fn.SUBSTR(UsageRow.created_at, 1, 10)
+        day = fn.SUBSTR(UsageRow.created_at, 1, 10).coerce(False)  # text, not a time
         sent = (
             UsageRow.input_tokens
             + UsageRow.cache_read_input_tokens
@@ -216,7 +224,7 @@ class HistoryStore(StoreAccess):
                 model=r["model"],
                 parent_session_id=r["parent_session_id"],
                 agent_id=r["agent_id"],
-                started_at=RoundRow.started_at.python_value(start) if start else None,
+                started_at=_time(start),
                 provider=r["provider"],
             )
         return out
