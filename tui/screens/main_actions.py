@@ -26,6 +26,7 @@ from tui.screens.execution_log_screen import ExecutionLogScreen
 from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
+from tui.screens.report_screen import ReportScreen
 from tui.screens.sessions_screen import SessionsScreen
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
@@ -103,6 +104,13 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "compare",
         "Compare",
         "Replay this session under every strategy: tokens, cache, cost, what was kept",
+        show=False,
+    ),
+    ActionSpec(
+        "f10",
+        "report",
+        "Report",
+        "Every session's cost per day, compactions and what they kept",
         show=False,
     ),
     ActionSpec(
@@ -389,6 +397,12 @@ class MainActions(Screen[None]):
             self.app.push_screen(
                 CompareScreen(agent.store, self.session_id, agent.settings, agent.workspace)
             )
+
+    def action_report(self) -> None:
+        if self._refuse_when_busy():
+            return
+        app = self.ctx_app
+        self.app.push_screen(ReportScreen(app.store, app.settings), self._resume)
 
     def action_execution_log(self) -> None:
         if self.agent is not None:
