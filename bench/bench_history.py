@@ -39,6 +39,8 @@ from engine.recordings.history import default_folders, default_jobs, import_hist
 from engine.store import Store  # noqa: E402
 
 DOCS = ROOT / "docs" / "benchmarks.md"
+SMALL_CLAUDE = "yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl"
+SMALL_CODEX = "yoavf__ai-sessions__codex-pomodor-timer.jsonl"
 START, END = "<!-- history-bench:start -->", "<!-- history-bench:end -->"
 
 
@@ -103,9 +105,30 @@ def imports(home: Path, db: Path, tmp: str) -> tuple[float, float, float]:
     return first, second, cli_second
 
 
+def many_sessions(db: Path, count: int) -> int:
+    """``count`` sessions written from the corpus's small recordings (parsed once, stored
+    again and again, each with its usage, rounds and observations): the report's scale."""
+    from engine.recordings.importing import parse_sessions
+    from engine.recordings.writer import write
+
+    sources = [ROOT / "tests" / "data" / "corpus" / name for name in (SMALL_CLAUDE, SMALL_CODEX)]
+    parsed = [parse_sessions(p)[0] for p in sources]
+    store = Store.open(db)
+    settings = Settings()
+    with store.transaction():
+        for n in range(count):
+            write(store, parsed[n % len(parsed)], "/bench", settings)
+    sessions = len(store.list_sessions())
+    store.close()
+    return sessions
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=24)
+    parser.add_argument(
+        "--report-sessions", type=int, default=1000, help="sessions for the report's ratio"
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     jobs = default_jobs()
@@ -120,6 +143,11 @@ def main() -> None:
         sessions_t, out = ctxscope(home, db, "sessions", "--json")
         stored = len(json.loads(out))
         report_t, _ = ctxscope(home, db, "report", "--json")
+        many = Path(tmp) / "many.sqlite"
+        stored_many = many_sessions(many, args.report_sessions)
+        many_sessions_t, _ = ctxscope(home, many, "sessions", "--json")
+        many_report_t, _ = ctxscope(home, many, "report", "--json")
+        many_by_day_t, _ = ctxscope(home, many, "report", "--by", "day")
     mb = size / 1e6
     rows = [
         f"{args.sessions} session files ({stored} sessions with subagents), {mb:.1f} MB, "
@@ -129,7 +157,8 @@ def main() -> None:
         "| measure | seconds | MB/s | ratio |",
         "|---|---|---|---|",
         f"| json.loads, one core | {one_core:.2f} | {mb / one_core:.1f} | |",
-        f"| json.loads, {jobs} processes (pool start-up included) | {all_cores:.2f} | {mb / all_cores:.1f} | |",
+        f"| json.loads, {jobs} processes (pool start-up included) | {all_cores:.2f} | "
+        f"{mb / all_cores:.1f} | |",
         f"| first import (no path; in process) | {first:.2f} | {mb / first:.1f} | "
         f"{all_cores / first:.3f} of json.loads on {jobs} processes, "
         f"{one_core / first:.3f} of one core |",
@@ -139,6 +168,13 @@ def main() -> None:
         "included |",
         f"| `sessions --json` | {sessions_t:.2f} | | |",
         f"| `report --json` | {report_t:.2f} | | {report_t / sessions_t:.2f}× `sessions --json` |",
+    ]
+    rows += [
+        f"| `sessions --json`, {stored_many:,} sessions | {many_sessions_t:.2f} | | |",
+        f"| `report --json`, {stored_many:,} sessions | {many_report_t:.2f} | | "
+        f"{many_report_t / many_sessions_t:.2f}× `sessions --json` |",
+        f"| `report --by day`, {stored_many:,} sessions | {many_by_day_t:.2f} | | "
+        f"{many_by_day_t / many_sessions_t:.2f}× `sessions --json` |",
     ]
     text = "\n".join(rows)
     print(text)
