@@ -52,6 +52,15 @@ class ProgressLine:
             self.out.flush()
 
 
+def history_options_alone(args: argparse.Namespace) -> None:
+    """``--folder`` and ``--progress`` are for ``import`` without a path: refused with one."""
+    if getattr(args, "folder", None) or getattr(args, "progress", False):
+        raise UsageError(
+            "--folder and --progress are for `ctxscope import` without a path (your whole "
+            f"history); to import {args.file} alone, leave them out"
+        )
+
+
 def cmd_import_history(args: argparse.Namespace, settings: Settings) -> int:
     given = [Folder(p, "") for p in getattr(args, "folder", None) or []]
     missing = [f.path for f in given if not f.path.is_dir()]

@@ -210,3 +210,13 @@ def test_ctrl_c_leaves_each_finished_file_whole_and_the_next_run_goes_on(
     second = import_history(store, [Folder(folder, "")], "/ws", Settings(), jobs=1)
     assert second.states == {"unchanged": 1, "new": 2}
     assert len(store.list_sessions()) == 3
+
+
+def test_folder_with_a_path_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(
+        capsys, "import", str(YOAVF), "--folder", str(tmp_path), "--db", str(tmp_path / "x.db")
+    )
+    assert code == 2 and "without a path" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x.db").exists()
