@@ -170,3 +170,30 @@ def test_since_and_the_text_form(db: Path, capsys: pytest.CaptureFixture[str]) -
     assert "4 sessions (1 subagents)" in text
     assert "what the summaries kept: files read" in text
     assert "lost the most at a compaction" in text
+
+
+def test_a_recorded_compaction_call_is_priced_with_its_compaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The corpus holds no ``agent-acompact-*`` file: moredip's subagent transcript (a real
+    Claude Code subagent, Opus 4.5) is laid beside marot's session under that name, as the call
+    that wrote its compaction's summary; its usage is then the compaction's call cost."""
+    project = tmp_path / "projects" / "p"
+    calls = project / "marot" / "subagents"
+    calls.mkdir(parents=True)
+    shutil.copy(MAROT, project / "marot.jsonl")
+    shutil.copy(MOREDIP_AGENT, calls / "agent-acompact-a2018e5.jsonl")
+    path = tmp_path / "db.sqlite"
+    store = Store.open(path)
+    import_history(store, [Folder(project, "claude-code")], "/ws", Settings(), jobs=1)
+    store.close()
+    monkeypatch.setenv("CTXSCOPE_DB", str(path))
+    data = report(capsys)
+    [only] = data["compactions"]["list"]
+    tokens, dollars = billed_usage(MOREDIP_AGENT)
+    assert only["call"]["model"] == "claude-opus-4-5-20251101"
+    assert only["call"]["cost"] == pytest.approx(dollars, abs=1e-6)
+    assert only["call"]["tokens"]["output_tokens"] == tokens["output"]
+    assert data["compactions"]["calls"] == {"count": 1, "cost": pytest.approx(dollars, abs=1e-6)}
+    # the call is not a subagent session: only marot's session is stored
+    assert data["totals"]["sessions"] == 1
