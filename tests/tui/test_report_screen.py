@@ -4,9 +4,12 @@ as charts; every compaction in a table; Enter opens its session."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from engine.recordings.history import Folder, import_history
@@ -31,10 +34,7 @@ def _history(tmp_path: Path, db_path: Path) -> None:
     store.close()
 
 
-async def _report(pilot: object) -> ReportScreen:
-    from textual.pilot import Pilot
-
-    assert isinstance(pilot, Pilot)
+async def _report(pilot: Pilot[Any]) -> ReportScreen:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ReportScreen))
     screen = pilot.app.screen
     assert isinstance(screen, ReportScreen)
@@ -87,3 +87,27 @@ async def test_the_report_is_in_the_command_palette(
         await pilot.press("enter")
         screen = await _report(pilot)
         assert screen.report is not None and len(screen.report.sessions) == 3
+
+
+SnapCompare = Callable[..., bool]
+
+
+async def _opened_report(pilot: Pilot[Any]) -> None:
+    await opened(pilot)
+    await pilot.press("f10")
+    await _report(pilot)
+
+
+def test_report_wide(
+    snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, tmp_path: Path
+) -> None:
+    """F10 over marot's and yoavf's sessions: the title; the totals line (3 sessions, one of
+    them the open empty one; 192 requests, the API messages of the two files, 152 + 40; the
+    dollars; tokens by kind; 1 compaction, auto); two charts side by side — cost per day, a
+    bar for 10-21 (small) and one for 02-11 (most of it), and what the one compaction's
+    summary kept, a bar per kind in percent (files read about two thirds, files changed all,
+    commands and errors none, requests a third); under them the table's one row: marot's
+    session, auto, 167,094, 42 minutes in, the items lost, the kept figures, its title; the
+    key bar."""
+    _history(tmp_path, db_path)
+    assert snap_compare(make_app(), terminal_size=(120, 40), run_before=_opened_report)

@@ -24,7 +24,7 @@ from engine.store import Store
 from engine.terminal_text import printable
 from tui.formatting import one_line
 from tui.widgets.cost_chart import CostChart
-from tui.widgets.kept_chart import KeptChart
+from tui.widgets.kept_chart import NAMES, KeptChart
 from tui.widgets.key_bar import KeyBar
 
 
@@ -112,7 +112,7 @@ class ReportScreen(Screen[int | None]):
         ranked = sorted(comps, key=lambda c: (-c.lost, -c.pre_tokens, c.facts.id))
         for c in ranked:
             kept = " · ".join(
-                f"{k.replace('_', ' ')} {v['kept']}/{v['total']}"
+                f"{NAMES.get(k, k)} {v['kept']}/{v['total']}"
                 for k, v in c.kept.items()
                 if v["total"]
             )
