@@ -24,7 +24,7 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
@@ -135,7 +135,7 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _parsed_in_pool(paths: list[Path], jobs: int) -> Iterator[tuple[Path, Parsing]]:
+def _parsed_in_pool(paths: list[Path], jobs: int) -> Generator[tuple[Path, Parsing]]:
     """Each file parsed, in the order they finish; at most ``2 * jobs`` waiting at once, so
     memory stays flat however many files there are."""
     if jobs <= 1 or len(paths) <= 1:
@@ -206,10 +206,9 @@ def import_history(
     wanted = {path: (now, state) for path, now, state in todo}
     total = sum(now.size for _, now, _ in todo)
     tally = Progress(0, len(todo), 0, total, started)
+    parsed = _parsed_in_pool([p for p, _, _ in todo], jobs or default_jobs())
     try:
-        for path, (sessions, why, unknown) in _parsed_in_pool(
-            [p for p, _, _ in todo], jobs or default_jobs()
-        ):
+        for path, (sessions, why, unknown) in parsed:
             now, state = wanted[path]
             before = known.get(str(path))
             if sessions is None:
@@ -229,6 +228,8 @@ def import_history(
                 progress(tally)
     except KeyboardInterrupt:
         result.interrupted = True
+    finally:
+        parsed.close()  # the pool ends here, whatever ended the loop
     result.bytes_read = tally.bytes_done
     result.seconds = time.monotonic() - started
     return result
