@@ -20,6 +20,7 @@ from tests.engine.recordings.corpus import CORPUS, MAROT, MOREDIP, MOREDIP_AGENT
 CODEX = CORPUS / "yoavf__ai-sessions__codex-pomodor-timer.jsonl"
 GEMINI = CORPUS / "yoavf__ai-sessions__gemini-cli-pomodoro-timer.json"
 SHARE_ID = "4b2030ed-5563-49ea-b703-6a002f2d3cc8"
+AIDER = Path(__file__).parents[1] / "engine" / "recordings" / "fixtures" / "aider.chat.history.md"
 
 
 def make_home(home: Path) -> None:
@@ -94,14 +95,18 @@ def test_folders_given_are_read_with_the_defaults_and_gemini_chats_are_found(
     extra.mkdir()
     shutil.copy(YOAVF, extra / "copy.jsonl")
     (extra / "notes.md").write_text("# not an aider history\n")
+    # aider keeps its history in the project: three blocks, of which only the first holds a
+    # question (the second only `#### <blank>`, the third none): one session
+    shutil.copy(AIDER, extra / ".aider.chat.history.md")
     code, out, _ = run(capsys, "import", "--folder", str(extra), "--json", "--jobs", "1")
     assert code == 0
     data = json.loads(out)
     agents = sorted(f["agent"] for f in data["folders"])
     assert agents == ["", "claude-code", "codex", "gemini"]
-    # the 4 of HOME's agents, the Gemini chat and the copy in the folder given
-    assert data["files"]["new"] == 6
-    assert sorted(s["format"] for s in data["sessions"]).count("gemini-cli") == 1
+    # the 4 of HOME's agents, the Gemini chat, the copy and the aider history in the folder
+    assert data["files"]["new"] == 7
+    formats = [s["format"] for s in data["sessions"]]
+    assert formats.count("gemini-cli") == 1 and formats.count("aider") == 1
     assert data["files_skipped"] == {"not a session file": 1}
 
 
