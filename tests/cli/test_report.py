@@ -197,3 +197,31 @@ def test_a_recorded_compaction_call_is_priced_with_its_compaction(
     assert data["compactions"]["calls"] == {"count": 1, "cost": pytest.approx(dollars, abs=1e-6)}
     # the call is not a subagent session: only marot's session is stored
     assert data["totals"]["sessions"] == 1
+
+
+def test_a_model_without_a_price_costs_none_and_is_named_in_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """yoavf's session with its model renamed to one no price list knows (a copy, cut here)."""
+    project = tmp_path / "projects"
+    project.mkdir()
+    text = YOAVF.read_text(encoding="utf-8")
+    (project / "unknown.jsonl").write_text(
+        text.replace("claude-sonnet-4-5-20250929", "claude-nonesuch-1"), encoding="utf-8"
+    )
+    path = tmp_path / "db.sqlite"
+    store = Store.open(path)
+    import_history(store, [Folder(project, "claude-code")], "/ws", Settings(), jobs=1)
+    store.close()
+    monkeypatch.setenv("CTXSCOPE_DB", str(path))
+    data = report(capsys, "--by", "model")
+    # 40 API messages in the file (distinct message ids of its assistant records)
+    assert data["totals"]["requests"] == 40 and data["totals"]["unpriced_requests"] == 40
+    assert data["totals"]["cost"]["total"] is None
+    assert data["groups"][0]["key"] == "claude-nonesuch-1"
+    assert data["groups"][0]["cost"]["total"] is None
+    [note] = data["notes"]
+    assert "claude-nonesuch-1" in note and "no cost" in note
+    assert main(["report"]) == 0
+    text_form = capsys.readouterr().out
+    assert "no price" in text_form and "40 requests of models without a price" in text_form
