@@ -1,4 +1,4 @@
-"""``ctxscope report``: the report card of every stored session (engine/report.py)."""
+"""``ctxscope report``: the report card of every stored session (engine/report/)."""
 
 from __future__ import annotations
 

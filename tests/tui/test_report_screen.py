@@ -95,7 +95,10 @@ SnapCompare = Callable[..., bool]
 async def _opened_report(pilot: Pilot[Any]) -> None:
     await opened(pilot)
     await pilot.press("f10")
-    await _report(pilot)
+    screen = await _report(pilot)
+    table = screen.query_one(DataTable)
+    await wait_until(pilot, lambda: table.has_focus)  # the key bar shows the table's keys
+    await pilot.pause()
 
 
 def test_report_wide(
@@ -105,8 +108,8 @@ def test_report_wide(
     them the open empty one; 192 requests, the API messages of the two files, 152 + 40; the
     dollars; tokens by kind; 1 compaction, auto); two charts side by side — cost per day, a
     bar for 10-21 (small) and one for 02-11 (most of it), and what the one compaction's
-    summary kept, a bar per kind in percent (files read about two thirds, files changed all,
-    commands and errors none, requests a third); under them the table's one row: marot's
+    summary kept, a bar per kind in percent (read about two thirds, changed all, cmds and
+    errors none, asks a third), every label under its bar; under them the table's one row: marot's
     session, auto, 167,094, 42 minutes in, the items lost, the kept figures, its title; the
     key bar."""
     _history(tmp_path, db_path)

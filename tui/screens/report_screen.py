@@ -43,7 +43,7 @@ class ReportScreen(Screen[int | None]):
             "Open session",
             id="report.open",
             tooltip="Open the session of the compaction under the cursor",
-            priority=True,
+            show=False,  # the table's own Enter (a row selected) does it when it has the focus
         ),
     ]
 
@@ -128,6 +128,10 @@ class ReportScreen(Screen[int | None]):
             )
             self.rows.append(c.facts.session_id)
         table.focus()
+
+    @on(DataTable.RowSelected, "#report-table")
+    def _row_selected(self) -> None:
+        self.action_open_session()
 
     def action_open_session(self) -> None:
         table = self.query_one(DataTable)

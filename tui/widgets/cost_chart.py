@@ -33,4 +33,6 @@ class CostChart(PlotextPlot):
         if self.days:
             # plotext labels each bar; a day as MM-DD keeps them readable
             plt.bar([d[5:] for d, _ in self.days], [round(c, 2) for _, c in self.days])
+            # room on both sides, so no label under an end bar sticks out of the chart
+            plt.xlim(0, len(self.days) + 1)
         self.refresh()

@@ -17,6 +17,17 @@ NAMES = {
 }
 
 
+SHORT = {
+    "file_read": "read",
+    "file_changed": "changed",
+    "command": "cmds",
+    "error": "errors",
+    "request": "asks",
+    "decision": "decided",
+}
+"""The bars' labels: short, so that plotext has room for every one under its bar."""
+
+
 class KeptChart(PlotextPlot):
     """Percent kept of each ledger kind across compactions."""
 
@@ -40,11 +51,13 @@ class KeptChart(PlotextPlot):
     def replot(self) -> None:
         plt = self.plt
         plt.clear_figure()
-        plt.title(f"what {self.count} compactions' summaries kept (% of each kind)")
+        plt.title(f"what {self.count} compaction summaries kept (%)")
         if self.kept:
             plt.bar(
-                [NAMES.get(k, k) for k in self.kept],
+                [SHORT.get(k, k) for k in self.kept],
                 [float(v["percent"]) for v in self.kept.values()],
             )
             plt.ylim(0, 100)
+            # room on both sides, so no label under an end bar sticks out of the chart
+            plt.xlim(0, len(self.kept) + 1)
         self.refresh()

@@ -10,81 +10,22 @@ report also lists (``sessions``), so the two always agree.
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from engine.compaction.ledger import KINDS
 from engine.config import Settings
 from engine.models import Usage
-from engine.prices import Pricing, price_for
+from engine.report.figures import Figures, Prices, priced
 from engine.store import Store
-from engine.store.history import LONG_REQUEST, CompactionFacts, SessionFacts, UsageGroup
+from engine.store.history import CompactionFacts, SessionFacts
 
 GROUPINGS = ("project", "day", "agent", "model", "session")
 Grouping = Literal["project", "day", "agent", "model", "session"]
-TOKEN_KINDS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
-"""Token kinds as the report names them (each cache write by its lifetime)."""
 LOST_MOST = 10
 """How many compactions the "lost the most" list names."""
-
-
-class SinceError(ValueError):
-    """``--since`` is not a date, a time or a number of days."""
-
-
-def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """``2026-02-01``, ``20260201``, an ISO time, or ``7d`` (days before now), as UTC."""
-    text = text.strip()
-    days = re.fullmatch(r"(\d+)d", text)
-    if days:
-        return (now or datetime.now(UTC)) - timedelta(days=int(days.group(1)))
-    if re.fullmatch(r"\d{8}", text):
-        text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
-    try:
-        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise SinceError(
-            f"--since must be a date (2026-02-01 or 20260201), a time or days (7d), got {text!r}"
-        ) from None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
-
-
-@dataclass
-class Figures:
-    """Requests, tokens by kind and dollars by kind of some usage."""
-
-    requests: int = 0
-    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_KINDS, 0))
-    cost: dict[str, float] = field(default_factory=lambda: dict.fromkeys(TOKEN_KINDS, 0.0))
-    unpriced_requests: int = 0
-    """Requests of a model without a price (not in ``cost``)."""
-
-    @property
-    def total_cost(self) -> float | None:
-        """Dollars, or None when no request had a price."""
-        if self.requests and self.unpriced_requests == self.requests:
-            return None
-        return sum(self.cost.values())
-
-    def add(self, other: Figures) -> None:
-        self.requests += other.requests
-        self.unpriced_requests += other.unpriced_requests
-        for kind in TOKEN_KINDS:
-            self.tokens[kind] += other.tokens[kind]
-            self.cost[kind] += other.cost[kind]
-
-    def as_json(self) -> dict[str, Any]:
-        total = self.total_cost
-        return {
-            "requests": self.requests,
-            "tokens": dict(self.tokens),
-            "cost": {k: round(v, 6) for k, v in self.cost.items()}
-            | {"total": None if total is None else round(total, 6)},
-            "unpriced_requests": self.unpriced_requests,
-        }
 
 
 @dataclass
@@ -216,57 +157,6 @@ class Report:
         }
 
 
-class _Prices:
-    """One :class:`Pricing` per model, its rates per day and tier, remembered."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.pricing: dict[str, Pricing] = {}
-        self.rates: dict[tuple[str, str, bool], tuple[float, ...] | None] = {}
-
-    def of(self, model: str) -> Pricing:
-        if model not in self.pricing:
-            self.pricing[model] = price_for(self.settings, model)
-        return self.pricing[model]
-
-    def rates_for(self, model: str, day: str, long: bool) -> tuple[float, ...] | None:
-        key = (model, day, long)
-        if key not in self.rates:
-            try:
-                at = datetime.fromisoformat(day).replace(tzinfo=UTC) + timedelta(hours=12)
-            except ValueError:
-                at = None
-            self.rates[key] = self.of(model).rates_at(at, LONG_REQUEST + 1 if long else 1)
-        return self.rates[key]
-
-    def notes(self) -> list[str]:
-        return [p.note for p in self.pricing.values() if not p.known]
-
-
-def _figures(group: UsageGroup, rates: tuple[float, ...] | None) -> Figures:
-    hour = min(group.cache_creation_1h_input_tokens, group.cache_creation_input_tokens)
-    tokens = {
-        "input": group.input_tokens,
-        "output": group.output_tokens,
-        "cache_read": group.cache_read_input_tokens,
-        "cache_write_5m": group.cache_creation_input_tokens - hour,
-        "cache_write_1h": hour,
-    }
-    out = Figures(requests=group.requests, tokens=tokens)
-    if rates is None:
-        out.unpriced_requests = group.requests
-        return out
-    uncached, five, one_hour, read, output = rates
-    out.cost = {
-        "input": tokens["input"] * uncached,
-        "output": tokens["output"] * output,
-        "cache_read": tokens["cache_read"] * read,
-        "cache_write_5m": tokens["cache_write_5m"] * five,
-        "cache_write_1h": tokens["cache_write_1h"] * one_hour,
-    }
-    return out
-
-
 def _agents(store: Store, facts: dict[int, SessionFacts]) -> dict[int, str]:
     """Each session's agent: the format of the file it was imported from (a subagent its
     parent's), else ``ctxscope`` for a session ctxscope ran itself."""
@@ -297,7 +187,7 @@ def _agents(store: Store, facts: dict[int, SessionFacts]) -> dict[int, str]:
 
 
 def _compaction_line(
-    c: CompactionFacts, session: SessionFacts | None, prices: _Prices
+    c: CompactionFacts, session: SessionFacts | None, prices: Prices
 ) -> CompactionLine:
     stats = c.stats
     pre = stats.get("recorded_pre_tokens")
@@ -330,7 +220,7 @@ def build_report(
 ) -> Report:
     """The report card of every session (with ``since``: the usage and compactions from then
     on, and the sessions that have any), grouped ``by`` project, day, agent, model or session."""
-    prices = _Prices(settings)
+    prices = Prices(settings)
     facts = store.session_facts()
     agents = _agents(store, facts)
     lines: dict[int, SessionLine] = {}
@@ -347,7 +237,7 @@ def build_report(
         if group.session_id not in facts:
             continue
         s = line(group.session_id)
-        fig = _figures(group, prices.rates_for(s.facts.model, group.day, group.long))
+        fig = priced(group, prices.rates_for(s.facts.model, group.day, group.long))
         s.figures.add(fig)
         s.days.setdefault(group.day, Figures()).add(fig)
     compactions = []
