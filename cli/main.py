@@ -74,6 +74,7 @@ COMMANDS: dict[str, str] = {
     "watch": "watch",
     "proxy": "proxy",
     "run": "proxy",
+    "report": "report",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -173,12 +174,42 @@ def build_parser() -> argparse.ArgumentParser:
         "Anthropic-messages JSONL, mini-swe-agent / SWE-agent trajectories, or a directory "
         "of them",
     )
-    p.add_argument("file", type=Path, metavar="FILE|DIR")
+    p.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE|DIR",
+        nargs="?",
+        help="without it: every agent's default folders, incremental (docs/cli.md)",
+    )
     p.add_argument(
         "--workspace",
         type=checked(workspace),
         default=argparse.SUPPRESS,
         help="the folder its tools work in (default: the folder the recording names)",
+    )
+    p.add_argument(
+        "--folder",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="without FILE: read this folder too (aider histories; repeatable)",
+    )
+    p.add_argument(
+        "--jobs", type=checked(count), default=None, help="processes parsing (default: every core)"
+    )
+    p.add_argument(
+        "--progress", action="store_true", help="show progress on stderr even off a terminal"
+    )
+    p = sub.add_parser(
+        "report",
+        parents=[common, as_json],
+        help="a report card of every session: usage, cost, compactions and what they kept",
+    )
+    p.add_argument("--since", help="from this date (2026-02-01, 20260201), time or days ago (7d)")
+    p.add_argument(
+        "--by",
+        choices=("project", "day", "agent", "model", "session"),
+        help="figures per project, day, agent, model or session",
     )
     p = sub.add_parser(
         "export",

@@ -19,6 +19,12 @@ from engine.terminal_text import printable
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    # The whole history (every agent's folders, incremental): cli/history.py.
+    from cli.history import cmd_import_history, history_options_alone
+
+    if args.file is None:
+        return cmd_import_history(args, settings)
+    history_options_alone(args)
     # Everything is parsed and checked before the database is opened: a refusal never
     # creates or touches it.
     parsed = parse_path(args.file)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from peewee import (
+    BigIntegerField,
     BooleanField,
     DatabaseProxy,
     Field,
@@ -291,6 +292,26 @@ class ExchangeRow(BaseRow):
     created_at = TimestampField()
 
 
+class ImportedFileRow(BaseRow):
+    """A file ``ctxscope import`` (without a path) read: what it was then, and the sessions it
+    became, so that a later run skips it while it is unchanged."""
+
+    path = TextField(unique=True)
+    size = BigIntegerField()
+    mtime_ns = BigIntegerField()
+    head = TextField()
+    """A hash of the file's first bytes: other bytes there mean the file was rewritten."""
+    companions = TextField(default="")
+    """The names, sizes and times of the files read with it (Claude Code's subagents)."""
+    fmt = TextField(default="")
+    sessions = JSONField(default=list)
+    """The ids of the sessions it became (an aider history may hold several)."""
+    refused = TextField(null=True)
+    """Why it could not be imported, when it could not (it is not read again until it
+    changes)."""
+    imported_at = TimestampField()
+
+
 TABLES: list[type[BaseRow]] = [
     SessionRow,
     RoundRow,
@@ -305,4 +326,5 @@ TABLES: list[type[BaseRow]] = [
     TokenCountRow,
     ExchangeBlobRow,
     ExchangeRow,
+    ImportedFileRow,
 ]

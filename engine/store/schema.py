@@ -18,7 +18,7 @@ from peewee import SqliteDatabase
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -232,6 +232,14 @@ def _given_workspaces(db: SqliteDatabase) -> None:
     sql(db, f"UPDATE \"{table}\" SET workspace_given = (provider != 'import')")
 
 
+def _imported_files(db: SqliteDatabase) -> None:
+    """13 -> 14: the files ``ctxscope import`` without a path read, so a later run skips the
+    unchanged ones."""
+    from engine.store.models import ImportedFileRow
+
+    db.create_tables([ImportedFileRow])
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -245,6 +253,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     10: _session_params,
     11: _proxied_requests,
     12: _given_workspaces,
+    13: _imported_files,
 }
 
 

@@ -23,6 +23,7 @@ from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regen
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
 from tui.screens.requests_screen import RequestsScreen
+from tui.screens.report_screen import ReportScreen
 from tui.screens.sessions_screen import SessionsScreen
 from tui.screens.strategy_switch import StrategySwitching
 from tui.widgets.chat_input import ChatInput
@@ -119,6 +120,13 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "requests",
         "Requests",
         "A proxied session's exact requests: layers, diffs, cost",
+        show=False,
+    ),
+    ActionSpec(
+        "f11",
+        "report",
+        "Report",
+        "Every session's cost per day, compactions and what they kept",
         show=False,
     ),
     ActionSpec(
@@ -444,6 +452,12 @@ class MainActions(StrategySwitching):
         if self.agent is not None and self.session_id is not None:
             agent = self.agent
             self.app.push_screen(RequestsScreen(agent.store, self.session_id, agent.settings))
+
+    def action_report(self) -> None:
+        if self._refuse_when_busy():
+            return
+        app = self.ctx_app
+        self.app.push_screen(ReportScreen(app.store, app.settings), self._resume)
 
     def action_execution_log(self) -> None:
         from tui.screens.execution_log_screen import ExecutionLogScreen
