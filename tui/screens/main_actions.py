@@ -22,8 +22,8 @@ from tui.formatting import plural, round_span, tokens, workspace_label
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
-from tui.screens.requests_screen import RequestsScreen
 from tui.screens.report_screen import ReportScreen
+from tui.screens.requests_screen import RequestsScreen
 from tui.screens.sessions_screen import SessionsScreen
 from tui.screens.strategy_switch import StrategySwitching
 from tui.widgets.chat_input import ChatInput
