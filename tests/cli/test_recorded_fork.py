@@ -1,5 +1,5 @@
 """Issue 30: a recorded session is read-only. Compacting, undoing, pinning, asking or switching
-strategy on it makes a fork ("fork of #1 at round 6"), reported on stderr and in ``--json``,
+strategy on it makes a fork ("fork of #1 at round 8"), reported on stderr and in ``--json``,
 and the recording's ``show --json`` stays byte for byte as it was."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from cli.main import main
 
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"
 MAROT = CORPUS / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
-"""Claude Code, Opus 4.6, 6 rounds, one auto compaction recorded."""
+"""Claude Code, Opus 4.6, 8 rounds (two of them inputs typed while the agent worked), one
+auto compaction recorded."""
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -48,14 +49,14 @@ def unchanged(db: Path, before: str) -> None:
 
 def forked(err: str, data: dict[str, object] | None = None) -> int:
     """The fork's id, as stderr says it (and ``--json`` when given)."""
-    line = next(ln for ln in err.splitlines() if "fork of #1 at round 6: session" in ln)
+    line = next(ln for ln in err.splitlines() if "fork of #1 at round 8: session" in ln)
     fork_id = int(line.split("session ")[1].split()[0])
     assert fork_id > 1
     if data is not None:
         assert data["fork"] == {
             "session_id": fork_id,
             "of": 1,
-            "source": "fork of #1 at round 6",
+            "source": "fork of #1 at round 8",
         }
     return fork_id
 
@@ -67,12 +68,13 @@ def test_uncompact_forks(recorded: tuple[Path, str]) -> None:
     data = json.loads(out)
     fork = forked(err, data)
     unchanged(db, before)
-    # the recorded compaction archived 229 messages (import of the corpus file): 115 + 229
-    assert data["history_messages"] == len(json.loads(before)["history"]) + 229
+    # the recorded compaction archived 231 messages (229 records before it and the two inputs
+    # typed while the agent worked, delivered before it): 115 + 231
+    assert data["history_messages"] == len(json.loads(before)["history"]) + 231
     code, out, _ = run("show", str(fork), "--db", str(db), "--json")
     shown = json.loads(out)
-    assert shown["session"]["source"] == "fork of #1 at round 6"
-    assert shown["session"]["title"].startswith("fork of #1 at round 6: ")
+    assert shown["session"]["source"] == "fork of #1 at round 8"
+    assert shown["session"]["title"].startswith("fork of #1 at round 8: ")
     assert shown["compactions"][0]["undone_at"] is not None
 
 
@@ -120,7 +122,7 @@ def test_ask_forks(recorded: tuple[Path, str], tmp_path: Path) -> None:
     assert code == 0
     result = json.loads(out.splitlines()[-1])
     fork = forked(err, result)
-    assert result["session_id"] == fork and result["round_index"] == 7
+    assert result["session_id"] == fork and result["round_index"] == 9
     unchanged(db, before)
 
 

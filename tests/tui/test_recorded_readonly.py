@@ -72,11 +72,11 @@ async def test_undo_and_typing_go_to_a_fork(
         await settle(pilot)
         first_fork = screen.session_id
         assert screen.agent is not None and not screen.agent.session.recorded
-        assert screen.agent.session.source == "fork of #1 at round 6"
+        assert screen.agent.session.source == "fork of #1 at round 8"
         # the undo ran on the fork once it was open: nothing left to undo there
         await wait_until(pilot, lambda: screen.undoable is None)
         notes = [n.message for n in app._notifications]  # noqa: SLF001 - what was shown
-        assert any(f"fork of #1 at round 6: session {first_fork}" in n for n in notes)
+        assert any(f"fork of #1 at round 8: session {first_fork}" in n for n in notes)
         assert any("are back in the history" in n for n in notes)
         # the fork is an ordinary session: typing in it does not fork again
         await ask(pilot, "ls")

@@ -26,7 +26,7 @@ def test_a_fork_copies_everything_and_changes_nothing(tmp_path: Path) -> None:
     fork = store.fork_to_change(original)
     assert fork is not None and fork.session.id is not None
     fid = fork.session.id
-    assert fork.source == "fork of #1 at round 6" == fork.session.source
+    assert fork.source == "fork of #1 at round 8" == fork.session.source
     assert not fork.session.recorded and fork.session.model == "claude-opus-4-6"
     assert store.get_session(sid) == original
 
@@ -45,7 +45,7 @@ def test_a_fork_copies_everything_and_changes_nothing(tmp_path: Path) -> None:
     assert [fork.messages[m.id or 0] for m in theirs.messages] == [m.id for m in ours.messages]
     (segment,) = store.segments(fid)
     (recorded,) = store.segments(sid)
-    assert len(segment.messages) == len(recorded.messages) == 229
+    assert len(segment.messages) == len(recorded.messages) == 231  # 229 recorded + 2 queued inputs
     assert segment.compaction_id == fork.compactions[recorded.compaction_id]
     assert len(store.observations(fid)) == len(store.observations(sid))
     # the archive is searchable in the fork as in the original (Recall)
