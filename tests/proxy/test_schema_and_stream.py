@@ -30,9 +30,9 @@ def test_a_schema_11_database_gains_the_proxy_tables(tmp_path: Path) -> None:
     con.execute("PRAGMA user_version = 11")
     con.commit()
     con.close()
-    assert SCHEMA_VERSION == 12
+    assert SCHEMA_VERSION >= 12  # 11 -> 12 made the proxy's tables; later steps run after it
     store = Store.open(path)
-    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == 12
+    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert store.get_session(kept.id or 0).title == "before the proxy"
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     stored = store.add_exchange(Exchange(request=body), source="proxy:s1")

@@ -75,8 +75,13 @@ async def test_the_modal_names_the_recorded_folder_and_refuses_bad_ones(
         assert await type_folder(pilot, app, str(project)) == ""
         await settle(pilot)
         assert screen.agent.workspace == project
-        session = app.store.get_session(session_id)
+        # Typing in a recording forks it (issue 30): the fork works in the folder given, the
+        # recording keeps its recorded folder, shown, not used.
+        assert screen.agent.session_id != session_id
+        session = app.store.get_session(screen.agent.session_id)
         assert session.workspace == str(project) and session.workspace_given
+        recording = app.store.get_session(session_id)
+        assert recording.workspace == str(elsewhere) and not recording.workspace_given
         # The round asked for ran, in the folder given.
         [result] = [m for m in messages_in(app) if m.role == "tool"]
         assert "PROJECT-FILE" in result.content and "RECORDED-FOLDER-FILE" not in result.content
