@@ -54,7 +54,7 @@ def imported(tmp_path: Path, lines: list[bytes], name: str) -> list[tuple[str, s
 def test_a_watcher_whose_session_was_rewritten_under_it_is_refused(tmp_path: Path) -> None:
     """The race, step by step, with two stores on one file (two connections, as two
     processes have): B reads up to line 400 but stores it only after A stored up to line
-    1000; A's next save would go on after round 2, and the session ends at round 1."""
+    1000; A's next save would go on after round 4, and the session ends at round 1."""
     lines = marot_lines()
     f = tmp_path / "258c7280.jsonl"
     db = tmp_path / "w.db"
@@ -73,14 +73,15 @@ def test_a_watcher_whose_session_was_rewritten_under_it_is_refused(tmp_path: Pat
     grow(400, 300)
     assert b.look() is not None  # read, not stored yet
     grow(1000, 400)
-    assert a.poll() is not None  # stores rounds 1-3
-    assert a.store is not None and len(a.store.rounds(sid)) == 3
-    b.save_pending()  # stores what it read: round 1 again, rounds 2-3 dropped
+    assert a.poll() is not None  # stores rounds 1-5
+    # rounds 1-5: the two inputs typed while the agent worked (lines 497, 603) open rounds 2, 4
+    assert a.store is not None and len(a.store.rounds(sid)) == 5
+    b.save_pending()  # stores what it read: round 1 again, rounds 2-5 dropped
     assert len(a.store.rounds(sid)) == 1
     grow(1200, 1000)
     with pytest.raises(WrittenElsewhere, match="changed by another process") as refused:
         a.poll()
-    assert "holds 1 rounds, this one stored 2" in str(refused.value)
+    assert "holds 1 rounds, this one stored 4" in str(refused.value)
     assert "second `ctxscope watch`" in str(refused.value)
     # Nothing of the refused save was kept: the session is B's, whole.
     assert stored(a.store, sid) == imported(tmp_path, lines[:400], f.name)
