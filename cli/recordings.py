@@ -35,15 +35,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     reports = import_parsed(store, parsed, workspace, settings, recorded_cwd=not explicit)
     ids = [str(r.session.id) for r in reports]
     STORED.append(f"imported as session{'s' * (len(ids) > 1)} {', '.join(ids)}")
-    # One session: its object; several from one file (an aider history): a list of them.
-    data: Any = reports[0].as_json() if len(reports) == 1 else [r.as_json() for r in reports]
-    if args.file.is_dir():
-        data = {
-            "sessions": [r.as_json() for r in reports],
-            "files_skipped": dict(parsed.skipped_files),
-            "files_refused": [{"path": str(f), "reason": why} for f, why in parsed.refused],
-            "notes": parsed.notes,
-        }
+    # One session: its object; several (an aider history, a folder): a list of them, one
+    # object each. What a folder left out is said on stderr, in the text's own lines.
+    data: Any = [r.as_json() for r in reports]
+    if len(reports) == 1 and not args.file.is_dir():
+        data = data[0]
     lines = []
     for r in reports:
         text = (
@@ -67,14 +63,19 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             f"{c.rounds} rounds, {c.messages} messages, {c.observations} observations"
             for c in r.children
         )
+    left_out = []
     if parsed.skipped_files:
-        lines.append(
+        left_out.append(
             "files skipped: "
             + ", ".join(f"{n} {k}" for k, n in sorted(parsed.skipped_files.items()))
         )
-    lines.extend(f"refused {f}: {why}" for f, why in parsed.refused)
-    lines.extend(f"skipped {printable(note, one_line=True)}" for note in parsed.notes)
-    emit(args, data, "\n".join(lines))
+    left_out.extend(f"refused {printable(str(f))}: {printable(why)}" for f, why in parsed.refused)
+    left_out.extend(f"skipped {printable(note, one_line=True)}" for note in parsed.notes)
+    if args.json:
+        for line in left_out:  # the JSON is the sessions; what was left out goes beside it
+            print(f"ctxscope: {line}", file=sys.stderr)
+        left_out = []
+    emit(args, data, "\n".join(lines + left_out))
     return 0
 
 

@@ -423,15 +423,15 @@ def test_directory_imports_each_file_with_its_subagents(
     (project / "run.traj.json").write_text(MINI.read_text())
     (project / "notes.txt").write_text("hello")
     db = tmp_path / "dir.db"
-    code, out, _ = run(capsys, "import", str(project), "--db", str(db), "--json")
+    code, out, err = run(capsys, "import", str(project), "--db", str(db), "--json")
     assert code == 0
-    data = json.loads(out)
-    assert [(Path(s["path"]).name, s["format"]) for s in data["sessions"]] == [
+    data = json.loads(out)  # a folder: a list, one object per session (issue 28)
+    assert [(Path(s["path"]).name, s["format"]) for s in data] == [
         ("abc.jsonl", "claude-code"),
         ("run.traj.json", "mini-swe-agent"),
     ]
-    assert data["files_skipped"] == {"not a session file": 1}
-    first = data["sessions"][0]
+    assert err == "ctxscope: files skipped: 1 not a session file\n"
+    first = data[0]
     assert (first["observations"], first["records_read"]) == (5, 31)
     assert "sidechain" not in first["records_skipped"]  # lines 18-19: a subagent of its own
     assert first["tokens_raw"] > 0 and first["tokens_stored"] > 0
