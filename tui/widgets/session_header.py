@@ -69,10 +69,9 @@ class SessionHeader(Widget):
         text.append(f" #{info.session_id} ", style="bold")
         text.append(title, style="bold")
         text.append("  │ ", style="dim")
-        text.append(display_safe(info.workspace, one_line=True))
-        text.append("  │ ", style="dim")
         if info.recorded_by:
-            # another agent's session: its own model and cost; ctxscope's strategy a what-if
+            # Another agent's session: its own model and cost first (what a narrow terminal
+            # keeps), then what it is; the folder it names and ctxscope's strategy after.
             text.append(
                 display_safe(f"{info.recorded_by} · {info.model or '?'}", one_line=True),
                 style="bold",
@@ -82,7 +81,11 @@ class SessionHeader(Widget):
             text.append("recorded, read-only", style="italic")
             text.append("  │ ", style="dim")
             text.append(f"what-if {info.strategy}", style="dim")
+            text.append("  │ ", style="dim")
+            text.append(display_safe(info.workspace, one_line=True), style="dim")
             return text
+        text.append(display_safe(info.workspace, one_line=True))
+        text.append("  │ ", style="dim")
         label = display_safe(provider_label(info.provider, info.model), one_line=True)
         text.append(label, style="bold black on yellow" if info.offline else "bold")
         text.append("  │ ", style="dim")
