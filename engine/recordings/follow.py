@@ -362,7 +362,7 @@ class Follower:
             if old != new:
                 break
             common += 1
-        with store.db.atomic("IMMEDIATE"):
+        with store.begin_write():
             if self.session is None:
                 key = source_key(self.path, parsed.source_session)
                 self.session = store.session_for_source(key) or store.create_session(

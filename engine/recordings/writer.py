@@ -140,7 +140,7 @@ def write(
     ``resume`` the items go on into that session after its stored rounds.
     """
     compressor = ToolResultCompressor(settings)
-    with store.db.atomic("IMMEDIATE"):
+    with store.begin_write():
         if resume is not None:
             session = resume.session
         else:

@@ -12,9 +12,12 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from peewee import SqliteDatabase
+from peewee import Database, SqliteDatabase
+from playhouse.migrate import SchemaMigrator
 
+from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
@@ -70,7 +73,7 @@ def _archive_search(db: SqliteDatabase) -> None:
     from engine.store import search
 
     search.create(db)
-    live = search.sql(
+    live = sql(
         db,
         "SELECT s.id FROM segment_row s JOIN compaction_row c ON c.id = s.compaction_id "
         "WHERE c.undone_at IS NULL",
@@ -79,10 +82,17 @@ def _archive_search(db: SqliteDatabase) -> None:
         search.index_segment(db, segment_id)
 
 
-def sql(db: SqliteDatabase, query: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
-    """Run raw SQL (migrations, pragmas) on ``db``'s connection for this thread."""
-    cursor: sqlite3.Cursor = db.execute_sql(query, params)  # type: ignore[no-untyped-call]
-    return cursor
+def sql(db: Database, query: str, params: tuple[object, ...] = ()) -> Any:
+    """Run raw SQL (migrations, pragmas) on ``db``'s connection for this thread; ``?``
+    placeholders on either database (:func:`engine.store.dialect.sql`)."""
+    return dialect.sql(db, query, params)
+
+
+def migrator(db: Database) -> SchemaMigrator:
+    """The ``playhouse.migrate`` migrator for ``db``'s dialect: a migration written with it
+    runs on SQLite and on PostgreSQL alike (schema 11 and older ran on SQLite only; a
+    PostgreSQL database starts at the version of the ctxscope that created it)."""
+    return SchemaMigrator.from_database(db)
 
 
 TIMESTAMP_COLUMNS = {
@@ -302,20 +312,39 @@ def inspect(path: Path) -> int | None:
     return int(version)
 
 
-def migrate(db: SqliteDatabase, version: int) -> None:
+def migrate(db: Database, version: int) -> None:
     """Bring a database at ``version`` up to :data:`SCHEMA_VERSION`, one step at a time.
 
     Each step re-reads the version inside its write transaction, so two processes opening an
     old file at once migrate it once.
     """
     while version < SCHEMA_VERSION:
-        with db.atomic("IMMEDIATE"):
-            version = int(sql(db, "PRAGMA user_version").fetchone()[0])
+        with dialect.write_transaction(db, DDL_LOCK_TIMEOUT):
+            version = stored_version(db)
             if version >= SCHEMA_VERSION:
                 break
             step = MIGRATIONS.get(version)
             if step is None:
                 raise StoreError(f"no migration from schema {version} to {version + 1}")
-            step(db)
+            step(db)  # type: ignore[arg-type]  # steps to 11 ran on SQLite only
             version += 1
-            db.pragma("user_version", version)
+            set_version(db, version)
+
+
+DDL_LOCK_TIMEOUT = 60.0
+"""Seconds creating or migrating a PostgreSQL database waits for another client's writes."""
+
+
+def stored_version(db: Database) -> int:
+    """The schema version ``db`` holds (SQLite: ``PRAGMA user_version``)."""
+    if dialect.is_postgres(db):
+        found = postgres.version(db, APPLICATION_ID)  # type: ignore[arg-type]
+        return SCHEMA_VERSION if found is None else found
+    return int(sql(db, "PRAGMA user_version").fetchone()[0])
+
+
+def set_version(db: Database, version: int) -> None:
+    if dialect.is_postgres(db):
+        postgres.set_version(db, version)  # type: ignore[arg-type]
+    else:
+        db.pragma("user_version", version)  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from peewee import (
+    Case,
     chunked,
     fn,
 )
@@ -96,7 +97,7 @@ class SessionStore(StoreAccess):
         (``math.inf``: until it finishes).
         """
         if self.read_only:
-            raise StoreError(f"{self.path} is open read-only")
+            raise StoreError(f"{self.where} is open read-only")
         self.get_session(session_id)
         owner, host, pid, started = new_owner()
         deadline = time.monotonic() + wait
@@ -201,7 +202,7 @@ class SessionStore(StoreAccess):
         """The session's row (plain SQL: every round and every write asks for it)."""
         row = _SESSION.first(self.db, (session_id,))
         if row is None:
-            raise SessionNotFound(f"no session {session_id} in {self.path}")
+            raise SessionNotFound(f"no session {session_id} in {self.where}")
         return row
 
     @reads
@@ -242,7 +243,11 @@ class SessionStore(StoreAccess):
                 MessageRow.session,
                 fn.COUNT(MessageRow.id).alias("n"),
                 fn.SUM(
-                    fn.IIF(MessageRow.segment.is_null(), fn.COALESCE(MessageRow.tokens, 0), 0)
+                    Case(
+                        None,
+                        ((MessageRow.segment.is_null(), fn.COALESCE(MessageRow.tokens, 0)),),
+                        0,
+                    )
                 ).alias("live"),
             )
             .group_by(MessageRow.session)
