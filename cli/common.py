@@ -102,7 +102,8 @@ def settings_for(args: argparse.Namespace) -> Settings:
     return load_settings(getattr(args, "config", None), **overrides)
 
 
-def db_path(args: argparse.Namespace, settings: Settings) -> Path:
+def db_path(args: argparse.Namespace, settings: Settings) -> Path | str:
+    """The database file, or a PostgreSQL database's URL (storage.md)."""
     return database_file(settings, getattr(args, "db", None))
 
 
@@ -114,7 +115,7 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
     looking command says once on stderr, and a writing command is refused in one line.
     """
     path = db_path(args, settings)
-    if read_only and not path.exists():
+    if read_only and isinstance(path, Path) and not path.exists():
         raise UsageError(
             f"no database at {path} (import a recording or run `ctxscope ask` first; "
             "--db or CTXSCOPE_DB names another file)"

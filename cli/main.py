@@ -35,7 +35,7 @@ from cli.common import (
     settings_for,
     silence_stdout,
 )
-from engine.config import Settings, SettingsError
+from engine.config import Settings, SettingsError, is_database_url
 from engine.store import StoreError
 from engine.validation import count, existing_folder, output_file, row_id
 
@@ -74,10 +74,19 @@ def command(name: str) -> Command:
     return run
 
 
+def database_argument(text: str) -> Path | str:
+    """``--db``: a file, or a PostgreSQL database's URL (kept as text: a Path would fold
+    its ``//``)."""
+    return text if is_database_url(text) else Path(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = Parser(add_help=False)
     common.add_argument(
-        "--db", type=Path, default=argparse.SUPPRESS, help="database file (env CTXSCOPE_DB)"
+        "--db",
+        type=database_argument,
+        default=argparse.SUPPRESS,
+        help="database file, or postgresql://user@host:port/dbname (env CTXSCOPE_DB)",
     )
     common.add_argument(
         "--config", type=Path, default=argparse.SUPPRESS, help="settings file (ctxscope.toml)"

@@ -155,7 +155,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         if not args.json and (step == total or step % 100 == 0):
             print(f"… {name}: step {step} of {total}", file=sys.stderr)
 
-    db, sid = store.path.resolve(), args.session
+    db, sid = store.url or store.path.resolve(), args.session
     store.close()  # each replay opens the file itself, in this process or a worker
     results = replay_strategies(db, sid, names, settings, workspace, jobs=jobs, on_step=progress)
     rows = [r.row() for r in results]

@@ -190,8 +190,10 @@ class Settings(BaseModel):
     with the problems instead of sending an invalid one (the test suite turns it on)."""
 
     # --- storage ---
-    db: Path | None = None
-    """Database file; default ``sessions/ctxscope.db`` under the current directory."""
+    db: Path | str | None = None
+    """Database file, or a PostgreSQL database's URL (``postgresql://user@host:port/dbname``,
+    the password from ``PGPASSWORD`` or ``~/.pgpass``: storage.md); default
+    ``sessions/ctxscope.db`` under the current directory."""
     data_dir: Path | None = None
     """Files written beside the database (seed 004's raw middles, seed 003's execution log),
     one folder per session; default ``<database folder>/data``."""
@@ -273,9 +275,16 @@ DEFAULT_DB = Path("sessions") / "ctxscope.db"
 """The database when neither ``--db`` nor the ``db`` setting names one (current directory)."""
 
 
-def database_file(settings: Settings, given: Path | str | None = None) -> Path:
-    """The database: ``given`` (``--db``), else the ``db`` setting, else :data:`DEFAULT_DB`."""
-    return Path(given or settings.db or DEFAULT_DB)
+def database_file(settings: Settings, given: Path | str | None = None) -> Path | str:
+    """The database: ``given`` (``--db``), else the ``db`` setting, else :data:`DEFAULT_DB`;
+    a ``postgresql://`` URL as it is (a str), a file as a Path."""
+    target = given or settings.db or DEFAULT_DB
+    return str(target) if is_database_url(target) else Path(target)
+
+
+def is_database_url(target: object) -> bool:
+    """Does ``target`` name a PostgreSQL database rather than a file?"""
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
 
 
 def data_folder(settings: Settings, database: Path) -> Path:
