@@ -56,9 +56,7 @@ class PostgresServer:
 
     def _run(self, *command: str) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if self._as_postgres else []
-        subprocess.run(
-            [*prefix, *command], check=True, capture_output=True, text=True, timeout=120
-        )
+        subprocess.run([*prefix, *command], check=True, capture_output=True, text=True, timeout=120)
 
     def start(self) -> None:
         if self._as_postgres:
