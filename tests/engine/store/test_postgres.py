@@ -1,0 +1,133 @@
+"""A ctxscope database on PostgreSQL: created at the current schema, its version in the
+``ctxscope_schema`` table, refusals that leave a database as it was, migrations written with
+``schema.migrator`` running on it, and a password that is never shown."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from peewee import TextField
+
+from engine.store import Store, StoreError, dialect, schema
+from engine.store.models import SessionRow
+from engine.store.postgres import VERSION_TABLE, masked
+from tests.postgres_server import PostgresServer
+
+
+@pytest.fixture
+def url(postgres_server: PostgresServer) -> str:
+    found = postgres_server.create_database("pgonly")
+    yield found
+    postgres_server.drop_database(found)
+
+
+def _tables(url: str) -> set[str]:
+    with psycopg.connect(url) as con:
+        rows = con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def test_a_new_database_is_created_at_the_current_schema(url: str) -> None:
+    Store.open(url).close()
+    with psycopg.connect(url) as con:
+        rows = con.execute(f"SELECT application_id, version FROM {VERSION_TABLE}").fetchall()
+    assert rows == [(schema.APPLICATION_ID, schema.SCHEMA_VERSION)]
+    assert {"session_row", "message_row", "archive_fts", VERSION_TABLE} <= _tables(url)
+
+
+def test_a_newer_schema_is_refused_and_left_as_it_was(url: str) -> None:
+    Store.open(url).close()
+    with psycopg.connect(url) as con:
+        con.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (schema.SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreError, match="newer ctxscope"):
+        Store.open(url)
+    with psycopg.connect(url) as con:
+        (version,) = con.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone() or (0,)
+    assert version == schema.SCHEMA_VERSION + 1
+
+
+def test_another_programs_tables_are_not_taken_over(url: str) -> None:
+    with psycopg.connect(url) as con:
+        con.execute("CREATE TABLE invoices (id SERIAL PRIMARY KEY, total NUMERIC)")
+    with pytest.raises(StoreError, match="another program.*invoices"):
+        Store.open(url)
+    assert _tables(url) == {"invoices"}
+
+
+def test_an_empty_database_opened_to_read_is_left_empty(url: str) -> None:
+    with pytest.raises(StoreError, match="empty"):
+        Store.open(url, read_only=True)
+    assert _tables(url) == set()
+
+
+def test_a_migration_written_with_the_migrator_runs_on_postgresql(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older database is brought up step by step, each step in the write lock, and the
+    version table follows (a step of schema.migrator: what later migrations are written with)."""
+    Store.open(url).close()
+    with psycopg.connect(url) as con:
+        con.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (schema.SCHEMA_VERSION - 1,))
+
+    def add_notes(db: object) -> None:
+        from playhouse.migrate import migrate
+
+        migrate(schema.migrator(db).add_column("session_row", "notes", TextField(null=True)))
+
+    monkeypatch.setitem(schema.MIGRATIONS, schema.SCHEMA_VERSION - 1, add_notes)
+    store = Store.open(url)
+    store.bind()
+    assert "notes" in {c.name for c in store.db.get_columns(SessionRow._meta.table_name)}
+    assert schema.stored_version(store.db) == schema.SCHEMA_VERSION
+    store.close()
+
+
+def test_the_password_is_never_shown(postgres_server: PostgresServer) -> None:
+    secret = "s3cret-Pa55"
+    url = f"postgresql://ctxscope:{secret}@127.0.0.1:{postgres_server.port}/no_such_db"
+    assert masked(url) == f"postgresql://ctxscope:***@127.0.0.1:{postgres_server.port}/no_such_db"
+    with pytest.raises(StoreError) as caught:
+        Store.open(url)
+    message = str(caught.value)
+    assert secret not in message
+    assert "\n" not in message  # one line
+    assert "no_such_db" in message and "does not exist" in message
+
+
+def test_a_server_that_is_not_there_is_one_line() -> None:
+    with pytest.raises(StoreError) as caught:
+        Store.open("postgresql://me:pw@127.0.0.1:1/x")
+    message = str(caught.value)
+    assert message.startswith("cannot connect to postgresql://me:***@127.0.0.1:1/x: ")
+    assert "\n" not in message and ":pw@" not in message
+
+
+def test_placeholders_are_rewritten_outside_quotes_only() -> None:
+    assert dialect.for_postgres("SELECT '?', \"a?\" FROM t WHERE x = ? AND y LIKE '%a'") == (
+        "SELECT '?', \"a?\" FROM t WHERE x = %s AND y LIKE '%%a'"
+    )
+
+
+def test_an_import_reserves_ids_the_next_insert_does_not_reuse(url: str) -> None:
+    """Rounds written with their own ids (an import) move the sequence past them: the next
+    round opened one by one gets a new id, not one of theirs."""
+    from engine.models import Message, RoundStatus
+
+    store = Store.open(url)
+    sid = store.create_session("/w").id
+    assert sid is not None
+    written = store.append_rounds(
+        sid,
+        [
+            ([Message(role="user", content="a"), Message(role="assistant", content="b")], s)
+            for s in (RoundStatus.FINISHED, RoundStatus.FINISHED)
+        ],
+    )
+    imported = {m.id for _, messages in written for m in messages}
+    rnd, msg = store.open_round(sid, Message(role="user", content="c"))
+    assert rnd.index == 3 and rnd.id not in {r.id for r, _ in written}
+    assert msg.id not in imported
+    assert len({m.id for m in store.all_messages(sid)}) == 5  # 2 + 2 imported, 1 opened
+    store.close()
