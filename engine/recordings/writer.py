@@ -131,6 +131,7 @@ def write(
     recorded_cwd: bool = False,
     parent: int | None = None,
     resume: Resume | None = None,
+    source: str | None = None,
 ) -> ImportReport:
     """Store ``parsed`` (already :func:`check`-ed) as a new session, in one transaction, then
     its subagents (``parsed.children``) as sessions linked to it.
@@ -153,6 +154,7 @@ def write(
                 parent_session_id=parent,
                 agent_id=parsed.agent_id,
                 params=strategy_params(settings, settings.strategy),
+                source=source,
             )
         assert session.id is not None
         sid = session.id
