@@ -13,10 +13,10 @@ columns that we need here); the ``porter unicode61`` tokenizer matches word form
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-import unicodedata
+import sqlite3
+import threading
 from typing import Any
 
 from peewee import Database
@@ -76,7 +76,7 @@ def index_segment(db: Database, segment_id: int) -> int:
             db,
             PG_INSERT if is_postgres(db) else INSERT,
             (
-                *((body.replace("\0", " "), words(body)) if is_postgres(db) else (body,)),
+                *((body.replace("\0", " "), tsvector(body)) if is_postgres(db) else (body,)),
                 sid,
                 segment_id,
                 mid,
@@ -115,11 +115,11 @@ def search(db: Database, session_id: int, query: str, limit: int) -> list[Recall
     """
     for any_word in (False, True):
         if is_postgres(db):
-            phrases = [words(w) for w in _WORD.findall(query)]
-            phrases = [p for p in phrases if p]
-            if not phrases:
+            wanted = tsquery(query, any_word)
+            if wanted is None:
                 return []
-            rows = sql(db, _pg_search(len(phrases), any_word), (*phrases, session_id, limit))
+            found = sql(db, PG_SEARCH, (wanted, session_id, limit)).fetchall()
+            rows = [(*r[:5], fts5_snippet(r[5], query, any_word), r[6]) for r in found]
         else:
             expression = match_expression(query, any_word)
             if not expression:
@@ -132,7 +132,7 @@ def search(db: Database, session_id: int, query: str, limit: int) -> list[Recall
                 f"ORDER BY bm25({TABLE}) LIMIT ?",
                 (expression, session_id, limit),
             )
-        rows = rows.fetchall()
+            rows = rows.fetchall()
         if rows:
             return [
                 RecallHit(
@@ -150,12 +150,13 @@ def search(db: Database, session_id: int, query: str, limit: int) -> list[Recall
 
 
 # ---------------------------------------------------------------------- PostgreSQL
-# The same index as a table with a ``tsvector`` column under a GIN index. FTS5's tokenizer is
-# matched in Python (:func:`words`: runs of letters and digits, lower case, diacritics
-# removed, as ``unicode61`` splits and folds), and the words are stemmed by PostgreSQL's
-# Snowball English stemmer (Porter's successor) without a stop-word list, as FTS5's
-# ``porter`` keeps every word: a text configuration of our own over ``simple``.
-TS_CONFIG = "ctxscope_porter"
+# The same index as a table with a ``tsvector`` column under a GIN index. Its words are not
+# PostgreSQL's: each text is read by SQLite's own FTS5 tokenizer (``porter unicode61``, the
+# one above) in a private in-memory table, and its terms go into the ``tsvector`` with their
+# positions as they are. A query's words are read the same way, so both databases compare
+# the same terms and find the same messages. The snippet is FTS5's too, made from the hit's
+# text. (A position past 16 383, PostgreSQL's last, counts as that one: a phrase that far
+# into one message may match where FTS5 would not.)
 PG_CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (body TEXT NOT NULL, session_id INTEGER NOT NULL, "
     "segment_id INTEGER NOT NULL, message_id INTEGER NOT NULL, round INTEGER, role TEXT, "
@@ -163,15 +164,6 @@ PG_CREATE = (
     f"CREATE INDEX IF NOT EXISTS {TABLE}_words ON {TABLE} USING GIN (words)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_session ON {TABLE} (session_id)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_segment ON {TABLE} (segment_id)",
-    "DO $$ BEGIN "
-    f"IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = '{TS_CONFIG}' "
-    "AND cfgnamespace = current_schema()::regnamespace) THEN "
-    f"CREATE TEXT SEARCH DICTIONARY {TS_CONFIG}_stem (TEMPLATE = snowball, LANGUAGE = english); "
-    f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = simple); "
-    f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR asciiword, word, numword, "
-    f"asciihword, hword, numhword, hword_asciipart, hword_part, hword_numpart "
-    f"WITH {TS_CONFIG}_stem; "
-    "END IF; END $$",
 )
 INSERT = (
     f"INSERT INTO {TABLE} (body, session_id, segment_id, message_id, round, role, tool_name) "
@@ -179,29 +171,73 @@ INSERT = (
 )
 PG_INSERT = (
     f"INSERT INTO {TABLE} (body, words, session_id, segment_id, message_id, round, role, "
-    f"tool_name) VALUES (?, to_tsvector('{TS_CONFIG}', ?), ?, ?, ?, ?, ?, ?)"
+    "tool_name) VALUES (?, ?::tsvector, ?, ?, ?, ?, ?, ?)"
 )
-_ALNUM = re.compile(r"[^\W_]+", re.UNICODE)
+PG_SEARCH = (
+    "SELECT message_id, segment_id, round, role, tool_name, body, -ts_rank_cd(words, q) "
+    f"FROM {TABLE}, CAST(? AS tsquery) AS q WHERE words @@ q AND session_id = ? "
+    "ORDER BY ts_rank_cd(words, q) DESC, message_id LIMIT ?"
+)
+LAST_POSITION = 16383
+_tokenizer = threading.local()
 
 
-def words(text: str) -> str:
-    """``text`` as FTS5's ``unicode61`` tokenizer reads it: its runs of letters and digits,
-    in lower case and without diacritics, one space apart."""
-    plain = unicodedata.normalize("NFKD", text)
-    plain = "".join(c for c in plain if not unicodedata.combining(c))
-    return " ".join(_ALNUM.findall(plain.lower()))
+def _fts5() -> sqlite3.Connection:
+    """This thread's in-memory FTS5 table, with the index's tokenizer."""
+    con: sqlite3.Connection | None = getattr(_tokenizer, "con", None)
+    if con is None:
+        con = sqlite3.connect(":memory:")
+        con.execute(CREATE.replace(f"EXISTS {TABLE} ", "EXISTS t "))
+        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        _tokenizer.con = con
+    return con
 
 
-@functools.cache
-def _pg_search(count: int, any_word: bool) -> str:
-    """The PostgreSQL search for ``count`` words, each a phrase of its parts (as FTS5 reads
-    a quoted word), all of them required or any."""
-    joined = (" || " if any_word else " && ").join([f"phraseto_tsquery('{TS_CONFIG}', ?)"] * count)
-    options = f"StartSel=[, StopSel=], MaxWords={SNIPPET_TOKENS}, MinWords=8, ShortWord=0"
-    return (
-        f"WITH q AS (SELECT ({joined}) AS q) "
-        "SELECT message_id, segment_id, round, role, tool_name, "
-        f"ts_headline('{TS_CONFIG}', body, q.q, '{options}'), -ts_rank_cd(words, q.q) "
-        f"FROM {TABLE}, q WHERE words @@ q.q AND session_id = ? "
-        "ORDER BY ts_rank_cd(words, q.q) DESC, message_id LIMIT ?"
+def terms(text: str) -> list[str]:
+    """``text``'s terms as FTS5 indexes them, in order."""
+    con = _fts5()
+    con.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (text,))
+    try:
+        rows = con.execute('SELECT term FROM v ORDER BY "offset"').fetchall()
+    finally:
+        con.execute("DELETE FROM t")
+    return [r[0] for r in rows]
+
+
+def _lexeme(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector(text: str) -> str:
+    """``text``'s FTS5 terms as a ``tsvector`` literal, each at its positions."""
+    positions: dict[str, list[int]] = {}
+    for n, term in enumerate(terms(text), start=1):
+        positions.setdefault(term, []).append(min(n, LAST_POSITION))
+    return " ".join(
+        f"{_lexeme(t)}:{','.join(map(str, sorted(set(p))))}" for t, p in positions.items()
     )
+
+
+def tsquery(query: str, any_word: bool) -> str | None:
+    """The user's words as a ``tsquery`` literal, each a phrase of its terms as FTS5 reads a
+    quoted word; all of them required, or any. None: no word."""
+    phrases = []
+    for word in _WORD.findall(query):
+        parts = terms(word)
+        if parts:
+            phrases.append("(" + " <-> ".join(_lexeme(t) for t in parts) + ")")
+    return (" | " if any_word else " & ").join(phrases) or None
+
+
+def fts5_snippet(body: str, query: str, any_word: bool) -> str:
+    """FTS5's snippet of ``body`` for ``query``, as the SQLite index gives it."""
+    con = _fts5()
+    con.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (body,))
+    try:
+        row = con.execute(
+            f"SELECT snippet(t, 0, '[', ']', '…', {SNIPPET_TOKENS}) FROM t WHERE t MATCH ?",
+            (match_expression(query, any_word),),
+        ).fetchone()
+    finally:
+        con.execute("DELETE FROM t")
+    return str(row[0]) if row else body[:200]
