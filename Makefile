@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint docs bench clean
+.PHONY: run test test-store check lint docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ run: $(STAMP)  ## set up and open the workbench on the current directory
 
 test: $(STAMP)  ## set up and run the whole test suite
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test-store: $(STAMP)  ## the store's suite on SQLite and on a PostgreSQL server it starts
+	$(BIN)/pytest -q -rs tests/engine/store
 
 lint: $(STAMP)  ## ruff, formatting, strict types on engine/ and tools/, the import contract
 	$(BIN)/ruff check cli engine tools prompts tui tests bench
@@ -40,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_tui.py
 	$(BIN)/python bench/bench_import.py
 	$(BIN)/python bench/bench_watch.py
+	$(BIN)/python bench/bench_postgres.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

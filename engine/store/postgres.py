@@ -49,6 +49,13 @@ def one_line(exc: BaseException, url: str) -> str:
 def connect(url: str, *, read_only: bool, busy_timeout: float) -> PostgresqlDatabase:
     """A peewee database for ``url`` (psycopg 3), connected on this thread; a connection
     that fails is one :class:`StoreError` line naming the masked URL."""
+    try:
+        import psycopg  # noqa: F401 - peewee finds it itself; asked here for a readable refusal
+    except ImportError:
+        raise StoreError(
+            f"cannot use {masked(url)}: the PostgreSQL driver is not installed "
+            "(pip install 'ctxscope[postgresql]', or psycopg[binary])"
+        ) from None
     options = f"-c lock_timeout={int(busy_timeout * 1000)}"
     if read_only:
         options += " -c default_transaction_read_only=on"
