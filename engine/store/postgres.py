@@ -9,6 +9,7 @@ one-row table :data:`VERSION_TABLE`, with the same application id.
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from peewee import PostgresqlDatabase
@@ -114,3 +115,34 @@ def create_version(db: PostgresqlDatabase, application_id: int, version: int) ->
 
 def set_version(db: PostgresqlDatabase, version: int) -> None:
     sql(db, f'UPDATE "{VERSION_TABLE}" SET version = ?', (version,))
+
+
+# ---------------------------------------------------------------------- the writer lease
+LEASE_LOCKS = 0x6374
+"""The first key of a session lease's advisory lock (the second is the session's id)."""
+
+
+def hold_session_lock(url: str, session_id: int) -> Any | None:
+    """A connection of its own holding the session's lease lock, or None when another client
+    holds it. The lock lives as long as the connection: closing it (or the process dying, which
+    the server sees as the connection closing) frees it."""
+    import psycopg
+
+    con = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+    row = con.execute("SELECT pg_try_advisory_lock(%s, %s)", (LEASE_LOCKS, session_id)).fetchone()
+    if row is not None and row[0]:
+        return con
+    con.close()
+    return None
+
+
+def session_lock_held(db: PostgresqlDatabase, session_id: int) -> bool:
+    """Does a live client hold the session's lease lock?"""
+    row = sql(
+        db,
+        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+        "AND classid = ? AND objid = ? AND objsubid = 2)",
+        (LEASE_LOCKS, session_id),
+    ).fetchone()
+    return bool(row and row[0])

@@ -4,11 +4,18 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+import time
+from typing import Any
+
 import psycopg
 import pytest
 from peewee import TextField
 
 from engine.store import Store, StoreError, dialect, schema
+from engine.store.lease import SessionBusy
 from engine.store.models import SessionRow
 from engine.store.postgres import VERSION_TABLE, masked
 from tests.postgres_server import PostgresServer
@@ -130,4 +137,46 @@ def test_an_import_reserves_ids_the_next_insert_does_not_reuse(url: str) -> None
     assert rnd.index == 3 and rnd.id not in {r.id for r, _ in written}
     assert msg.id not in imported
     assert len({m.id for m in store.all_messages(sid)}) == 5  # 2 + 2 imported, 1 opened
+    store.close()
+
+
+def _hold_lease(url: str, session_id: int, ready: Any) -> None:
+    """A writer that takes the session's lease and never lets go (until it is killed)."""
+    store = Store.open(url)
+    store.acquire_lease(session_id, "round")
+    ready.set()
+    time.sleep(600)
+
+
+def test_a_lease_is_one_writer_and_a_dead_holder_is_known_at_once(url: str) -> None:
+    """On PostgreSQL the lease's holder also holds an advisory lock on its own connection: a
+    second writer is refused while it lives, and takes over as soon as it dies — no waiting for
+    its heartbeat to grow old (60 s), even though the holder's row is still there."""
+    store = Store.open(url)
+    sid = store.create_session("/w").id
+    assert sid is not None
+    spawn = multiprocessing.get_context("spawn")
+    ready = spawn.Event()
+    holder = spawn.Process(target=_hold_lease, args=(url, sid, ready))
+    holder.start()
+    assert ready.wait(60)
+    with psycopg.connect(url) as con:  # as if on another machine: its pid tells nothing here
+        con.execute("UPDATE lease_row SET host = 'another-machine'")
+    with pytest.raises(SessionBusy, match=f"pid {holder.pid} on another-machine"):
+        store.acquire_lease(sid, "round")
+    assert store.writer_alive(sid)
+    assert holder.pid is not None
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join(30)
+    started = time.monotonic()
+    lease = store.acquire_lease(sid, "compaction", wait=20)
+    assert time.monotonic() - started < 20
+    assert lease.took_over is not None and lease.took_over.pid == holder.pid
+    other = Store.open(url)
+    with pytest.raises(SessionBusy):
+        other.acquire_lease(sid, "round")
+    lease.release()
+    other.acquire_lease(sid, "round").release()
+    assert not store.writer_alive(sid)
+    other.close()
     store.close()
