@@ -190,6 +190,10 @@ class Settings(BaseModel):
     with the problems instead of sending an invalid one (the test suite turns it on)."""
 
     # --- storage ---
+    record_origin: bool = False
+    """Store with each new session the login name and machine it was made on, so that a
+    team's shared database can tell whose it is (``sessions --user/--machine``). Off: nothing
+    about who or where is stored (storage.md)."""
     db: Path | str | None = None
     """Database file, or a PostgreSQL database's URL (``postgresql://user@host:port/dbname``,
     the password from ``PGPASSWORD`` or ``~/.pgpass``: storage.md); default
@@ -280,6 +284,21 @@ def database_file(settings: Settings, given: Path | str | None = None) -> Path |
     a ``postgresql://`` URL as it is (a str), a file as a Path."""
     target = given or settings.db or DEFAULT_DB
     return str(target) if is_database_url(target) else Path(target)
+
+
+def session_origin(settings: Settings) -> tuple[str, str] | None:
+    """Who and where a new session comes from — login name, host name — when the
+    ``record_origin`` setting asks to store it; None when it does not."""
+    if not settings.record_origin:
+        return None
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name for this uid (a container)
+        user = str(os.getuid())
+    return user, socket.gethostname()
 
 
 def is_database_url(target: object) -> bool:

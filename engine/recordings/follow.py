@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
+from engine.config import Settings, session_origin
 from engine.messages.tokens import count_text
 from engine.models import Session
 from engine.params import strategy_params
@@ -374,6 +374,7 @@ class Follower:
                     agent_id=parsed.agent_id,
                     source=key,
                     params=strategy_params(self.settings, self.settings.strategy),
+                    origin=session_origin(self.settings),
                 )
                 self._stored = []
             whole = not self._stored or common < self._resume_at

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from engine.compaction.ledger import fidelity, fidelity_json
 from engine.compaction.tool_results import ToolResultCompressor
-from engine.config import Settings
+from engine.config import Settings, session_origin
 from engine.messages.tokens import (
     BLOCK_OVERHEAD,
     count_summary,
@@ -155,6 +155,7 @@ def write(
                 agent_id=parsed.agent_id,
                 params=strategy_params(settings, settings.strategy),
                 source=source,
+                origin=session_origin(settings),
             )
         assert session.id is not None
         sid = session.id

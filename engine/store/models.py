@@ -102,6 +102,9 @@ class SessionRow(BaseRow):
     source = TextField(null=True, index=True)
     params = JSONField(null=True)
     """The numbers its strategy plans with (``StrategyParams``); NULL: none stored."""
+    origin_user = TextField(null=True)
+    origin_machine = TextField(null=True)
+    """Who made it, and on which machine (the ``record_origin`` setting); NULL: not stored."""
 
 
 class RoundRow(BaseRow):

@@ -233,6 +233,8 @@ def session_model(r: SessionRow) -> Session:
         agent_id=r.agent_id,
         source=r.source,
         params=params_model(r.params, SessionRow.params),
+        user=r.origin_user,
+        machine=r.origin_machine,
     )
 
 

@@ -21,7 +21,7 @@ from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -220,6 +220,24 @@ def _session_params(db: SqliteDatabase) -> None:
         )
 
 
+def _session_origin(db: Database) -> None:
+    """11 -> 12: a session may record who made it and on which machine (``record_origin``);
+    existing sessions did not."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import SessionRow
+
+    table = SessionRow._meta.table_name
+    present = {c.name for c in db.get_columns(table)}
+    migrate(
+        *[
+            migrator(db).add_column(table, name, getattr(SessionRow, name))
+            for name in ("origin_user", "origin_machine")
+            if name not in present
+        ]
+    )
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -231,6 +249,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     8: _subagents_and_cache_lifetimes,
     9: _watched_sources,
     10: _session_params,
+    11: _session_origin,  # written for both databases
 }
 
 

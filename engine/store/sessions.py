@@ -202,11 +202,13 @@ class SessionStore(StoreAccess):
         agent_id: str | None = None,
         source: str | None = None,
         params: StrategyParams | None = None,
+        origin: tuple[str, str] | None = None,
     ) -> Session:
         """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
         ``source`` names the recording a watched session follows; ``params`` are the numbers
         its strategy plans with (``engine.params.strategy_params``; None stores none, and the
-        session plans with the settings of whichever process opens it)."""
+        session plans with the settings of whichever process opens it); ``origin`` the user
+        and machine it comes from (``engine.config.session_origin``; None: not stored)."""
         now = utcnow()
         row = SessionRow.create(
             title=title,
@@ -220,6 +222,8 @@ class SessionStore(StoreAccess):
             agent_id=agent_id,
             source=source,
             params=_dumped(params),
+            origin_user=origin[0] if origin else None,
+            origin_machine=origin[1] if origin else None,
         )
         return session_model(row)
 

@@ -10,7 +10,7 @@ import pytest
 
 from engine.models import StrategyParams
 from engine.store import Store, StoreError
-from engine.store.schema import APPLICATION_ID
+from engine.store.schema import APPLICATION_ID, SCHEMA_VERSION
 
 SCHEMA_10 = Path(__file__).parents[2] / "data" / "schema10.sql"
 
@@ -36,7 +36,7 @@ def test_a_schema_10_database_gets_each_sessions_default_numbers(tmp_path: Path)
     schema_10_database(path)
 
     store = Store.open(path)
-    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == 11
+    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     layered, mock, switched = (store.get_session(n) for n in (1, 2, 3))
     assert layered.params == StrategyParams(
         context_window=200_000,
