@@ -24,6 +24,17 @@ at a time per database, as SQLite's ``BEGIN IMMEDIATE`` gives, so a read-then-wr
 round's number, "is this file stored already?") sees no other writer between its statements."""
 
 
+NUL_STORED_AS = "\ufffd"
+"""PostgreSQL's text cannot hold the NUL character (SQLite's can): one in a value (a binary
+file's bytes in a tool result) is stored as U+FFFD, the replacement character."""
+
+
+def without_nul(value: Any) -> Any:
+    if isinstance(value, str) and "\0" in value:
+        return value.replace("\0", NUL_STORED_AS)
+    return value
+
+
 def is_postgres(db: Database) -> bool:
     return isinstance(db, PostgresqlDatabase)
 
@@ -58,6 +69,7 @@ def execute_many(db: Database, statement: str, rows: Sequence[Sequence[Any]]) ->
     """One prepared ``statement`` run for each of ``rows``, errors as peewee's."""
     if is_postgres(db):
         statement = for_postgres(statement)
+        rows = [tuple(without_nul(v) for v in row) for row in rows]
     with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
         db.cursor().executemany(statement, rows)  # type: ignore[no-untyped-call]
 

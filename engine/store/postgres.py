@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from peewee import PostgresqlDatabase
 
-from engine.store.dialect import sql
+from engine.store.dialect import sql, without_nul
 from engine.store.errors import StoreError
 
 SCHEMES = ("postgresql://", "postgres://")
@@ -47,6 +47,15 @@ def one_line(exc: BaseException, url: str) -> str:
     return text.replace(password, "***") if password else text
 
 
+class Database(PostgresqlDatabase):
+    """peewee's PostgreSQL database, each text parameter without NUL characters."""
+
+    def execute_sql(self, sql: str, params: Any = None) -> Any:
+        if params:
+            params = tuple(without_nul(p) for p in params)
+        return super().execute_sql(sql, params)  # type: ignore[no-untyped-call]
+
+
 def connect(url: str, *, read_only: bool, busy_timeout: float) -> PostgresqlDatabase:
     """A peewee database for ``url`` (psycopg 3), connected on this thread; a connection
     that fails is one :class:`StoreError` line naming the masked URL."""
@@ -60,7 +69,7 @@ def connect(url: str, *, read_only: bool, busy_timeout: float) -> PostgresqlData
     options = f"-c lock_timeout={int(busy_timeout * 1000)}"
     if read_only:
         options += " -c default_transaction_read_only=on"
-    db = PostgresqlDatabase(
+    db = Database(
         url,
         prefer_psycopg3=True,
         field_types={"FLOAT": "DOUBLE PRECISION"},  # REAL would keep 6 digits

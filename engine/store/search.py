@@ -76,7 +76,7 @@ def index_segment(db: Database, segment_id: int) -> int:
             db,
             PG_INSERT if is_postgres(db) else INSERT,
             (
-                *((body.replace("\0", " "), tsvector(body)) if is_postgres(db) else (body,)),
+                *((body, tsvector(body)) if is_postgres(db) else (body,)),
                 sid,
                 segment_id,
                 mid,

@@ -180,3 +180,20 @@ def test_a_lease_is_one_writer_and_a_dead_holder_is_known_at_once(url: str) -> N
     assert not store.writer_alive(sid)
     other.close()
     store.close()
+
+
+def test_a_nul_character_is_stored_as_the_replacement_character(url: str) -> None:
+    """PostgreSQL's text holds no NUL (its documentation: "The character with the code zero
+    cannot be in a string constant"); a tool result with one is stored, the NUL as U+FFFD,
+    by the statements peewee writes, the plain ones and an import's ``executemany``."""
+    from engine.models import Message, RoundStatus
+
+    store = Store.open(url)
+    sid = store.create_session("/w", "a\x00title").id
+    assert sid is not None
+    store.open_round(sid, Message(role="user", content="live\x00step"))
+    store.finish_round(sid, 1, RoundStatus.FINISHED)
+    store.append_rounds(sid, [([Message(role="user", content="im\x00port")], RoundStatus.FINISHED)])
+    assert store.get_session(sid).title == "a\ufffdtitle"
+    assert [m.content for m in store.all_messages(sid)] == ["live\ufffdstep", "im\ufffdport"]
+    store.close()
