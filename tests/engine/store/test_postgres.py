@@ -197,3 +197,21 @@ def test_a_nul_character_is_stored_as_the_replacement_character(url: str) -> Non
     assert store.get_session(sid).title == "a\ufffdtitle"
     assert [m.content for m in store.all_messages(sid)] == ["live\ufffdstep", "im\ufffdport"]
     store.close()
+
+
+def test_a_write_lock_held_too_long_is_one_line_and_nothing_is_written(url: str) -> None:
+    """Another client holding the database's write lock (here a bare connection) past the busy
+    timeout: the import-sized transaction gives up with one line, having written nothing."""
+    Store.open(url).close()
+    store = Store.open(url, busy_timeout=0.5)
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (dialect.WRITE_LOCK,))
+        started = time.monotonic()
+        with pytest.raises(StoreError) as caught, store.transaction():
+            store.create_session("/w", "never")
+        assert time.monotonic() - started < 10
+    message = str(caught.value)
+    assert "stayed locked for 0.5 s" in message and "nothing was written" in message
+    assert "\n" not in message
+    assert store.list_sessions() == []
+    store.close()
