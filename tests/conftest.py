@@ -14,6 +14,7 @@ def _validate_every_request(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # ---------------------------------------------------------------------- PostgreSQL (storage.md)
 from collections.abc import Iterator  # noqa: E402
+from typing import Any  # noqa: E402
 
 from tests.postgres_server import PostgresServer, binaries  # noqa: E402
 
@@ -23,9 +24,36 @@ PG_MISSING = (
 )
 
 
-def pytest_report_header() -> str:
+def pytest_report_header() -> list[str]:
     found = binaries()
-    return f"postgresql: {found}" if found else PG_MISSING
+    return [f"postgresql: {found}"] if found else []  # its absence is said once, at the end
+
+
+_PG_LEFT_OUT = pytest.StashKey[int]()
+
+
+def _needs_postgres(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    backend = callspec.params.get("backend") if callspec is not None else None
+    return backend == "postgresql" or "postgres_server" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a PostgreSQL server the tests that need one are left out, and said so once at
+    the end (``pytest_terminal_summary``), rather than skipped one line each."""
+    if binaries() is not None:
+        return
+    left_out = [item for item in items if _needs_postgres(item)]
+    if left_out:
+        items[:] = [item for item in items if not _needs_postgres(item)]
+        config.hook.pytest_deselected(items=left_out)
+        config.stash[_PG_LEFT_OUT] = len(left_out)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left_out = config.stash.get(_PG_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(f"{PG_MISSING} ({left_out} tests)", yellow=True)
 
 
 @pytest.fixture(scope="session")

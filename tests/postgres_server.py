@@ -8,6 +8,7 @@ tests are skipped in one line (``tests/conftest.py``).
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import socket
@@ -18,14 +19,13 @@ from pathlib import Path
 PG_BIN_DIRS = tuple(
     Path(p)
     for p in (
-        os.environ.get("CTXSCOPE_PG_BIN", ""),
-        "/usr/lib/postgresql/17/bin",
-        "/usr/lib/postgresql/16/bin",
-        "/usr/lib/postgresql/15/bin",
+        [os.environ["CTXSCOPE_PG_BIN"]]
+        if "CTXSCOPE_PG_BIN" in os.environ
+        else sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
     )
-    if p
 )
-"""Where the server binaries are looked for (``CTXSCOPE_PG_BIN`` first)."""
+"""Where the server binaries are looked for: ``CTXSCOPE_PG_BIN`` alone when it is set (to a
+folder that does not exist: no PostgreSQL), else Debian's folders, the newest first."""
 
 
 def binaries() -> Path | None:
