@@ -14,6 +14,7 @@ columns that we need here); the ``porter unicode61`` tokenizer matches word form
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
 import threading
@@ -76,7 +77,7 @@ def index_segment(db: Database, segment_id: int) -> int:
             db,
             PG_INSERT if is_postgres(db) else INSERT,
             (
-                *((body, tsvector(body)) if is_postgres(db) else (body,)),
+                *((body, *tsvector(body)) if is_postgres(db) else (body,)),
                 sid,
                 segment_id,
                 mid,
@@ -110,16 +111,15 @@ def match_expression(query: str, any_word: bool = False) -> str:
 def search(db: Database, session_id: int, query: str, limit: int) -> list[RecallHit]:
     """The best ``limit`` archived messages of the session for ``query``, best first.
 
-    Every word must match; when that finds nothing, any word may (ranked by bm25 on SQLite,
-    ``ts_rank_cd`` on PostgreSQL).
+    Every word must match; when that finds nothing, any word may (ranked by bm25: FTS5's,
+    or on PostgreSQL the same formula over the same figures).
     """
     for any_word in (False, True):
         if is_postgres(db):
-            wanted = tsquery(query, any_word)
-            if wanted is None:
+            phrases = query_phrases(query)
+            if not phrases:
                 return []
-            found = sql(db, PG_SEARCH, (wanted, session_id, limit)).fetchall()
-            rows = [(*r[:5], fts5_snippet(r[5], query, any_word), r[6]) for r in found]
+            rows = _pg_search(db, session_id, query, phrases, any_word, limit)
         else:
             expression = match_expression(query, any_word)
             if not expression:
@@ -154,13 +154,13 @@ def search(db: Database, session_id: int, query: str, limit: int) -> list[Recall
 # PostgreSQL's: each text is read by SQLite's own FTS5 tokenizer (``porter unicode61``, the
 # one above) in a private in-memory table, and its terms go into the ``tsvector`` with their
 # positions as they are. A query's words are read the same way, so both databases compare
-# the same terms and find the same messages. The snippet is FTS5's too, made from the hit's
-# text. (A position past 16 383, PostgreSQL's last, counts as that one: a phrase that far
+# the same terms and find the same messages; they are ranked by FTS5's bm25, computed here
+# from the same figures, and the snippet is FTS5's too, made from the hit's text. (A position past 16 383, PostgreSQL's last, counts as that one: a phrase that far
 # into one message may match where FTS5 would not.)
 PG_CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (body TEXT NOT NULL, session_id INTEGER NOT NULL, "
     "segment_id INTEGER NOT NULL, message_id INTEGER NOT NULL, round INTEGER, role TEXT, "
-    "tool_name TEXT, words TSVECTOR NOT NULL)",
+    "tool_name TEXT, words TSVECTOR NOT NULL, size INTEGER NOT NULL)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_words ON {TABLE} USING GIN (words)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_session ON {TABLE} (session_id)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_segment ON {TABLE} (segment_id)",
@@ -170,14 +170,15 @@ INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 PG_INSERT = (
-    f"INSERT INTO {TABLE} (body, words, session_id, segment_id, message_id, round, role, "
-    "tool_name) VALUES (?, ?::tsvector, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO {TABLE} (body, words, size, session_id, segment_id, message_id, round, role, "
+    "tool_name) VALUES (?, ?::tsvector, ?, ?, ?, ?, ?, ?, ?)"
 )
-PG_SEARCH = (
-    "SELECT message_id, segment_id, round, role, tool_name, body, -ts_rank_cd(words, q) "
-    f"FROM {TABLE}, CAST(? AS tsquery) AS q WHERE words @@ q AND session_id = ? "
-    "ORDER BY ts_rank_cd(words, q) DESC, message_id LIMIT ?"
+PG_MATCHES = (
+    "SELECT message_id, segment_id, round, role, tool_name, body "
+    f"FROM {TABLE} WHERE words @@ CAST(? AS tsquery) AND session_id = ? ORDER BY message_id"
 )
+BM25_K1, BM25_B = 1.2, 0.75
+"""FTS5's bm25 parameters (its documentation: k1 = 1.2, b = 0.75)."""
 LAST_POSITION = 16383
 _tokenizer = threading.local()
 
@@ -208,25 +209,82 @@ def _lexeme(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsvector(text: str) -> str:
-    """``text``'s FTS5 terms as a ``tsvector`` literal, each at its positions."""
+def tsvector(text: str) -> tuple[str, int]:
+    """``text``'s FTS5 terms as a ``tsvector`` literal, each at its positions; and how many
+    terms it has (bm25's document length)."""
     positions: dict[str, list[int]] = {}
-    for n, term in enumerate(terms(text), start=1):
+    found = terms(text)
+    for n, term in enumerate(found, start=1):
         positions.setdefault(term, []).append(min(n, LAST_POSITION))
-    return " ".join(
+    literal = " ".join(
         f"{_lexeme(t)}:{','.join(map(str, sorted(set(p))))}" for t, p in positions.items()
+    )
+    return literal, len(found)
+
+
+def query_phrases(query: str) -> list[list[str]]:
+    """The user's words, each as the phrase of terms FTS5 reads a quoted word as."""
+    return [p for p in (terms(w) for w in _WORD.findall(query)) if p]
+
+
+def tsquery(phrases: list[list[str]], any_word: bool) -> str:
+    """``phrases`` as a ``tsquery`` literal: all of them required, or any."""
+    return (" | " if any_word else " & ").join(
+        "(" + " <-> ".join(_lexeme(t) for t in p) + ")" for p in phrases
     )
 
 
-def tsquery(query: str, any_word: bool) -> str | None:
-    """The user's words as a ``tsquery`` literal, each a phrase of its terms as FTS5 reads a
-    quoted word; all of them required, or any. None: no word."""
-    phrases = []
-    for word in _WORD.findall(query):
-        parts = terms(word)
-        if parts:
-            phrases.append("(" + " <-> ".join(_lexeme(t) for t in parts) + ")")
-    return (" | " if any_word else " & ").join(phrases) or None
+def _occurrences(phrase: list[str], text_terms: list[str]) -> int:
+    n = len(phrase)
+    return sum(text_terms[i : i + n] == phrase for i in range(len(text_terms) - n + 1))
+
+
+def _pg_search(
+    db: Database,
+    session_id: int,
+    query: str,
+    phrases: list[list[str]],
+    any_word: bool,
+    limit: int,
+) -> list[tuple[Any, ...]]:
+    """The session's best ``limit`` hits, ranked by FTS5's own bm25: the candidates come
+    from the GIN index, the figures bm25 needs from the whole index (rows, their mean length,
+    the rows holding each phrase), each candidate's from its terms."""
+    found = sql(db, PG_MATCHES, (tsquery(phrases, any_word), session_id)).fetchall()
+    if not found:
+        return []
+    rows, total = sql(db, f"SELECT count(*), COALESCE(SUM(size), 0) FROM {TABLE}").fetchone()
+    avgdl = total / rows if rows else 0.0
+    idf = []
+    for phrase in phrases:
+        (hits,) = sql(
+            db,
+            f"SELECT count(*) FROM {TABLE} WHERE words @@ CAST(? AS tsquery)",
+            (tsquery([phrase], False),),
+        ).fetchone()
+        value = math.log((rows - hits + 0.5) / (hits + 0.5))
+        idf.append(value if value > 0 else 1e-6)
+    scored = []
+    for mid, seg, rnd, role, tool, body in found:
+        text_terms = terms(body)
+        tf = [_occurrences(p, text_terms) for p in phrases]
+        if not (any(tf) if any_word else all(tf)):
+            continue  # a phrase the index saw past its last position, not in the text
+        length = len(text_terms)
+        score = 0.0
+        for weight, freq in zip(idf, tf, strict=True):
+            score += (
+                weight
+                * freq
+                * (BM25_K1 + 1)
+                / (freq + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
+            )
+        scored.append((-score, mid, seg, rnd, role, tool, body))
+    scored.sort(key=lambda r: (r[0], r[1]))
+    return [
+        (mid, seg, rnd, role, tool, fts5_snippet(body, query, any_word), score)
+        for score, mid, seg, rnd, role, tool, body in scored[:limit]
+    ]
 
 
 def fts5_snippet(body: str, query: str, any_word: bool) -> str:
