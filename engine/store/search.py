@@ -155,8 +155,9 @@ def search(db: Database, session_id: int, query: str, limit: int) -> list[Recall
 # one above) in a private in-memory table, and its terms go into the ``tsvector`` with their
 # positions as they are. A query's words are read the same way, so both databases compare
 # the same terms and find the same messages; they are ranked by FTS5's bm25, computed here
-# from the same figures, and the snippet is FTS5's too, made from the hit's text. (A position past 16 383, PostgreSQL's last, counts as that one: a phrase that far
-# into one message may match where FTS5 would not.)
+# from the same figures, and the snippet is FTS5's too, made from the hit's text. A term
+# past position 16 383 (PostgreSQL's last) is stored at that one: a phrase that far into one
+# message the index may miss; one it finds wrongly is dropped when its terms are counted.
 PG_CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (body TEXT NOT NULL, session_id INTEGER NOT NULL, "
     "segment_id INTEGER NOT NULL, message_id INTEGER NOT NULL, round INTEGER, role TEXT, "
