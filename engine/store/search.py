@@ -175,12 +175,14 @@ PG_INSERT = (
     "tool_name) VALUES (?, ?::tsvector, ?, ?, ?, ?, ?, ?, ?)"
 )
 PG_MATCHES = (
-    "SELECT message_id, segment_id, round, role, tool_name, body "
+    "SELECT message_id, segment_id, round, role, tool_name, body, words::text, size "
     f"FROM {TABLE} WHERE words @@ CAST(? AS tsquery) AND session_id = ? ORDER BY message_id"
 )
 BM25_K1, BM25_B = 1.2, 0.75
 """FTS5's bm25 parameters (its documentation: k1 = 1.2, b = 0.75)."""
 LAST_POSITION = 16383
+MAX_POSITIONS = 256
+"""PostgreSQL keeps at most this many positions of one term in a ``tsvector``."""
 _tokenizer = threading.local()
 
 
@@ -235,9 +237,24 @@ def tsquery(phrases: list[list[str]], any_word: bool) -> str:
     )
 
 
-def _occurrences(phrase: list[str], text_terms: list[str]) -> int:
-    n = len(phrase)
-    return sum(text_terms[i : i + n] == phrase for i in range(len(text_terms) - n + 1))
+_TSVECTOR_ENTRY = re.compile(r"'((?:[^']|'')*)':([0-9,]+)")
+
+
+def _positions(stored: str) -> dict[str, set[int]]:
+    """A stored ``tsvector``'s terms and their positions (its text form: ``'term':1,5``)."""
+    return {
+        term.replace("''", "'"): {int(p) for p in places.split(",")}
+        for term, places in _TSVECTOR_ENTRY.findall(stored)
+    }
+
+
+def _occurrences(phrase: list[str], positions: dict[str, set[int]]) -> int:
+    """How many times the text holds ``phrase``, its terms one after the other."""
+    rest = [positions.get(t, set()) for t in phrase[1:]]
+    return sum(
+        all(start + k in places for k, places in enumerate(rest, start=1))
+        for start in positions.get(phrase[0], ())
+    )
 
 
 def _pg_search(
@@ -266,12 +283,19 @@ def _pg_search(
         value = math.log((rows - hits + 0.5) / (hits + 0.5))
         idf.append(value if value > 0 else 1e-6)
     scored = []
-    for mid, seg, rnd, role, tool, body in found:
-        text_terms = terms(body)
-        tf = [_occurrences(p, text_terms) for p in phrases]
+    for mid, seg, rnd, role, tool, body, stored, length in found:
+        positions = _positions(stored)
+        wanted = {t for p in phrases for t in p}
+        if length > LAST_POSITION or any(
+            len(positions.get(t, ())) >= MAX_POSITIONS for t in wanted
+        ):
+            # positions the tsvector could not keep: count on the text's own terms
+            positions = {}
+            for n, term in enumerate(terms(body)):
+                positions.setdefault(term, set()).add(n)
+        tf = [_occurrences(p, positions) for p in phrases]
         if not (any(tf) if any_word else all(tf)):
-            continue  # a phrase the index saw past its last position, not in the text
-        length = len(text_terms)
+            continue  # a phrase seen only where positions past the last were merged
         score = 0.0
         for weight, freq in zip(idf, tf, strict=True):
             score += (
