@@ -244,24 +244,7 @@ class StoreAccess:
         try:
             with _opening:
                 store.bind()
-                version = postgres.version(db, schema.APPLICATION_ID)
-                if version is None and read_only:
-                    raise StoreError("it is empty: nothing to read")
-                if version is None:
-                    with dialect.write_transaction(db, schema.DDL_LOCK_TIMEOUT):
-                        if postgres.version(db, schema.APPLICATION_ID) is None:
-                            db.create_tables(TABLES)
-                            search.create(db)
-                            postgres.create_version(
-                                db, schema.APPLICATION_ID, schema.SCHEMA_VERSION
-                            )
-                elif version > schema.SCHEMA_VERSION:
-                    raise StoreError(
-                        f"it was written by a newer ctxscope (schema {version}, this one knows "
-                        f"{schema.SCHEMA_VERSION}); upgrade ctxscope to open it"
-                    )
-                elif version < schema.SCHEMA_VERSION:
-                    schema.migrate(db, version)
+                schema.prepare_postgres(db, read_only)
         except StoreError as exc:
             db.close()
             raise StoreError(f"cannot use {store.where}: {exc}") from None

@@ -350,6 +350,32 @@ def migrate(db: Database, version: int) -> None:
             set_version(db, version)
 
 
+def prepare_postgres(db: Database, read_only: bool) -> None:
+    """A PostgreSQL database made ready (its tables bound to ``db``): created at
+    :data:`SCHEMA_VERSION` when it has no tables, migrated when older; refused when newer,
+    when it holds another program's tables, or when it is empty and only to be read. Creating
+    holds the database's write lock, so two clients starting at once create it once."""
+    from engine.store import search
+    from engine.store.models import TABLES
+
+    version = postgres.version(db, APPLICATION_ID)  # type: ignore[arg-type]
+    if version is None and read_only:
+        raise StoreError("it is empty: nothing to read")
+    if version is None:
+        with dialect.write_transaction(db, DDL_LOCK_TIMEOUT):
+            if postgres.version(db, APPLICATION_ID) is None:  # type: ignore[arg-type]
+                db.create_tables(TABLES)
+                search.create(db)
+                postgres.create_version(db, APPLICATION_ID, SCHEMA_VERSION)  # type: ignore[arg-type]
+    elif version > SCHEMA_VERSION:
+        raise StoreError(
+            f"it was written by a newer ctxscope (schema {version}, this one knows "
+            f"{SCHEMA_VERSION}); upgrade ctxscope to open it"
+        )
+    elif version < SCHEMA_VERSION:
+        migrate(db, version)
+
+
 DDL_LOCK_TIMEOUT = 60.0
 """Seconds creating or migrating a PostgreSQL database waits for another client's writes."""
 
