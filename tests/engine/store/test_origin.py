@@ -14,7 +14,7 @@ import pytest
 from cli.main import main
 from engine.config import Settings, session_origin
 from engine.store import Store, dialect
-from engine.store.schema import SCHEMA_VERSION
+from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 RECORDED = Path(__file__).resolve().parents[2] / "data" / "recorded_session.jsonl"
 
@@ -40,15 +40,16 @@ def test_with_record_origin_the_login_and_host_are_stored(database: Path | str) 
     store.close()
 
 
-def test_a_schema_11_file_gains_the_columns_empty(tmp_path: Path) -> None:
+def test_a_file_from_before_the_columns_gains_them_empty(tmp_path: Path) -> None:
+    before = next(v for v, step in MIGRATIONS.items() if step.__name__ == "_session_origin")
     path = tmp_path / "old.db"
     store = Store.open(path)
     store.create_session("/w", "before")
     store.close()
-    con = sqlite3.connect(path)  # back to schema 11: the two columns did not exist
+    con = sqlite3.connect(path)  # back to the schema before: the two columns did not exist
     con.execute("ALTER TABLE session_row DROP COLUMN origin_user")
     con.execute("ALTER TABLE session_row DROP COLUMN origin_machine")
-    con.execute("PRAGMA user_version = 11")
+    con.execute(f"PRAGMA user_version = {before}")
     con.commit()
     con.close()
     store = Store.open(path)
