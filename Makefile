@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-store check lint docs bench clean
+.PHONY: run test test-store check lint no-databases docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,17 +18,34 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## set up and open the workbench on the current directory
 	$(BIN)/ctxscope $(ARGS)
 
+# The suite runs on every core (pytest-xdist; JOBS=0 runs it in this one process), each worker
+# taking the next test as it frees up (worksteal), so one slow file does not hold the end.
+JOBS ?= auto
+PYTEST_ARGS ?=
+
 test: $(STAMP)  ## set up and run the whole test suite
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(JOBS) --dist worksteal $(PYTEST_ARGS)
 
 test-store: $(STAMP)  ## the store's suite on SQLite and on a PostgreSQL server it starts
 	$(BIN)/pytest -q -rs tests/engine/store
 
-lint: $(STAMP)  ## ruff, formatting, strict types on engine/ and tools/, the import contract
+lint: $(STAMP) no-databases  ## ruff, formatting, strict types on engine/ and tools/, the import contract
 	$(BIN)/ruff check cli engine tools prompts tui tests bench
 	$(BIN)/ruff format --check cli engine tools prompts tui tests bench
 	$(BIN)/mypy cli engine tools
 	$(BIN)/lint-imports
+
+# A database is made by running ctxscope, never a source: one committed by mistake (a 3.9 MB
+# dbg.db once) is refused, with its write-ahead log and journal files.
+DATABASE_FILES := '*.db' '*.sqlite' '*.sqlite3' '*-wal' '*-shm' '*-journal'
+
+no-databases:  ## refuse a database file tracked by git
+	@tracked="$$(git ls-files -- $(DATABASE_FILES))"; \
+	if [ -n "$$tracked" ]; then \
+		printf 'tracked database file: %s\n' $$tracked >&2; \
+		echo "remove it from git (git rm --cached FILE); *.db is in .gitignore" >&2; \
+		exit 1; \
+	fi
 
 check: lint test  ## lint, import contract and tests
 

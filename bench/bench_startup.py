@@ -15,6 +15,9 @@ run on the same (possibly loaded) machine:
   "from source", with ``PYTHONDONTWRITEBYTECODE=1``: a checkout without ``__pycache__``
   compiles every ctxscope module (some 100, 600 KB) at each start while the libraries' bytecode
   comes from the venv — how the earlier figures were taken, in a sandbox that sets it;
+- ``ctxscope --help``, ``ctxscope replay --help`` and an argument error (``ctxscope show
+  abc``), run as the console script runs them, against a fresh interpreter that does nothing
+  (``python -c pass``): they need no engine, no pydantic and no Textual; target ≤ 5×;
 - the workbench, in process (``App.run_test`` at 120×40): time to the first *usable* frame
   (the screen drawn and the input box enabled and focused, so typing works) and to the frame
   that shows the whole session, on a 10 000-message session against an empty one; target for
@@ -24,6 +27,7 @@ Run from the repository root:
 
     python bench/bench_startup.py            # prints a Markdown table
     python bench/bench_startup.py --runs 7
+    python bench/bench_startup.py --help-only   # only the --help / argument-error rows
 """
 
 from __future__ import annotations
@@ -42,6 +46,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BASELINE = "import textual.app, peewee, pydantic, tiktoken"
+
+CONSOLE_SCRIPT = "import sys; from cli.workbench import main; sys.exit(main())"
+"""What the ``ctxscope`` script pip writes runs (its arguments follow ``-c``)."""
+
+HELP_TARGET = 5.0
+"""``--help`` and an argument error: at most this many times ``python -c pass``."""
 
 
 def timed_subprocess(args: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -115,6 +125,36 @@ def cli_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
     return out
 
 
+def help_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
+    """``--help`` and an argument error against ``python -c pass``, both with their bytecode
+    (``PYTHONPYCACHEPREFIX`` in ``tmp``, filled by an untimed run), interleaved."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY",)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache-help")
+    py = sys.executable
+    baseline = [py, "-c", "pass"]
+    commands = (
+        ("`ctxscope --help`", ["--help"], 0),
+        ("`ctxscope replay --help`", ["replay", "--help"], 0),
+        ("`ctxscope show abc` (an argument error)", ["show", "abc"], 2),
+    )
+    out: list[tuple[str, float, float]] = []
+    for label, args, code in commands:
+        command = [py, "-c", CONSOLE_SCRIPT, *args]
+        done = subprocess.run(command, env=env, cwd=tmp, capture_output=True, check=False)
+        assert done.returncode == code, done.stderr  # untimed: fills the bytecode cache
+        base: list[float] = []
+        cmd: list[float] = []
+        for _ in range(runs):
+            base.append(timed_subprocess(baseline, env, tmp))
+            start = time.perf_counter()
+            subprocess.run(command, env=env, cwd=tmp, capture_output=True, check=False)
+            cmd.append(time.perf_counter() - start)
+        out.append((label, statistics.median(cmd), statistics.median(base)))
+    return out
+
+
 async def workbench_times(db: Path, workspace: Path, resume: int | None) -> tuple[float, float]:
     """(first usable frame, session shown) in seconds from the app's start."""
     from textual.widgets import Input
@@ -179,9 +219,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-workbench", action="store_true")
+    parser.add_argument(
+        "--help-only", action="store_true", help="only --help and an argument error"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
+        print(f"median of {args.runs} runs; baseline `python -c pass` in a fresh interpreter\n")
+        print("| measure | time | baseline | ratio | target |")
+        print("|---|---:|---:|---:|---:|")
+        for label, cmd, base in help_figures(args.runs, tmp):
+            print(
+                f"| {label} | {cmd * 1000:.0f} ms | {base * 1000:.0f} ms"
+                f" | {cmd / base:.2f}× | ≤ {HELP_TARGET:g}× |"
+            )
+        print()
+        if args.help_only:
+            return 0
         print(f"median of {args.runs} runs; baseline `{BASELINE}` in a fresh interpreter\n")
         print("| measure | time | baseline | ratio | target |")
         print("|---|---:|---:|---:|---:|")

@@ -21,13 +21,17 @@ from cli.common import (
     get_session,
     make_agent,
     open_store,
+    session_to_change,
     silence_stdout,
 )
 from engine.config import Settings, session_origin, workspace_folder
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.models import RoundStatus, Session
 from engine.params import strategy_params
+from engine.session.workspace import session_workspace, why_no_workspace
 from engine.store import Store
+from engine.terminal_text import json_printable, printable
+from engine.validation import workspace_refusal
 from tools.sandbox import choose
 
 
@@ -41,11 +45,20 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
                 f"session {session.id} uses the {session.strategy} strategy; switch it first "
                 f"with `ctxscope strategy {session.id} {wanted}` (the switch is recorded)"
             )
-        session = _moved(store, session, getattr(args, "workspace", None), args.move_workspace)
+        wanted_workspace = getattr(args, "workspace", None)
+        _check_move(session, wanted_workspace, args.move_workspace)  # before any fork is made
+        session = session_to_change(store, session, args)
+        session = _moved(store, session, wanted_workspace, args.move_workspace)
     else:
         workspace = workspace_folder(getattr(args, "workspace", None))
         if not workspace.is_dir():
             raise CliError(f"workspace {workspace} is not a directory")
+        refused = workspace_refusal(workspace)
+        if refused:
+            raise UsageError(
+                f"{workspace} cannot be a workspace ({refused}): run ctxscope from a project "
+                "folder or give --workspace FOLDER"
+            )
         session = store.create_session(
             workspace=str(workspace),
             title=args.input[:60],
@@ -67,9 +80,11 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     def show_event(event: Event) -> None:
         if args.json:
-            print(event.model_dump_json(), flush=True)
+            print(json_printable(event.model_dump_json()), flush=True)
         elif isinstance(event, ToolStarted):
-            print(f"→ {event.call.name} {json.dumps(event.call.input)}", file=sys.stderr)
+            # The model names the tool (a recording's text can steer it): shown escaped.
+            name = printable(event.call.name, one_line=True)
+            print(f"→ {name} {json.dumps(event.call.input)}", file=sys.stderr)
         elif isinstance(event, ToolFinished):
             print(
                 f"  {event.status}: {event.tokens_full} tokens seen, "
@@ -87,7 +102,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             "retry_waiting",
             "error",
         ):
-            print(f"… {event.model_dump_json()}", file=sys.stderr)
+            print(f"… {json_printable(event.model_dump_json())}", file=sys.stderr)
 
     agent = make_agent(store, session, settings, on_event, lease_wait=args.wait)
     running.append(agent)
@@ -99,24 +114,27 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     sandbox = choose(settings.bash_sandbox)  # where Bash ran (tools.sandbox)
     if args.json:
         print(
-            json.dumps(
-                {
-                    "type": "result",
-                    "session_id": agent.session_id,
-                    "round_index": outcome.round_index,
-                    "status": outcome.status.value,
-                    "answer": outcome.answer,
-                    "steps": outcome.steps,
-                    "error": outcome.error,
-                    "provider": agent.provider.name,
-                    "model": agent.provider.model,
-                    "sandbox": sandbox,
-                },
-                ensure_ascii=False,
+            json_printable(
+                json.dumps(
+                    {
+                        "type": "result",
+                        "session_id": agent.session_id,
+                        "round_index": outcome.round_index,
+                        "status": outcome.status.value,
+                        "answer": outcome.answer,
+                        "steps": outcome.steps,
+                        "error": outcome.error,
+                        "provider": agent.provider.name,
+                        "model": agent.provider.model,
+                        "sandbox": sandbox,
+                        **({"fork": args.fork} if getattr(args, "fork", None) else {}),
+                    },
+                    ensure_ascii=False,
+                )
             )
         )
     else:
-        print(outcome.answer)
+        print(printable(outcome.answer))  # the model's text, from tool output too
         print(
             f"(session {agent.session_id}, round {outcome.round_index}, sandbox: {sandbox})",
             file=sys.stderr,
@@ -126,16 +144,30 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if outcome.status == RoundStatus.FINISHED else EXIT_ERROR
 
 
-def _moved(store: Store, session: Session, wanted: Path | None, move: bool) -> Session:
-    """The session, in ``wanted`` when ``--move-workspace`` asked for it; a different
-    workspace without it is refused (it would silently point the session's files elsewhere)."""
-    if wanted is None or str(wanted) == session.workspace:
-        return session
-    if not move:
+def _check_move(session: Session, wanted: Path | None, move: bool) -> None:
+    """Refused before any fork is made: a session without a workspace it may use (recorded
+    by another agent, or one that names ``/`` or the home folder) given none — a recording
+    never chooses the folder the agent works in (issue 29) — and a different workspace
+    without ``--move-workspace`` (it would silently point the session's files elsewhere)."""
+    if session_workspace(session) is None:
+        if wanted is None:
+            raise UsageError(why_no_workspace(session))
+        return
+    if wanted is not None and str(wanted) != session.workspace and not move:
         raise UsageError(
             f"session {session.id} works in {session.workspace}; --workspace {wanted} would "
             "move it there: add --move-workspace to do so, or leave --workspace out"
         )
+
+
+def _moved(store: Store, session: Session, wanted: Path | None, move: bool) -> Session:
+    """The session, in ``wanted`` when ``--move-workspace`` asked for it, or when it had no
+    workspace it may use (``wanted`` is then its first)."""
+    _check_move(session, wanted, move)
+    if session_workspace(session) is None and wanted is not None:
+        return store.update_session(session.id or 0, workspace=str(wanted))
+    if wanted is None or str(wanted) == session.workspace:
+        return session
     return store.update_session(session.id or 0, workspace=str(wanted))
 
 

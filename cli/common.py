@@ -1,93 +1,40 @@
-"""What every subcommand shares: the one-line error, exit codes, settings and the
-database from the arguments, JSON or text output, and an agent over a session."""
+"""What every subcommand shares: settings and the database from the arguments, JSON or text
+output, and an agent over a session; the one-line error and the exit codes are
+:mod:`cli.arguments`' (the parser's light part), named here too."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from engine.config import Settings, database_file, load_settings, workspace_folder
+from cli.arguments import EXIT_ERROR as EXIT_ERROR  # the light part, shared with the parser
+from cli.arguments import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from cli.arguments import EXIT_USAGE as EXIT_USAGE
+from cli.arguments import CliError as CliError
+from cli.arguments import UsageError as UsageError
+from cli.arguments import silence_stdout as silence_stdout
+from engine.config import Settings, database_file, load_settings
 from engine.events import Event
 from engine.models import Session
 from engine.params import session_settings
+from engine.session.workspace import session_workspace
 from engine.store import SessionNotFound, Store
-from engine.validation import row_id, seconds
-
-EXIT_ERROR = 1
-
-
-EXIT_USAGE = 2
-
-
-EXIT_INTERRUPTED = 130
-
-
-class CliError(Exception):
-    """A problem the user can fix; printed as one line."""
-
-
-class UsageError(CliError):
-    """A bad value the parser could not see (a workspace change not asked for, a missing
-    database for a command that only reads): one line, exit code 2 like argparse's."""
-
-
-def resume_target(text: str) -> int | str:
-    """``--resume``'s value: ``latest`` or a session id."""
-    return "latest" if text == "latest" else row_id(text)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error: what was wrong and where to read the usage, exit 2.
-
-    argparse prints the whole usage block before its error; a long command's usage buries the
-    one line that matters.
-    """
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
-
-
-def checked(check: Callable[[str], Any], *fixed: Any) -> Callable[[str], Any]:
-    """An argparse ``type=`` from an :mod:`engine.validation` check: its ``ValueError`` becomes
-    argparse's one-line error (``argument ID: session id must be …``)."""
-
-    def convert(text: str) -> Any:
-        try:
-            return check(text, *fixed)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    convert.__name__ = check.__name__
-    return convert
-
-
-def add_wait(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--wait",
-        nargs="?",
-        type=checked(seconds),
-        const=math.inf,
-        default=0.0,
-        metavar="SECONDS",
-        help="when another ctxscope writes the session, wait for it (without SECONDS: as "
-        "long as it takes) instead of refusing",
-    )
-
-
-def silence_stdout() -> None:
-    """Point stdout at /dev/null (the Python docs' advice after a ``BrokenPipeError``)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+from engine.terminal_text import json_printable, printable
+from engine.validation import database_path
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
+    named = os.environ.get("CTXSCOPE_DB")
+    if named and "db" not in args:
+        try:
+            database_path(named)  # a URL is refused before it could become a file name
+        except ValueError as exc:
+            raise UsageError(f"CTXSCOPE_DB: {exc}") from None
     overrides: dict[str, Any] = {}
     if getattr(args, "model", None):
         overrides["model"] = args.model
@@ -120,23 +67,57 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
             f"no database at {path} (import a recording or run `ctxscope ask` first; "
             "--db or CTXSCOPE_DB names another file)"
         )
+    if not path.exists():
+        refused = cannot_create(path)
+        if refused:
+            raise UsageError(
+                f"cannot create the database {path}: {refused} (--db or CTXSCOPE_DB names "
+                "another file)"
+            )
     store = Store.open(path, read_only=read_only, busy_timeout=settings.db_busy_timeout)
     if store.read_only and not read_only:
         store.close()
         raise UsageError(f"{path} is read-only ({store.read_only_reason}); this command writes")
     if store.read_only_reason:
         print(
-            f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+            printable(
+                f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+                one_line=True,
+            ),
             file=sys.stderr,
         )
     return store
 
 
+def cannot_create(path: Path) -> str | None:
+    """Why this process cannot create a file at ``path`` (the nearest folder that exists is
+    on a read-only file system, or not writable by it), or None. SQLite says only "unable to
+    open database file"."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return f"{folder} is on a read-only file system"
+    except OSError as exc:
+        return f"{folder} cannot be read ({exc.strerror})"
+    if not os.access(folder, os.W_OK):
+        return f"no permission to write in {folder}"
+    return None
+
+
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    """Print a command's result: ``data`` as JSON with ``--json``, else ``text``.
+
+    Either way through :mod:`engine.terminal_text`: the text holds recorded titles, messages
+    and names, so every control character in it is shown escaped, never sent."""
+    fork = getattr(args, "fork", None)
+    if fork is not None and isinstance(data, dict):
+        data = {**data, "fork": fork}
     if args.json:
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        print(json_printable(json.dumps(data, ensure_ascii=False, indent=2, default=str)))
     else:
-        print(text)
+        print(printable(text))
 
 
 def get_session(store: Store, session_id: int) -> Session:
@@ -144,6 +125,19 @@ def get_session(store: Store, session_id: int) -> Session:
         return store.get_session(session_id)
     except SessionNotFound as exc:
         raise CliError(f"{exc} (see `ctxscope sessions`)") from None
+
+
+def session_to_change(store: Store, session: Session, args: argparse.Namespace) -> Session:
+    """The session a command's change goes to: ``session``, or for a recorded one (imported,
+    watched) a fork of it, said on stderr and in ``--json`` (``fork``), so the recording stays
+    as it was. ``args.forked`` keeps the fork (its id maps) for ids the user gave."""
+    fork = store.fork_to_change(session)
+    args.forked = fork
+    if fork is None:
+        return session
+    print(f"ctxscope: {fork.note}", file=sys.stderr)
+    args.fork = {"session_id": fork.session.id, "of": fork.of, "source": fork.source}
+    return fork.session
 
 
 def make_agent(
@@ -158,7 +152,7 @@ def make_agent(
     from engine.llm.factory import make_provider
     from engine.session import Agent
 
-    workspace = workspace_folder(recorded=session.workspace)
+    workspace = session_workspace(session)  # None: recorded elsewhere, none given yet
     settings = session_settings(settings, session)  # the provider refuses what the window does
     provider = make_provider(settings)
     kwargs: dict[str, Any] = {} if events is None else {"events": events}
@@ -167,4 +161,5 @@ def make_agent(
 
 def stderr_warnings(event: Event) -> None:
     if event.type == "budget_warning":
-        print(f"ctxscope: warning: {getattr(event, 'message', '')}", file=sys.stderr)
+        said = printable(str(getattr(event, "message", "")), one_line=True)
+        print(f"ctxscope: warning: {said}", file=sys.stderr)

@@ -15,6 +15,7 @@ from cli.common import (
     get_session,
     make_agent,
     open_store,
+    session_to_change,
     stderr_warnings,
 )
 from engine.compaction.ledger import fidelity_line
@@ -35,9 +36,10 @@ def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
         if not args.json:
             print(f"… {event.type.replace('_', ' ')}", file=sys.stderr)
 
+    if args.dry_run:  # changes nothing: a recording is looked at, not forked
+        return _dry_run(args, make_agent(store, session, settings, progress, lease_wait=args.wait))
+    session = session_to_change(store, session, args)
     agent = make_agent(store, session, settings, progress, lease_wait=args.wait)
-    if args.dry_run:
-        return _dry_run(args, agent)
     result = agent.compact(focus=args.focus, trigger=Trigger.MANUAL)
     c = result.compaction
     data = {
@@ -127,8 +129,21 @@ def _dry_run(args: argparse.Namespace, agent: Any) -> int:
 def cmd_uncompact(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings)
     session = get_session(store, args.session)
+    compaction = args.compaction
+    done = [
+        c.id
+        for c in store.compactions(args.session)
+        if c.outcome in ("success", "fallback") and c.undone_at is None
+    ]
+    if session.recorded and (not done or (compaction is not None and compaction not in done)):
+        # refused here, before a fork is made for nothing
+        what = "no compaction to undo" if not done else f"no compaction {compaction} to undo"
+        raise CliError(f"session {session.id} has {what} (see `ctxscope show`)")
+    session = session_to_change(store, session, args)
+    if args.forked is not None and compaction is not None:
+        compaction = args.forked.compactions[compaction]  # the fork's copy of it
     agent = make_agent(store, session, settings)
-    undone = agent.uncompact(args.compaction)
+    undone = agent.uncompact(compaction)
     data = {
         "compaction": undone.model_dump(mode="json"),
         "history_messages": len(agent.history.history.messages),
@@ -158,19 +173,22 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_pin(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings)
     session = get_session(store, args.session)
-    agent = make_agent(store, session, settings, stderr_warnings)
-    history = agent.history.history.messages
+    history = store.history(args.session).messages
     target = args.target
     if target.startswith("r") and target[1:].isdigit():
-        ids = [m.id for m in history if m.meta.round == int(target[1:])]
+        ids = [m.id or 0 for m in history if m.meta.round == int(target[1:])]
         what = f"round {target[1:]}"
     elif target.isdigit():
-        ids = [m.id for m in history if m.id == int(target)]
+        ids = [m.id or 0 for m in history if m.id == int(target)]
         what = f"message {target}"
     else:
         raise CliError(f"pin what? {target!r} is neither a message id nor rN (a round)")
     if not ids:
         raise CliError(f"session {session.id} has no {what} in history (see `ctxscope show`)")
+    session = session_to_change(store, session, args)
+    if args.forked is not None:
+        ids = [args.forked.messages[i] for i in ids]  # the fork's copies
+    agent = make_agent(store, session, settings, stderr_warnings)
     changed = agent.pin(ids, pinned=not args.unpin)
     data = {"session_id": session.id, "messages": ids, "pinned": not args.unpin, "changed": changed}
     verb = "unpinned" if args.unpin else "pinned"

@@ -22,12 +22,14 @@ from engine.models import Session
 from engine.params import describe_params
 from engine.prices import price_for
 from engine.recordings.hidden import hidden_prefix
+from engine.recordings.own_agent import OwnAgentView, own_agent_view
 from engine.terminal_text import printable
 
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
     infos = [i for i in store.list_sessions() if _wanted(i.session, args)]
+    costs = {info.session.id: session_cost(store, settings, info.session) for info in infos}
     data = [
         {
             **info.session.model_dump(mode="json"),
@@ -35,17 +37,21 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
             "messages": info.messages,
             "current_tokens": info.current_tokens,
             "compactions": info.compactions,
+            "cost": costs[info.session.id],
         }
         for info in infos
     ]
     rows = [
-        f"{'ID':>4}  {'UPDATED':16}  {'ROUNDS':>6}  {'MSGS':>5}  {'TOKENS':>7}  {'COMP':>4}  TITLE"
+        f"{'ID':>4}  {'UPDATED':16}  {'ROUNDS':>6}  {'MSGS':>5}  {'TOKENS':>7}  {'COMP':>4}  "
+        f"{'COST':>8}  TITLE"
     ]
     for info in infos:
         s = info.session
+        cost = costs[s.id]
         rows.append(
             f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {info.rounds:>6}  {info.messages:>5}  "
-            f"{info.current_tokens:>7}  {info.compactions:>4}  {s.title or '(untitled)'}"
+            f"{info.current_tokens:>7}  {info.compactions:>4}  "
+            f"{'–' if cost is None else f'${cost:,.2f}':>8}  {one_line(s.title) or '(untitled)'}"
         )
     emit(args, data, "\n".join(rows) if infos else "no sessions yet")
     return 0
@@ -60,6 +66,17 @@ def _wanted(session: Session, args: argparse.Namespace) -> bool:
         return False
     folder = PurePath(session.workspace)
     return project is None or project in (session.workspace, folder.name)
+
+
+def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
+    """What a session's model calls cost at list price: the calls an API billed (recorded by
+    the original agent, or ctxscope's own through a provider), never the offline provider's
+    local counts; None without such calls or without a price for the model."""
+    billed = [u for u in store.usages(session.id) if u.source != "local"]
+    if not billed:
+        return None
+    cost = price_for(settings, session.model or settings.model).total_cost(billed)
+    return None if cost is None else round(cost, 6)
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
@@ -106,10 +123,30 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     observations = store.observations(sid) if getattr(args, "observations", False) else []
     if observations:
         data["observations"] = [o.model_dump(mode="json") for o in observations]
+    exchanges = store.exchanges(sid)
+    if exchanges:  # a session recorded by `ctxscope proxy`: its exact requests (docs/proxy.md)
+        from engine.proxy.report import request_lines, request_report
+
+        data["requests"] = request_report(exchanges, settings)
+        if getattr(args, "what_ifs", False):
+            from cli.common import CliError
+            from engine.proxy.whatif import NoConversation, what_if_table
+
+            try:
+                data["what_ifs"] = what_if_table(exchanges, settings)
+            except NoConversation as exc:
+                raise CliError(f"session {sid}: {exc}; nothing to replay") from None
     lines = [
-        f"session {session.id}: {session.title or '(untitled)'}",
-        f"workspace {session.workspace}  provider {session.provider}  model {session.model}"
-        f"  strategy {session.strategy}",
+        f"session {session.id}: {one_line(session.title) or '(untitled)'}",
+        f"workspace {one_line(session.workspace)}"
+        + (
+            ""
+            if session.workspace_given
+            else " (recorded by another agent; not used until "
+            f"given: ask --session {session.id} --workspace FOLDER)"
+        )
+        + f"  provider {one_line(session.provider)}  "
+        f"model {one_line(session.model)}  strategy {one_line(session.strategy)}",
         f"plans with {describe_params(session.params)}",
         f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
         f"{len(history.messages)} messages in history, {len(compactions)} compactions",
@@ -126,9 +163,16 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
             + ("; recorded: made by the original agent" if c.stats.get("recorded") else "")
         )
+    if exchanges:
+        lines.extend(request_lines(data["requests"]))
+    if "what_ifs" in data:
+        from engine.proxy.whatif import what_if_lines
+
+        lines.extend(what_if_lines(data["what_ifs"]))
     for o in observations:
         lines.append(
-            f"\n--- observation {o.tool_use_id} ({o.tool_name}), round {o.round_index} "
+            f"\n--- observation {one_line(o.tool_use_id)} ({one_line(o.tool_name)}), "
+            f"round {o.round_index} "
             f"step {o.step}, {o.tokens_full} tokens ---\n{o.text}"
         )
     if todos:
@@ -162,6 +206,9 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     }
     hidden = hidden_prefix(store, session.id or 0)
     conversation = sum(built.layers[name] for name in LAYERS[3:])
+    own = own_agent_view(store, session, settings)
+    if own is not None:
+        recorded_context(data, own)
     if hidden is not None:
         # An imported session: its first prompt as recorded minus what the transcript shows
         # is what the original agent sent around the conversation (its own L1/L2).
@@ -173,10 +220,13 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             "total": hidden.tokens + conversation,
         }
     width = max(len(n) for n in LAYERS)
-    lines = [f"{name:<{width}}  {built.layers[name]:>8}" for name in LAYERS]
+    shown = {layer["name"]: layer["tokens"] for layer in data["layers"]}
+    lines = [own_line(own)] if own is not None else []
+    lines += [f"{name:<{width}}  {shown[name]:>8}" for name in LAYERS]
     lines.append(
-        f"{'total':<{width}}  {built.total:>8}   (threshold {settings.threshold_tokens:,}"
+        f"{'total':<{width}}  {data['total']:>8}   (threshold {settings.threshold_tokens:,}"
         f" of {settings.context_window:,})"
+        + (f"; a what-if: {own.who} compacts at its own point" if own is not None else "")
     )
     lines.append(
         f"strategy {agent.strategy.name}: {plan.measure.describe()}"
@@ -198,6 +248,60 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
     return 0
+
+
+def one_line(text: str) -> str:
+    """A recorded title or name for one line of text output: newlines shown escaped too (the
+    rest of the text is made printable as a whole by :func:`cli.common.emit`)."""
+    return printable(text, one_line=True)
+
+
+def recorded_context(data: dict[str, Any], own: OwnAgentView) -> None:
+    """``context --json`` of a recorded session: its own agent's figures first (``recorded``:
+    window, auto-compact point, context as its last call reported it); L1 is that agent's own
+    prompt and tools as recorded (the hidden prefix), not ctxscope's system prompt; ctxscope's
+    threshold and request stay as what-ifs."""
+    data["recorded"] = {
+        "agent": own.agent or None,
+        "model": own.model,
+        "context_window": own.context_window,
+        "auto_compact_at": own.compact_at,
+        "context_tokens": own.context_tokens,
+        "context_source": "the agent's last API call as recorded (input + cache + output)",
+        "until_auto_compact": own.until_compact,
+        "compactions": own.compactions,
+        "cost": None if own.cost is None else round(own.cost, 6),
+        "cost_note": own.cost_note,
+    }
+    data["auto_compact_at"] = own.compact_at
+    what_if_layers = [dict(layer) for layer in data["layers"]]
+    for layer in data["layers"]:
+        if layer["name"] == "L1 system":
+            layer["tokens"] = own.hidden_prefix
+            layer["what"] = f"{own.who}'s own prompt and tools (first prompt − transcript)"
+        elif layer["name"] == "L1 tools":
+            layer["tokens"] = 0
+            layer["what"] = "in L1 system: the recording does not tell them apart"
+    data["total"] = sum(layer["tokens"] for layer in data["layers"])
+    data["what_if"] = {
+        "strategy": data["strategy"]["name"],
+        "threshold": data.pop("threshold"),
+        "layers": what_if_layers,
+        "note": "ctxscope's own strategy, had it run this session; `request` is the request "
+        "ctxscope would send (its own system prompt and tools), not the recorded one",
+    }
+
+
+def own_line(own: OwnAgentView) -> str:
+    """The first line of ``context`` for a recorded session: its own agent's figures."""
+    context = "–" if own.context_tokens is None else f"{own.context_tokens:,}"
+    line = (
+        f"recorded by {own.who} ({own.model}): context {context} of {own.context_window:,} "
+        "(its last API call as recorded)"
+    )
+    if own.compact_at is not None:
+        line += f"; auto-compacts at {own.compact_at:,}: {own.until_compact or 0:,} to go"
+    return printable(line, one_line=True)
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:

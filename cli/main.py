@@ -1,5 +1,5 @@
 """The headless command line: ``ctxscope sessions | show | context | compact | import | export |
-ask | strategy | strategies | watch``.
+ask | strategy | strategies | watch | proxy | run``.
 
 Every subcommand but ``export`` (which writes the format asked for) takes ``--json`` and then
 prints one JSON document (``ask --json``: one event per line, then a ``result`` line); the
@@ -21,28 +21,37 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from cli.common import (
+# Only the light part at start: ``--help`` and a bad argument are answered before the engine,
+# pydantic or Textual is imported (tests/cli/test_startup.py, bench/bench_startup.py).
+from cli.arguments import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    STORED,
     CliError,
     Parser,
     UsageError,
     add_wait,
     checked,
+    count,
+    database_path,
+    output_file,
     resume_target,
-    settings_for,
+    row_id,
     silence_stdout,
+    window,
+    workspace,
 )
-from engine.config import Settings, SettingsError, is_database_url
-from engine.store import StoreError
-from engine.validation import count, existing_folder, output_file, row_id
+
+if TYPE_CHECKING:
+    from engine.config import Settings
 
 SESSION_ID = checked(row_id)
 """A session id argument: a whole number within SQLite's range, else argparse's one line."""
 
-Command = Callable[[argparse.Namespace, Settings], int]
+Command = Callable[[argparse.Namespace, "Settings"], int]
 
 EXPORT_FORMATS = ("anthropic-jsonl", "markdown")
 """``export --format``'s choices: :data:`engine.recordings.export.FORMATS`, written out so that
@@ -63,6 +72,9 @@ COMMANDS: dict[str, str] = {
     "strategies": "strategies",
     "replay": "strategies",
     "watch": "watch",
+    "proxy": "proxy",
+    "run": "proxy",
+    "report": "report",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -74,17 +86,11 @@ def command(name: str) -> Command:
     return run
 
 
-def database_argument(text: str) -> Path | str:
-    """``--db``: a file, or a PostgreSQL database's URL (kept as text: a Path would fold
-    its ``//``)."""
-    return text if is_database_url(text) else Path(text)
-
-
 def build_parser() -> argparse.ArgumentParser:
     common = Parser(add_help=False)
     common.add_argument(
         "--db",
-        type=database_argument,
+        type=checked(database_path),
         default=argparse.SUPPRESS,
         help="database file, or postgresql://user@host:port/dbname (env CTXSCOPE_DB)",
     )
@@ -100,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     parser.add_argument(
-        "--workspace", type=checked(existing_folder), help="the agent's working directory"
+        "--workspace", type=checked(workspace), help="the agent's working directory"
     )
     parser.add_argument(
         "--resume",
@@ -129,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--observations",
         action="store_true",
         help="also print each tool result's full text, as the model saw it",
+    )
+    p.add_argument(
+        "--what-ifs",
+        action="store_true",
+        help="a proxied session: its conversation replayed under each strategy (docs/proxy.md)",
     )
     p = sub.add_parser(
         "context", parents=[common, as_json], help="the exact request the next step would send"
@@ -169,12 +180,42 @@ def build_parser() -> argparse.ArgumentParser:
         "Anthropic-messages JSONL, mini-swe-agent / SWE-agent trajectories, or a directory "
         "of them",
     )
-    p.add_argument("file", type=Path, metavar="FILE|DIR")
+    p.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE|DIR",
+        nargs="?",
+        help="without it: every agent's default folders, incremental (docs/cli.md)",
+    )
     p.add_argument(
         "--workspace",
-        type=checked(existing_folder),
+        type=checked(workspace),
         default=argparse.SUPPRESS,
         help="the folder its tools work in (default: the folder the recording names)",
+    )
+    p.add_argument(
+        "--folder",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="without FILE: read this folder too (aider histories; repeatable)",
+    )
+    p.add_argument(
+        "--jobs", type=checked(count), default=None, help="processes parsing (default: every core)"
+    )
+    p.add_argument(
+        "--progress", action="store_true", help="show progress on stderr even off a terminal"
+    )
+    p = sub.add_parser(
+        "report",
+        parents=[common, as_json],
+        help="a report card of every session: usage, cost, compactions and what they kept",
+    )
+    p.add_argument("--since", help="from this date (2026-02-01, 20260201), time or days ago (7d)")
+    p.add_argument(
+        "--by",
+        choices=("project", "day", "agent", "model", "session"),
+        help="figures per project, day, agent, model or session",
     )
     p = sub.add_parser(
         "export",
@@ -210,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--window",
-        type=checked(count, "the window"),
+        type=checked(window),
         metavar="N",
         help="the context window the session plans in, in tokens",
     )
@@ -234,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--window",
-        type=checked(count, "the window"),
+        type=checked(window),
         metavar="N",
         help="replay in a context window of N tokens (default: the configured one)",
     )
@@ -276,10 +317,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--session", type=SESSION_ID, metavar="ID", help="follow a ctxscope session (read-only)"
     )
+    add_proxy_commands(sub, common)
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")
-    p.add_argument("--workspace", type=checked(existing_folder), default=argparse.SUPPRESS)
+    p.add_argument("--workspace", type=checked(workspace), default=argparse.SUPPRESS)
     p.add_argument(
         "--move-workspace",
         action="store_true",
@@ -293,12 +335,79 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+STORE_NOTHING_WHEN_INTERRUPTED = frozenset(
+    {"sessions", "show", "context", "strategies", "recall", "export", "import", "replay"}
+)
+"""Commands an interrupt leaves nothing stored by: they only read, or store in one transaction
+that an interrupt rolls back (``import``), or store nothing (``replay``, which also stops its
+workers first: engine/replay/parallel.py). ``ask`` and ``watch`` end on SIGINT themselves and
+say what they kept."""
+
+
+def interrupted(command: str | None) -> str:
+    """The one line Ctrl+C ends a command with (exit 130, no traceback)."""
+    if STORED:
+        return f"ctxscope: interrupted; kept: {', '.join(STORED)}"
+    if command is None or command in STORE_NOTHING_WHEN_INTERRUPTED:
+        return "ctxscope: interrupted; nothing stored"
+    return "ctxscope: interrupted; what it stored before stays (see `ctxscope sessions`)"
+
+
+def add_proxy_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``proxy`` and ``run`` (docs/proxy.md)."""
+    for name, port, help_text in (
+        ("proxy", 8787, "record every Messages API request an agent sends (docs/proxy.md)"),
+        ("run", 0, "run a command with its Messages API requests recorded through the proxy"),
+    ):
+        p = sub.add_parser(name, parents=[common], help=help_text)
+        p.add_argument(
+            "--port",
+            type=checked(port_number),
+            default=port,
+            help=f"port on 127.0.0.1 (default {port or 'a free one'})",
+        )
+        p.add_argument(
+            "--upstream",
+            default="https://api.anthropic.com",
+            help="the API to forward to (default https://api.anthropic.com)",
+        )
+        p.add_argument("--jsonl", action="store_true", help="print one JSON line per request")
+        if name == "run":
+            p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
+
+
+def port_number(text: str) -> int:
+    """A TCP port: 0 (a free one) to 65535."""
+    value = int(text) if text.isdigit() else -1
+    if not 0 <= value <= 65535:
+        raise ValueError(f"{text} is not a port (0 to 65535)")
+    return value
+
+
 def main(
     argv: Sequence[str] | None = None,
     run_tui: Callable[[argparse.Namespace, Settings], int] | None = None,
 ) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    command_name: str | None = None
+    STORED.clear()
+    try:
+        args = build_parser().parse_args(argv)
+        command_name = args.command
+        return _run(args, run_tui)
+    except KeyboardInterrupt:
+        print(interrupted(command_name), file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(
+    args: argparse.Namespace,
+    run_tui: Callable[[argparse.Namespace, Settings], int] | None,
+) -> int:
+    from cli.common import settings_for  # parsed: now the engine is needed
+    from engine.config import SettingsError
+    from engine.store import StoreError
+    from engine.terminal_text import printable
+
     try:
         settings = settings_for(args)
         if args.command is None:
@@ -307,10 +416,9 @@ def main(
             return run_tui(args, settings)
         return command(args.command)(args, settings)
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
-        print(f"ctxscope: {exc}", file=sys.stderr)
+        # The message may echo a path, an argument or a recorded name: shown escaped.
+        print(f"ctxscope: {printable(str(exc), one_line=True)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, (SettingsError, UsageError)) else EXIT_ERROR
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``| head``): say nothing more, and let no flush at exit fail.
         silence_stdout()

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from cli.arguments import STORED
 from cli.common import (
     emit,
     get_session,
@@ -14,9 +15,16 @@ from cli.common import (
 from engine.config import Settings, workspace_folder
 from engine.recordings.export import export_jsonl, export_markdown
 from engine.recordings.importing import import_parsed, parse_path
+from engine.terminal_text import printable
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    # The whole history (every agent's folders, incremental): cli/history.py.
+    from cli.history import cmd_import_history, history_options_alone
+
+    if args.file is None:
+        return cmd_import_history(args, settings)
+    history_options_alone(args)
     # Everything is parsed and checked before the database is opened: a refusal never
     # creates or touches it.
     parsed = parse_path(args.file)
@@ -25,12 +33,16 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings)
     # Without --workspace a session keeps the folder its agent worked in (its recorded cwd).
     reports = import_parsed(store, parsed, workspace, settings, recorded_cwd=not explicit)
-    data: dict[str, Any] = reports[0].as_json() if len(reports) == 1 else {}
+    ids = [str(r.session.id) for r in reports]
+    STORED.append(f"imported as session{'s' * (len(ids) > 1)} {', '.join(ids)}")
+    # One session: its object; several from one file (an aider history): a list of them.
+    data: Any = reports[0].as_json() if len(reports) == 1 else [r.as_json() for r in reports]
     if args.file.is_dir():
         data = {
             "sessions": [r.as_json() for r in reports],
             "files_skipped": dict(parsed.skipped_files),
             "files_refused": [{"path": str(f), "reason": why} for f, why in parsed.refused],
+            "notes": parsed.notes,
         }
     lines = []
     for r in reports:
@@ -48,6 +60,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         if r.skipped:
             text += "; skipped " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped.items()))
         lines.append(text)
+        lines.extend(f"  not read: {printable(s, one_line=True)}" for s in r.not_read_sentences)
         lines.extend(f"  warning: {w}" for w in r.warnings)
         lines.extend(
             f"  subagent {c.session.agent_id or '(sidechain)'} as session {c.session.id}: "
@@ -60,6 +73,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             + ", ".join(f"{n} {k}" for k, n in sorted(parsed.skipped_files.items()))
         )
     lines.extend(f"refused {f}: {why}" for f, why in parsed.refused)
+    lines.extend(f"skipped {printable(note, one_line=True)}" for note in parsed.notes)
     emit(args, data, "\n".join(lines))
     return 0
 

@@ -13,9 +13,10 @@ from cli.common import (
     emit,
     get_session,
     open_store,
+    session_to_change,
 )
 from engine.compaction.strategies import STRATEGIES, get_strategy
-from engine.config import Settings, workspace_folder
+from engine.config import Settings
 from engine.models import Session, StrategyParams
 from engine.params import (
     ParamsError,
@@ -25,6 +26,7 @@ from engine.params import (
     strategy_params,
     with_params,
 )
+from engine.session.workspace import NO_FOLDER, session_workspace
 from engine.terminal_text import printable
 
 
@@ -77,12 +79,14 @@ def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
         other = next((owner for owner in numbers if owner != name), None)
         if other is not None:
             raise UsageError(f"--set {other}.…: the session's strategy would be {name}")
+        session = session_to_change(store, session, args)
+        assert session.id is not None
         # a round or a compaction in progress runs under the old numbers: one writer at a time
-        with store.acquire_lease(args.session, "strategy switch"):
-            session = get_session(store, args.session)
+        with store.acquire_lease(session.id, "strategy switch"):
+            session = get_session(store, session.id)
             params = _new_params(session, name, settings, numbers.get(name, {}), args.window)
-            session = store.switch_strategy(args.session, name, params)
-    switches = store.strategy_switches(args.session)
+            session = store.switch_strategy(session.id or 0, name, params)
+    switches = store.strategy_switches(session.id or 0)
     data = {
         "session_id": session.id,
         "strategy": session.strategy,
@@ -132,6 +136,8 @@ def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.recordings.own_agent import own_agent_view
+    from engine.replay.as_recorded import as_recorded
     from engine.replay.parallel import default_jobs, replay_strategies
     from engine.replay.runner import in_window
 
@@ -142,12 +148,16 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
             raise CliError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, all")
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
-    workspace = workspace_folder(recorded=session.workspace)
+    # Without a workspace the replay reads no CODE_LAW.md from the folder a recording names.
+    workspace = session_workspace(session) or NO_FOLDER
     settings = session_settings(settings, session)  # then --window and --set change them
+    own = own_agent_view(store, session, settings)
     if args.window is not None:
         if args.window <= 0:
             raise CliError("--window must be a positive number of tokens")
         settings = in_window(settings, args.window)
+    elif own is not None:
+        settings = in_window(settings, own.context_window)  # a recording: its agent's window
     settings = with_numbers(settings, parse_overrides(args.overrides))
     jobs = args.jobs or default_jobs(len(names))
 
@@ -155,9 +165,15 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         if not args.json and (step == total or step % 100 == 0):
             print(f"… {name}: step {step} of {total}", file=sys.stderr)
 
+    # what really happened, first, in the agent's own window
+    recorded = (
+        None if own is None else as_recorded(store, args.session, settings, own.context_window)
+    )
     db, sid = store.url or store.path.resolve(), args.session
     store.close()  # each replay opens the file itself, in this process or a worker
     results = replay_strategies(db, sid, names, settings, workspace, jobs=jobs, on_step=progress)
+    if recorded is not None:
+        results = [recorded, *results]
     rows = [r.row() for r in results]
     data = {
         "session_id": args.session,
@@ -186,7 +202,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     }
     columns = ["strategy", "steps", "compactions", "peak", "total_input", "cache_read",
                "cache_write", "cost"]  # fmt: skip
-    kinds = list(rows[0]["recall_last"]) if rows else []
+    kinds = list(next((r["recall_last"] for r in rows if r["recall_last"]), {}))
     header = columns + [f"recall_{k}" for k in kinds]
 
     def cells(row: dict[str, Any]) -> list[str]:
@@ -203,5 +219,8 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     text = f"replayed in a {settings.context_window:,}-token window\n" + "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in table
     )
+    # A strategy that could not play every recorded step says where and why.
+    stops = [s["said"] for r in rows for s in r.get("stopped", [])]
+    text += "".join(f"\n{said}" for said in stops)
     emit(args, data, f"{text}\ncost: {note}" if note else text)
     return 0

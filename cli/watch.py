@@ -7,8 +7,15 @@ by default ``$CODEX_HOME/sessions`` or ``~/.codex/sessions``). Codex's auto-comp
 ``model_auto_compact_token_limit`` from its ``config.toml`` when set. The session is stored as it is
 read (:class:`engine.recordings.follow.Follower`; the same session on every run). Without
 ``--jsonl`` the workbench opens on it; with ``--jsonl`` one JSON object per update goes to
-stdout. ``--session ID`` follows a session another ctxscope process is running, read-only.
-Ends cleanly on SIGTERM, Ctrl+C and when stdout closes.
+stdout, each with the current state (context, countdown, ``warning``); a ``compaction`` event
+adds the compaction's figures (:func:`update_json`, docs/watch.md). ``--session ID`` follows
+a session another ctxscope process is running, read-only. Ends cleanly on SIGTERM, Ctrl+C and
+when stdout closes.
+
+Never silent: what the follower cannot read (a file with no conversation yet, records of
+kinds this version does not read, a file it cannot open) is a ``notice`` event with the
+import report's words (:attr:`engine.recordings.follow.Follower.notices`), shown by the
+workbench as a notification.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from typing import Any
 from cli.common import CliError, db_path, get_session, open_store, silence_stdout
 from engine.config import Settings
 from engine.params import session_settings
-from engine.recordings.follow import Follower, Update
+from engine.recordings.files import special_file
+from engine.recordings.follow import Figures, Follower, Update
+from engine.terminal_text import printable
 
 EVENTS = ("compaction", "subagent", "warning")
 """An update's ``event``: the first of these it holds, else ``update``."""
@@ -88,7 +97,8 @@ class Target:
     def __init__(self, path: Path | None, settings: Settings) -> None:
         self.fixed = path if path is not None and path.is_file() else None
         if path is not None and self.fixed is None and not path.is_dir():
-            raise CliError(f"cannot watch {path}: no such file or folder")
+            what = special_file(path)
+            raise CliError(f"cannot watch {path}: {what or 'no such file or folder'}")
         self.folders: list[tuple[Path, str]]
         if path is not None and path.is_dir():
             # A project folder, or a Codex sessions folder (or one of its days).
@@ -110,13 +120,20 @@ class Target:
         return self.fixed is None and time.monotonic() - self.checked >= SWITCH_CHECK
 
 
-def update_json(update: Update, path: Path, event: str) -> dict[str, Any]:
-    fig = update.figures
+def notice_json(text: str, path: Path, follower: Follower) -> dict[str, Any]:
+    """A ``notice`` event: what the follower could not read (yet), in the report's words,
+    with the state of the last update (none before the first)."""
+    session = follower.session.id if follower.session else None
+    out = {"event": "notice", "session": session, "path": str(path), "message": text}
+    if follower.figures is not None:
+        out |= state_json(follower.figures)
+    return out
+
+
+def state_json(fig: Figures) -> dict[str, Any]:
+    """The state every ``--jsonl`` line carries: the context as the agent's last usage reports
+    it, the countdown to its own auto-compaction, whether it is past the warning ratio."""
     return {
-        "event": event,
-        "session": update.session_id,
-        "path": str(path),
-        "records": update.records,
         "messages": fig.messages,
         "tool_calls": fig.tool_calls,
         "context_tokens": fig.context_tokens,
@@ -124,16 +141,31 @@ def update_json(update: Update, path: Path, event: str) -> dict[str, Any]:
         "percent": fig.percent,
         "until_compact": fig.until_compact,
         "compact_at": fig.compact_at,
+        "warning": fig.warning,
         "compactions": fig.compactions,
         "last_usage": fig.last_usage,
     }
 
 
+def update_json(update: Update, path: Path, event: str) -> dict[str, Any]:
+    out = {
+        "event": event,
+        "session": update.session_id,
+        "path": str(path),
+        "records": update.records,
+        **state_json(update.figures),
+    }
+    if update.compaction is not None:
+        out["compaction"] = update.compaction
+    return out
+
+
 def follow(
     target: Target, settings: Settings, store: Any, stop: threading.Event
-) -> Generator[tuple[Update, Path, Follower], None, None]:
-    """Each update of the followed file until ``stop`` is set; switches to a newer session.
-    Close it (``contextlib.closing``) before the store: what was read last is stored then."""
+) -> Generator[tuple[Update | str, Path, Follower], None, None]:
+    """Each update of the followed file, and each notice (a string) about what it could not
+    read, until ``stop`` is set; switches to a newer session. Close it
+    (``contextlib.closing``) before the store: what was read last is stored then."""
     follower: Follower | None = None
     limit = codex_compact_limit(settings)
     saved, dirty = 0.0, False
@@ -148,6 +180,8 @@ def follow(
                     follower = Follower(path, settings, store, compact_limit=limit)
             if follower is not None:
                 update = follower.look()
+                for notice in follower.take_notices():
+                    yield notice, follower.path, follower
                 if update is not None:
                     yield update, follower.path, follower
                     dirty = True
@@ -184,7 +218,10 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     _stop_on_signals(stop)
     try:
         with closing(follow(target, settings, store, stop)) as updates:
-            for update, path, _ in updates:
+            for update, path, follower in updates:
+                if isinstance(update, str):
+                    print(json.dumps(notice_json(update, path, follower)), flush=True)
+                    continue
                 event = next((e for e in EVENTS if e in update.events), "update")
                 print(json.dumps(update_json(update, path, event)), flush=True)
     except BrokenPipeError:
@@ -205,7 +242,8 @@ def _workbench(args: argparse.Namespace, settings: Settings, target: Target, sto
     follower = Follower(path, settings, store, compact_limit=codex_compact_limit(settings))
     follower.poll()
     if follower.session is None:
-        raise CliError(f"{path} holds no conversation yet; try again when the agent started")
+        said = "; ".join(follower.take_notices()) or f"{path} holds no conversation yet"
+        raise CliError(f"{printable(said, one_line=True)}; try again when the agent started")
     store.close()
     app = WatchApp(
         follower,
@@ -246,6 +284,7 @@ def _watch_stored(args: argparse.Namespace, settings: Settings, stop: threading.
                     "context_window": window,
                     "percent": round(100 * used / window, 1),
                     "until_compact": max(0, settings.threshold_tokens - used),
+                    "warning": used >= settings.watch_warn_ratio * settings.threshold_tokens,
                     "compactions": compactions,
                 }
                 print(json.dumps(data), flush=True)

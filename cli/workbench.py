@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from cli.common import CliError, db_path
+from cli.arguments import CliError, UsageError
 from cli.main import main as cli_main
-from engine.config import Settings, workspace_folder
-from engine.store import StoreError
 from tools.secrets import HANDOVER_FD_VARIABLE, receive_handed_over
+
+if TYPE_CHECKING:  # the engine is imported once the arguments are parsed (``--help`` needs none)
+    from engine.config import Settings
 
 Resume = int | Literal["latest"] | None
 """What ``--resume`` asks for: nothing, ``"latest"`` or a session id."""
@@ -36,9 +37,20 @@ def parse_resume(value: str | None) -> Resume:
 
 def run_tui(args: argparse.Namespace, settings: Settings) -> int:
     """Open the workbench for ``ctxscope [--workspace W] [--resume [ID]] [--db F]``."""
+    from cli.common import db_path
+    from engine.config import workspace_folder
+    from engine.store import StoreError
+    from engine.validation import workspace_refusal
+
     workspace = workspace_folder(getattr(args, "workspace", None))
     if not workspace.is_dir():
         raise CliError(f"workspace {workspace} is not a directory")
+    refused = workspace_refusal(workspace)
+    if refused:
+        raise UsageError(
+            f"{workspace} cannot be a workspace ({refused}): start ctxscope in a project "
+            "folder or give --workspace FOLDER"
+        )
     from tui.app import CtxscopeApp
 
     resume = parse_resume(getattr(args, "resume", None))

@@ -111,7 +111,7 @@ def default_text(field: FieldInfo) -> str:
     if value is None:
         return "unset"
     if isinstance(value, list):
-        return ", ".join(f"`{v}`" for v in value)
+        return ", ".join(f"`{v}`" for v in value) or "`[]`"
     if isinstance(value, StrategySettings):
         return "[below](#strategies)"
     if isinstance(value, dict):

@@ -25,6 +25,7 @@ from pydantic import (
 
 from engine.settings_sources import SourceError, merged_values
 from engine.strategy_settings import Section, StrategyName, StrategySettings, no_bool_as_number
+from tools.secrets import DEFAULT_SECRET_PATTERNS
 
 ENV_PREFIX = "CTXSCOPE_"
 TOML_NAME = "ctxscope.toml"
@@ -111,6 +112,10 @@ class Settings(BaseModel):
     """Compaction keeps at least this many of the most recent whole rounds (A4/C6: 10)."""
     summary_timeout: float = Field(120.0, gt=0)
     """Seconds the summary call may take before the fallback is used (E2: 120 s)."""
+    summary_model: str | None = None
+    """The model a separate summary call asks (C2: "可配置模型，默认使用当前模型", a configurable
+    model, by default the current one; 004 F-004's ``model``); unset: the session's model.
+    Seed 002's summary is asked of the live conversation, so it stays the session's model."""
     strategy: StrategyName = "layered"
     """The compaction strategy of new sessions; ``layered`` is the seed-000 engine."""
     strategies: StrategySettings = Field(default_factory=StrategySettings)
@@ -156,9 +161,31 @@ class Settings(BaseModel):
     """Where Bash runs (``tools.sandbox``): ``auto`` takes bubblewrap when installed, else
     ``unshare`` where the kernel allows unprivileged namespaces, else ``none`` (the guard
     alone, said in every result); ``none`` turns the sandbox off."""
-    bash_network: bool = True
+    bash_network: bool = False
     """Whether a sandboxed Bash command may use the network (false: an empty network
-    namespace, only a loopback that is down)."""
+    namespace, only a loopback that is down). Without a sandbox the network is always there."""
+    bash_unix_sockets: bool = False
+    """Whether a sandboxed Bash command may create Unix sockets. Off: ``socket(AF_UNIX)`` is
+    refused, since a socket on a read-only mount can still be connected to (the user's D-Bus
+    session, Docker, an SSH agent: ways out of the sandbox); ``socketpair`` still works."""
+    bash_max_processes: int = Field(256, ge=0)
+    """Processes (and threads) one sandboxed Bash call may run at once (``RLIMIT_NPROC``,
+    counted in the sandbox's own user namespace; 0: no limit). The kernel does not apply it
+    to root, nor is it set without a sandbox, where it would count all the user's processes."""
+    bash_max_memory_mb: int = Field(2048, ge=0)
+    """MiB of heap and private writable memory per process of a Bash call (``RLIMIT_DATA``;
+    0: no limit)."""
+    bash_max_address_space_mb: int = Field(0, ge=0)
+    """MiB of address space per process of a Bash call (``RLIMIT_AS``; 0: no limit). Off by
+    default: the JVM and others reserve several GiB they never use."""
+    bash_max_file_mb: int = Field(1024, ge=0)
+    """Largest file, in MiB, a process of a Bash call may write (``RLIMIT_FSIZE``; 0: no
+    limit)."""
+    bash_max_cpu_seconds: int = Field(600, ge=0)
+    """CPU seconds per process of a Bash call (``RLIMIT_CPU``; 0: no limit)."""
+    bash_tmp_mb: int = Field(256, ge=0)
+    """Size in MiB of a sandboxed Bash call's private ``/tmp`` (a tmpfs, so memory; 0: no
+    limit but the machine's)."""
     edit_policy: Policy = "ask"
     """Whether Edit/MultiEdit/Write run: ask the user or allow."""
 
@@ -196,11 +223,12 @@ class Settings(BaseModel):
     about who or where is stored (storage.md)."""
     db: Path | str | None = None
     """Database file, or a PostgreSQL database's URL (``postgresql://user@host:port/dbname``,
-    the password from ``PGPASSWORD`` or ``~/.pgpass``: storage.md); default
-    ``sessions/ctxscope.db`` under the current directory."""
+    the password from ``PGPASSWORD`` or ``~/.pgpass``: storage.md); default one per
+    installation, never the current directory's: a source checkout's ``sessions/ctxscope.db``,
+    else ``$XDG_DATA_HOME/ctxscope/ctxscope.db`` (``~/.local/share/ctxscope/ctxscope.db``)."""
     data_dir: Path | None = None
     """Files written beside the database (seed 004's raw middles, seed 003's execution log),
-    one folder per session; default ``<database folder>/data``."""
+    one folder per database and session inside; default ``<database folder>/data``."""
 
     # --- safety: shared databases, secrets, timeouts (issue 10) ---
     db_busy_timeout: float = Field(30.0, gt=0)
@@ -214,20 +242,15 @@ class Settings(BaseModel):
     start or stop; ``ping`` events do not count) before the attempt fails and is retried: a
     server that only pings would otherwise hold the round forever, since every ping resets
     ``read_timeout``."""
-    secret_env_patterns: list[str] = Field(
-        default_factory=lambda: [
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_AUTH_TOKEN",
-            "ANTHROPIC_BASE_URL",
-            "*_API_KEY",
-            "*_TOKEN",
-            "*SECRET*",
-            "*PASSWORD*",
-            "*_CREDENTIALS",
-        ]
-    )
-    """Environment variables (shell-style name patterns) removed from Bash's environment;
-    their values are also redacted from every tool output."""
+    secret_env_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATTERNS))
+    """Environment variables (shell-style name patterns, case-insensitive) withheld from
+    Bash; their values are also redacted from every tool output (``tools.secrets``)."""
+    secret_env_allow: list[str] = Field(default_factory=list)
+    """Name patterns Bash gets even when ``secret_env_patterns`` or
+    ``secret_env_url_passwords`` would withhold them (e.g. ``["KEYBOARD_*"]``)."""
+    secret_env_url_passwords: bool = True
+    """Withhold from Bash, and redact, any variable whose value is a URL with a password in it
+    (``postgres://user:pw@host/db``), whatever its name."""
 
     # --- watching another agent (issue 19, ``ctxscope watch``) ---
     watch_poll_interval: float = Field(0.2, gt=0, le=10)
@@ -275,15 +298,33 @@ class Settings(BaseModel):
 
 
 # ---------------------------------------------------------------------- paths, in one place
-DEFAULT_DB = Path("sessions") / "ctxscope.db"
-"""The database when neither ``--db`` nor the ``db`` setting names one (current directory)."""
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
+"""The folder ctxscope's packages are in: a source checkout's root (its ``pyproject.toml`` and
+``sessions/`` beside them), or an installation's ``site-packages``."""
+
+
+def default_database() -> Path:
+    """The database when neither ``--db`` nor the ``db`` setting (``CTXSCOPE_DB``) names one:
+    one per installation, never the current directory's. Run from a source checkout (an
+    editable install too): its ``sessions/ctxscope.db``, the design's place. Installed as a
+    package: the user's data folder, ``$XDG_DATA_HOME/ctxscope/ctxscope.db`` (an unset or
+    relative ``XDG_DATA_HOME`` is ``~/.local/share``, as the XDG base directory spec says)."""
+    if (SOURCE_ROOT / "pyproject.toml").is_file() and (SOURCE_ROOT / "sessions").is_dir():
+        return SOURCE_ROOT / "sessions" / "ctxscope.db"
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    data = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return data / "ctxscope" / "ctxscope.db"
 
 
 def database_file(settings: Settings, given: Path | str | None = None) -> Path | str:
-    """The database: ``given`` (``--db``), else the ``db`` setting, else :data:`DEFAULT_DB`;
-    a ``postgresql://`` URL as it is (a str), a file as a Path."""
-    target = given or settings.db or DEFAULT_DB
-    return str(target) if is_database_url(target) else Path(target)
+    """The database: ``given`` (``--db``), else the ``db`` setting, else
+    :func:`default_database`; a ``postgresql://`` URL as it is (a str), a file as a Path."""
+    target = given or settings.db or default_database()
+    if isinstance(target, str):
+        from engine.validation import database_path  # sqlite:///PATH, a URL kept as text
+
+        return database_path(target)
+    return Path(target)
 
 
 def session_origin(settings: Settings) -> tuple[str, str] | None:

@@ -269,6 +269,10 @@ class StrategyParams(BaseModel):
     ``min_messages``; any other strategy's ``[strategies.<name>]`` section."""
 
 
+RECORDED_PROVIDER = "import"
+"""The provider of a recorded session: another agent's calls, imported or watched."""
+
+
 class Session(BaseModel):
     id: int | None = None
     title: str = ""
@@ -288,10 +292,21 @@ class Session(BaseModel):
     machine: str | None = None
     """The machine (host name) it was made on, when ``record_origin`` was on."""
     """For a watched recording: the file and the recording's own session id it follows
-    (``ctxscope watch`` finds the session again by it, so re-watching never duplicates)."""
+    (``ctxscope watch`` finds the session again by it, so re-watching never duplicates); for a
+    fork, what it is a fork of (``fork of #2 at round 6``)."""
     params: StrategyParams | None = None
     """The numbers its strategy plans with; None: none stored, it plans with the settings of
     the process that opens it."""
+    workspace_given: bool = True
+    """False for a session recorded by another agent (imported, watched) until the user gives
+    it a workspace: ``workspace`` is then only the folder the recording names, shown and never
+    used (no tool runs, no file is read there; :mod:`engine.session.workspace`)."""
+
+    @property
+    def recorded(self) -> bool:
+        """A recorded session (imported or watched): another agent's, read-only; a change
+        goes to a fork (``Store.fork_session``)."""
+        return self.provider == RECORDED_PROVIDER
 
 
 class StrategySwitch(BaseModel):

@@ -85,13 +85,10 @@ class Pricing:
         None), or None for a model without a price."""
         if self.settings_price is not None:
             return self.settings_price.usage_cost(usage)
-        found = _listed(self.model) if self.listed else None
-        if found is None:
+        rates = self.rates_at(at, usage.input_side)
+        if rates is None:
             return None
-        _, model = found
-        listed = model.get_prices(at or datetime.now(UTC))
         hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
-        rates = self._rates(listed, usage.input_side)
         return (
             usage.input_tokens * rates[0]
             + (usage.cache_creation_input_tokens - hour) * rates[1]
@@ -99,6 +96,26 @@ class Pricing:
             + usage.cache_read_input_tokens * rates[3]
             + usage.output_tokens * rates[4]
         )
+
+    def rates_at(self, at: datetime | None, sent: int) -> tuple[float, ...] | None:
+        """Dollars per token of uncached input, 5-minute cache write, 1-hour cache write,
+        cache read and output, for a request of ``sent`` input tokens at ``at`` (now if None);
+        None for a model without a price. (A sum of calls on one side of a long-context tier
+        is priced with these as each call would be: a price is linear within a tier.)"""
+        own = self.settings_price
+        if own is not None:
+            per = own.input / 1_000_000
+            return (
+                per,
+                per * own.cache_write_ratio,
+                per * own.cache_write_1h_ratio,
+                per * own.cache_read_ratio,
+                own.output / 1_000_000,
+            )
+        found = _listed(self.model) if self.listed else None
+        if found is None:
+            return None
+        return self._rates(found[1].get_prices(at or datetime.now(UTC)), sent)
 
     def _rates(self, listed: ListPrice, sent: int) -> tuple[float, ...]:
         """Dollars per token of uncached input, 5-minute write, 1-hour write, read and output

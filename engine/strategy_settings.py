@@ -78,6 +78,12 @@ class MockUserSettings(Section):
     1 000 characters, in the running round and in history's last N steps; 0 turns it off."""
     summary_max_tokens: int = Field(4000, gt=0)
     """``max_tokens`` of the summary call (002: ``max_tokens=4000``)."""
+    min_gain_ratio: float = Field(0.05, ge=0, lt=1)
+    """An automatic compaction expected to free less than this share of the trigger (the
+    tokens it replaces as sent, less the mock user turn) is skipped before its summary call,
+    and said. The seed compacts to shrink the request (155K → 70K, 720K → 200K); 5 % of the
+    init trigger is 7 500 tokens, nearly twice the 4 000-token summary its call may write, so
+    a compaction under the floor could free less than the summary costs. 0: no floor."""
 
     def resolved(self) -> tuple[int, int, int]:
         """(context window, trigger tokens, keep recent steps) after the overrides."""

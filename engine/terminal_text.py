@@ -52,3 +52,18 @@ def cut(text: str, width: int, *, one_line: bool = True, ellipsis: str = "…") 
     if width <= len(ellipsis):
         return safe[:width]
     return safe[: width - len(ellipsis)] + ellipsis
+
+
+# What a JSON encoder writing with ``ensure_ascii=False`` leaves raw: it escapes C0 (JSON
+# requires it) but not DEL, C1 or the bidi controls, which a terminal may still obey.
+_JSON_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_printable(encoded: str) -> str:
+    """JSON text (already encoded) with DEL, C1 and the bidi controls written as ``\\uXXXX``.
+
+    The document means the same (JSON allows any character escaped, and these occur only
+    inside strings), but nothing in it reaches a terminal as a command."""
+    if _JSON_RAW.search(encoded) is None:
+        return encoded
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)

@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.models import Usage
+if TYPE_CHECKING:  # imported where used: the command line's argument checks need no pydantic
+    from engine.models import Usage
+
+from engine.terminal_text import printable
 
 
 def loads_line(text: str) -> Any:
@@ -27,6 +31,8 @@ def loads_line(text: str) -> Any:
 
 def usage_from(value: Any) -> Usage:
     """An API usage object (``{"input_tokens": 1200, ...}``); unknown keys are ignored."""
+    from engine.models import Usage
+
     if not isinstance(value, dict):
         raise ValueError(
             f'usage must be an object like {{"input_tokens": 1200}}, got {_short(value)}'
@@ -83,6 +89,41 @@ def count(text: str, what: str = "the value", low: int = 1, high: int = SQLITE_M
     return value
 
 
+MAX_WINDOW = 10_000_000
+"""The largest context window accepted (tokens): above any model's, far below what would make
+a replay plan with absurd numbers."""
+
+
+def window(text: str) -> int:
+    """A context window in tokens (``--window``): 1 to :data:`MAX_WINDOW`."""
+    return count(text, "the window", 1, MAX_WINDOW)
+
+
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def database_path(text: str) -> Path | str:
+    """The database ``--db`` (or ``CTXSCOPE_DB``) names: a SQLite file's path, or
+    ``sqlite:///PATH``, or a PostgreSQL database's URL (``postgresql://user@host:port/dbname``,
+    kept as text: a Path would fold its ``//``). Any other URL is refused rather than taken as a
+    file name; the message names its scheme only, never the rest (it may hold a password)."""
+    url = _URL.match(text)
+    if url is None:
+        return Path(text)
+    scheme = url.group(1).lower()
+    if scheme in ("postgresql", "postgres"):
+        return f"{scheme}://{text[url.end() :]}"
+    if scheme != "sqlite":
+        raise ValueError(
+            f"{printable(scheme, one_line=True)}:// databases are not supported; give a "
+            "SQLite file (a path, or sqlite:///PATH) or a postgresql:// URL"
+        )
+    path = text[url.end() :]
+    if not path.startswith("/") or path == "/":
+        raise ValueError("a sqlite:// URL names a file as sqlite:///PATH (three slashes)")
+    return Path(path[1:])  # SQLAlchemy's form: sqlite:///relative.db, sqlite:////absolute.db
+
+
 def seconds(text: str, what: str = "the value") -> float:
     """A duration: a finite number ≥ 0 (``nan``, ``inf`` and negatives refused)."""
     try:
@@ -111,9 +152,44 @@ def output_file(text: str) -> Path:
 
 
 def existing_folder(text: str) -> Path:
-    """A folder that must exist (a workspace), made absolute."""
+    """A folder that must exist (a workspace), made absolute: a relative one is taken from
+    the current directory (the user typed it, where they stand)."""
     path = Path(text).expanduser()
     if not path.is_dir():
         what = "is not a folder" if path.exists() else "does not exist"
-        raise ValueError(f"{path} {what}")
+        raise ValueError(f"{printable(str(path), one_line=True)} {what}")
     return path.resolve()
+
+
+def workspace_refusal(path: str | Path) -> str | None:
+    """Why ``path`` can never be an agent's workspace, or None when it can.
+
+    Refused: a relative path (a recording's ``../../etc`` would be resolved against wherever
+    the user stands), the root folder (the sandbox would bind the whole machine), and the home
+    folder itself (it holds ``~/.ssh``, ``~/.aws`` and every project). Whether the folder exists
+    is not asked here: a session may name one that is on another machine."""
+    text = str(path)
+    if not text:
+        return "no folder named"
+    if not Path(text).is_absolute():
+        return "a relative path; give an absolute folder"
+    real = Path(text).resolve()
+    if real == Path(real.anchor):
+        return "the root folder would give the agent the whole machine; give a project folder"
+    try:
+        home = Path.home().resolve()
+    except RuntimeError:  # no home folder known
+        return None
+    if real == home:
+        return "the home folder itself holds your keys and settings; give a project folder"
+    return None
+
+
+def workspace(text: str) -> Path:
+    """A folder the user gives as a workspace (``--workspace``): it exists, and
+    :func:`workspace_refusal` does not refuse it."""
+    path = existing_folder(text)
+    refused = workspace_refusal(path)
+    if refused:
+        raise ValueError(f"{printable(str(path), one_line=True)} cannot be a workspace: {refused}")
+    return path

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
+
+import engine.config
+from tests.postgres_server import PostgresServer, binaries
 
 
 @pytest.fixture(autouse=True)
@@ -12,12 +19,16 @@ def _validate_every_request(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTXSCOPE_VALIDATE_REQUESTS", "1")
 
 
+@pytest.fixture(autouse=True)
+def _default_database_in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A command run without ``--db`` in a test uses a database under ``tmp_path``: ctxscope
+    runs as an installed package would (not from this checkout, whose ``sessions/`` would be
+    the default) with its user data folder in ``tmp_path``."""
+    monkeypatch.setattr(engine.config, "SOURCE_ROOT", tmp_path / "site-packages")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
 # ---------------------------------------------------------------------- PostgreSQL (storage.md)
-from collections.abc import Iterator  # noqa: E402
-from typing import Any  # noqa: E402
-
-from tests.postgres_server import PostgresServer, binaries  # noqa: E402
-
 PG_MISSING = (
     "PostgreSQL tests skipped: no server binaries (initdb, pg_ctl) in "
     "/usr/lib/postgresql/*/bin or CTXSCOPE_PG_BIN; install the postgresql package"

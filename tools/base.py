@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from tools.injection import Injections
-from tools.secrets import Redactor
+from tools.secrets import EnvironmentPolicy, Redactor
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
@@ -67,9 +67,27 @@ class ToolSettings(Protocol):
     @property
     def secret_env_patterns(self) -> list[str]: ...
     @property
+    def secret_env_allow(self) -> list[str]: ...
+    @property
+    def secret_env_url_passwords(self) -> bool: ...
+    @property
     def bash_sandbox(self) -> str: ...
     @property
     def bash_network(self) -> bool: ...
+    @property
+    def bash_unix_sockets(self) -> bool: ...
+    @property
+    def bash_max_processes(self) -> int: ...
+    @property
+    def bash_max_memory_mb(self) -> int: ...
+    @property
+    def bash_max_address_space_mb(self) -> int: ...
+    @property
+    def bash_max_file_mb(self) -> int: ...
+    @property
+    def bash_max_cpu_seconds(self) -> int: ...
+    @property
+    def bash_tmp_mb(self) -> int: ...
 
 
 class ToolError(BaseModel):
@@ -175,9 +193,10 @@ class ToolContext:
     """What tools injected into the run in progress (seed 003); None: injection unsupported."""
 
     def redactor(self) -> Redactor:
-        """The secrets of this process' environment (names matching ``secret_env_patterns``)."""
+        """The secrets of this process' environment (what ``secret_env_*`` withholds)."""
         if self.secrets is None:
-            self.secrets = Redactor.from_environment(self.settings.secret_env_patterns)
+            policy = EnvironmentPolicy.from_settings(self.settings)
+            self.secrets = Redactor.from_environment(policy)
         return self.secrets
 
 

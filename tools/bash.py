@@ -12,10 +12,13 @@
   ``ask`` turns SIGINT/SIGTERM into a cancel, which ends the command as above;
 - where the machine allows it, bash runs in a sandbox (``tools.sandbox``: bubblewrap or
   ``unshare``): its own PID namespace and ``/proc``, the file system read-only but the
-  workspace and a private ``/tmp``, the network as ``bash_network`` says; ``data.sandbox``
-  names it (``bwrap``, ``unshare`` or ``none``);
-- the environment is ctxscope's without credentials (``secret_env_patterns``: the API key,
-  ``*_TOKEN``, ``*SECRET*``…), see ``tools.secrets``;
+  workspace and a private ``/tmp``, no capability and a seccomp filter so the mounts cannot
+  be undone, the network as ``bash_network`` says; ``data.sandbox`` names it (``bwrap``,
+  ``unshare`` or ``none``);
+- every call runs under limits (``bash_max_processes``, ``bash_max_memory_mb``,
+  ``bash_max_file_mb``, ``bash_max_cpu_seconds``, ``bash_tmp_mb``: ``tools.sandbox.Limits``);
+- the environment is ctxscope's without credentials (``secret_env_patterns``: names like
+  ``*KEY*``, ``*TOKEN*``, ``*_PAT``, and any URL with a password), see ``tools.secrets``;
 - stdout and stderr are read by two threads, each capped at ``bash_output_cap`` characters
   keeping the head and the tail around a ``[... N chars dropped ...]`` marker.
 
@@ -51,8 +54,9 @@ from tools.bash_guard import below, children_by_parent
 from tools.common import BaseTool, ToolFailure, ToolInput
 from tools.paths import workspace_root
 from tools.permissions import require_permission
-from tools.sandbox import choose, wrap
-from tools.secrets import scrubbed_environment
+from tools.sandbox import Limits, choose, seccomp_pipe, wrap
+from tools.sandbox_init import SECCOMP_SUPPORTED
+from tools.secrets import EnvironmentPolicy
 
 POLL_SECONDS = 0.05
 """How often the wait loop looks at the clock and at ``ctx.cancel``."""
@@ -231,13 +235,24 @@ class BashTool(BaseTool):
         bash = shutil.which("bash")
         if bash is None:
             raise ToolFailure("bash_not_found", "bash is not installed on this machine.")
-        # No credentials in the command's environment (the API key, *_TOKEN, *SECRET*...).
-        env = scrubbed_environment(os.environ, settings.secret_env_patterns)
+        # No credentials in the command's environment (names like *KEY*, *TOKEN*, *_PAT,
+        # values like scheme://user:password@host): tools.secrets.
+        env = EnvironmentPolicy.from_settings(settings).environment(os.environ)
         tag = secrets.token_hex(8)
         env |= {"PAGER": "cat", "GIT_PAGER": "cat", CALL_TAG: tag}
         sandbox = choose(settings.bash_sandbox)  # type: ignore[arg-type]
+        unix_sockets = settings.bash_unix_sockets
+        # The filter is written for x86_64 (tools.sandbox_init): elsewhere bwrap runs without.
+        with_filter = sandbox == "bwrap" and SECCOMP_SUPPORTED
+        seccomp_fd = seccomp_pipe(unix_sockets=unix_sockets) if with_filter else None
         argv = wrap(
-            sandbox, workspace_root(ctx), [bash, "-c", args.command], network=settings.bash_network
+            sandbox,
+            workspace_root(ctx),
+            [bash, "-c", args.command],
+            network=settings.bash_network,
+            limits=Limits.from_settings(settings),
+            unix_sockets=unix_sockets,
+            seccomp_fd=seccomp_fd,
         )
         started = time.monotonic()
         try:
@@ -249,11 +264,15 @@ class BashTool(BaseTool):
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 env=env,
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
                 # only an async-signal-safe prctl and getppid run between fork and exec
                 preexec_fn=_guard_dies_with_parent(os.getpid()),  # noqa: PLW1509
             )
         except OSError as exc:
             raise ToolFailure("spawn_failed", f"Could not start bash: {exc}.") from None
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         assert proc.stdout is not None and proc.stderr is not None
         out = StreamCapture(os.dup(proc.stdout.fileno()), settings.bash_output_cap)
         err = StreamCapture(os.dup(proc.stderr.fileno()), settings.bash_output_cap)

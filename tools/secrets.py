@@ -1,10 +1,20 @@
 """Credentials never reach a tool's output: Bash runs without them, and their values are redacted.
 
-A variable is secret when its name matches one of the ``secret_env_patterns`` (shell-style,
-case-insensitive: ``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``…). Bash gets an environment without
-those variables; whatever still prints one of their values (a file holding the key, a command
-that reads it elsewhere) has it replaced by ``[redacted NAME]`` in every tool result before the
-result is stored or sent. A URL's ``user:password@`` part counts as a secret value too.
+Which variables are withheld is an :class:`EnvironmentPolicy` (the settings
+``secret_env_patterns``, ``secret_env_allow`` and ``secret_env_url_passwords``, in the manner
+of Codex's ``shell_environment_policy``: default excludes, extra excludes, names let through):
+
+- a name matching one of ``secret_env_patterns`` (shell-style, case-insensitive: ``*KEY*``,
+  ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, ``*_PAT``,
+  ``*PRIVATE*``…) is withheld;
+- so is any variable whose value is a URL with a password in it (``postgres://u:pw@h/db``),
+  whatever its name, unless ``secret_env_url_passwords`` is off;
+- a name matching one of ``secret_env_allow`` is kept whatever the two rules above say.
+
+Bash gets an environment without the withheld variables; whatever still prints one of their
+values (a file holding the key, a command that reads it elsewhere) has it replaced by
+``[redacted NAME]`` in every tool result before the result is stored or sent. Of a URL, the
+``user:password`` part is what is redacted.
 """
 
 from __future__ import annotations
@@ -12,12 +22,31 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from tools.base import ToolSettings
 
 MIN_SECRET_CHARS = 6
 """Shorter values are not redacted: replacing "1" or "true" everywhere would wreck output."""
+
+DEFAULT_SECRET_PATTERNS = (
+    "*KEY*",
+    "*SECRET*",
+    "*TOKEN*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*_PAT",
+    "*PRIVATE*",
+    "ANTHROPIC_BASE_URL",
+)
+"""The names withheld by default (``secret_env_patterns``). ``*_PAT`` and not ``*PAT*``, which
+would take ``PATH``; ``ANTHROPIC_BASE_URL`` because a proxy's address may carry a key in its
+path, not only in ``user:password@``."""
 
 
 def is_secret_name(name: str, patterns: Iterable[str]) -> bool:
@@ -25,16 +54,40 @@ def is_secret_name(name: str, patterns: Iterable[str]) -> bool:
     return any(fnmatchcase(upper, pattern.upper()) for pattern in patterns)
 
 
-def scrubbed_environment(env: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
-    """``env`` without the variables whose names match ``patterns``."""
-    patterns = list(patterns)
-    return {k: v for k, v in env.items() if not is_secret_name(k, patterns)}
+@dataclass(frozen=True)
+class EnvironmentPolicy:
+    """Which variables of ctxscope's environment the agent's commands do not get."""
+
+    secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
+    allow_patterns: tuple[str, ...] = ()
+    url_passwords: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: ToolSettings) -> EnvironmentPolicy:
+        return cls(
+            tuple(settings.secret_env_patterns),
+            tuple(settings.secret_env_allow),
+            bool(settings.secret_env_url_passwords),
+        )
+
+    def withheld(self, name: str, value: str) -> bool:
+        if is_secret_name(name, self.allow_patterns):
+            return False
+        if is_secret_name(name, self.secret_patterns):
+            return True
+        return self.url_passwords and bool(url_credentials(value))
+
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` without the withheld variables."""
+        return {k: v for k, v in env.items() if not self.withheld(k, v)}
 
 
 def url_credentials(url: str) -> list[str]:
     """The ``user:password`` (and the password alone) embedded in a URL, if any."""
+    if "://" not in url or "@" not in url:
+        return []
     try:
-        parts = urlsplit(url)
+        parts = urlsplit(url.strip())
     except ValueError:
         return []
     found = []
@@ -70,14 +123,18 @@ class Redactor:
 
     @classmethod
     def from_environment(
-        cls, patterns: Iterable[str], env: Mapping[str, str] | None = None
+        cls,
+        policy: EnvironmentPolicy | Iterable[str],
+        env: Mapping[str, str] | None = None,
     ) -> Redactor:
-        """The secrets of ``env`` (default: this process') whose names match ``patterns``."""
+        """The values of ``env`` (default: this process', credentials handed over at start
+        included) that ``policy`` withholds; a list of name patterns is a policy with them."""
+        if not isinstance(policy, EnvironmentPolicy):
+            policy = EnvironmentPolicy(tuple(policy))
         env = {**os.environ, **_handed_over} if env is None else env
-        patterns = list(patterns)
         secrets: dict[str, str] = {}
         for name, value in env.items():
-            if not is_secret_name(name, patterns) or not value:
+            if not value or not policy.withheld(name, value):
                 continue
             credentials = url_credentials(value)
             if credentials:

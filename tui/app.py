@@ -11,8 +11,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from engine.config import Settings
@@ -25,6 +27,7 @@ from tui.screens.keys_modal import key_label
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_screen import MainScreen
 from tui.session_loader import OpenedSession, Resume, load_grants, open_session
+from tui.text_wrap import display_safe
 
 TEXTUAL_DUPLICATES = frozenset({"Keys", "Maximize", "Minimize"})
 """Textual's own palette entries the main screen replaces with its F1 and F8."""
@@ -114,6 +117,33 @@ class CtxscopeApp(App[int]):
         opened.agent.tool_ctx.always_allowed = grants
         return opened
 
+    async def on_event(self, event: events.Event) -> None:
+        # Before a key or a paste is handed to the focused widget: typing in a pane goes to
+        # the text box, the whole burst in order (MainScreen.steer_typing).
+        if isinstance(event, events.Key | events.Paste) and isinstance(self.screen, MainScreen):
+            self.screen.steer_typing(event)
+        await super().on_event(event)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification of the workbench (a widget's ``notify`` comes here too) as plain
+        text: its message and title may name a recorded title, a file or a tool, so control
+        characters are shown escaped and ``[…]`` is never read as markup (``[@click=…]`` would
+        be an action, ``[link=…]`` a link)."""
+        shown = display_safe(message)
+        heading = display_safe(title, one_line=True)
+        if timeout is None:
+            super().notify(shown, title=heading, severity=severity, markup=False)
+        else:
+            super().notify(shown, title=heading, severity=severity, timeout=timeout, markup=False)
+
     def get_default_screen(self) -> Screen[None]:
         return MainScreen(self.resume)
 
@@ -143,6 +173,7 @@ class CtxscopeApp(App[int]):
                 spec.help,
                 lambda action=spec.action: self.call_later(main.run_action, action),
             )
+        yield from main.strategy_commands()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close_keys_panel":

@@ -14,6 +14,7 @@ from pathlib import Path
 from engine.compaction.ledger import fidelity_line
 from engine.llm.base import OFFLINE_NAME
 from engine.models import Compaction, Summary
+from engine.terminal_text import cut
 
 Clock = Callable[[], datetime]
 """Returns "now"; the app takes one so that tests can freeze what relative times say."""
@@ -90,9 +91,9 @@ def strip_reminders(text: str) -> str:
 
 
 def one_line(text: str, limit: int) -> str:
-    """``text`` collapsed to one line, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
+    """``text`` collapsed to one line, control characters shown escaped, cut to ``limit``
+    characters with an ellipsis (after escaping: never inside an escape sequence)."""
+    return cut(" ".join(text.split()), limit)
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:

@@ -17,6 +17,8 @@ from engine.compaction.policy import Plan
 from engine.context.builder import LAYERS
 from engine.messages.tokens import BudgetCheck
 from engine.models import Compaction, History, Message, ToolCall, Usage, UsageRecord
+from engine.recordings.own_agent import OwnAgentView
+from engine.terminal_text import cut
 
 Severity = Literal["ok", "near", "over"]
 
@@ -49,6 +51,18 @@ LAYER_LABELS: dict[str, str] = {
 """The layers in plain words on the main screen (the L1–L3 names stay in the inspector)."""
 
 SEVERITY_COLOURS: dict[Severity, str] = {"ok": "green", "near": "yellow", "over": "red"}
+
+
+def own_layers(own: OwnAgentView, summaries: int) -> dict[str, int]:
+    """A recorded session's context split as far as the recording tells: its agent's own
+    prompt and tools (the hidden prefix), the summaries, and the rest of the conversation, up
+    to its context as its last call reported it."""
+    total = own.context_tokens or 0
+    layers = dict.fromkeys(LAYERS, 0)
+    layers["L1 system"] = min(own.hidden_prefix, total)
+    layers["L3 summaries"] = min(summaries, total - layers["L1 system"])
+    layers["L3 history"] = total - layers["L1 system"] - layers["L3 summaries"]
+    return layers
 
 
 def severity(total: int, threshold: int) -> Severity:
@@ -94,7 +108,7 @@ def _label(msg: Message, calls: dict[str, ToolCall]) -> str:
             for name in ("file_path", "path", "pattern", "command"):
                 value = call.input.get(name)
                 if isinstance(value, str) and value:
-                    arg = value if len(value) <= 32 else value[:31] + "…"
+                    arg = cut(value, 32)  # a recorded file name: escaped, then cut
                     break
         return f"{msg.meta.tool_name or 'tool'} {arg}".strip() + where
     if msg.role == "user":
@@ -186,6 +200,12 @@ class GaugeState:
     thinking: int = 0
     """Tokens of thinking blocks kept in history (imported sessions): never re-sent, so not
     part of the bar or the total; shown beside the layers."""
+    own: OwnAgentView | None = None
+    """A recorded session's figures through its own agent: then the bar is its context as its
+    last call reported it, the marker its own auto-compact point (``threshold``), and
+    ctxscope's strategy a labelled what-if (``what_if_threshold``)."""
+    what_if_threshold: int = 0
+    """For a recorded session: where ctxscope's own strategy would compact."""
     """The biggest items of L3, heaviest first (each one key away in the history pane)."""
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -28,11 +28,14 @@ from engine.models import (
     TodoItem,
 )
 from engine.params import session_settings, strategy_params
+from engine.recordings.own_agent import own_agent_view
 from engine.session import Agent
+from engine.session.workspace import session_workspace
 from engine.store import Store, StoreError
+from engine.store.forking import Fork
 from tools.base import Asker
 from tui.formatting import compaction_result
-from tui.gauge_state import Decision, GaugeState, heaviest_items, steps_and_marks
+from tui.gauge_state import Decision, GaugeState, heaviest_items, own_layers, steps_and_marks
 from tui.widgets.block_view import Block
 from tui.widgets.chat_view import ChatEntry
 from tui.widgets.history_view import BlockMemo, HistoryLayout, history_blocks
@@ -64,7 +67,9 @@ class OpenedSession:
 
     session: Session
     agent: Agent
-    workspace: Path
+    workspace: Path | None
+    """Where its tools work; None: the session has no workspace it may use yet (recorded by
+    another agent): the screen asks for one, naming the recorded folder."""
     chat: list[ChatEntry]
     view: SessionView
     last_scratch: list[Block]
@@ -72,6 +77,8 @@ class OpenedSession:
     memo: BlockMemo
     """The session's message blocks, reused by every later :func:`measure`."""
     notices: list[str] = field(default_factory=list)
+    fork: Fork | None = None
+    """The fork this session was just made as (a change asked of a recording), or None."""
 
 
 def choose_session(
@@ -113,7 +120,7 @@ def forget_if_empty(store: Store, session_id: int) -> bool:
         session = store.get_session(session_id)
     except StoreError:
         return False
-    if session.title or store.rounds(session_id):
+    if session.recorded or session.title or store.rounds(session_id):
         return False
     store.delete_session(session_id)
     return True
@@ -134,13 +141,17 @@ def open_session(
     assert session.id is not None
     session_id = session.id
     notices: list[str] = []
-    where = Path(session.workspace) if session.workspace else workspace
-    if workspace_explicit and where != workspace and where.is_dir():
+    # A recording never chooses where tools run: None until the user gives a folder.
+    # (The screen asks for one, naming the recorded folder: WorkspaceModal.)
+    where = session_workspace(session)
+    if where is None:
+        notices = []
+    elif workspace_explicit and where != workspace and where.is_dir():
         notices.append(
             f"Session {session_id} works in {where}; it stays there (--workspace {workspace} "
             "applies to new sessions and to --resume without an id)."
         )
-    if not where.is_dir():
+    elif not where.is_dir():
         # Never run tools in a folder the session was not recorded in: the agent keeps the
         # recorded folder, and its tools refuse to run until the session is pointed elsewhere.
         notices.append(
@@ -150,7 +161,11 @@ def open_session(
         )
     settings = session_settings(settings, session)  # the numbers the session plans with
     provider = provider_factory(settings)
-    if (session.provider, session.model) != (provider.name, provider.model):
+    # A recording keeps the provider and model it was recorded with: looking changes nothing.
+    if not session.recorded and (session.provider, session.model) != (
+        provider.name,
+        provider.model,
+    ):
         session = store.update_session(session.id, provider=provider.name, model=provider.model)
     agent = Agent(store, session, settings, provider, where, events=events, ask=ask)
     memo = BlockMemo()
@@ -167,12 +182,12 @@ def open_session(
 
 
 GRANTS_FILE = "always_allowed.json"
-"""Beside the session's other files (``<data dir>/<session id>/``): the kinds of tool call
-answered "always for this session", so that resuming the session later keeps them."""
+"""Beside the session's other files (``<data dir>/<database>/<session id>/``): the kinds of
+tool call answered "always for this session", so that resuming the session later keeps them."""
 
 
 def grants_path(agent: Agent) -> Path:
-    return agent.data_dir / str(agent.session_id) / GRANTS_FILE
+    return agent.session_file(GRANTS_FILE)
 
 
 def load_grants(agent: Agent) -> set[str]:
@@ -325,6 +340,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
     steps, marks = steps_and_marks(usages, compactions)
     last = usages[-1] if usages else None
     layout = layout_for(agent, store, plan=plan)
+    own = own_agent_view(store, agent.session, settings)
     gauge = GaugeState(
         context_window=settings.context_window,
         threshold=settings.threshold_tokens,
@@ -347,6 +363,17 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
             for m in agent.history.history.messages
         ),
     )
+    if own is not None:
+        gauge = replace(
+            gauge,
+            own=own,
+            context_window=own.context_window,
+            threshold=own.compact_at or own.context_window,
+            what_if_threshold=settings.threshold_tokens,
+            layers=own_layers(own, built.layers["L3 summaries"]),
+            layers_source="recorded",
+            warning=None,  # ctxscope's strategy does not run here: its warning is not one
+        )
     blocks = history_blocks(layout, memo)
     done = [c for c in compactions if c.outcome in ("success", "fallback") and not c.undone_at]
     return SessionView(

@@ -2,7 +2,9 @@
 
 ASCII lines (most of a coding session: code, JSON, English) are word-wrapped with plain string
 slicing; other lines are cut by terminal cells with Rich's ``chop_cells`` so wide characters
-(CJK, emoji) never overflow a row. Control characters become ``�`` and tabs four spaces.
+(CJK, emoji) never overflow a row. Tabs become four spaces, and control characters are shown
+escaped (``\\x1b``) by :func:`engine.terminal_text.printable`: every text these views draw may
+come from a recording, and Textual sends what it draws to the terminal as it is.
 
 Some sequences have no agreed width: an emoji variation selector (U+FE0F: ``🏗️`` is measured as
 two cells by Rich and drawn as one by tmux and many terminals), zero-width-joiner sequences,
@@ -16,16 +18,21 @@ from __future__ import annotations
 import re
 
 from rich.cells import cell_len, chop_cells
+from rich.text import Text
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+from engine.terminal_text import printable
+
 _AMBIGUOUS = re.compile(
     "[\ufe0e\ufe0f\u20e3\U0001f3fb-\U0001f3ff]"  # variation selectors, keycap, skin tones
     "|\u200d[^\\s]?"  # a zero-width joiner and the character it joins
 )
 
 
-def display_safe(text: str) -> str:
-    """``text`` without the sequences terminals disagree on the width of (display only)."""
+def display_safe(text: str, *, one_line: bool = False) -> str:
+    """``text`` as the workbench draws it: control characters shown escaped (newlines and
+    tabs too with ``one_line``), without the sequences terminals disagree on the width of
+    (display only)."""
+    text = printable(text, one_line=one_line)
     if text.isascii():
         return text
     return _AMBIGUOUS.sub("", text)
@@ -85,7 +92,7 @@ def wrap_rows(text: str, width: int, max_rows: int | None) -> list[str]:
     rows: list[str] = []
     lines = text.split("\n")
     for number, raw in enumerate(lines):
-        line = _CONTROL.sub("�", display_safe(raw).expandtabs(4))
+        line = display_safe(raw.expandtabs(4))
         # Wrapping past the cap is wasted work (one tool result can be 30 000 characters).
         limit = len(line) if max_rows is None else max_rows - len(rows) + 1
         if not line:
@@ -102,3 +109,10 @@ def wrap_rows(text: str, width: int, max_rows: int | None) -> list[str]:
             rows.append(f"… {hidden} more {more} (Enter: full text)")
             break
     return rows
+
+
+def plain(text: str, *, one_line: bool = False) -> Text:
+    """Outside text for a ``Static``, a ``Label``, a table cell or an option: a Rich ``Text``
+    (which Textual never reads as markup, so ``[@click=…]`` in a title stays text) holding
+    :func:`display_safe`'s form."""
+    return Text(display_safe(text, one_line=one_line))

@@ -20,15 +20,19 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine.recordings.follow import Figures, Follower
+from engine.terminal_text import printable
 from tui.app import CtxscopeApp
+from tui.formatting import short_tokens
 from tui.session_loader import SessionView, chat_entries, measure
 from tui.widgets.chat_view import ChatEntry, ChatView
 
 
-def bar_text(fig: Figures) -> str:
-    """The bar's line: the context against the agent's window and the tokens before its
-    auto-compaction first (with a warning from ``watch_warn_ratio`` on: what a narrow terminal
-    must not cut off), then the agent's last usage."""
+def bar_text(fig: Figures, width: int | None = None) -> str:
+    """The bar's line: the context against the agent's window, the tokens before its
+    auto-compaction and the compactions so far first (with a warning from ``watch_warn_ratio``
+    on: what a narrow terminal must not cut off), then the agent's last usage. Given a
+    ``width``, a line that would not fit is said shorter, the least important part going
+    first: the usage, shortened, then cut, then left out."""
     u = fig.last_usage
     usage = (
         f"last call: in {u.get('input', 0):,} · cache read {u.get('cache_read', 0):,} · "
@@ -37,10 +41,28 @@ def bar_text(fig: Figures) -> str:
         else "no usage recorded yet"
     )
     head = "⚠ auto-compact near · " if fig.warning else "watching · "
-    return (
+    line = (
         f"{head}context {fig.context_tokens:,} / {fig.context_window:,} ({fig.percent}%) · "
         f"until auto-compact {fig.until_compact:,} · compactions {fig.compactions} · {usage}"
     )
+    if width is None or len(line) <= width:
+        return line
+    first = (
+        f"{'⚠ ' if fig.warning else ''}context {fig.context_tokens:,} / {fig.context_window:,}"
+        f" ({fig.percent}%) · until auto-compact {fig.until_compact:,}"
+        f" · compactions {fig.compactions}"
+    )
+    short = (
+        f"in {short_tokens(u.get('input', 0))} · read {short_tokens(u.get('cache_read', 0))} · "
+        f"write {short_tokens(u.get('cache_write', 0))} · out {short_tokens(u.get('output', 0))}"
+        if u
+        else "no usage yet"
+    )
+    for rest in (f" · last call: {short}", f" · {short}"):
+        if len(first + rest) <= width:
+            return first + rest
+    room = width - len(first) - 4  # " · " and "…"
+    return first + f" · {short[:room]}…" if room >= 8 else first
 
 
 class WatchBar(Static):
@@ -51,9 +73,17 @@ class WatchBar(Static):
     WatchBar.-warning { background: $warning 40%; text-style: bold; }
     """
 
+    figures: Figures | None = None
+    """The figures shown (drawn again, to fit, when the terminal's width changes)."""
+
     def show(self, fig: Figures) -> None:
-        self.update(bar_text(fig))
+        self.figures = fig
+        self.update(bar_text(fig, max(20, self.size.width) if self.size.width else None))
         self.set_class(fig.warning, "-warning")
+
+    def on_resize(self) -> None:
+        if self.figures is not None:
+            self.show(self.figures)
 
 
 @dataclass
@@ -77,6 +107,12 @@ class WatchApp(CtxscopeApp):
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, WatchApp.Updated)
+
+    @dataclass
+    class Noticed(Message):
+        """The follower could not read something (yet): said as the import report says it."""
+
+        text: str
 
     def __init__(self, follower: Follower, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -115,6 +151,8 @@ class WatchApp(CtxscopeApp):
             while not worker.is_cancelled:
                 began = time.monotonic()
                 update = self.follower.poll()
+                for text in self.follower.take_notices():
+                    self.post_message(self.Noticed(text))
                 if update is not None:
                     self.records_seen += update.records
                     total = len(self.follower.records)
@@ -123,6 +161,9 @@ class WatchApp(CtxscopeApp):
                 time.sleep(max(0.0, self.settings.watch_poll_interval - (time.monotonic() - began)))
         finally:
             self.store.db.close()
+
+    def on_watch_app_noticed(self, message: WatchApp.Noticed) -> None:
+        self.notify(printable(message.text), title="watch", severity="warning", timeout=10)
 
     def on_watch_app_updated(self, message: WatchApp.Updated) -> None:
         self.updates += 1

@@ -9,7 +9,7 @@ past the compressed form's 2 000-character window still is) the ledger lists, in
 | ``file_changed`` | the path | Edit / MultiEdit / Write / NotebookEdit; Bash (below) |
 | ``command`` | the command's first line (at most 80 characters) | Bash calls |
 | ``error`` | the exception / error line (at most 120 characters) | tool results that failed |
-| ``request`` | the user's words without IDE markup (first 60 characters) | user messages |
+| ``request`` | the user's words, IDE markup out (first 60 characters) | the user's own inputs |
 | ``decision`` | the sentence (at most 100 characters) | final answers that state a choice |
 
 Bash changes: ``sed -i``, ``perl -i``, ``>``/``>>`` redirects, ``tee``, ``mv``/``git mv``
@@ -22,6 +22,11 @@ and edit tools too. A path is kept in one form (:func:`~engine.compaction.call_f
 Windows separators as ``/``, ``./`` folded, relative to the session's working directory when
 under it, so ``C:\\Users\\x\\proj\\!\\X.md`` and ``!/X.md`` are the same file; a summary that
 writes a path with backslashes still names it.
+
+A request is a user message in the user's own words (typed, typed while the agent worked, a
+slash command's arguments): what the harness writes in the user's turn, a background task's
+notice, ``[Request interrupted by user…]``, a reminder, is not one
+(:func:`engine.messages.harness.is_users_own`).
 
 Every key is whitespace-normalised. :func:`ledger_recall` tells, per kind, how many items a
 text (a summary, a request) still names: an item is present when its key occurs in the text,
@@ -42,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine.compaction.call_files import Subject, call_subject, facts_of, path_key
+from engine.messages.harness import is_users_own
 from engine.models import Message, Observation
 
 _MEMO = 16_384
@@ -234,7 +240,8 @@ class LedgerFold:
     def add(self, msg: Message) -> None:
         """Add the items of the next message."""
         if msg.role == "user":
-            self._add("request", request_key(msg.content), msg)
+            if is_users_own(msg):  # not a task's notice, an interruption, a reminder
+                self._add("request", request_key(msg.content), msg)
         elif msg.role == "assistant":
             self._add_calls(msg)
             if msg.meta.final and not msg.meta.interrupted:

@@ -44,6 +44,17 @@ class CheckPoint(StrEnum):
     BEFORE_REQUEST = "before every request"
 
 
+class ResultForm(StrEnum):
+    """The form in which history sends a tool result of an earlier step."""
+
+    COMPRESSED = "compressed"
+    """Seed 000 A3: the per-tool compressed form history stores (Grep's first lines, Bash's
+    summary)."""
+    AS_RETURNED = "as returned"
+    """Seeds 001-003: the result as the tool returned it (the observation the model saw);
+    the seed's own cut, if any, is its projection's."""
+
+
 class Lifecycle(StrEnum):
     """What a new summary does to the active summaries before it."""
 
@@ -110,6 +121,10 @@ class PolicyView:
     """The local count of the request another history would send now (the count
     ``request_tokens`` is): a compaction's figures after, in the trigger's own count; None
     when there is no request to build (a store without a session)."""
+
+    head_messages: int = 1
+    """Seed 004's head, "消息列表开头连续的 ``role: "system"`` 消息": the system messages that
+    lead every request and never leave it (L1, and L2 when there is a CODE_LAW.md)."""
 
     def tokens_of(self, msg: Message) -> int:
         if self.sent_tokens is not None:
@@ -302,6 +317,9 @@ class CompactionPolicy:
     live_summary_prompt: ClassVar[str | None] = None
     """Seed 002: the summary is asked of the live conversation, this text as the (mock) user
     turn after it, instead of a separate summary call; None: a separate call."""
+    tool_results: ClassVar[ResultForm] = ResultForm.COMPRESSED
+    """How history sends earlier steps' tool results: seed 000's compressed form, or as the
+    tools returned them (seeds 001-003 keep no compressed copy)."""
     keeps_recent_rounds: ClassVar[bool] = False
     """Seed 000: the last ``keep_rounds`` rounds are never archived, so when they alone reach
     the threshold no compaction can help, and the warning says that instead."""
@@ -366,4 +384,5 @@ class CompactionPolicy:
             "summary": self.summary.form if self.summary else "none",
             "placement": self.placement.value if self.placement else "none",
             "lifecycle": self.lifecycle.value,
+            "tool_results": self.tool_results.value,
         }

@@ -16,7 +16,7 @@ import concurrent.futures
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.compaction.extractive import extractive_summary, shorten
 from engine.compaction.extractive import time_label as time_label
@@ -40,6 +40,16 @@ def render_messages_for_summary(messages: list[Message]) -> str:
     return render_messages(messages)
 
 
+class TextCall(Protocol):
+    """One plain request: a system prompt, a user text, a timeout; the answer's text
+    (:meth:`engine.llm.base.Provider.ask_text`). ``retries``: the provider's own retries
+    (None: its setting)."""
+
+    def __call__(
+        self, system: str, text: str, timeout: float, *, retries: int | None = None
+    ) -> str: ...
+
+
 class Summariser(Protocol):
     """What SummaryCompressor needs from a provider (see engine.llm.base.Provider)."""
 
@@ -52,7 +62,10 @@ class Summariser(Protocol):
         focus: str | None,
         timeout: float,
         render: Callable[[Sequence[Message]], str] | None = None,
-    ) -> str: ...
+        provider_retries: int | None = None,
+    ) -> str:
+        """``provider_retries`` is given (as 0) only by a spec that retries the call itself."""
+        ...
 
 
 def _not_empty(content: str) -> str | None:
@@ -132,7 +145,7 @@ class SummaryCompressor:
         summariser: Summariser,
         timeout: float,
         sleep: Callable[[float], None] = time.sleep,
-        send: Callable[[str, str, float], str] | None = None,
+        send: TextCall | None = None,
     ) -> None:
         self.summariser = summariser
         self.timeout = timeout
@@ -225,10 +238,14 @@ class SummaryCompressor:
         summarize = self.summariser.summarize
         render = spec.render
 
+        # A spec that retries the call itself (seed 004 F-007: "最多重试 COMPACT_MAX_RETRIES
+        # 次") sends each attempt once: the provider's own retries would multiply its count.
+        options: dict[str, Any] = {"provider_retries": 0} if spec.max_retries else {}
+        if render is not None:
+            options["render"] = render
+
         def framed(timeout: float) -> str:
-            if render is None:
-                return summarize(messages, spec.prompt, focus, timeout)
-            return summarize(messages, spec.prompt, focus, timeout, render=render)
+            return summarize(messages, spec.prompt, focus, timeout, **options)
 
         send = self.send
         if spec.framed or send is None or render is None:
@@ -239,6 +256,8 @@ class SummaryCompressor:
             if focus:
                 text += f"\n\nFocus instructions from the user: {focus}"
             try:
+                if spec.max_retries:
+                    return send(spec.prompt, text, timeout, retries=0)
                 return send(spec.prompt, text, timeout)
             except ProviderError as exc:
                 if exc.kind != "prompt_too_long":

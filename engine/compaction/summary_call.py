@@ -40,10 +40,14 @@ class ProviderSummariser:
         focus: str | None,
         timeout: float,
         render: Callable[[Sequence[Message]], str] | None = None,
+        provider_retries: int | None = None,
     ) -> str:
-        """Summarise ``messages`` with ``prompt`` as the system prompt, within ``timeout`` s.
+        """Summarise ``messages`` with ``prompt`` as the system prompt, within ``timeout`` s,
+        asking ``summary_model`` when it is set.
 
         The deadline covers every call, chunks included; past it :class:`TimeoutError`.
+        ``provider_retries``: the provider's own retries of each call (None: its setting; 0
+        when the strategy retries the summary itself, seed 004 F-007).
         """
         deadline = time.monotonic() + timeout
         ratio, per_token = self.settings.threshold_ratio, self.settings.input_chars_per_token
@@ -54,7 +58,13 @@ class ProviderSummariser:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError("summary call timed out")
-            return self.provider.ask_text(prompt, text, remaining)
+            return self.provider.ask_text(
+                prompt,
+                text,
+                remaining,
+                model=self.settings.summary_model,
+                retries=provider_retries,
+            )
 
         return summarize_in_chunks(
             messages, ask, max_chars=max_chars, focus=focus, render=render or render_for_summary

@@ -201,7 +201,7 @@ class ContextBuilder:
 
     def __init__(
         self,
-        workspace: Path,
+        workspace: Path | None,
         settings: Settings,
         tools: list[dict[str, Any]],
         system_prompt: str = SYSTEM_PROMPT,
@@ -209,6 +209,7 @@ class ContextBuilder:
         cache_conversation: bool = False,
     ) -> None:
         self.workspace = workspace
+        """Where ``CODE_LAW.md`` is read from; None: nowhere (a session without a workspace)."""
         self.settings = settings
         self.tools = tools
         self.system_prompt = system_prompt
@@ -387,6 +388,8 @@ class ContextBuilder:
 
     def _read_code_law(self, warnings: list[str]) -> tuple[Path | None, str]:
         # Re-read at every build (seed C5): the user may edit the rules mid-session.
+        if self.workspace is None:
+            return None, ""
         path = find_code_law(self.workspace)
         if path is None:
             return None, ""

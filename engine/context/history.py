@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.compaction.ledger import measure_fidelity
 from engine.compaction.placement import summary_tokens
-from engine.compaction.policy import CompactionPolicy, PolicyView, before_last_rounds
+from engine.compaction.policy import CompactionPolicy, PolicyView, ResultForm, before_last_rounds
 from engine.compaction.strategies.layered import keep_zone_tokens
 from engine.compaction.summary import SummaryCompressor, SummaryOutcome
 from engine.config import Settings
@@ -26,6 +26,7 @@ from engine.context.compaction_records import (
     request_count_after,
 )
 from engine.context.raw_middle import write_raw_middle
+from engine.context.session_files import session_folder
 from engine.events import (
     CompactionFailed,
     CompactionFinished,
@@ -59,6 +60,10 @@ __all__ = [  # the records of a compaction live next door; their users find them
 
 INTERRUPTED_RESULT = "Interrupted by the user before this tool returned a result."
 
+LOOKUP_BATCH = 500
+"""Tool messages whose observations are asked for in one query (SQLite bounds the number of
+values an ``IN (...)`` may hold)."""
+
 
 class HistoryManager:
     """Reads and writes one session's history through the store."""
@@ -76,10 +81,19 @@ class HistoryManager:
         self.settings = settings
         self.events = events
         self.data_dir = data_dir
-        """Where seed 004's raw middles go (one folder per session); None: not written."""
+        """The data folder: seed 004's raw middles go to the session's folder in it
+        (:func:`engine.context.session_files.session_folder`); None: not written."""
         self._segments: dict[int, list[Message]] = {}
         """Archived segments' messages by segment id, loaded once (they never change)."""
         self._pinned: frozenset[int] = frozenset()
+        self._returned: dict[int, tuple[str, int] | None] = {}
+        """Tool results as the tools returned them, by tool message id, with their token
+        count (None: no observation was recorded, the stored content is all there is); a tool
+        message's result never changes, so this outlives reloads."""
+        self._copies: dict[int, Message] = {}
+        """The tool messages of the loaded history in that form (rebuilt after a reload)."""
+        self._as_returned: tuple[History, int, History] | None = None
+        """The last history sent as returned: (stored history, its length, the copy)."""
         self._history = self._load()
 
     def _load(self) -> History:
@@ -97,6 +111,7 @@ class HistoryManager:
         return history
 
     def reload(self) -> History:
+        self._copies.clear()
         self._history = self._load()
         return self._history
 
@@ -104,6 +119,66 @@ class HistoryManager:
     def history(self) -> History:
         """L3 as stored now (summaries, then the messages of rounds not archived)."""
         return self._history
+
+    def sent_form(self, policy: CompactionPolicy) -> History:
+        """L3 with each tool result in the form ``policy``'s seed keeps in history.
+
+        Seed 000 keeps the A3-compressed form, which is what is stored; seeds 001-003 keep the
+        result as the tool returned it (:attr:`ResultForm.AS_RETURNED`): each tool message is
+        then a copy (same id, round and step) holding its observation's text, the one the model
+        saw. A strategy's own cut (seed 002's first and last 1 000 characters) is its
+        projection's, made afterwards."""
+        hist = self._history
+        if policy.tool_results is not ResultForm.AS_RETURNED:
+            return hist
+        known = self._as_returned
+        if known is not None and known[0] is hist and known[1] == len(hist.messages):
+            return known[2]
+        messages = self.returned_form(hist.messages)
+        sent = History(summaries=hist.summaries, messages=messages)
+        self._as_returned = (hist, len(hist.messages), sent)
+        return sent
+
+    def returned_form(self, messages: list[Message]) -> list[Message]:
+        """``messages`` with each tool result as the tool returned it (see :meth:`sent_form`)."""
+        self._load_returned(messages)
+        return [self._copy(m) for m in messages]
+
+    def _copy(self, msg: Message) -> Message:
+        if msg.role != "tool" or msg.id is None:
+            return msg
+        returned = self._returned.get(msg.id)
+        if returned is None:
+            return msg
+        copy = self._copies.get(msg.id)
+        if copy is None or copy.pinned != msg.pinned:
+            text, tokens = returned
+            copy = msg.model_copy(update={"content": text, "tokens": tokens})
+            self._copies[msg.id] = copy
+        return copy
+
+    def _load_returned(self, messages: list[Message]) -> None:
+        missing = [
+            m.id
+            for m in messages
+            if m.role == "tool" and m.id is not None and m.id not in self._returned
+        ]
+        if not missing:
+            return
+        by_id = {m.id: m for m in messages if m.id is not None}
+        found: dict[int, str] = {}
+        for start in range(0, len(missing), LOOKUP_BATCH):
+            for obs in self.store.observations_for_messages(missing[start : start + LOOKUP_BATCH]):
+                if obs.message_id is not None:
+                    found[obs.message_id] = obs.text
+        for mid in missing:
+            text = found.get(mid)
+            stored = by_id[mid]
+            if text is None or text == stored.content:
+                self._returned[mid] = None
+                continue
+            counted = stored.model_copy(update={"content": text, "tokens": None})
+            self._returned[mid] = (text, ensure_counted(counted))
 
     def tokens(self) -> int:
         """Tokens of L3 as stored: summaries plus history messages (cached counts)."""
@@ -234,8 +309,12 @@ class HistoryManager:
         (:meth:`~CompactionPolicy.refuses_summary`) is skipped too, said and never stored.
         """
         began = time.monotonic()
-        history = self._history
-        view = view or PolicyView(history=history, pinned=self.pinned_ids)
+        # History as this strategy sends it: what it cuts and summarises, and what the
+        # request figures count (seeds 001-003: tool results as the tools returned them, not
+        # seed 000's A3 form). The record's tokens_before / tokens_after stay L3 as stored, the
+        # history pane's figures, for every strategy.
+        view = view or PolicyView(history=self.sent_form(policy), pinned=self.pinned_ids)
+        history = view.history
         before = self.tokens()
         base = Compaction(
             session_id=self.session_id,
@@ -266,7 +345,15 @@ class HistoryManager:
         summarised = earlier + segment
         # An earlier summary stands for archived messages the store still holds: the
         # extractive form is written from those, so re-compacting loses nothing it held.
-        raw = self._archived_messages() + segment if earlier else None
+        # The facts of an extractive summary (and the fidelity figures) are read from the
+        # messages as stored: a tool result's A3 form names its error line, its files.
+        by_id = {m.id: m for m in self._history.messages}
+        stored = [by_id.get(m.id, m) for m in segment]
+        raw = None
+        if earlier:
+            raw = self._archived_messages() + stored
+        elif policy.tool_results is ResultForm.AS_RETURNED:
+            raw = stored
         self.events(CompactionProgress(stage="summarizing", done=0, total=len(summarised)))
         summary: Summary | None = None
         outcome: SummaryOutcome | None = None
@@ -305,7 +392,8 @@ class HistoryManager:
         gone = {m.id for m in segment}
         kept = [m for m in history.messages if m.id not in gone]
         carried = sum(s.tokens or 0 for s in history.summaries if s.id not in retired)
-        kept_tokens = carried + sum(m.tokens or 0 for m in kept)
+        as_stored = {m.id: m.tokens or 0 for m in self._history.messages}
+        kept_tokens = carried + sum(as_stored.get(m.id, m.tokens or 0) for m in kept)
         after = kept_tokens + (summary.tokens or 0 if summary else 0)
         request_after = request_count_after(view, history, retired, kept)
         original = view.request_tokens if request_after is not None else before
@@ -320,8 +408,9 @@ class HistoryManager:
             "originalTokenCount": original,
             "compactedTokenCount": compacted,
             "compactionRatio": round(compacted / original, 4) if original else 1.0,
-            "compactedMessageCount": len(segment),
-            "retainedMessageCount": len(kept),
+            # The middle holds the earlier summary it re-compacts; "Head + Tail" are kept.
+            "compactedMessageCount": len(summarised),
+            "retainedMessageCount": view.head_messages + len(kept),
         }
         if outcome is not None and outcome.warning:
             stats["summary_warning"] = outcome.warning
@@ -339,7 +428,7 @@ class HistoryManager:
                 "placement": summary.placement if summary else None,
                 "stats": stats,
                 "fidelity": measure_fidelity(
-                    self.store, segment, summary.content if summary else None
+                    self.store, stored, summary.content if summary else None
                 ),
             }
         )
@@ -369,7 +458,9 @@ class HistoryManager:
             original = stats["originalTokenCount"]
             stats["compactedTokenCount"] = compacted
             stats["compactionRatio"] = round(compacted / original, 4) if original else 1.0
-            fidelity = measure_fidelity(self.store, draft.messages, content)
+            by_id = {m.id: m for m in self._history.messages}
+            as_stored = [by_id.get(m.id, m) for m in draft.messages]
+            fidelity = measure_fidelity(self.store, as_stored, content)
             record = record.model_copy(update={"tokens_after": after, "fidelity": fidelity})
         if draft.writes_raw_middle:
             stats["raw_middle_file"] = self._write_raw_middle(draft.summarised, stats)
@@ -451,7 +542,8 @@ class HistoryManager:
         if self.data_dir is None:
             return None
         try:
-            return str(write_raw_middle(self.store, self.data_dir / str(self.session_id), middle))
+            folder = session_folder(self.data_dir, self.store.path, self.session_id)
+            return str(write_raw_middle(self.store, folder, middle))
         except OSError as exc:
             stats["raw_middle_error"] = str(exc)
             self.events(Notice(message=f"The raw middle could not be written: {exc}"))

@@ -133,12 +133,21 @@ class AnthropicProvider:
             ) from exc
         return with_unique_tool_ids(response, request.messages)
 
-    def ask_text(self, system: str, text: str, timeout: float) -> str:
+    def ask_text(
+        self,
+        system: str,
+        text: str,
+        timeout: float,
+        *,
+        model: str | None = None,
+        retries: int | None = None,
+    ) -> str:
         """One plain request (``system`` prompt, one user ``text``, no tools); the answer's text.
 
-        Retried like :meth:`complete` within ``timeout`` seconds; past it :class:`TimeoutError`.
+        Retried like :meth:`complete` (``retries`` times when given) within ``timeout``
+        seconds; past it :class:`TimeoutError`. ``model``: sent instead of the provider's.
         """
-        return self._text_call(system, text, time.monotonic() + timeout)
+        return self._text_call(system, text, time.monotonic() + timeout, model, retries)
 
     # --- request building ------------------------------------------------------------------
 
@@ -255,14 +264,21 @@ class AnthropicProvider:
             if not abandon.is_set():
                 inbox.put(exc)
 
-    def _text_call(self, prompt: str, text: str, deadline: float) -> str:
+    def _text_call(
+        self,
+        prompt: str,
+        text: str,
+        deadline: float,
+        model: str | None = None,
+        retries: int | None = None,
+    ) -> str:
         def attempt() -> str:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError("the call timed out")
             try:
                 message = self._client.messages.create(
-                    model=self.model,
+                    model=model or self.model,
                     max_tokens=self.settings.max_tokens,
                     system=[{"type": "text", "text": prompt}],
                     messages=[{"role": "user", "content": text}],
@@ -272,7 +288,7 @@ class AnthropicProvider:
                 raise TimeoutError(f"the call timed out after {remaining:.1f} s") from None
             return "".join(b.text for b in message.content if b.type == "text").strip()
 
-        return self._retrying(attempt, lambda _event: None, None, deadline)
+        return self._retrying(attempt, lambda _event: None, None, deadline, retries)
 
     # --- retries ---------------------------------------------------------------------------
 
@@ -282,8 +298,10 @@ class AnthropicProvider:
         on_event: Callable[[StreamEvent], None],
         cancel: threading.Event | None,
         deadline: float | None,
+        retries: int | None = None,
     ) -> T:
-        retries = self.settings.max_retries
+        if retries is None:
+            retries = self.settings.max_retries
         for tried in range(retries + 1):
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled before the request was sent")
@@ -299,10 +317,9 @@ class AnthropicProvider:
                 if not failure.retryable:
                     raise ProviderError(failure.kind, failure.message, failure.status) from exc
                 if tried == retries:
+                    gave_up = f" Gave up after {retries} retries." if retries else ""
                     raise ProviderError(
-                        failure.kind,
-                        f"{failure.message} Gave up after {retries} retries.",
-                        failure.status,
+                        failure.kind, f"{failure.message}{gave_up}", failure.status
                     ) from exc
                 wait = self.backoff(tried, failure.retry_after)
                 if deadline is not None and time.monotonic() + wait >= deadline:

@@ -144,11 +144,21 @@ class Provider(Protocol):
         """Send one request, streaming events back; raise ProviderError or Cancelled."""
         ...
 
-    def ask_text(self, system: str, text: str, timeout: float) -> str:
+    def ask_text(
+        self,
+        system: str,
+        text: str,
+        timeout: float,
+        *,
+        model: str | None = None,
+        retries: int | None = None,
+    ) -> str:
         """One plain request (a system prompt, one user text, no tools); the answer's text.
 
         Raises ``TimeoutError`` after ``timeout`` seconds and ProviderError on API failures.
         The summary call (:mod:`engine.compaction.summary_call`) is its one user: a provider
-        sends, and knows nothing of what a summary is.
+        sends, and knows nothing of what a summary is. ``model``: another model than the
+        provider's (the ``summary_model`` setting); ``retries``: the provider's own retries
+        for this call (None: its setting; 0 when the caller retries itself, seed 004 F-007).
         """
         ...

@@ -68,8 +68,16 @@ class DeferredAnthropic:
     ) -> ProviderResponse:
         return self.built().complete(request, on_event, cancel)
 
-    def ask_text(self, system: str, text: str, timeout: float) -> str:
-        return self.built().ask_text(system, text, timeout)
+    def ask_text(
+        self,
+        system: str,
+        text: str,
+        timeout: float,
+        *,
+        model: str | None = None,
+        retries: int | None = None,
+    ) -> str:
+        return self.built().ask_text(system, text, timeout, model=model, retries=retries)
 
     def built(self) -> Provider:
         """The real provider (built once; a summary thread and the loop may ask together)."""

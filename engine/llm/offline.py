@@ -154,7 +154,15 @@ class OfflineProvider:
             usage_source="local",  # ctxscope's own count: there is no API here
         )
 
-    def ask_text(self, system: str, text: str, timeout: float) -> str:
+    def ask_text(
+        self,
+        system: str,
+        text: str,
+        timeout: float,
+        *,
+        model: str | None = None,
+        retries: int | None = None,
+    ) -> str:
         """There is no model to ask: summaries offline are each strategy's extractive ones
         (``is_model`` is False, so nothing asks)."""
         raise ProviderError("bad_request", "the offline provider has no model to ask")

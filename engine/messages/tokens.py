@@ -219,8 +219,14 @@ def ensure_counted_all(messages: Iterable[Message]) -> int:
 def count_thinking(blocks: Iterable[dict[str, Any]]) -> int:
     """Tokens of recorded ``thinking`` blocks (an imported assistant step keeps them in
     ``meta.origin``): counted where the model made them, never sent again. A redacted block
-    holds no text."""
-    return sum(count_text(str(b.get("thinking", ""))) for b in blocks)
+    holds no text. Looked up among the remembered counts first (an import stores them): the
+    workbench of a recording shows them without loading the tokenizer."""
+    return sum(count_repeated(text) for text in thinking_texts(blocks))
+
+
+def thinking_texts(blocks: Iterable[dict[str, Any]]) -> list[str]:
+    """The texts of recorded ``thinking`` blocks (a redacted one has none)."""
+    return [text for b in blocks if (text := str(b.get("thinking", "")))]
 
 
 def count_summary(summary: Summary) -> int:

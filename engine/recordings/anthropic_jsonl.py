@@ -5,7 +5,9 @@ Each line is one message: ``{"role": "user" | "assistant", "content": str | [blo
 user message made only of tool_result blocks is a tool message (one per result), not a new
 round. A line ``{"role": "user", "content": "...", "compact_summary": true}`` is the summary of
 a compaction of everything before it (the export writes one per summary); a user line with
-``"demonstration": true`` is a demonstration (see :mod:`engine.recordings.trajectories`).
+``"demonstration": true`` is a demonstration (see :mod:`engine.recordings.trajectories`); a user
+line's ``"input"`` (``queued``, ``task-notification``, ``interrupt``…, with ``queued_line``) is
+what the original importer knew of where it came from (:mod:`engine.messages.harness`).
 
 Read tolerantly: a line that is not JSON (``not_json``), not a message (``not_a_message``), of
 another role (``role:system``…), or whose content is neither text nor blocks
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from engine.messages.harness import INPUT_KEY
 from engine.models import ToolCall, utcnow
 from engine.recordings import managed_agents
 from engine.recordings.base import (
@@ -159,6 +162,12 @@ def _parse_line(number: int, obj: Any, left: _LeftOut) -> tuple[list[Item], bool
     if obj.get("demonstration") and role == "user":
         for item in items:
             item.demonstration = item.kind == "user"
+    if isinstance(obj.get(INPUT_KEY), str) and role == "user":
+        origin = {INPUT_KEY: obj[INPUT_KEY]}
+        if isinstance(obj.get("queued_line"), int):
+            origin["queued_line"] = obj["queued_line"]
+        for item in items:
+            item.origin = origin if item.kind == "user" else None
     return items, obj.get("finished") is True
 
 

@@ -3,10 +3,18 @@
 A parser reads the whole file and either returns a :class:`Parsed` or raises
 :class:`ImportError_` with the problems it found (by line number where the format has lines);
 nothing is stored before the whole file has parsed (see :mod:`engine.recordings.writer`).
+
+Readers are tolerant, the way a browser reads HTML: what they do not understand (a record of
+an unknown kind, a line that is not JSON, a known kind in a shape they do not expect) is left
+out, counted by kind with its line numbers in :class:`NotRead`, and the rest is read. The
+import report and ``watch`` name it in the same words (:meth:`NotRead.sentences`).
+:class:`JsonLines` is the one line reader of the JSON-lines formats: a BOM, CRLF line ends,
+blank and ``//`` lines, a line that is not JSON, a repeated line, a cut last line.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +24,12 @@ from engine.models import Session, ToolCall, Usage
 from engine.validation import usage_from
 
 MAX_PROBLEMS_SHOWN = 5
+MAX_LINES_NAMED = 5
+"""Line numbers named per kind in a report line (the JSON report names them all)."""
+MAX_KIND_CHARS = 60
+"""Characters of an unknown record kind kept to name it."""
+AGENTS = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI"}
+"""The agent that writes each format, as the report names it beside its version."""
 
 
 class ImportError_(ValueError):
@@ -32,6 +46,158 @@ class ImportError_(ValueError):
         head = f"{source}: " if source else ""
         head += f"looks like {fmt} but cannot be imported: " if fmt else ""
         super().__init__(head + shown)
+
+
+@dataclass
+class NotRead:
+    """What a reader left out because it did not understand it, by kind, with line numbers."""
+
+    kinds: dict[str, list[int]] = field(default_factory=dict)
+    """Records of kinds this version does not read (drift: what a newer agent writes)."""
+    lines: dict[str, list[int]] = field(default_factory=dict)
+    """Lines or records it could not read, by why (``not JSON``, ``cut last line``,
+    ``unexpected shape: user``...)."""
+
+    def kind(self, name: str, line: int) -> None:
+        # A kind is the file's own text: a long one is cut (the line number finds it).
+        name = name if len(name) <= MAX_KIND_CHARS else name[:MAX_KIND_CHARS] + "…"
+        self.kinds.setdefault(name, []).append(line)
+
+    def line(self, why: str, line: int) -> None:
+        self.lines.setdefault(why, []).append(line)
+
+    def merge(self, other: NotRead) -> None:
+        for name, lines in other.kinds.items():
+            self.kinds.setdefault(name, []).extend(lines)
+        for why, lines in other.lines.items():
+            self.lines.setdefault(why, []).extend(lines)
+
+    def __bool__(self) -> bool:
+        return bool(self.kinds or self.lines)
+
+    def copy(self) -> NotRead:
+        return NotRead(
+            {k: list(v) for k, v in self.kinds.items()}, {k: list(v) for k, v in self.lines.items()}
+        )
+
+    def sentences(self, fmt: str = "", version: str = "") -> list[str]:
+        """The report's "not read" lines, e.g. ``12 records of kinds this version of ctxscope
+        does not read: ai-title 1, last-prompt 4, pr-link 7 (Claude Code 2.1.88)``."""
+        out = []
+        agent = " ".join(p for p in (AGENTS.get(fmt, fmt), version) if p)
+        if self.kinds:
+            n = sum(len(v) for v in self.kinds.values())
+            listed = ", ".join(f"{k} {len(v)}" for k, v in sorted(self.kinds.items()))
+            out.append(
+                f"{n} record{'s' if n != 1 else ''} of kinds this version of ctxscope does not "
+                f"read: {listed}" + (f" ({agent})" if agent else "")
+            )
+        if self.lines:
+            n = sum(len(v) for v in self.lines.values())
+            listed = ", ".join(
+                f"{why} {len(v)} ({_line_numbers(sorted(v))})"
+                for why, v in sorted(self.lines.items())
+            )
+            out.append(f"{n} line{'s' if n != 1 else ''} not read: {listed}")
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kinds": {
+                k: {"count": len(v), "lines": sorted(v)} for k, v in sorted(self.kinds.items())
+            },
+            "lines": {
+                k: {"count": len(v), "lines": sorted(v)} for k, v in sorted(self.lines.items())
+            },
+        }
+
+
+def _line_numbers(lines: list[int]) -> str:
+    named = ", ".join(str(n) for n in lines[:MAX_LINES_NAMED])
+    more = len(lines) - MAX_LINES_NAMED
+    word = "line" if len(lines) == 1 else "lines"
+    return f"{word} {named}" + (f" and {more} more" if more > 0 else "")
+
+
+MAX_LINE_CHARS = 32 * 1024 * 1024
+"""A line longer than this is left out (named ``line over 32 MB``), never parsed."""
+MAX_RESULT_CHARS = 4 * 1024 * 1024
+"""A recorded tool result longer than this is kept as its head and tail, the cut marked
+(:func:`cut_result`): one 30 MB ``cat`` must not become a 30 MB observation."""
+CUT_WARNING = "line {}: cut mid-way (the file is still being written?); left out"
+COMMENT_PREFIXES = ("//", "#")
+
+
+class JsonLines:
+    """Lines read one by one into JSON objects, tolerantly: what is not an object is left
+    out and named in :attr:`not_read`. Used over a whole file (:meth:`read`) and over the
+    lines ``watch`` finds appended (:meth:`feed`)."""
+
+    def __init__(self) -> None:
+        self.not_read = NotRead()
+        self.skipped: Counter[str] = Counter()
+        self.warnings: list[str] = []
+        self.lines = 0
+        """Non-blank lines seen."""
+        self._seen: set[int] = set()
+
+    def feed(self, number: int, text: str, last: bool = False) -> dict[str, Any] | None:
+        """The object on line ``number``, or None (blank, or left out and named). ``last``:
+        the file's last line, with no line end yet (a file still being written)."""
+        if number == 1:
+            text = text.removeprefix("\ufeff")
+        if not text.strip():
+            return None
+        self.lines += 1
+        if len(text) > MAX_LINE_CHARS:
+            self.not_read.line("line over 32 MB", number)
+            return None
+        stripped = text.strip()
+        if stripped.startswith(COMMENT_PREFIXES):
+            self.not_read.line("comment", number)
+            return None
+        try:
+            obj = json.loads(stripped)
+        except (json.JSONDecodeError, RecursionError):
+            if last:
+                self.warnings.append(CUT_WARNING.format(number))
+                self.skipped["partial_line"] += 1
+                self.not_read.line("cut last line", number)
+            else:
+                self.not_read.line("not JSON", number)
+            return None
+        if not isinstance(obj, dict):
+            self.not_read.line(f"not a record ({type(obj).__name__})", number)
+            return None
+        key = hash(stripped)
+        if key in self._seen:
+            self.not_read.line("repeats an earlier line", number)
+            return None
+        self._seen.add(key)
+        return obj
+
+    def read(self, raw: str) -> list[tuple[int, dict[str, Any]]]:
+        """Every object of a whole file's text, with its line number."""
+        lines = raw.splitlines()
+        cut = len(lines) if raw and not raw.endswith(("\n", "\r")) else 0
+        out = []
+        for number, text in enumerate(lines, start=1):
+            obj = self.feed(number, text, last=number == cut and number > 1)
+            if obj is not None:
+                out.append((number, obj))
+        return out
+
+
+def cut_result(text: str) -> tuple[str, int]:
+    """``text`` whole up to :data:`MAX_RESULT_CHARS`, else its head and tail with a note
+    saying how much was left out; and how many characters were."""
+    if len(text) <= MAX_RESULT_CHARS:
+        return text, 0
+    head = MAX_RESULT_CHARS // 2
+    tail = MAX_RESULT_CHARS - head
+    omitted = len(text) - head - tail
+    note = f"\n[… {omitted} characters left out by ctxscope's reader (a result over 4 MB) …]\n"
+    return text[:head] + note + text[-tail:], omitted
 
 
 ItemKind = Literal["user", "assistant", "result", "summary"]
@@ -66,6 +232,10 @@ class Item:
     closes_round: bool = False
     """For results: the round ended normally after this result though its step called a
     tool (aider applies an answer's edits itself; the model is not asked again)."""
+    origin: dict[str, Any] | None = None
+    """For user inputs: what the importer knows of where they came from, kept in the
+    message's ``meta.origin`` (``{"input": "queued"}``, a harness kind:
+    :mod:`engine.messages.harness`)."""
 
 
 @dataclass
@@ -101,9 +271,14 @@ class Parsed:
     """What the original agent sent before the first user input that is not conversation
     (Codex's developer messages and environment context): ``{line, role, text}`` each, kept in
     the first user message's ``meta.origin["hidden_prefix"]``."""
+    not_read: NotRead = field(default_factory=NotRead)
+    """What this version did not understand, by kind and line (the report's "not read")."""
     agent_version: str = ""
     """The version of the agent that wrote the file, as it says (``version``,
     ``cli_version``): named beside what was not read."""
+
+    def not_read_sentences(self) -> list[str]:
+        return self.not_read.sentences(self.fmt, self.agent_version)
 
 
 @dataclass
@@ -132,6 +307,11 @@ class ImportReport:
     """:attr:`Parsed.recorded`: the recorded session's own id, cwd, agent version..."""
     round_starts: list[int] = field(default_factory=list)
     """For each round written, the position in ``Parsed.items`` of the item that opened it."""
+    not_read: NotRead = field(default_factory=NotRead)
+    """:attr:`Parsed.not_read`."""
+    agent_version: str = ""
+    not_read_sentences: list[str] = field(default_factory=list)
+    """The report's "not read" lines (:meth:`NotRead.sentences`)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -155,6 +335,8 @@ class ImportReport:
             "subagents": [c.as_json() for c in self.children],
             "model": self.session.model,
             "recorded": self.recorded,
+            "agent_version": self.agent_version,
+            "not_read": {**self.not_read.as_json(), "summary": self.not_read_sentences},
         }
 
 

@@ -23,25 +23,59 @@ Decisions (checked against the real files in ``tests/data/corpus``):
 - ``thinking`` blocks are kept in ``meta.origin["thinking"]``, never sent back.
 - ``compact_boundary`` + the ``isCompactSummary`` user record become a compaction made by the
   original agent: its trigger, ``preTokens`` and the boundary's time, the summary its text.
-- User inputs typed while the agent worked are written as ``queue-operation`` records; the ones
-  never written as user records are not in the recorded conversation (the model saw them in a
-  reminder the file does not hold): counted as ``queued_input`` and named in a warning.
+- User inputs typed while the agent worked are written only as ``queue-operation`` records
+  when the model got them at a tool boundary (in a reminder the file does not hold): each
+  becomes a user input where it was delivered, marked ``queued`` in ``meta.origin`` (see
+  :func:`_queued`); one still queued when the file ends is counted as ``queued_input`` and
+  named in a warning.
+- What the harness writes in the user's turn (``<task-notification>``, ``[Request interrupted
+  by user…]``, slash-command wrappers, ``<system-reminder>``, ``isMeta`` records) is marked in
+  ``meta.origin["input"]`` (:mod:`engine.messages.harness`), not shown as the user's words.
 - ``progress``, ``file-history-snapshot``, ``summary`` (title) and other ``system`` records are
   counted by kind; conversation records on other branches as ``off_chain:<type>``, replayed
   copies as ``replayed_copy``. A last line cut mid-way (a file still being written) is left
   out with a warning naming it.
+- Read tolerantly (:mod:`engine.recordings.base`): a record of a kind this version does not
+  know is left out and named (with its line) in ``Parsed.not_read``, but it stays in the
+  uuid tree, so a chain that runs through it is not cut; a line that is not JSON, a repeated
+  record, a user / assistant record in a shape the parser does not expect, a content block
+  of an unknown type: left out, named. Newer kinds read for what they mean: ``ai-title`` /
+  ``custom-title`` (the title; a custom one wins), ``pr-link`` (kept in ``recorded``),
+  ``last-prompt``, ``agent-name``, ``mode`` (counted). Only a file with no conversation at all
+  is refused, in one line saying what it held.
+- The chain walk, and how it survives resumed sessions and a ``logicalParentUuid`` that names
+  a record not in the file: :mod:`engine.recordings.claude_code_chain`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from engine.messages.harness import HARNESS_KINDS, INPUT_KEY, QUEUED, input_kind
 from engine.models import utcnow
-from engine.recordings.anthropic_jsonl import check_blocks, items_of
-from engine.recordings.base import ImportError_, Item, Parsed, parse_time, usage_of
+from engine.recordings.anthropic_jsonl import BLOCK_TYPES, check_blocks, items_of
+from engine.recordings.base import (
+    MAX_RESULT_CHARS,
+    ImportError_,
+    Item,
+    JsonLines,
+    NotRead,
+    Parsed,
+    cut_result,
+    usage_of,
+)
+from engine.recordings.base import parse_time as _parse_time
+from engine.recordings.claude_code_chain import (
+    Record,
+    chain,
+    conversation,
+    is_message,
+    result_ids,
+)
 
 FORMAT = "claude-code"
 RECORD_TYPES = {
@@ -52,15 +86,21 @@ RECORD_TYPES = {
     "progress",
     "file-history-snapshot",
     "queue-operation",
+    "ai-title",
+    "custom-title",
+    "agent-name",
+    "last-prompt",
+    "pr-link",
+    "mode",
+    "permission-mode",
 }
+"""The record kinds this version reads (or counts for what they are); any other kind is
+named in the report as not read."""
 _MARKUP = re.compile(
     r"<(ide_opened_file|ide_selection|command-message|command-name|command-args|"
     r"local-command-stdout|system-reminder)>.*?</\1>",
     re.S,
 )
-
-Record = tuple[int, dict[str, Any]]
-"""A record and its line number."""
 
 
 def looks_like(obj: Any) -> bool:
@@ -76,82 +116,59 @@ def strip_markup(text: str) -> str:
     return " ".join(_MARKUP.sub(" ", text).split())
 
 
-def _is_message(rec: dict[str, Any]) -> bool:
-    return rec.get("type") in ("user", "assistant") and isinstance(rec.get("message"), dict)
-
-
-def _is_conversation(rec: dict[str, Any]) -> bool:
-    """A message, or the boundary of a compaction: what becomes items."""
-    return _is_message(rec) or (
-        rec.get("type") == "system" and rec.get("subtype") == "compact_boundary"
-    )
-
-
 def _kind(rec: dict[str, Any]) -> str:
     sub = rec.get("subtype")
-    return f"{rec['type']}:{sub}" if sub else str(rec["type"])
+    return f"{rec['type']}:{sub}" if isinstance(sub, str) and sub else str(rec["type"])
 
 
-def read_records(raw: str) -> tuple[list[Record], int, list[str], list[str], Counter[str]]:
-    """Every JSON record of ``raw`` by line: ``(records, lines read, problems, warnings,
-    skipped)``. A last line that does not parse is a file still being written: a warning."""
-    lines = raw.splitlines()
-    # The line an agent is still writing has no line end yet.
-    cut = len(lines) if raw and not raw.endswith(("\n", "\r")) else 0
-    records: list[Record] = []
-    problems: list[str] = []
-    warnings: list[str] = []
-    skipped: Counter[str] = Counter()
-    n_lines = 0
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        n_lines += 1
-        try:
-            obj = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            if number == cut and number > 1:
-                warnings.append(
-                    f"line {number}: cut mid-way (a file still being written?); left out"
-                )
-                skipped["partial_line"] += 1
-                continue
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            problems.append(f"line {number}: not JSON ({msg})")
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-            kind = obj.get("type") if isinstance(obj, dict) else type(obj).__name__
-            problems.append(f"line {number}: not a Claude Code record (type {kind!r})")
-            continue
-        records.append((number, obj))
-    return records, n_lines, problems, warnings, skipped
+def read_records(raw: str) -> tuple[list[Record], JsonLines]:
+    """Every record of ``raw`` with its line number, and the reader that says what it left
+    out (lines that are not JSON objects with a string ``type``, repeated records)."""
+    reader = JsonLines()
+    records = [r for r in reader.read(raw) if accept(r, reader.not_read)]
+    return records, reader
+
+
+def accept(record: Record, not_read: NotRead) -> bool:
+    """Whether ``record`` goes on to the parser: a JSON object with a string ``type`` (else
+    named in ``not_read``)."""
+    number, obj = record
+    if not isinstance(obj.get("type"), str):
+        not_read.line("not a record (no type)", number)
+        return False
+    return True
 
 
 def parse(raw: str, name: str) -> Parsed:
-    records, n_lines, problems, warnings, skipped = read_records(raw)
-    if problems:
-        raise ImportError_(problems, FORMAT)
-    return parse_read(records, n_lines, name, skipped, warnings)
+    records, reader = read_records(raw)
+    return parse_read(records, reader.lines, name, reader.skipped, reader.warnings, reader.not_read)
 
 
 def parse_read(
-    records: list[Record], n_lines: int, name: str, skipped: Counter[str], warnings: list[str]
+    records: list[Record],
+    n_lines: int,
+    name: str,
+    skipped: Counter[str],
+    warnings: list[str],
+    not_read: NotRead | None = None,
 ) -> Parsed:
     """A session (and its sidechains) from the records :func:`read_records` read: the one
     parser of a whole file and of a file being followed (:mod:`engine.recordings.follow`)."""
+    not_read = not_read if not_read is not None else NotRead()
+    records = _unique(records, not_read)
     side = [(n, r) for n, r in records if r.get("isSidechain") is True]
     if side and len(side) == sum(1 for _, r in records if "uuid" in r):
         # A subagent's own file: every record is on its sidechain.
-        parsed = parse_records(records, name, skipped, warnings)
+        parsed = parse_records(records, name, skipped, warnings, not_read, n_lines)
     else:
         main = [(n, r) for n, r in records if r.get("isSidechain") is not True]
-        parsed = parse_records(main, name, skipped, warnings)
+        parsed = parse_records(main, name, skipped, warnings, not_read, n_lines)
         groups: dict[str, list[Record]] = {}
         for n, r in side:
             groups.setdefault(str(r.get("agentId") or "sidechain"), []).append((n, r))
         for agent, group in groups.items():
             try:
-                child = parse_records(group, f"{name} ({agent})", Counter(), [])
+                child = parse_records(group, f"{name} ({agent})", Counter(), [], NotRead())
             except ImportError_ as exc:
                 parsed.warnings.append(f"subagent {agent}: not imported: {exc}")
                 parsed.skipped["sidechain"] += len(group)
@@ -162,135 +179,245 @@ def parse_read(
     return parsed
 
 
-def parse_records(
-    records: list[Record], name: str, skipped: Counter[str], warnings: list[str]
-) -> Parsed:
-    """One conversation (a session, or one subagent) from its records."""
-    problems: list[str] = []
+def _unique(records: list[Record], not_read: NotRead) -> list[Record]:
+    """The records, each uuid once (the first): a repeated record is named, not read twice."""
+    seen: set[str] = set()
+    out = []
     for number, rec in records:
-        if rec.get("uuid") is None and rec["type"] not in RECORD_TYPES:
-            problems.append(f"line {number}: not a Claude Code record (type {rec['type']!r})")
-        elif _is_message(rec) and not isinstance(rec.get("uuid"), str):
-            problems.append(f"line {number}: conversation record without a uuid")
-    if not problems and not any(_is_message(r) for _, r in records):
-        problems.append(f"{name} holds no conversation records")
-    if problems:
-        raise ImportError_(problems, FORMAT)
+        uuid = rec.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in seen:
+                not_read.line("repeats an earlier record (uuid)", number)
+                continue
+            seen.add(uuid)
+        out.append((number, rec))
+    return out
 
-    chain = _chain(records, warnings)
-    kept, replayed = _complete(records, chain)
+
+def parse_records(
+    records: list[Record],
+    name: str,
+    skipped: Counter[str],
+    warnings: list[str],
+    not_read: NotRead | None = None,
+    n_lines: int = 0,
+    root: str | None = None,
+) -> Parsed:
+    """One conversation (a session, or one subagent) from its records; with ``root``, the
+    conversation from that record on (the records before it are not given: ``watch`` parses
+    only what came after a round it already has, :mod:`engine.recordings.claude_code_follow`)."""
+    not_read = not_read if not_read is not None else NotRead()
+    for number, rec in records:
+        kind = rec["type"]
+        if kind not in RECORD_TYPES and not is_queued_command(rec):
+            not_read.kind(kind, number)
+        elif kind in ("user", "assistant") and not is_message(rec):
+            not_read.line(f"unexpected shape: {kind}", number)
+    if not any(is_message(r) for _, r in records):
+        raise ImportError_([_no_conversation(name, records, not_read, n_lines)], FORMAT)
+
+    chain_ = chain(records, warnings, root)
+    ordered, replayed = conversation(records, chain_)
     if replayed:
         skipped["replayed_copy"] += len(replayed)
-    kept = {id(r) for _, r in records if id(r) in kept and _is_conversation(r)}
+    kept = {id(r) for _, r in ordered}
     for _number, rec in records:
         if id(rec) in kept or id(rec) in replayed:
             continue
-        if _is_message(rec):
+        if is_message(rec):
             skipped[f"off_chain:{rec['type']}"] += 1
-        else:
+        elif is_queued_command(rec):
+            skipped["attachment:queued_command"] += 1
+        elif rec["type"] in RECORD_TYPES and not (
+            rec["type"] in ("user", "assistant") and not is_message(rec)
+        ):
             skipped[_kind(rec)] += 1
-    _count_queued(records, kept, skipped, warnings)
+    queued = _queued(records, kept, skipped, warnings)
 
-    ordered = [(n, r) for n, r in records if id(r) in kept]
-    items = _items(ordered, problems)
-    if problems:
-        raise ImportError_(problems, FORMAT)
-    title = next((strip_markup(i.text) for i in items if i.kind == "user" and i.text), "")
+    items = _deliver(_items(ordered, not_read, warnings), queued)
+    items = _from_first_input(items, not_read)
+    meta = _metadata(records)
+    version = str(meta.pop("_version", ""))
     first = next((r for _, r in ordered if isinstance(r.get("cwd"), str)), {})
     agent = next((r.get("agentId") for _, r in ordered if r.get("agentId")), None)
+    title = next((strip_markup(i.text) for i in items if i.kind == "user" and i.text), "")
     return Parsed(
         fmt=FORMAT,
         items=items,
-        title=title or name,
+        title=str(meta.get("custom_title") or meta.get("ai_title") or title or name),
         records=len(records),
         skipped=skipped,
         warnings=warnings,
         cwd=first.get("cwd", ""),
         agent_id=str(agent) if agent else None,
         source_session=str(first.get("sessionId", "")),
-        conversation_records=sum(1 for _, r in records if _is_message(r)),
+        conversation_records=sum(1 for _, r in records if is_message(r)),
+        recorded=meta,
+        not_read=not_read,
+        agent_version=version,
     )
 
 
-def _chain(records: list[Record], warnings: list[str]) -> dict[str, int]:
-    """The uuids of the active chain (root to the last message), each with its line."""
-    by_uuid = {rec["uuid"]: (number, rec) for number, rec in records if "uuid" in rec}
-    start = next(rec for _, rec in reversed(records) if _is_message(rec))
-    chain: dict[str, int] = {}
-    uuid: Any = start["uuid"]
-    while uuid is not None and uuid not in chain:
-        if uuid not in by_uuid:
-            warnings.append(f"the chain's record {uuid} is not in the file; it starts after it")
-            break
-        number, rec = by_uuid[uuid]
-        chain[uuid] = number
-        parent = rec.get("parentUuid")
-        if parent is None and rec.get("subtype") == "compact_boundary":
-            parent = rec.get("logicalParentUuid")
-        uuid = parent
-    return chain
+def _no_conversation(name: str, records: list[Record], not_read: NotRead, n_lines: int) -> str:
+    """The one line that refuses a file with no conversation: what it held instead."""
+    held = Counter(_kind(r) for _, r in records)
+    for why, numbers in not_read.lines.items():
+        held[why] += len(numbers)
+    listed = ", ".join(f"{n} {k}" for k, n in held.most_common())
+    total = n_lines or len(records)
+    return f"{name} holds no conversation (no user or assistant record)" + (
+        f": {total} line{'s' if total != 1 else ''}, {listed}" if listed else ""
+    )
 
 
-def _blocks(rec: dict[str, Any]) -> list[Any]:
-    content = rec["message"].get("content")
-    return content if isinstance(content, list) else []
+def _metadata(records: list[Record]) -> dict[str, Any]:
+    """What the file says about the session beyond its conversation (:class:`Metadata`)."""
+    meta = Metadata()
+    for _, rec in records:
+        meta.add(rec)
+    return meta.result()
 
 
-def _complete(records: list[Record], chain: dict[str, int]) -> tuple[set[int], set[int]]:
-    """``id()`` of the records of the conversation (the chain's, its responses' sibling
-    records and the results answering its calls, each once and after its call), and of the
-    replayed copies of them a resumed session wrote."""
-    on_chain = [(n, r) for n, r in records if r.get("uuid") in chain]
-    kept = {id(r) for _, r in on_chain}
-    replayed: set[int] = set()
-    responses: set[str] = set()
-    seen_blocks: set[str] = set()
-    calls: dict[str, int] = {}  # tool_use id -> line of the record that holds it
-    answered: set[str] = set()
-    for number, rec in on_chain:
-        if rec["type"] == "assistant" and _is_message(rec):
-            mid = rec["message"].get("id")
-            if isinstance(mid, str):
-                responses.add(mid)
-            for block in _blocks(rec):
-                seen_blocks.add(f"{mid}\0{json.dumps(block, sort_keys=True)}")
-                if isinstance(block, dict) and block.get("type") == "tool_use":
-                    calls[str(block.get("id"))] = number
-        elif rec["type"] == "user" and _is_message(rec):
-            answered.update(_result_ids(rec))
-    for number, rec in records:
-        if id(rec) in kept or not _is_message(rec):
-            continue
-        if rec["type"] == "assistant":
-            mid = rec["message"].get("id")
-            if mid not in responses:
-                continue
-            keys = [f"{mid}\0{json.dumps(b, sort_keys=True)}" for b in _blocks(rec)]
-            if any(k in seen_blocks for k in keys):
-                replayed.add(id(rec))
-                continue
-            seen_blocks.update(keys)
-            kept.add(id(rec))
-            for block in _blocks(rec):
-                if isinstance(block, dict) and block.get("type") == "tool_use":
-                    calls[str(block.get("id"))] = number
-            continue
-        ids = _result_ids(rec)
-        if not ids or not all(i in calls for i in ids):
-            continue
-        if any(i in answered for i in ids):
-            replayed.add(id(rec))
-            continue
-        if all(calls[i] < number for i in ids):
-            answered.update(ids)
-            kept.add(id(rec))
-    return kept, replayed
+class Metadata:
+    """What the file says about the session beyond its conversation, read record by record:
+    the agent's version (``2.1.11 → 2.1.14`` when a resumed session changed it), titles,
+    the last prompt, linked pull requests (each once)."""
+
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] = {}
+        self.versions: list[str] = []
+        self.links: dict[str, dict[str, Any]] = {}
+
+    def add(self, rec: dict[str, Any]) -> None:
+        version = rec.get("version")
+        if isinstance(version, str) and version and version not in self.versions:
+            self.versions.append(version)
+        kind = rec["type"]
+        if kind == "ai-title" and isinstance(rec.get("aiTitle"), str):
+            self.meta["ai_title"] = rec["aiTitle"]
+        elif kind == "custom-title" and isinstance(rec.get("customTitle"), str):
+            self.meta["custom_title"] = rec["customTitle"]
+        elif kind == "agent-name" and isinstance(rec.get("agentName"), str):
+            self.meta["agent_name"] = rec["agentName"]
+        elif kind == "last-prompt" and isinstance(rec.get("lastPrompt"), str):
+            self.meta["last_prompt"] = rec["lastPrompt"]
+        elif kind == "pr-link":
+            url = rec.get("prUrl")
+            key = str(url if isinstance(url, str) else rec.get("prNumber"))
+            fields = (("number", "prNumber"), ("url", "prUrl"), ("repository", "prRepository"))
+            link = {k: rec[f] for k, f in fields if isinstance(rec.get(f), (str, int))}
+            if link:
+                self.links.setdefault(key, link)
+
+    def result(self) -> dict[str, Any]:
+        meta = dict(self.meta)
+        versions = self.versions
+        if versions:
+            # Not kept with the conversation (``Parsed.agent_version``): the report names it.
+            meta["_version"] = (
+                versions[0] if len(versions) == 1 else f"{versions[0]} → {versions[-1]}"
+            )
+        if self.links:
+            meta["pr_links"] = list(self.links.values())
+        return meta
 
 
-def _count_queued(
+@dataclass
+class Queued:
+    """An input the user typed while the agent worked, and where the model got it."""
+
+    text: str
+    line: int
+    """The line of its ``enqueue`` (of its attachment when no enqueue names it)."""
+    delivered_line: int
+    """The line of its ``queued_command`` attachment, else of the ``remove`` / ``dequeue``
+    that took it off the queue."""
+    delivered_at: datetime | None
+
+
+def is_queued_command(rec: dict[str, Any]) -> bool:
+    """Whether ``rec`` is the ``attachment`` record newer Claude Code versions write where a
+    queued input reached the model (``{"type": "attachment", "attachment": {"type":
+    "queued_command", "prompt", "commandMode", "origin": {"kind"}}}``)."""
+    attachment = rec.get("attachment")
+    return (
+        rec["type"] == "attachment"
+        and isinstance(attachment, dict)
+        and attachment.get("type") == "queued_command"
+        and isinstance(attachment.get("prompt"), str)
+    )
+
+
+def _queued(
     records: list[Record], kept: set[int], skipped: Counter[str], warnings: list[str]
-) -> None:
-    """Inputs typed while the agent worked that no stored user record holds."""
+) -> list[Queued]:
+    """The inputs typed while the agent worked that reached the model but that no stored
+    user record holds.
+
+    Claude Code writes ``enqueue`` (with the text) when the user types while the agent works,
+    then takes the input off the queue: ``remove`` when it hands it to the model at the next
+    tool boundary (the request after the tool results, as a reminder the file does not
+    hold), ``dequeue`` when it becomes the next prompt (normally written as a user record
+    too), ``popAll`` when the user pulls the queue back into the input box (not delivered).
+    A background task's ``<task-notification>`` waits in the same queue until the agent is
+    idle, and is written as a user record then; so a ``remove`` takes the input it names
+    (newer versions write its ``content``), else the oldest of the user's own inputs. An
+    input still queued when the file ends is named in a warning.
+    Newer versions also write where the input reached the model, a ``queued_command``
+    attachment (:func:`is_queued_command`): that record is the place, and the queue's own
+    ``remove`` of the same text adds nothing.
+    """
+    texts = _user_texts(records, kept)
+    pending: list[tuple[int, str]] = []
+    delivered: list[Queued] = []
+    attached: dict[str, list[Queued]] = {}
+    for number, rec in records:
+        if is_queued_command(rec):
+            text = rec["attachment"]["prompt"].strip()
+            if text and text not in texts:
+                at = _parse_time(rec.get("timestamp"), number, [])
+                delivered.append(Queued(text, number, number, at))
+                attached.setdefault(text, []).append(delivered[-1])
+    for number, rec in records:
+        if rec["type"] != "queue-operation":
+            continue
+        operation = rec.get("operation")
+        content = rec.get("content")
+        if operation == "enqueue":
+            if isinstance(content, str) and content.strip():
+                pending.append((number, content.strip()))
+        elif operation in ("remove", "dequeue") and pending:
+            named = [p for p in pending if isinstance(content, str) and p[1] == content.strip()]
+            own = [p for p in pending if input_kind(p[1]) != "task-notification"]
+            taken = (named or own or pending)[0]
+            pending.remove(taken)
+            if taken[1] in texts:
+                continue  # written as a user record too: already in the conversation
+            if attached.get(taken[1]):
+                # Its attachment says where it was delivered; the enqueue, when it was typed.
+                attached[taken[1]].pop(0).line = taken[0]
+                continue
+            at = _parse_time(rec.get("timestamp"), number, [])
+            delivered.append(Queued(taken[1], taken[0], number, at))
+        elif operation == "popAll":
+            skipped["queued_input:withdrawn"] += len(pending)
+            pending.clear()
+    lost = [
+        f"line {number}: {text[:60]!r}"
+        for number, text in pending
+        if text not in texts and input_kind(text) != "task-notification"
+    ]
+    if lost:
+        skipped["queued_input"] += len(lost)
+        warnings.append(
+            f"{len(lost)} input(s) typed while the agent worked are still queued when the file "
+            "ends (never delivered), not stored: " + "; ".join(lost)
+        )
+    return delivered
+
+
+def _user_texts(records: list[Record], kept: set[int]) -> set[str]:
+    """The texts of the conversation's user records (each text block, stripped)."""
     texts = set()
     for _, rec in records:
         if id(rec) in kept and rec["type"] == "user":
@@ -300,61 +427,49 @@ def _count_queued(
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") == "text":
                     texts.add(str(block.get("text", "")).strip())
-    lost = []
-    for number, rec in records:
-        if rec["type"] != "queue-operation" or rec.get("operation") != "enqueue":
-            continue
-        content = rec.get("content")
-        if isinstance(content, str) and content.strip() and content.strip() not in texts:
-            if content.lstrip().startswith("<task-notification>"):
-                continue  # a background task's notice, not the user's
-            lost.append(f"line {number}: {content.strip()[:60]!r}")
-    if lost:
-        skipped["queued_input"] += len(lost)
-        warnings.append(
-            f"{len(lost)} input(s) typed while the agent worked are not in the recorded "
-            "conversation (queue-operation only), not stored: " + "; ".join(lost)
+    return texts
+
+
+def _deliver(items: list[Item], queued: list[Queued]) -> list[Item]:
+    """``items`` with each queued input where the model got it: a user input (marked
+    ``queued``) before the first assistant step recorded after it left the queue, so after
+    the tool results that step answers; at the end when no step came yet."""
+    out = list(items)
+    for q in sorted(queued, key=lambda q: q.delivered_line):
+        at = next(
+            (n for n, i in enumerate(out) if i.kind == "assistant" and i.line > q.delivered_line),
+            len(out),
         )
+        created = q.delivered_at or (out[at - 1].created_at if at else utcnow())
+        # A background task's notice can be delivered from the queue too: the harness's.
+        kind = input_kind(q.text)
+        origin = {INPUT_KEY: kind if kind in HARNESS_KINDS else QUEUED, "queued_line": q.line}
+        out.insert(at, Item("user", q.delivered_line, created, text=q.text, origin=origin))
+    return out
 
 
-def _result_ids(rec: dict[str, Any]) -> list[str]:
-    content = rec.get("message", {}).get("content") if rec.get("type") == "user" else None
-    if not isinstance(content, list):
-        return []
-    return [
-        str(b.get("tool_use_id"))
-        for b in content
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    ]
-
-
-def _items(records: list[Record], problems: list[str]) -> list[Item]:
+def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> list[Item]:
+    """The conversation's items; a record this parser cannot read (content of another shape,
+    a bad usage) is left out and named, never the file."""
     items: list[Item] = []
     boundary: dict[str, Any] | None = None
     boundary_at = None
     step: Item | None = None  # the assistant step being merged (until the next user input)
     step_id: str | None = None  # its message.id
+    last_time: datetime | None = None
     for number, rec in records:
-        created = parse_time(rec.get("timestamp"), number, problems) or utcnow()
+        created = _time(rec, number, last_time, warnings)
+        last_time = created
         if rec["type"] == "system":
-            boundary = rec.get("compactMetadata") or {}
+            meta = rec.get("compactMetadata")
+            boundary = meta if isinstance(meta, dict) else {}
             boundary_at = created
             step, step_id = None, None
             continue
         msg = rec["message"]
-        content = msg.get("content")
-        if isinstance(content, str):
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}]
-        elif isinstance(content, list) and all(isinstance(b, dict) for b in content):
-            blocks = content
-        else:
-            problems.append(f"line {number}: content must be a string or a list of blocks")
-            continue
         role = rec["type"]
-        try:
-            check_blocks(blocks, role)
-        except ValueError as exc:
-            problems.append(f"line {number}: {exc}")
+        blocks = _known_blocks(msg.get("content"), number, role, not_read)
+        if blocks is None:
             continue
         if role == "user" and rec.get("isCompactSummary"):
             meta = boundary or {}
@@ -373,17 +488,22 @@ def _items(records: list[Record], problems: list[str]) -> list[Item]:
             continue
         if role == "user":
             recorded = rec.get("toolUseResult")
-            by_id = {i: recorded for i in _result_ids(rec)} if isinstance(recorded, dict) else None
+            by_id = {i: recorded for i in result_ids(rec)} if isinstance(recorded, dict) else None
             new = items_of(role, blocks, number, created, None, by_id)
+            for item in new:
+                if item.kind == "result":
+                    _cut_huge(item, warnings)
+                else:
+                    _mark_harness(item, rec)
             items.extend(new)
             if any(i.kind == "user" for i in new):
                 step, step_id = None, None
             continue
         try:
             usage = None if msg.get("model") == "<synthetic>" else usage_of(msg.get("usage"))
-        except ValueError as exc:
-            problems.append(f"line {number}: {exc}")
-            continue
+        except ValueError:
+            usage = None
+            not_read.line("unexpected shape: usage", number)
         one = items_of(role, blocks, number, created, usage)[0]
         one.model = str(msg.get("model") or "")
         mid = msg.get("id")
@@ -396,3 +516,66 @@ def _items(records: list[Record], problems: list[str]) -> list[Item]:
         step, step_id = one, mid if isinstance(mid, str) else None
         items.append(one)
     return items
+
+
+def _mark_harness(item: Item, rec: dict[str, Any]) -> None:
+    """A user input the harness wrote (a task's notice, the interruption mark, a command's
+    wrappers, a reminder, an ``isMeta`` record) marked as such in its origin."""
+    kind = input_kind(item.text) or ("harness" if rec.get("isMeta") is True else None)
+    if kind is not None:
+        item.origin = {INPUT_KEY: kind}
+
+
+def _cut_huge(item: Item, warnings: list[str]) -> None:
+    """A result over :data:`MAX_RESULT_CHARS` kept as its head and tail (and the structured
+    result beside it, which repeats it, left out), with a warning naming the line."""
+    item.text, omitted = cut_result(item.text)
+    if omitted:
+        item.recorded = None
+        warnings.append(
+            f"line {item.line}: the tool result for {item.tool_use_id} is "
+            f"{omitted + MAX_RESULT_CHARS} characters; its head and tail are kept"
+        )
+
+
+def _time(rec: dict[str, Any], number: int, last: datetime | None, warnings: list[str]) -> datetime:
+    """The record's time; a bad or missing one takes the previous record's (with a warning
+    for a bad one)."""
+    problems: list[str] = []
+    created = _parse_time(rec.get("timestamp"), number, problems)
+    warnings.extend(f"{p}; the previous record's time is used" for p in problems)
+    return created or last or utcnow()
+
+
+def _known_blocks(
+    content: Any, number: int, role: str, not_read: NotRead
+) -> list[dict[str, Any]] | None:
+    """The message's blocks the wire form can hold (blocks of unknown types left out and
+    named); None when the record itself is of a shape this parser does not read."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        not_read.line(f"unexpected shape: {role}", number)
+        return None
+    blocks = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if not isinstance(block, dict) or kind not in BLOCK_TYPES:
+            not_read.line(f"content block of unknown type {kind!r}", number)
+            continue
+        blocks.append(block)
+    try:
+        check_blocks(blocks, role)
+    except ValueError:
+        not_read.line(f"unexpected shape: {role}", number)
+        return None
+    return blocks
+
+
+def _from_first_input(items: list[Item], not_read: NotRead) -> list[Item]:
+    """The items from the first user input or recorded compaction on: what a chain that
+    starts mid-way (a record missing from the file) holds before it cannot open a round."""
+    first = next((n for n, i in enumerate(items) if i.kind in ("user", "summary")), len(items))
+    for item in items[:first]:
+        not_read.line("before the conversation's first input", item.line)
+    return items[first:]

@@ -11,6 +11,11 @@ code, by tool_use id) and ``finished`` on the last line (the last round ended no
 
 Without ``include_archived`` only what history holds now is written (the summaries first);
 with it, each compaction's archived messages come before its summary.
+
+Both are read in terminals (``export`` writes to stdout by default) and a recording is untrusted:
+the Markdown shows every control character escaped (:mod:`engine.terminal_text`), its title and
+names on one line each; the JSON lines write DEL, C1 and the bidi controls as ``\\uXXXX`` (the
+same document).
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, INPUT_KEY, QUEUED, kind_of
 from engine.models import Compaction, Message, Round, RoundStatus, Summary, UsageRecord
 from engine.store import Store
+from engine.terminal_text import json_printable, printable
 
 FORMATS = ("anthropic-jsonl", "markdown")
 
@@ -88,6 +95,9 @@ def export_jsonl(store: Store, session_id: int, include_archived: bool = False) 
             if msg.meta.origin and msg.meta.origin.get("demonstration"):
                 line["demonstration"] = True
                 line["content"] = msg.content.removeprefix("[demonstration]\n")
+            for key in (INPUT_KEY, "queued_line"):
+                if msg.meta.origin and key in msg.meta.origin:
+                    line[key] = msg.meta.origin[key]
         elif msg.role == "assistant":
             line = {"role": "assistant", "content": _assistant_blocks(msg)}
             record = usage.get((msg.meta.round, msg.meta.step))
@@ -100,7 +110,7 @@ def export_jsonl(store: Store, session_id: int, include_archived: bool = False) 
     rounds = store.rounds(session_id)
     if lines and rounds and rounds[-1].status == RoundStatus.FINISHED:
         lines[-1]["finished"] = True
-    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    return "".join(json_printable(json.dumps(line, ensure_ascii=False)) + "\n" for line in lines)
 
 
 def _assistant_blocks(msg: Message) -> list[dict[str, Any]]:
@@ -150,10 +160,11 @@ def export_markdown(store: Store, session_id: int, include_archived: bool = Fals
         (u.round_index, u.step): u for u in store.usages(session_id)
     }
     out = [
-        f"# Session {session.id}: {session.title or '(untitled)'}",
+        f"# Session {session.id}: {_one_line(session.title) or '(untitled)'}",
         "",
-        f"Workspace `{session.workspace}`, provider {session.provider or '-'}, "
-        f"strategy {session.strategy}, created {session.created_at.isoformat()}.",
+        f"Workspace `{_one_line(session.workspace)}`, provider "
+        f"{_one_line(session.provider) or '-'}, strategy {_one_line(session.strategy)}, "
+        f"created {session.created_at.isoformat()}.",
     ]
     current: int | None = None
     for part in _parts(store, session_id, include_archived):
@@ -179,7 +190,11 @@ def export_markdown(store: Store, session_id: int, include_archived: bool = Fals
             status = f" ({rnd.status}{', archived' if rnd.archived else ''})" if rnd else ""
             out += ["", f"## Round {current}{status}"]
         out += ["", *_markdown_message(store, session_id, msg, usage)]
-    return "\n".join(out) + "\n"
+    return printable("\n".join(out)) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return printable(text, one_line=True)
 
 
 def _fence(text: str, lang: str = "") -> list[str]:
@@ -197,8 +212,14 @@ def _markdown_message(
 ) -> list[str]:
     stamp = msg.created_at.isoformat(timespec="seconds")
     if msg.role == "user":
-        demo = " (demonstration)" if (msg.meta.origin or {}).get("demonstration") else ""
-        return [f"**User**{demo} · {stamp}", "", msg.content]
+        origin = msg.meta.origin or {}
+        if origin.get("demonstration"):
+            return [f"**User** (demonstration) · {stamp}", "", msg.content]
+        kind = kind_of(msg)
+        if kind in HARNESS_KINDS:
+            return [f"**{HARNESS_LABELS[kind]}** (not the user) · {stamp}", "", msg.content]
+        how = " (typed while the agent worked)" if kind == QUEUED else ""
+        return [f"**User**{how} · {stamp}", "", msg.content]
     if msg.role == "assistant":
         lines = [f"**Assistant**, step {msg.meta.step} · {stamp}"]
         record = usage.get((msg.meta.round, msg.meta.step))
@@ -210,12 +231,13 @@ def _markdown_message(
         if msg.content:
             lines += ["", msg.content]
         for call in msg.tool_calls:
-            lines += ["", f"→ **{call.name}** `{call.id}`"]
+            lines += ["", f"→ **{_one_line(call.name)}** `{_one_line(call.id)}`"]
             lines += _fence(json.dumps(call.input, ensure_ascii=False, indent=1), "json")
         return lines
     if msg.role == "tool":
         flag = " (error)" if msg.meta.is_error else ""
         flag += " (no result recorded)" if msg.meta.interrupted else ""
-        head = f"**Result** of {msg.meta.tool_name} `{msg.meta.tool_use_id}`{flag}"
+        name, call_id = _one_line(msg.meta.tool_name or ""), _one_line(msg.meta.tool_use_id or "")
+        head = f"**Result** of {name} `{call_id}`{flag}"
         return [head, "", *_fence(_full_text(store, session_id, msg))]
     return [f"**{msg.role}**", "", msg.content]

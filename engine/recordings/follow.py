@@ -1,94 +1,52 @@
 """Following a session file another agent is still writing (``ctxscope watch``).
 
-:class:`FileTail` reads only the bytes appended since its last look: it remembers the
-offset, keeps a half-written last line until its end arrives, and starts again from the
-beginning when the file was replaced or truncated (another inode, a size below the offset, or
-other first bytes). It opens the file for reading only: nothing is ever written to it.
+:class:`~engine.recordings.file_tail.FileTail` reads only the bytes appended since its last
+look (:mod:`engine.recordings.file_tail`); it opens the file for reading only: nothing is ever
+written to it.
 
 :class:`Follower` turns those lines into records and parses them with the importer's own
 parser (:func:`engine.recordings.claude_code.parse_read` or
 :func:`engine.recordings.codex.parse_read`, the one parser of each format, used both by
-``import`` and here; the first record says which), computes the figures ``watch`` shows
+``import`` and here; the first record says which; for Claude Code through
+:class:`~engine.recordings.claude_code_follow.TailParser`, which parses only the records from
+the last round's input on and gives the same items), computes the figures ``watch`` shows
 (:class:`Figures`), and, given a store, keeps one session in step with the file. The session
 is found again by its source key (the file's path and the recording's session id), so
 watching the same file again updates it instead of adding another. Only the last round is
 stored again as it grows (the ended rounds stay as written); when an earlier part of the
 parsed conversation changed (the agent rewound, or the chain was rewritten), the session's
-content is written again whole, in one transaction.
+content is written again whole, in one transaction; a file replaced by another recording
+gives the session that recording's title and workspace.
+
+``watch`` is never silent about a file: lines are read by the importer's tolerant reader
+(:class:`~engine.recordings.base.JsonLines`), and what the follower cannot read (yet) is
+said in :attr:`Follower.notices`, in the import report's words: a file that holds no
+conversation yet (and what it holds), records of kinds this version does not read, a file
+that cannot be opened.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.compaction.ledger import FILE_KINDS
 from engine.config import Settings, session_origin
-from engine.messages.tokens import count_text
+from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.params import strategy_params
 from engine.recordings import claude_code, codex
-from engine.recordings.base import ImportError_, Item, Parsed
+from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
+from engine.recordings.claude_code_chain import Record
+from engine.recordings.claude_code_follow import TailParser
+from engine.recordings.file_tail import FileTail
+from engine.recordings.importing import codex_known, parse_codex_records
+from engine.recordings.own_agent import auto_compact_at, context_of
 from engine.recordings.writer import Resume, check, write
 from engine.store import Store
-
-HEAD_BYTES = 256
-"""The first bytes of a file, compared at each look: other bytes there mean another file."""
-
-
-@dataclass
-class Chunk:
-    """What one look at a file found."""
-
-    lines: list[bytes]
-    """Complete lines appended since the last look (without their line ends)."""
-    reset: bool = False
-    """The file was replaced or truncated: ``lines`` start again from its first line."""
-
-
-class FileTail:
-    """The lines appended to one file since the last :meth:`read`."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.partial = b""
-        self.identity: tuple[int, int] | None = None
-        self.head = b""
-
-    def read(self) -> Chunk:
-        """The complete lines written since the last call; nothing while the file is absent."""
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return Chunk([])
-        identity = (st.st_dev, st.st_ino)
-        reset = False
-        if self.identity is not None and (identity != self.identity or st.st_size < self.offset):
-            reset = True
-        elif st.st_size == self.offset:
-            return Chunk([])
-        try:
-            with open(self.path, "rb") as f:
-                if not reset and self.head:
-                    if f.read(len(self.head)) != self.head:
-                        reset = True
-                if reset:
-                    self.offset, self.partial, self.head = 0, b"", b""
-                f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            return Chunk([])
-        self.identity = identity
-        self.offset += len(data)
-        if len(self.head) < HEAD_BYTES:
-            self.head = (self.head + data)[:HEAD_BYTES]
-        lines = (self.partial + data).split(b"\n")
-        self.partial = lines.pop()  # b"" after a line end; else a line still being written
-        return Chunk([line.rstrip(b"\r") for line in lines], reset)
 
 
 @dataclass
@@ -123,16 +81,20 @@ def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None
     recorded = parsed.recorded.get("context_window")
     window = recorded if isinstance(recorded, int) and recorded > 0 else 0
     out = Figures(context_window=window or settings.watch_context_window)
-    out.messages = sum(1 for i in items if i.kind != "summary")
-    out.tool_calls = sum(len(i.calls) for i in items)
-    out.compactions = sum(1 for i in items if i.kind == "summary")
-    last = max(
+    for item in items:
+        if item.kind == "summary":
+            out.compactions += 1
+        else:
+            out.messages += 1
+        out.tool_calls += len(item.calls)
+    # The last usage (or compaction) from the end: what comes after it is counted locally.
+    last = next(
         (
             n
-            for n, i in enumerate(items)
-            if (i.kind == "assistant" and i.usage) or i.kind == "summary"
+            for n in range(len(items) - 1, -1, -1)
+            if (items[n].kind == "assistant" and items[n].usage) or items[n].kind == "summary"
         ),
-        default=-1,
+        -1,
     )
     base = 0
     if last >= 0 and items[last].kind == "assistant":
@@ -144,17 +106,25 @@ def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None
             "cache_write": usage.cache_creation_input_tokens,
             "output": usage.output_tokens,
         }
-        base = usage.input_side + usage.output_tokens
+        base = context_of(usage)
     elif last >= 0:
         base = count_text(items[last].text)
     out.context_tokens = base + sum(_tokens(i) for i in items[last + 1 :])
-    if parsed.fmt == codex.FORMAT:
-        ratio = settings.watch_codex_compact_ratio
-        out.compact_at = compact_limit or int(ratio * out.context_window)
-    else:
-        out.compact_at = out.context_window - settings.watch_compact_reserve
+    out.compact_at = auto_compact_at(parsed.fmt, out.context_window, settings, compact_limit)
     out.until_compact = max(0, out.compact_at - out.context_tokens)
     out.warning = out.context_tokens >= settings.watch_warn_ratio * out.compact_at
+    return out
+
+
+def with_files(fidelity: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """A stored fidelity (kept / total by ledger kind) with ``files``: read and changed
+    together, the figure the reports name first."""
+    files = [fidelity[k] for k in FILE_KINDS if k in fidelity]
+    out = dict(fidelity)
+    out["files"] = {
+        "kept": sum(f.get("kept", 0) for f in files),
+        "total": sum(f.get("total", 0) for f in files),
+    }
     return out
 
 
@@ -179,6 +149,7 @@ def _signature(item: Item) -> tuple[Any, ...]:
         item.is_error,
         repr(usage),
         item.pre_tokens,
+        repr(item.origin),
     )
 
 
@@ -196,6 +167,9 @@ class Update:
     reset: bool = False
     rewritten: bool = False
     """The session's content was written again whole (its earlier part changed)."""
+    compaction: dict[str, Any] | None = None
+    """With a ``compaction`` event, the last compaction's figures
+    (:meth:`Follower.compaction_figures`)."""
 
 
 class Follower:
@@ -221,10 +195,17 @@ class Follower:
         self.workspace = workspace or str(path.parent)
         self.parent = parent
         self.tail = FileTail(path)
-        self.records: list[claude_code.Record] = []
+        self.records: list[Record] = []
         self.lines = 0
-        self.bad: Counter[str] = Counter()
-        self.warnings: list[str] = []
+        self.reader = JsonLines()
+        """The tolerant line reader: what it left out, named in the notices and the parse."""
+        self._tail_parser: TailParser | None = None
+        """Claude Code: the parse that costs what was appended (the whole-file parser's
+        items, :mod:`engine.recordings.claude_code_follow`)."""
+        self.notices: list[str] = []
+        """What the follower could not read (yet), in the import report's words, since the
+        last :meth:`take_notices`: ``watch`` is never silent about a file."""
+        self._said: set[str] = set()
         self.parsed: Parsed | None = None
         self.session: Session | None = None
         self._stored: list[tuple[Any, ...]] = []
@@ -233,6 +214,8 @@ class Follower:
         self._round_starts: list[int] = []
         self._compactions = 0
         self._warned = False
+        self.figures: Figures | None = None
+        """The figures of the last update: the state every ``--jsonl`` line carries."""
         self._unreported = 0
         self._pending: bool | None = None  # None: never saved yet
         self.children: dict[Path, Follower] = {}
@@ -251,25 +234,25 @@ class Follower:
         but the first time (the update names its session): :meth:`save_pending` does, after
         the figures went out."""
         chunk = self.tail.read()
+        if chunk.error:
+            self._notice(f"{self.path}: {chunk.error}")
         if chunk.reset:
-            self.records, self.lines = [], 0
-            self.bad, self.warnings = Counter(), []
+            self.records, self.lines, self.reader = [], 0, JsonLines()
+            self._tail_parser = None
             self._stored, self._compactions, self._warned = [], 0, False
-            self._unreported, self.fmt = 0, ""
+            self._unreported, self.fmt, self._said = 0, "", set()
         new = 0
         for raw in chunk.lines:
             self.lines += 1
-            if not raw.strip():
+            if raw is None:
+                self.reader.lines += 1
+                self.reader.not_read.line("line over 32 MB", self.lines)
                 continue
-            try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                self.bad["bad_line"] += 1
-                self.warnings.append(f"line {self.lines}: not JSON; left out")
+            obj = self.reader.feed(self.lines, raw.decode("utf-8", errors="replace"))
+            if obj is None:
                 continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-                self.bad["bad_line"] += 1
-                self.warnings.append(f"line {self.lines}: not a session record; left out")
+            if not isinstance(obj.get("type"), str):
+                self.reader.not_read.line("not a record (no type)", self.lines)
                 continue
             if not self.fmt:
                 self.fmt = codex.FORMAT if codex.looks_like(obj) else claude_code.FORMAT
@@ -296,12 +279,38 @@ class Follower:
             events.append("subagent")
         update = Update(self._unreported, fig, events, None, chunk.reset)
         self._unreported = 0
-        if self.session is None:
+        self.figures = fig
+        # Stored at once the first time (the update names its session) and when a
+        # compaction landed (its event carries the stored fidelity, the figure ``show``
+        # gives); otherwise after the figures went out (:meth:`save_pending`).
+        self._pending = True
+        if self.session is None or "compaction" in events:
             self.save_pending(update)
-        else:
-            self._pending = True
         update.session_id = self.session.id if self.session else None
+        if "compaction" in events:
+            update.compaction = self.compaction_figures(parsed)
         return update
+
+    def compaction_figures(self, parsed: Parsed) -> dict[str, Any]:
+        """The last recorded compaction: its trigger, the context the agent recorded before it
+        (``pre_tokens``), the summary's tokens, and, once stored, ctxscope's fidelity of it:
+        of the ledger items of what it archived, how many the summary keeps, by kind, and
+        ``files`` (read and changed together); None without a store."""
+        summary = next(i for i in reversed(parsed.items) if i.kind == "summary")
+        out: dict[str, Any] = {
+            "trigger": summary.trigger,
+            "pre_tokens": summary.pre_tokens,
+            "summary_tokens": BLOCK_OVERHEAD + count_text(summary.text)
+            if has_text(summary.text)
+            else 0,
+            "fidelity": None,
+        }
+        if self.store is not None and self.session is not None:
+            done = [c for c in self.store.compactions(self._sid) if c.undone_at is None]
+            if done and done[-1].fidelity is not None:
+                out["summary_tokens"] = done[-1].tokens_after
+                out["fidelity"] = with_files(done[-1].fidelity)
+        return out
 
     def save_pending(self, update: Update | None = None) -> None:
         """Store what the last :meth:`look` parsed (and poll the subagents)."""
@@ -336,21 +345,52 @@ class Follower:
 
     def parse(self) -> Parsed | None:
         """The records so far through the import parser, checked; None while they hold no
-        conversation yet (a file's first records can be hooks and snapshots)."""
-        parse_read = codex.parse_read if self.fmt == codex.FORMAT else claude_code.parse_read
+        conversation yet (a file's first records can be hooks and snapshots), said in a
+        notice."""
+        not_read = self.reader.not_read.copy()
         try:
-            parsed = parse_read(
-                list(self.records),
-                self.lines,
-                self.path.name,
-                Counter(self.bad),
-                list(self.warnings),
+            if self.fmt == codex.FORMAT:
+                records = codex_known(list(self.records), not_read)
+                reader = JsonLines()
+                reader.lines, reader.skipped = self.reader.lines, Counter(self.reader.skipped)
+                reader.warnings, reader.not_read = list(self.reader.warnings), not_read
+                parsed = parse_codex_records(records, reader, self.path.name)
+            else:
+                if self._tail_parser is None:
+                    self._tail_parser = TailParser(self.path.name)
+                parsed = self._tail_parser.parse(
+                    self.records,
+                    self.reader.lines,
+                    Counter(self.reader.skipped),
+                    list(self.reader.warnings),
+                    not_read,
+                )
+            problems = self._tail_parser.check(parsed) if self._tail_parser else check(parsed)
+        except ImportError_ as exc:
+            said = "; ".join(exc.problems).replace(
+                " holds no conversation ", " holds no conversation yet "
             )
-            if check(parsed):
-                return None
-        except ImportError_:
+            self._notice(f"{self.path}: {said}")
             return None
+        if problems:
+            self._notice(f"{self.path}: cannot be followed yet: {'; '.join(problems)}")
+            return None
+        for sentence in parsed.not_read_sentences():
+            self._notice(f"{self.path}: {sentence}")
         return parsed
+
+    def _notice(self, text: str) -> None:
+        """Say ``text`` once (a file that stays as it is is not reported at every look)."""
+        if text not in self._said:
+            self._said.add(text)
+            self.notices.append(text)
+
+    def take_notices(self) -> list[str]:
+        """The notices since the last call (and its subagents')."""
+        out, self.notices = self.notices, []
+        for child in self.children.values():
+            out += child.take_notices()
+        return out
 
     def save(self, parsed: Parsed) -> bool:
         """Store what changed since the last save; True when it was written again whole."""
@@ -387,7 +427,14 @@ class Follower:
                 store.drop_rounds(self._sid, rounds + 1)
                 live = store.history(self._sid).messages
                 ids = {m.id for m in live}
-                observations = [o for o in store.observations(self._sid) if o.message_id in ids]
+                # Only the live rounds' observations (a long session holds thousands more).
+                live_rounds = sorted({m.meta.round for m in live if m.meta.round is not None})
+                observations = [
+                    o
+                    for r in live_rounds
+                    for o in store.observations(self._sid, r)
+                    if o.message_id in ids
+                ]
                 self._round_starts = [p for p in self._round_starts if p < start]
             tail = Parsed(fmt=parsed.fmt, items=parsed.items[start:], title=parsed.title)
             tail.cwd = parsed.cwd
@@ -400,6 +447,14 @@ class Follower:
             )
             if whole and parsed.items and parsed.items[0].model:
                 store.update_session(self._sid, model=parsed.items[0].model)
+            # Another recording written in the file's place, or a title the agent wrote
+            # later (``ai-title``): the session says what it now holds.
+            title = f"watch: {parsed.title[:60]}"
+            if title != self.session.title:
+                self.session = store.update_session(self._sid, title=title)
+            workspace = parsed.cwd or self.workspace
+            if whole and workspace != self.session.workspace:
+                self.session = store.update_session(self._sid, workspace=workspace)
         self._round_starts += [start + p for p in report.round_starts]
         self._stored = sigs
         self._resume_from(parsed.items)

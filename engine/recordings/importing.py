@@ -6,15 +6,24 @@ Gemini CLI chats, OpenHands event lists, aider ``.aider.chat.history.md`` (each 
 ``# aider chat started at`` blocks a session); or a directory of them (each file its own
 session). Every file is parsed whole before the database is opened: a refusal
 (:class:`ImportError_`, naming the format it looked like and the problems by line) never
-creates or touches the database. In a directory, a file of no known format is listed as
-refused and the others are imported; a file of a known format that cannot be imported refuses
-the whole directory.
+creates or touches the database. A file is refused only when it holds no conversation at all
+(what it could not read is left out and named: :class:`~engine.recordings.base.NotRead`). In
+a directory every file that can be imported is, and the others are listed with the reason: no
+known format, no conversation, not text; a FIFO or a device is named as such, never opened,
+and a symlink that leads out of the folder is skipped with a line.
+
+The JSON-lines formats (Claude Code, Codex) are read by the one tolerant line reader
+(:class:`~engine.recordings.base.JsonLines`): a BOM, CRLF, blank and ``//`` lines, damaged and
+repeated lines, a cut last line, and a line longer than
+:data:`~engine.recordings.base.MAX_LINE_CHARS` (skipped while reading, never held whole).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +39,14 @@ from engine.recordings import (
     openhands,
     trajectories,
 )
-from engine.recordings.base import ImportError_, ImportReport, Parsed
+from engine.recordings.base import (
+    ImportError_,
+    ImportReport,
+    JsonLines,
+    NotRead,
+    Parsed,
+)
+from engine.recordings.files import read_session_text, special_mode
 from engine.recordings.writer import check, write
 from engine.store import Store
 
@@ -68,7 +84,9 @@ class ParsedFiles:
     files: list[tuple[Path, Parsed]]
     skipped_files: Counter[str] = field(default_factory=Counter)
     refused: list[tuple[Path, str]] = field(default_factory=list)
-    """Files of a directory in no known format, with the reason, left out of the import."""
+    """Files of a directory that could not be imported, with the reason, left out."""
+    notes: list[str] = field(default_factory=list)
+    """Lines about what a directory walk left out (a symlink out of the folder, a FIFO)."""
 
 
 def detect_format(raw: str) -> tuple[str | None, Any]:
@@ -119,11 +137,8 @@ def parse_file(path: Path) -> Parsed:
 def parse_sessions(path: Path) -> list[Parsed]:
     """Every session of one file (an aider history may hold several), parsed and checked;
     raises :class:`ImportError_` (:class:`UnknownFormat` for no known format) naming it."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportError_([f"cannot read it: {exc}"], source=str(path)) from None
-    fmt, whole = detect_format(raw)
+    raw, long_lines, not_utf8 = read_session_text(path)
+    fmt, whole = detect_format(raw.removeprefix("\ufeff"))
     try:
         if fmt == trajectories.SWE:
             sessions = [trajectories.parse_swe(whole, path.name)]
@@ -134,7 +149,7 @@ def parse_sessions(path: Path) -> list[Parsed]:
         elif fmt == anthropic_jsonl.FORMAT:
             sessions = [anthropic_jsonl.parse(raw, path.name)]
         elif fmt == codex.FORMAT:
-            sessions = [codex.parse(raw, path.name)]
+            sessions = [parse_codex(raw, path.name)]
         elif fmt == gemini.FORMAT:
             sessions = [gemini.parse(whole, path.name)]
         elif fmt == gemini.CONTENTS:
@@ -144,13 +159,7 @@ def parse_sessions(path: Path) -> list[Parsed]:
         elif fmt == aider.FORMAT:
             sessions = aider.parse_all(raw, path.name)
         else:
-            raise UnknownFormat(
-                [
-                    "not a recognised session format (expected "
-                    + ", ".join(FORMATS)
-                    + f"; see {DOCS})"
-                ]
-            )
+            raise UnknownFormat([_unknown(raw, long_lines)])
         for parsed in sessions:
             problems = check(parsed)
             if problems:
@@ -160,9 +169,62 @@ def parse_sessions(path: Path) -> list[Parsed]:
     except ImportError_ as exc:
         raise ImportError_(exc.problems, exc.fmt, source=str(path)) from None
     for parsed in sessions:
+        for number in long_lines:
+            parsed.not_read.line("line over 32 MB", number)
+        if not_utf8:
+            parsed.warnings.append(
+                f"{not_utf8} byte sequence(s) that are not UTF-8 were read as U+FFFD"
+            )
         if parsed.fmt == claude_code.FORMAT:
             _add_subagents(path, parsed)
     return sessions
+
+
+def _unknown(raw: str, long_lines: list[int]) -> str:
+    """Why a file is in no known format, saying what it looked like."""
+    expected = "expected " + ", ".join(FORMATS) + f"; see {DOCS}"
+    if long_lines and not raw.strip():
+        return f"only lines over 32 MB ({len(long_lines)}), not read ({expected})"
+    if not raw.strip():
+        return f"an empty file ({expected})"
+    return f"not a recognised session format ({expected})"
+
+
+def parse_codex(raw: str, name: str) -> Parsed:
+    """A Codex rollout read by the one tolerant line reader: lines of kinds Codex's parser
+    does not know are named, not refused (its parser reads what it knows)."""
+    reader = JsonLines()
+    records = codex_known(reader.read(raw), reader.not_read)
+    return parse_codex_records(records, reader, name)
+
+
+def codex_known(
+    records: list[tuple[int, dict[str, Any]]], not_read: NotRead
+) -> list[tuple[int, dict[str, Any]]]:
+    """The Codex rollout lines of kinds its parser reads; the others named in ``not_read``."""
+    out = []
+    for number, obj in records:
+        if codex.looks_like(obj):
+            out.append((number, obj))
+        elif isinstance(obj.get("type"), str):
+            not_read.kind(obj["type"], number)
+        else:
+            not_read.line("not a record (no type)", number)
+    return out
+
+
+def parse_codex_records(
+    records: list[tuple[int, dict[str, Any]]], reader: JsonLines, name: str
+) -> Parsed:
+    """A rollout from its known lines, with what the reader left out (copied: ``watch``
+    parses the same reader's records again at every look)."""
+    parsed = codex.parse_read(
+        records, reader.lines, name, Counter(reader.skipped), list(reader.warnings)
+    )
+    parsed.not_read.merge(reader.not_read)
+    version = parsed.recorded.get("cli_version")
+    parsed.agent_version = parsed.agent_version or (version if isinstance(version, str) else "")
+    return parsed
 
 
 def _is_subagent(path: Path) -> bool:
@@ -179,7 +241,7 @@ def _add_subagents(path: Path, parsed: Parsed) -> None:
         return
     for file in sorted(folder.glob("agent-*.jsonl")):
         try:
-            child = claude_code.parse(file.read_text(encoding="utf-8"), file.name)
+            child = claude_code.parse(read_session_text(file)[0], file.name)
             if file.name.startswith("agent-acompact"):
                 _attach_compaction_call(parsed, child, file.name)
                 continue
@@ -219,16 +281,33 @@ def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:
 def parse_path(path: Path) -> ParsedFiles:
     """A file, or every importable file under a directory (sorted), parsed and checked.
 
-    In a directory, a file of no known format is listed in ``refused`` (a ``.md`` file that
-    is not an aider history is simply not a session file) and the others go on.
+    In a directory, a file that cannot be imported is listed in ``refused`` with the reason
+    (a ``.md`` file that is not an aider history is simply not a session file) and the others
+    go on; what is not a regular file, and a symlink leading out of the folder, is noted.
     """
-    if path.is_file():
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        raise ImportError_([f"cannot read {path}: no such file or directory"]) from None
+    if not stat.S_ISDIR(mode):
         return ParsedFiles([(path, one) for one in parse_sessions(path)])
-    if not path.is_dir():
-        raise ImportError_([f"cannot read {path}: no such file or directory"])
     out = ParsedFiles([])
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        if not file.name.endswith(SUFFIXES):
+    root = path.resolve()
+    for file in sorted(path.rglob("*")):
+        if not _inside(file, root, out):
+            continue
+        try:
+            mode = os.stat(file).st_mode
+        except OSError:
+            out.notes.append(f"{file}: a broken symlink; skipped")
+            continue
+        if stat.S_ISDIR(mode):
+            continue
+        special = special_mode(mode)
+        if special:
+            out.notes.append(f"{file}: {special}, not a session file; not opened")
+            out.skipped_files["not a regular file"] += 1
+        elif not file.name.endswith(SUFFIXES):
             out.skipped_files["not a session file"] += 1
         elif _is_subagent(file.relative_to(path)):
             # Read with its session (``<session>/subagents/``); counted here only without one.
@@ -245,14 +324,32 @@ def parse_path(path: Path) -> ParsedFiles:
                     out.skipped_files["not a session file"] += 1
                 else:
                     out.refused.append((file, "; ".join(exc.problems)))
+            except ImportError_ as exc:
+                why = str(exc).removeprefix(f"{file}: ")
+                out.refused.append((file, why))
     if not out.files:
         if out.refused:
             raise ImportError_(
-                [f"{path} holds no session file of a known format"]
+                [f"{path} holds no session file that can be imported"]
                 + [f"{f}: {why}" for f, why in out.refused]
             )
         raise ImportError_([f"{path} holds no session files ({', '.join(SUFFIXES)})"])
     return out
+
+
+def _inside(file: Path, root: Path, out: ParsedFiles) -> bool:
+    """Whether ``file`` (or the symlink it is, or is under) stays inside the imported
+    folder; one that leads out is skipped with a line."""
+    try:
+        target = file.resolve()
+    except (OSError, RuntimeError):
+        out.notes.append(f"{file}: a symlink loop; skipped")
+        return False
+    if target == root or root in target.parents:
+        return True
+    out.notes.append(f"{file}: a symlink leading out of the folder (to {target}); skipped")
+    out.skipped_files["symlink out of the folder"] += 1
+    return False
 
 
 def import_parsed(
@@ -287,6 +384,7 @@ def import_parsed(
             else:
                 report = write(store, one, workspace, settings, recorded_cwd, source=key)
             report.path = str(path)
+            add_not_read(report, one)
             reports.append(report)
     return reports
 
@@ -299,6 +397,17 @@ def imported_source(path: Path, index: int) -> str | None:
     except OSError:
         return None
     return f"import:sha256:{digest}#{index}"
+
+
+def add_not_read(report: ImportReport, parsed: Parsed) -> None:
+    """What the parser did not read, into the report (its subagents' too, by agent id)."""
+    report.not_read = parsed.not_read
+    report.agent_version = parsed.agent_version
+    report.not_read_sentences = parsed.not_read_sentences()
+    children = {c.agent_id: c for c in parsed.children}
+    for child in report.children:
+        if child.session.agent_id in children:
+            add_not_read(child, children[child.session.agent_id])
 
 
 def import_session(

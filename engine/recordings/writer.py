@@ -27,6 +27,7 @@ from engine.messages.tokens import (
     count_thinking,
     ensure_counted,
     has_text,
+    thinking_texts,
 )
 from engine.models import (
     MISSING_RESULT,
@@ -45,7 +46,7 @@ from engine.params import strategy_params
 from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
 from engine.recordings.envelopes import envelope
 from engine.recordings.repeated import remember_repeated, repeated_texts
-from engine.store import Store
+from engine.store import Store, StoreError
 
 CONTINUED = "(The conversation continues after a compaction.)"
 """The user message of a round that a recorded compaction left without one."""
@@ -110,6 +111,11 @@ def check(parsed: Parsed) -> list[str]:
     return problems
 
 
+class WrittenElsewhere(StoreError):
+    """The session changed since this process last stored it: another process writes it (a
+    second ``ctxscope watch`` of the same file into the same database)."""
+
+
 @dataclass
 class Resume:
     """Where a session already stored in part goes on (``ctxscope watch``): ``parsed`` holds
@@ -136,9 +142,11 @@ def write(
     """Store ``parsed`` (already :func:`check`-ed) as a new session, in one transaction, then
     its subagents (``parsed.children``) as sessions linked to it.
 
-    With ``recorded_cwd`` the session's workspace is the folder the recording names (its
-    ``cwd``), when it names one; tools refuse to run while that folder is not there. With
-    ``resume`` the items go on into that session after its stored rounds.
+    With ``recorded_cwd`` the session names the folder the recording names (its ``cwd``) but
+    has no workspace: a recording does not choose where tools run, the user gives the folder
+    (``Session.workspace_given``, :mod:`engine.session.workspace`). Without it ``workspace``
+    is the folder the user gave. With ``resume`` the items go on into that session after its
+    stored rounds.
     """
     compressor = ToolResultCompressor(settings)
     with store.begin_write():
@@ -146,7 +154,8 @@ def write(
             session = resume.session
         else:
             session = store.create_session(
-                workspace=(parsed.cwd or workspace) if recorded_cwd else workspace,
+                workspace=parsed.cwd if recorded_cwd else workspace,
+                workspace_given=not recorded_cwd,
                 title=f"import: {parsed.title[:60]}",
                 provider="import",
                 model=parsed.model or next((i.model for i in parsed.items if i.model), ""),
@@ -159,6 +168,8 @@ def write(
             )
         assert session.id is not None
         sid = session.id
+        if resume is not None:
+            _check_unchanged(store, sid, resume.rounds)
         report = ImportReport(session=session, fmt=parsed.fmt, records=parsed.records)
         report.skipped = dict(parsed.skipped)
         report.warnings = list(parsed.warnings)
@@ -253,7 +264,9 @@ def write(
                     if not round_open:
                         continue  # they wait for the task, which opens the round
                 else:
-                    open_round(item, item.text, _first_origin(parsed) if not index else None)
+                    first = _first_origin(parsed) if not index else None
+                    merged = {**first, **item.origin} if first and item.origin else None
+                    open_round(item, item.text, merged or first or item.origin)
                 for demo in demos:
                     append(
                         Message(
@@ -358,6 +371,9 @@ def write(
         # What every request of it repeats, so that its `context` needs no tokenizer.
         strategy = session.strategy or settings.strategy
         remember_repeated(store, repeated_texts(strategy, settings, active))
+        # and the thinking it keeps, which the workbench's gauge shows (issue 30: no tokenizer)
+        thoughts = [(m.meta.origin or {}).get("thinking", []) for m in live]
+        remember_repeated(store, [t for blocks in thoughts for t in thinking_texts(blocks)])
         _warn_if_thin(parsed, report)
         for child in parsed.children:
             problems = check(child)
@@ -372,6 +388,23 @@ def write(
 
 
 _PATH_KEYS = ("file_path", "path", "notebook_path")
+
+
+def _check_unchanged(store: Store, session_id: int, rounds: int) -> None:
+    """Refuse to go on after round ``rounds`` unless that is where the session ends now.
+
+    Two watchers of one file into one database each keep where they stopped; one that stored
+    fewer rounds (it had read less of the file) rewrites the session under the other, whose
+    next rounds would be numbered from a place that is gone. Inside the write transaction the
+    check and the write see the same rounds; the caller's transaction rolls back whole."""
+    stored = store.rounds(session_id)
+    last = stored[-1].index if stored else 0
+    if last != rounds:
+        raise WrittenElsewhere(
+            f"session {session_id} in {store.path} was changed by another process (it holds "
+            f"{last} rounds, this one stored {rounds}): is a second `ctxscope watch` following "
+            "the same file into the same database? Stop one of them, or give each its own --db"
+        )
 
 
 def _relative(messages: list[Message], cwd: str) -> list[Message]:

@@ -20,6 +20,7 @@ import contextlib
 import gc
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -107,8 +108,10 @@ def replay_strategies(
     context.set_forkserver_preload(PRELOAD)
     queue: Any = context.Queue()
     stop = context.Event()
-    drain = threading.Thread(target=_forward, args=(queue, on_step), daemon=True)
+    muted = threading.Event()
+    drain = threading.Thread(target=_forward, args=(queue, on_step, muted), daemon=True)
     drain.start()
+    previous: Any = None
     try:
         with ProcessPoolExecutor(
             max_workers=min(jobs, len(names)),
@@ -116,13 +119,24 @@ def replay_strategies(
             initializer=worker.start,
             initargs=(queue, stop),
         ) as pool:
-            first = sorted(names, key=lambda n: n not in SLOWEST_FIRST)  # stable
-            submitted = {
-                name: pool.submit(worker.replay_one, db, session_id, name, settings, workspace)
-                for name in first
-            }
-            futures = [submitted[name] for name in names]
-            _wait(futures, stop, cancelled)
+            futures: list[Future[ReplayResult]] = []
+            try:
+                first = sorted(names, key=lambda n: n not in SLOWEST_FIRST)  # stable
+                submitted = {
+                    name: pool.submit(worker.replay_one, db, session_id, name, settings, workspace)
+                    for name in first
+                }
+                futures = [submitted[name] for name in names]
+                _wait(futures, stop, cancelled)
+            except KeyboardInterrupt:
+                # Ctrl+C: the workers ignore it (worker.start); stop them, report no more of
+                # their progress, and let the pool end them before the interrupt goes on.
+                previous = _ignore_interrupts()  # a second Ctrl+C would leave them running
+                muted.set()
+                stop.set()
+                for future in futures:
+                    future.cancel()
+                raise
         errors = [f.exception() for f in futures if f.done() and not f.cancelled()]
         for error in errors:
             if error is not None and not isinstance(error, ReplayCancelled):
@@ -132,6 +146,8 @@ def replay_strategies(
         queue.put(None)
         drain.join()
         queue.close()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _start_resource_tracker() -> None:
@@ -184,9 +200,12 @@ def _wait(
     or :class:`ReplayCancelled`, is raised without waiting for the others to finish."""
     pending: set[Future[ReplayResult]] = set(futures)
     while pending:
-        done, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
-        failed = any(f.exception() is not None for f in done)
+        # asked before each wait: a cancel already there stops the workers at their first step
         stopping = cancelled is not None and cancelled()
+        failed = False
+        if not stopping:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
+            failed = any(f.exception() is not None for f in done)
         if failed or stopping:
             stop.set()
             for future in pending:
@@ -196,8 +215,17 @@ def _wait(
             return
 
 
-def _forward(queue: Any, on_step: Progress | None) -> None:
-    """The workers' progress, handed to ``on_step`` in this process, until ``None``."""
+def _forward(queue: Any, on_step: Progress | None, muted: threading.Event) -> None:
+    """The workers' progress, handed to ``on_step`` in this process, until ``None`` (and
+    dropped once ``muted``: an interrupted run says nothing after its last line)."""
     while (item := queue.get()) is not None:
-        if on_step is not None:
+        if on_step is not None and not muted.is_set():
             on_step(*item)
+
+
+def _ignore_interrupts() -> Any:
+    """Ignore SIGINT while the workers are stopped; the handler it replaced (None from another
+    thread than the main one, where no KeyboardInterrupt arrives)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, signal.SIG_IGN)

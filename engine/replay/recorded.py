@@ -96,7 +96,15 @@ class RecordedProvider:
             content=content, stop_reason=stop, usage=usage, usage_source="local"
         )
 
-    def ask_text(self, system: str, text: str, timeout: float) -> str:
+    def ask_text(
+        self,
+        system: str,
+        text: str,
+        timeout: float,
+        *,
+        model: str | None = None,
+        retries: int | None = None,
+    ) -> str:
         raise NotImplementedError("a replay writes extractive summaries (is_model is False)")
 
 

@@ -91,6 +91,24 @@ class CompactionFigures:
 
 
 @dataclass
+class Stop:
+    """A recorded round the replay could not play to its end."""
+
+    step: int
+    """The last step played (the request that was sent last)."""
+    round: int
+    left: int
+    """Recorded model calls of the round that were not replayed."""
+    reason: str
+
+    def describe(self, strategy: str, total: int) -> str:
+        return (
+            f"{strategy} stopped at step {self.step:,} of {total:,} (round {self.round}): "
+            f"{self.reason}; {self.left:,} recorded calls of the round not replayed"
+        )
+
+
+@dataclass
 class ReplayResult:
     """A strategy's replay of one session."""
 
@@ -104,6 +122,12 @@ class ReplayResult:
     """The context window the replay ran in (tokens)."""
     price_note: str = ""
     """Where the steps' prices come from, or why they have none."""
+    total_steps: int = 0
+    """The recorded model calls the replay meant to play."""
+    stops: list[Stop] = field(default_factory=list)
+    """Rounds that ended before their recorded calls did (a request that could not be made
+    to fit, a recorded answer mid-round), each with where and why; empty when every
+    recorded step was replayed."""
 
     @property
     def peak(self) -> int:
@@ -155,7 +179,12 @@ class ReplayResult:
             "total_input_original": self.total_original,
             "recall_last": self.recall_last(),
             "recall_min": self.recall_min(),
-        }
+        } | (
+            {"stopped": [vars(s) | {"said": s.describe(self.strategy, self.total_steps)}
+                         for s in self.stops]}
+            if self.stops
+            else {}
+        )  # fmt: skip
 
 
 def in_window(settings: Settings, window: int) -> Settings:
@@ -206,6 +235,7 @@ def replay(
     counter = BlockCounter()
     recall = LedgerRecall(extract_ledger(messages, observations).items)
     total_steps = sum(max(1, len(r.assistants)) for r in rounds)
+    result.total_steps = total_steps
     state = {"step": 0, "round": 0, "upto": 0, "fixed": 0}
     hidden = hidden_prefix(store, session_id)
     pending: list[Compaction] = []
@@ -307,9 +337,17 @@ def replay(
                     state["upto"] = rnd.last_id
                     before = len(result.steps)
                     try:
-                        agent.run(rnd.text)
+                        outcome = agent.run(rnd.text)
                     except _Stopped:
                         break
+                    if provider.queue:  # the round ended before its recorded calls did
+                        reason = outcome.error or (
+                            f"the round ended ({outcome.status.value}) at a recorded answer "
+                            "without a tool call"
+                        )
+                        result.stops.append(
+                            Stop(state["step"], number, len(provider.queue), reason)
+                        )
                     for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
                         s.output = count_blocks(
                             [{"type": "text", "text": msg.content or " "}]

@@ -10,6 +10,7 @@ at its first count). A worker does nothing but replay, so it collects garbage le
 from __future__ import annotations
 
 import gc
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,12 @@ _worker: dict[str, Any] = {}
 
 
 def start(queue: Any, stop: Any) -> None:
-    """The pool's initializer: the queue progress goes to, the flag that stops a replay."""
+    """The pool's initializer: the queue progress goes to, the flag that stops a replay.
+
+    Ctrl+C in a terminal signals every process of its group, the workers too: they ignore it
+    and the parent, which catches it, stops them through ``stop`` (a worker interrupted on
+    its own printed a 20-line traceback from wherever it was, tiktoken say)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker.update(queue=queue, stop=stop)
 
 

@@ -25,6 +25,7 @@ from engine.context.history import (
     HistoryManager,
 )
 from engine.context.preprocess import REMINDER_CLOSE, REMINDER_OPEN, InputPreprocessor
+from engine.context.session_files import session_file
 from engine.events import (
     EventSink,
     ignore_events,
@@ -47,7 +48,9 @@ from engine.models import (
     UsageRecord,
 )
 from engine.params import session_settings
+from engine.session.workspace import NO_FOLDER
 from engine.store import Lease, Store
+from engine.validation import workspace_refusal
 from tools.base import Asker, RecallHit, ToolContext
 from tools.injection import Injections
 from tools.registry import ToolRegistry, default_registry
@@ -99,7 +102,7 @@ class AgentCore:
         session: Session,
         settings: Settings,
         provider: Provider,
-        workspace: Path,
+        workspace: Path | None,
         events: EventSink = ignore_events,
         registry: ToolRegistry | None = None,
         ask: Asker | None = None,
@@ -119,6 +122,9 @@ class AgentCore:
         (:func:`engine.params.session_settings`)."""
         self.provider = provider
         self.workspace = workspace
+        """The folder its tools work in; None: the session has none it may use (recorded by
+        another agent and not given one, :mod:`engine.session.workspace`): no tool runs and
+        no workspace file is read."""
         self.events = events
         self.strategy = strategy or get_strategy(session.strategy or settings.strategy, settings)
         self.registry = (registry or default_registry()).extended(
@@ -126,10 +132,13 @@ class AgentCore:
         )
         """The tools the model is offered: the agent's own, then the strategy's."""
         self.data_dir = data_folder(settings, store.path)
-        """Files of this app beside the database; the session's own are in ``<id>/``."""
+        """Files of this app beside the database; the session's own are in
+        ``<database key>/<id>/`` (:mod:`engine.context.session_files`)."""
         self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
         self.tool_ctx = ToolContext(
-            workspace=workspace,
+            # Without a workspace no tool runs (the loop refuses first); the tools still need
+            # a path, and one that is no folder fails any tool that got to it.
+            workspace=workspace or NO_FOLDER,
             settings=settings,
             todos=store.get_todos(self.session_id),
             on_todos=self._save_todos,
@@ -150,7 +159,7 @@ class AgentCore:
         self.summaries = SummaryCompressor(
             ProviderSummariser(provider, settings),
             settings.summary_timeout,
-            send=lambda system, text, timeout: provider.ask_text(system, text, timeout),
+            send=self._ask_summary,
         )
         self.scratchpad: list[ScratchStep] = []
         """The current round's steps with full observations; empty between rounds."""
@@ -170,6 +179,15 @@ class AgentCore:
         """While the lease is held: when the newest summary-writing compaction was made, for
         the history it was asked with (storing or undoing a compaction reloads history)."""
         self._ready()
+
+    def _ask_summary(
+        self, system: str, text: str, timeout: float, *, retries: int | None = None
+    ) -> str:
+        """A separate summary call sent as it is (seed 001's ``compressHistory``), to the
+        ``summary_model`` when one is set."""
+        return self.provider.ask_text(
+            system, text, timeout, model=self.settings.summary_model, retries=retries
+        )
 
     def _ready(self) -> None:
         """Called once the agent is built (the writer lease closes crashed rounds here)."""
@@ -268,16 +286,27 @@ class AgentCore:
     def sent_history(self) -> History:
         """L3 as the strategy sends it: its summaries, and history after its projection (seed
         002's projected rounds, masked observations); the round in progress as stored."""
-        hist = self.history.history
-        round_msgs = self._round_messages() if self.current_round is not None else []
+        hist = self.history.sent_form(self.strategy)
+        round_msgs = self._round_messages(hist) if self.current_round is not None else []
         earlier = hist.messages[: len(hist.messages) - len(round_msgs)]
         messages, _ = self.strategy.project(earlier, [], None)
         return _history(hist.summaries, [*messages, *round_msgs])
 
     @property
     def execution_log_path(self) -> Path:
-        """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, under the data folder."""
-        return self.data_dir / str(self.session_id) / "agent-context.jsonl"
+        """Seed 003's ``.ship/memory/agent-context/<chatKey>.jsonl``, in the session's folder."""
+        return self.session_file("agent-context.jsonl")
+
+    def session_file(self, name: str) -> Path:
+        """The session's file ``name`` beside the database, in its folder keyed by database
+        and session (:func:`engine.context.session_files.session_file`)."""
+        return session_file(
+            self.data_dir,
+            self.store.path,
+            self.session_id,
+            name,
+            writable=not self.store.read_only,
+        )
 
     def chat_transcript(self) -> list[tuple[str, str]]:
         """The chat as its user saw it (seed 003's ChatStore transcript): each earlier round's
@@ -323,7 +352,7 @@ class AgentCore:
         scratchpad)."""
         pad = self.scratchpad
         if hist is None:
-            hist = self.history.history
+            hist = self.history.sent_form(self.strategy)
         else:
             kept = {m.id for m in hist.messages}
             pad = [s for s in pad if s.assistant.id in kept]
@@ -343,7 +372,7 @@ class AgentCore:
 
     def _build_idle(self, question: str = "", hist: History | None = None) -> BuiltContext:
         """The request with no round running: history as the strategy sends it, and ``question``."""
-        hist = hist if hist is not None else self.history.history
+        hist = hist if hist is not None else self.history.sent_form(self.strategy)
         messages, _ = self.strategy.project(hist.messages, [], None)
         return self.builder.build(
             _history(hist.summaries, list(messages)), [], question, self._recap()
@@ -356,6 +385,17 @@ class AgentCore:
 
     def _recap(self) -> str:
         return todo_recap(self.tool_ctx.todos) if self.tool_ctx.todos else ""
+
+    def give_workspace(self, folder: Path) -> None:
+        """The folder the user gives a session that had none it may use (recorded by another
+        agent): stored with the session, and used from the next build and tool call on."""
+        refused = workspace_refusal(folder)
+        if refused:
+            raise ValueError(f"{folder} cannot be a workspace: {refused}")
+        self.session = self.store.update_session(self.session_id, workspace=str(folder))
+        self.workspace = folder
+        self.builder.workspace = folder
+        self.tool_ctx.workspace = folder
 
     def _save_todos(self, todos: list[TodoItem]) -> None:
         self.store.set_todos(self.session_id, todos)

@@ -62,6 +62,7 @@ from engine.session.core import (
     RoundOutcome,
 )
 from engine.session.fitting import Fitting
+from engine.session.workspace import why_no_workspace
 from tools.base import ToolResult
 
 
@@ -250,7 +251,12 @@ class Agent(Fitting):
 
     def _run_tool(self, call: ToolCall, index: int, step: int) -> ScratchResult:
         self.events(ToolStarted(round_index=index, step=step, call=call))
-        if self.workspace.is_dir():
+        if self.workspace is None:
+            # A recording does not choose where tools run: nothing runs until the user gives
+            # the session a workspace (issue 29).
+            session = self.store.get_session(self.session_id)
+            result = ToolResult.fail("no_workspace", why_no_workspace(session))
+        elif self.workspace.is_dir():
             result = self.registry.run(call.name, call.input, self.tool_ctx)
         else:
             # An imported session keeps the folder its agent worked in, often on another

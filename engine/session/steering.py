@@ -146,7 +146,7 @@ class Steering(WriterLease):
         uses_api = self.strategy.uses_api_usage
         record = self._last_record() if uses_api else None
         return PolicyView(
-            history=self.history.history,
+            history=self.history.sent_form(self.strategy),
             in_progress=self.current_round,
             request_tokens=built.total,
             fixed_tokens=fixed_tokens(built),
@@ -156,6 +156,7 @@ class Steering(WriterLease):
             sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,
             pinned=self.history.pinned_ids,
             count_request=self._request_tokens,
+            head_messages=1 + bool(built.layers.get("L2 CODE_LAW")),
         )
 
     def _request_tokens(self, hist: History) -> int:

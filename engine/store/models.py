@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from peewee import (
+    BigIntegerField,
     BooleanField,
     DatabaseProxy,
     Field,
@@ -105,6 +106,10 @@ class SessionRow(BaseRow):
     origin_user = TextField(null=True)
     origin_machine = TextField(null=True)
     """Who made it, and on which machine (the ``record_origin`` setting); NULL: not stored."""
+    workspace_given = BooleanField(default=True, null=True)
+    """False while ``workspace`` is only the folder a recording names (``Session``). Nullable
+    so that adding it is one ALTER TABLE: a NOT NULL column makes SQLite's migrator rebuild
+    the table, and dropping the old one cascades to every row that refers to it."""
 
 
 class RoundRow(BaseRow):
@@ -255,6 +260,61 @@ class TokenCountRow(BaseRow):
     tokens = IntegerField()
 
 
+class ExchangeBlobRow(BaseRow):
+    """A piece of a proxied request (a system block, a tool, a message) stored once by the
+    digest of its JSON: every request repeats its prefix, and each piece is kept one time."""
+
+    digest = TextField(unique=True)
+    content = TextField()
+
+
+class ExchangeRow(BaseRow):
+    """One request through ``ctxscope proxy`` and its answer (``engine.exchanges.Exchange``).
+
+    ``shape`` is the request body with its system, tools and new messages replaced by blob
+    digests; its messages start with the first ``prefix_len`` messages of request
+    ``prefix_id`` (the one before it in its thread), so a request stores what is new in it."""
+
+    session = ForeignKeyField(SessionRow, backref="exchanges", on_delete="CASCADE")
+    session_id: int
+    kind = TextField()
+    thread = TextField()
+    method = TextField()
+    path = TextField()
+    status = IntegerField()
+    outcome = TextField()
+    stream = BooleanField()
+    model = TextField()
+    shape = JSONField()
+    prefix_id = IntegerField(null=True)
+    prefix_len = IntegerField(default=0)
+    response = JSONField(null=True)
+    usage = JSONField(null=True)
+    headers = JSONField(default=dict)
+    duration_ms = FloatField(default=0.0)
+    created_at = TimestampField()
+
+
+class ImportedFileRow(BaseRow):
+    """A file ``ctxscope import`` (without a path) read: what it was then, and the sessions it
+    became, so that a later run skips it while it is unchanged."""
+
+    path = TextField(unique=True)
+    size = BigIntegerField()
+    mtime_ns = BigIntegerField()
+    head = TextField()
+    """A hash of the file's first bytes: other bytes there mean the file was rewritten."""
+    companions = TextField(default="")
+    """The names, sizes and times of the files read with it (Claude Code's subagents)."""
+    fmt = TextField(default="")
+    sessions = JSONField(default=list)
+    """The ids of the sessions it became (an aider history may hold several)."""
+    refused = TextField(null=True)
+    """Why it could not be imported, when it could not (it is not read again until it
+    changes)."""
+    imported_at = TimestampField()
+
+
 TABLES: list[type[BaseRow]] = [
     SessionRow,
     RoundRow,
@@ -267,4 +327,7 @@ TABLES: list[type[BaseRow]] = [
     StrategySwitchRow,
     LeaseRow,
     TokenCountRow,
+    ExchangeBlobRow,
+    ExchangeRow,
+    ImportedFileRow,
 ]

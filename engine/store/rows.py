@@ -235,6 +235,7 @@ def session_model(r: SessionRow) -> Session:
         params=params_model(r.params, SessionRow.params),
         user=r.origin_user,
         machine=r.origin_machine,
+        workspace_given=bool(r.workspace_given),
     )
 
 

@@ -21,7 +21,7 @@ from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 15
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -80,6 +80,13 @@ def _archive_search(db: SqliteDatabase) -> None:
     ).fetchall()
     for (segment_id,) in live:
         search.index_segment(db, segment_id)
+
+
+def _proxied_requests(db: Database) -> None:
+    """11 -> 12: the requests ``ctxscope proxy`` recorded and the pieces they share."""
+    from engine.store.models import ExchangeBlobRow, ExchangeRow
+
+    db.create_tables([ExchangeBlobRow, ExchangeRow])
 
 
 def sql(db: Database, query: str, params: tuple[object, ...] = ()) -> Any:
@@ -220,13 +227,38 @@ def _session_params(db: SqliteDatabase) -> None:
         )
 
 
-def _session_origin(db: Database) -> None:
-    """11 -> 12: a session may record who made it and on which machine (``record_origin``);
-    existing sessions did not."""
+def _given_workspaces(db: Database) -> None:
+    """12 -> 13: a session recorded by another agent has no workspace until the user gives
+    one (issue 29). The imported and watched sessions stored so far (provider ``import``) keep
+    the folder their recording names, now as a folder shown, not used."""
     from playhouse.migrate import migrate
 
     from engine.store.models import SessionRow
 
+    table = SessionRow._meta.table_name
+    if "workspace_given" not in {c.name for c in db.get_columns(table)}:
+        column = SessionRow.workspace_given
+        migrate(migrator(db).add_column(table, "workspace_given", column))
+    sql(db, f"UPDATE \"{table}\" SET workspace_given = (provider != 'import')")
+
+
+def _imported_files(db: Database) -> None:
+    """13 -> 14: the files ``ctxscope import`` without a path read, so a later run skips the
+    unchanged ones."""
+    from engine.store.models import ImportedFileRow
+
+    db.create_tables([ImportedFileRow])
+
+
+def _session_origin(db: Database) -> None:
+    """14 -> 15: a session may record who made it and on which machine (``record_origin``);
+    existing sessions did not. (A database made before main's steps were merged numbered this
+    step 12, so it went on to 13 and 14 without 11 -> 12's tables: made here if missing.)"""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import ExchangeBlobRow, ExchangeRow, SessionRow
+
+    db.create_tables([ExchangeBlobRow, ExchangeRow])  # IF NOT EXISTS
     table = SessionRow._meta.table_name
     present = {c.name for c in db.get_columns(table)}
     migrate(
@@ -249,7 +281,10 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     8: _subagents_and_cache_lifetimes,
     9: _watched_sources,
     10: _session_params,
-    11: _session_origin,  # written for both databases
+    11: _proxied_requests,  # 11 and after: written for both databases
+    12: _given_workspaces,
+    13: _imported_files,
+    14: _session_origin,
 }
 
 

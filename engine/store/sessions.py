@@ -203,12 +203,18 @@ class SessionStore(StoreAccess):
         source: str | None = None,
         params: StrategyParams | None = None,
         origin: tuple[str, str] | None = None,
+        workspace_given: bool | None = None,
     ) -> Session:
         """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
         ``source`` names the recording a watched session follows; ``params`` are the numbers
         its strategy plans with (``engine.params.strategy_params``; None stores none, and the
         session plans with the settings of whichever process opens it); ``origin`` the user
-        and machine it comes from (``engine.config.session_origin``; None: not stored)."""
+        and machine it comes from (``engine.config.session_origin``; None: not stored).
+
+        ``workspace_given``: the user gave ``workspace`` (``Session.workspace_given``); by
+        default, unless the session is recorded by another agent (``provider="import"``)."""
+        if workspace_given is None:
+            workspace_given = provider != "import"
         now = utcnow()
         row = SessionRow.create(
             title=title,
@@ -224,6 +230,7 @@ class SessionStore(StoreAccess):
             params=_dumped(params),
             origin_user=origin[0] if origin else None,
             origin_machine=origin[1] if origin else None,
+            workspace_given=workspace_given,
         )
         return session_model(row)
 
@@ -251,12 +258,16 @@ class SessionStore(StoreAccess):
 
     @writes
     def update_session(self, session_id: int, **fields: Any) -> Session:
-        """Change title, provider, model or strategy; bumps ``updated_at``."""
+        """Change title, provider, model, strategy or workspace; bumps ``updated_at``.
+
+        A ``workspace`` given here is the user's (``workspace_given`` becomes true)."""
         allowed = {"title", "provider", "model", "strategy", "workspace"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {sorted(unknown)}")
         self.get_session(session_id)
+        if "workspace" in fields:
+            fields["workspace_given"] = True
         SessionRow.update(updated_at=utcnow(), **fields).where(
             SessionRow.id == session_id
         ).execute()

@@ -52,8 +52,11 @@ def test_an_import_with_naive_times_still_compacts_asks_and_shows_context(
     code, out, err = run(capsys, "compact", sid, "--db", str(db), "--json")
     assert code == 0, err
     assert json.loads(out)["compaction"]["outcome"] == "success"
+    sid = str(json.loads(out)["fork"]["session_id"])  # a recording changes only in a fork
     # Each of these raised TypeError (naive vs aware comparison) once a compaction existed.
-    for argv in (["context", sid], ["ask", "ls", "--session", sid], ["compact", sid]):
+    # (an imported session runs tools only in a folder the user gives: --workspace)
+    ask = ["ask", "ls", "--session", sid, "--workspace", str(tmp_path)]
+    for argv in (["context", sid], ask, ["compact", sid]):
         code, _, err = run(capsys, *argv, "--db", str(db))
         assert "Traceback" not in err and "TypeError" not in err
         assert code == 0, err

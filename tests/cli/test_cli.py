@@ -33,9 +33,13 @@ def test_import_compact_show_round_trip(db: Path, capsys: pytest.CaptureFixture[
     sid = imported["session_id"]
     assert imported["missing_results"] == 2 and imported["rounds"] == 3
 
-    # the session's numbers are its own: an environment variable would not change them
-    code, _, _ = run(capsys, "strategy", str(sid), "--set", "keep_rounds=1", "--db", str(db))
+    # the session's numbers are its own: an environment variable would not change them; a
+    # recording is read-only, so the change makes a fork, and the rest works on the fork
+    code, out, _ = run(
+        capsys, "strategy", str(sid), "--set", "keep_rounds=1", "--db", str(db), "--json"
+    )
     assert code == 0
+    sid = json.loads(out)["fork"]["session_id"]
     code, out, _ = run(
         capsys, "compact", str(sid), "--db", str(db), "--json", "--focus", "retry delay"
     )
@@ -86,7 +90,11 @@ def test_context_shows_layers_in_seed_order(
     assert [layer["name"] for layer in data["layers"]] == list(LAYERS)
     tokens = {layer["name"]: layer["tokens"] for layer in data["layers"]}
     assert tokens["L2 CODE_LAW"] > 0 and tokens["current input"] > 0
-    assert tokens["L3 history"] > tokens["L1 system"] > 0
+    assert tokens["L3 history"] > 0
+    # a recorded session's L1 is its own agent's prompt and tools as recorded (the hidden
+    # prefix), not ctxscope's system prompt, which shows only in the what-if request
+    assert tokens["L1 system"] == data["as_original_agent"]["hidden_prefix_tokens"]
+    assert tokens["L1 tools"] == 0
     system = data["request"]["system"]
     assert "Never use print" in system[1]["text"]
     assert data["request"]["messages"][-1]["role"] == "user"

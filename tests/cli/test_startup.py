@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cli.main import EXPORT_FORMATS, main
 from engine.recordings.export import FORMATS
 
@@ -74,3 +76,65 @@ def test_each_strategy_is_the_class_its_name_selects() -> None:
         "masking",
     ]
     assert [STRATEGIES[name].name for name in STRATEGIES] == list(STRATEGIES)
+
+
+HEAVY = ("engine", "pydantic", "pydantic_core", "textual", "rich", "peewee", "tiktoken")
+"""What answering ``--help`` or a bad argument must not import (issue 32: ``ctxscope --help``
+took 9.4× ``python -c pass``)."""
+
+
+def _imported(
+    args: list[str], tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run ``python -X importtime -m cli.workbench ARGS`` (the ``ctxscope`` console script's
+    module) without an API key (with one it re-executes itself first: tests/security/
+    test_key_handover.py); the process and every module it imported, from importtime's lines."""
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cli.workbench", *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # "import time: <self us> | <cumulative us> | <indented module name>"
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    modules = [line.split("|")[2].strip() for line in lines[1:]]  # [0] is the header
+    return done, modules
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules if m.split(".")[0] in HEAVY]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["show", "--help"], ["replay", "--help"]])
+def test_help_imports_no_engine_pydantic_or_textual(tmp_path: Path, args: list[str]) -> None:
+    done, modules = _imported(args, tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: ctxscope")
+    assert "cli.main" in modules  # importtime lists what the run imported
+    assert _heavy(modules) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["show", "abc"], "argument ID: session id must be a whole number, got 'abc'"),
+        (["recall", "1", "words", "--limit", "many"], "argument --limit: the value must be"),
+        (["ask", "hi", "--wait", "soon"], "argument --wait: the value must be a number of sec"),
+        (["no-such-command"], "argument COMMAND: invalid choice: 'no-such-command'"),
+    ],
+)
+def test_an_argument_error_needs_only_the_checks(
+    tmp_path: Path, args: list[str], error: str
+) -> None:
+    """A bad argument is refused in one line, exit 2, having imported at most
+    :mod:`engine.validation` (its checks) and :mod:`engine.terminal_text` (the error line
+    echoes the bad value, shown escaped); neither imports pydantic."""
+    done, modules = _imported(args, tmp_path)
+    refusal = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert done.returncode == 2
+    assert len(refusal) == 1 and error in refusal[0], refusal
+    assert set(_heavy(modules)) <= {"engine", "engine.validation", "engine.terminal_text"}

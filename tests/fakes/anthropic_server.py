@@ -64,6 +64,11 @@ class Reply:
     """Streams only: send nothing but ``ping`` events, every ``PING_INTERVAL`` seconds, until
     the client hangs up or the server stops (a server that holds a round without answering)."""
     headers: dict[str, str] = field(default_factory=dict)
+    chunk_size: int | None = None
+    """Streams only: send the stream's bytes in pieces of this size, cut anywhere (inside an
+    event, a line, a character), as a network may deliver them."""
+    cache_creation: dict[str, int] | None = None
+    """The usage's ``cache_creation`` breakdown (``ephemeral_5m_input_tokens``, ``…_1h_…``)."""
 
 
 @dataclass
@@ -266,6 +271,15 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass  # keep pytest output clean
 
+        def handle(self) -> None:
+            """Serve the connection's requests until the client closes it; a client that
+            resets it (an SDK closing its pool, a cancelled request) ends it quietly, as the
+            real API's front end does, instead of socketserver's traceback on stderr."""
+            try:
+                super().handle()
+            except (ConnectionResetError, BrokenPipeError):
+                self.close_connection = True
+
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -278,6 +292,9 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
             )
+            if self.path.split("?")[0].endswith("/v1/messages/count_tokens"):
+                self._count_tokens(recorded)
+                return
             if not self.path.split("?")[0].endswith("/v1/messages"):
                 self._send_json(404, _error_body("not_found_error", f"no route {self.path}"))
                 return
@@ -303,6 +320,39 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
                     self._send_json(200, _message_body(reply), reply.headers)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client gave up (timeout, cancel)
+
+        def _count_tokens(self, recorded: RecordedRequest) -> None:
+            """``POST /v1/messages/count_tokens``: ``{"input_tokens": N}``, N a stand-in
+            count (a quarter of the characters of the body's JSON); its required fields
+            checked as the API checks them."""
+            with server._lock:
+                server._requests.append(recorded)
+            body = recorded.body
+            missing = [k for k in ("model", "messages") if k not in body]
+            if missing:
+                message = f"{missing[0]}: Field required"
+                self._send_json(400, _error_body("invalid_request_error", message))
+                return
+            if "max_tokens" in body or "stream" in body:
+                key = "max_tokens" if "max_tokens" in body else "stream"
+                message = f"{key}: Extra inputs are not permitted"
+                self._send_json(400, _error_body("invalid_request_error", message))
+                return
+            self._send_json(200, {"input_tokens": max(1, len(json.dumps(body)) // 4)})
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            """``GET /v1/models``: one model, in the API's list shape; else a 404."""
+            if self.path.split("?")[0].endswith("/v1/models"):
+                model = {
+                    "type": "model",
+                    "id": "claude-fake",
+                    "display_name": "Claude Fake",
+                    "created_at": "2026-01-01T00:00:00Z",
+                }
+                page = {"data": [model], "has_more": False, "first_id": "claude-fake"}
+                self._send_json(200, page | {"last_id": "claude-fake"})
+                return
+            self._send_json(404, _error_body("not_found_error", f"no route {self.path}"))
 
         def _send_json(
             self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
@@ -340,7 +390,12 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                self._send_chunk(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+                payload = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+                if reply.chunk_size:
+                    for start in range(0, len(payload), reply.chunk_size):
+                        self._send_chunk(payload[start : start + reply.chunk_size])
+                else:
+                    self._send_chunk(payload)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 
@@ -393,13 +448,16 @@ def _error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
 
-def _usage(reply: Reply) -> dict[str, int]:
-    return {
+def _usage(reply: Reply) -> dict[str, Any]:
+    usage: dict[str, Any] = {
         "input_tokens": reply.usage.get("input_tokens", 10),
         "output_tokens": reply.usage.get("output_tokens", 5),
         "cache_read_input_tokens": reply.usage.get("cache_read_input_tokens", 0),
         "cache_creation_input_tokens": reply.usage.get("cache_creation_input_tokens", 0),
     }
+    if reply.cache_creation is not None:
+        usage["cache_creation"] = dict(reply.cache_creation)
+    return usage
 
 
 def _message_body(reply: Reply) -> dict[str, Any]:

@@ -174,11 +174,15 @@ def test_a_workspace_change_needs_move_workspace(
     store = Store.open(db)
     assert store.get_session(1).workspace == str(tmp_path)
     assert store.rounds(1)[-1].index == 3  # no round was run
+    assert len(store.list_sessions()) == 1  # and no fork was made for nothing
     store.close()
     code, _, err = run(capsys, *argv, "--move-workspace")
     assert code == 0, err
     store = Store.open(db)
-    assert store.get_session(1).workspace == str(other)
+    # session 1 is a recording: the round ran in a fork of it, moved; the recording stays
+    assert store.get_session(2).workspace == str(other)
+    assert store.get_session(2).source == "fork of #1 at round 3"
+    assert store.get_session(1).workspace == str(tmp_path)
     store.close()
 
 

@@ -2,9 +2,9 @@
 call, writes outside the workspace, the network switch.
 
 Which sandbox runs is probed here independently of ``tools.sandbox`` (``bwrap`` on PATH and
-able to start, else ``unshare -Urpf --mount-proc true`` exiting 0, else none); on this
-project's build machine that is ``unshare``. Where none can run, the tests assert what the
-design promises instead: ``sandbox: none`` in the result.
+able to start with ``--disable-userns``, else ``unshare`` able to nest a second user
+namespace, else none); on this project's build machine that is ``unshare``. Where none can
+run, the tests assert what the design promises instead: ``sandbox: none`` in the result.
 """
 
 from __future__ import annotations
@@ -32,20 +32,18 @@ KEY = "sk-ant-api03-sandboxprobe-Zq81"
 
 
 def _probe() -> str:
+    def runs(argv: list[str]) -> bool:
+        done = subprocess.run(argv, capture_output=True, check=False, timeout=10)
+        return done.returncode == 0
+
     bwrap = shutil.which("bwrap")
-    if bwrap and subprocess.run(
-        [bwrap, "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc",
-         "true"], capture_output=True, check=False,
-    ).returncode == 0:  # fmt: skip
+    if bwrap and runs(
+        [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--ro-bind", "/", "/",
+         "true"]
+    ):  # fmt: skip
         return "bwrap"
     unshare = shutil.which("unshare")
-    if (
-        unshare
-        and subprocess.run(
-            [unshare, "-Urpf", "--mount-proc", "true"], capture_output=True, check=False
-        ).returncode
-        == 0
-    ):
+    if unshare and runs([unshare, "-Urpf", "--mount-proc", unshare, "-Um", "true"]):
         return "unshare"
     return "none"
 

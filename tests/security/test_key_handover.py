@@ -30,7 +30,7 @@ def test_a_running_ctxscope_holds_no_key_in_its_environment(tmp_path: Path) -> N
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "PYTHONPATH": str(ROOT),
-            "HOME": str(tmp_path),
+            "HOME": str(tmp_path / "home"),  # not the workspace: a home folder is none
             "ANTHROPIC_API_KEY": KEY,
             "ANTHROPIC_AUTH_TOKEN": TOKEN,
             "ANTHROPIC_BASE_URL": server.url,

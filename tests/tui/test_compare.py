@@ -97,3 +97,24 @@ def test_compare_narrow(
     the width."""
     app = _stored(make_app, db_path, workspace)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_compared)
+
+
+@pytest.mark.anyio
+async def test_a_strategy_that_stops_early_says_where_and_why(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """Issue 32: a replay that cannot play a round to its end says so on the compare screen
+    too (here every strategy meets a recorded answer in the middle of round 1)."""
+    from engine.store import Store
+    from tests.engine.builders import round_with_an_answer_in_the_middle
+
+    store = Store.open(db_path)
+    sid = round_with_an_answer_in_the_middle(store, workspace)
+    store.close()
+    app = make_app(resume=sid)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        screen = await _compared(pilot)
+        assert all(len(r.stops) == 1 for r in screen.results)
+        toasts = [str(t.render()) for t in screen.query("Toast")]
+        said = [t for t in toasts if "stopped at step 2 of 4 (round 1)" in t]
+        assert len(said) == len(screen.results) == 6

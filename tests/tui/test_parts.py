@@ -32,7 +32,7 @@ def test_wrap_rows_words_cells_and_cap() -> None:
     assert wrap_rows("alpha beta gamma", 11, None) == ["alpha beta", "gamma"]
     assert wrap_rows("abcdefghij", 4, None) == ["abcd", "efgh", "ij"]
     assert wrap_rows("中文字符", 4, None) == ["中文", "字符"]
-    assert wrap_rows("a\tb\x1b", 10, None) == ["a   b�"]
+    assert wrap_rows("a\tb\x1b", 10, None) == ["a   b\\x1b"]
     capped = wrap_rows("1\n2\n3\n4\n5", 10, 2)
     assert capped[:2] == ["1", "2"]
     assert capped[2].startswith("… 3 more lines")

@@ -175,8 +175,8 @@ async def test_execution_log_of_a_message_window_session(make_app: AppFactory) -
         assert isinstance(app.screen, ExecutionLogScreen)
         table = app.screen.query_one(DataTable)
         rows = [table.get_row_at(i) for i in range(table.row_count)]
-        assert [r[1] for r in rows] == ["read @src/calc.py", "ls src then grep def in src"]
-        assert rows[0][3] == "Read" and rows[1][3] == "LS, Grep"
+        assert [str(r[1]) for r in rows] == ["read @src/calc.py", "ls src then grep def in src"]
+        assert str(rows[0][3]) == "Read" and str(rows[1][3]) == "LS, Grep"
         await pilot.press("escape")
         assert not isinstance(app.screen, ExecutionLogScreen)
 

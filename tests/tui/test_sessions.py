@@ -122,7 +122,7 @@ async def test_sessions_screen_resumes_the_chosen_session(
         assert isinstance(app.screen, SessionsScreen)
         table = app.screen.query_one(DataTable)
         assert table.row_count == 2
-        titles = [table.get_row_at(i)[2] for i in range(2)]
+        titles = [str(table.get_row_at(i)[2]) for i in range(2)]
         assert titles == ["second", "first"]
         await pilot.press("down", "enter")
         await settle(pilot)
@@ -253,7 +253,7 @@ async def test_sessions_screen_filters_previews_renames_and_deletes(
         sessions = app.screen
         assert isinstance(sessions, SessionsScreen)
         table = sessions.query_one(DataTable)
-        assert [table.get_row_at(i)[2] for i in range(table.row_count)] == ["current", "first"]
+        assert [str(table.get_row_at(i)[2]) for i in range(table.row_count)] == ["current", "first"]
         await pilot.press("w")
         await settle(pilot)
         assert table.row_count == 3
@@ -279,7 +279,7 @@ async def test_sessions_screen_filters_previews_renames_and_deletes(
         await pilot.pause()
         await pilot.press("y")
         await settle(pilot)
-        assert [table.get_row_at(i)[2] for i in range(table.row_count)] == ["current"]
+        assert [str(table.get_row_at(i)[2]) for i in range(table.row_count)] == ["current"]
         await pilot.press("d")  # the open session is not deleted
         await settle(pilot)
         assert table.row_count == 1
@@ -325,7 +325,10 @@ async def test_delete_refuses_a_session_another_process_writes(
             await pilot.press("f2")
             await settle(pilot)
             table = app.screen.query_one(DataTable)
-            assert [table.get_row_at(i)[2] for i in range(table.row_count)] == ["current", "busy"]
+            assert [str(table.get_row_at(i)[2]) for i in range(table.row_count)] == [
+                "current",
+                "busy",
+            ]
             await pilot.press("down", "d")
             await pilot.pause()
             await pilot.press("y")

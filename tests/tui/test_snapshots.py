@@ -237,7 +237,7 @@ def test_fresh_session_intro(
 
 @pytest.mark.parametrize("size", [WIDE, NARROW], ids=["120x40", "80x24"])
 def test_keys_modal(snap_compare: SnapCompare, make_app: AppFactory, size: tuple[int, int]) -> None:
-    """F1: the keys of the workbench in one list (F1–F8, Ctrl+N, Esc, /, Enter in the input
+    """F1: the keys of the workbench in one list (F1–F10, Ctrl+N, Esc, /, Enter in the input
     and in a pane, 1–4, Ctrl+P, Ctrl+Q, the dialogs' keys) over the main screen; "Esc closes
     this list" under it."""
 

@@ -126,8 +126,9 @@ async def test_workbench_shows_each_record_once_and_the_compaction_as_it_lands(
                 if end == BOUNDARY:
                     # The boundary alone: the summary has not landed yet.
                     assert "compactions 0" in bar(app)
-                    assert "in 1 · cache read 165,803 · cache write 955 · out 301" in bar(app)
-                    assert bar(app).startswith("⚠ auto-compact near")
+                    # 120 columns: the usage is said shorter, after the figures (issue 30)
+                    assert "in 1 · read 165.8k · write 955 · out 301" in bar(app)
+                    assert bar(app).startswith("⚠ context 167,092 / 200,000")
                 if end == SUMMARY:
                     assert "compactions 1" in bar(app)
                     await wait_until(pilot, lambda: redraw_idle(app), 20)
@@ -224,7 +225,7 @@ async def test_the_workbench_follows_a_codex_rollout(
             out.write(b"".join(line + b"\n" for line in lines[60:]))
         await wait_until(pilot, lambda: app.records_shown == 153, 20)
         text = bar(app)
-        assert "in 301 · cache read 18,432 · cache write 0 · out 1,123" in text
+        assert "in 301 · read 18.4k · write 0" in text  # said shorter at 120 columns
         assert "context 19,856 / 272,000 (7.3%)" in text
         assert f"until auto-compact {244_800 - 19_856:,}" in text
         await wait_until(pilot, lambda: redraw_idle(app), 20)

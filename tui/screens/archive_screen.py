@@ -82,7 +82,7 @@ def entry_label(entry: ArchiveEntry) -> Text:
     text = Text()
     undone = " · undone" if c.undone_at else ""
     text.append(f"#{c.id} {c.trigger} · {c.outcome}{undone}\n", style="bold")
-    text.append(f"{c.strategy}", style="italic")
+    text.append(display_safe(c.strategy, one_line=True), style="italic")
     if c.placement:
         text.append(f" · {c.placement.value.replace('_', ' ')}", style="italic")
     text.append("\n")
@@ -91,7 +91,7 @@ def entry_label(entry: ArchiveEntry) -> Text:
         text.append(f"{round_span(seg.first_round, seg.last_round)} · ")
     text.append(f"{tokens(c.tokens_before)} → {tokens(c.tokens_after)} tok", style="dim")
     if c.error and entry.segment is None:
-        text.append(f"\n{c.error}", style="dim italic")
+        text.append(f"\n{display_safe(c.error)}", style="dim italic")
     return text
 
 

@@ -21,6 +21,7 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 
 from engine.compaction.ledger import fidelity_line
 from engine.context.history import CompactionDraft
+from engine.terminal_text import printable
 from tui.formatting import tokens
 
 
@@ -99,7 +100,9 @@ class CompactPreviewModal(ModalScreen[Commit | Regenerate | None]):
             yield Label("Compaction preview — nothing is stored yet", id="compact-preview-title")
             yield Static(describe(self.draft, self.strategy), id="compact-preview-plan")
             yield TextArea(
-                summary.content if summary else "",
+                # Drawn as it will be committed: any control character copied from a recorded
+                # message is shown (and kept) escaped.
+                printable(summary.content) if summary else "",
                 id="compact-preview-summary",
                 soft_wrap=True,
                 read_only=summary is None,

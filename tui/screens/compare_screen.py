@@ -247,6 +247,9 @@ class CompareScreen(Screen[None]):
                 ),
                 key=r.strategy,
             )
+            for stop in r.stops:  # a round it could not play to its end: where and why
+                said = stop.describe(r.strategy, r.total_steps)
+                self.notify(said, title="Replay stopped", severity="warning", timeout=20)
         self._redraw()
 
     def _redraw(self) -> None:

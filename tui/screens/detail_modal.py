@@ -20,7 +20,7 @@ from textual.widgets import Label, TextArea
 from engine.context.builder import render_messages
 from engine.models import Message, Observation, Summary
 from tui.formatting import round_span, tokens
-from tui.text_wrap import display_safe
+from tui.text_wrap import display_safe, plain
 
 
 @dataclass(frozen=True)
@@ -74,11 +74,11 @@ class DetailModal(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="detail-dialog", classes="dialog"):
-            yield Label(self.heading, id="detail-title")
+            yield Label(plain(self.heading, one_line=True), id="detail-title")
             with Horizontal(id="detail-columns"):
                 for part in self.parts:
                     with Vertical(classes="detail-column"):
-                        yield Label(part.title, classes="detail-heading")
+                        yield Label(plain(part.title, one_line=True), classes="detail-heading")
                         area = TextArea(
                             display_safe(part.text),
                             read_only=True,

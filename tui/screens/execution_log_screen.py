@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Label
 
 from engine.compaction.execution_log import read_log
 from tui.formatting import one_line
+from tui.text_wrap import plain
 from tui.widgets.key_bar import KeyBar
 
 
@@ -50,7 +51,7 @@ class ExecutionLogScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="log-screen"):
-            yield Label(f"Execution log · {self.path}", id="log-title")
+            yield Label(plain(f"Execution log · {self.path}", one_line=True), id="log-title")
             yield DataTable(id="log-table", cursor_type="row", zebra_stripes=True)
         yield KeyBar()
 
@@ -60,7 +61,8 @@ class ExecutionLogScreen(Screen[None]):
         try:
             entries = read_log(self.path)
         except (OSError, ValueError) as exc:
-            self.query_one("#log-title", Label).update(f"Execution log · cannot read: {exc}")
+            said = plain(f"Execution log · cannot read: {exc}", one_line=True)
+            self.query_one("#log-title", Label).update(said)
             return
         if not entries:
             self.query_one("#log-title", Label).update(
@@ -72,8 +74,8 @@ class ExecutionLogScreen(Screen[None]):
                 request = f"{entry.get('merged', '?')} merged"
             table.add_row(
                 request,
-                one_line(str(entry.get("userPreview", "")), 40),
-                one_line(str(entry.get("outputPreview", "")), 50),
-                tool_summary(entry),
+                plain(one_line(str(entry.get("userPreview", "")), 40)),
+                plain(one_line(str(entry.get("outputPreview", "")), 50)),
+                plain(tool_summary(entry), one_line=True),
             )
         table.focus()

@@ -24,7 +24,7 @@ from engine.context.builder import LAYERS
 from engine.messages.tokens import BudgetCheck
 from tui.formatting import percent, tokens
 from tui.gauge_state import Decision
-from tui.text_wrap import display_safe
+from tui.text_wrap import display_safe, plain
 from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class InspectorScreen(Screen[None]):
             summary += f" · L2 from {ins.code_law}"
         if ins.warnings:
             summary += "\n⚠ " + "\n⚠ ".join(ins.warnings)
-        self.query_one("#inspector-summary", Static).update(summary)
+        self.query_one("#inspector-summary", Static).update(plain(summary))
         container = self.query_one("#inspector-layers", VerticalScroll)
         container.loading = False
         headless = self.app.is_headless

@@ -21,7 +21,7 @@ from textual.widgets import Label, Static
 OTHER_KEYS: tuple[tuple[str, str], ...] = (
     ("Enter (input)", "send the question; @path mentions a file (→ or End completes it)"),
     ("Tab / Shift+Tab", "move between the input and the panes"),
-    ("Alt+1 … Alt+4", "jump to the chat, scratchpad, history, gauge pane (or Tab)"),
+    ("Alt+1 … Alt+4", "jump to the chat, scratchpad, history, gauge pane (or Ctrl+G, Tab)"),
     ("any letter or digit", "typed in a pane, it goes to the input box (no pane takes it)"),
     ("↑ ↓ PgUp PgDn Home End", "move in the chat, scratchpad and history panes"),
     ("Enter (pane)", "open the selected item in full (a tool message beside its raw output)"),

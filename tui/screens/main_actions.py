@@ -12,28 +12,30 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from textual import on
-from textual.screen import Screen
 from textual.widget import Widget
 
 from engine.context.history import CompactionDraft, CompactionResult
+from engine.session.workspace import NO_FOLDER
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
-from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
-from tui.screens.compare_screen import CompareScreen
-from tui.screens.execution_log_screen import ExecutionLogScreen
-from tui.screens.inspector_screen import InspectorScreen
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
+from tui.screens.report_screen import ReportScreen
+from tui.screens.requests_screen import RequestsScreen
 from tui.screens.sessions_screen import SessionsScreen
+from tui.screens.strategy_switch import StrategySwitching
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
 from tui.widgets.scratchpad_view import ScratchpadView
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.session import Agent
+    from engine.store.forking import Fork
     from tui.app import CtxscopeApp
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block
@@ -85,6 +87,14 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("f6", "last_scratchpad", "Last pad", "Show or hide the last round's scratchpad"),
     ActionSpec("f7", "next_pane", "Pane", "Show the next pane (narrow layout)"),
     ActionSpec(
+        "ctrl+g",
+        "cycle_pane",
+        "Go to pane",
+        "Focus the next pane: chat, scratchpad, history (also in tmux)",
+        show=False,
+        title="Go to the next pane",
+    ),
+    ActionSpec(
         "ctrl+l",
         "execution_log",
         "Log",
@@ -103,6 +113,20 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
         "compare",
         "Compare",
         "Replay this session under every strategy: tokens, cache, cost, what was kept",
+        show=False,
+    ),
+    ActionSpec(
+        "f10",
+        "requests",
+        "Requests",
+        "A proxied session's exact requests: layers, diffs, cost",
+        show=False,
+    ),
+    ActionSpec(
+        "f11",
+        "report",
+        "Report",
+        "Every session's cost per day, compactions and what they kept",
         show=False,
     ),
     ActionSpec(
@@ -142,7 +166,7 @@ IDLE_ONLY = {"compact", "sessions", "new_session", "undo_compaction", "toggle_pi
 """Actions refused while the agent works (they would race the round); they say so."""
 
 
-class MainActions(Screen[None]):
+class MainActions(StrategySwitching):
     """Actions of the main screen (the base class of MainScreen)."""
 
     if TYPE_CHECKING:
@@ -186,6 +210,8 @@ class MainActions(Screen[None]):
 
         def leave_session(self) -> None: ...
 
+        def fork_first(self, then: Callable[[Fork], None]) -> bool: ...
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides a key that does nothing here (F7 in the wide layout, Esc between
         # rounds); None shows it disabled (kept in the palette, left out of the footer). Keys
@@ -196,7 +222,10 @@ class MainActions(Screen[None]):
             return self.has_class("-narrow")
         if action == "interrupt":
             return self.busy == "round"
-        if action in ("archive", "inspect", "execution_log", "compare") and self.agent is None:
+        if (
+            action in ("archive", "inspect", "execution_log", "compare", "requests")
+            and self.agent is None
+        ):
             return None
         if action == "undo_compaction":
             return True if self.undoable is not None else None
@@ -284,6 +313,8 @@ class MainActions(Screen[None]):
         self._leave_cut()
         if self.agent is None or self.busy is not None:
             return
+        if self.fork_first(lambda _fork: self._cut_confirmed(event)):
+            return
         self.busy = "compacting"
         self.manual_keep = event.keep
         if event.edit:
@@ -325,6 +356,8 @@ class MainActions(Screen[None]):
         if self.undoable is None or self.agent is None:
             self.notify("No compaction to undo in this session.", title="Undo")
             return
+        if self.fork_first(lambda _fork: self.action_undo_compaction()):
+            return
         self.busy = "compacting"
         self.undo_worker(self.agent, self.memo)
 
@@ -333,21 +366,32 @@ class MainActions(Screen[None]):
         msg = self.query_one(HistoryView).selected_message()
         if msg is None or msg.id is None:
             self.notify(
-                "Select a message in the history pane first (Alt+3 or Tab, then ↑ ↓).",
+                "Nothing to pin: select a message in the history pane first (Ctrl+G or Tab "
+                "to reach it, then ↑ ↓), then press Ctrl+T.",
                 title="Pin",
             )
             return
         if self._refuse_when_busy() or self.agent is None:
             return
+        message_id, pinned = msg.id, not msg.pinned
+        if self.fork_first(lambda fork: self._pin(fork.messages[message_id], pinned)):
+            return
+        self._pin(message_id, pinned)
+
+    def _pin(self, message_id: int, pinned: bool) -> None:
+        if self._refuse_when_busy() or self.agent is None:
+            return
         self.busy = "compacting"
-        self.pin_worker(self.agent, self.memo, msg.id, not msg.pinned)
+        self.pin_worker(self.agent, self.memo, message_id, pinned)
 
     # ------------------------------------------------------------------ other screens
     def action_sessions(self) -> None:
         if self._refuse_when_busy():
             return
         app = self.ctx_app
-        workspace = str(self.agent.workspace) if self.agent else str(app.workspace)
+        workspace = str(
+            self.agent.workspace if self.agent and self.agent.workspace else app.workspace
+        )
         fixed = app.workspace_label
         label = (lambda _path: fixed) if fixed else workspace_label
         self.app.push_screen(
@@ -362,10 +406,17 @@ class MainActions(Screen[None]):
     def action_keys(self) -> None:
         self.app.push_screen(KeysModal([(a.key, a.help) for a in MAIN_ACTIONS]))
 
+    # The screens a key opens are imported when it is pressed: the workbench starts without
+    # them (the compare screen alone brings the replay machinery and a plotting library).
     def action_archive(self) -> None:
+        from tui.screens.archive_screen import ArchiveScreen
+
         if self.session_id is None:
             return
-        undo = self.agent.uncompact if self.agent is not None and self.busy is None else None
+        # a recording's compactions are undone on a fork, with Ctrl+Z, never in place
+        agent = self.agent
+        writable = agent is not None and self.busy is None and not agent.session.recorded
+        undo = agent.uncompact if agent is not None and writable else None
         self.app.push_screen(
             ArchiveScreen(self.ctx_app.store, self.session_id, undo), self._archive_closed
         )
@@ -377,6 +428,8 @@ class MainActions(Screen[None]):
             self.redraw_worker(self.agent, self.memo)
 
     def action_inspect(self) -> None:
+        from tui.screens.inspector_screen import InspectorScreen
+
         if self.agent is not None:
             settings = self.agent.settings
             self.app.push_screen(
@@ -384,13 +437,31 @@ class MainActions(Screen[None]):
             )
 
     def action_compare(self) -> None:
+        from tui.screens.compare_screen import CompareScreen
+
         if self.agent is not None and self.session_id is not None:
             agent = self.agent
             self.app.push_screen(
-                CompareScreen(agent.store, self.session_id, agent.settings, agent.workspace)
+                # Without a workspace a replay reads no CODE_LAW.md either (NO_FOLDER).
+                CompareScreen(
+                    agent.store, self.session_id, agent.settings, agent.workspace or NO_FOLDER
+                )
             )
 
+    def action_requests(self) -> None:
+        if self.agent is not None and self.session_id is not None:
+            agent = self.agent
+            self.app.push_screen(RequestsScreen(agent.store, self.session_id, agent.settings))
+
+    def action_report(self) -> None:
+        if self._refuse_when_busy():
+            return
+        app = self.ctx_app
+        self.app.push_screen(ReportScreen(app.store, app.settings), self._resume)
+
     def action_execution_log(self) -> None:
+        from tui.screens.execution_log_screen import ExecutionLogScreen
+
         if self.agent is not None:
             self.app.push_screen(ExecutionLogScreen(self.agent.execution_log_path))
 

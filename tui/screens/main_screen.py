@@ -35,12 +35,14 @@ from tui.screens.detail_modal import (
 )
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_workers import MainWorkers
+from tui.screens.pane_keys import PaneKeys
 from tui.screens.search_modal import SearchHit, SearchModal
 from tui.session_loader import Resume, layout_for
+from tui.text_wrap import plain
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_view import ChatView, Example
-from tui.widgets.compact_bar import CompactBar, FocusInput
+from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import BlockMemo, HistoryLayout, HistoryView, history_blocks
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.scratchpad_view import ScratchpadView
@@ -48,10 +50,15 @@ from tui.widgets.session_header import SessionHeader
 from tui.widgets.token_gauge import TokenGauge
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.session import Agent
+    from engine.store.forking import Fork
     from tui.app import CtxscopeApp
 
 PANES = ("scratch", "history", "gauge")
+
+
 FOOTER_DROP_ORDER = (
     "toggle_maximize",
     "new_session",
@@ -64,7 +71,7 @@ FOOTER_DROP_ORDER = (
 """Footer keys left out first when the line is too narrow (all stay on F1 and Ctrl+P)."""
 
 
-class MainScreen(MainWorkers):
+class MainScreen(MainWorkers, PaneKeys):
     """The workbench."""
 
     HORIZONTAL_BREAKPOINTS = [
@@ -118,6 +125,10 @@ class MainScreen(MainWorkers):
         """The rounds kept by the compaction by hand being previewed (Ctrl+E)."""
         self.undoable: int | None = None
         """The compaction Ctrl+Z would undo (the latest one not undone), or None."""
+        self.after_fork: Callable[[Fork], None] | None = None
+        """What a change asked of a recording does once its fork is open."""
+        self.input_placeholder = ChatInput.PLACEHOLDER
+        """The input box's hint when idle (a recording's says that typing forks it)."""
 
     @property
     def ctx_app(self) -> CtxscopeApp:
@@ -223,7 +234,7 @@ class MainScreen(MainWorkers):
         box.placeholder = {
             "opening": "Opening the session… (you can type already)",
             "compacting": "Compacting… (the input is blocked meanwhile)",
-        }.get(busy or "", ChatInput.PLACEHOLDER)
+        }.get(busy or "", self.input_placeholder)
         self.query_one("#compact-progress").display = busy == "compacting"
         # The scratchpad is wide while it has something to show (a round runs, or F6).
         self.set_class(busy == "round", "-round")
@@ -237,11 +248,11 @@ class MainScreen(MainWorkers):
         marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
         done = sum(1 for t in todos if t.status == "completed")
         lines = [f"Todo {done}/{len(todos)}"] + [f"{marks[t.status]} {t.content}" for t in todos]
-        widget.update("\n".join(lines))
+        widget.update(plain("\n".join(lines)))  # the agent's words; "[x]" is not markup
 
     def show_banner(self, text: str, in_progress: bool) -> None:
         banner = self.query_one("#history-banner", Static)
-        banner.update(text)
+        banner.update(plain(text))
         banner.display = bool(text)
         banner.set_class(in_progress, "-progress")
 
@@ -252,14 +263,6 @@ class MainScreen(MainWorkers):
             return
         layout = layout_for(self.agent, self.agent.store)
         self.query_one(HistoryView).show(layout, history_blocks(layout, self.memo))
-
-    def action_focus_pane(self, name: str) -> None:
-        """Jump to a pane (Alt+1–4); in the narrow layout its tab comes to the front."""
-        if name != "chat" and self.has_class("-narrow"):
-            self.pane = name
-        target = {"chat": "#chat", "scratch": "#scratch", "history": "#history"}.get(name)
-        if target is not None:
-            self.query_one(target).focus()
 
     def action_search(self) -> None:
         history = self.query_one(HistoryView).layout_data
@@ -291,27 +294,22 @@ class MainScreen(MainWorkers):
                 history.cursor = index
                 return
 
-    def on_key(self, event: events.Key) -> None:
-        # Every printable key typed while a pane (or nothing) has the focus goes to the text box
-        # (the compaction bar's focus while F5 is on, else the question box): no pane takes a
-        # printable key, so no key of a question is ever lost (pane jumps are Alt+1–4).
-        if isinstance(self.focused, Input) or not event.is_printable:
-            return
-        if event.character is None or event.key.startswith(("alt+", "ctrl+")):
-            return
-        box: Input = self.query_one(FocusInput) if self.cutting else self.query_one(ChatInput)
-        if box.disabled:
-            return
-        event.stop()
-        event.prevent_default()
-        box.focus()
-        box.insert_text_at_cursor(event.character)
-
     # ------------------------------------------------------------------ input
     @on(ChatInput.Sent, "#input")
     def _sent(self, event: ChatInput.Sent) -> None:
         text = event.text.strip()
         if self.agent is None or self.busy is not None:  # ChatInput.refusal covers this
+            return
+        if self.fork_first(lambda _fork: self._sent(event)):
+            return  # a recording: the fork is opened, then this input is sent there
+        if self.agent.workspace is None:
+            # Recorded by another agent: the user gives the folder first (or none: no tool).
+            self.ask_for_workspace(lambda: self._start_round(text))
+            return
+        self._start_round(text)
+
+    def _start_round(self, text: str) -> None:
+        if self.agent is None or self.busy is not None:
             return
         self.gate.reset()
         title = "" if self.query_one(SessionHeader).info.title else one_line(text, 60)

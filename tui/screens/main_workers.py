@@ -10,7 +10,9 @@ history pane, the gauge, the todos and the subtitles.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -18,11 +20,13 @@ from textual.worker import Worker, WorkerState
 
 from engine.context.builder import BuiltContext
 from engine.context.history import CompactionDraft, CompactionResult
-from engine.models import Compaction
+from engine.models import Compaction, Session
 from engine.params import describe_params, strategy_params
+from engine.store.forking import Fork
 from tui.formatting import plural, tokens, workspace_label
 from tui.gauge_state import Decision
 from tui.screens.main_actions import MainActions
+from tui.screens.workspace_modal import WorkspaceModal, suggested_folder
 from tui.session_loader import (
     OpenedSession,
     Resume,
@@ -47,6 +51,10 @@ if TYPE_CHECKING:
     from tui.presenter import Presenter
 
 
+RECORDED_PLACEHOLDER = "Typing here forks this recording into a new session (it stays as it was)"
+"""The input box of a recorded session: what sending there does."""
+
+
 @dataclass
 class RoundDone:
     """What a round worker hands back."""
@@ -63,6 +71,8 @@ class MainWorkers(MainActions):
         bridge: EngineBridge
         presenter: Presenter | None
         idle_built: BuiltContext | None
+        after_fork: Callable[[Fork], None] | None
+        input_placeholder: str
 
         def show_banner(self, text: str, in_progress: bool) -> None: ...
 
@@ -87,6 +97,30 @@ class MainWorkers(MainActions):
         app = self.ctx_app
         try:
             return app.open_session(resume, self.bridge, self.gate)
+        finally:
+            app.store.db.close()
+
+    def fork_first(self, then: Callable[[Fork], None]) -> bool:
+        """A recorded session (imported, watched) is read-only: a change to it goes to a fork,
+        opened in its place, and ``then`` runs on the fork. True when a fork is being made
+        (the caller stops there); False when the session can change itself."""
+        agent = self.agent
+        if agent is None or not agent.session.recorded or self.busy is not None:
+            return False
+        self.busy = "opening"
+        self.after_fork = then
+        self.fork_worker(agent.session)
+        return True
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def fork_worker(self, session: Session) -> OpenedSession:
+        app = self.ctx_app
+        try:
+            fork = app.store.fork_to_change(session)
+            assert fork is not None and fork.session.id is not None
+            opened = app.open_session(fork.session.id, self.bridge, self.gate)
+            opened.fork = fork
+            return opened
         finally:
             app.store.db.close()
 
@@ -220,7 +254,13 @@ class MainWorkers(MainActions):
         self.memo = opened.memo
         self.session_id = opened.agent.session_id
         session = opened.session
-        label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
+        if opened.workspace is None:
+            label = f"no workspace (recorded in {workspace_label(session.workspace) or '?'})"
+        else:
+            label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
+        own = opened.view.gauge.own
+        self.input_placeholder = RECORDED_PLACEHOLDER if own is not None else ChatInput.PLACEHOLDER
+        self.query_one(ChatInput).placeholder = self.input_placeholder
         self.query_one(SessionHeader).info = HeaderInfo(
             session_id=session.id,
             title=session.title,
@@ -230,6 +270,8 @@ class MainWorkers(MainActions):
             strategy=opened.agent.strategy.name,
             offline=is_offline(session.provider),
             numbers=describe_params(strategy_params(opened.agent.settings, session.strategy)),
+            recorded_by="" if own is None else own.agent or "recorded",
+            cost="" if own is None else own.cost_text,
         )
         self.query_one(ChatView).load(opened.chat, offline=is_offline(session.provider))
         self.query_one(ScratchpadView).end_round()
@@ -238,6 +280,41 @@ class MainWorkers(MainActions):
         self.apply_view(opened.view)
         for notice in opened.notices:
             self.notify(notice, title="Workspace", severity="warning")
+        if opened.workspace is None:
+            recorded = session.workspace or "no folder"
+            self.notify(
+                f"Recorded by another agent in {recorded}: no tool runs until you give this "
+                "session a workspace (asked when you send a message).",
+                title="Workspace",
+                severity="warning",
+            )
+        then, self.after_fork = self.after_fork, None
+        if opened.fork is not None:
+            self.notify(opened.fork.note, title="Fork")
+            if then is not None:
+                fork = opened.fork
+                self.call_later(lambda: then(fork))  # once the opening is over (busy is None)
+
+    def ask_for_workspace(self, then: Callable[[], None]) -> None:
+        """A session recorded by another agent, about to run a round: ask the user for its
+        folder, naming the recorded one (issue 29); ``then`` runs either way (without a
+        folder, its tools refuse)."""
+        agent = self.agent
+        if agent is None:
+            return
+        session = agent.store.get_session(agent.session_id)
+        suggestion = suggested_folder(session.workspace, self.ctx_app.workspace)
+
+        def given(folder: Path | None) -> None:
+            if folder is not None and self.agent is agent:
+                agent.give_workspace(folder)
+                header = self.query_one(SessionHeader)
+                label = self.ctx_app.workspace_label or workspace_label(folder)
+                header.info = HeaderInfo(**{**header.info.__dict__, "workspace": label})
+                self.notify(f"Session #{agent.session_id} works in {folder}.", title="Workspace")
+            then()
+
+        self.app.push_screen(WorkspaceModal(agent.session_id, session.workspace, suggestion), given)
 
     def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         """Show a measured session: the history pane, the gauge, the todos, what Ctrl+Z would

@@ -17,14 +17,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from tools.base import PermissionAnswer, PermissionRequest
+from tui.text_wrap import display_safe, plain
 
 
 def render_detail(request: PermissionRequest) -> Text:
     """The command as is, or the diff with added / removed lines coloured."""
     if request.kind == "bash":
-        return Text("$ " + request.detail, style="bold")
+        return Text("$ " + display_safe(request.detail), style="bold")
     text = Text()
-    for line in request.detail.splitlines():
+    for line in display_safe(request.detail).splitlines():
         if line.startswith(("+++", "---")):
             style = "bold"
         elif line.startswith("@@"):
@@ -74,8 +75,11 @@ class PermissionModal(ModalScreen[PermissionAnswer]):
         req = self.request
         what = "run a shell command" if req.kind == "bash" else "change a file"
         with Vertical(id="permission-dialog", classes="dialog"):
-            yield Label(f"The agent wants to {what} ({req.tool_name})", id="permission-title")
-            yield Static(req.summary, id="permission-summary")
+            # The model chose the command and the file (a recording's text can steer it):
+            # shown escaped, never read as markup.
+            title = plain(f"The agent wants to {what} ({req.tool_name})", one_line=True)
+            yield Label(title, id="permission-title")
+            yield Static(plain(req.summary), id="permission-summary")
             with VerticalScroll(id="permission-detail"):
                 yield Static(render_detail(req))
             with Horizontal(classes="dialog-buttons"):

@@ -23,7 +23,7 @@ from textual.worker import Worker, WorkerState
 from engine.models import History, Message, Summary
 from engine.store import Store
 from tui.formatting import one_line
-from tui.text_wrap import display_safe
+from tui.text_wrap import plain
 
 MAX_HITS = 200
 
@@ -133,7 +133,7 @@ class SearchModal(ModalScreen[SearchHit | None]):
         results = self.query_one("#search-results", OptionList)
         results.clear_options()
         results.add_options(
-            Option(display_safe(f"{hit.label:<22} {hit.snippet}")) for hit in self.hits
+            Option(plain(f"{hit.label:<22} {hit.snippet}", one_line=True)) for hit in self.hits
         )
 
     @on(OptionList.OptionSelected, "#search-results")

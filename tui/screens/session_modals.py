@@ -11,6 +11,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from tui.text_wrap import display_safe, plain
+
 
 class RenameModal(ModalScreen[str | None]):
     """Ask for a session's new title; returns it, or None when cancelled."""
@@ -27,7 +29,9 @@ class RenameModal(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="rename-dialog", classes="dialog"):
             yield Label(f"Rename session #{self.session_id}", id="rename-title")
-            yield Input(self.old_title, placeholder="a title", id="rename-input")
+            # A recorded title may hold control characters: edited in their escaped form.
+            shown = display_safe(self.old_title, one_line=True)
+            yield Input(shown, placeholder="a title", id="rename-input")
             yield Static("Enter renames, Esc keeps the old title.", classes="dialog-hint")
 
     def on_mount(self) -> None:
@@ -62,9 +66,12 @@ class DeleteModal(ModalScreen[bool]):
         with Vertical(id="delete-dialog", classes="dialog"):
             yield Label(f"Delete session #{self.session_id}?", id="delete-title")
             yield Static(
-                f"“{self.title_text or '(untitled)'}” and everything stored for it: "
-                f"{self.rounds} rounds with their messages, summaries, the archive of compacted "
-                "rounds, tool observations and usage records. This cannot be undone.",
+                plain(
+                    f"“{self.title_text or '(untitled)'}” and everything stored for it: "
+                    f"{self.rounds} rounds with their messages, summaries, the archive of "
+                    "compacted rounds, tool observations and usage records. This cannot be "
+                    "undone."
+                ),
                 id="delete-detail",
             )
             with Horizontal(classes="dialog-buttons"):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -24,6 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from engine.models import SessionInfo
 from engine.params import session_settings
+from engine.session.workspace import NO_FOLDER, session_workspace
 from engine.store import Store
 from engine.store.lease import SessionBusy
 from tui.formatting import (
@@ -35,6 +37,7 @@ from tui.formatting import (
     workspace_label,
 )
 from tui.screens.session_modals import DeleteModal, RenameModal
+from tui.text_wrap import plain
 from tui.widgets.key_bar import KeyBar
 
 
@@ -98,7 +101,7 @@ class SessionsScreen(Screen[int | None]):
 
     def compose(self) -> ComposeResult:
         yield Label("", id="sessions-title")
-        table: DataTable[str] = DataTable(
+        table: DataTable[str | Text] = DataTable(
             id="sessions-table", cursor_type="row", zebra_stripes=True
         )
         table.add_columns("", "ID", "Title", "Workspace", "Updated", "Rounds", "Tokens", "Comp.")
@@ -155,8 +158,8 @@ class SessionsScreen(Screen[int | None]):
             table.add_row(
                 "●" if s.id == self.current else "",
                 str(s.id),
-                one_line(s.title or "(untitled)", 40),
-                Path(s.workspace).name or s.workspace,
+                plain(one_line(s.title or "(untitled)", 40)),
+                plain(Path(s.workspace).name or s.workspace, one_line=True),
                 relative_time(s.updated_at, now),
                 str(info.rounds),
                 f"{info.current_tokens:,}",
@@ -170,7 +173,7 @@ class SessionsScreen(Screen[int | None]):
         if worker.group not in ("sessions", "preview"):
             return
         if worker.group == "preview" and event.state == WorkerState.SUCCESS:
-            self.query_one("#sessions-preview", Static).update(worker.result or "")
+            self.query_one("#sessions-preview", Static).update(plain(worker.result or ""))
             return
         if event.state == WorkerState.SUCCESS and worker.result is not None:
             self.show(worker.result)
@@ -233,7 +236,8 @@ class SessionsScreen(Screen[int | None]):
         settings = getattr(self.app, "settings", None)
         if settings is None:
             return
-        workspace = Path(info.session.workspace or ".")
+        # A session recorded elsewhere and not given a folder: the replay reads no CODE_LAW.md.
+        workspace = session_workspace(info.session) or NO_FOLDER
         settings = session_settings(settings, info.session)  # the session's own numbers
         self.app.push_screen(CompareScreen(self.store, session_id, settings, workspace))
 

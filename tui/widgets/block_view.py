@@ -345,7 +345,7 @@ class BlockView(ScrollView, can_focus=True):
         used = GUTTER_WIDTH
         if block.header and offset == 0:
             for raw, cls in block.header:
-                text = display_safe(raw)
+                text = display_safe(raw, one_line=True)
                 segments.append(Segment(text, self._full_style(cls, selected)))
                 used += cell_len(text)
             fill = block.fill * max(0, width - used)

@@ -26,6 +26,8 @@ from tools.walk import walk_files
 
 MENTION_PREFIX = re.compile(r"(?:^|(?<=[^a-zA-Z0-9]))@([a-zA-Z0-9/._-]*)$")
 """An @mention being typed at the end of the input (the engine's A7 rule for what counts)."""
+MENTIONABLE = re.compile(r"[a-zA-Z0-9/._-]+")
+"""A path an @mention can name (the characters :data:`MENTION_PREFIX` takes)."""
 MAX_FILES = 20_000
 
 
@@ -35,6 +37,10 @@ def workspace_files(root: Path, limit: int = MAX_FILES) -> list[str]:
     found: list[str] = []
     try:
         for rel, _entry in walk_files(root, root):
+            if MENTIONABLE.fullmatch(rel) is None:
+                # An @mention cannot name it (and its name may hold control characters,
+                # which the suggestion would draw raw): not offered.
+                continue
             found.append(rel)
             if len(found) >= limit:
                 break

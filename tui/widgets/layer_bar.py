@@ -61,6 +61,8 @@ class LayerBar(Widget):
         left = "0"
         right = short_tokens(window)
         pct = f"{round(100 * state.threshold / window) if window else 0}% threshold"
+        if state.own is not None and state.own.compact_at is not None:
+            pct = f"auto-compact {short_tokens(state.threshold)}"  # the agent's own trigger
         label = f"▲ {pct}"
         start = mark
         if mark + len(label) > width - len(right) - 1:

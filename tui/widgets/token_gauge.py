@@ -18,10 +18,62 @@ from textual.reactive import Reactive, reactive
 from textual.widgets import Static
 
 from engine.context.builder import LAYERS
+from engine.recordings.own_agent import OwnAgentView
 from tui.formatting import percent, tokens
 from tui.gauge_state import LAYER_COLOURS, LAYER_LABELS, SEVERITY_COLOURS, GaugeState
+from tui.text_wrap import display_safe
 from tui.widgets.layer_bar import LayerBar
 from tui.widgets.usage_sparkline import UsageSparkline
+
+OWN_LABELS = {
+    "L1 system": "{agent}'s prompt & tools (est.)",
+    "L1 tools": "tools: in the line before",
+    "L3 history": "conversation",
+}
+"""A recorded session's layers, as far as its recording tells them apart."""
+
+
+def own_figures(state: GaugeState, own: OwnAgentView) -> Text:
+    """A recorded session's figures through its own agent: its context as its last call
+    reported it, ONE countdown (to its own auto-compact point), then ctxscope's strategy as a
+    labelled what-if, its recorded compactions and cost."""
+    colour = SEVERITY_COLOURS[state.severity]
+    text = Text()
+    text.append("context ", style="dim")
+    if own.context_tokens is None:
+        text.append("– (no API usage recorded)\n", style="dim")
+    else:
+        text.append(f"{own.context_tokens:,}", style=f"bold {colour}")
+        text.append(
+            f" / {own.context_window:,} window ({percent(own.context_tokens, own.context_window)})"
+        )
+        text.append(f" · {own.who}'s last call as recorded\n", style="dim")
+    if own.compact_at is not None:
+        text.append(f"{own.until_compact or 0:,} until auto-compact", style="bold")
+        text.append(f" ({own.who} compacts at {own.compact_at:,})\n", style="dim")
+    else:
+        text.append(f"{own.who}'s auto-compact point is not known\n", style="dim")
+    if state.what_if_threshold:
+        strategy = state.decision.strategy if state.decision else "ctxscope's strategy"
+        text.append(
+            f"what-if, not what {own.who} does: ctxscope's {strategy} would compact at "
+            f"{state.what_if_threshold:,}\n",
+            style="dim italic",
+        )
+    usage = state.last_usage
+    text.append(usage_label(state), style="dim")
+    if usage is None:
+        text.append("none recorded", style="dim")
+    else:
+        text.append(
+            f"in {tokens(usage.input_tokens)} · out {tokens(usage.output_tokens)}"
+            f" · cache read {tokens(usage.cache_read_input_tokens)}"
+            f" · cache write {tokens(usage.cache_creation_input_tokens)}"
+        )
+    text.append(f"\n{own.compactions} compaction{'s' if own.compactions != 1 else ''} recorded")
+    text.append(" · cost ", style="dim")
+    text.append(own.cost_text, style="bold")
+    return text
 
 
 def legend(state: GaugeState, columns: int) -> Table:
@@ -33,7 +85,10 @@ def legend(state: GaugeState, columns: int) -> Table:
     for name in LAYERS:
         cell = Text()
         cell.append("■ ", style=LAYER_COLOURS[name])
-        cell.append(LAYER_LABELS[name], style="bold" if state.layers.get(name) else "dim")
+        label = LAYER_LABELS[name]
+        if state.own is not None:
+            label = OWN_LABELS.get(name, label).format(agent=state.own.who)
+        cell.append(label, style="bold" if state.layers.get(name) else "dim")
         count = state.layers.get(name, 0)
         cell.append(f" {tokens(count)}", style="")
         if count:
@@ -46,7 +101,8 @@ def legend(state: GaugeState, columns: int) -> Table:
     buffer = Text()
     buffer.append("┃ ", style="red")
     buffer.append(
-        f"buffer {tokens(state.buffer)} {percent(state.buffer, state.context_window)}",
+        f"{'auto-compact buffer' if state.own else 'buffer'} {tokens(state.buffer)} "
+        f"{percent(state.buffer, state.context_window)}",
         style="dim",
     )
     cells.append(buffer)
@@ -73,7 +129,7 @@ def heaviest(state: GaugeState) -> Content:
         parts.append(
             Content.from_markup(
                 f"[@click=screen.jump_to('{item.key}')]$label[/] $tokens tok = $share",
-                label=item.label,
+                label=display_safe(item.label, one_line=True),  # a variable: never markup
                 tokens=tokens(item.tokens),
                 share=share,
             )
@@ -93,6 +149,8 @@ def usage_label(state: GaugeState) -> str:
 def figures(state: GaugeState) -> Text:
     """One headline figure, the next request against the window; under it how far the
     strategy is from compacting; then the details, each labelled by what it is."""
+    if state.own is not None:
+        return own_figures(state, state.own)
     colour = SEVERITY_COLOURS[state.severity]
     text = Text()
     preview = state.layers_source.startswith("next request")
@@ -161,7 +219,9 @@ class TokenGauge(Vertical):
         self.query_one("#gauge-figures", Static).update(figures(state))
         self.query_one("#gauge-heaviest", Static).update(heaviest(state))
         warning = self.query_one("#gauge-warning", Static)
-        warning.update(Text("⚠ " + state.warning, style="bold red") if state.warning else "")
+        warning.update(
+            Text("⚠ " + display_safe(state.warning), style="bold red") if state.warning else ""
+        )
         warning.display = bool(state.warning)
 
     def on_mount(self) -> None:

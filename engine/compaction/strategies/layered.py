@@ -25,6 +25,7 @@ from engine.compaction.policy import (
     PolicyView,
     cut_before,
     round_indices,
+    step_units,
 )
 from engine.compaction.summary import A5_SPEC
 from engine.messages.tokens import BudgetCheck, check_budget
@@ -83,8 +84,14 @@ class LayeredStrategy(CompactionPolicy):
         closed = [r for r in round_indices(view.history) if r != view.in_progress]
         keep = self.keep_rounds
         if emergency and view.excess and view.in_progress is not None:
-            # Inside a round, over the window: the oldest closed rounds, just enough of them.
-            keep = len(closed) - self._rounds_freeing(view, closed, view.excess)
+            # Inside a round, over the window: the oldest closed rounds, just enough of them;
+            # when all of them are not enough, the round's own oldest steps too.
+            taken = self._rounds_freeing(view, closed, view.excess)
+            if taken == len(closed):
+                steps = self._round_steps_freeing(view, closed)
+                if steps:
+                    return steps
+            keep = len(closed) - taken
         elif emergency and len(closed) <= keep:
             # The API refused the prompt: go below the keep zone. Keep the newest closed round
             # unless a round is in progress (then that one is the context that must fit).
@@ -95,6 +102,39 @@ class LayeredStrategy(CompactionPolicy):
             (i for i, m in enumerate(messages) if m.meta.round not in chosen), len(messages)
         )
         return cut_before(messages, keep_from, view.protected())
+
+    def _round_steps_freeing(self, view: PolicyView, closed: list[int]) -> list[Message]:
+        """Every closed round and the oldest steps of the round in progress that free what is
+        still missing (the last resort of a round longer than the window: a long trajectory
+        is one round of hundreds of calls). Never its newest step, nor its own input; [] when
+        the closed rounds are enough or no step of the round can go.
+
+        The round's steps go by the room between the threshold and the window at least
+        (``1 - threshold_ratio``, 20 %), not just the excess: a long round grows by a step at
+        a time, and freeing only the excess would archive (and summarise) at every step."""
+        need = math.ceil(view.excess / (1 - SUMMARY_BUDGET))
+        messages = view.history.messages
+        gone = set(closed)
+        freed = sum(view.tokens_of(m) for m in messages if m.meta.round in gone)
+        if freed >= need:
+            return []
+        room = math.ceil(self.settings.context_window * (1 - self.settings.threshold_ratio))
+        need = max(need, freed + room)
+        start = next(
+            (i for i, m in enumerate(messages) if m.meta.round == view.in_progress), len(messages)
+        )
+        units = list(step_units(messages[start:]))[:-1]  # the newest step is the one answered
+        protected = view.protected()
+        keep_from = start
+        for unit in units:
+            if freed >= need:
+                break
+            keep_from += len(unit)
+            if not any(m.id in protected for m in unit):
+                freed += sum(view.tokens_of(m) for m in unit)
+        if keep_from == start:
+            return []
+        return cut_before(messages, keep_from, protected)
 
     def _rounds_freeing(self, view: PolicyView, closed: list[int], excess: int) -> int:
         """How many of the oldest ``closed`` rounds free ``excess`` tokens, with room for the

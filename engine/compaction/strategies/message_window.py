@@ -26,6 +26,7 @@ from engine.compaction.policy import (
     Lifecycle,
     Measure,
     PolicyView,
+    ResultForm,
     cut_before,
 )
 from engine.compaction.strategies.formats import MESSAGE_WINDOW_SPEC
@@ -64,6 +65,7 @@ class MessageWindowStrategy(CompactionPolicy):
     lifecycle = Lifecycle.RECOMPACT
     summary = MESSAGE_WINDOW_SPEC
     keeps_execution_log = True
+    tool_results = ResultForm.AS_RETURNED
     extra_tools: ClassVar[tuple[type[Tool], ...]] = (ChatLoadHistoryTool, AgentLoadContextTool)
 
     def message_count(self, view: PolicyView) -> int:

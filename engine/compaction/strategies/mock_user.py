@@ -38,6 +38,7 @@ from engine.compaction.policy import (
     Plan,
     PolicyView,
     Prefix,
+    ResultForm,
     cut_before,
     last_units_start,
 )
@@ -70,6 +71,7 @@ class MockUserStrategy(CompactionPolicy):
     lifecycle = Lifecycle.RECOMPACT
     summary = MOCK_USER_SPEC
     live_summary_prompt = MOCK_USER_PROMPT
+    tool_results = ResultForm.AS_RETURNED
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -163,12 +165,28 @@ class MockUserStrategy(CompactionPolicy):
         )
         pair = summary_tokens(floor)
         replaced = self._replaced(view, cut, self.supersedes(view.history))
-        if replaced > pair:
+        if replaced <= pair:
+            last = " (the size of the last summary, skipped for this reason)"
+            return (
+                f"what it would replace is sent as {replaced:,} tokens and the mock user turn "
+                f"with a summary takes at least {pair:,}{last if self._refused else ''}: the "
+                "request would not shrink"
+            )
+        return self._under_gain_floor(view, replaced - pair)
+
+    def _under_gain_floor(self, view: PolicyView, gain: int) -> str:
+        """Why a compaction that would free only ``gain`` tokens is not worth its summary call
+        (``min_gain_ratio`` of the trigger); '' when it is."""
+        own = self.settings.strategies.mock_user
+        floor = own.min_gain_ratio * self.numbers[1]
+        if gain >= floor:
             return ""
-        last = " (the size of the last summary, skipped for this reason)" if self._refused else ""
+        share = f" ({gain / view.request_tokens:.1%} of the {view.request_tokens:,} sent)"
         return (
-            f"what it would replace is sent as {replaced:,} tokens and the mock user turn with "
-            f"a summary takes at least {pair:,}{last}: the request would not shrink"
+            f"it would free at most {gain:,} tokens{share if view.request_tokens else ''}, "
+            f"under the floor of {floor:,.0f} (min_gain_ratio {own.min_gain_ratio:g} × trigger "
+            f"{self.numbers[1]:,}), so no summary call is made; lower "
+            "strategies.mock-user.min_gain_ratio to compact anyway"
         )
 
     def refuses_summary(

@@ -17,6 +17,7 @@ from engine.compaction.policy import (
     Lifecycle,
     Measure,
     PolicyView,
+    ResultForm,
     cut_before,
 )
 from engine.compaction.strategies.formats import RESET_HINT_SPEC
@@ -31,6 +32,7 @@ class ResetHintStrategy(CompactionPolicy):
     lifecycle = Lifecycle.REPLACE
     summary = RESET_HINT_SPEC
     uses_api_usage = True
+    tool_results = ResultForm.AS_RETURNED
 
     def measure(self, view: PolicyView) -> Measure:
         own = self.settings.strategies.reset_hint

@@ -324,7 +324,7 @@ class Forgetful:
 
     is_model = True
 
-    def summarize(self, messages, prompt, focus, timeout, render=None):  # type: ignore[no-untyped-def]
+    def summarize(self, messages, prompt, focus, timeout, render=None, **_options):  # type: ignore[no-untyped-def]
         return (
             "## 📌 Archived Session Summary\n*(Contains context from a to b)*\n\n"
             "* **Original Goal**: question 1: please edit src/mod1.py\n"

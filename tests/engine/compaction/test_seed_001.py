@@ -84,6 +84,29 @@ def test_the_summary_call_is_compress_system_over_history_text_alone(
     ]
 
 
+def test_the_summary_call_asks_the_summary_model(
+    store: Store, tmp_path: Path, server: FakeAnthropicServer
+) -> None:
+    """Issue 32, seed 000 C2 "调用新的模型会话（可配置模型，默认使用当前模型）" (a new model call,
+    the model configurable, by default the current one): ``summary_model`` is sent for the
+    summary call, the session's model for the round."""
+    server.script(
+        [
+            text_reply("Fixed the bug.", usage={"input_tokens": 102_401, "output_tokens": 5}),
+            text_reply("<completed>fixed</completed>"),
+        ]
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    settings = Settings(summary_model="claude-haiku-4-5")
+    session = store.create_session(str(workspace), "t", strategy="reset-hint")
+    provider = AnthropicProvider(settings, api_key="sk-test", base_url=server.url, model="m")
+    Agent(store, session, settings, provider, workspace).run("fix the bug")
+
+    assert [r.body["model"] for r in server.requests] == ["m", "claude-haiku-4-5"]
+    assert server.requests[1].body["system"] == [{"type": "text", "text": COMPRESS_SYSTEM}]
+
+
 def test_an_answer_without_the_four_tags_is_kept_with_a_warning(
     store: Store, tmp_path: Path, server: FakeAnthropicServer
 ) -> None:

@@ -307,3 +307,52 @@ def test_a_live_run_skips_the_growing_compaction_and_asks_no_more(
     assert warned  # the next check says why, without asking the model again
     later = json.dumps([r.body for r in fake_api.requests[3:]])
     assert "checked checked" not in later  # the refused summary was never sent
+
+
+# ------------------------------------------------------------ issue 32: a gain floor
+def _answered_rounds(manager: HistoryManager, words: int) -> None:
+    for n in (1, 2, 3):
+        rnd, _ = manager.open_round(f"question {n}")
+        manager.append(rnd.index, Message(role="assistant", content="found " * words,
+                                          meta=MessageMeta(step=1, final=True)))  # fmt: skip
+        manager.finish_round(rnd.index, RoundStatus.FINISHED)
+
+
+def test_a_compaction_that_frees_little_makes_no_summary_call(
+    store: Store, session_id: int, settings: Settings
+) -> None:
+    """Seed: "Compact前（total_tokens=155K）… Compact后（total_tokens≈70K）" — the seed compacts
+    to shrink the request by half. Two rounds of 600-word answers sent in a 200 000-token
+    request would free about 1 200 tokens (0.6 %): under the floor of 5 % of the 150 000
+    trigger (7 500), so no summary call is made, and the reason says so with the figures."""
+    manager = HistoryManager(store, session_id, settings)
+    _answered_rounds(manager, 600)
+    view = PolicyView(history=manager.history, request_tokens=200_000)  # over 150 000
+    plan = mock_user(keep_recent_steps=1).plan(view)
+    assert plan.measure.fires and plan.cut and not plan.compacts
+    assert "under the floor of 7,500 (min_gain_ratio 0.05 × trigger 150,000)" in plan.reason
+    assert "% of the 200,000 sent" in plan.reason
+
+    unfloored = mock_user(keep_recent_steps=1, min_gain_ratio=0).plan(view)
+    assert unfloored.compacts  # the same cut, with the floor off
+    floored_low = mock_user(keep_recent_steps=1, min_gain_ratio=0.001).plan(view)
+    assert floored_low.compacts  # 150 tokens: a floor it clears
+
+
+def test_the_agent_says_why_it_does_not_compact(tmp_path: Path) -> None:
+    """The user is told, before the request goes, that the compaction would free too little
+    (and how to change the floor); nothing is stored."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    # L1 alone is about 3 400 tokens: a 3 000-token trigger fires before every request
+    section = {"trigger_tokens": 3_000, "keep_recent_steps": 1, "min_gain_ratio": 0.5}
+    settings = Settings(strategy="mock-user", data_dir=None, strategies={"mock-user": section})
+    store = Store.open(tmp_path / "s.db")
+    session = store.create_session(str(ws), "t", strategy="mock-user")
+    events: list[Event] = []
+    agent = Agent(store, session, settings, OfflineProvider(settings), ws, events=events.append)
+    for question in ("first question", "second question", "third question"):
+        agent.run(question)
+    said = [e.message for e in events if isinstance(e, BudgetWarning)]
+    assert any("under the floor of 1,500" in s and "min_gain_ratio" in s for s in said)
+    assert store.compactions(agent.session_id) == []

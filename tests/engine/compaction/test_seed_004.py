@@ -8,18 +8,24 @@ Expected values come from the PRD (``004_244b862ce0fab8f2.txt``), quoted in each
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from engine.compaction.strategies import get_strategy
 from engine.compaction.summary import SummaryCompressor
+from engine.compaction.summary_call import ProviderSummariser
 from engine.config import Settings
 from engine.context.history import HistoryManager
 from engine.events import CompactionFailed, Event, Notice
+from engine.llm.anthropic import AnthropicProvider
 from engine.llm.offline import OfflineProvider
 from engine.models import Message, MessageMeta, Observation, Outcome, ToolCall, Trigger
 from engine.session import Agent
 from engine.store import Store
 from tests.engine.builders import write_round
+from tests.fakes.anthropic_server import FakeAnthropicServer, error_reply, text_reply
 
 SMALL = {"head-middle-tail": {"context_limit": 400}}
 """A 400-token limit: a 100-token tail, so a few rounds have a middle."""
@@ -33,7 +39,7 @@ class _Recording:
     def __init__(self) -> None:
         self.given: list[list[Message]] = []
 
-    def summarize(self, messages, prompt, focus, timeout, render=None):  # type: ignore[no-untyped-def]
+    def summarize(self, messages, prompt, focus, timeout, render=None, **_options):  # type: ignore[no-untyped-def]
         self.given.append(list(messages))
         return f"GOAL AND KEY DECISIONS:\n- summary {len(self.given)}"
 
@@ -41,7 +47,7 @@ class _Recording:
 class _Broken:
     is_model = True
 
-    def summarize(self, messages, prompt, focus, timeout, render=None):  # type: ignore[no-untyped-def]
+    def summarize(self, messages, prompt, focus, timeout, render=None, **_options):  # type: ignore[no-untyped-def]
         raise RuntimeError("overloaded")
 
 
@@ -194,3 +200,97 @@ def test_after_the_retries_the_notices_say_the_compaction_was_skipped(
         "retainedMessageCount": 0,
     }
     assert store.history(session_id) == before
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropicServer]:
+    """A fake Messages API on 127.0.0.1."""
+    with FakeAnthropicServer() as fake:
+        yield fake
+
+
+# ---------------------------------------------------------------- issue 32: F-007's count
+def test_a_failing_summary_call_is_sent_three_times_in_all(
+    store: Store, session_id: int, server: FakeAnthropicServer
+) -> None:
+    """F-007 "LLM 调用失败时，最多重试 ``COMPACT_MAX_RETRIES`` 次（默认 2 次）" (at most 2
+    retries) and the scenario "连续 N+1 次 LLM 调用失败" (N + 1 failed calls in a row): with
+    N = 2, three calls reach the API, although the provider's own setting would retry each 4
+    times (15 calls); and "所有失败和重试记录日志": each failure is said right after its call."""
+    said: list[str] = []
+    server.default = lambda _request: (
+        said.append("call") or error_reply(529, "overloaded", error_type="overloaded_error")
+    )
+    settings = Settings(strategies=SMALL, max_retries=4, retry_base_delay=0.001)
+    manager = HistoryManager(
+        store, session_id, settings, events=lambda e: said.append(getattr(e, "message", ""))
+    )
+    for n in (1, 2, 3):
+        write_round(manager, n)
+    provider = AnthropicProvider(settings, api_key="sk-test", base_url=server.url)
+    compressor = SummaryCompressor(ProviderSummariser(provider, settings), 5, sleep=lambda _s: None)
+    result = manager.compact(get_strategy("head-middle-tail", settings), compressor, Trigger.AUTO)
+
+    assert len(server.requests) == 3
+    assert result.compaction.outcome == Outcome.SKIPPED
+    calls_and_notices = [s for s in said if s == "call" or s.startswith("Summary call")]
+    overloaded = "(The Anthropic API is overloaded (HTTP 529): overloaded)"
+    assert calls_and_notices == [
+        "call",
+        f"Summary call 1 of 3 failed {overloaded}; retrying in 1 s.",
+        "call",
+        f"Summary call 2 of 3 failed {overloaded}; retrying in 2 s.",
+        "call",
+    ]
+
+
+# ---------------------------------------------------------------- issue 32: F-008's counts
+def test_the_counts_include_the_recompacted_summary_and_the_head(
+    store: Store, session_id: int, tmp_path: Path
+) -> None:
+    """F-008 "``compactedMessageCount: number`` — 被压缩的消息数量（Middle 区域消息数）" (the
+    middle's messages, and UC-002 "前次摘要也参与压缩": an earlier summary is one of them) and
+    "``retainedMessageCount: number`` — 保留的消息数量（Head + Tail）", where F-003's head is
+    "消息列表开头连续的 ``role: "system"`` 消息" (here the system prompt: one message)."""
+    data = tmp_path / "data"
+    settings = Settings(strategies=SMALL)
+    manager = HistoryManager(store, session_id, settings, data_dir=data)
+    for n in range(1, 6):
+        write_round(manager, n, tools=3)
+    strategy = get_strategy("head-middle-tail", settings)
+    first = manager.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
+    assert first.compaction.stats["compactedMessageCount"] == first.compaction.messages_compacted
+    for n in range(6, 10):
+        write_round(manager, n, tools=3)
+    second = manager.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
+
+    stats = second.compaction.stats
+    rows = json.loads(Path(stats["raw_middle_file"]).read_text())
+    assert stats["compactedMessageCount"] == len(rows) == second.compaction.messages_compacted + 1
+    assert stats["retainedMessageCount"] == 1 + len(manager.history.messages)
+
+
+# ---------------------------------------------------------------- issue 32: F-004's model
+@pytest.mark.parametrize(("configured", "sent"), [(None, "claude-sonnet-4-6"), ("cheap", "cheap")])
+def test_the_summary_call_asks_the_configured_model(
+    store: Store,
+    session_id: int,
+    server: FakeAnthropicServer,
+    configured: str | None,
+    sent: str,
+) -> None:
+    """F-004's input "``model: string`` — 用于摘要的模型名称" (the model used for the summary)
+    and seed 000 C2 "调用新的模型会话（可配置模型，默认使用当前模型）" (a new model call, the
+    model configurable, by default the current one)."""
+    server.script([text_reply("GOAL AND KEY DECISIONS:\n- done")])
+    settings = Settings(strategies=SMALL, summary_model=configured, model="claude-sonnet-4-6")
+    manager = HistoryManager(store, session_id, settings)
+    for n in (1, 2, 3):
+        write_round(manager, n)
+    provider = AnthropicProvider(settings, api_key="sk-test", base_url=server.url)
+    compressor = SummaryCompressor(ProviderSummariser(provider, settings), 5)
+    result = manager.compact(get_strategy("head-middle-tail", settings), compressor, Trigger.AUTO)
+
+    assert result.compaction.outcome == Outcome.SUCCESS
+    [request] = server.requests
+    assert request.body["model"] == sent

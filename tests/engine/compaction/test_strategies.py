@@ -355,13 +355,16 @@ def test_head_middle_tail_summary_is_a_user_message_and_raw_middle_is_written(
     assert first.summary is not None and first.summary.placement == Placement.USER_MESSAGE
     stats = first.compaction.stats
     assert stats["compactedMessageCount"] == first.compaction.messages_compacted > 0
-    assert stats["retainedMessageCount"] == len(manager.history.messages)
+    # F-008 "retainedMessageCount — 保留的消息数量（Head + Tail）": the head is the system prompt
+    assert stats["retainedMessageCount"] == 1 + len(manager.history.messages)
     assert stats["originalTokenCount"] == first.compaction.tokens_before
     assert stats["compactionRatio"] == pytest.approx(
         first.compaction.tokens_after / first.compaction.tokens_before, abs=1e-4
     )
     path = Path(stats["raw_middle_file"])
-    assert path.parent == tmp_path / "data" / str(session_id)
+    # <data dir>/<database key>/<session>: the store is tmp_path/test.db, a data dir set
+    # elsewhere than its own data/ (here the same place, tmp_path/data: the stem alone)
+    assert path.parent == tmp_path / "data" / "test" / str(session_id)
     assert path.name.startswith("compact-") and path.name.endswith("-1.json")
     raw = json.loads(path.read_text())
     assert [m["id"] for m in raw] == [m.id for m in first.segment.messages]
@@ -466,7 +469,7 @@ def test_extractive_a5_summary_unchanged_for_layered() -> None:
 class _Offline:
     is_model = False
 
-    def summarize(self, messages, prompt, focus, timeout, render=None):  # type: ignore[no-untyped-def]
+    def summarize(self, messages, prompt, focus, timeout, render=None, **_options):  # type: ignore[no-untyped-def]
         raise AssertionError("offline: the strategy's extractive summary is used")
 
 
@@ -476,7 +479,7 @@ class _Broken:
     def __init__(self) -> None:
         self.calls = 0
 
-    def summarize(self, messages, prompt, focus, timeout, render=None):  # type: ignore[no-untyped-def]
+    def summarize(self, messages, prompt, focus, timeout, render=None, **_options):  # type: ignore[no-untyped-def]
         self.calls += 1
         raise RuntimeError("overloaded")
 

@@ -66,8 +66,14 @@ def test_marot_recorded_compaction_with_fidelity(
 ) -> None:
     """The boundary (``jq -c 'select(.subtype=="compact_boundary")|{timestamp,
     compactMetadata}' $M``): auto, preTokens 167094, 2026-02-11T21:18:41.543Z; the summary
-    is the isCompactSummary record's 14518 characters. Before it, the requests are the user
-    records "Implement spotter-gqc", the interrupt and the first task-notification (3)."""
+    is the isCompactSummary record's 14518 characters. Before it, the user's own requests are
+    "Implement spotter-gqc" (line 5) and the two typed while the agent worked, "check again"
+    (line 497) and "new beads for the epic were added. tackle them" (line 603); the interrupt
+    (line 495) and the task-notification (line 496) are the harness's, not requests (before,
+    the ledger counted those two and missed the queued ones: "requests 1/3"). The summary
+    (line 1257, whitespace folded, lower case) contains all three: ``python -c`` over
+    ``message.content`` of that line finds "implement spotter-gqc", "check again" and the
+    whole "new beads…" sentence → 3 of 3."""
     code, out, _ = run(capsys, "show", "1", "--db", str(marot_db), "--json")
     data = json.loads(out)
     (comp,) = data["compactions"]
@@ -79,11 +85,47 @@ def test_marot_recorded_compaction_with_fidelity(
     assert len(summary["content"]) == 14518
     fidelity = comp["fidelity"]
     assert set(fidelity) >= {"file_read", "file_changed", "command", "error", "request"}
-    assert fidelity["request"]["total"] == 3
-    assert fidelity["request"]["kept"] >= 1  # the summary quotes "Implement spotter-gqc"
+    assert (fidelity["request"]["kept"], fidelity["request"]["total"]) == (3, 3)
     _, text, _ = run(capsys, "show", "1", "--db", str(marot_db))
     assert "recorded: made by the original agent" in text
     assert "the summary keeps files read" in text
+
+
+@pytest.mark.usefixtures("no_key")
+def test_marot_stores_queued_inputs_and_marks_the_harness(
+    marot_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The user messages in order, with their marks (how the file gives them:
+    ``test_claude_code_parse.test_marot_user_inputs_and_queued_ones``): the queued inputs are
+    user messages that open a round each where the model got them; the harness's three are
+    marked by kind. Of the seven, four are the user's own."""
+    code, out, _ = run(capsys, "show", "1", "--db", str(marot_db), "--json")
+    assert code == 0
+    data = json.loads(out)
+    messages = [m for seg in data["archived_segments"] for m in seg["messages"]] + data["history"]
+    # Not the summary, nor the round the writer opens after it ({"synthetic": true}).
+    users = [
+        m
+        for m in messages
+        if m["role"] == "user"
+        and m["content"][:10] != "This sessi"
+        and not (m["meta"].get("origin") or {}).get("synthetic")
+    ]
+    marks = [((m["meta"].get("origin") or {}).get("input"), m["content"][:24]) for m in users]
+    assert marks == [
+        (None, "Implement spotter-gqc"),
+        ("interrupt", "[Request interrupted by "),
+        ("task-notification", "<task-notification>\n<tas"),
+        ("queued", "check again"),
+        ("queued", "new beads for the epic w"),
+        ("task-notification", "<task-notification>\n<tas"),
+        (None, "did you push?"),
+    ]
+    queued = [m for m in users if (m["meta"].get("origin") or {}).get("input") == "queued"]
+    assert [m["meta"]["origin"]["queued_line"] for m in queued] == [497, 603]
+    # Each opens a round: the message before it is the tool result the step before answered.
+    rounds = [m["meta"]["round"] for m in queued]
+    assert len(set(rounds)) == 2
 
 
 @pytest.mark.usefixtures("no_key")
@@ -187,3 +229,22 @@ def test_tools_refuse_a_recorded_workspace_that_is_not_here(tmp_path: Path) -> N
         done.text
     )
     store.close()
+
+
+@pytest.mark.usefixtures("no_key")
+def test_marot_markdown_export_names_the_harness_and_the_queued_inputs(
+    marot_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The transcript labels what the user did not type (2 task notices, 1 interruption: the
+    user records of lines 495, 496, 1847) and the 2 inputs typed while the agent worked; the
+    user's own 2 typed inputs stay plain "**User** ·"."""
+    code, out, _ = run(
+        capsys, "export", "1", "--db", str(marot_db), "--format", "markdown", "--include-archived"
+    )
+    assert code == 0
+    assert out.count("**Background task** (not the user) ·") == 2
+    assert out.count("**Interruption** (not the user) ·") == 1
+    assert out.count("**User** (typed while the agent worked) ·") == 2
+    assert (
+        "**User** (typed while the agent worked) · 2026-02-11T20:51:19+00:00\n\ncheck again" in out
+    )

@@ -10,6 +10,7 @@ records sharing its responses' ``message.id`` and the tool_results answering its
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from engine.recordings import claude_code
-from engine.recordings.base import ImportError_, Item, Parsed
+from engine.recordings.base import Item, Parsed
 from engine.recordings.envelopes import envelope
 from tests.engine.recordings.corpus import MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
 
@@ -72,23 +73,126 @@ def test_marot_responses_merge_across_interleaved_results(marot: Parsed) -> None
 
 def test_marot_user_inputs_and_queued_ones(marot: Parsed) -> None:
     """User records on the chain that are not results: the two genuine requests "Implement
-    spotter-gqc" (20:36:45.618Z) and "did you push?" (21:46:21.651Z), two
-    ``<task-notification>`` and one "[Request interrupted by user for tool use]". Two more
-    inputs exist only as ``queue-operation`` enqueues (lines 497 and 603): ``jq -r
-    'select(.type=="queue-operation")|[.operation,(.content//""|.[0:50])]|@tsv' $M``."""
+    spotter-gqc" (line 5, 20:36:45.618Z) and "did you push?" (line 1858), two
+    ``<task-notification>`` (lines 496, 1847) and "[Request interrupted by user for tool use]"
+    (line 495). Two more inputs exist only as ``queue-operation`` records: ``jq -r
+    'select(.type=="queue-operation")|[input_line_number,.operation,(.content//""|.[0:50])]
+    |@tsv' $M`` → 280 enqueue <task-notification> b0be39e, 497 enqueue "check again", 505
+    remove, 520 enqueue <task-notification> bd0afab, 603 enqueue "new beads for the epic were
+    added. tackle them", 604 remove. Each ``remove`` takes the user's input off the queue at a
+    tool boundary (the notices wait for the agent to be idle: they are the user records of
+    lines 496 and 1847). Read by hand around them: the remove of line 505 (20:51:19.419Z) comes
+    after the Bash call of line 500 and before its result (line 508, 20:51:18.738Z); the next
+    response (line 509, 20:51:23Z) is the first request that can hold "check again". Likewise
+    "new beads…" (remove 604 at 20:56:15.446Z) reaches the response of line 608 after the
+    result of line 607; that response's successor (line 625) says "Now let me check the new
+    beads you mentioned"."""
     users = [i for i in marot.items if i.kind == "user"]
-    texts = [u.text for u in users]
-    assert "Implement spotter-gqc" in texts and "did you push?" in texts
-    assert sum(t.startswith("<task-notification>") for t in texts) == 2
-    assert "[Request interrupted by user for tool use]" in texts
-    assert len(users) == 5
-    first = users[texts.index("Implement spotter-gqc")]
+    assert [(u.line, u.text[:30], (u.origin or {}).get("input")) for u in users] == [
+        (5, "Implement spotter-gqc", None),
+        (495, "[Request interrupted by user f", "interrupt"),
+        (496, "<task-notification>\n<task-id>b", "task-notification"),
+        (505, "check again", "queued"),
+        (604, "new beads for the epic were ad", "queued"),
+        (1847, "<task-notification>\n<task-id>b", "task-notification"),
+        (1858, "did you push?", None),
+    ]
+    first = users[0]
     assert first.created_at == datetime(2026, 2, 11, 20, 36, 45, 618000, tzinfo=UTC)
-    assert marot.skipped["queued_input"] == 2
-    (queued,) = [w for w in marot.warnings if "queue-operation" in w]
-    assert "line 497: 'check again'" in queued
-    assert "line 603: 'new beads for the epic were added. tackle them'" in queued
+    for text, result_line, step_line, enqueued in (
+        ("check again", 508, 509, 497),
+        ("new beads for the epic were added. tackle them", 607, 608, 603),
+    ):
+        (at,) = [n for n, i in enumerate(marot.items) if i.text == text]
+        before, queued, after = marot.items[at - 1 : at + 2]
+        assert (before.kind, before.line) == ("result", result_line)
+        assert (after.kind, after.line) == ("assistant", step_line)
+        assert queued.origin == {"input": "queued", "queued_line": enqueued}
+    remove_505 = datetime(2026, 2, 11, 20, 51, 19, 419000, tzinfo=UTC)
+    assert users[3].created_at == remove_505
+    # Nothing was left in the queue but the notice of line 520, written at line 1847.
+    assert "queued_input" not in marot.skipped
+    assert not [w for w in marot.warnings if "queue" in w]
     assert marot.title == "Implement spotter-gqc"
+
+
+NOTICE = "<task-notification>\n<task-id>zzz0001</task-id>\n</task-notification>"
+
+
+def marot_with_queued_attachments() -> list[str]:
+    """marot as newer Claude Code versions would write its queue: after ``enqueue`` and
+    ``remove``, an ``attachment`` record ``{"type": "queued_command", "prompt",
+    "commandMode", "origin": {"kind"}}`` where the input reached the model, in the uuid tree
+    (the shape viewers of those files read; no such file is in the corpus). After line 508's
+    result an attachment for "check again" (enqueued line 497, removed line 505) that line
+    509's response hangs under; after line 522's result the enqueue, remove (naming its
+    content, as those versions do) and attachment of a background task's notice that no user
+    record holds. Every line after 508 moves down 1, after 522 by 4 (the remove of "new
+    beads…", line 604, is 608)."""
+    lines = MAROT.read_text(encoding="utf-8").splitlines()
+
+    def attachment(uuid: str, parent: str, prompt: str, kind: str) -> str:
+        return json.dumps(
+            {
+                "type": "attachment",
+                "uuid": uuid,
+                "parentUuid": parent,
+                "isSidechain": False,
+                "sessionId": "258c7280-ae70-4798-800f-63464d01a85d",
+                "timestamp": "2026-02-11T20:51:19.500Z",
+                "attachment": {
+                    "type": "queued_command",
+                    "prompt": prompt,
+                    "commandMode": "prompt" if kind == "human" else kind,
+                    "origin": {"kind": kind},
+                },
+            }
+        )
+
+    def uuid(line: str) -> str:
+        return str(json.loads(line)["uuid"])
+
+    after_508 = json.loads(lines[508])  # line 509
+    after_508["parentUuid"] = "a7ac0000-0000-4000-8000-000000000001"
+    after_522 = json.loads(lines[522])  # line 523
+    after_522["parentUuid"] = "a7ac0000-0000-4000-8000-000000000002"
+    queue = '{"type":"queue-operation","operation":"%s","timestamp":"2026-02-11T20:52:11.000Z",'
+    queue += '"sessionId":"258c7280-ae70-4798-800f-63464d01a85d"%s}'
+    return [
+        *lines[:508],
+        attachment(after_508["parentUuid"], uuid(lines[507]), "check again", "human"),
+        json.dumps(after_508),
+        *lines[509:522],
+        queue % ("enqueue", ', "content": ' + json.dumps(NOTICE)),
+        queue % ("remove", ', "content": ' + json.dumps(NOTICE)),
+        attachment(after_522["parentUuid"], uuid(lines[521]), NOTICE, "task-notification"),
+        json.dumps(after_522),
+        *lines[523:],
+    ]
+
+
+def test_a_queued_command_attachment_is_where_the_input_was_delivered() -> None:
+    """:func:`marot_with_queued_attachments`: "check again" is delivered once, at its
+    attachment (line 509 of the built file), not at its remove; the notice is delivered at
+    its attachment too and marked as the harness's; the attachments are read (nothing is
+    "not read")."""
+    built = marot_with_queued_attachments()
+    parsed = claude_code.parse("\n".join(built) + "\n", "built.jsonl")
+    users = [i for i in parsed.items if (i.origin or {}).get("queued_line")]
+    assert [(u.text, u.line, u.origin) for u in users] == [
+        ("check again", 509, {"input": "queued", "queued_line": 497}),
+        (NOTICE, 526, {"input": "task-notification", "queued_line": 524}),
+        (
+            "new beads for the epic were added. tackle them",
+            608,
+            {"input": "queued", "queued_line": 607},
+        ),
+    ]
+    (at,) = [n for n, i in enumerate(parsed.items) if i.text == "check again"]
+    assert (parsed.items[at - 1].kind, parsed.items[at - 1].line) == ("result", 508)
+    assert (parsed.items[at + 1].kind, parsed.items[at + 1].line) == ("assistant", 510)
+    assert not parsed.not_read
+    assert parsed.skipped["attachment:queued_command"] == 2
 
 
 def test_marot_recorded_compaction(marot: Parsed) -> None:
@@ -120,7 +224,6 @@ def test_marot_skipped_records_are_counted_by_kind(marot: Parsed) -> None:
         "queue-operation": 6,
         "system:stop_hook_summary": 3,
         "system:turn_duration": 1,
-        "queued_input": 2,
     }
     assert marot.records == 1863
     assert marot.cwd == "/home/USER/projects/spotter-worktrees/spotter-gqc"
@@ -181,19 +284,23 @@ def test_a_last_line_cut_mid_way_imports_with_a_warning() -> None:
     lines = YOAVF.read_text(encoding="utf-8").splitlines()
     raw = "\n".join(lines[:123]) + "\n" + lines[123][:100]
     parsed = parse(YOAVF, raw)
-    assert parsed.warnings == ["line 124: cut mid-way (a file still being written?); left out"]
+    assert parsed.warnings == ["line 124: cut mid-way (the file is still being written?); left out"]
     assert parsed.skipped["partial_line"] == 1
+    assert parsed.not_read.lines == {"cut last line": [124]}
     assert kinds(parsed.items) == {"assistant": 40, "result": 37, "user": 5}
 
 
-def test_a_damaged_line_in_the_middle_is_still_refused() -> None:
-    """A bad line that is not the file's unfinished end is damage: refused by line."""
+def test_a_damaged_line_in_the_middle_is_left_out_and_named() -> None:
+    """A bad line that is not the file's unfinished end: left out, named by its line, the
+    rest read. P's line 6 is a ``progress`` record (``jq -c 'input_line_number, .type' P``),
+    so the conversation is the untouched file's: 2 user items... as the test below counts."""
     lines = MOREDIP.read_text(encoding="utf-8").splitlines()
     raw = "\n".join([*lines[:5], lines[5][:40], *lines[6:]]) + "\n"
-    with pytest.raises(ImportError_) as caught:
-        parse(MOREDIP, raw)
-    (problem,) = caught.value.problems
-    assert problem.startswith("line 6: not JSON")
+    whole = parse(MOREDIP)
+    damaged = parse(MOREDIP, raw)
+    assert damaged.not_read.lines == {"not JSON": [6]}
+    assert [i.kind for i in damaged.items] == [i.kind for i in whole.items]
+    assert damaged.not_read_sentences() == ["1 line not read: not JSON 1 (line 6)"]
 
 
 def test_a_replayed_result_is_not_pulled_in_ahead_of_the_chain() -> None:

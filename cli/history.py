@@ -1,0 +1,114 @@
+"""Your whole history: ``ctxscope import`` without a path (every agent's default folders,
+incremental, parallel, with progress)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TextIO
+
+from cli.common import EXIT_INTERRUPTED, UsageError, emit, open_store
+from engine.config import Settings, workspace_folder
+from engine.recordings.history import (
+    Folder,
+    HistoryResult,
+    Progress,
+    default_folders,
+    import_history,
+    unique_folders,
+)
+from engine.terminal_text import printable
+
+MB = 1_000_000
+
+
+class ProgressLine:
+    """One line on a terminal, rewritten in place at most ten times a second."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.shown = 0.0
+        self.drawn = False
+
+    def __call__(self, p: Progress) -> None:
+        now = time.monotonic()
+        if now - self.shown < 0.1 and p.files_done < p.files_total:
+            return
+        self.shown = now
+        left = p.left
+        text = (
+            f"{p.files_done}/{p.files_total} files · {p.bytes_done / MB:.1f}/"
+            f"{p.bytes_total / MB:.1f} MB · {p.rate / MB:.1f} MB/s"
+            + (f" · {left:.0f} s left" if left is not None else "")
+        )
+        self.out.write("\r\x1b[2K" + text)
+        self.out.flush()
+        self.drawn = True
+
+    def end(self) -> None:
+        if self.drawn:
+            self.out.write("\n")
+            self.out.flush()
+
+
+def history_options_alone(args: argparse.Namespace) -> None:
+    """``--folder`` and ``--progress`` are for ``import`` without a path: refused with one."""
+    if getattr(args, "folder", None) or getattr(args, "progress", False):
+        raise UsageError(
+            "--folder and --progress are for `ctxscope import` without a path (your whole "
+            f"history); to import {args.file} alone, leave them out"
+        )
+
+
+def cmd_import_history(args: argparse.Namespace, settings: Settings) -> int:
+    given = [Folder(p, "") for p in getattr(args, "folder", None) or []]
+    missing = [f.path for f in given if not f.path.is_dir()]
+    if missing:
+        raise UsageError(f"no such folder: {missing[0]} (--folder names a folder to read)")
+    folders = unique_folders(default_folders() + given)
+    if not folders:
+        raise UsageError(
+            "no session folders here: none of ~/.claude/projects, $CLAUDE_CONFIG_DIR/projects, "
+            "~/.codex/sessions ($CODEX_HOME), ~/.gemini/tmp/*/chats exists; name a folder "
+            "with --folder DIR, or import a file: ctxscope import FILE"
+        )
+    workspace = str(workspace_folder(getattr(args, "workspace", None)))
+    store = open_store(args, settings)
+    show = not args.json and (args.progress or sys.stderr.isatty())
+    line = ProgressLine(sys.stderr) if show else None
+    try:
+        result = import_history(store, folders, workspace, settings, args.jobs, line)
+    finally:
+        if line is not None:
+            line.end()
+    emit(args, result.as_json(), _summary(result))
+    return EXIT_INTERRUPTED if result.interrupted else 0
+
+
+def _summary(r: HistoryResult) -> str:
+    states = r.states
+    subagents = sum(len(x.children) for x in r.reports)
+    lines = [f"read {', '.join(printable(str(f.path)) for f in r.folders)}"]
+    lines.append(
+        f"imported {len(r.reports)} sessions ({subagents} subagents) from "
+        f"{states['new'] + states['grown'] + states['rewritten']} files: {states['new']} new, "
+        f"{states['grown']} grown, {states['rewritten']} rewritten; {states['unchanged']} "
+        f"unchanged (skipped); {len(r.refused)} refused; "
+        f"{r.bytes_read / MB:.1f} MB in {r.seconds:.1f} s"
+    )
+    if r.interrupted:
+        lines.append("interrupted: the files above are stored whole; run it again for the rest")
+    return "\n".join(lines + _end_lines(r))
+
+
+def _end_lines(r: HistoryResult) -> list[str]:
+    lines = []
+    if r.skipped_files:
+        lines.append(
+            "files skipped: " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped_files.items()))
+        )
+    if r.refused_before:
+        lines.append(f"{r.refused_before} files refused before and unchanged: not read again")
+    lines.extend(f"refused {printable(p)}: {printable(why)}" for p, why in r.refused)
+    return lines

@@ -1,0 +1,180 @@
+"""``ctxscope proxy [--port 8787] [--upstream URL] [--jsonl]`` and ``ctxscope run -- CMD …``:
+the Messages API proxy in front of an agent, recording every request into the database
+(docs/proxy.md).
+
+``proxy`` listens until Ctrl+C or SIGTERM, then lets the requests in flight end and stores
+every captured one before it exits. ``run`` starts it on a free port, runs CMD with
+``ANTHROPIC_BASE_URL`` pointing at it (and ``_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL=1``
+when the upstream is Anthropic's own, so Claude Code keeps its 1M window behind the proxy),
+and exits with CMD's exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+from urllib.parse import urlsplit
+
+from cli.common import CliError, UsageError, db_path, open_store
+from engine.config import Settings
+from engine.exchanges import Exchange
+from engine.prices import price_for
+from engine.proxy.recorder import Recorder, api_of
+from engine.proxy.server import DEFAULT_UPSTREAM, Proxy, ProxyConfig, ProxyThread, serve
+from engine.terminal_text import cut
+
+FIRST_PARTY_HOSTS = ("api.anthropic.com",)
+"""Upstreams that are Anthropic's own API (Claude Code keeps its 1M window behind a proxy to
+them only when told so)."""
+
+
+def upstream_url(text: str) -> str:
+    """The ``--upstream`` URL, checked: http or https, with a host."""
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--upstream {text!r} is not an http(s) URL such as {DEFAULT_UPSTREAM}")
+    if parts.query or parts.fragment:
+        raise UsageError(f"--upstream {text!r}: a base URL has no query or fragment")
+    return text.rstrip("/")
+
+
+def exchange_line(exchange: Exchange, settings: Settings) -> dict[str, Any]:
+    """``proxy --jsonl``'s line for one stored request."""
+    usage = exchange.usage
+    priced = api_of(exchange.path) == "messages"  # the project prices Claude models only
+    cost = price_for(settings, exchange.model).usage_cost(usage) if usage and priced else None
+    messages = exchange.request.get("messages", exchange.request.get("input"))
+    return {
+        "id": exchange.id,
+        "session_id": exchange.session_id,
+        "kind": exchange.kind,
+        "path": exchange.path,
+        "model": exchange.model,
+        "status": exchange.status,
+        "outcome": exchange.outcome,
+        "stream": exchange.stream,
+        "messages": len(messages) if isinstance(messages, list) else 0,
+        "usage": None
+        if usage is None
+        else {**usage.model_dump(), "cache_creation": exchange.cache_creation},
+        "cost": None if cost is None else round(cost, 6),
+        "duration_ms": round(exchange.duration_ms, 1),
+    }
+
+
+def _printer(args: argparse.Namespace, settings: Settings) -> Any:
+    def printed(exchange: Exchange) -> None:
+        line = exchange_line(exchange, settings)
+        if args.jsonl:
+            text = json.dumps(line, ensure_ascii=False)
+        else:
+            usage = line["usage"] or {}
+            text = (
+                f"#{line['id']} session {line['session_id']} {line['kind']} "
+                f"{cut(line['model'], 40)} {line['status']} {line['outcome']}: "
+                f"{line['messages']} messages, in {usage.get('input_tokens', 0):,} "
+                f"cache read {usage.get('cache_read_input_tokens', 0):,} write "
+                f"{usage.get('cache_creation_input_tokens', 0):,} out "
+                f"{usage.get('output_tokens', 0):,}, "
+                + ("no price" if line["cost"] is None else f"${line['cost']:.4f}")
+            )
+        try:
+            print(text, flush=True)
+        except BrokenPipeError:
+            pass
+
+    return printed
+
+
+GIL_SWITCH_INTERVAL = 0.0005
+"""Seconds a thread holds the GIL before another may take it (Python's default is 0.005).
+The recorder parses and hashes a long request on its own thread; with the default, the event
+loop forwarding the next request could wait up to 5 ms for it each time."""
+
+
+def _recorder(args: argparse.Namespace, settings: Settings, quiet: bool) -> Recorder:
+    open_store(args, settings).close()  # refuse a foreign or damaged file before listening
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+    on_stored = None if quiet else _printer(args, settings)
+    return Recorder(db_path(args, settings), on_stored=on_stored)
+
+
+def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
+    upstream = upstream_url(args.upstream)
+    recorder = _recorder(args, settings, quiet=False)
+    proxy = Proxy(ProxyConfig(upstream=upstream, port=args.port), recorder)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        started = asyncio.Event()
+        running = asyncio.create_task(serve(proxy, stop, started))
+        await asyncio.wait(
+            [running, asyncio.create_task(started.wait())], return_when=asyncio.FIRST_COMPLETED
+        )
+        if running.done():
+            await running  # it could not listen: its error
+        print(
+            f"ctxscope proxy on {proxy.url} → {upstream}, recording into "
+            f"{db_path(args, settings)}; point an agent at it with "
+            f"ANTHROPIC_BASE_URL={proxy.url} (Ctrl+C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
+        await running
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        raise CliError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    finally:
+        recorder.close()
+    return 0
+
+
+def child_env(proxy_url: str, upstream: str) -> dict[str, str]:
+    """CMD's environment: this one, with the API's base URL pointing at the proxy."""
+    env = dict(os.environ)
+    env["ANTHROPIC_BASE_URL"] = proxy_url
+    if urlsplit(upstream).hostname in FIRST_PARTY_HOSTS:
+        env["_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL"] = "1"
+    return env
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    command = list(args.cmd)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("run needs a command: ctxscope run -- claude …")
+    upstream = upstream_url(args.upstream)
+    recorder = _recorder(args, settings, quiet=not args.jsonl)
+    proxy = Proxy(ProxyConfig(upstream=upstream, port=args.port), recorder)
+    try:
+        thread = ProxyThread(proxy).start()
+    except OSError as exc:
+        recorder.close()
+        raise CliError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    # Ctrl+C goes to the whole process group: CMD decides what it means; we wait for CMD.
+    # A SIGTERM to ctxscope is passed on to CMD, and the proxy stops once CMD has ended.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous_term = signal.getsignal(signal.SIGTERM)
+    try:
+        child = subprocess.Popen(command, env=child_env(proxy.url, upstream))
+        signal.signal(signal.SIGTERM, lambda _sig, _frame: child.terminate())
+        code = child.wait()
+    except OSError as exc:
+        raise CliError(f"cannot run {cut(command[0], 80)!r}: {exc.strerror or exc}") from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
+        thread.stop()
+    return code if code >= 0 else 128 - code

@@ -1,0 +1,135 @@
+"""``ctxscope report``: the report card of every stored session (engine/report/)."""
+
+from __future__ import annotations
+
+import argparse
+from statistics import median
+from typing import Any
+
+from cli.common import UsageError, emit, open_store
+from engine.compaction.ledger import KINDS
+from engine.config import Settings
+from engine.report import TOKEN_KINDS, Figures, Report, SinceError, build_report, parse_since
+from engine.terminal_text import printable
+
+SHOWN = 15
+"""Rows of a group, tool or session list in the text form (``--json`` has them all)."""
+NAMES = {
+    "file_read": "files read",
+    "file_changed": "files changed",
+    "command": "commands",
+    "error": "errors",
+    "request": "requests",
+    "decision": "decisions",
+}
+
+
+def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        since = parse_since(args.since) if args.since else None
+    except SinceError as exc:
+        raise UsageError(str(exc)) from None
+    store = open_store(args, settings, read_only=True)
+    report = build_report(store, settings, since, args.by)
+    emit(args, report.as_json(), "\n".join(text_lines(report)))
+    return 0
+
+
+def dollars(value: float | None) -> str:
+    return "no price" if value is None else f"${value:,.2f}"
+
+
+def _tokens(f: Figures) -> str:
+    return " · ".join(f"{k.replace('_', ' ')} {f.tokens[k]:,}" for k in TOKEN_KINDS)
+
+
+def text_lines(r: Report) -> list[str]:
+    t = r.totals
+    out = [
+        f"{len(r.sessions)} sessions ({len(r.subagents)} subagents) · {t.requests:,} requests · "
+        f"{dollars(t.total_cost)}" + (f" since {r.since:%Y-%m-%d %H:%M}" if r.since else ""),
+        f"tokens: {_tokens(t)}",
+        "cost: " + " · ".join(f"{k.replace('_', ' ')} {dollars(t.cost[k])}" for k in TOKEN_KINDS),
+    ]
+    if t.unpriced_requests:
+        out.append(f"{t.unpriced_requests:,} requests of models without a price are not in it")
+    if r.by:
+        out.append("")
+        out.append(f"by {r.by}:")
+        for key, fig in list(r.groups.items())[:SHOWN]:
+            out.append(
+                f"  {printable(key, one_line=True)[:48]:48}  {r.group_sessions.get(key, 0):>5} "
+                f"sessions  {fig.requests:>7,} requests  {dollars(fig.total_cost):>12}"
+            )
+        if len(r.groups) > SHOWN:
+            out.append(f"  … and {len(r.groups) - SHOWN} more (--json has them all)")
+    out += ["", *_compaction_lines(r), "", *_tool_lines(r.tools)]
+    subs = r.subagents
+    if subs:
+        fig = Figures()
+        for s in subs:
+            fig.add(s.figures)
+        parents = len({s.facts.parent_session_id for s in subs})
+        out += [
+            "",
+            f"subagents: {len(subs)} sessions under {parents} sessions · {fig.requests:,} "
+            f"requests · {dollars(fig.total_cost)}",
+        ]
+    out += [f"note: {printable(n, one_line=True)}" for n in r.notes]
+    return out
+
+
+def _compaction_lines(r: Report) -> list[str]:
+    comps = r.compactions
+    if not comps:
+        return ["compactions: none recorded"]
+    auto = sum(1 for c in comps if c.facts.trigger == "auto")
+    pre = [c.pre_tokens for c in comps]
+    after = [c.after_start_minutes for c in comps if c.after_start_minutes is not None]
+    out = [
+        f"compactions: {len(comps)} ({auto} auto, {len(comps) - auto} manual) · at "
+        f"{median(pre):,.0f} tokens (median; {min(pre):,}–{max(pre):,})"
+        + (f" · {median(after):,.0f} min after the session's start (median)" if after else "")
+    ]
+    kept = r.kept_overall()
+    parts = [
+        f"{NAMES[k]} {v['percent']:.0f} % ({v['kept']}/{v['total']})"
+        for k in KINDS
+        if (v := kept[k])["total"]
+    ]
+    if parts:
+        out.append("  what the summaries kept: " + " · ".join(parts))
+    calls = [c for c in comps if c.call_model or c.call_tokens]
+    if calls:
+        costs = [c.call_cost for c in calls if c.call_cost is not None]
+        out.append(
+            f"  compaction calls recorded: {len(calls)} · "
+            + (dollars(sum(costs)) if costs else "no price")
+        )
+    worst = r.lost_most()
+    if worst:
+        out.append("  lost the most at a compaction (ctxscope show ID):")
+        for c in worst:
+            title = printable(c.session.title if c.session else "", one_line=True)[:40]
+            minutes = (
+                f", {c.after_start_minutes:,.0f} min in"
+                if c.after_start_minutes is not None
+                else ""
+            )
+            out.append(
+                f"    session {c.facts.session_id:>5}  lost {c.lost} items at "
+                f"{c.pre_tokens:,} tokens{minutes}  {title}"
+            )
+    return out
+
+
+def _tool_lines(tools: list[dict[str, Any]]) -> list[str]:
+    if not tools:
+        return ["tool results: none recorded"]
+    out = ["tool results by the context they take (tokens in full → as history keeps them):"]
+    for t in tools[:SHOWN]:
+        out.append(
+            f"  {printable(t['tool'], one_line=True)[:24]:24} {t['results']:>6} results  "
+            f"{t['tokens_full']:>10,} → {t['tokens_kept']:>10,}"
+        )
+    return out

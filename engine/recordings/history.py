@@ -1,0 +1,314 @@
+"""``ctxscope import`` without a path: every session every known agent wrote on this machine,
+imported once and kept current.
+
+The folders: Claude Code's projects (``~/.claude/projects``, ``$CLAUDE_CONFIG_DIR/projects``),
+Codex's sessions (``$CODEX_HOME/sessions``, else ``~/.codex/sessions``), Gemini CLI's saved
+chats (``~/.gemini/tmp/*/chats``), those that exist, and any folders given (aider keeps its
+history in each project's folder: name those).
+
+Incremental: each file read is remembered (its size, modification time and a hash of its first
+bytes, and for Claude Code the same of its subagents' files) with the sessions it became. A
+file that is the same as last time is skipped without being read further; one that grew or was
+rewritten is parsed again whole and stored again *into the same sessions*, so the result is
+what a first import of the file as it is now stores (a faithful import needs the whole file:
+a compaction archives what came before it, a late tool result closes an early round).
+
+Parallel: files are parsed in a pool of processes (one per core) and stored by this process
+alone, one transaction per file, as each arrives: an interrupted import (Ctrl+C) leaves every
+file stored so far whole, and the next run goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Generator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from multiprocessing import get_context
+from pathlib import Path
+
+from engine.config import Settings
+from engine.recordings.agent_folders import (
+    Folder,
+    State,
+    default_folders,
+    fingerprint,
+    session_files,
+    state_of,
+    unique_folders,
+)
+from engine.recordings.base import ImportError_, ImportReport, Parsed
+from engine.recordings.importing import UnknownFormat, parse_sessions
+from engine.recordings.writer import Resume, write
+from engine.store import Store
+from engine.store.errors import SessionNotFound
+from engine.store.history import ImportedFile
+
+
+# ---------------------------------------------------------------------- the run
+@dataclass
+class Progress:
+    """How far an import is (sent to the progress callback as files finish)."""
+
+    files_done: int
+    files_total: int
+    bytes_done: int
+    bytes_total: int
+    started: float
+    """``time.monotonic()`` at the start."""
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def rate(self) -> float:
+        """Bytes a second so far."""
+        return self.bytes_done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def left(self) -> float | None:
+        """Seconds left at the rate so far (None before anything was read)."""
+        if not self.bytes_done:
+            return None
+        return (self.bytes_total - self.bytes_done) / self.rate if self.rate else None
+
+
+@dataclass
+class HistoryResult:
+    """What one import of the whole history did."""
+
+    folders: list[Folder]
+    states: Counter[str] = field(default_factory=Counter)
+    """Files by what they were: ``new``, ``grown``, ``rewritten``, ``unchanged``."""
+    reports: list[ImportReport] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    """Files that could not be imported now, and why."""
+    refused_before: int = 0
+    """Files refused at an earlier run and unchanged since (not read again)."""
+    skipped_files: Counter[str] = field(default_factory=Counter)
+    interrupted: bool = False
+    bytes_read: int = 0
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "folders": [{"path": str(f.path), "agent": f.agent} for f in self.folders],
+            "files": {k: self.states.get(k, 0) for k in ("new", "grown", "rewritten", "unchanged")},
+            "sessions": [r.as_json() for r in self.reports],
+            "files_refused": [{"path": p, "reason": why} for p, why in self.refused],
+            "files_refused_before": self.refused_before,
+            "files_skipped": dict(self.skipped_files),
+            "bytes_read": self.bytes_read,
+            "seconds": round(self.seconds, 3),
+            "interrupted": self.interrupted,
+        }
+
+
+Parsing = tuple[list[Parsed] | None, str | None, bool]
+"""A worker's answer: the sessions, or why not, and whether the file is of no known format."""
+
+
+def parse_one(path: str) -> Parsing:
+    """Parse one file (in a worker process): its sessions, or the refusal."""
+    try:
+        return parse_sessions(Path(path)), None, False
+    except UnknownFormat as exc:
+        return None, "; ".join(exc.problems), True
+    except ImportError_ as exc:
+        return None, str(exc), False
+
+
+def _quiet_worker() -> None:
+    # Ctrl+C reaches every process of the terminal's group: the main process alone answers
+    # it (it stops handing out files and keeps what was stored); workers just end.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _parsed_in_pool(paths: list[Path], jobs: int) -> Generator[tuple[Path, Parsing]]:
+    """Each file parsed, in the order they finish; at most ``2 * jobs`` waiting at once, so
+    memory stays flat however many files there are."""
+    if jobs <= 1 or len(paths) <= 1:
+        for path in paths:
+            yield path, parse_one(str(path))
+        return
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=get_context("forkserver"), initializer=_quiet_worker
+    )
+    todo = iter(paths)
+    running: dict[Future[Parsing], Path] = {}
+    try:
+        while True:
+            while len(running) < 2 * jobs:
+                following = next(todo, None)
+                if following is None:
+                    break
+                running[pool.submit(parse_one, str(following))] = following
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield running.pop(future), future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def import_history(
+    store: Store,
+    folders: list[Folder],
+    workspace: str,
+    settings: Settings,
+    jobs: int | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> HistoryResult:
+    """Import every session file under ``folders`` that is new or changed since the last
+    run; files are parsed on ``jobs`` processes (default: every core) and stored here, one
+    transaction each. Ctrl+C stops it between files: ``interrupted`` is set, and what was
+    stored stays."""
+    started = time.monotonic()
+    result = HistoryResult(folders)
+    known = store.imported_files()
+    todo: list[tuple[Path, ImportedFile, State]] = []
+    seen: set[str] = set()
+    for folder in folders:
+        files, skipped = session_files(folder.path)
+        result.skipped_files.update(skipped)
+        for path in files:
+            if str(path) in seen:
+                continue
+            seen.add(str(path))
+            try:
+                now = fingerprint(path)
+            except OSError as exc:
+                result.refused.append((str(path), f"cannot read it: {exc}"))
+                continue
+            before = known.get(str(path))
+            state = state_of(path, now, before)
+            if state == "unchanged":
+                assert before is not None
+                result.states["unchanged"] += 1
+                if before.refused is not None:
+                    result.refused_before += 1
+                continue
+            todo.append((path, now, state))
+    # The biggest first: the pool ends together instead of waiting on one late giant.
+    todo.sort(key=lambda t: -t[1].size)
+    wanted = {path: (now, state) for path, now, state in todo}
+    total = sum(now.size for _, now, _ in todo)
+    tally = Progress(0, len(todo), 0, total, started)
+    parsed = _parsed_in_pool([p for p, _, _ in todo], jobs or default_jobs())
+    try:
+        for path, (sessions, why, unknown) in parsed:
+            now, state = wanted[path]
+            before = known.get(str(path))
+            if sessions is None:
+                reason = why or "cannot be imported"
+                if unknown and path.suffix == ".md":
+                    result.skipped_files["not a session file"] += 1
+                else:
+                    result.refused.append((str(path), reason))
+                kept = before.sessions if before else ()
+                store.remember_file(replace(now, sessions=kept, refused=reason))
+            else:
+                result.reports += store_file(store, now, before, sessions, workspace, settings)
+                result.states[state] += 1
+            tally.files_done += 1
+            tally.bytes_done += now.size
+            if progress is not None:
+                progress(tally)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        parsed.close()  # the pool ends here, whatever ended the loop
+    result.bytes_read = tally.bytes_done
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def store_file(
+    store: Store,
+    now: ImportedFile,
+    before: ImportedFile | None,
+    sessions: list[Parsed],
+    workspace: str,
+    settings: Settings,
+) -> list[ImportReport]:
+    """Store one file's sessions in one transaction: into the sessions it became last time
+    (their content replaced, their subagents made again), else as new sessions; and remember
+    the file as it is now."""
+    old = list(before.sessions) if before else []
+    reports = []
+    with store.transaction():
+        for n, parsed in enumerate(sessions):
+            reports.append(
+                _store_session(store, old[n] if n < len(old) else None, parsed, workspace, settings)
+            )
+        for sid in old[len(sessions) :]:
+            _drop(store, sid)
+        for report in reports:
+            report.path = now.path
+        store.remember_file(
+            replace(
+                now,
+                fmt=sessions[0].fmt if sessions else "",
+                sessions=tuple(r.session.id for r in reports if r.session.id is not None),
+                refused=None,
+            )
+        )
+    return reports
+
+
+def _store_session(
+    store: Store, sid: int | None, parsed: Parsed, workspace: str, settings: Settings
+) -> ImportReport:
+    if sid is not None:
+        try:
+            session = store.get_session(sid)
+        except SessionNotFound:  # deleted since: a new one
+            sid = None
+    if sid is None:
+        return write(store, parsed, workspace, settings, recorded_cwd=True)
+    for child in store.child_sessions(sid):
+        _drop(store, child)
+    store.clear_session(sid)
+    report = write(
+        store, parsed, workspace, settings, recorded_cwd=True, resume=Resume(session, 0, [], [])
+    )
+    model = parsed.model or next((i.model for i in parsed.items if i.model), "")
+    report.session = store.update_session(
+        sid, title=f"import: {parsed.title[:60]}", model=model, workspace=parsed.cwd or workspace
+    )
+    return report
+
+
+def _drop(store: Store, sid: int) -> None:
+    try:
+        for child in store.child_sessions(sid):
+            _drop(store, child)
+        store.delete_session(sid)
+    except SessionNotFound:
+        pass
+
+
+__all__ = [
+    "Folder",
+    "HistoryResult",
+    "Progress",
+    "default_folders",
+    "fingerprint",
+    "import_history",
+    "session_files",
+    "state_of",
+    "store_file",
+    "unique_folders",
+]

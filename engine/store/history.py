@@ -1,0 +1,283 @@
+"""A whole history: the files ``ctxscope import`` (without a path) read, so that a later run
+skips the unchanged ones, and the figures across every session that ``ctxscope report`` sums.
+
+Every query is a peewee query (no SQLite-only SQL), grouped in the database, so a report over
+thousands of sessions reads a few rows per session, not every record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from peewee import fn
+
+from engine.models import utcnow
+from engine.store.access import StoreAccess, reads, writes
+from engine.store.models import (
+    CompactionRow,
+    ImportedFileRow,
+    ObservationRow,
+    RoundRow,
+    SessionRow,
+    UsageRow,
+)
+from engine.store.rows import row_dicts
+
+LONG_REQUEST = 200_000
+"""Input tokens above which a request is priced at a long-context tier where the price data
+has one (Anthropic's and Gemini 2.5 Pro's): usage is summed on each side of it."""
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    """A file as the last import saw it, and the sessions it became."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    head: str
+    """A hash of its first bytes."""
+    companions: str = ""
+    """The files read with it (Claude Code's subagents), by name, size and time."""
+    fmt: str = ""
+    sessions: tuple[int, ...] = ()
+    refused: str | None = None
+
+
+@dataclass
+class UsageGroup:
+    """The usage records of one session on one day, on one side of :data:`LONG_REQUEST`."""
+
+    session_id: int
+    day: str
+    """``YYYY-MM-DD`` as recorded."""
+    long: bool
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_input_tokens: int
+    cache_creation_input_tokens: int
+    cache_creation_1h_input_tokens: int
+
+
+@dataclass
+class SessionFacts:
+    """What the report needs of a session beyond its usage."""
+
+    id: int
+    title: str
+    workspace: str
+    model: str
+    parent_session_id: int | None
+    agent_id: str | None
+    started_at: datetime | None
+    """Its first round's start (a recording's own time, not the import's)."""
+    provider: str = ""
+
+
+@dataclass
+class CompactionFacts:
+    id: int
+    session_id: int
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    created_at: datetime
+    stats: dict[str, Any] = field(default_factory=dict)
+    fidelity: dict[str, Any] | None = None
+
+
+@dataclass
+class ToolFacts:
+    session_id: int
+    tool: str
+    results: int
+    tokens_full: int
+    tokens_kept: int
+
+
+def _time(value: Any) -> datetime | None:
+    """A time an aggregate returned: converted by its field already, or the stored text."""
+    if value is None or isinstance(value, datetime):
+        return value
+    converted: datetime | None = RoundRow.started_at.python_value(value)
+    return converted
+
+
+class HistoryStore(StoreAccess):
+    """The imported files' bookkeeping and the report's grouped reads."""
+
+    # ------------------------------------------------------------------ imported files
+    @reads
+    def imported_files(self) -> dict[str, ImportedFile]:
+        """Every file an import without a path read, by path."""
+        return {
+            r["path"]: ImportedFile(
+                path=r["path"],
+                size=r["size"],
+                mtime_ns=r["mtime_ns"],
+                head=r["head"],
+                companions=r["companions"],
+                fmt=r["fmt"],
+                sessions=tuple(r["sessions"] or ()),
+                refused=r["refused"],
+            )
+            for r in row_dicts(ImportedFileRow.select().dicts())
+        }
+
+    @writes
+    def remember_file(self, file: ImportedFile) -> None:
+        """Record what ``file`` is now (replacing what was recorded of its path)."""
+        values = {
+            "size": file.size,
+            "mtime_ns": file.mtime_ns,
+            "head": file.head,
+            "companions": file.companions,
+            "fmt": file.fmt,
+            "sessions": list(file.sessions),
+            "refused": file.refused,
+            "imported_at": utcnow(),
+        }
+        with self.together():
+            done = (
+                ImportedFileRow.update(**values).where(ImportedFileRow.path == file.path).execute()
+            )
+            if not done:
+                ImportedFileRow.insert(path=file.path, **values).execute()
+
+    @reads
+    def child_sessions(self, session_id: int) -> list[int]:
+        """The sessions linked to ``session_id`` as its subagents."""
+        q = SessionRow.select(SessionRow.id).where(SessionRow.parent_session_id == session_id)
+        return [r.id for r in q.order_by(SessionRow.id)]
+
+    # ------------------------------------------------------------------ the report's reads
+    @reads
+    def usage_groups(self, since: datetime | None = None) -> list[UsageGroup]:
+        """Usage summed per session, recorded day and side of :data:`LONG_REQUEST`."""
+        # text, not a time: SQLite stores the text; PostgreSQL's timestamp as text starts alike
+        day = fn.SUBSTR(UsageRow.created_at.cast("TEXT"), 1, 10).coerce(False)
+        sent = (
+            UsageRow.input_tokens
+            + UsageRow.cache_read_input_tokens
+            + UsageRow.cache_creation_input_tokens
+        )
+        long = sent > LONG_REQUEST
+        q = UsageRow.select(
+            UsageRow.session.alias("session_id"),
+            day.alias("day"),
+            long.alias("long"),
+            fn.COUNT(UsageRow.id).alias("requests"),
+            fn.SUM(UsageRow.input_tokens).alias("input_tokens"),
+            fn.SUM(UsageRow.output_tokens).alias("output_tokens"),
+            fn.SUM(UsageRow.cache_read_input_tokens).alias("cache_read_input_tokens"),
+            fn.SUM(UsageRow.cache_creation_input_tokens).alias("cache_creation_input_tokens"),
+            fn.SUM(UsageRow.cache_creation_1h_input_tokens).alias("cache_creation_1h_input_tokens"),
+        )
+        if since is not None:
+            q = q.where(UsageRow.created_at >= since)
+        q = q.group_by(UsageRow.session, day, long)
+        return [
+            UsageGroup(
+                session_id=r["session_id"],
+                day=r["day"],
+                long=bool(r["long"]),
+                requests=int(r["requests"]),
+                input_tokens=int(r["input_tokens"] or 0),
+                output_tokens=int(r["output_tokens"] or 0),
+                cache_read_input_tokens=int(r["cache_read_input_tokens"] or 0),
+                cache_creation_input_tokens=int(r["cache_creation_input_tokens"] or 0),
+                cache_creation_1h_input_tokens=int(r["cache_creation_1h_input_tokens"] or 0),
+            )
+            for r in row_dicts(q.dicts())
+        ]
+
+    @reads
+    def session_facts(self) -> dict[int, SessionFacts]:
+        """Every session's title, project, model, parent and recorded start."""
+        starts = {
+            r["session"]: r["start"]
+            for r in row_dicts(
+                RoundRow.select(RoundRow.session, fn.MIN(RoundRow.started_at).alias("start"))
+                .group_by(RoundRow.session)
+                .dicts()
+            )
+        }
+        out = {}
+        for r in row_dicts(
+            SessionRow.select(
+                SessionRow.id,
+                SessionRow.title,
+                SessionRow.workspace,
+                SessionRow.model,
+                SessionRow.parent_session_id,
+                SessionRow.agent_id,
+                SessionRow.provider,
+            ).dicts()
+        ):
+            start = starts.get(r["id"])
+            out[r["id"]] = SessionFacts(
+                id=r["id"],
+                title=r["title"],
+                workspace=r["workspace"],
+                model=r["model"],
+                parent_session_id=r["parent_session_id"],
+                agent_id=r["agent_id"],
+                started_at=_time(start),
+                provider=r["provider"],
+            )
+        return out
+
+    @reads
+    def all_compactions(self, since: datetime | None = None) -> list[CompactionFacts]:
+        """Every compaction that took effect (not undone), oldest first."""
+        q = CompactionRow.select(
+            CompactionRow.id,
+            CompactionRow.session,
+            CompactionRow.trigger,
+            CompactionRow.tokens_before,
+            CompactionRow.tokens_after,
+            CompactionRow.created_at,
+            CompactionRow.stats,
+            CompactionRow.fidelity,
+        ).where(
+            CompactionRow.outcome.in_(["success", "fallback"]) & CompactionRow.undone_at.is_null()
+        )
+        if since is not None:
+            q = q.where(CompactionRow.created_at >= since)
+        return [
+            CompactionFacts(
+                id=r.id,
+                session_id=r.session_id,
+                trigger=r.trigger,
+                tokens_before=r.tokens_before,
+                tokens_after=r.tokens_after,
+                created_at=r.created_at,
+                stats=r.stats or {},
+                fidelity=r.fidelity,
+            )
+            for r in q.order_by(CompactionRow.created_at, CompactionRow.id)
+        ]
+
+    @reads
+    def tool_result_sizes(self) -> list[ToolFacts]:
+        """Per session and tool: how many results, their tokens in full and as kept."""
+        q = ObservationRow.select(
+            ObservationRow.session.alias("session_id"),
+            ObservationRow.tool_name,
+            fn.COUNT(ObservationRow.id).alias("n"),
+            fn.SUM(ObservationRow.tokens_full).alias("full"),
+            fn.SUM(ObservationRow.tokens_compressed).alias("kept"),
+        ).group_by(ObservationRow.session, ObservationRow.tool_name)
+        return [
+            ToolFacts(
+                session_id=r["session_id"],
+                tool=r["tool_name"],
+                results=int(r["n"]),
+                tokens_full=int(r["full"] or 0),
+                tokens_kept=int(r["kept"] or 0),
+            )
+            for r in row_dicts(q.dicts())
+        ]

@@ -1,0 +1,227 @@
+"""``ctxscope report``: totals that are the sum of the sessions', list-price cost computed here
+independently from the raw files, and every recorded compaction with what its summary kept."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.main import main
+from engine.config import Settings
+from engine.recordings.history import Folder, import_history
+from engine.store import Store
+from tests.engine.recordings.corpus import MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
+
+SHARE_ID = "4b2030ed-5563-49ea-b703-6a002f2d3cc8"
+CLAUDE_FILES = (MAROT, YOAVF, MOREDIP, MOREDIP_AGENT)
+
+# Anthropic's list prices, dollars per million tokens (platform.claude.com/docs/en/about-claude/
+# pricing): uncached input, 5-minute cache write, 1-hour cache write, cache read, output.
+LIST_PRICES = {
+    "claude-opus-4-6": (5.0, 6.25, 10.0, 0.50, 25.0),
+    "claude-opus-4-5-20251101": (5.0, 6.25, 10.0, 0.50, 25.0),
+    "claude-sonnet-4-5-20250929": (3.0, 3.75, 6.0, 0.30, 15.0),
+}
+
+
+def billed_usage(path: Path) -> tuple[dict[str, int], float]:
+    """Tokens by kind and dollars of one Claude Code file, from its raw lines: each API
+    message once (Claude Code writes a streamed message as one record per content block, all
+    with its id; the last holds its final usage), priced at LIST_PRICES. No request here is
+    over 200k input tokens (asserted), so no long-context price applies."""
+    last: dict[str, tuple[str, dict[str, Any]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        message = record.get("message") or {}
+        if record.get("type") == "assistant" and message.get("usage"):
+            last[message["id"]] = (message.get("model", ""), message["usage"])
+    tokens = dict.fromkeys(("input", "output", "cache_read", "cache_write_5m", "cache_write_1h"), 0)
+    dollars = 0.0
+    for model, u in last.values():
+        if model == "<synthetic>":
+            continue
+        hour = (u.get("cache_creation") or {}).get("ephemeral_1h_input_tokens", 0)
+        write = u.get("cache_creation_input_tokens", 0)
+        counts = {
+            "input": u["input_tokens"],
+            "output": u["output_tokens"],
+            "cache_read": u.get("cache_read_input_tokens", 0),
+            "cache_write_5m": write - hour,
+            "cache_write_1h": hour,
+        }
+        assert counts["input"] + counts["cache_read"] + write <= 200_000
+        price = LIST_PRICES[model]
+        dollars += (
+            counts["input"] * price[0]
+            + counts["cache_write_5m"] * price[1]
+            + counts["cache_write_1h"] * price[2]
+            + counts["cache_read"] * price[3]
+            + counts["output"] * price[4]
+        ) / 1_000_000
+        for kind, n in counts.items():
+            tokens[kind] += n
+    return tokens, dollars
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The corpus's Claude Code files laid out as in ~/.claude/projects, imported."""
+    project = tmp_path / "projects" / "-home-u-p"
+    (project / SHARE_ID / "subagents").mkdir(parents=True)
+    shutil.copy(MAROT, project / "marot.jsonl")
+    shutil.copy(YOAVF, project / "yoavf.jsonl")
+    shutil.copy(MOREDIP, project / f"{SHARE_ID}.jsonl")
+    shutil.copy(MOREDIP_AGENT, project / SHARE_ID / "subagents" / "agent-a2018e5.jsonl")
+    path = tmp_path / "db.sqlite"
+    store = Store.open(path)
+    done = import_history(store, [Folder(project, "claude-code")], "/ws", Settings(), jobs=1)
+    assert done.states["new"] == 3 and not done.refused
+    store.close()
+    monkeypatch.setenv("CTXSCOPE_DB", str(path))
+    return path
+
+
+def report(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main(["report", "--json", *argv]) == 0
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return data
+
+
+def test_cost_and_tokens_are_the_list_prices_of_the_raw_files(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = report(capsys)
+    expected_tokens: dict[str, int] = defaultdict(int)
+    expected_cost = 0.0
+    for path in CLAUDE_FILES:
+        tokens, dollars = billed_usage(path)
+        expected_cost += dollars
+        for kind, n in tokens.items():
+            expected_tokens[kind] += n
+    totals = data["totals"]
+    assert totals["tokens"] == dict(expected_tokens)
+    assert totals["cost"]["total"] == pytest.approx(expected_cost, abs=1e-5)
+    assert totals["unpriced_requests"] == 0 and data["notes"] == []
+    # 3 sessions and the subagent
+    assert totals["sessions"] == 4 and data["subagents"]["sessions"] == 1
+
+
+def test_totals_are_the_sum_over_sessions_and_over_each_grouping(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = report(capsys, "--by", "session")
+    totals = data["totals"]
+    sessions = data["sessions"]
+    assert totals["requests"] == sum(s["requests"] for s in sessions)
+    for kind, n in totals["tokens"].items():
+        assert n == sum(s["tokens"][kind] for s in sessions)
+    for kind, dollars in totals["cost"].items():
+        assert dollars == pytest.approx(sum(s["cost"][kind] for s in sessions), abs=1e-5)
+    assert [g["key"] for g in data["groups"]] != []
+    for by in ("day", "project", "agent", "model", "session"):
+        groups = report(capsys, "--by", by)["groups"]
+        assert sum(g["requests"] for g in groups) == totals["requests"]
+        assert sum(g["cost"]["total"] for g in groups) == pytest.approx(
+            totals["cost"]["total"], abs=1e-5
+        )
+    agents = {g["key"] for g in report(capsys, "--by", "agent")["groups"]}
+    assert agents == {"claude-code"}
+    # the days the raw files' assistant records carry (2025-10-21, 2026-01-21, 2026-02-11)
+    days = [g["key"] for g in report(capsys, "--by", "day")["groups"]]
+    assert days == ["2025-10-21", "2026-01-21", "2026-02-11"]
+
+
+def test_every_recorded_compaction_is_listed_with_what_its_summary_kept(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = report(capsys)
+    comps = data["compactions"]
+    # the corpus holds one compaction (marot's compact_boundary, `grep -c compact_boundary`):
+    # automatic, at preTokens 167,094 (its compactMetadata)
+    assert comps["count"] == 1 and comps["auto"] == 1 and comps["manual"] == 0
+    [only] = comps["list"]
+    assert only["pre_tokens"] == 167_094 and only["trigger"] == "auto"
+    store = Store.open(db, read_only=True)
+    stored = store.compactions(only["session_id"])
+    assert [c.fidelity for c in stored] == [only["fidelity"]]
+    lost = sum(v["total"] - v["kept"] for v in only["fidelity"].values())
+    assert only["lost"] == lost > 0 and comps["lost_most"] == [only["id"]]
+    for kind, v in comps["kept"].items():
+        fid = only["fidelity"].get(kind, {"kept": 0, "total": 0})
+        assert (v["kept"], v["total"]) == (fid["kept"], fid["total"])
+    # its compact_boundary's timestamp (21:18:41.543Z) less the file's first timestamp
+    # (20:36:45.693Z): 41 min 55.85 s
+    assert only["minutes_after_start"] == pytest.approx(41.93, abs=0.05)
+
+
+def test_since_and_the_text_form(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    later = report(capsys, "--since", "2026-02-01")
+    assert later["totals"]["sessions"] == 1  # only marot's usage is from February 2026
+    assert report(capsys, "--since", "20300101")["totals"]["requests"] == 0
+    assert main(["report", "--since", "soon"]) != 0
+    assert "--since must be" in capsys.readouterr().err
+    assert main(["report"]) == 0
+    text = capsys.readouterr().out
+    assert "4 sessions (1 subagents)" in text
+    assert "what the summaries kept: files read" in text
+    assert "lost the most at a compaction" in text
+
+
+def test_a_recorded_compaction_call_is_priced_with_its_compaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The corpus holds no ``agent-acompact-*`` file: moredip's subagent transcript (a real
+    Claude Code subagent, Opus 4.5) is laid beside marot's session under that name, as the call
+    that wrote its compaction's summary; its usage is then the compaction's call cost."""
+    project = tmp_path / "projects" / "p"
+    calls = project / "marot" / "subagents"
+    calls.mkdir(parents=True)
+    shutil.copy(MAROT, project / "marot.jsonl")
+    shutil.copy(MOREDIP_AGENT, calls / "agent-acompact-a2018e5.jsonl")
+    path = tmp_path / "db.sqlite"
+    store = Store.open(path)
+    import_history(store, [Folder(project, "claude-code")], "/ws", Settings(), jobs=1)
+    store.close()
+    monkeypatch.setenv("CTXSCOPE_DB", str(path))
+    data = report(capsys)
+    [only] = data["compactions"]["list"]
+    tokens, dollars = billed_usage(MOREDIP_AGENT)
+    assert only["call"]["model"] == "claude-opus-4-5-20251101"
+    assert only["call"]["cost"] == pytest.approx(dollars, abs=1e-6)
+    assert only["call"]["tokens"]["output_tokens"] == tokens["output"]
+    assert data["compactions"]["calls"] == {"count": 1, "cost": pytest.approx(dollars, abs=1e-6)}
+    # the call is not a subagent session: only marot's session is stored
+    assert data["totals"]["sessions"] == 1
+
+
+def test_a_model_without_a_price_costs_none_and_is_named_in_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """yoavf's session with its model renamed to one no price list knows (a copy, cut here)."""
+    project = tmp_path / "projects"
+    project.mkdir()
+    text = YOAVF.read_text(encoding="utf-8")
+    (project / "unknown.jsonl").write_text(
+        text.replace("claude-sonnet-4-5-20250929", "claude-nonesuch-1"), encoding="utf-8"
+    )
+    path = tmp_path / "db.sqlite"
+    store = Store.open(path)
+    import_history(store, [Folder(project, "claude-code")], "/ws", Settings(), jobs=1)
+    store.close()
+    monkeypatch.setenv("CTXSCOPE_DB", str(path))
+    data = report(capsys, "--by", "model")
+    # 40 API messages in the file (distinct message ids of its assistant records)
+    assert data["totals"]["requests"] == 40 and data["totals"]["unpriced_requests"] == 40
+    assert data["totals"]["cost"]["total"] is None
+    assert data["groups"][0]["key"] == "claude-nonesuch-1"
+    assert data["groups"][0]["cost"]["total"] is None
+    [note] = data["notes"]
+    assert "claude-nonesuch-1" in note and "no cost" in note
+    assert main(["report"]) == 0
+    text_form = capsys.readouterr().out
+    assert "no price" in text_form and "40 requests of models without a price" in text_form

@@ -1,0 +1,53 @@
+"""Issue 30: a recorded session shown through its own agent — the header names the recorded
+model (never OFFLINE), the gauge has one countdown, to Claude Code's own auto-compact point,
+and ctxscope's strategy threshold shows only as a labelled what-if."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tui.conftest import AppFactory
+from tests.tui.helpers import opened, screen_lines
+from tests.tui.test_recorded_readonly import imported
+from tui.widgets.layer_bar import LayerBar
+from tui.widgets.session_header import SessionHeader
+from tui.widgets.token_gauge import TokenGauge
+
+pytestmark = pytest.mark.anyio
+
+# The corpus file's last assistant record with usage (python over the jsonl: the last
+# `type == "assistant"` line with `message.usage`): input 3, cache read 77,272, cache write 59,
+# output 85; Claude Code on a 200,000 window compacts at 167,000 (docs/watch.md: the one
+# recorded auto compaction fired at preTokens 167,094).
+CONTEXT = 3 + 77_272 + 59 + 85  # 77,419
+UNTIL = 167_000 - CONTEXT  # 89,581
+
+
+async def test_header_and_gauge_are_the_recorded_agents(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    sid = imported(db_path, workspace)
+    app = make_app(resume=sid)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        header = str(screen.query_one(SessionHeader).render())
+        # the recorded cost: $11.853923 worked out by hand in tests/cli/test_recorded_figures.py
+        assert "Claude Code · claude-opus-4-6 · $11.85" in header and "recorded" in header
+        assert "OFFLINE" not in header
+        lines = screen_lines(app)
+        text = "\n".join(lines)
+        assert "OFFLINE" not in text and "offline" not in text.lower()
+        gauge = str(screen.query_one(TokenGauge).query_one("#gauge-figures").render())
+        assert f"context {CONTEXT:,} / 200,000 window" in gauge
+        assert f"{UNTIL:,} until auto-compact (Claude Code compacts at 167,000)" in gauge
+        # one countdown: ctxscope's own threshold is a labelled what-if, not a countdown
+        assert gauge.count(" until ") == 1 and "until compaction" not in gauge
+        assert "what-if, not what Claude Code does: ctxscope's layered would compact" in gauge
+        bar = screen.query_one(LayerBar)
+        assert bar.state is not None and bar.state.threshold == 167_000
+        assert "auto-compact 167.0k" in str(bar.render())
+        assert "% threshold" not in str(bar.render())
+        # the input box says what typing there does
+        assert "forks this recording" in text
