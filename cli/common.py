@@ -32,7 +32,7 @@ def settings_for(args: argparse.Namespace) -> Settings:
     named = os.environ.get("CTXSCOPE_DB")
     if named and "db" not in args:
         try:
-            database_path(named)  # a URL is refused before it could become a file name
+            database_path(named)  # any URL but postgresql:// refused before it names a file
         except ValueError as exc:
             raise UsageError(f"CTXSCOPE_DB: {exc}") from None
     overrides: dict[str, Any] = {}
@@ -67,7 +67,7 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
             f"no database at {path} (import a recording or run `ctxscope ask` first; "
             "--db or CTXSCOPE_DB names another file)"
         )
-    if not path.exists():
+    if isinstance(path, Path) and not path.exists():
         refused = cannot_create(path)
         if refused:
             raise UsageError(
@@ -77,11 +77,14 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
     store = Store.open(path, read_only=read_only, busy_timeout=settings.db_busy_timeout)
     if store.read_only and not read_only:
         store.close()
-        raise UsageError(f"{path} is read-only ({store.read_only_reason}); this command writes")
+        raise UsageError(
+            f"{store.where} is read-only ({store.read_only_reason}); this command writes"
+        )
     if store.read_only_reason:
         print(
             printable(
-                f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+                f"ctxscope: {store.where} is read-only ({store.read_only_reason}); "
+                "opened for reading",
                 one_line=True,
             ),
             file=sys.stderr,

@@ -320,11 +320,7 @@ def database_file(settings: Settings, given: Path | str | None = None) -> Path |
     """The database: ``given`` (``--db``), else the ``db`` setting, else
     :func:`default_database`; a ``postgresql://`` URL as it is (a str), a file as a Path."""
     target = given or settings.db or default_database()
-    if isinstance(target, str):
-        from engine.validation import database_path  # sqlite:///PATH, a URL kept as text
-
-        return database_path(target)
-    return Path(target)
+    return str(target) if is_database_url(target) else Path(target)
 
 
 def session_origin(settings: Settings) -> tuple[str, str] | None:
