@@ -1,5 +1,6 @@
 """The commands on ``--db postgresql://…`` give what they give on the SQLite file: one session's
-life — import, strategy, compact, show, context, recall, uncompact, sessions, export — run on
+life — import, compact (into a fork of the recording), strategy, show, context, recall,
+uncompact, sessions, export — run on
 both, their ``--json`` compared (times and the database's own name left out)."""
 
 from __future__ import annotations
@@ -31,25 +32,34 @@ def _scrubbed(value: Any) -> Any:
 
 
 def _life(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[Any]:
-    """Every command's output, in order."""
+    """Every command's output, in order. The imported session is a recording: compacting it
+    makes a fork (engine/store/forking.py), which the later commands work on."""
     outputs: list[Any] = []
 
-    def run(*argv: str, as_json: bool = True) -> None:
+    def run(*argv: str, as_json: bool = True) -> Any:
         code = main([*argv, "--db", db, *(["--json"] if as_json else [])])
         out, err = capsys.readouterr()
         assert code == 0, err
-        outputs.append(_scrubbed(json.loads(out)) if as_json else out)
+        data = json.loads(out) if as_json else out
+        outputs.append(_scrubbed(data) if as_json else out)
+        return data
 
     run("import", str(RECORDED), "--workspace", str(tmp_path))
-    run("strategy", "1", "--set", "keep_rounds=1", as_json=False)
-    run("compact", "1", "--focus", "retry delay")
-    run("show", "1", "--observations")
-    run("context", "1")
-    run("recall", "1", "retry", as_json=False)
-    run("uncompact", "1")
+    compacted = run("compact", "1", "--focus", "retry delay")
+    fork = str(compacted["fork"]["session_id"])
+    assert compacted["fork"]["of"] == 1 and fork != "1"
+    # the recording's 3 rounds (3 user prompts in the file) are within the 10 kept by default
+    assert compacted["compaction"]["outcome"] == "skipped"
+    run("strategy", fork, "--set", "keep_rounds=1", as_json=False)  # the fork: no new fork
+    run("compact", fork, "--focus", "retry delay")
+    run("show", fork, "--observations")
+    run("show", "1")  # the recording as it was
+    run("context", fork)
+    run("recall", fork, "retry", as_json=False)
+    run("uncompact", fork)
     run("sessions")
     out = tmp_path / f"export-{len(db)}.jsonl"
-    run("export", "1", "-o", str(out), as_json=False)
+    run("export", fork, "-o", str(out), as_json=False)
     outputs.append(out.read_text())
     return outputs
 
@@ -65,7 +75,9 @@ def test_a_sessions_life_is_the_same_on_postgresql(
     url = postgres_server.create_database("cli")
     on_sqlite = _life(str(tmp_path / "cli.db"), tmp_path, capsys)
     on_postgres = _life(url, tmp_path, capsys)
-    assert "[retry]" in on_sqlite[5]  # Recall found something: the same, in the same order
+    assert "[retry]" in on_sqlite[7]  # Recall found something: the same, in the same order
+    assert on_sqlite[1]["fork"]["source"] == "fork of #1 at round 3"
+    assert on_sqlite[3]["compaction"]["outcome"] == "success"  # the fork, compacted
     assert on_postgres == on_sqlite
     postgres_server.drop_database(url)
 
