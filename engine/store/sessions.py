@@ -258,10 +258,10 @@ class SessionStore(StoreAccess):
 
     @writes
     def update_session(self, session_id: int, **fields: Any) -> Session:
-        """Change title, provider, model, strategy or workspace; bumps ``updated_at``.
+        """Change title, provider, model, strategy, workspace or source; bumps ``updated_at``.
 
         A ``workspace`` given here is the user's (``workspace_given`` becomes true)."""
-        allowed = {"title", "provider", "model", "strategy", "workspace"}
+        allowed = {"title", "provider", "model", "strategy", "workspace", "source"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {sorted(unknown)}")
