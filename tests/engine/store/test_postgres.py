@@ -91,6 +91,57 @@ def test_a_migration_written_with_the_migrator_runs_on_postgresql(
     store.close()
 
 
+def _columns(url: str) -> set[tuple[str, str, str, str]]:
+    with psycopg.connect(url) as con:
+        rows = con.execute(
+            "SELECT table_name, column_name, data_type, is_nullable "
+            "FROM information_schema.columns WHERE table_schema = 'public'"
+        ).fetchall()
+    return {tuple(r) for r in rows}
+
+
+def _step(name: str) -> int:
+    """The version a migration step starts from, found by its name (its number may move)."""
+    return next(v for v, step in schema.MIGRATIONS.items() if step.__name__ == name)
+
+
+@pytest.mark.parametrize(
+    "made_at",
+    ["_proxied_requests", "_given_workspaces"],
+    ids=["before the proxy's tables", "a database numbered by the branch before the merge"],
+)
+def test_main_s_migrations_run_on_postgresql_too(
+    url: str, postgres_server: PostgresServer, made_at: str
+) -> None:
+    """A database from before the proxy's request tables, ``workspace_given`` and the
+    imported-file table comes up to the current schema with each of them, as a new database
+    has them. The second case: a database made when ``record_origin`` was step 11 -> 12 has
+    its columns at version 12 but none of the proxy's tables; the last step makes them."""
+    Store.open(url).close()
+    fresh = _columns(url)
+    with psycopg.connect(url) as con:
+        con.execute(
+            "INSERT INTO session_row (title, workspace, provider, model, strategy, todos, "
+            "created_at, updated_at) VALUES "
+            "('recorded', '/r', 'import', '', 'layered', '[]', now(), now()), "
+            "('own', '/o', 'anthropic', '', 'layered', '[]', now(), now())"
+        )
+        con.execute("DROP TABLE exchange_row, exchange_blob_row, imported_file_row")
+        con.execute("ALTER TABLE session_row DROP COLUMN workspace_given")
+        if made_at == "_proxied_requests":
+            con.execute("ALTER TABLE session_row DROP COLUMN origin_user")
+            con.execute("ALTER TABLE session_row DROP COLUMN origin_machine")
+        con.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (_step(made_at),))
+    store = Store.open(url)
+    assert schema.stored_version(store.db) == schema.SCHEMA_VERSION
+    recorded, own = store.get_session(1), store.get_session(2)
+    # the imported session names its folder without working in it; the other was given its own
+    assert (recorded.workspace_given, own.workspace_given) == (False, True)
+    assert store.proxied_sessions() == [] and store.imported_files() == {}
+    store.close()
+    assert _columns(url) == fresh
+
+
 def test_the_password_is_never_shown(postgres_server: PostgresServer) -> None:
     secret = "s3cret-Pa55"
     url = f"postgresql://ctxscope:{secret}@127.0.0.1:{postgres_server.port}/no_such_db"
