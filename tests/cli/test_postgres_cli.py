@@ -1,6 +1,6 @@
 """The commands on ``--db postgresql://…`` give what they give on the SQLite file: one session's
 life — import, compact (into a fork of the recording), strategy, show, context, recall,
-uncompact, sessions, export — run on
+uncompact, sessions, report, export — run on
 both, their ``--json`` compared (times and the database's own name left out)."""
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def _life(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[A
     run("recall", fork, "retry", as_json=False)
     run("uncompact", fork)
     run("sessions")
+    run("report")  # the whole database's figures, grouped in the database
     out = tmp_path / f"export-{len(db)}.jsonl"
     run("export", fork, "-o", str(out), as_json=False)
     outputs.append(out.read_text())
