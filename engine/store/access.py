@@ -52,10 +52,6 @@ LEASE_STALE_AFTER = 60.0
 LEASE_POLL = 0.1
 """How often a waiting writer looks at the lease again."""
 
-DATA_FOLDER = "sessions"
-"""Where a PostgreSQL database's files written beside it go (``data/`` inside), unless the
-``data_dir`` setting names a folder: beside the default database file."""
-
 _T = TypeVar("_T")
 
 
@@ -231,11 +227,15 @@ class StoreAccess:
         tables, migrated when older, refused when it holds another program's tables. Creating
         and migrating hold the database's write lock, so two clients starting at once create
         it once."""
+        from engine.config import default_database
+
         db = postgres.connect(url, read_only=read_only, busy_timeout=busy_timeout)
         name = urlsplit(url).path.strip("/") or "postgres"
         store = cls(
             db,
-            Path(DATA_FOLDER) / f"{name}.postgresql",
+            # its files written beside it (``data/``) go beside the installation's default
+            # database file, never into the current directory, unless ``data_dir`` says
+            default_database().parent / f"{name}.postgresql",
             read_only=read_only,
             busy_timeout=busy_timeout,
             where=postgres.masked(url),

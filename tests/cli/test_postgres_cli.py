@@ -96,7 +96,7 @@ def test_ctxscope_db_names_the_database_and_its_password_is_not_shown(
     capsys.readouterr()
     assert main(["sessions", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 1
-    assert not (tmp_path / "sessions" / "ctxscope.db").exists()  # nothing went to the file
+    assert not (tmp_path / "sessions").exists()  # nothing went to a file here (the cwd)
 
     wrong = url.replace("ctxscope@", "ctxscope:hunter2@").rsplit("/", 1)[0] + "/missing"
     monkeypatch.setenv("CTXSCOPE_DB", wrong)
