@@ -54,6 +54,15 @@ def db_path(args: argparse.Namespace, settings: Settings) -> Path | str:
     return database_file(settings, getattr(args, "db", None))
 
 
+def shown_database(target: Path | str) -> str:
+    """The database as the user is shown it: a file's path, a URL without its password."""
+    if isinstance(target, Path):
+        return str(target)
+    from engine.store.postgres import masked
+
+    return masked(target)
+
+
 def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = False) -> Store:
     """The database; ``read_only`` for commands that only look (they never write a session).
 

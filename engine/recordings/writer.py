@@ -401,7 +401,7 @@ def _check_unchanged(store: Store, session_id: int, rounds: int) -> None:
     last = stored[-1].index if stored else 0
     if last != rounds:
         raise WrittenElsewhere(
-            f"session {session_id} in {store.path} was changed by another process (it holds "
+            f"session {session_id} in {store.where} was changed by another process (it holds "
             f"{last} rounds, this one stored {rounds}): is a second `ctxscope watch` following "
             "the same file into the same database? Stop one of them, or give each its own --db"
         )
