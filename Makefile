@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint no-databases docs bench clean
+.PHONY: run test test-store check lint no-databases docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ PYTEST_ARGS ?=
 
 test: $(STAMP)  ## set up and run the whole test suite
 	$(BIN)/pytest -q -n $(JOBS) --dist worksteal $(PYTEST_ARGS)
+
+test-store: $(STAMP)  ## the store's suite on SQLite and on a PostgreSQL server it starts
+	$(BIN)/pytest -q -rs tests/engine/store
 
 lint: $(STAMP) no-databases  ## ruff, formatting, strict types on engine/ and tools/, the import contract
 	$(BIN)/ruff check cli engine tools prompts tui tests bench
@@ -57,6 +60,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_tui.py
 	$(BIN)/python bench/bench_import.py
 	$(BIN)/python bench/bench_watch.py
+	$(BIN)/python bench/bench_postgres.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

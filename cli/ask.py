@@ -24,7 +24,7 @@ from cli.common import (
     session_to_change,
     silence_stdout,
 )
-from engine.config import Settings, workspace_folder
+from engine.config import Settings, session_origin, workspace_folder
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.models import RoundStatus, Session
 from engine.params import strategy_params
@@ -64,6 +64,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             title=args.input[:60],
             strategy=settings.strategy,
             params=strategy_params(settings, settings.strategy),
+            origin=session_origin(settings),
         )
 
     running: list[Any] = []

@@ -32,7 +32,7 @@ def settings_for(args: argparse.Namespace) -> Settings:
     named = os.environ.get("CTXSCOPE_DB")
     if named and "db" not in args:
         try:
-            database_path(named)  # a URL is refused before it could become a file name
+            database_path(named)  # any URL but postgresql:// refused before it names a file
         except ValueError as exc:
             raise UsageError(f"CTXSCOPE_DB: {exc}") from None
     overrides: dict[str, Any] = {}
@@ -49,8 +49,18 @@ def settings_for(args: argparse.Namespace) -> Settings:
     return load_settings(getattr(args, "config", None), **overrides)
 
 
-def db_path(args: argparse.Namespace, settings: Settings) -> Path:
+def db_path(args: argparse.Namespace, settings: Settings) -> Path | str:
+    """The database file, or a PostgreSQL database's URL (storage.md)."""
     return database_file(settings, getattr(args, "db", None))
+
+
+def shown_database(target: Path | str) -> str:
+    """The database as the user is shown it: a file's path, a URL without its password."""
+    if isinstance(target, Path):
+        return str(target)
+    from engine.store.postgres import masked
+
+    return masked(target)
 
 
 def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = False) -> Store:
@@ -61,12 +71,12 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
     looking command says once on stderr, and a writing command is refused in one line.
     """
     path = db_path(args, settings)
-    if read_only and not path.exists():
+    if read_only and isinstance(path, Path) and not path.exists():
         raise UsageError(
             f"no database at {path} (import a recording or run `ctxscope ask` first; "
             "--db or CTXSCOPE_DB names another file)"
         )
-    if not path.exists():
+    if isinstance(path, Path) and not path.exists():
         refused = cannot_create(path)
         if refused:
             raise UsageError(
@@ -76,11 +86,14 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
     store = Store.open(path, read_only=read_only, busy_timeout=settings.db_busy_timeout)
     if store.read_only and not read_only:
         store.close()
-        raise UsageError(f"{path} is read-only ({store.read_only_reason}); this command writes")
+        raise UsageError(
+            f"{store.where} is read-only ({store.read_only_reason}); this command writes"
+        )
     if store.read_only_reason:
         print(
             printable(
-                f"ctxscope: {path} is read-only ({store.read_only_reason}); opened for reading",
+                f"ctxscope: {store.where} is read-only ({store.read_only_reason}); "
+                "opened for reading",
                 one_line=True,
             ),
             file=sys.stderr,

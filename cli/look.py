@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import PurePath
 from typing import Any
 
 from cli.common import (
@@ -17,6 +18,7 @@ from engine.compaction.policy import Plan
 from engine.config import Settings
 from engine.context.builder import LAYERS
 from engine.messages.render import render_react
+from engine.models import Session
 from engine.params import describe_params
 from engine.prices import price_for
 from engine.recordings.hidden import hidden_prefix
@@ -26,7 +28,7 @@ from engine.terminal_text import printable
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
-    infos = store.list_sessions()
+    infos = [i for i in store.list_sessions() if _wanted(i.session, args)]
     costs = {info.session.id: session_cost(store, settings, info.session) for info in infos}
     data = [
         {
@@ -53,6 +55,17 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         )
     emit(args, data, "\n".join(rows) if infos else "no sessions yet")
     return 0
+
+
+def _wanted(session: Session, args: argparse.Namespace) -> bool:
+    """Does the session pass ``sessions``' filters (``--user``, ``--machine``, ``--project``)?"""
+    user, machine, project = (getattr(args, n, None) for n in ("user", "machine", "project"))
+    if user is not None and session.user != user:
+        return False
+    if machine is not None and session.machine != machine:
+        return False
+    folder = PurePath(session.workspace)
+    return project is None or project in (session.workspace, folder.name)
 
 
 def session_cost(store: Any, settings: Settings, session: Any) -> float | None:

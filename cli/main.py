@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--db",
         type=checked(database_path),
         default=argparse.SUPPRESS,
-        help="database file (env CTXSCOPE_DB)",
+        help="database file, or postgresql://user@host:port/dbname (env CTXSCOPE_DB)",
     )
     common.add_argument(
         "--config", type=Path, default=argparse.SUPPRESS, help="settings file (ctxscope.toml)"
@@ -122,7 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
+    sessions = sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
+    for flag, what in (
+        ("--user", "made by this login name (stored with record_origin on)"),
+        ("--machine", "made on this machine (host name; stored with record_origin on)"),
+        ("--project", "working in this folder: its path, or its last part"),
+    ):
+        sessions.add_argument(flag, default=None, help=f"only the sessions {what}")
     p = sub.add_parser("show", parents=[common, as_json], help="a session as stored")
     p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument(

@@ -21,7 +21,7 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from cli.common import CliError, UsageError, db_path, open_store
+from cli.common import CliError, UsageError, db_path, open_store, shown_database
 from engine.config import Settings
 from engine.exchanges import Exchange
 from engine.prices import price_for
@@ -124,7 +124,7 @@ def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
             await running  # it could not listen: its error
         print(
             f"ctxscope proxy on {proxy.url} → {upstream}, recording into "
-            f"{db_path(args, settings)}; point an agent at it with "
+            f"{shown_database(db_path(args, settings))}; point an agent at it with "
             f"ANTHROPIC_BASE_URL={proxy.url} (Ctrl+C stops)",
             file=sys.stderr,
             flush=True,

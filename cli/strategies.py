@@ -169,7 +169,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     recorded = (
         None if own is None else as_recorded(store, args.session, settings, own.context_window)
     )
-    db, sid = store.path.resolve(), args.session
+    db, sid = store.url or store.path.resolve(), args.session
     store.close()  # each replay opens the file itself, in this process or a worker
     results = replay_strategies(db, sid, names, settings, workspace, jobs=jobs, on_step=progress)
     if recorded is not None:

@@ -277,7 +277,7 @@ def _watch_stored(args: argparse.Namespace, settings: Settings, stop: threading.
                 data = {
                     "event": "update",
                     "session": session.id,
-                    "path": str(db_path(args, settings)),
+                    "path": store.where,
                     "messages": len(messages),
                     "tool_calls": sum(len(m.tool_calls) for m in messages),
                     "context_tokens": used,

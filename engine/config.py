@@ -217,10 +217,15 @@ class Settings(BaseModel):
     with the problems instead of sending an invalid one (the test suite turns it on)."""
 
     # --- storage ---
-    db: Path | None = None
-    """Database file; default one per installation, never the current directory's: a source
-    checkout's ``sessions/ctxscope.db``, else ``$XDG_DATA_HOME/ctxscope/ctxscope.db``
-    (``~/.local/share/ctxscope/ctxscope.db``)."""
+    record_origin: bool = False
+    """Store with each new session the login name and machine it was made on, so that a
+    team's shared database can tell whose it is (``sessions --user/--machine``). Off: nothing
+    about who or where is stored (storage.md)."""
+    db: Path | str | None = None
+    """Database file, or a PostgreSQL database's URL (``postgresql://user@host:port/dbname``,
+    the password from ``PGPASSWORD`` or ``~/.pgpass``: storage.md); default one per
+    installation, never the current directory's: a source checkout's ``sessions/ctxscope.db``,
+    else ``$XDG_DATA_HOME/ctxscope/ctxscope.db`` (``~/.local/share/ctxscope/ctxscope.db``)."""
     data_dir: Path | None = None
     """Files written beside the database (seed 004's raw middles, seed 003's execution log),
     one folder per database and session inside; default ``<database folder>/data``."""
@@ -311,10 +316,31 @@ def default_database() -> Path:
     return data / "ctxscope" / "ctxscope.db"
 
 
-def database_file(settings: Settings, given: Path | str | None = None) -> Path:
+def database_file(settings: Settings, given: Path | str | None = None) -> Path | str:
     """The database: ``given`` (``--db``), else the ``db`` setting, else
-    :func:`default_database`."""
-    return Path(given) if given else settings.db or default_database()
+    :func:`default_database`; a ``postgresql://`` URL as it is (a str), a file as a Path."""
+    target = given or settings.db or default_database()
+    return str(target) if is_database_url(target) else Path(target)
+
+
+def session_origin(settings: Settings) -> tuple[str, str] | None:
+    """Who and where a new session comes from — login name, host name — when the
+    ``record_origin`` setting asks to store it; None when it does not."""
+    if not settings.record_origin:
+        return None
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name for this uid (a container)
+        user = str(os.getuid())
+    return user, socket.gethostname()
+
+
+def is_database_url(target: object) -> bool:
+    """Does ``target`` name a PostgreSQL database rather than a file?"""
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
 
 
 def data_folder(settings: Settings, database: Path) -> Path:

@@ -287,6 +287,10 @@ class Session(BaseModel):
     agent_id: str | None = None
     """For a subagent's session: the recorded agent id (Claude Code ``agentId``)."""
     source: str | None = None
+    user: str | None = None
+    """The login name it was made under, when ``record_origin`` was on."""
+    machine: str | None = None
+    """The machine (host name) it was made on, when ``record_origin`` was on."""
     """For a watched recording: the file and the recording's own session id it follows
     (``ctxscope watch`` finds the session again by it, so re-watching never duplicates); for a
     fork, what it is a fork of (``fork of #2 at round 6``)."""

@@ -102,19 +102,21 @@ def window(text: str) -> int:
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
-def database_path(text: str) -> Path:
+def database_path(text: str) -> Path | str:
     """The database ``--db`` (or ``CTXSCOPE_DB``) names: a SQLite file's path, or
-    ``sqlite:///PATH``. Any other URL (``postgresql://user:password@host/db``) is refused
-    rather than taken as a file name; the message names its scheme only, never the rest (it may
-    hold a password)."""
+    ``sqlite:///PATH``, or a PostgreSQL database's URL (``postgresql://user@host:port/dbname``,
+    kept as text: a Path would fold its ``//``). Any other URL is refused rather than taken as a
+    file name; the message names its scheme only, never the rest (it may hold a password)."""
     url = _URL.match(text)
     if url is None:
         return Path(text)
     scheme = url.group(1).lower()
+    if scheme in ("postgresql", "postgres"):
+        return f"{scheme}://{text[url.end() :]}"
     if scheme != "sqlite":
         raise ValueError(
-            f"{printable(scheme, one_line=True)}:// databases are not supported yet; give a "
-            "SQLite file (a path, or sqlite:///PATH)"
+            f"{printable(scheme, one_line=True)}:// databases are not supported; give a "
+            "SQLite file (a path, or sqlite:///PATH) or a postgresql:// URL"
         )
     path = text[url.end() :]
     if not path.startswith("/") or path == "/":

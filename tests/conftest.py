@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import engine.config
+from tests.postgres_server import PostgresServer, binaries
 
 
 @pytest.fixture(autouse=True)
@@ -23,3 +26,55 @@ def _default_database_in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     the default) with its user data folder in ``tmp_path``."""
     monkeypatch.setattr(engine.config, "SOURCE_ROOT", tmp_path / "site-packages")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
+# ---------------------------------------------------------------------- PostgreSQL (storage.md)
+PG_MISSING = (
+    "PostgreSQL tests skipped: no server binaries (initdb, pg_ctl) in "
+    "/usr/lib/postgresql/*/bin or CTXSCOPE_PG_BIN; install the postgresql package"
+)
+
+
+def pytest_report_header() -> list[str]:
+    found = binaries()
+    return [f"postgresql: {found}"] if found else []  # its absence is said once, at the end
+
+
+_PG_LEFT_OUT = pytest.StashKey[int]()
+
+
+def _needs_postgres(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    backend = callspec.params.get("backend") if callspec is not None else None
+    return backend == "postgresql" or "postgres_server" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a PostgreSQL server the tests that need one are left out, and said so once at
+    the end (``pytest_terminal_summary``), rather than skipped one line each."""
+    if binaries() is not None:
+        return
+    left_out = [item for item in items if _needs_postgres(item)]
+    if left_out:
+        items[:] = [item for item in items if not _needs_postgres(item)]
+        config.hook.pytest_deselected(items=left_out)
+        config.stash[_PG_LEFT_OUT] = len(left_out)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left_out = config.stash.get(_PG_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(f"{PG_MISSING} ({left_out} tests)", yellow=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole run, on 127.0.0.1 at a free port, stopped
+    after; every test that asks for it is skipped (with one reason) where it is absent."""
+    found = binaries()
+    if found is None:
+        pytest.skip(PG_MISSING)
+    server = PostgresServer(found)
+    server.start()
+    yield server
+    server.stop()

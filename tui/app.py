@@ -60,7 +60,7 @@ class CtxscopeApp(App[int]):
     def __init__(
         self,
         *,
-        db_path: Path,
+        db_path: Path | str,
         workspace: Path,
         settings: Settings,
         resume: Resume = None,

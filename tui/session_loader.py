@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from engine.compaction.policy import Plan
-from engine.config import Settings, workspace_folder
+from engine.config import Settings, session_origin, workspace_folder
 from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
 from engine.events import EventSink
 from engine.llm.base import OFFLINE_NAME, Provider
@@ -110,6 +110,7 @@ def choose_session(
         workspace=str(workspace),
         strategy=settings.strategy,
         params=strategy_params(settings, settings.strategy),
+        origin=session_origin(settings),
     )
 
 

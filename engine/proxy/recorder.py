@@ -88,7 +88,9 @@ def api_of(path: str) -> str:
 class Recorder:
     """Stores captures into the database at ``path`` on one thread of its own."""
 
-    def __init__(self, path: Path, on_stored: Callable[[Exchange], None] | None = None) -> None:
+    def __init__(
+        self, path: Path | str, on_stored: Callable[[Exchange], None] | None = None
+    ) -> None:
         self.path = path
         self.on_stored = on_stored
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxscope-record")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.compaction.ledger import FILE_KINDS
-from engine.config import Settings
+from engine.config import Settings, session_origin
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.params import strategy_params
@@ -402,7 +402,7 @@ class Follower:
             if old != new:
                 break
             common += 1
-        with store.db.atomic("IMMEDIATE"):
+        with store.begin_write():
             if self.session is None:
                 key = source_key(self.path, parsed.source_session)
                 self.session = store.session_for_source(key) or store.create_session(
@@ -414,6 +414,7 @@ class Follower:
                     agent_id=parsed.agent_id,
                     source=key,
                     params=strategy_params(self.settings, self.settings.strategy),
+                    origin=session_origin(self.settings),
                 )
                 self._stored = []
             whole = not self._stored or common < self._resume_at

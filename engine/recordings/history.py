@@ -41,7 +41,7 @@ from engine.recordings.agent_folders import (
     unique_folders,
 )
 from engine.recordings.base import ImportError_, ImportReport, Parsed
-from engine.recordings.importing import UnknownFormat, parse_sessions
+from engine.recordings.importing import UnknownFormat, imported_source, parse_sessions
 from engine.recordings.writer import Resume, write
 from engine.store import Store
 from engine.store.errors import SessionNotFound
@@ -178,6 +178,8 @@ def import_history(
     started = time.monotonic()
     result = HistoryResult(folders)
     known = store.imported_files()
+    # sessions this import keeps for a file: never taken for another file's bytes
+    claimed = {sid for file in known.values() for sid in file.sessions}
     todo: list[tuple[Path, ImportedFile, State]] = []
     seen: set[str] = set()
     for folder in folders:
@@ -220,7 +222,9 @@ def import_history(
                 kept = before.sessions if before else ()
                 store.remember_file(replace(now, sessions=kept, refused=reason))
             else:
-                result.reports += store_file(store, now, before, sessions, workspace, settings)
+                stored = store_file(store, now, before, sessions, workspace, settings, claimed)
+                claimed.update(r.session.id for r in stored if r.session.id is not None)
+                result.reports += stored
                 result.states[state] += 1
             tally.files_done += 1
             tally.bytes_done += now.size
@@ -242,17 +246,25 @@ def store_file(
     sessions: list[Parsed],
     workspace: str,
     settings: Settings,
+    claimed: set[int] | frozenset[int] = frozenset(),
 ) -> list[ImportReport]:
     """Store one file's sessions in one transaction: into the sessions it became last time
     (their content replaced, their subagents made again), else as new sessions; and remember
-    the file as it is now."""
+    the file as it is now.
+
+    Each session keeps the digest of the file's bytes in its ``source``, as ``import FILE``
+    stores it: a file this import has not read before whose bytes ``import FILE`` stored
+    already is taken as those sessions (not stored twice; unless this import keeps them for
+    another file, ``claimed``), and ``import FILE`` of a file this import stored says "already
+    stored" (until it grows)."""
     old = list(before.sessions) if before else []
-    reports = []
+    keys = [imported_source(Path(now.path), n) for n in range(len(sessions))]
     with store.transaction():
-        for n, parsed in enumerate(sessions):
-            reports.append(
-                _store_session(store, old[n] if n < len(old) else None, parsed, workspace, settings)
-            )
+        reports = [] if old else _stored_before(store, keys, sessions, claimed)
+        if not reports:
+            for n, parsed in enumerate(sessions):
+                sid = old[n] if n < len(old) else None
+                reports.append(_store_session(store, sid, parsed, workspace, settings, keys[n]))
         for sid in old[len(sessions) :]:
             _drop(store, sid)
         for report in reports:
@@ -268,8 +280,35 @@ def store_file(
     return reports
 
 
+def _stored_before(
+    store: Store,
+    keys: list[str | None],
+    sessions: list[Parsed],
+    claimed: set[int] | frozenset[int],
+) -> list[ImportReport]:
+    """The reports of a file whose every session ``import FILE`` stored already (the same
+    bytes); none when any is missing or kept for another file."""
+    found = [store.session_for_source(key) if key else None for key in keys]
+    if not sessions or any(f is None or f.id in claimed for f in found):
+        return []
+    reports = []
+    for session, parsed in zip(found, sessions, strict=True):
+        assert session is not None
+        report = ImportReport(session=session, fmt=parsed.fmt, records=parsed.records)
+        report.warnings.append(
+            f"already stored as session {session.id} (the same file); not stored again"
+        )
+        reports.append(report)
+    return reports
+
+
 def _store_session(
-    store: Store, sid: int | None, parsed: Parsed, workspace: str, settings: Settings
+    store: Store,
+    sid: int | None,
+    parsed: Parsed,
+    workspace: str,
+    settings: Settings,
+    source: str | None = None,
 ) -> ImportReport:
     if sid is not None:
         try:
@@ -277,7 +316,7 @@ def _store_session(
         except SessionNotFound:  # deleted since: a new one
             sid = None
     if sid is None:
-        return write(store, parsed, workspace, settings, recorded_cwd=True)
+        return write(store, parsed, workspace, settings, recorded_cwd=True, source=source)
     for child in store.child_sessions(sid):
         _drop(store, child)
     store.clear_session(sid)
@@ -286,7 +325,11 @@ def _store_session(
     )
     model = parsed.model or next((i.model for i in parsed.items if i.model), "")
     report.session = store.update_session(
-        sid, title=f"import: {parsed.title[:60]}", model=model, workspace=parsed.cwd or workspace
+        sid,
+        title=f"import: {parsed.title[:60]}",
+        model=model,
+        workspace=parsed.cwd or workspace,
+        source=source,
     )
     return report
 

@@ -20,6 +20,7 @@ repeated lines, a cut last line, and a line longer than
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -363,15 +364,39 @@ def import_parsed(
 
     ``BEGIN IMMEDIATE``: the write lock is taken first, so no other writer can come between
     the reads an import makes (the next ids) and its writes.
+
+    A file stored before — the same bytes, from this machine or another sharing the database
+    — is not stored again: its report names the session that holds it (the check and the
+    write are in the one transaction, so two importers of one file store it once).
     """
     reports = []
+    nth: Counter[Path] = Counter()
     with store.transaction():  # a held lock or a full disk: one line, nothing stored
         for path, one in parsed.files:
-            report = write(store, one, workspace, settings, recorded_cwd)
+            key = imported_source(path, nth[path])
+            nth[path] += 1
+            found = store.session_for_source(key) if key else None
+            if found is not None:
+                report = ImportReport(session=found, fmt=one.fmt, records=one.records)
+                report.warnings.append(
+                    f"already stored as session {found.id} (the same file); not stored again"
+                )
+            else:
+                report = write(store, one, workspace, settings, recorded_cwd, source=key)
             report.path = str(path)
             add_not_read(report, one)
             reports.append(report)
     return reports
+
+
+def imported_source(path: Path, index: int) -> str | None:
+    """What an imported session's ``source`` holds: the digest of its file's bytes and its
+    place among the file's sessions (None: the file cannot be read again)."""
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+    return f"import:sha256:{digest}#{index}"
 
 
 def add_not_read(report: ImportReport, parsed: Parsed) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from engine.compaction.ledger import fidelity, fidelity_json
 from engine.compaction.tool_results import ToolResultCompressor
-from engine.config import Settings
+from engine.config import Settings, session_origin
 from engine.messages.tokens import (
     BLOCK_OVERHEAD,
     count_summary,
@@ -137,6 +137,7 @@ def write(
     recorded_cwd: bool = False,
     parent: int | None = None,
     resume: Resume | None = None,
+    source: str | None = None,
 ) -> ImportReport:
     """Store ``parsed`` (already :func:`check`-ed) as a new session, in one transaction, then
     its subagents (``parsed.children``) as sessions linked to it.
@@ -148,7 +149,7 @@ def write(
     stored rounds.
     """
     compressor = ToolResultCompressor(settings)
-    with store.db.atomic("IMMEDIATE"):
+    with store.begin_write():
         if resume is not None:
             session = resume.session
         else:
@@ -162,6 +163,8 @@ def write(
                 parent_session_id=parent,
                 agent_id=parsed.agent_id,
                 params=strategy_params(settings, settings.strategy),
+                source=source,
+                origin=session_origin(settings),
             )
         assert session.id is not None
         sid = session.id
@@ -398,7 +401,7 @@ def _check_unchanged(store: Store, session_id: int, rounds: int) -> None:
     last = stored[-1].index if stored else 0
     if last != rounds:
         raise WrittenElsewhere(
-            f"session {session_id} in {store.path} was changed by another process (it holds "
+            f"session {session_id} in {store.where} was changed by another process (it holds "
             f"{last} rounds, this one stored {rounds}): is a second `ctxscope watch` following "
             "the same file into the same database? Stop one of them, or give each its own --db"
         )

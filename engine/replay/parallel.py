@@ -80,7 +80,7 @@ def default_jobs(strategies: int) -> int:
 
 
 def replay_strategies(
-    db: Path,
+    db: Path | str,
     session_id: int,
     names: Sequence[str],
     settings: Settings,
@@ -97,7 +97,8 @@ def replay_strategies(
     at every step (in the workers, through a shared flag) and stops every replay with
     :class:`ReplayCancelled`.
     """
-    db = db.resolve()  # the workers' folder is not this process' one
+    if isinstance(db, Path):
+        db = db.resolve()  # the workers' folder is not this process' one; a URL is a URL
     if jobs <= 1 or len(names) <= 1:
         return _in_this_process(db, session_id, names, settings, workspace, on_step, cancelled)
     from engine.replay import worker  # what the workers run (it loads the tokenizer)
@@ -164,7 +165,7 @@ def _start_resource_tracker() -> None:
 
 
 def _in_this_process(
-    db: Path,
+    db: Path | str,
     session_id: int,
     names: Sequence[str],
     settings: Settings,

@@ -45,7 +45,7 @@ def start(queue: Any, stop: Any) -> None:
 
 
 def replay_one(
-    db: Path, session_id: int, name: str, settings: Settings, workspace: Path
+    db: Path | str, session_id: int, name: str, settings: Settings, workspace: Path
 ) -> ReplayResult:
     """``name``'s replay of ``session_id`` in the database at ``db``, opened read-only."""
     queue, stop = _worker["queue"], _worker["stop"]

@@ -13,8 +13,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Self, TypeVar
+from urllib.parse import urlsplit
 
 from peewee import (
+    Database,
     OperationalError,
     SqliteDatabase,
 )
@@ -22,7 +24,7 @@ from peewee import (
 from engine.models import (
     utcnow,
 )
-from engine.store import locks, schema, search
+from engine.store import dialect, locks, postgres, schema, search
 from engine.store.errors import StoreError
 from engine.store.models import (
     TABLES,
@@ -30,7 +32,7 @@ from engine.store.models import (
     RoundRow,
     SessionRow,
 )
-from engine.store.rows import Select, as_peewee_errors, insert_statement, update_statement
+from engine.store.rows import Select, insert_statement, update_statement
 
 PRAGMAS = {
     "foreign_keys": 1,
@@ -80,13 +82,13 @@ def writes(method: Callable[..., _T]) -> Callable[..., _T]:
     @functools.wraps(method)
     def wrapper(self: StoreAccess, *args: Any, **kwargs: Any) -> _T:
         if self.read_only:
-            raise StoreError(f"{self.path} is open read-only; this command does not write")
+            raise StoreError(f"{self.where} is open read-only; this command does not write")
         self.bind()
         if self.db.in_transaction():
             return _run(self, method, False, args, kwargs)
         for attempt in range(LOCKED_RETRIES + 1):
             try:
-                with self.db.atomic("IMMEDIATE"):
+                with self.begin_write():
                     return _run(self, method, True, args, kwargs)
             except OperationalError as exc:
                 if not locks.is_locked(exc):
@@ -129,13 +131,20 @@ class StoreAccess:
 
     def __init__(
         self,
-        db: SqliteDatabase,
+        db: Database,
         path: Path,
         read_only: bool = False,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        where: str | None = None,
     ) -> None:
         self.db = db
         self.path = path
+        """The database file; for a PostgreSQL database, a file that is not there whose folder
+        holds the files written beside the database (``data/``)."""
+        self.where = str(path) if where is None else where
+        """The database as the user names it: the file, or the URL without its password."""
+        self.url: str | None = None
+        """A PostgreSQL database's URL as given (kept to open it again, never shown)."""
         self.read_only = read_only
         """Opened for reading only: SQLite refuses every write (``PRAGMA query_only``)."""
         self.read_only_reason: str | None = None
@@ -166,6 +175,8 @@ class StoreAccess:
         rolls back whole, but a crash of the machine (or of the process, mid-commit) may leave
         the file corrupt. Never for a database a user keeps.
         """
+        if postgres.is_url(path):
+            return cls._open_postgres(str(path), read_only, busy_timeout)
         path = Path(path)
         version = schema.inspect(path)
         reason = schema.read_only_reason(path)
@@ -211,6 +222,43 @@ class StoreAccess:
         return store
 
     @classmethod
+    def _open_postgres(cls, url: str, read_only: bool, busy_timeout: float) -> Self:
+        """A database on a PostgreSQL server: created at the current schema when it has no
+        tables, migrated when older, refused when it holds another program's tables. Creating
+        and migrating hold the database's write lock, so two clients starting at once create
+        it once."""
+        from engine.config import default_database
+
+        db = postgres.connect(url, read_only=read_only, busy_timeout=busy_timeout)
+        name = urlsplit(url).path.strip("/") or "postgres"
+        store = cls(
+            db,
+            # its files written beside it (``data/``) go beside the installation's default
+            # database file, never into the current directory, unless ``data_dir`` says
+            default_database().parent / f"{name}.postgresql",
+            read_only=read_only,
+            busy_timeout=busy_timeout,
+            where=postgres.masked(url),
+        )
+        store.url = url
+        try:
+            with _opening:
+                store.bind()
+                schema.prepare_postgres(db, read_only)
+        except StoreError as exc:
+            db.close()
+            raise StoreError(f"cannot use {store.where}: {exc}") from None
+        except Exception as exc:
+            db.close()
+            raise StoreError(f"cannot use {store.where}: {postgres.one_line(exc, url)}") from None
+        return store
+
+    def begin_write(self) -> AbstractContextManager[None]:
+        """A transaction holding the database's write lock from its start (SQLite's
+        ``BEGIN IMMEDIATE``, an advisory lock on PostgreSQL): for a write that reads first."""
+        return dialect.write_transaction(self.db, self.busy_timeout)
+
+    @classmethod
     def _open_read_only(
         cls, path: Path, version: int | None, reason: str, busy_timeout: float
     ) -> Self:
@@ -249,7 +297,7 @@ class StoreAccess:
         caller's)."""
         self.bind()
         try:
-            with self.db.atomic("IMMEDIATE"):
+            with self.begin_write():
                 yield
         except (OperationalError, sqlite3.OperationalError) as exc:
             if locks.is_locked(exc):
@@ -278,7 +326,7 @@ class StoreAccess:
         who += [locks.describe_process(pid) for pid in locks.lock_holders(self.path)]
         held = "; ".join(who) if who else "a process this one cannot name"
         return (
-            f"{self.path} stayed locked for {waited:g} s by another writer ({held}); "
+            f"{self.where} stayed locked for {waited:g} s by another writer ({held}); "
             "nothing was written: try again when it has finished"
         )
 
@@ -317,16 +365,13 @@ class StoreAccess:
         if not rows:
             return
         sql, values = insert_statement(table, rows[0])
-        with as_peewee_errors():
-            self.db.cursor().executemany(sql, [values(r) for r in rows])  # type: ignore[no-untyped-call]
+        dialect.execute_many(self.db, sql, [values(r) for r in rows])
 
     def _insert_row(self, table: type[BaseRow], row: dict[str, Any]) -> int:
         """:meth:`_insert_rows` for one row (a live step's message, observation or usage,
         written at every step of every round); returns the new row's id."""
         sql, values = insert_statement(table, row)
-        new_id = schema.sql(self.db, sql, values(row)).lastrowid
-        assert new_id is not None
-        return new_id
+        return dialect.insert_returning_id(self.db, sql, values(row))
 
     def _round_id(self, session_id: int, round_index: int) -> int:
         """:meth:`_round_row`'s id alone (every step of every round asks it)."""

@@ -17,7 +17,7 @@ from engine.models import (
     RoundStatus,
     utcnow,
 )
-from engine.store import schema
+from engine.store import dialect, schema
 from engine.store.access import reads, writes
 from engine.store.models import (
     MessageRow,
@@ -28,7 +28,6 @@ from engine.store.models import (
 from engine.store.rows import (
     message_model,
     message_row,
-    next_id,
     observation_model,
     observation_row,
     round_model,
@@ -98,8 +97,10 @@ class ConversationStore(SessionStore):
         if any(not messages for messages, _ in rounds):
             raise ValueError("a round needs at least its user message")
         last = self._last_round(session_id)
-        round_id = next_id(RoundRow)
-        message_id = next_id(MessageRow)
+        round_id = dialect.reserve_ids(self.db, RoundRow._meta.table_name, len(rounds))
+        message_id = dialect.reserve_ids(
+            self.db, MessageRow._meta.table_name, sum(len(messages) for messages, _ in rounds)
+        )
         round_rows: list[dict[str, Any]] = []
         message_rows: list[dict[str, Any]] = []
         out: list[tuple[Round, list[Message]]] = []

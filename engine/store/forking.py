@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.models import Session, utcnow
-from engine.store import search
+from engine.store import dialect, search
 from engine.store.access import writes
 from engine.store.archive import ArchiveStore
 from engine.store.models import (
@@ -133,7 +133,7 @@ class ForkStore(ArchiveStore):
         each reference in ``remap`` pointed at the copy; old id → new id."""
         columns = [f.column_name for f in table._meta.sorted_fields if not f.primary_key]
         names = ", ".join(f'"{c}"' for c in columns)
-        rows = search.sql(
+        rows = dialect.sql(
             self.db, f"SELECT id, {names} FROM {_name(table)} WHERE {where} ORDER BY id", params
         ).fetchall()
         insert = f"INSERT INTO {_name(table)} ({names}) VALUES ({', '.join('?' for _ in columns)})"
@@ -143,7 +143,7 @@ class ForkStore(ArchiveStore):
             for i, mapping in at:
                 if values[i] is not None:
                     values[i] = mapping[values[i]]
-            ids[old_id] = int(search.sql(self.db, insert, tuple(values)).lastrowid or 0)
+            ids[old_id] = dialect.insert_returning_id(self.db, insert, values)
         return ids
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from peewee import fn
+from peewee import SQL, fn
 
 from engine.models import utcnow
 from engine.store.access import StoreAccess, reads, writes
@@ -157,7 +157,8 @@ class HistoryStore(StoreAccess):
     @reads
     def usage_groups(self, since: datetime | None = None) -> list[UsageGroup]:
         """Usage summed per session, recorded day and side of :data:`LONG_REQUEST`."""
-        day = fn.SUBSTR(UsageRow.created_at, 1, 10).coerce(False)  # text, not a time
+        # text, not a time: SQLite stores the text; PostgreSQL's timestamp as text starts alike
+        day = fn.SUBSTR(UsageRow.created_at.cast("TEXT"), 1, 10).coerce(False)
         sent = (
             UsageRow.input_tokens
             + UsageRow.cache_read_input_tokens
@@ -177,7 +178,9 @@ class HistoryStore(StoreAccess):
         )
         if since is not None:
             q = q.where(UsageRow.created_at >= since)
-        q = q.group_by(UsageRow.session, day, long)
+        # by position: PostgreSQL does not take two expressions with their own parameters
+        # (``SUBSTR(…, ?, ?)``, ``… > ?``) for one, so it would refuse grouping by them
+        q = q.group_by(SQL("1"), SQL("2"), SQL("3"))
         return [
             UsageGroup(
                 session_id=r["session_id"],

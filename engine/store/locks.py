@@ -58,8 +58,9 @@ def describe_process(pid: int) -> str:
 
 
 def is_locked(exc: Exception) -> bool:
+    """SQLite's "database is locked" / "busy", or PostgreSQL's lock timeout or deadlock."""
     text = str(exc)
-    return "locked" in text or "busy" in text
+    return any(word in text for word in ("locked", "busy", "lock timeout", "deadlock detected"))
 
 
 def is_full(exc: BaseException) -> bool:

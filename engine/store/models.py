@@ -103,6 +103,9 @@ class SessionRow(BaseRow):
     source = TextField(null=True, index=True)
     params = JSONField(null=True)
     """The numbers its strategy plans with (``StrategyParams``); NULL: none stored."""
+    origin_user = TextField(null=True)
+    origin_machine = TextField(null=True)
+    """Who made it, and on which machine (the ``record_origin`` setting); NULL: not stored."""
     workspace_given = BooleanField(default=True, null=True)
     """False while ``workspace`` is only the folder a recording names (``Session``). Nullable
     so that adding it is one ALTER TABLE: a NOT NULL column makes SQLite's migrator rebuild

@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from peewee import (
+    Database,
     ForeignKeyField,
-    IntegrityError,
-    OperationalError,
-    SqliteDatabase,
-    fn,
 )
 from pydantic import ValidationError
 
@@ -145,7 +140,7 @@ class Select:
         names = [f.object_id_name if isinstance(f, ForeignKeyField) else f.name for f in chosen]
         self._row: Any = namedtuple(f"{table.__name__}Tuple", names)  # type: ignore[misc]
 
-    def first(self, db: SqliteDatabase, params: tuple[Any, ...]) -> Any | None:
+    def first(self, db: Database, params: tuple[Any, ...]) -> Any | None:
         """The first row the query finds with ``params`` for its ``?`` (None: none),
         converted."""
         raw = schema.sql(db, self.sql, params).fetchone()
@@ -159,19 +154,6 @@ class Select:
 
 def _quoted(field: Any) -> str:
     return f'"{field.column_name}"'
-
-
-@contextmanager
-def as_peewee_errors() -> Iterator[None]:
-    """sqlite3's errors as peewee raises them (so that "locked" is retried by ``@writes``),
-    around an ``executemany``, which peewee has no call for (single statements go through
-    :func:`engine.store.schema.sql`, peewee's ``execute_sql``, which does this itself)."""
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        raise OperationalError(*exc.args) from exc
-    except sqlite3.IntegrityError as exc:
-        raise IntegrityError(*exc.args) from exc
 
 
 # ---------------------------------------------------------------------- model → row
@@ -231,11 +213,6 @@ def table_columns(table: type[BaseRow]) -> list[Any]:
     ]
 
 
-def next_id(table: type[BaseRow]) -> int:
-    """The id SQLite would give the next row of ``table``: one past the highest."""
-    return int(table.select(fn.MAX(table.id)).scalar() or 0) + 1
-
-
 def row_dicts(query: Any) -> list[dict[str, Any]]:
     """The rows of a ``.dicts()`` query (peewee's stubs type them as models)."""
     return list(query)
@@ -256,6 +233,8 @@ def session_model(r: SessionRow) -> Session:
         agent_id=r.agent_id,
         source=r.source,
         params=params_model(r.params, SessionRow.params),
+        user=r.origin_user,
+        machine=r.origin_machine,
         workspace_given=bool(r.workspace_given),
     )
 

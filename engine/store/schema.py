@@ -12,13 +12,16 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from peewee import SqliteDatabase
+from peewee import Database, SqliteDatabase
+from playhouse.migrate import SchemaMigrator
 
+from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -70,7 +73,7 @@ def _archive_search(db: SqliteDatabase) -> None:
     from engine.store import search
 
     search.create(db)
-    live = search.sql(
+    live = sql(
         db,
         "SELECT s.id FROM segment_row s JOIN compaction_row c ON c.id = s.compaction_id "
         "WHERE c.undone_at IS NULL",
@@ -79,17 +82,24 @@ def _archive_search(db: SqliteDatabase) -> None:
         search.index_segment(db, segment_id)
 
 
-def _proxied_requests(db: SqliteDatabase) -> None:
+def _proxied_requests(db: Database) -> None:
     """11 -> 12: the requests ``ctxscope proxy`` recorded and the pieces they share."""
     from engine.store.models import ExchangeBlobRow, ExchangeRow
 
     db.create_tables([ExchangeBlobRow, ExchangeRow])
 
 
-def sql(db: SqliteDatabase, query: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
-    """Run raw SQL (migrations, pragmas) on ``db``'s connection for this thread."""
-    cursor: sqlite3.Cursor = db.execute_sql(query, params)  # type: ignore[no-untyped-call]
-    return cursor
+def sql(db: Database, query: str, params: tuple[object, ...] = ()) -> Any:
+    """Run raw SQL (migrations, pragmas) on ``db``'s connection for this thread; ``?``
+    placeholders on either database (:func:`engine.store.dialect.sql`)."""
+    return dialect.sql(db, query, params)
+
+
+def migrator(db: Database) -> SchemaMigrator:
+    """The ``playhouse.migrate`` migrator for ``db``'s dialect: a migration written with it
+    runs on SQLite and on PostgreSQL alike (schema 11 and older ran on SQLite only; a
+    PostgreSQL database starts at the version of the ctxscope that created it)."""
+    return SchemaMigrator.from_database(db)
 
 
 TIMESTAMP_COLUMNS = {
@@ -217,27 +227,47 @@ def _session_params(db: SqliteDatabase) -> None:
         )
 
 
-def _given_workspaces(db: SqliteDatabase) -> None:
+def _given_workspaces(db: Database) -> None:
     """12 -> 13: a session recorded by another agent has no workspace until the user gives
     one (issue 29). The imported and watched sessions stored so far (provider ``import``) keep
     the folder their recording names, now as a folder shown, not used."""
-    from playhouse.migrate import SqliteMigrator, migrate
+    from playhouse.migrate import migrate
 
     from engine.store.models import SessionRow
 
     table = SessionRow._meta.table_name
     if "workspace_given" not in {c.name for c in db.get_columns(table)}:
         column = SessionRow.workspace_given
-        migrate(SqliteMigrator(db).add_column(table, "workspace_given", column))
+        migrate(migrator(db).add_column(table, "workspace_given", column))
     sql(db, f"UPDATE \"{table}\" SET workspace_given = (provider != 'import')")
 
 
-def _imported_files(db: SqliteDatabase) -> None:
+def _imported_files(db: Database) -> None:
     """13 -> 14: the files ``ctxscope import`` without a path read, so a later run skips the
     unchanged ones."""
     from engine.store.models import ImportedFileRow
 
     db.create_tables([ImportedFileRow])
+
+
+def _session_origin(db: Database) -> None:
+    """14 -> 15: a session may record who made it and on which machine (``record_origin``);
+    existing sessions did not. (A database made before main's steps were merged numbered this
+    step 12, so it went on to 13 and 14 without 11 -> 12's tables: made here if missing.)"""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import ExchangeBlobRow, ExchangeRow, SessionRow
+
+    db.create_tables([ExchangeBlobRow, ExchangeRow])  # IF NOT EXISTS
+    table = SessionRow._meta.table_name
+    present = {c.name for c in db.get_columns(table)}
+    migrate(
+        *[
+            migrator(db).add_column(table, name, getattr(SessionRow, name))
+            for name in ("origin_user", "origin_machine")
+            if name not in present
+        ]
+    )
 
 
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
@@ -251,9 +281,10 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     8: _subagents_and_cache_lifetimes,
     9: _watched_sources,
     10: _session_params,
-    11: _proxied_requests,
+    11: _proxied_requests,  # 11 and after: written for both databases
     12: _given_workspaces,
     13: _imported_files,
+    14: _session_origin,
 }
 
 
@@ -335,20 +366,65 @@ def inspect(path: Path) -> int | None:
     return int(version)
 
 
-def migrate(db: SqliteDatabase, version: int) -> None:
+def migrate(db: Database, version: int) -> None:
     """Bring a database at ``version`` up to :data:`SCHEMA_VERSION`, one step at a time.
 
     Each step re-reads the version inside its write transaction, so two processes opening an
     old file at once migrate it once.
     """
     while version < SCHEMA_VERSION:
-        with db.atomic("IMMEDIATE"):
-            version = int(sql(db, "PRAGMA user_version").fetchone()[0])
+        with dialect.write_transaction(db, DDL_LOCK_TIMEOUT):
+            version = stored_version(db)
             if version >= SCHEMA_VERSION:
                 break
             step = MIGRATIONS.get(version)
             if step is None:
                 raise StoreError(f"no migration from schema {version} to {version + 1}")
-            step(db)
+            step(db)  # type: ignore[arg-type]  # steps to 11 ran on SQLite only
             version += 1
-            db.pragma("user_version", version)
+            set_version(db, version)
+
+
+def prepare_postgres(db: Database, read_only: bool) -> None:
+    """A PostgreSQL database made ready (its tables bound to ``db``): created at
+    :data:`SCHEMA_VERSION` when it has no tables, migrated when older; refused when newer,
+    when it holds another program's tables, or when it is empty and only to be read. Creating
+    holds the database's write lock, so two clients starting at once create it once."""
+    from engine.store import search
+    from engine.store.models import TABLES
+
+    version = postgres.version(db, APPLICATION_ID)  # type: ignore[arg-type]
+    if version is None and read_only:
+        raise StoreError("it is empty: nothing to read")
+    if version is None:
+        with dialect.write_transaction(db, DDL_LOCK_TIMEOUT):
+            if postgres.version(db, APPLICATION_ID) is None:  # type: ignore[arg-type]
+                db.create_tables(TABLES)
+                search.create(db)
+                postgres.create_version(db, APPLICATION_ID, SCHEMA_VERSION)  # type: ignore[arg-type]
+    elif version > SCHEMA_VERSION:
+        raise StoreError(
+            f"it was written by a newer ctxscope (schema {version}, this one knows "
+            f"{SCHEMA_VERSION}); upgrade ctxscope to open it"
+        )
+    elif version < SCHEMA_VERSION:
+        migrate(db, version)
+
+
+DDL_LOCK_TIMEOUT = 60.0
+"""Seconds creating or migrating a PostgreSQL database waits for another client's writes."""
+
+
+def stored_version(db: Database) -> int:
+    """The schema version ``db`` holds (SQLite: ``PRAGMA user_version``)."""
+    if dialect.is_postgres(db):
+        found = postgres.version(db, APPLICATION_ID)  # type: ignore[arg-type]
+        return SCHEMA_VERSION if found is None else found
+    return int(sql(db, "PRAGMA user_version").fetchone()[0])
+
+
+def set_version(db: Database, version: int) -> None:
+    if dialect.is_postgres(db):
+        postgres.set_version(db, version)  # type: ignore[arg-type]
+    else:
+        db.pragma("user_version", version)  # type: ignore[attr-defined]

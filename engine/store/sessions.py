@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from peewee import (
+    Case,
     chunked,
     fn,
 )
@@ -20,6 +21,7 @@ from engine.models import (
     TodoItem,
     utcnow,
 )
+from engine.store import dialect, postgres
 from engine.store.access import (
     LEASE_HEARTBEAT,
     LEASE_POLL,
@@ -67,19 +69,27 @@ class SessionStore(StoreAccess):
         try:
             self.bind()
             holders = [(row.session_id, _holder(row)) for row in LeaseRow.select()]
+            return [
+                f"session {sid} by {h.describe()}"
+                for sid, h in holders
+                if self._alive(sid, h, LEASE_STALE_AFTER)
+            ]
         except Exception:  # noqa: BLE001 - naming the holder must not hide the lock itself
             return []
-        return [
-            f"session {sid} by {h.describe()}"
-            for sid, h in holders
-            if is_alive(h, LEASE_STALE_AFTER)
-        ]
+
+    def _alive(self, session_id: int, holder: Holder, stale_after: float) -> bool:
+        """Is the lease's holder alive? On PostgreSQL: does a client hold the session's lease
+        lock (a dead client's connection, and its lock, are gone); on SQLite: is its process
+        there, or its heartbeat recent."""
+        if dialect.is_postgres(self.db):
+            return postgres.session_lock_held(self.db, session_id)  # type: ignore[arg-type]
+        return is_alive(holder, stale_after)
 
     @reads
     def writer_alive(self, session_id: int, stale_after: float = LEASE_STALE_AFTER) -> bool:
         """True when a live process holds the session's lease."""
         holder = self.lease_holder(session_id)
-        return holder is not None and is_alive(holder, stale_after)
+        return holder is not None and self._alive(session_id, holder, stale_after)
 
     def acquire_lease(
         self,
@@ -96,23 +106,41 @@ class SessionStore(StoreAccess):
         (``math.inf``: until it finishes).
         """
         if self.read_only:
-            raise StoreError(f"{self.path} is open read-only")
+            raise StoreError(f"{self.where} is open read-only")
         self.get_session(session_id)
         owner, host, pid, started = new_owner()
         deadline = time.monotonic() + wait
         while True:
-            taken, other = self._try_lease(
-                session_id, purpose, owner, host, pid, started, stale_after
-            )
+            held = None
+            if self.url is not None:  # PostgreSQL: the lease lock says who is alive
+                held = postgres.hold_session_lock(self.url, session_id)
+            if self.url is not None and held is None:
+                taken, other = False, self.lease_holder(session_id)
+            else:
+                try:
+                    taken, other = self._try_lease(
+                        session_id,
+                        purpose,
+                        owner,
+                        host,
+                        pid,
+                        started,
+                        stale_after,
+                        held is not None,
+                    )
+                except BaseException:
+                    if held is not None:
+                        held.close()
+                    raise
             if taken:
-                lease = Lease(self, session_id, owner, other, heartbeat)
+                lease = Lease(self, session_id, owner, other, heartbeat, held)
                 lease.start()
                 return lease
-            assert other is not None
             if time.monotonic() >= deadline:
+                who = other.describe() if other is not None else "starting"
                 raise SessionBusy(
                     f"session {session_id} is being written by another ctxscope "
-                    f"({other.describe()}); one writer at a time — try again when it is "
+                    f"({who}); one writer at a time — try again when it is "
                     "done, or pass --wait to queue behind it"
                 )
             time.sleep(LEASE_POLL)
@@ -127,13 +155,15 @@ class SessionStore(StoreAccess):
         pid: int,
         started: str,
         stale_after: float,
+        holder_dead: bool = False,
     ) -> tuple[bool, Holder | None]:
-        """Take the lease if it is free or its holder is dead; else say who holds it."""
+        """Take the lease if it is free or its holder is dead (``holder_dead``: known to be,
+        this process holding the session's lease lock); else say who holds it."""
         table = LeaseRow
         row = table.get_or_none(table.session == session_id)
         previous = None if row is None else _holder(row)
         if previous is not None:
-            if is_alive(previous, stale_after):
+            if not holder_dead and self._alive(session_id, previous, stale_after):
                 return False, previous
             table.delete().where(table.session == session_id).execute()
         now = utcnow()
@@ -172,12 +202,14 @@ class SessionStore(StoreAccess):
         agent_id: str | None = None,
         source: str | None = None,
         params: StrategyParams | None = None,
+        origin: tuple[str, str] | None = None,
         workspace_given: bool | None = None,
     ) -> Session:
         """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
         ``source`` names the recording a watched session follows; ``params`` are the numbers
         its strategy plans with (``engine.params.strategy_params``; None stores none, and the
-        session plans with the settings of whichever process opens it).
+        session plans with the settings of whichever process opens it); ``origin`` the user
+        and machine it comes from (``engine.config.session_origin``; None: not stored).
 
         ``workspace_given``: the user gave ``workspace`` (``Session.workspace_given``); by
         default, unless the session is recorded by another agent (``provider="import"``)."""
@@ -196,6 +228,8 @@ class SessionStore(StoreAccess):
             agent_id=agent_id,
             source=source,
             params=_dumped(params),
+            origin_user=origin[0] if origin else None,
+            origin_machine=origin[1] if origin else None,
             workspace_given=workspace_given,
         )
         return session_model(row)
@@ -208,7 +242,7 @@ class SessionStore(StoreAccess):
         """The session's row (plain SQL: every round and every write asks for it)."""
         row = _SESSION.first(self.db, (session_id,))
         if row is None:
-            raise SessionNotFound(f"no session {session_id} in {self.path}")
+            raise SessionNotFound(f"no session {session_id} in {self.where}")
         return row
 
     @reads
@@ -224,10 +258,10 @@ class SessionStore(StoreAccess):
 
     @writes
     def update_session(self, session_id: int, **fields: Any) -> Session:
-        """Change title, provider, model, strategy or workspace; bumps ``updated_at``.
+        """Change title, provider, model, strategy, workspace or source; bumps ``updated_at``.
 
         A ``workspace`` given here is the user's (``workspace_given`` becomes true)."""
-        allowed = {"title", "provider", "model", "strategy", "workspace"}
+        allowed = {"title", "provider", "model", "strategy", "workspace", "source"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {sorted(unknown)}")
@@ -253,7 +287,11 @@ class SessionStore(StoreAccess):
                 MessageRow.session,
                 fn.COUNT(MessageRow.id).alias("n"),
                 fn.SUM(
-                    fn.IIF(MessageRow.segment.is_null(), fn.COALESCE(MessageRow.tokens, 0), 0)
+                    Case(
+                        None,
+                        ((MessageRow.segment.is_null(), fn.COALESCE(MessageRow.tokens, 0)),),
+                        0,
+                    )
                 ).alias("live"),
             )
             .group_by(MessageRow.session)
@@ -302,7 +340,7 @@ class SessionStore(StoreAccess):
         transaction, so no writer can take the lease between the check and the delete)."""
         self.get_session(session_id)
         holder = self.lease_holder(session_id)
-        if holder is not None and is_alive(holder, LEASE_STALE_AFTER):
+        if holder is not None and self._alive(session_id, holder, LEASE_STALE_AFTER):
             raise SessionBusy(
                 f"session {session_id} is being written by {holder.describe()}; it was not deleted"
             )
@@ -447,6 +485,7 @@ class Lease:
         owner: str,
         took_over: Holder | None,
         beat: float,
+        lock: Any = None,
     ) -> None:
         self.store = store
         self.session_id = session_id
@@ -454,6 +493,8 @@ class Lease:
         self.took_over = took_over
         """The dead holder this lease replaced, if any (its round may need recovery)."""
         self._heartbeat = Heartbeat(lambda: store._beat(owner), self._disconnect, beat)
+        self._lock = lock
+        """On PostgreSQL, the connection holding the session's lease lock."""
 
     def _disconnect(self) -> None:
         """The heartbeat thread's own connection (peewee keeps one per thread) is closed."""
@@ -465,7 +506,12 @@ class Lease:
     def release(self) -> None:
         """Stop the heartbeat and free the session for the next writer."""
         self._heartbeat.stop()
-        self.store._release(self.owner)
+        try:
+            self.store._release(self.owner)
+        finally:
+            if self._lock is not None:
+                self._lock.close()
+                self._lock = None
 
     def __enter__(self) -> Lease:
         return self

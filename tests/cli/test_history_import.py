@@ -225,3 +225,50 @@ def test_folder_with_a_path_is_refused_in_one_line(
     )
     assert code == 2 and "without a path" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_file_is_stored_once_by_import_file_and_by_the_history_import(tmp_path: Path) -> None:
+    """``import FILE`` keys a file by its bytes' SHA-256; the history import keys it by path,
+    size and time. Each sees what the other stored: neither stores the same bytes twice, and a
+    file that grew still goes into the same session."""
+    folder = tmp_path / "projects" / "p"
+    folder.mkdir(parents=True)
+    file = folder / "s.jsonl"
+    lines = _lines(YOAVF)
+    file.write_bytes(b"".join(lines[:60]))  # the older Claude Code file (124 lines) cut
+    store = Store.open(tmp_path / "db.sqlite")
+    settings = Settings()
+    by_path = import_session(store, file, "/ws", settings=settings)
+    sid = by_path.session.id
+    assert sid is not None and by_path.warnings == []
+
+    # the history import finds those bytes stored: the same session, nothing stored again
+    first = import_history(store, [Folder(folder, "claude-code")], "/ws", settings, jobs=1)
+    assert [r.session.id for r in first.reports] == [sid]
+    assert f"already stored as session {sid}" in " ".join(first.reports[0].warnings)
+    assert len(store.list_sessions()) == 1
+
+    with open(file, "ab") as f:  # the agent goes on: the file grows
+        f.write(b"".join(lines[60:]))
+    grown = import_history(store, [Folder(folder, "claude-code")], "/ws", settings, jobs=1)
+    assert grown.states["grown"] == 1 and [r.session.id for r in grown.reports] == [sid]
+    assert len(store.list_sessions()) == 1
+
+    # and `import FILE` of the grown file finds what the history import stored
+    again = import_session(store, file, "/ws", settings=settings)
+    assert again.session.id == sid
+    assert f"already stored as session {sid}" in " ".join(again.warnings)
+    assert len(store.list_sessions()) == 1
+
+
+def test_two_copies_of_one_file_in_the_history_stay_two_sessions(tmp_path: Path) -> None:
+    """Sessions the history import keeps for one path are not taken for another path's same
+    bytes: each path's later growth goes into its own session."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    shutil.copy(YOAVF, folder / "a.jsonl")
+    shutil.copy(YOAVF, folder / "b.jsonl")
+    store = Store.open(tmp_path / "db.sqlite")
+    result = import_history(store, [Folder(folder, "claude-code")], "/ws", Settings(), jobs=1)
+    ids = {r.session.id for r in result.reports}
+    assert len(ids) == 2 and len(store.list_sessions()) == 2

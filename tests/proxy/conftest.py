@@ -21,7 +21,7 @@ from tests.fakes.anthropic_server import (
 class RunningProxy:
     """A proxy listening in a thread; ``stop()`` waits for its records to be stored."""
 
-    def __init__(self, upstream: str, db: Path, max_body: int | None = None) -> None:
+    def __init__(self, upstream: str, db: Path | str, max_body: int | None = None) -> None:
         self.db = db
         self.recorder = Recorder(db)
         config = ProxyConfig(upstream=upstream, port=0)

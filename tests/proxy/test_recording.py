@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from engine.proxy.identity import client_session, is_compaction
 from engine.proxy.report import request_report
 from engine.store import Store
 from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply, tool_reply
+from tests.postgres_server import PostgresServer
 from tests.proxy import shapes
 from tests.proxy.conftest import RunningProxy, client
 from tests.proxy.shapes import REMINDER, request, user
@@ -38,6 +40,34 @@ FIRST_USAGE = {
     "cache_creation_input_tokens": 5000,
     "cache_read_input_tokens": 0,
 }
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The database the proxy records into: an SQLite file, or a PostgreSQL database."""
+    return str(request.param)
+
+
+@pytest.fixture
+def proxy(
+    backend: str,
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> Iterator[RunningProxy]:
+    """The proxy of tests/proxy/conftest.py, recording into the ``backend``'s database."""
+    server: PostgresServer | None = None
+    db: Path | str = tmp_path / "proxy.db"
+    if backend == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        db = server.create_database("proxy")
+    running = RunningProxy(fake_anthropic.url, db)
+    try:
+        yield running
+    finally:
+        running.stop()
+        if server is not None:
+            server.drop_database(str(db))
 
 
 def send(proxy: RunningProxy, body: dict[str, Any]) -> Any:

@@ -19,7 +19,8 @@ from tests.fakes.anthropic_server import sse_events, tool_reply
 
 def test_a_schema_11_database_gains_the_proxy_tables(tmp_path: Path) -> None:
     """A file as schema 11 left it (this schema without the two exchange tables, marked 11)
-    opens as schema 12, its session kept, and stores a proxied request."""
+    opens at the current schema (12 and every step after), its session kept, and stores a
+    proxied request."""
     path = tmp_path / "old.db"
     store = Store.open(path)
     kept = store.create_session(workspace=str(tmp_path), title="before the proxy")

@@ -2,7 +2,8 @@
 
 ``--db postgresql://user:pw@host/db`` created a SQLite file in a folder named after the URL,
 password included; a database in a folder the process cannot write said only SQLite's "unable
-to open database file"; ``--window`` took any number.
+to open database file"; ``--window`` took any number. (Since issue 34 a ``postgresql://`` URL
+names a PostgreSQL database; other schemes are refused.)
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from cli.main import build_parser, main
 from engine.validation import MAX_WINDOW
 
 ROOT = Path(__file__).resolve().parents[2]
-URL = "postgresql://user:s3cr3t-pw@db.example/ctx"
+URL = "mysql://user:s3cr3t-pw@db.example/ctx"
+UNREACHABLE = "postgresql://user:s3cr3t-pw@127.0.0.1:1/ctx"
+"""A PostgreSQL URL nothing answers at (port 1 on this machine: refused at once)."""
 
 
 @pytest.fixture
@@ -48,12 +51,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
      ["--db", URL, "sessions"]],
     ids=["sessions", "ask", "before the command"],
 )  # fmt: skip
-def test_a_database_url_is_refused_in_one_line_without_its_password(
+def test_a_database_url_of_another_scheme_is_refused_in_one_line_without_its_password(
     here: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and "postgresql:// databases are not supported yet" in err
+    assert err.count("\n") == 1 and "mysql:// databases are not supported" in err
     assert "s3cr3t-pw" not in err and "user" not in err
     assert sorted(p.name for p in here.iterdir()) == ["ws"]  # no folder named after the URL
 
@@ -64,7 +67,23 @@ def test_ctxscope_db_holding_a_url_is_refused_too(
     monkeypatch.setenv("CTXSCOPE_DB", URL)
     code, out, err = run(capsys, "ask", "hi", "--workspace", "ws")
     assert code == 2 and err.count("\n") == 1
-    assert "CTXSCOPE_DB: postgresql:// databases are not supported yet" in err
+    assert "CTXSCOPE_DB: mysql:// databases are not supported" in err
+    assert "s3cr3t-pw" not in err
+    assert sorted(p.name for p in here.iterdir()) == ["ws"]
+
+
+@pytest.mark.parametrize("given", ["option", "environment"])
+def test_a_postgresql_server_that_does_not_answer_is_one_line_without_the_password(
+    here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """postgresql:// is supported (storage.md): it is tried, not refused, and not a file."""
+    if given == "option":
+        code, out, err = run(capsys, "ask", "hi", "--db", UNREACHABLE, "--workspace", "ws")
+    else:
+        monkeypatch.setenv("CTXSCOPE_DB", UNREACHABLE)
+        code, out, err = run(capsys, "ask", "hi", "--workspace", "ws")
+    assert code != 0 and out == ""
+    assert err.count("\n") == 1 and "cannot connect to postgresql://user:***@127.0.0.1:1/ctx" in err
     assert "s3cr3t-pw" not in err
     assert sorted(p.name for p in here.iterdir()) == ["ws"]
 

@@ -64,7 +64,10 @@ def test_import_onto_a_full_disk_is_one_line_and_stores_nothing(
     assert before[0] == "ok" and before[1] == 1
     monkeypatch.setitem(access.PRAGMAS, "max_page_count", page_count(db))
     capsys.readouterr()
-    code = main(["import", str(RECORDED), "--db", str(db)])
+    # Not the same bytes as the file stored already (that one would not be stored again).
+    other = db.with_name("again.jsonl")
+    other.write_bytes(RECORDED.read_bytes() + b"\n")
+    code = main(["import", str(other), "--db", str(db)])
     err = capsys.readouterr().err
     assert code == 1
     assert err.count("\n") == 1 and "Traceback" not in err

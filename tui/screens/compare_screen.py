@@ -173,7 +173,7 @@ class CompareScreen(Screen[None]):
 
         try:
             return replay_strategies(
-                self.store.path.resolve(),
+                self.store.url or self.store.path.resolve(),
                 self.session_id,
                 names,
                 self.settings,

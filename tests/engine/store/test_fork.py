@@ -17,8 +17,8 @@ MAROT = (
 )
 
 
-def test_a_fork_copies_everything_and_changes_nothing(tmp_path: Path) -> None:
-    store = Store.open(tmp_path / "ctxscope.db")
+def test_a_fork_copies_everything_and_changes_nothing(tmp_path: Path, store: Store) -> None:
+    """On SQLite and on PostgreSQL (the ``store`` fixture: tests/engine/store/conftest.py)."""
     sid = import_session(store, MAROT, str(tmp_path), settings=Settings()).session.id
     assert sid is not None
     original = store.get_session(sid)
@@ -53,4 +53,7 @@ def test_a_fork_copies_everything_and_changes_nothing(tmp_path: Path) -> None:
     assert hits and len(store.search_archive(fid, "test", 5)) == len(hits)
     # a fork is an ordinary session: it changes itself
     assert store.fork_to_change(fork.session) is None
-    store.close()
+    # the figures the test was written with (main's importer now reads more of marot: these
+    # two fail on main too)
+    assert len(recorded.messages) == 229
+    assert fork.source == "fork of #1 at round 6" == fork.session.source

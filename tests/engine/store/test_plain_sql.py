@@ -23,7 +23,7 @@ from engine.models import (
     Usage,
     UsageRecord,
 )
-from engine.store import SessionNotFound, Store, StoreError
+from engine.store import SessionNotFound, Store, StoreError, dialect
 from engine.store.models import (
     CompactionRow,
     MessageRow,
@@ -92,7 +92,7 @@ def full(store: Store) -> Store:
 
 
 def _session_ids(store: Store) -> list[int]:
-    return [s.id for s in SessionRow.select(SessionRow.id)] + [999]
+    return [s.id for s in SessionRow.select(SessionRow.id).order_by(SessionRow.id)] + [999]
 
 
 def test_get_session_and_todos_are_peewees(full: Store) -> None:
@@ -163,7 +163,7 @@ def test_round_row_is_peewees(full: Store) -> None:
 
 def _columns(store: Store, table: str, row_id: int) -> dict[str, Any]:
     """A row as SQLite holds it, every column but the id."""
-    cursor = store.db.execute_sql(f'SELECT * FROM "{table}" WHERE id = ?', (row_id,))
+    cursor = dialect.sql(store.db, f'SELECT * FROM "{table}" WHERE id = ?', (row_id,))
     names = [d[0] for d in cursor.description]
     values = cursor.fetchone()
     assert values is not None
@@ -221,6 +221,7 @@ def test_inserted_rows_are_what_peewee_inserts(
         assert _columns(full, name, ours) == _columns(full, name, theirs)
 
 
+@pytest.mark.sqlite_only  # reads the statements through SQLite's trace callback
 def test_finish_round_writes_only_its_three_columns(
     full: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -230,13 +231,15 @@ def test_finish_round_writes_only_its_three_columns(
     monkeypatch.setattr("engine.store.conversation.utcnow", lambda: ended)
     full.bind()
     odd_time = "2025-03-01T12:00:00Z"  # read as T0, written back by peewee as "+00:00"
-    full.db.execute_sql(
-        "UPDATE round_row SET started_at = ? WHERE session_id = 2 AND number = 3", (odd_time,)
+    dialect.sql(
+        full.db,
+        "UPDATE round_row SET started_at = ? WHERE session_id = 2 AND number = 3",
+        (odd_time,),
     )
     round_id = full._round_id(2, 3)
     others = {
         r: _columns(full, "round_row", r)
-        for (r,) in full.db.execute_sql("SELECT id FROM round_row WHERE id != ?", (round_id,))
+        for (r,) in dialect.sql(full.db, "SELECT id FROM round_row WHERE id != ?", (round_id,))
     }
     before = _columns(full, "round_row", round_id)
     statements: list[str] = []

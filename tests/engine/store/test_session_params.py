@@ -62,8 +62,8 @@ def test_a_schema_10_database_gets_each_sessions_default_numbers(tmp_path: Path)
     again.close()
 
 
-def test_numbers_round_trip_and_every_change_is_recorded(tmp_path: Path) -> None:
-    store = Store.open(tmp_path / "s.db")
+def test_numbers_round_trip_and_every_change_is_recorded(database: Path | str) -> None:
+    store = Store.open(database)
     first = StrategyParams(context_window=50_000, numbers={"trigger_tokens": 12_345})
     sid = store.create_session("/w", "t", strategy="mock-user", params=first).id
     assert sid is not None
@@ -90,8 +90,8 @@ def test_numbers_round_trip_and_every_change_is_recorded(tmp_path: Path) -> None
     store.close()
 
 
-def test_a_session_without_numbers_stores_none(tmp_path: Path) -> None:
-    store = Store.open(tmp_path / "s.db")
+def test_a_session_without_numbers_stores_none(database: Path | str) -> None:
+    store = Store.open(database)
     sid = store.create_session("/w").id
     assert sid is not None
     assert store.get_session(sid).params is None

@@ -13,6 +13,7 @@ from engine.store import SessionNotFound, Store, StoreError
 from engine.store.schema import APPLICATION_ID, SCHEMA_VERSION
 
 
+@pytest.mark.sqlite_only
 def test_new_database_is_wal_with_foreign_keys_and_versioned(store: Store) -> None:
     assert store.db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.db.execute_sql("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -20,8 +21,8 @@ def test_new_database_is_wal_with_foreign_keys_and_versioned(store: Store) -> No
     assert store.db.execute_sql("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
 
 
-def test_reopening_keeps_sessions(tmp_path: Path) -> None:
-    path = tmp_path / "a.db"
+def test_reopening_keeps_sessions(database: Path | str) -> None:
+    path = database
     s = Store.open(path)
     sid = s.create_session("/w", "first").id
     s.close()
@@ -144,7 +145,9 @@ def test_rounds_are_grouped_by_their_round_not_by_user_messages() -> None:
     assert [[x.meta.round for x in g] for g in history.rounds()] == [[2, 2, 2], [3], [4]]
 
 
-def test_delete_session_removes_everything_stored_for_it(tmp_path: Path) -> None:
+def test_delete_session_removes_everything_stored_for_it(
+    tmp_path: Path, database: Path | str
+) -> None:
     from engine.config import Settings
     from engine.llm.offline import OfflineProvider
     from engine.session import Agent
@@ -162,7 +165,7 @@ def test_delete_session_removes_everything_stored_for_it(tmp_path: Path) -> None
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "README.md").write_text("hello\n", encoding="utf-8")
-    store = Store.open(tmp_path / "s.db")
+    store = Store.open(database)
     settings = Settings(model="offline", keep_rounds=1)
     ids = []
     for _ in range(2):
@@ -271,8 +274,10 @@ def test_a_zero_byte_file_becomes_a_new_database(tmp_path: Path) -> None:
     s.close()
 
 
-def test_a_read_only_store_refuses_writes(store: Store, session_id: int, tmp_path: Path) -> None:
-    reader = Store.open(tmp_path / "test.db", read_only=True)
+def test_a_read_only_store_refuses_writes(
+    store: Store, session_id: int, database: Path | str
+) -> None:
+    reader = Store.open(database, read_only=True)
     with pytest.raises(Exception, match="readonly|read-only"):
         reader.create_session("/x")
     with pytest.raises(StoreError, match="read-only"):

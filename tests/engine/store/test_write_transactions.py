@@ -26,6 +26,7 @@ def _fail_touch(monkeypatch: pytest.MonkeyPatch, store: Store) -> None:
     monkeypatch.setattr(store, "_touch", touch)
 
 
+@pytest.mark.sqlite_only
 def test_a_write_in_its_own_transaction_takes_no_savepoint(store: Store, session_id: int) -> None:
     store.open_round(session_id, Message(role="user", content="q"))
     statements: list[str] = []
@@ -51,6 +52,7 @@ def test_a_failed_write_in_its_own_transaction_leaves_nothing(
     assert [r.index for r in store.rounds(session_id)] == [1]
 
 
+@pytest.mark.sqlite_only  # reads the statements through SQLite's trace callback
 def test_a_failed_write_joined_to_a_transaction_undoes_itself_alone(
     store: Store, session_id: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:

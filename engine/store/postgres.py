@@ -1,0 +1,157 @@
+"""A ctxscope database on a PostgreSQL server (``--db postgresql://user@host:port/dbname``):
+connecting, naming it without its password, and its schema version.
+
+The URL goes to libpq as it is, so the password comes from the URL, ``PGPASSWORD`` or
+``~/.pgpass`` as for ``psql``; ctxscope never stores or prints it (:func:`masked`). Where
+SQLite keeps the version in ``PRAGMA user_version``, a PostgreSQL database keeps it in the
+one-row table :data:`VERSION_TABLE`, with the same application id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from peewee import PostgresqlDatabase
+
+from engine.store.dialect import sql, without_nul
+from engine.store.errors import StoreError
+
+SCHEMES = ("postgresql://", "postgres://")
+VERSION_TABLE = "ctxscope_schema"
+"""One row: ``application_id`` (the same as SQLite's ``PRAGMA application_id``) and
+``version`` (SQLite's ``PRAGMA user_version``)."""
+CONNECT_TIMEOUT = 10
+"""Seconds to wait for the server before giving up."""
+
+
+def is_url(target: object) -> bool:
+    """Does ``target`` (a ``--db`` value) name a PostgreSQL database?"""
+    return isinstance(target, str) and target.startswith(SCHEMES)
+
+
+def masked(url: str) -> str:
+    """``url`` with its password (if any) as ``***``: how a database is named to the user."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def one_line(exc: BaseException, url: str) -> str:
+    """A driver's error as one line, without the password."""
+    text = " ".join(str(exc).split())
+    password = urlsplit(url).password
+    return text.replace(password, "***") if password else text
+
+
+class Database(PostgresqlDatabase):
+    """peewee's PostgreSQL database, each text parameter without NUL characters."""
+
+    def execute_sql(self, sql: str, params: Any = None) -> Any:
+        if params:
+            params = tuple(without_nul(p) for p in params)
+        return super().execute_sql(sql, params)  # type: ignore[no-untyped-call]
+
+
+def connect(url: str, *, read_only: bool, busy_timeout: float) -> PostgresqlDatabase:
+    """A peewee database for ``url`` (psycopg 3), connected on this thread; a connection
+    that fails is one :class:`StoreError` line naming the masked URL."""
+    try:
+        import psycopg  # noqa: F401 - peewee finds it itself; asked here for a readable refusal
+    except ImportError:
+        raise StoreError(
+            f"cannot use {masked(url)}: the PostgreSQL driver is not installed "
+            "(pip install 'ctxscope[postgresql]', or psycopg[binary])"
+        ) from None
+    options = f"-c lock_timeout={int(busy_timeout * 1000)}"
+    if read_only:
+        options += " -c default_transaction_read_only=on"
+    db = Database(
+        url,
+        prefer_psycopg3=True,
+        field_types={"FLOAT": "DOUBLE PRECISION"},  # REAL would keep 6 digits
+        connect_timeout=CONNECT_TIMEOUT,
+        application_name="ctxscope",
+        options=options,
+    )
+    try:
+        db.connect(reuse_if_open=True)
+    except Exception as exc:
+        raise StoreError(f"cannot connect to {masked(url)}: {one_line(exc, url)}") from None
+    return db
+
+
+def version(db: PostgresqlDatabase, application_id: int) -> int | None:
+    """The database's schema version; None for a database with no tables at all.
+
+    Raises :class:`StoreError` for a database holding another program's tables."""
+    tables = {
+        name
+        for (name,) in sql(
+            db,
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "current_schema()",
+        ).fetchall()
+    }
+    if VERSION_TABLE not in tables:
+        if tables:
+            shown = ", ".join(sorted(tables)[:5])
+            raise StoreError(
+                f"{masked(db.database)} holds tables of another program ({shown}); it was not "
+                "modified. Create an empty database for ctxscope (createdb) and name it with --db"
+            )
+        return None
+    row = sql(db, f'SELECT application_id, version FROM "{VERSION_TABLE}"').fetchone()
+    if row is None or row[0] != application_id:
+        raise StoreError(
+            f"{masked(db.database)} has a {VERSION_TABLE} table that is not ctxscope's; "
+            "it was not modified"
+        )
+    return int(row[1])
+
+
+def create_version(db: PostgresqlDatabase, application_id: int, version: int) -> None:
+    sql(
+        db,
+        f'CREATE TABLE "{VERSION_TABLE}" '
+        "(application_id BIGINT NOT NULL, version INTEGER NOT NULL)",
+    )
+    sql(db, f'INSERT INTO "{VERSION_TABLE}" VALUES (?, ?)', (application_id, version))
+
+
+def set_version(db: PostgresqlDatabase, version: int) -> None:
+    sql(db, f'UPDATE "{VERSION_TABLE}" SET version = ?', (version,))
+
+
+# ---------------------------------------------------------------------- the writer lease
+LEASE_LOCKS = 0x6374
+"""The first key of a session lease's advisory lock (the second is the session's id)."""
+
+
+def hold_session_lock(url: str, session_id: int) -> Any | None:
+    """A connection of its own holding the session's lease lock, or None when another client
+    holds it. The lock lives as long as the connection: closing it (or the process dying, which
+    the server sees as the connection closing) frees it."""
+    import psycopg
+
+    con = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+    row = con.execute("SELECT pg_try_advisory_lock(%s, %s)", (LEASE_LOCKS, session_id)).fetchone()
+    if row is not None and row[0]:
+        return con
+    con.close()
+    return None
+
+
+def session_lock_held(db: PostgresqlDatabase, session_id: int) -> bool:
+    """Does a live client hold the session's lease lock?"""
+    row = sql(
+        db,
+        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+        "AND classid = ? AND objid = ? AND objsubid = 2)",
+        (LEASE_LOCKS, session_id),
+    ).fetchone()
+    return bool(row and row[0])
