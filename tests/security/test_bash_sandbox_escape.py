@@ -36,7 +36,10 @@ from tools.registry import default_registry
 from tools.sandbox import choose
 
 ROOT = Path(__file__).resolve().parents[2]
-PY = sys.executable
+PY = os.path.realpath(sys.executable)
+"""The interpreter the in-sandbox probes run (standard library only): the real binary, not the
+virtualenv's link to it, which may live in a checkout under /tmp (a fresh clone, as CI's),
+where the sandbox's private /tmp hides it."""
 
 
 EXPECTED = test_bash_sandbox.EXPECTED  # the same independent probe
