@@ -1,6 +1,7 @@
 """Issue 34: the workbench on ``--db postgresql://…`` as on SQLite, against a real server (the
 ``postgres_server`` fixture, tests/conftest.py): an imported recording shown the same, the
-sessions screen listing it, a native round stored in PostgreSQL, the compare screen's replay."""
+sessions screen listing it, a native round stored in PostgreSQL, the compare screen's replay, the
+archive and its search (Recall on tsvector)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input, Markdown
 
 from engine.config import Settings
 from engine.llm.offline import OfflineProvider
-from engine.models import RoundStatus
+from engine.models import RecallHit, RoundStatus
 from engine.recordings.importing import import_session
 from engine.store import Store
 from tests.postgres_server import PostgresServer
@@ -30,8 +31,10 @@ from tests.tui.helpers import (
 )
 from tests.tui.test_sessions import visible_state
 from tui.app import CtxscopeApp
+from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compare_screen import CompareScreen
 from tui.screens.sessions_screen import SessionsScreen
+from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatView
 from tui.widgets.session_header import SessionHeader
 
@@ -200,3 +203,40 @@ async def test_f9_compares_as_on_sqlite(
         "layered", "reset-hint", "mock-user", "message-window", "head-middle-tail", "masking"
     ]  # fmt: skip
     assert on_postgres == on_sqlite
+
+
+async def _archive_search(
+    app: CtxscopeApp, word: str
+) -> tuple[str, list[tuple[int, int, str, str]]]:
+    """F3 on the open session: the first compaction's summary, then the hits of a search."""
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        await pilot.press("f3")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ArchiveScreen)
+        summary = screen.query_one("#archive-summary", Markdown).source
+        search = screen.query_one("#archive-search", Input)
+        search.value = word
+        search.focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        view = screen.query_one("#archive-segment", BlockView)
+        hits = [b.data for b in view.blocks if isinstance(b.data, RecallHit)]
+    return summary, [(h.message_id, h.round, h.role, h.snippet) for h in hits]
+
+
+async def test_f3_archive_and_its_search_as_on_sqlite(
+    pg_url: str, apps: list[CtxscopeApp], tmp_path: Path, workspace: Path
+) -> None:
+    """The archive's search is Recall: FTS5 on SQLite, tsvector on PostgreSQL."""
+    settings = offline_settings(keep_rounds=1)
+    shown = []
+    for db in (tmp_path / "ctxscope.db", pg_url):
+        sid = build_session(db, workspace, settings, compact=True)  # type: ignore[arg-type]
+        shown.append(await _archive_search(_app(apps, db, workspace, settings, resume=sid), "calc"))
+    (sqlite_summary, sqlite_hits), (pg_summary, pg_hits) = shown
+    # as tests/tui/test_archive_search.py: rounds 1-2 archived, round 1 read src/calc.py
+    assert "\n> keeps files read 1/1 · requests 2/2\n" in pg_summary
+    assert pg_hits and {hit[1] for hit in pg_hits} <= {1, 2}
+    assert (pg_summary, pg_hits) == (sqlite_summary, sqlite_hits)
