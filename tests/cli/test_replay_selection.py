@@ -1,0 +1,127 @@
+"""``ctxscope replay --since … [--project …]`` (issue 33, what-ifs at scale): each strategy's
+totals are the sums of the same sessions replayed one by one with ``replay ID``, the
+as-recorded totals the sums of their as-recorded rows; ``--project`` narrows the selection;
+a session ctxscope ran itself (no as-recorded row to compare with) is skipped and counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.main import main
+from engine.compaction.strategies import STRATEGIES
+from tests.engine.recordings.corpus import MOREDIP, YOAVF
+
+SUMMED = ("steps", "compactions", "total_input", "cache_read", "cache_write")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[Path, dict[str, int]]:
+    """Two imported recordings and one offline session; their ids by name."""
+    for name in ("ANTHROPIC_API_KEY", "CTXSCOPE_CONTEXT_WINDOW", "CTXSCOPE_STRATEGY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "history.db"
+    ids = {
+        name: run_json(capsys, "import", str(path), "--db", str(db))["session_id"]
+        for name, path in (("yoavf", YOAVF), ("moredip", MOREDIP))
+    }
+    code, out, err = run(capsys, "ask", "hello", "--db", str(db), "--json")
+    assert code == 0, err
+    ids["native"] = json.loads(out.strip().splitlines()[-1])["session_id"]
+    return db, ids
+
+
+def test_totals_are_the_sums_of_the_single_session_replays(
+    history: tuple[Path, dict[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, ids = history
+    many = run_json(
+        capsys, "replay", "--since", "2000-01-01", "--window", "8000", "--jobs", "2",
+        "--db", str(db),
+    )  # fmt: skip
+    # the native session has no as-recorded row: skipped, counted, not in any total
+    assert many["selection"]["sessions"] == 2
+    assert many["selection"]["skipped"] == {"not recorded": 1}
+    assert [s["session_id"] for s in many["sessions"]] == [ids["yoavf"], ids["moredip"]]
+    singles = [
+        run_json(capsys, "replay", str(ids[name]), "--window", "8000", "--jobs", "1",
+                 "--db", str(db))
+        for name in ("yoavf", "moredip")
+    ]  # fmt: skip
+    totals = {t["strategy"]: t for t in many["totals"]}
+    assert list(totals) == ["as-recorded", *STRATEGIES]
+    for name, total in totals.items():
+        rows = [next(r for r in one["strategies"] if r["strategy"] == name) for one in singles]
+        assert total["sessions"] == 2
+        for key in SUMMED:
+            assert total[key] == sum(r[key] for r in rows), (name, key)
+        assert total["cost"] == pytest.approx(sum(r["cost"] for r in rows), abs=1e-4)
+    # each session's rows are the single replay's rows
+    for one, listed in zip(singles, many["sessions"], strict=True):
+        assert listed["strategies"] == one["strategies"]
+    # the as-recorded row is what the agents sent, not the replay window's
+    assert totals["as-recorded"]["total_input"] > totals["layered"]["total_input"]
+
+
+def test_project_narrows_the_selection(
+    history: tuple[Path, dict[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, ids = history
+    # the recordings' folders: /Users/yoavfarhi/dev/pomodoro/claude and
+    # /Users/pete/git/moredip/session-share (their "cwd" fields)
+    share = "/Users/pete/git/moredip/session-share"
+    for project, name in (("claude", "yoavf"), (share, "moredip")):
+        data = run_json(
+            capsys, "replay", "--since", "2000-01-01", "--project", project,
+            "--strategy", "layered", "--window", "8000", "--jobs", "1", "--db", str(db),
+        )  # fmt: skip
+        assert [s["session_id"] for s in data["sessions"]] == [ids[name]]
+        assert data["selection"] == {
+            "since": "2000-01-01 00:00:00+00:00",
+            "project": project,
+            "sessions": 1,
+            "skipped": {},
+        }
+        assert [t["strategy"] for t in data["totals"]] == ["as-recorded", "layered"]
+    nothing = run_json(capsys, "replay", "--project", "elsewhere", "--db", str(db))
+    assert nothing["sessions"] == [] and nothing["totals"] == []
+
+
+def test_the_table_and_the_selection_errors(
+    history: tuple[Path, dict[str, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, ids = history
+    code, out, err = run(
+        capsys, "replay", "--since", "2000-01-01", "--strategy", "masking", "--window", "8000",
+        "--jobs", "1", "--db", str(db),
+    )  # fmt: skip
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "2 sessions replayed in a window of 8,000 tokens (skipped: 1 not recorded)"
+    assert lines[1].split() == ["strategy", "sessions", *SUMMED, "cost"]
+    assert [line.split()[0] for line in lines[2:4]] == ["as-recorded", "masking"]
+    assert err == ""  # progress only on a terminal
+    code, out, err = run(capsys, "replay", "--db", str(db))
+    assert code == 2 and "--since/--project" in err
+    code, out, err = run(capsys, "replay", str(ids["yoavf"]), "--since", "7d", "--db", str(db))
+    assert code == 2 and "without an ID" in err
+    code, out, err = run(capsys, "replay", "--since", "yesterday", "--db", str(db))
+    assert code == 2 and "--since must be" in err
