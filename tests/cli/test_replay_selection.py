@@ -6,6 +6,12 @@ a session ctxscope ran itself (no as-recorded row to compare with) is skipped an
 from __future__ import annotations
 
 import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +19,7 @@ import pytest
 
 from cli.main import main
 from engine.compaction.strategies import STRATEGIES
+from tests.cli.test_interrupt import MAROT, NOTHING_STORED, ROOT, _group_ends
 from tests.engine.recordings.corpus import MOREDIP, YOAVF
 
 SUMMED = ("steps", "compactions", "total_input", "cache_read", "cache_write")
@@ -125,3 +132,47 @@ def test_the_table_and_the_selection_errors(
     assert code == 2 and "without an ID" in err
     code, out, err = run(capsys, "replay", "--since", "yesterday", "--db", str(db))
     assert code == 2 and "--since must be" in err
+
+
+def test_ctrl_c_stops_the_selection_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal (stderr a pty here) each strategy says when it is done with a session;
+    Ctrl+C after the first such line ends with the one line, no table, no process left."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    db = tmp_path / "r.db"
+    for path in (MAROT, YOAVF):
+        assert main(["import", str(path), "--db", str(db), "--workspace", str(tmp_path)]) == 0
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env["PYTHONPATH"] = str(ROOT)
+    primary, secondary = pty.openpty()
+    job = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "replay", "--since", "2000-01-01", "--window",
+         "32000", "--jobs", "2", "--db", str(db)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=secondary, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    os.close(secondary)
+    err = b""
+    deadline = time.monotonic() + 120
+    while b" done" not in err:  # the first strategy of the first session is done
+        assert job.poll() is None and time.monotonic() < deadline, err
+        err += os.read(primary, 4096)
+    os.killpg(job.pid, signal.SIGINT)
+    out, _ = job.communicate(timeout=60)
+    while True:
+        try:
+            more = os.read(primary, 4096)
+        except OSError:  # the terminal's other end closed: the command has ended
+            break
+        if not more:
+            break
+        err += more
+    os.close(primary)
+    lines = err.decode().replace("\r\n", "\n").splitlines()
+    assert job.returncode == 130, lines
+    assert lines[0].startswith("… session 1 of 2 (id 1): "), lines
+    assert lines[-1] == NOTHING_STORED, lines
+    assert [line for line in lines[:-1] if not line.startswith("… ")] == [], lines
+    assert out == ""  # no table of half the sessions
+    assert _group_ends(job.pid) == []
