@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from cli.main import main
+from cli.replay_selection import add_rows, cell
 from engine.compaction.strategies import STRATEGIES
 from tests.cli.test_interrupt import MAROT, NOTHING_STORED, ROOT, _group_ends
 from tests.engine.recordings.corpus import MOREDIP, YOAVF
@@ -132,6 +133,24 @@ def test_the_table_and_the_selection_errors(
     assert code == 2 and "without an ID" in err
     code, out, err = run(capsys, "replay", "--since", "yesterday", "--db", str(db))
     assert code == 2 and "--since must be" in err
+    code, out, err = run(
+        capsys, "replay", "--since", "7d", "--csv", str(db.with_suffix(".csv")), "--db", str(db)
+    )
+    assert code == 2 and "give a session ID" in err
+
+
+def test_a_total_without_a_price_is_none() -> None:
+    """The spec: one session whose model has no price makes its strategy's cost unknown."""
+    rows = [
+        {"steps": 3, "compactions": 1, "total_input": 10, "cache_read": 4, "cache_write": 2,
+         "cost": 0.25},
+        {"steps": 2, "compactions": 0, "total_input": 7, "cache_read": 0, "cache_write": 7,
+         "cost": None},
+    ]  # fmt: skip
+    assert add_rows(rows) == {"sessions": 2, "steps": 5, "compactions": 1, "total_input": 17,
+                              "cache_read": 4, "cache_write": 9, "cost": None}  # fmt: skip
+    assert add_rows(rows[:1])["cost"] == 0.25
+    assert cell({"cost": None}, "cost") == "–"
 
 
 def test_ctrl_c_stops_the_selection_in_one_line(
