@@ -263,7 +263,23 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common, as_json],
         help="replay a stored session under other strategies and compare them",
     )
-    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument(
+        "session",
+        type=SESSION_ID,
+        metavar="ID",
+        nargs="?",
+        help="the session; without it, every recorded session --since/--project select",
+    )
+    p.add_argument(
+        "--since",
+        metavar="DATE|Nd",
+        help="replay every recorded session with calls since then (as `report --since`)",
+    )
+    p.add_argument(
+        "--project",
+        metavar="NAME",
+        help="only sessions of this project (its folder, or the folder's last name)",
+    )
     p.add_argument(
         "--strategy",
         dest="replay_strategies",

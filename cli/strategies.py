@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cli.common import (
     CliError,
@@ -28,6 +29,10 @@ from engine.params import (
 )
 from engine.session.workspace import NO_FOLDER, session_workspace
 from engine.terminal_text import printable
+
+if TYPE_CHECKING:
+    from engine.recordings.own_agent import OwnAgentView
+    from engine.store import Store
 
 
 def _value(text: str) -> Any:
@@ -135,19 +140,23 @@ def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from engine.recordings.own_agent import own_agent_view
-    from engine.replay.as_recorded import as_recorded
-    from engine.replay.parallel import default_jobs, replay_strategies
-    from engine.replay.runner import in_window
-
-    wanted = args.replay_strategies
+def replay_names(wanted: str) -> list[str]:
+    """``--strategy``'s names (``all``: every strategy), each checked."""
     names = list(STRATEGIES) if wanted == "all" else wanted.split(",")
     for name in names:
         if name not in STRATEGIES:
             raise CliError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, all")
-    store = open_store(args, settings, read_only=True)
-    session = get_session(store, args.session)
+    return names
+
+
+def replay_setup(
+    store: Store, session: Session, settings: Settings, args: argparse.Namespace
+) -> tuple[Settings, Path, OwnAgentView | None]:
+    """The settings ``session`` replays under (its own, then ``--window`` or its agent's
+    window, then ``--set``), the folder it replays in, and its agent's view (a recording)."""
+    from engine.recordings.own_agent import own_agent_view
+    from engine.replay.runner import in_window
+
     # Without a workspace the replay reads no CODE_LAW.md from the folder a recording names.
     workspace = session_workspace(session) or NO_FOLDER
     settings = session_settings(settings, session)  # then --window and --set change them
@@ -159,6 +168,23 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     elif own is not None:
         settings = in_window(settings, own.context_window)  # a recording: its agent's window
     settings = with_numbers(settings, parse_overrides(args.overrides))
+    return settings, workspace, own
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.replay.as_recorded import as_recorded
+    from engine.replay.parallel import default_jobs, replay_strategies
+
+    if args.session is None:
+        from cli.replay_selection import cmd_replay_selection
+
+        return cmd_replay_selection(args, settings)
+    if args.since is not None or args.project is not None:
+        raise UsageError("replay: --since and --project select sessions; give them without an ID")
+    names = replay_names(args.replay_strategies)
+    store = open_store(args, settings, read_only=True)
+    session = get_session(store, args.session)
+    settings, workspace, own = replay_setup(store, session, settings, args)
     jobs = args.jobs or default_jobs(len(names))
 
     def progress(name: str, step: int, total: int) -> None:
