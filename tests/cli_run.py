@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+from contextlib import redirect_stderr, redirect_stdout
+
 import pytest
 
 from cli.main import main
@@ -25,3 +28,12 @@ def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, 
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def run_redirected(*argv: str) -> tuple[int, str, str]:
+    """:func:`cli.main.main`'s return code, stdout and stderr, without ``capsys`` (for a
+    module-scoped fixture)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
