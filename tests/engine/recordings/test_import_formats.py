@@ -373,12 +373,6 @@ def test_swe_agent_trajectory_marks_demonstrations(store: Store) -> None:
 
 
 # ---------------------------------------------------------------------- CLI: refusal, dirs
-@pytest.fixture
-def no_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.mark.usefixtures("no_key")
 def test_refusal_is_one_line_and_never_touches_the_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

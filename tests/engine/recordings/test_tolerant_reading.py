@@ -34,12 +34,6 @@ def parse(raw: str) -> Parsed:
     return claude_code.parse(raw, "test.jsonl")
 
 
-@pytest.fixture
-def no_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
 def record(kind: str, **fields: object) -> str:
     return json.dumps({"type": kind, "sessionId": SESSION, **fields})
 
