@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from doc_section import write_section  # noqa: E402
+
 from engine.config import Settings  # noqa: E402
 from engine.recordings import follow  # noqa: E402
 from engine.recordings.claude_code_follow import TailParser  # noqa: E402
@@ -118,9 +120,7 @@ def main() -> None:
     text = "\n".join(out)
     print(text)
     if not args.no_write:
-        doc = DOC.read_text(encoding="utf-8")
-        start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-        DOC.write_text(doc[:start] + "\n" + text + "\n" + doc[end:], encoding="utf-8")
+        write_section(DOC, BEGIN, END, text)
 
 
 if __name__ == "__main__":

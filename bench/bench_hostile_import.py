@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from doc_section import write_section
+
 ROOT = Path(__file__).resolve().parents[1]
 MAROT = ROOT / "tests/data/corpus/marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 DOC = ROOT / "docs/benchmarks.md"
@@ -147,9 +149,7 @@ def main() -> None:
     )
     print(text)
     if not args.no_write:
-        doc = DOC.read_text(encoding="utf-8")
-        start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-        DOC.write_text(doc[:start] + "\n" + text + "\n" + doc[end:], encoding="utf-8")
+        write_section(DOC, BEGIN, END, text)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,15 @@ _MEMO = 16_384
 
 KINDS = ("file_read", "file_changed", "command", "error", "request", "decision")
 """Every ledger kind, in the order reports show them."""
+KIND_NAMES = {
+    "file_read": "files read",
+    "file_changed": "changed",
+    "command": "commands",
+    "error": "errors",
+    "request": "requests",
+    "decision": "decisions",
+}
+"""Each kind as notices, panes and the report screen name it (:func:`fidelity_line`)."""
 FILE_KINDS = ("file_read", "file_changed")
 """The kinds the issue's "files" target counts together."""
 
@@ -371,14 +380,6 @@ def fidelity_line(figures: dict[str, Any]) -> str:
 
     Takes either form (:func:`fidelity` or :func:`fidelity_json`).
     """
-    names = {
-        "file_read": "files read",
-        "file_changed": "changed",
-        "command": "commands",
-        "error": "errors",
-        "request": "requests",
-        "decision": "decisions",
-    }
     parts = []
     for kind in KINDS:
         value = figures.get(kind)
@@ -386,7 +387,7 @@ def fidelity_line(figures: dict[str, Any]) -> str:
             continue
         kept, total = (value["kept"], value["total"]) if isinstance(value, dict) else value
         if total:
-            parts.append(f"{names[kind]} {kept}/{total}")
+            parts.append(f"{KIND_NAMES[kind]} {kept}/{total}")
     return " · ".join(parts) if parts else "nothing to keep"
 
 

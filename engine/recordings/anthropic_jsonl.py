@@ -31,6 +31,7 @@ from engine.recordings.base import (
     ImportError_,
     Item,
     Parsed,
+    numbers_named,
     parse_time,
     result_text,
     usage_of,
@@ -41,11 +42,6 @@ FORMAT = "anthropic-jsonl"
 MAX_NOTES = 5
 """Lines read with a value left out that the warnings name one by one."""
 BLOCK_TYPES = ("text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image")
-
-
-def _lines_named(lines: list[int]) -> str:
-    shown = ", ".join(map(str, lines[:5]))
-    return f"line {shown}" + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
 
 
 class _LeftOut:
@@ -63,7 +59,9 @@ class _LeftOut:
         self.lines.setdefault(why, []).append(line)
 
     def warnings(self) -> list[str]:
-        left = [f"{_lines_named(lines)}: {why}; left out" for why, lines in self.lines.items()]
+        left = [
+            f"{numbers_named('line', lines)}: {why}; left out" for why, lines in self.lines.items()
+        ]
         return (
             left
             + self.notes[:MAX_NOTES]

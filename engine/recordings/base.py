@@ -346,6 +346,12 @@ def title_of(items: list[Item], name: str) -> str:
     return text.splitlines()[0] if text else name
 
 
+def numbers_named(noun: str, numbers: list[int]) -> str:
+    """``line 3, 7, 9, 12, 20 and 4 more``: where a warning's cases are, the first five named."""
+    shown = ", ".join(map(str, numbers[:5]))
+    return f"{noun} {shown}" + (f" and {len(numbers) - 5} more" if len(numbers) > 5 else "")
+
+
 def parse_time(value: Any, line: int, problems: list[str]) -> datetime | None:
     """A recorded ISO timestamp as an aware datetime (naive ones are taken as UTC)."""
     if value is None:

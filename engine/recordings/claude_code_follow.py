@@ -204,20 +204,14 @@ class TailParser:
         if not users:
             return
         k = users[-1]
-        at = _index(records, items[k].line)
-        if at is None or not isinstance(records[at][1].get("uuid"), str):
-            return
-        if _queue_open(records[:at]):
+        at = _start_at(records, items[k])
+        if at is None:
             return
         self.anchor, self._anchor_line = at, items[k].line
         self._anchor_uuid = records[at][1]["uuid"]
         self._prefix = items[:k]
         self._prefix_named = _before(named, self._anchor_line)
-        self._mids = {
-            str(r["message"].get("id"))
-            for _, r in records[:at]
-            if r.get("type") == "assistant" and is_message(r)
-        }
+        self._mids = _message_ids(records[:at])
         self._calls = {c.id for i in self._prefix for c in i.calls}
         self._under = {self._anchor_uuid}
         for _, rec in records[at + 1 :]:
@@ -234,21 +228,15 @@ class TailParser:
         old_anchor, old_prefix, old_named = self.anchor, self._prefix, self._prefix_named
         old = (self._anchor_uuid, self._anchor_line, self._mids, self._calls, self._under)
         k = users[-1]
-        at = _index(records, tail[k].line)
-        if at is None or not isinstance(records[at][1].get("uuid"), str):
-            return
-        if _queue_open(records[:at]):
+        at = _start_at(records, tail[k])
+        if at is None:
             return
         self.anchor, self._anchor_line = at, tail[k].line
         self._anchor_uuid = records[at][1]["uuid"]
         self._prefix = old_prefix + tail[:k]
         self._prefix_named = old_named.copy()
         self._prefix_named.merge(_before(named, self._anchor_line))
-        self._mids = self._mids | {
-            str(r["message"].get("id"))
-            for _, r in records[old_anchor:at]
-            if r.get("type") == "assistant" and is_message(r)
-        }
+        self._mids = self._mids | _message_ids(records[old_anchor:at])
         self._calls = self._calls | {c.id for i in tail[:k] for c in i.calls}
         self._under = {self._anchor_uuid}
         for _, rec in records[at + 1 :]:
@@ -284,6 +272,26 @@ class TailParser:
             not_read=named,
             agent_version=version,
         )
+
+
+def _start_at(records: list[Record], item: Item) -> int | None:
+    """The index of ``item``'s record, when a parse can start there: a record with a uuid,
+    no queued input open before it; else None."""
+    at = _index(records, item.line)
+    if at is None or not isinstance(records[at][1].get("uuid"), str):
+        return None
+    if _queue_open(records[:at]):
+        return None
+    return at
+
+
+def _message_ids(records: list[Record]) -> set[str]:
+    """The API message ids of the assistant records among ``records``."""
+    return {
+        str(r["message"].get("id"))
+        for _, r in records
+        if r.get("type") == "assistant" and is_message(r)
+    }
 
 
 def _anchors(item: Item) -> bool:

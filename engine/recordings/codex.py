@@ -61,7 +61,14 @@ from collections import Counter
 from typing import Any
 
 from engine.models import ToolCall, Usage, utcnow
-from engine.recordings.base import ImportError_, Item, Parsed, parse_time, title_of
+from engine.recordings.base import (
+    ImportError_,
+    Item,
+    Parsed,
+    numbers_named,
+    parse_time,
+    title_of,
+)
 
 FORMAT = "codex"
 LINE_TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg")
@@ -174,11 +181,6 @@ def _call(payload: dict[str, Any]) -> ToolCall | None:
     return ToolCall(
         id=call_id, name="local_shell", input=action if isinstance(action, dict) else {}
     )
-
-
-def _lines_named(lines: list[int]) -> str:
-    shown = ", ".join(map(str, lines[:5]))
-    return f"line {shown}" + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
 
 
 class _Reader:
@@ -438,7 +440,7 @@ def parse(raw: str, name: str) -> Parsed:
             continue
         records.append((number, obj))
     if not_json:
-        warnings.append(f"{_lines_named(not_json)}: not JSON; left out")
+        warnings.append(f"{numbers_named('line', not_json)}: not JSON; left out")
     return parse_read(records, n_lines, name, skipped, warnings, problems)
 
 
@@ -479,10 +481,11 @@ def parse_read(
     for why, numbers in reader.left_out.items():
         head, _, tail = why.partition(":")
         why_text = head.replace("_", " ") + (f" ({tail})" if tail else "")
-        warnings.append(f"{_lines_named(numbers)}: {why_text}; left out")
+        warnings.append(f"{numbers_named('line', numbers)}: {why_text}; left out")
     if reader.bad_times:
         warnings.append(
-            f"{_lines_named(reader.bad_times)}: bad timestamp; the previous record's time used"
+            f"{numbers_named('line', reader.bad_times)}: bad timestamp;"
+            " the previous record's time used"
         )
     return Parsed(
         fmt=FORMAT,

@@ -38,7 +38,14 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.models import MISSING_RESULT, ToolCall, Usage, utcnow
-from engine.recordings.base import ImportError_, Item, Parsed, parse_time, title_of
+from engine.recordings.base import (
+    ImportError_,
+    Item,
+    Parsed,
+    numbers_named,
+    parse_time,
+    title_of,
+)
 
 FORMAT = "gemini-cli"
 CONTENTS = "gemini-contents"
@@ -121,11 +128,6 @@ def _result(call: dict[str, Any]) -> str:
     return "\n".join(texts)
 
 
-def _where(numbers: list[int]) -> str:
-    shown = ", ".join(map(str, numbers[:5]))
-    return f"message {shown}" + (f" and {len(numbers) - 5} more" if len(numbers) > 5 else "")
-
-
 def parse(obj: dict[str, Any], name: str) -> Parsed:
     items: list[Item] = []
     skipped: Counter[str] = Counter()
@@ -170,9 +172,14 @@ def parse(obj: dict[str, Any], name: str) -> Parsed:
     }
     if models:
         recorded["models"] = models
-    warnings = [f"{_where(numbers)}: {why}; left out" for why, numbers in left.items()]
+    warnings = [
+        f"{numbers_named('message', numbers)}: {why}; left out" for why, numbers in left.items()
+    ]
     if bad_times:
-        warnings.append(f"{_where(bad_times)}: bad timestamp; the previous message's time used")
+        warnings.append(
+            f"{numbers_named('message', bad_times)}: bad timestamp;"
+            " the previous message's time used"
+        )
     return Parsed(
         fmt=FORMAT,
         items=items,

@@ -35,7 +35,14 @@ from collections import Counter
 from typing import Any
 
 from engine.models import ToolCall, Usage, utcnow
-from engine.recordings.base import ImportError_, Item, Parsed, parse_time, title_of
+from engine.recordings.base import (
+    ImportError_,
+    Item,
+    Parsed,
+    numbers_named,
+    parse_time,
+    title_of,
+)
 
 FORMAT = "openhands"
 
@@ -107,11 +114,6 @@ def _exit_code(event: dict[str, Any]) -> int | None:
     if code is None and isinstance(extras, dict):
         code = extras.get("exit_code")
     return code if isinstance(code, int) else None
-
-
-def _where(numbers: list[int]) -> str:
-    shown = ", ".join(map(str, numbers[:5]))
-    return f"event {shown}" + (f" and {len(numbers) - 5} more" if len(numbers) > 5 else "")
 
 
 class _Reader:
@@ -240,9 +242,14 @@ def parse(events: list[Any], name: str) -> Parsed:
     recorded = reader.recorded
     if reader.models:
         recorded["models"] = reader.models
-    warnings = [f"{_where(numbers)}: {why}; left out" for why, numbers in reader.left.items()]
+    warnings = [
+        f"{numbers_named('event', numbers)}: {why}; left out"
+        for why, numbers in reader.left.items()
+    ]
     if bad_times:
-        warnings.append(f"{_where(bad_times)}: bad timestamp; the previous event's time used")
+        warnings.append(
+            f"{numbers_named('event', bad_times)}: bad timestamp; the previous event's time used"
+        )
     return Parsed(
         fmt=FORMAT,
         items=reader.items,

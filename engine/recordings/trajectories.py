@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any
 
 from engine.models import ToolCall, utcnow
-from engine.recordings.base import ImportError_, Item, Parsed
+from engine.recordings.base import ImportError_, Item, Parsed, numbers_named
 
 MINI = "mini-swe-agent"
 SWE = "swe-agent"
@@ -243,9 +243,7 @@ class _LeftOut:
     def warnings(self) -> list[str]:
         out = []
         for why, numbers in self.where.items():
-            shown = ", ".join(map(str, numbers[:5]))
-            more = f" and {len(numbers) - 5} more" if len(numbers) > 5 else ""
-            out.append(f"{self.noun} {shown}{more}: {why}; left out")
+            out.append(f"{numbers_named(self.noun, numbers)}: {why}; left out")
         return out
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
 from engine.store import Store
+from tests.cli_run import run_main as run
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).parent.parent / "data" / "recorded_session.jsonl"
@@ -24,12 +24,6 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CTXSCOPE_MODEL", "offline")
     monkeypatch.chdir(tmp_path)
     return tmp_path / "cli.db"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_an_import_with_naive_times_still_compacts_asks_and_shows_context(

@@ -9,6 +9,7 @@ import pytest
 
 from cli.main import main
 from engine.context.builder import LAYERS
+from tests.cli_run import run_main as run
 
 RECORDED = Path(__file__).parent.parent / "data" / "recorded_session.jsonl"
 
@@ -18,12 +19,6 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
     return tmp_path / "cli.db"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_import_compact_show_round_trip(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

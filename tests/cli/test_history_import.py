@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
 from engine.config import Settings
 from engine.recordings.export import export_jsonl
 from engine.recordings.history import Folder, import_history
 from engine.recordings.importing import import_session
 from engine.store import Store
+from tests.cli_run import run_main as run
 from tests.engine.recordings.corpus import CORPUS, MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
 
 CODEX = CORPUS / "yoavf__ai-sessions__codex-pomodor-timer.jsonl"
@@ -49,12 +49,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CTXSCOPE_DB", str(tmp_path / "db.sqlite"))
     monkeypatch.chdir(tmp_path)
     return home
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def sessions(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:

@@ -3,16 +3,14 @@ Code's auto-compact point and its L1 as recorded, not ctxscope's system prompt."
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from cli.main import main
+from tests.cli_run import run_redirected as run
 
 MAROT = (
     Path(__file__).parent.parent
@@ -23,13 +21,6 @@ MAROT = (
 # Its last assistant record with usage (python over the jsonl): input 3, cache read 77,272,
 # cache write 59, output 85. Claude Code on its 200,000 window compacts at 167,000.
 CONTEXT = 3 + 77_272 + 59 + 85
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

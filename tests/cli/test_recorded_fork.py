@@ -4,28 +4,19 @@ and the recording's ``show --json`` stays byte for byte as it was."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from cli.main import main
+from tests.cli_run import run_redirected as run
 
 CORPUS = Path(__file__).parent.parent / "data" / "corpus"
 MAROT = CORPUS / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 """Claude Code, Opus 4.6, 8 rounds (two of them inputs typed while the agent worked), one
 auto compaction recorded."""
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ import pytest
 
 from cli.main import main
 from engine.store import Store
+from tests.cli_run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "tests" / "data" / "recorded_session.jsonl"
@@ -33,17 +34,6 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "cli.db"
     assert main(["import", str(RECORDED), "--db", str(path), "--workspace", str(tmp_path)]) == 0
     return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Exit code, stdout and stderr of one command (argparse's own exit included)."""
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line(code: int, out: str, err: str, *fragments: str) -> None:

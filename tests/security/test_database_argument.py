@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import build_parser, main
+from cli.main import build_parser
 from engine.validation import MAX_WINDOW
+from tests.cli_run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = "mysql://user:s3cr3t-pw@db.example/ctx"
@@ -33,16 +34,6 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ws").mkdir()
     return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize(

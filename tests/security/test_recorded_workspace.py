@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
 from engine.config import Settings
 from engine.llm.offline import OfflineProvider
 from engine.models import Message, ToolCall
@@ -23,6 +22,7 @@ from engine.session.workspace import session_workspace
 from engine.store import Store
 from engine.store.models import SessionRow
 from engine.validation import workspace_refusal
+from tests.cli_run import run
 
 SECRET_LINE = "root:x:0:0:the-recorded-folder-was-read"
 """The first line of the ``passwd`` in the recorded folder: no output may hold it."""
@@ -36,16 +36,6 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "home").mkdir()
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def recording(path: Path, cwd: str) -> Path:

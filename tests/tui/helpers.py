@@ -15,10 +15,11 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from textual.app import App
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import Input
 
 from engine.config import Settings
@@ -124,6 +125,19 @@ async def settle(pilot: Pilot[Any]) -> None:
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+
+
+ScreenT = TypeVar("ScreenT", bound=Screen[Any])
+
+
+async def screen_after(pilot: Pilot[Any], key: str, kind: type[ScreenT]) -> ScreenT:
+    """Press ``key``; the screen of type ``kind`` it opens, once on top with its workers done."""
+    await pilot.press(key)
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, kind))
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, kind)
+    return screen
 
 
 async def opened(pilot: Pilot[Any]) -> MainScreen:

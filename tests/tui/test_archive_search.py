@@ -10,7 +10,7 @@ from textual.widgets import Input, Markdown, OptionList
 
 from engine.models import RecallHit
 from tests.tui.conftest import AppFactory
-from tests.tui.helpers import build_session, offline_settings, opened, settle
+from tests.tui.helpers import build_session, offline_settings, opened, screen_after, settle
 from tui.screens.archive_screen import ArchiveScreen
 from tui.widgets.block_view import BlockView
 
@@ -25,10 +25,7 @@ async def test_archive_shows_fidelity_and_searches(
     app = make_app(settings=settings, resume=1)
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(pilot)
-        await pilot.press("f3")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ArchiveScreen)
+        screen = await screen_after(pilot, "f3", ArchiveScreen)
         summary = screen.query_one("#archive-summary", Markdown)
         # round 1 read src/calc.py; 2 requests; round 2's commands were LS and Grep (no Bash)
         assert "\n> keeps files read 1/1 · requests 2/2\n" in summary.source

@@ -11,7 +11,14 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from tests.tui.conftest import AppFactory
-from tests.tui.helpers import build_session, offline_settings, opened, settle, wait_until
+from tests.tui.helpers import (
+    build_session,
+    offline_settings,
+    opened,
+    screen_after,
+    settle,
+    wait_until,
+)
 from tui.screens.compare_screen import CompareScreen, ReplayInspectorScreen
 from tui.widgets.replay_chart import ReplayChart
 
@@ -34,10 +41,7 @@ def _stored(make_app: AppFactory, db_path: Path, workspace: Path) -> Any:
 
 async def _compared(pilot: Pilot[Any]) -> CompareScreen:
     await opened(pilot)
-    await pilot.press("f9")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, CompareScreen))
-    screen = pilot.app.screen
-    assert isinstance(screen, CompareScreen)
+    screen = await screen_after(pilot, "f9", CompareScreen)
     await wait_until(pilot, lambda: bool(screen.results), timeout=60)
     await settle(pilot)
     return screen

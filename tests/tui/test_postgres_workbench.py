@@ -26,6 +26,7 @@ from tests.tui.helpers import (
     messages_in,
     offline_settings,
     opened,
+    screen_after,
     settle,
     wait_until,
 )
@@ -179,10 +180,7 @@ COMPARED = ("read @src/calc.py", "ls src then grep def in src", "read @src/calc.
 async def _compare_rows(app: CtxscopeApp) -> list[list[str]]:
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(pilot)
-        await pilot.press("f9")
-        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
-        screen = app.screen
-        assert isinstance(screen, CompareScreen)
+        screen = await screen_after(pilot, "f9", CompareScreen)
         await wait_until(pilot, lambda: bool(screen.results), timeout=60)
         await settle(pilot)
         table = screen.query_one(DataTable)
@@ -211,10 +209,7 @@ async def _archive_search(
     """F3 on the open session: the first compaction's summary, then the hits of a search."""
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(pilot)
-        await pilot.press("f3")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ArchiveScreen)
+        screen = await screen_after(pilot, "f3", ArchiveScreen)
         summary = screen.query_one("#archive-summary", Markdown).source
         search = screen.query_one("#archive-search", Input)
         search.value = word

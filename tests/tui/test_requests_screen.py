@@ -10,7 +10,7 @@ from engine.models import Usage
 from engine.store import Store
 from tests.proxy.shapes import REMINDER, request, user
 from tests.tui.conftest import AppFactory
-from tests.tui.helpers import opened, settle, wait_until
+from tests.tui.helpers import opened, screen_after, settle, wait_until
 from tui.screens.requests_screen import RequestsScreen
 
 pytestmark = pytest.mark.anyio
@@ -54,11 +54,7 @@ async def test_f10_shows_each_request_with_its_layers_diff_and_cost(
     app = make_app(resume=session_id)
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(pilot)
-        await pilot.press("f10")
-        await wait_until(pilot, lambda: isinstance(app.screen, RequestsScreen))
-        screen = app.screen
-        assert isinstance(screen, RequestsScreen)
-        await settle(pilot)
+        screen = await screen_after(pilot, "f10", RequestsScreen)
         await wait_until(pilot, lambda: len(screen.report) == 2)
         table = screen.query_one("#requests-table")
         assert table.row_count == 2  # type: ignore[attr-defined]

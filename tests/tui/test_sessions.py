@@ -18,6 +18,7 @@ from tests.tui.helpers import (
     main_screen,
     offline_settings,
     opened,
+    screen_after,
     settle,
     wait_until,
 )
@@ -141,10 +142,7 @@ async def test_archive_shows_summary_beside_the_segment(
     app = make_app(settings=settings, resume=1)
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(pilot)
-        await pilot.press("f3")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ArchiveScreen)
+        screen = await screen_after(pilot, "f3", ArchiveScreen)
         assert screen.query_one(OptionList).option_count == 1
         segment = screen.query_one("#archive-segment", BlockView)
         archived = [b.data for b in segment.blocks if isinstance(b.data, Message)]

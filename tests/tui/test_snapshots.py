@@ -25,6 +25,7 @@ from tests.tui.helpers import (
     build_session,
     offline_settings,
     opened,
+    screen_after,
     settle,
     wait_until,
 )
@@ -186,10 +187,7 @@ def test_context_inspector(
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await opened(pilot)
-        await pilot.press("f4")
-        await settle(pilot)
-        screen = pilot.app.screen
-        assert isinstance(screen, InspectorScreen)
+        screen = await screen_after(pilot, "f4", InspectorScreen)
         items = list(screen.query(Collapsible))
         items[LAYERS.index("L2 CODE_LAW")].collapsed = False
         await pilot.pause()

@@ -18,13 +18,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState
 
+from engine.compaction.ledger import KIND_NAMES
 from engine.config import Settings
 from engine.report import Report, build_report
 from engine.store import Store
 from engine.terminal_text import printable
 from tui.formatting import one_line
 from tui.widgets.cost_chart import CostChart
-from tui.widgets.kept_chart import NAMES, KeptChart
+from tui.widgets.kept_chart import KeptChart
 from tui.widgets.key_bar import KeyBar
 
 
@@ -112,7 +113,7 @@ class ReportScreen(Screen[int | None]):
         ranked = sorted(comps, key=lambda c: (-c.lost, -c.pre_tokens, c.facts.id))
         for c in ranked:
             kept = " · ".join(
-                f"{NAMES.get(k, k)} {v['kept']}/{v['total']}"
+                f"{KIND_NAMES.get(k, k)} {v['kept']}/{v['total']}"
                 for k, v in c.kept.items()
                 if v["total"]
             )

@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from engine.models import History, Message, Summary
 from engine.store import Store
+from tui.focus import focus_steady
 from tui.formatting import one_line
 from tui.text_wrap import plain
 
@@ -103,10 +104,7 @@ class SearchModal(ModalScreen[SearchHit | None]):
             yield OptionList(id="search-results")
 
     def on_mount(self) -> None:
-        box = self.query_one("#search-input", Input)
-        if self.app.is_headless:
-            box.cursor_blink = False
-        box.focus()
+        focus_steady(self.query_one("#search-input", Input))
 
     @on(Input.Changed, "#search-input")
     def _changed(self, event: Input.Changed) -> None:

@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from tui.focus import focus_steady
 from tui.text_wrap import display_safe, plain
 
 
@@ -35,10 +36,7 @@ class RenameModal(ModalScreen[str | None]):
             yield Static("Enter renames, Esc keeps the old title.", classes="dialog-hint")
 
     def on_mount(self) -> None:
-        box = self.query_one("#rename-input", Input)
-        if self.app.is_headless:
-            box.cursor_blink = False
-        box.focus()
+        focus_steady(self.query_one("#rename-input", Input))
 
     @on(Input.Submitted, "#rename-input")
     def _submitted(self, event: Input.Submitted) -> None:

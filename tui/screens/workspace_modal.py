@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from engine.validation import workspace, workspace_refusal
+from tui.focus import focus_steady
 from tui.text_wrap import display_safe, plain
 
 
@@ -85,10 +86,7 @@ class WorkspaceModal(ModalScreen[Path | None]):
                 yield Button("Not now (Esc)", id="workspace-not-now")
 
     def on_mount(self) -> None:
-        box = self.query_one("#workspace-input", Input)
-        if self.app.is_headless:
-            box.cursor_blink = False
-        box.focus()
+        focus_steady(self.query_one("#workspace-input", Input))
 
     @on(Input.Submitted, "#workspace-input")
     @on(Button.Pressed, "#workspace-use")

@@ -7,16 +7,6 @@ from typing import Any
 
 from textual_plotext import PlotextPlot
 
-NAMES = {
-    "file_read": "files read",
-    "file_changed": "changed",
-    "command": "commands",
-    "error": "errors",
-    "request": "requests",
-    "decision": "decisions",
-}
-
-
 SHORT = {
     "file_read": "read",
     "file_changed": "changed",

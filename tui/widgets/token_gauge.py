@@ -60,16 +60,7 @@ def own_figures(state: GaugeState, own: OwnAgentView) -> Text:
             f"{state.what_if_threshold:,}\n",
             style="dim italic",
         )
-    usage = state.last_usage
-    text.append(usage_label(state), style="dim")
-    if usage is None:
-        text.append("none recorded", style="dim")
-    else:
-        text.append(
-            f"in {tokens(usage.input_tokens)} · out {tokens(usage.output_tokens)}"
-            f" · cache read {tokens(usage.cache_read_input_tokens)}"
-            f" · cache write {tokens(usage.cache_creation_input_tokens)}"
-        )
+    append_usage(text, state, "none recorded")
     text.append(f"\n{own.compactions} compaction{'s' if own.compactions != 1 else ''} recorded")
     text.append(" · cost ", style="dim")
     text.append(own.cost_text, style="bold")
@@ -146,6 +137,20 @@ def usage_label(state: GaugeState) -> str:
     return "last API call "
 
 
+def append_usage(text: Text, state: GaugeState, none: str) -> None:
+    """The last call's usage, labelled by where it came from (``none`` when there is none)."""
+    usage = state.last_usage
+    text.append(usage_label(state), style="dim")
+    if usage is None:
+        text.append(none, style="dim")
+    else:
+        text.append(
+            f"in {tokens(usage.input_tokens)} · out {tokens(usage.output_tokens)}"
+            f" · cache read {tokens(usage.cache_read_input_tokens)}"
+            f" · cache write {tokens(usage.cache_creation_input_tokens)}"
+        )
+
+
 def figures(state: GaugeState) -> Text:
     """One headline figure, the next request against the window; under it how far the
     strategy is from compacting; then the details, each labelled by what it is."""
@@ -174,16 +179,7 @@ def figures(state: GaugeState) -> Text:
                 style="dim",
             )
         text.append("\n")
-    usage = state.last_usage
-    text.append(usage_label(state), style="dim")
-    if usage is None:
-        text.append("none since the last compaction or start", style="dim")
-    else:
-        text.append(
-            f"in {tokens(usage.input_tokens)} · out {tokens(usage.output_tokens)}"
-            f" · cache read {tokens(usage.cache_read_input_tokens)}"
-            f" · cache write {tokens(usage.cache_creation_input_tokens)}"
-        )
+    append_usage(text, state, "none since the last compaction or start")
     calibration = state.calibration
     text.append("\ncalibration (API input ÷ local count of the same request) ", style="dim")
     if state.usage_source == "local" or (state.offline and state.usage_source != "import"):

@@ -19,16 +19,16 @@ from engine.compaction.execution_log import append_run, read_log, run_entry
 from engine.compaction.policy import PolicyView
 from engine.compaction.strategies import get_strategy
 from engine.compaction.strategies.message_window import seed_message_count
-from engine.compaction.summary import extractive_summary
 from engine.config import Settings
 from engine.context.builder import ContextBuilder, validate_request
 from engine.context.history import HistoryManager
 from engine.llm.anthropic import AnthropicProvider
-from engine.llm.base import ProviderRequest, ProviderResponse, StreamText
+from engine.llm.base import ProviderRequest
 from engine.messages.tokens import count_request
-from engine.models import History, Message, MessageMeta, RoundStatus, ToolCall, Usage
+from engine.models import History, Message, MessageMeta, RoundStatus, ToolCall
 from engine.session import Agent
 from engine.store import Store
+from tests.engine.compaction.scripted import Scripted, answer, tool_use
 from tests.fakes.anthropic_server import (  # noqa: F401  (the fixture)
     FAKE_API_KEY,
     FakeAnthropicServer,
@@ -42,41 +42,6 @@ LOADERS = ["chat_load_history", "agent_load_context"]
 
 
 # ----------------------------------------------------------------------------- helpers
-def tool_use(id_: str, name: str, **inp: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": id_, "name": name, "input": inp}
-
-
-def answer(text: str, *blocks: dict[str, Any]) -> ProviderResponse:
-    content = ([{"type": "text", "text": text}] if text else []) + list(blocks)
-    return ProviderResponse(
-        content=content,
-        stop_reason="tool_use" if blocks else "end_turn",
-        usage=Usage(input_tokens=100, output_tokens=10),
-    )
-
-
-class Scripted:
-    """Plays back answers; refuses (as the Messages API would) any invalid request."""
-
-    is_model = True
-    name = "scripted"
-    model = "scripted"
-
-    def __init__(self, script: list[ProviderResponse]) -> None:
-        self.script = list(script)
-        self.requests: list[ProviderRequest] = []
-
-    def complete(self, request, on_event, cancel=None):  # type: ignore[no-untyped-def]
-        assert validate_request(request) == []
-        self.requests.append(request.model_copy(deep=True))
-        item = self.script.pop(0)
-        on_event(StreamText(text=item.text))
-        return item
-
-    def summarize(self, messages, prompt, focus, timeout):  # type: ignore[no-untyped-def]
-        return extractive_summary(messages, focus)
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"

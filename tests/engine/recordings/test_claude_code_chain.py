@@ -208,12 +208,6 @@ def test_a_dangling_logical_parent_keeps_what_came_before_and_the_compaction() -
     assert check(parsed) == []
 
 
-@pytest.fixture
-def no_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.mark.usefixtures("no_key")
 def test_the_dangling_compaction_gets_its_acompact_call_and_imports_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

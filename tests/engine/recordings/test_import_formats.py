@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from cli.common import make_agent
-from cli.main import main
 from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings
 from engine.messages.tokens import count_text
@@ -23,6 +22,7 @@ from engine.models import Message, RoundStatus, Trigger
 from engine.recordings.envelopes import ERROR_CAP
 from engine.recordings.importing import import_session
 from engine.store import Store
+from tests.cli_run import run_main as run
 from tools.base import ToolError, ToolResult
 
 DATA = Path(__file__).parents[2] / "data"
@@ -373,18 +373,6 @@ def test_swe_agent_trajectory_marks_demonstrations(store: Store) -> None:
 
 
 # ---------------------------------------------------------------------- CLI: refusal, dirs
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def no_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.mark.usefixtures("no_key")
 def test_refusal_is_one_line_and_never_touches_the_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

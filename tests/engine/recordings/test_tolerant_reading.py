@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
 from engine.recordings import claude_code
 from engine.recordings.base import ImportError_, Parsed
 from engine.recordings.importing import parse_path, parse_sessions
+from tests.cli_run import run_main as run
 from tests.engine.recordings.corpus import MOREDIP
 
 LINES = MOREDIP.read_text(encoding="utf-8").splitlines()
@@ -32,18 +32,6 @@ CALL = "toolu_01KscA8iE8tUT2aCNEUXREzo"
 
 def parse(raw: str) -> Parsed:
     return claude_code.parse(raw, "test.jsonl")
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def no_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 def record(kind: str, **fields: object) -> str:
