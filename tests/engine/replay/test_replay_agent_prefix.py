@@ -61,6 +61,29 @@ def test_every_request_is_counted_with_the_agents_prefix(db: Path) -> None:
     assert (recorded["steps"], recorded["peak"], recorded["compactions"]) == (152, 166_759, 1)
 
 
+def test_in_the_agents_own_window_the_request_is_the_size_it_really_was(db: Path) -> None:
+    # reset-hint sends earlier tool results as they were returned, as Claude Code does: its
+    # request as Claude Code would send it grows to the recorded session's real peak, 166,759
+    # (the file's largest input side, python over its usage records), and it compacts in the
+    # default window; without the prefix its own count peaked near 144,000 and it did not.
+    code, out, err = run("replay", "1", "--strategy", "reset-hint", "--db", str(db), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["window"] == 200_000
+    reset = data["strategies"][1]
+    steps = data["series"]["reset-hint"]
+    assert reset["compactions"] >= 1
+    assert max(s["original_tokens"] for s in steps) == pytest.approx(166_759, rel=0.01)
+
+
+def test_the_recorded_results_are_sent(db: Path) -> None:
+    # Between its 3rd and 4th API calls the session read eight files (63,000 characters of
+    # tool results, python over the jsonl) and its input side grew from 31,180 to 50,681.
+    # The replay sends those results: the request grows by more than half of that too.
+    steps = replay(db)["series"]["layered"]
+    assert steps[3]["tokens"] - steps[2]["tokens"] > (50_681 - 31_180) // 2
+
+
 def test_the_threshold_sees_the_agents_request(db: Path) -> None:
     # In a 70,000-token window layered fires at 0.8 x 70,000 = 56,000. ctxscope's own count
     # of the request never reaches it; the request as Claude Code would send it does.
