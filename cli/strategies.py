@@ -245,6 +245,12 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     text = f"replayed in a {settings.context_window:,}-token window\n" + "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in table
     )
+    prefix = next((r.agent_prefix for r in results if r.agent_prefix is not None), None)
+    if prefix is not None:
+        text += (
+            f"\nplanned as the recorded agent sends: each request counted with {prefix:+,} "
+            "tokens (its hidden prefix in place of ctxscope's system prompt and tools)"
+        )
     # A strategy that could not play every recorded step says where and why.
     stops = [s["said"] for r in rows for s in r.get("stopped", [])]
     text += "".join(f"\n{said}" for said in stops)

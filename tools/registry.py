@@ -31,6 +31,11 @@ from tools.write import WriteTool
 class ToolRegistry:
     """The tools one agent may call, by name, in a fixed order."""
 
+    needs_workspace = True
+    """Whether its tools run in the session's folder (none runs without one); False for a
+    replay's recorded answers (:class:`engine.replay.recorded.RecordedTools`), which run
+    nothing anywhere."""
+
     def __init__(self, tools: list[Tool]) -> None:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
@@ -97,6 +102,7 @@ class _Extended(ToolRegistry):
         super().__init__([*own, *extra])
         self._base = base
         self._extra = {t.name for t in extra}
+        self.needs_workspace = base.needs_workspace
 
     def run(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if name in self._extra:

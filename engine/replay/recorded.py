@@ -111,6 +111,10 @@ class RecordedProvider:
 class RecordedTools(ToolRegistry):
     """The default tools' definitions (L1 as recorded), answering with recorded results."""
 
+    needs_workspace = False
+    """Nothing runs: a replay answers every call with its recorded result, with or without a
+    folder (a recording chooses none, issue 29)."""
+
     def __init__(self) -> None:
         tools = default_registry()
         super().__init__([t for t in (tools.get(n) for n in tools.names) if t is not None])

@@ -15,6 +15,17 @@ uncached, :mod:`engine.replay.cache_model`), its output tokens, the compactions 
 it, and — at compactions, at the end and every :data:`RECALL_EVERY` steps — how much of the
 session's artifact ledger the request still holds (:mod:`engine.replay.recall`). Summaries are
 written by the strategies' extractive summarisers (a replay calls no model).
+
+A recorded session (an imported one) is planned as its own agent would send it: ctxscope's
+request carries ctxscope's system prompt and tools, the recorded agent's carried its own, much
+larger hidden prefix (:mod:`engine.recordings.hidden`). So every strategy's budget — its
+trigger, its view's counts, the engine's fit to the window — counts each request with that
+difference added (:attr:`engine.session.core.AgentCore.extra_prefix_tokens`), and a strategy
+triggers at the same real context size as the recorded agent's requests reached. A step's
+``tokens`` stay ctxscope's own count (what the cache model and cost price); ``original`` is the
+request as the recorded agent would send it. A window the recorded prefix does not fit in
+(``--window 8000`` on a Claude Code session of a 21 000-token prefix) plans ctxscope's own
+request, as before.
 """
 
 from __future__ import annotations
@@ -125,6 +136,11 @@ class ReplayResult:
     total_steps: int = 0
     """The recorded model calls the replay meant to play."""
     stops: list[Stop] = field(default_factory=list)
+    agent_prefix: int | None = None
+    """A recorded session replayed with its agent's prefix: the tokens every request was taken
+    to carry beyond ctxscope's own (its hidden prefix less ctxscope's L1 + L2), which the
+    strategy's budget counted; None when the replay planned with ctxscope's request alone (a
+    session of ctxscope's own, or a window too small for the recorded agent's prefix)."""
     """Rounds that ended before their recorded calls did (a request that could not be made
     to fit, a recorded answer mid-round), each with where and why; empty when every
     recorded step was replayed."""
@@ -180,6 +196,8 @@ class ReplayResult:
             "recall_last": self.recall_last(),
             "recall_min": self.recall_min(),
         } | (
+            {"agent_prefix_tokens": self.agent_prefix} if self.agent_prefix is not None else {}
+        ) | (
             {"stopped": [vars(s) | {"said": s.describe(self.strategy, self.total_steps)}
                          for s in self.stops]}
             if self.stops
@@ -306,7 +324,8 @@ def replay(
                     on_step(state["step"], total_steps)
                 if at_step is not None and at_step(state["step"], holder["agent"]):
                     raise _Stopped
-                return tokens
+                # the usage the recorded agent's API would report: its budget's last API usage
+                return tokens + int(holder["agent"].extra_prefix_tokens)
 
             provider = RecordedProvider(on_request)
             agent = Agent(
@@ -321,6 +340,13 @@ def replay(
             holder["agent"] = agent
             # L1 + L2: what every request carries around the conversation (the empty request)
             state["fixed"] = agent.preview().total
+            if hidden is not None and hidden.tokens < settings.context_window:
+                # A recorded session: every strategy plans with the request as the recorded
+                # agent's would be (its hidden prefix in place of ctxscope's own L1 + L2), so
+                # it triggers at the same real context size. A prefix the window cannot hold
+                # would leave no request that fits: then ctxscope's own request is planned.
+                agent.extra_prefix_tokens = hidden.tokens - state["fixed"]
+                result.agent_prefix = agent.extra_prefix_tokens
             agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
             # The replay is the scratch session's only writer from start to end: one lease
             # (rounds would each take it, and reload what no other process wrote).

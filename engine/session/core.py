@@ -96,6 +96,13 @@ class RoundOutcome:
 class AgentCore:
     """The state of an agent over one stored session, and how it builds its next request."""
 
+    extra_prefix_tokens = 0
+    """Tokens every request is taken to carry beyond what ctxscope builds, for the budget only
+    (the strategy's trigger, its view's counts, the fit to the window): a replay of a recorded
+    session sets it to the recorded agent's hidden prefix less ctxscope's own L1 + L2
+    (:func:`engine.replay.runner.replay`), so a strategy plans with the request as the recorded
+    agent's would be. 0 everywhere else."""
+
     def __init__(
         self,
         store: Store,
@@ -276,7 +283,7 @@ class AgentCore:
         record = self._last_record()
         return check_budget(
             self._fresh_usage(record),
-            idle.total,
+            idle.total + self.extra_prefix_tokens,
             user_input,
             messages,
             self.settings,

@@ -108,7 +108,7 @@ class Fitting(Steering):
     def _fit(self, built: BuiltContext) -> BuiltContext | None:
         """``built``, or the request rebuilt small enough (see the module docstring); None
         when nothing more can be set aside or archived."""
-        window = self.settings.context_window
+        window = self._room()
         if built.total <= window:
             return built
         if sum(built.layers[k] for k in UNSHRINKABLE) > window:
@@ -147,6 +147,12 @@ class Fitting(Steering):
         )
         return built if fits else None
 
+    def _room(self) -> int:
+        """The window less what every request is taken to carry beyond what ctxscope builds
+        (:attr:`~engine.session.core.AgentCore.extra_prefix_tokens`, a replay's hidden prefix):
+        what ctxscope's own request may hold."""
+        return self.settings.context_window - self.extra_prefix_tokens
+
     _excess = 0
     """While the last resort runs: how far over the window the request is (the strategy's
     emergency cut may take just enough)."""
@@ -167,7 +173,7 @@ class Fitting(Steering):
         """The strategy's emergency compaction (again while it frees something and the
         request is still over), and the request rebuilt after it."""
         archived = 0
-        window = self.settings.context_window
+        window = self._room()
         while built.total > window:
             with self.writing("compaction"):
                 draft = self._shrinking_draft(built.total - window)

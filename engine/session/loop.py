@@ -251,7 +251,9 @@ class Agent(Fitting):
 
     def _run_tool(self, call: ToolCall, index: int, step: int) -> ScratchResult:
         self.events(ToolStarted(round_index=index, step=step, call=call))
-        if self.workspace is None:
+        if not self.registry.needs_workspace:
+            result = self.registry.run(call.name, call.input, self.tool_ctx)
+        elif self.workspace is None:
             # A recording does not choose where tools run: nothing runs until the user gives
             # the session a workspace (issue 29).
             session = self.store.get_session(self.session_id)

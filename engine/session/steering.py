@@ -148,8 +148,8 @@ class Steering(WriterLease):
         return PolicyView(
             history=self.history.sent_form(self.strategy),
             in_progress=self.current_round,
-            request_tokens=built.total,
-            fixed_tokens=fixed_tokens(built),
+            request_tokens=built.total + self.extra_prefix_tokens,
+            fixed_tokens=fixed_tokens(built) + self.extra_prefix_tokens,
             last_usage=self._fresh_usage(record) if uses_api else None,
             last_usage_source=record.source if record else "api",
             user_input=user_input,
@@ -162,8 +162,8 @@ class Steering(WriterLease):
     def _request_tokens(self, hist: History) -> int:
         """The local count of the request ``hist`` would send now (as ``request_tokens``)."""
         if self.current_round is not None:
-            return self._build(self.current_question, hist).total
-        return self._build_idle("", hist).total
+            return self._build(self.current_question, hist).total + self.extra_prefix_tokens
+        return self._build_idle("", hist).total + self.extra_prefix_tokens
 
     def _live_summary_call(self, built: BuiltContext | None) -> Callable[[float], str]:
         """Seed 002: the live conversation plus the strategy's (mock) user message, as the
