@@ -10,12 +10,10 @@ session id is patched) run at commit a1d456c, before the speed work of issue 18 
 counts and ledger facts, see docs/benchmarks.md#replay); two runs gave byte-identical output.
 Regenerated for issue 32 (seeds 001-003 send earlier tool results as the tools returned
 them, not seed 000's A3 form): reset-hint, mock-user and message-window changed, the others
-not. Regenerated again for issue 29: a recording no longer chooses the folder the agent works
-in, so its replay works in none (``NO_FOLDER``), and every request names that folder instead of
-the recorded ``/Users/…/pomodoro/claude``: about 12 tokens fewer a step from the second on, so
-layered compacts 2 times instead of 3 and mock-user 4 instead of 6. In an 8 000-token window
-every strategy compacts (layered 2, reset-hint 3, mock-user 4, message-window 2,
-head-middle-tail 6, masking 2), so the figures cover summaries, re-compaction,
+not. Regenerated again after issue 29's merge, and wrongly explained then (by the width of
+the folder's name): those figures (layered 2, mock-user 4) came from replays whose recorded
+tool calls were all answered ``no_workspace``, corrected below. Every strategy compacts in an
+8 000-token window, so the figures cover summaries, re-compaction,
 masking and the cache model on a real recording.
 
 A change that means to change replay's figures (a strategy's summary, its trigger) regenerates
