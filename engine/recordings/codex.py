@@ -64,6 +64,8 @@ from engine.models import ToolCall, Usage, utcnow
 from engine.recordings.base import (
     ImportError_,
     Item,
+    JsonLines,
+    NotRead,
     Parsed,
     numbers_named,
     parse_time,
@@ -407,41 +409,34 @@ class _Reader:
 
 
 def parse(raw: str, name: str) -> Parsed:
-    """A whole rollout. A BOM, CRLF line ends and blank lines are nothing; a line that
-    repeats an earlier one whole (every record carries its time: a copy, not a new record)
-    is counted (``repeated_line``)."""
-    records: list[Record] = []
-    warnings: list[str] = []
-    skipped: Counter[str] = Counter()
-    problems: list[str] = []
-    not_json: list[int] = []
-    seen: set[str] = set()
-    lines = raw.removeprefix("\ufeff").splitlines()
-    n_lines = 0
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        n_lines += 1
-        if text in seen:
-            skipped["repeated_line"] += 1
-            continue
-        seen.add(text)
-        try:
-            obj = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            if number == len(lines) and not raw.endswith(("\n", "\r")):
-                warnings.append(
-                    f"line {number}: cut mid-way (the file is still being written?); left out"
-                )
-                skipped["partial_line"] += 1
-                continue
-            skipped["not_json"] += 1
-            not_json.append(number)
-            continue
-        records.append((number, obj))
-    if not_json:
-        warnings.append(f"{numbers_named('line', not_json)}: not JSON; left out")
-    return parse_read(records, n_lines, name, skipped, warnings, problems)
+    """A whole rollout, read by the one tolerant line reader (:class:`JsonLines`: a BOM, CRLF,
+    blank, comment, damaged, repeated and cut lines left out and named): lines of kinds this
+    parser does not know are named, not refused; it reads what it knows."""
+    reader = JsonLines()
+    return parse_records(known(reader.read(raw), reader.not_read), reader, name)
+
+
+def known(records: list[Record], not_read: NotRead) -> list[Record]:
+    """The rollout lines of kinds this parser reads; the others named in ``not_read``."""
+    out = []
+    for number, obj in records:
+        if looks_like(obj):
+            out.append((number, obj))
+        elif isinstance(obj.get("type"), str):
+            not_read.kind(obj["type"], number)
+        else:
+            not_read.line("not a record (no type)", number)
+    return out
+
+
+def parse_records(records: list[Record], reader: JsonLines, name: str) -> Parsed:
+    """A rollout from its known lines, with what the reader left out (copied: ``watch``
+    parses the same reader's records again at every look)."""
+    parsed = parse_read(records, reader.lines, name, Counter(reader.skipped), list(reader.warnings))
+    parsed.not_read.merge(reader.not_read)
+    version = parsed.recorded.get("cli_version")
+    parsed.agent_version = parsed.agent_version or (version if isinstance(version, str) else "")
+    return parsed
 
 
 def parse_read(

@@ -43,7 +43,6 @@ from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
 from engine.recordings.claude_code_chain import Record
 from engine.recordings.claude_code_follow import TailParser
 from engine.recordings.file_tail import FileTail
-from engine.recordings.importing import codex_known, parse_codex_records
 from engine.recordings.own_agent import auto_compact_at, context_of
 from engine.recordings.writer import Resume, check, write
 from engine.store import Store
@@ -350,11 +349,11 @@ class Follower:
         not_read = self.reader.not_read.copy()
         try:
             if self.fmt == codex.FORMAT:
-                records = codex_known(list(self.records), not_read)
+                records = codex.known(list(self.records), not_read)
                 reader = JsonLines()
                 reader.lines, reader.skipped = self.reader.lines, Counter(self.reader.skipped)
                 reader.warnings, reader.not_read = list(self.reader.warnings), not_read
-                parsed = parse_codex_records(records, reader, self.path.name)
+                parsed = codex.parse_records(records, reader, self.path.name)
             else:
                 if self._tail_parser is None:
                     self._tail_parser = TailParser(self.path.name)

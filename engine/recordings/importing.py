@@ -42,8 +42,6 @@ from engine.recordings import (
 from engine.recordings.base import (
     ImportError_,
     ImportReport,
-    JsonLines,
-    NotRead,
     Parsed,
 )
 from engine.recordings.files import read_session_text, special_mode
@@ -149,7 +147,7 @@ def parse_sessions(path: Path) -> list[Parsed]:
         elif fmt == anthropic_jsonl.FORMAT:
             sessions = [anthropic_jsonl.parse(raw, path.name)]
         elif fmt == codex.FORMAT:
-            sessions = [parse_codex(raw, path.name)]
+            sessions = [codex.parse(raw, path.name)]
         elif fmt == gemini.FORMAT:
             sessions = [gemini.parse(whole, path.name)]
         elif fmt == gemini.CONTENTS:
@@ -188,43 +186,6 @@ def _unknown(raw: str, long_lines: list[int]) -> str:
     if not raw.strip():
         return f"an empty file ({expected})"
     return f"not a recognised session format ({expected})"
-
-
-def parse_codex(raw: str, name: str) -> Parsed:
-    """A Codex rollout read by the one tolerant line reader: lines of kinds Codex's parser
-    does not know are named, not refused (its parser reads what it knows)."""
-    reader = JsonLines()
-    records = codex_known(reader.read(raw), reader.not_read)
-    return parse_codex_records(records, reader, name)
-
-
-def codex_known(
-    records: list[tuple[int, dict[str, Any]]], not_read: NotRead
-) -> list[tuple[int, dict[str, Any]]]:
-    """The Codex rollout lines of kinds its parser reads; the others named in ``not_read``."""
-    out = []
-    for number, obj in records:
-        if codex.looks_like(obj):
-            out.append((number, obj))
-        elif isinstance(obj.get("type"), str):
-            not_read.kind(obj["type"], number)
-        else:
-            not_read.line("not a record (no type)", number)
-    return out
-
-
-def parse_codex_records(
-    records: list[tuple[int, dict[str, Any]]], reader: JsonLines, name: str
-) -> Parsed:
-    """A rollout from its known lines, with what the reader left out (copied: ``watch``
-    parses the same reader's records again at every look)."""
-    parsed = codex.parse_read(
-        records, reader.lines, name, Counter(reader.skipped), list(reader.warnings)
-    )
-    parsed.not_read.merge(reader.not_read)
-    version = parsed.recorded.get("cli_version")
-    parsed.agent_version = parsed.agent_version or (version if isinstance(version, str) else "")
-    return parsed
 
 
 def _is_subagent(path: Path) -> bool:

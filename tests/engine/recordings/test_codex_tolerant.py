@@ -208,11 +208,11 @@ _STRANGERS = {
     "ai_note": lambda n: line("ai_note", {"text": f"from a later release {n}"}),
     "response_item:hologram": lambda n: line("response_item", {"type": "hologram", "n": n}),
     "event_msg:future_event": lambda n: line("event_msg", {"type": "future_event", "n": n}),
-    "not_json": lambda n: f"{{this is not JSON {n}",
-    "not_a_rollout_line": lambda n: json.dumps({"neither": "type nor payload", "n": n}),
+    "not JSON": lambda n: f"{{this is not JSON {n}",
+    "not a record (no type)": lambda n: json.dumps({"neither": "type nor payload", "n": n}),
 }
 """Lines of kinds this version does not read, each one different (``n``): a line that repeats
-another whole is a copy, counted as such."""
+another whole is a copy, counted as such. Keyed by the name the report counts each under."""
 
 
 def _signature(parsed: Parsed) -> list[tuple[object, ...]]:
@@ -233,8 +233,9 @@ def test_inserted_strangers_leave_the_conversation_as_it_was(
     insertions: list[tuple[int, str]],
 ) -> None:
     """Lines of kinds this version does not read, anywhere in the corpus rollout (never the
-    last line, which would be a cut line): the same items, calls, results and usage, and each
-    insertion counted under its kind."""
+    last line, which would be a cut line), read by ``codex.parse``, the reader ``import`` and
+    ``watch`` use: the same items, calls, results and usage, and each insertion counted under
+    its kind."""
     lines = CODEX.read_text(encoding="utf-8").splitlines()
     plain = codex.parse("\n".join(lines) + "\n", CODEX.name)
     changed = list(lines)
@@ -242,5 +243,17 @@ def test_inserted_strangers_leave_the_conversation_as_it_was(
         changed.insert(position % len(lines), _STRANGERS[kind](n))
     parsed = codex.parse("\n".join(changed) + "\n", CODEX.name)
     assert _signature(parsed) == _signature(plain)
-    added = parsed.skipped - plain.skipped
+    added = _counted(parsed) - _counted(plain)
     assert added == Counter(kind for _, kind in insertions)
+
+
+def _counted(parsed: Parsed) -> Counter[str]:
+    """What the report counts by kind: the parser's ``skipped`` (known record types it could
+    not use) and the line reader's "not read" kinds (record types it does not know) and lines
+    (not JSON, not a record)."""
+    not_read = parsed.not_read
+    return (
+        parsed.skipped
+        + Counter({k: len(v) for k, v in not_read.kinds.items()})
+        + Counter({why: len(v) for why, v in not_read.lines.items()})
+    )
