@@ -48,7 +48,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         wanted_workspace = getattr(args, "workspace", None)
         _check_move(session, wanted_workspace, args.move_workspace)  # before any fork is made
         session = session_to_change(store, session, args)
-        session = _moved(store, session, wanted_workspace, args.move_workspace)
+        session = _moved(store, session, wanted_workspace)
     else:
         workspace = workspace_folder(getattr(args, "workspace", None))
         if not workspace.is_dir():
@@ -160,13 +160,10 @@ def _check_move(session: Session, wanted: Path | None, move: bool) -> None:
         )
 
 
-def _moved(store: Store, session: Session, wanted: Path | None, move: bool) -> Session:
-    """The session, in ``wanted`` when ``--move-workspace`` asked for it, or when it had no
-    workspace it may use (``wanted`` is then its first)."""
-    _check_move(session, wanted, move)
-    if session_workspace(session) is None and wanted is not None:
-        return store.update_session(session.id or 0, workspace=str(wanted))
-    if wanted is None or str(wanted) == session.workspace:
+def _moved(store: Store, session: Session, wanted: Path | None) -> Session:
+    """The session in ``wanted``, once :func:`_check_move` allowed it: a move asked for with
+    ``--move-workspace``, or the first workspace of a session that had none it may use."""
+    if wanted is None or (session_workspace(session) and str(wanted) == session.workspace):
         return session
     return store.update_session(session.id or 0, workspace=str(wanted))
 
