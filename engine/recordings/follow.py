@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,13 +39,12 @@ from engine.config import Settings, session_origin
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.params import strategy_params
-from engine.recordings import claude_code, codex
+from engine.recordings import agents
+from engine.recordings.agents.protocol import AgentFormat, ContextRules, TailParser
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
-from engine.recordings.claude_code_chain import Record
-from engine.recordings.claude_code_follow import TailParser
 from engine.recordings.file_tail import FileTail
-from engine.recordings.own_agent import auto_compact_at, context_of
-from engine.recordings.writer import Resume, check, write
+from engine.recordings.own_agent import context_of
+from engine.recordings.writer import Resume, write
 from engine.store import Store
 
 
@@ -71,15 +71,19 @@ class Figures:
         return round(100 * self.context_tokens / self.context_window, 1)
 
 
-def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None) -> Figures:
-    """The figures of a parsed session: its last usage and what came after it, against the
-    agent's own auto-compact trigger: for Codex ``compact_limit`` (its
-    ``model_auto_compact_token_limit``) or ``watch_codex_compact_ratio`` of the window its
-    rollout records; for Claude Code the window less ``watch_compact_reserve``."""
+def figures(
+    parsed: Parsed,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    rules: ContextRules | None = None,
+) -> Figures:
+    """The figures of a parsed session: its last usage and what came after it, against its
+    agent's own window and auto-compact point
+    (:func:`engine.recordings.agents.context_rules_for_parsed`; ``env``: where the agent's
+    settings are found, this process's environment when None)."""
     items = parsed.items
-    recorded = parsed.recorded.get("context_window")
-    window = recorded if isinstance(recorded, int) and recorded > 0 else 0
-    out = Figures(context_window=window or settings.watch_context_window)
+    rules = rules or agents.context_rules_for_parsed(parsed, settings, env)
+    out = Figures(context_window=rules.window)
     for item in items:
         if item.kind == "summary":
             out.compactions += 1
@@ -109,7 +113,8 @@ def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None
     elif last >= 0:
         base = count_text(items[last].text)
     out.context_tokens = base + sum(_tokens(i) for i in items[last + 1 :])
-    out.compact_at = auto_compact_at(parsed.fmt, out.context_window, settings, compact_limit)
+    # An agent that does not compact on its own: its window is where the context ends.
+    out.compact_at = rules.auto_compact_at or rules.window
     out.until_compact = max(0, out.compact_at - out.context_tokens)
     out.warning = out.context_tokens >= settings.watch_warn_ratio * out.compact_at
     return out
@@ -172,8 +177,9 @@ class Update:
 
 
 class Follower:
-    """One Claude Code session file or Codex rollout, followed: parsed after each look, and
-    kept stored."""
+    """One session file of an agent whose format can be followed (Claude Code, Codex:
+    :meth:`~engine.recordings.agents.protocol.AgentFormat.tail_parser`), parsed after each
+    look, and kept stored."""
 
     def __init__(
         self,
@@ -182,25 +188,26 @@ class Follower:
         store: Store | None = None,
         workspace: str = "",
         parent: int | None = None,
-        compact_limit: int | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path
-        self.compact_limit = compact_limit
-        """Codex's ``model_auto_compact_token_limit`` (from its config), if set."""
-        self.fmt = ""
-        """``claude-code`` or ``codex``: the format of the file's first record."""
+        self.env = env
+        """Where the agent's own settings are found (``HOME``, ``CODEX_HOME``…; None: this
+        process's environment)."""
+        self.agent: AgentFormat | None = None
+        """The agent whose format the file's first records are in (None: not told yet)."""
         self.settings = settings
         self.store = store
         self.workspace = workspace or str(path.parent)
         self.parent = parent
         self.tail = FileTail(path)
-        self.records: list[Record] = []
+        self.records: list[tuple[int, dict[str, Any]]] = []
         self.lines = 0
         self.reader = JsonLines()
         """The tolerant line reader: what it left out, named in the notices and the parse."""
         self._tail_parser: TailParser | None = None
-        """Claude Code: the parse that costs what was appended (the whole-file parser's
-        items, :mod:`engine.recordings.claude_code_follow`)."""
+        """The agent's parse of the records so far (Claude Code's costs what was appended,
+        :mod:`engine.recordings.claude_code_follow`)."""
         self.notices: list[str] = []
         """What the follower could not read (yet), in the import report's words, since the
         last :meth:`take_notices`: ``watch`` is never silent about a file."""
@@ -239,7 +246,7 @@ class Follower:
             self.records, self.lines, self.reader = [], 0, JsonLines()
             self._tail_parser = None
             self._stored, self._compactions, self._warned = [], 0, False
-            self._unreported, self.fmt, self._said = 0, "", set()
+            self._unreported, self.agent, self._said = 0, None, set()
         new = 0
         for raw in chunk.lines:
             self.lines += 1
@@ -253,8 +260,6 @@ class Follower:
             if not isinstance(obj.get("type"), str):
                 self.reader.not_read.line("not a record (no type)", self.lines)
                 continue
-            if not self.fmt:
-                self.fmt = codex.FORMAT if codex.looks_like(obj) else claude_code.FORMAT
             self.records.append((self.lines, obj))
             new += 1
         self._unreported += new
@@ -266,7 +271,7 @@ class Follower:
         if parsed is None:
             return None
         self.parsed = parsed
-        fig = figures(parsed, self.settings, self.compact_limit)
+        fig = figures(parsed, self.settings, self.env)
         events = ["update"]
         if fig.compactions > self._compactions:
             events.append("compaction")
@@ -329,7 +334,7 @@ class Follower:
             for file in sorted(folder.glob("agent-*.jsonl")):
                 if file not in self.children and not file.name.startswith("agent-acompact"):
                     self.children[file] = Follower(
-                        file, self.settings, None, self.workspace, parent=None
+                        file, self.settings, None, self.workspace, parent=None, env=self.env
                     )
                     started += 1
         return started
@@ -347,24 +352,25 @@ class Follower:
         conversation yet (a file's first records can be hooks and snapshots), said in a
         notice."""
         not_read = self.reader.not_read.copy()
-        try:
-            if self.fmt == codex.FORMAT:
-                records = codex.known(list(self.records), not_read)
-                reader = JsonLines()
-                reader.lines, reader.skipped = self.reader.lines, Counter(self.reader.skipped)
-                reader.warnings, reader.not_read = list(self.reader.warnings), not_read
-                parsed = codex.parse_records(records, reader, self.path.name)
-            else:
-                if self._tail_parser is None:
-                    self._tail_parser = TailParser(self.path.name)
-                parsed = self._tail_parser.parse(
-                    self.records,
-                    self.reader.lines,
-                    Counter(self.reader.skipped),
-                    list(self.reader.warnings),
-                    not_read,
+        if self._tail_parser is None:
+            self.agent = agents.detect_records([obj for _, obj in self.records])
+            self._tail_parser = self.agent.tail_parser(self.path) if self.agent else None
+            if self._tail_parser is None:
+                what = f"a {self.agent.label} file" if self.agent else "no record it can follow"
+                self._notice(
+                    f"{self.path}: cannot be followed: {what} (watch follows "
+                    f"{', '.join(agents.followable())})"
                 )
-            problems = self._tail_parser.check(parsed) if self._tail_parser else check(parsed)
+                return None
+        try:
+            parsed = self._tail_parser.parse(
+                self.records,
+                self.reader.lines,
+                Counter(self.reader.skipped),
+                list(self.reader.warnings),
+                not_read,
+            )
+            problems = self._tail_parser.check(parsed)
         except ImportError_ as exc:
             said = "; ".join(exc.problems).replace(
                 " holds no conversation ", " holds no conversation yet "

@@ -2,67 +2,30 @@
 context as its last API call reported it, its recorded compactions and what its calls cost.
 
 A recorded session (imported or watched) is another agent's. What it shows first is what that
-agent did and would do — Claude Code compacts at its window less ``watch_compact_reserve``
-(200 000 → 167 000; the corpus' one recorded automatic compaction fired at 167 094), Codex at
-its ``model_auto_compact_token_limit`` or ``watch_codex_compact_ratio`` of its window —, never
-ctxscope's own strategy thresholds, which are what-ifs beside it. ``watch`` and the stored
-session go by the same rule (:func:`auto_compact_at`).
-
-A stored recording does not say which agent wrote it: the file a watched session follows
-names it (a Codex rollout is ``rollout-*.jsonl``), else its model does (``claude-*``: Claude
-Code's rule; ``gpt-*``, ``o3``, ``o4``, ``codex``: Codex's). A recording of another agent on a
-Claude model is shown with Claude Code's trigger; one whose agent is not known has none.
+agent did and would do — its window and auto-compact point by its own rule
+(:func:`engine.recordings.agents.context_rules_for_session`: Claude Code 200 000 → 167 000,
+or 1 000 000 → 967 000 on the 1M window; Codex 90 % of its raw window) —, never ctxscope's own
+strategy thresholds, which are what-ifs beside it. ``watch`` and the stored session go by the
+same rules. The agent is the one the registry names for the session
+(:func:`engine.recordings.agents.agent_of`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from engine.config import Settings
 from engine.models import Session, Usage
 from engine.prices import price_for
-from engine.recordings import claude_code, codex
+from engine.recordings import agents
 from engine.recordings.hidden import hidden_prefix
 from engine.store import Store
-
-AGENT_NAMES = {claude_code.FORMAT: "Claude Code", codex.FORMAT: "Codex"}
-"""The agents whose auto-compact point ctxscope knows, by their recording format."""
-
-_CODEX_MODEL = re.compile(r"^(gpt-|o\d|codex)", re.IGNORECASE)
-
-
-def auto_compact_at(
-    fmt: str, window: int, settings: Settings, compact_limit: int | None = None
-) -> int:
-    """Where the agent that wrote a ``fmt`` recording compacts on its own: Codex at
-    ``compact_limit`` (its ``model_auto_compact_token_limit``) or ``watch_codex_compact_ratio``
-    of ``window``; Claude Code at ``window`` less ``watch_compact_reserve``."""
-    if fmt == codex.FORMAT:
-        return compact_limit or int(settings.watch_codex_compact_ratio * window)
-    return window - settings.watch_compact_reserve
 
 
 def context_of(usage: Usage) -> int:
     """The agent's context after a call, as the call reported it: everything it sent (input,
     cache read, cache write) and the answer, which the next request carries."""
     return usage.input_side + usage.output_tokens
-
-
-def recorded_format(session: Session) -> str:
-    """The format (the agent) a recorded session comes from, as far as it can be told; ``""``
-    when not known."""
-    source = session.source or ""
-    if "rollout-" in source or "/.codex/" in source:
-        return codex.FORMAT
-    if "/.claude/" in source:
-        return claude_code.FORMAT
-    model = session.model.lower()
-    if model.startswith("claude"):
-        return claude_code.FORMAT
-    if _CODEX_MODEL.match(model):
-        return codex.FORMAT
-    return ""
 
 
 @dataclass(frozen=True)
@@ -109,8 +72,7 @@ def own_agent_view(store: Store, session: Session, settings: Settings) -> OwnAge
     if not session.recorded or session.id is None:
         return None
     sid = session.id
-    fmt = recorded_format(session)
-    window = settings.watch_context_window
+    rules = agents.context_rules_for_session(store, session, settings)
     usages = store.usages(sid)
     last = store.last_usage(sid)
     price = price_for(settings, session.model or settings.model)
@@ -121,10 +83,10 @@ def own_agent_view(store: Store, session: Session, settings: Settings) -> OwnAge
         if c.stats.get("recorded") and c.outcome in ("success", "fallback")
     ]
     return OwnAgentView(
-        agent=AGENT_NAMES.get(fmt, ""),
+        agent=agents.label_of(agents.agent_of(session)),
         model=session.model,
-        context_window=window,
-        compact_at=auto_compact_at(fmt, window, settings) if fmt in AGENT_NAMES else None,
+        context_window=rules.window,
+        compact_at=rules.auto_compact_at,
         context_tokens=None if last is None else context_of(last.usage),
         hidden_prefix=0 if hidden is None else hidden.tokens,
         compactions=len(compactions),

@@ -96,7 +96,7 @@ def test_folders_given_are_read_with_the_defaults_and_gemini_chats_are_found(
     assert code == 0
     data = json.loads(out)
     agents = sorted(f["agent"] for f in data["folders"])
-    assert agents == ["", "claude-code", "codex", "gemini"]
+    assert agents == ["", "claude-code", "codex", "gemini-cli"]  # each agent by its format
     # the 4 of HOME's agents, the Gemini chat, the copy and the aider history in the folder
     assert data["files"]["new"] == 7
     formats = [s["format"] for s in data["sessions"]]

@@ -126,6 +126,12 @@ def is_companion(relative: Path) -> bool:
     return any(agent.is_companion(relative) for agent in AGENTS)
 
 
+def orphaned(relative: Path, path: Path) -> bool:
+    """Whether ``path`` (``relative`` to the folder walked), a companion file, is without
+    the session it belongs to: counted, not read."""
+    return any(agent.is_companion(relative) and agent.orphaned(path) for agent in AGENTS)
+
+
 def guess_agent(source: str, model: str) -> str:
     """The agent of a session stored before the agent was recorded on it (used once, by the
     schema step that records it): the file it came from names it (``/.claude/``,
@@ -203,3 +209,8 @@ def recorded_of_session(store: Store, session: Session) -> Recorded:
         facts=facts,
         agent_version=version if isinstance(version, str) else "",
     )
+
+
+def followable() -> list[str]:
+    """The agents ``watch`` can follow, in words."""
+    return [agent.label for agent in AGENTS if agent.follow_glob]

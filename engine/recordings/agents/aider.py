@@ -32,6 +32,7 @@ class Aider:
     label = "aider"
     path_markers = (".aider.chat.history",)
     model_prefixes: tuple[str, ...] = ()
+    follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         if head.starts_as_json or not aider.looks_like(head.raw):
@@ -56,6 +57,9 @@ class Aider:
         return []
 
     def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
         return False
 
     def context_rules(

@@ -31,6 +31,7 @@ class AnthropicJsonl:
     label = "Anthropic messages"
     path_markers: tuple[str, ...] = ()
     model_prefixes: tuple[str, ...] = ()
+    follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return next(
@@ -54,6 +55,9 @@ class AnthropicJsonl:
         return []
 
     def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
         return False
 
     def context_rules(

@@ -70,6 +70,8 @@ class ClaudeCode:
     name = claude_code.FORMAT
     label = "Claude Code"
     path_markers = ("/.claude/",)
+    follow_glob = "*/*.jsonl"
+    """``projects/<project>/<session>.jsonl``."""
     model_prefixes = ("claude",)
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
@@ -103,6 +105,12 @@ class ClaudeCode:
 
     def is_companion(self, relative: Path) -> bool:
         return "subagents" in relative.parts or relative.name.startswith("agent-")
+
+    def orphaned(self, path: Path) -> bool:
+        """Read with ``<session>.jsonl`` when it is ``<session>/subagents/agent-*.jsonl``."""
+        return not (
+            path.parent.name == "subagents" and path.parent.parent.with_suffix(".jsonl").is_file()
+        )
 
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]

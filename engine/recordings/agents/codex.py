@@ -49,6 +49,8 @@ class Codex:
     name = codex.FORMAT
     label = "Codex"
     path_markers = ("rollout-", "/.codex/")
+    follow_glob = "*/*/*/rollout-*.jsonl"
+    """``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``."""
     model_prefixes = ("gpt-", "o1", "o3", "o4", "codex")
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
@@ -65,12 +67,16 @@ class Codex:
         return CodexTail(path.name)
 
     def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
-        return [Folder(codex_home(env, settings) / "sessions", self.name)]
+        folder = settings.watch_codex_dir or codex_home(env, settings) / "sessions"
+        return [Folder(folder, self.name)]
 
     def companions(self, path: Path) -> list[Path]:
         return []
 
     def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
         return False
 
     def context_rules(

@@ -46,6 +46,7 @@ class GeminiCli:
     name = gemini.FORMAT
     label = "Gemini CLI"
     path_markers = ("/.gemini/",)
+    follow_glob: str | None = None
     model_prefixes = ("gemini",)
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
@@ -82,6 +83,9 @@ class GeminiCli:
         return []
 
     def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
         return False
 
     def context_rules(

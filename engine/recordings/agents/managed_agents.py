@@ -37,6 +37,7 @@ class ManagedAgents:
     label = "Claude Managed Agents"
     path_markers: tuple[str, ...] = ()
     model_prefixes: tuple[str, ...] = ()
+    follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return None
@@ -58,6 +59,9 @@ class ManagedAgents:
         return []
 
     def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
         return False
 
     def context_rules(

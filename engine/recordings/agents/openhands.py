@@ -33,6 +33,7 @@ class OpenHands:
     label = "OpenHands"
     path_markers: tuple[str, ...] = ()
     model_prefixes: tuple[str, ...] = ()
+    follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return 0 if openhands.looks_like(head.whole) else None
@@ -54,6 +55,9 @@ class OpenHands:
         return []
 
     def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
         return False
 
     def context_rules(

@@ -178,6 +178,12 @@ class AgentFormat(Protocol):
         after the path's."""
         ...
 
+    @property
+    def follow_glob(self) -> str | None:
+        """The agent's session files under one of its home folders, for ``watch`` to find
+        the newest (``*/*.jsonl``); None: not followed."""
+        ...
+
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         """Where the head first shows this agent's format: 0 for a whole-file format, the
         index of the first record it claims for a JSON-lines one; None: not this format. The
@@ -205,6 +211,11 @@ class AgentFormat(Protocol):
     def is_companion(self, relative: Path) -> bool:
         """Whether a file found in a folder (``relative`` to it) is read with its session,
         never on its own."""
+        ...
+
+    def orphaned(self, path: Path) -> bool:
+        """Whether ``path``, a companion file, is without the session it belongs to (a
+        folder walk counts it as such instead of reading it)."""
         ...
 
     def context_rules(

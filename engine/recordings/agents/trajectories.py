@@ -32,6 +32,7 @@ class Trajectory:
 
     path_markers: tuple[str, ...] = ()
     model_prefixes: tuple[str, ...] = ()
+    follow_glob: str | None = None
 
     def __init__(
         self,
@@ -65,6 +66,9 @@ class Trajectory:
         return []
 
     def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
         return False
 
     def context_rules(
