@@ -302,6 +302,14 @@ class Session(BaseModel):
     it a workspace: ``workspace`` is then only the folder the recording names, shown and never
     used (no tool runs, no file is read there; :mod:`engine.session.workspace`)."""
 
+    agent: str = ""
+    """For a recorded session: the agent it comes from, by its format's name (``claude-code``,
+    ``codex``: :func:`engine.recordings.agents.by_name`), stored at import and watch; ``""``
+    for ctxscope's own sessions and a recording whose agent is not known."""
+    agent_version: str = ""
+    """That agent's version as the recording says it (``2.1.39``, ``0.47.0``); ``""``: not
+    recorded."""
+
     @property
     def recorded(self) -> bool:
         """A recorded session (imported or watched): another agent's, read-only; a change

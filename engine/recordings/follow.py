@@ -44,7 +44,7 @@ from engine.recordings.agents.protocol import AgentFormat, ContextRules, TailPar
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
 from engine.recordings.file_tail import FileTail
 from engine.recordings.own_agent import context_of
-from engine.recordings.writer import Resume, write
+from engine.recordings.writer import Resume, recorded_model, write
 from engine.store import Store
 
 
@@ -420,6 +420,8 @@ class Follower:
                     source=key,
                     params=strategy_params(self.settings, self.settings.strategy),
                     origin=session_origin(self.settings),
+                    agent=parsed.fmt,
+                    agent_version=parsed.agent_version,
                 )
                 self._stored = []
             whole = not self._stored or common < self._resume_at
@@ -450,8 +452,13 @@ class Follower:
                 self.settings,
                 resume=Resume(self.session, rounds, live, observations),
             )
-            if whole and parsed.items and parsed.items[0].model:
-                store.update_session(self._sid, model=parsed.items[0].model)
+            # The model an assistant record names (the first items are the user's input): the
+            # same as ``import`` stores, as soon as the file names one.
+            model = recorded_model(parsed)
+            if model and model != self.session.model:
+                self.session = store.update_session(self._sid, model=model)
+            if parsed.agent_version and parsed.agent_version != self.session.agent_version:
+                self.session = store.update_session(self._sid, agent_version=parsed.agent_version)
             # Another recording written in the file's place, or a title the agent wrote
             # later (``ai-title``): the session says what it now holds.
             title = f"watch: {parsed.title[:60]}"

@@ -52,6 +52,12 @@ CONTINUED = "(The conversation continues after a compaction.)"
 """The user message of a round that a recorded compaction left without one."""
 
 
+def recorded_model(parsed: Parsed) -> str:
+    """The model a recorded session is stored with: the one the recording names for the
+    session, else the first one an assistant step names (``import`` and ``watch`` alike)."""
+    return parsed.model or next((i.model for i in parsed.items if i.model), "")
+
+
 def check(parsed: Parsed) -> list[str]:
     """Problems that make ``parsed`` unstorable; renames duplicate tool_use ids in place."""
     problems: list[str] = []
@@ -158,13 +164,15 @@ def write(
                 workspace_given=not recorded_cwd,
                 title=f"import: {parsed.title[:60]}",
                 provider="import",
-                model=parsed.model or next((i.model for i in parsed.items if i.model), ""),
+                model=recorded_model(parsed),
                 strategy=settings.strategy,
                 parent_session_id=parent,
                 agent_id=parsed.agent_id,
                 params=strategy_params(settings, settings.strategy),
                 source=source,
                 origin=session_origin(settings),
+                agent=parsed.fmt,
+                agent_version=parsed.agent_version,
             )
         assert session.id is not None
         sid = session.id

@@ -106,6 +106,11 @@ class SessionRow(BaseRow):
     origin_user = TextField(null=True)
     origin_machine = TextField(null=True)
     """Who made it, and on which machine (the ``record_origin`` setting); NULL: not stored."""
+    recorded_agent = TextField(null=True)
+    """The agent a recorded session comes from (its format: ``claude-code``, ``codex``…);
+    NULL: ctxscope's own session, or a recording whose agent is not known."""
+    recorded_agent_version = TextField(null=True)
+    """That agent's version, as its recording says (``2.1.39``); NULL: not recorded."""
     workspace_given = BooleanField(default=True, null=True)
     """False while ``workspace`` is only the folder a recording names (``Session``). Nullable
     so that adding it is one ALTER TABLE: a NOT NULL column makes SQLite's migrator rebuild

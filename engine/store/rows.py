@@ -236,6 +236,8 @@ def session_model(r: SessionRow) -> Session:
         user=r.origin_user,
         machine=r.origin_machine,
         workspace_given=bool(r.workspace_given),
+        agent=r.recorded_agent or "",
+        agent_version=r.recorded_agent_version or "",
     )
 
 

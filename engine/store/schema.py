@@ -7,6 +7,7 @@ writing, so a file we refuse is never modified (not even switched to WAL).
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -270,6 +271,74 @@ def _session_origin(db: Database) -> None:
     )
 
 
+def _recorded_agents(db: Database) -> None:
+    """15 -> 16: a recorded session stores the agent it comes from and its version, so nothing
+    guesses them again. The recorded sessions stored so far get them once, by the guess
+    ctxscope made until now (``own_agent.recorded_format``, frozen here): the file a watched
+    session follows (``rollout-`` or ``/.codex/``: Codex; ``/.claude/``: Claude Code), else its
+    model (``claude*``: Claude Code; ``gpt-*``, ``o<digit>*``, ``codex*``: Codex); the version
+    from what the first user message kept of the recording (``meta.origin.recorded``), where
+    the reader named one."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import MessageRow, SessionRow
+
+    table = SessionRow._meta.table_name
+    present = {c.name for c in db.get_columns(table)}
+    migrate(
+        *[
+            migrator(db).add_column(table, name, getattr(SessionRow, name))
+            for name in ("recorded_agent", "recorded_agent_version")
+            if name not in present
+        ]
+    )
+    rows = sql(
+        db, f'SELECT id, source, model FROM "{table}" WHERE provider = ?', ("import",)
+    ).fetchall()
+    messages = MessageRow._meta.table_name
+    for sid, source, model in rows:
+        agent = _old_guess(source or "", (model or "").lower())
+        version = _recorded_version(db, messages, sid)
+        sql(
+            db,
+            f'UPDATE "{table}" SET recorded_agent = ?, recorded_agent_version = ? WHERE id = ?',
+            (agent or None, version or None, sid),
+        )
+
+
+def _old_guess(source: str, model: str) -> str:
+    """The agent of a recorded session as ctxscope guessed it up to schema 15."""
+    if "rollout-" in source or "/.codex/" in source:
+        return "codex"
+    if "/.claude/" in source:
+        return "claude-code"
+    if model.startswith("claude"):
+        return "claude-code"
+    if model.startswith(("gpt-", "codex")) or (model[:1] == "o" and model[1:2].isdigit()):
+        return "codex"
+    return ""
+
+
+def _recorded_version(db: Database, messages: str, sid: int) -> str:
+    """The agent's version a recorded session's first user message kept (``version``, or
+    Codex's ``cli_version``)."""
+    row = sql(
+        db,
+        f'SELECT meta FROM "{messages}" WHERE session_id = ? AND role = ? ORDER BY id LIMIT 1',
+        (sid, "user"),
+    ).fetchone()
+    try:
+        meta = json.loads(row[0]) if row and isinstance(row[0], str) else (row[0] if row else None)
+    except ValueError:
+        return ""
+    origin = meta.get("origin") if isinstance(meta, dict) else None
+    recorded = origin.get("recorded") if isinstance(origin, dict) else None
+    if not isinstance(recorded, dict):
+        return ""
+    version = recorded.get("version") or recorded.get("cli_version")
+    return version if isinstance(version, str) else ""
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -285,6 +354,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     12: _given_workspaces,
     13: _imported_files,
     14: _session_origin,
+    15: _recorded_agents,
 }
 
 

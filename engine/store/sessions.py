@@ -204,6 +204,8 @@ class SessionStore(StoreAccess):
         params: StrategyParams | None = None,
         origin: tuple[str, str] | None = None,
         workspace_given: bool | None = None,
+        agent: str = "",
+        agent_version: str = "",
     ) -> Session:
         """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
         ``source`` names the recording a watched session follows; ``params`` are the numbers
@@ -212,7 +214,9 @@ class SessionStore(StoreAccess):
         and machine it comes from (``engine.config.session_origin``; None: not stored).
 
         ``workspace_given``: the user gave ``workspace`` (``Session.workspace_given``); by
-        default, unless the session is recorded by another agent (``provider="import"``)."""
+        default, unless the session is recorded by another agent (``provider="import"``).
+        ``agent`` and ``agent_version``: the agent a recorded session comes from
+        (``Session.agent``)."""
         if workspace_given is None:
             workspace_given = provider != "import"
         now = utcnow()
@@ -231,6 +235,8 @@ class SessionStore(StoreAccess):
             origin_user=origin[0] if origin else None,
             origin_machine=origin[1] if origin else None,
             workspace_given=workspace_given,
+            recorded_agent=agent or None,
+            recorded_agent_version=agent_version or None,
         )
         return session_model(row)
 
@@ -258,16 +264,19 @@ class SessionStore(StoreAccess):
 
     @writes
     def update_session(self, session_id: int, **fields: Any) -> Session:
-        """Change title, provider, model, strategy, workspace or source; bumps ``updated_at``.
+        """Change title, provider, model, strategy, workspace, source or the recorded agent's
+        version; bumps ``updated_at``.
 
         A ``workspace`` given here is the user's (``workspace_given`` becomes true)."""
-        allowed = {"title", "provider", "model", "strategy", "workspace", "source"}
+        allowed = {"title", "provider", "model", "strategy", "workspace", "source", "agent_version"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {sorted(unknown)}")
         self.get_session(session_id)
         if "workspace" in fields:
             fields["workspace_given"] = True
+        if "agent_version" in fields:
+            fields["recorded_agent_version"] = fields.pop("agent_version") or None
         SessionRow.update(updated_at=utcnow(), **fields).where(
             SessionRow.id == session_id
         ).execute()

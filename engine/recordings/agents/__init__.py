@@ -55,7 +55,6 @@ __all__ = [
     "context_rules_for_parsed",
     "context_rules_for_session",
     "detect",
-    "guess_agent",
     "home_folders",
     "label_of",
     "recorded_of_parsed",
@@ -132,20 +131,6 @@ def orphaned(relative: Path, path: Path) -> bool:
     return any(agent.is_companion(relative) and agent.orphaned(path) for agent in AGENTS)
 
 
-def guess_agent(source: str, model: str) -> str:
-    """The agent of a session stored before the agent was recorded on it (used once, by the
-    schema step that records it): the file it came from names it (``/.claude/``,
-    ``rollout-``), else its model (``claude-*``: Claude Code; ``gpt-*``: Codex); ``""``."""
-    for agent in AGENTS:
-        if any(marker in source for marker in agent.path_markers):
-            return agent.name
-    lowered = model.lower()
-    for agent in AGENTS:
-        if agent.model_prefixes and lowered.startswith(agent.model_prefixes):
-            return agent.name
-    return ""
-
-
 def _rules(
     name: str, recorded: Recorded, settings: Settings, env: Mapping[str, str] | None
 ) -> ContextRules:
@@ -174,12 +159,9 @@ def context_rules_for_session(
 
 
 def agent_of(session: Session) -> str:
-    """The agent a stored session was recorded from (as stored; before the schema step that
-    stores it, as guessed from its file and model)."""
-    stored = getattr(session, "agent", None)
-    if isinstance(stored, str) and stored:
-        return stored
-    return guess_agent(session.source or "", session.model)
+    """The agent a stored session was recorded from, as stored at import or watch (sessions
+    stored before were given theirs once, by the schema step that added it); ``""``."""
+    return session.agent
 
 
 def recorded_of_session(store: Store, session: Session) -> Recorded:
@@ -201,7 +183,7 @@ def recorded_of_session(store: Store, session: Session) -> Recorded:
         if isinstance(origin.get("recorded"), dict):
             facts = origin["recorded"]
             break
-    version = facts.get("version") or facts.get("cli_version") or ""
+    version = session.agent_version or facts.get("cli_version") or ""
     return Recorded(
         model=session.model,
         largest_request=largest,

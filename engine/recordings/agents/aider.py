@@ -30,8 +30,6 @@ class Aider:
 
     name = aider.FORMAT
     label = "aider"
-    path_markers = (".aider.chat.history",)
-    model_prefixes: tuple[str, ...] = ()
     follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:

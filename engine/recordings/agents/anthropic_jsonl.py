@@ -29,8 +29,6 @@ class AnthropicJsonl:
 
     name = anthropic_jsonl.FORMAT
     label = "Anthropic messages"
-    path_markers: tuple[str, ...] = ()
-    model_prefixes: tuple[str, ...] = ()
     follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:

@@ -69,10 +69,8 @@ class ClaudeCode:
 
     name = claude_code.FORMAT
     label = "Claude Code"
-    path_markers = ("/.claude/",)
     follow_glob = "*/*.jsonl"
     """``projects/<project>/<session>.jsonl``."""
-    model_prefixes = ("claude",)
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return next((n for n, r in enumerate(head.records) if claude_code.looks_like(r)), None)

@@ -48,10 +48,8 @@ class Codex:
 
     name = codex.FORMAT
     label = "Codex"
-    path_markers = ("rollout-", "/.codex/")
     follow_glob = "*/*/*/rollout-*.jsonl"
     """``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``."""
-    model_prefixes = ("gpt-", "o1", "o3", "o4", "codex")
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return next((n for n, r in enumerate(head.records) if codex.looks_like(r)), None)

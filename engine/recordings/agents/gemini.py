@@ -45,9 +45,7 @@ class GeminiCli:
 
     name = gemini.FORMAT
     label = "Gemini CLI"
-    path_markers = ("/.gemini/",)
     follow_glob: str | None = None
-    model_prefixes = ("gemini",)
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         whole = head.whole

@@ -35,8 +35,6 @@ class ManagedAgents:
 
     name = managed_agents.FORMAT
     label = "Claude Managed Agents"
-    path_markers: tuple[str, ...] = ()
-    model_prefixes: tuple[str, ...] = ()
     follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:

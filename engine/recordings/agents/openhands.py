@@ -31,8 +31,6 @@ class OpenHands:
 
     name = openhands.FORMAT
     label = "OpenHands"
-    path_markers: tuple[str, ...] = ()
-    model_prefixes: tuple[str, ...] = ()
     follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:

@@ -167,18 +167,6 @@ class AgentFormat(Protocol):
         ...
 
     @property
-    def path_markers(self) -> tuple[str, ...]:
-        """Fragments of a file's path that only this agent's files hold (``/.claude/``): how
-        a session stored before the agent was recorded is told, once (schema step)."""
-        ...
-
-    @property
-    def model_prefixes(self) -> tuple[str, ...]:
-        """Model-id prefixes this agent's recordings name (``claude``): the same old guess,
-        after the path's."""
-        ...
-
-    @property
     def follow_glob(self) -> str | None:
         """The agent's session files under one of its home folders, for ``watch`` to find
         the newest (``*/*.jsonl``); None: not followed."""

@@ -30,8 +30,6 @@ from engine.recordings.writer import check
 class Trajectory:
     """One trajectory format."""
 
-    path_markers: tuple[str, ...] = ()
-    model_prefixes: tuple[str, ...] = ()
     follow_glob: str | None = None
 
     def __init__(

@@ -23,7 +23,6 @@ import pytest
 
 from engine.config import Settings
 from engine.models import Usage
-from engine.recordings import agents
 from engine.recordings.agents import context_rules_for_parsed, context_rules_for_session
 from engine.recordings.base import Item, Parsed
 from engine.recordings.importing import ParsedFiles, import_parsed, parse_sessions
@@ -213,11 +212,3 @@ def test_a_stored_session_has_the_rules_of_its_parse(
     (report,) = import_parsed(store, ParsedFiles([(path, parsed)]), "/ws", Settings())
     stored = context_rules_for_session(store, report.session, Settings(), env)
     assert stored == context_rules_for_parsed(parsed, Settings(), env)
-
-
-def test_the_old_guess_of_a_stored_session() -> None:
-    assert agents.guess_agent("/home/u/.codex/sessions/2026/rollout-x.jsonl", "") == "codex"
-    assert agents.guess_agent("/home/u/.claude/projects/p/s.jsonl#s", "gpt-5") == "claude-code"
-    assert agents.guess_agent("", "claude-opus-5") == "claude-code"
-    assert agents.guess_agent("", "gpt-5-codex") == "codex"
-    assert agents.guess_agent("", "mystery") == ""
