@@ -264,15 +264,18 @@ class Settings(BaseModel):
     Claude Code's); unset: ``$CODEX_HOME/sessions``, else ``~/.codex/sessions``. The
     ``config.toml`` one folder up gives ``model_auto_compact_token_limit``."""
     watch_codex_compact_ratio: float = Field(0.9, gt=0, le=1)
-    """Codex compacts at its ``model_auto_compact_token_limit``; when its config sets none,
-    ``watch`` takes this share of the window the rollout records (the issue's 90 %)."""
+    """Codex's documented default auto-compact point, as a share of its *raw* window (its
+    ``auto_compact_token_limit``: 90 %, 272 000 → 244 800), used when its ``config.toml`` sets
+    no ``model_auto_compact_token_limit`` (:mod:`engine.recordings.agents.codex`)."""
     watch_context_window: int = Field(200_000, gt=0)
-    """The watched agent's context window when its recording does not say (Claude Code
-    models: 200 000)."""
+    """The documented default window of a recorded agent whose window nothing else gives:
+    not the recording, the user's agent settings nor the model's entry in genai-prices
+    (Claude Code's default window: 200 000; :mod:`engine.recordings.agents`)."""
     watch_compact_reserve: int = Field(33_000, ge=0)
-    """Claude Code compacts when its context reaches the window less this: 20 000 kept for
-    the summary plus a 13 000 buffer (200 000 → 167 000; the corpus' one recorded automatic
-    compaction fired at 167 094, see docs/watch.md)."""
+    """Claude Code's documented reserve: it compacts when its context reaches its window (or
+    its ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` / ``autoCompactWindow``) less this, 20 000 kept
+    for the summary plus a 13 000 buffer (200 000 → 167 000, 1 000 000 → 967 000; the corpus'
+    recorded automatic compaction fired at 167 094, see docs/watch.md)."""
     watch_warn_ratio: float = Field(0.85, gt=0, le=1)
     """``watch`` warns once the context reaches this share of the auto-compact trigger."""
 

@@ -149,8 +149,9 @@ def test_disable_auto_compact_leaves_no_trigger(tmp_path: Path) -> None:
 
 def test_the_corpus_claude_code_files_are_200k_sessions(tmp_path: Path) -> None:
     """marot: claude-opus-4-6 (long context priced over 200,000), its largest request
-    166,859 and its compaction at 167,094, neither over 200,000 (jq over its assistant
-    ``usage`` and ``compactMetadata``); yoavf: claude-sonnet-4-5 (200,000 in genai-prices);
+    166,759 and its compaction at 167,094, neither over 200,000 (a python one-liner over its
+    assistant ``usage`` and ``compactMetadata``); yoavf: claude-sonnet-4-5 (200,000 in
+    genai-prices);
     moredip: claude-opus-4-5 (200,000)."""
     names = [
         MAROT.name,
