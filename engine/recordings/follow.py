@@ -27,6 +27,7 @@ that cannot be opened.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import Counter
 from collections.abc import Mapping
@@ -215,6 +216,9 @@ class Follower:
         self.parsed: Parsed | None = None
         self.session: Session | None = None
         self._stored: list[tuple[Any, ...]] = []
+        self._facts: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+        """The recorded facts and hidden prefix stored with the first user message (the
+        agent's rules read them back: Codex's window); other ones write the session again."""
         self._resume_at = 0
         self._resume_round = 0
         self._round_starts: list[int] = []
@@ -424,7 +428,8 @@ class Follower:
                     agent_version=parsed.agent_version,
                 )
                 self._stored = []
-            whole = not self._stored or common < self._resume_at
+            facts = (parsed.recorded, parsed.hidden)
+            whole = not self._stored or common < self._resume_at or facts != self._facts
             if whole:
                 store.clear_session(self._sid)
                 start, rounds, live, observations = 0, 0, [], []
@@ -445,6 +450,8 @@ class Follower:
                 self._round_starts = [p for p in self._round_starts if p < start]
             tail = Parsed(fmt=parsed.fmt, items=parsed.items[start:], title=parsed.title)
             tail.cwd = parsed.cwd
+            if start == 0:  # kept with the first user message, as import keeps them
+                tail.recorded, tail.hidden = parsed.recorded, parsed.hidden
             report = write(
                 store,
                 tail,
@@ -469,6 +476,7 @@ class Follower:
                 self.session = store.update_session(self._sid, workspace=workspace)
         self._round_starts += [start + p for p in report.round_starts]
         self._stored = sigs
+        self._facts = copy.deepcopy((parsed.recorded, parsed.hidden))
         self._resume_from(parsed.items)
         return whole
 

@@ -26,6 +26,7 @@ from engine.store.models import (
     SummaryRow,
 )
 from engine.store.rows import (
+    Select,
     message_model,
     message_row,
     observation_model,
@@ -172,6 +173,13 @@ class ConversationStore(SessionStore):
         return [message_model(r) for r in q]
 
     @reads
+    def first_message(self, session_id: int) -> Message | None:
+        """The session's first message (a recording keeps what it knows of itself there:
+        ``meta.origin["recorded"]``); None for a session without messages."""
+        row = _FIRST_MESSAGE.first(self.db, (session_id,))
+        return None if row is None else message_model(row)
+
+    @reads
     def history(self, session_id: int) -> History:
         """L3 as stored: summaries in order, then the messages not archived."""
         self.get_session(session_id)
@@ -266,3 +274,6 @@ _LAST_ROUND = (
     f'SELECT MAX("{RoundRow.number.column_name}") FROM "{RoundRow._meta.table_name}" '
     f'WHERE "{RoundRow.session.column_name}" = ?'
 )
+
+
+_FIRST_MESSAGE = Select(MessageRow, "{session} = ?", order="{id}", limit=1)

@@ -42,7 +42,6 @@ from engine.recordings.agents.protocol import (
 )
 from engine.recordings.base import Parsed
 from engine.store import Store
-from engine.store.errors import StoreError
 
 __all__ = [
     "AGENTS",
@@ -173,16 +172,9 @@ def recorded_of_session(store: Store, session: Session) -> Recorded:
     sid = session.id
     largest = max((u.usage.input_side for u in store.usages(sid)), default=0)
     pre = [c.stats.get("recorded_pre_tokens") for c in store.compactions(sid)]
-    facts: dict[str, Any] = {}
-    try:
-        first = store.round_messages(sid, 1)
-    except StoreError:
-        first = []
-    for message in first:
-        origin = message.meta.origin or {}
-        if isinstance(origin.get("recorded"), dict):
-            facts = origin["recorded"]
-            break
+    first = store.first_message(sid)
+    origin = (first.meta.origin if first is not None else None) or {}
+    facts: dict[str, Any] = origin["recorded"] if isinstance(origin.get("recorded"), dict) else {}
     version = session.agent_version or facts.get("cli_version") or ""
     return Recorded(
         model=session.model,

@@ -8,8 +8,11 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from engine.config import Settings
 from engine.prices import price_for
+from engine.recordings.agents import context_rules_for_session
 from engine.recordings.follow import Follower
 from engine.recordings.importing import ParsedFiles, import_parsed, parse_sessions
 from engine.store import Store
@@ -118,4 +121,33 @@ def test_sessions_stored_before_get_their_agent_once_by_the_old_guess(tmp_path: 
         "",
         "",
     ]
+    store.close()
+
+
+@pytest.mark.parametrize("path", [MAROT, CODEX], ids=["marot", "codex"])
+def test_a_watched_session_has_the_rules_of_its_import(path: Path, tmp_path: Path) -> None:
+    """Watched from its first 12 lines on (the Codex rollout records its window only with
+    its first token count, later), the stored session gives the window and the trigger the
+    import gives (272,000 / 244,800 and 200,000 / 167,000) and the watch bar shows."""
+    lines = path.read_bytes().split(b"\n")
+    copy = tmp_path / path.name
+    copy.write_bytes(b"\n".join(lines[:12]) + b"\n")
+    env = {"HOME": str(tmp_path)}
+    store = Store.open(tmp_path / "s.db")
+    follower = Follower(copy, Settings(), store, env=env)
+    follower.poll()
+    with open(copy, "ab") as out:
+        out.write(b"\n".join(lines[12:]))
+    follower.poll()
+    assert follower.session is not None and follower.figures is not None
+    watched = store.get_session(follower.session.id or 0)
+    once = store.get_session(imported(store, path))
+    rules = context_rules_for_session(store, watched, Settings(), env)
+    assert rules == context_rules_for_session(store, once, Settings(), env)
+    assert (follower.figures.context_window, follower.figures.compact_at) == (
+        rules.window,
+        rules.auto_compact_at,
+    )
+    expected = {MAROT: (200_000, 167_000), CODEX: (272_000, 244_800)}[path]
+    assert (rules.window, rules.auto_compact_at) == expected
     store.close()
