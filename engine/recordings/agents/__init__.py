@@ -182,7 +182,17 @@ def recorded_of_session(store: Store, session: Session) -> Recorded:
         largest_pre_compaction=max((p for p in pre if isinstance(p, int)), default=0),
         facts=facts,
         agent_version=version if isinstance(version, str) else "",
+        cwd=_cwd(facts, session),
     )
+
+
+def _cwd(facts: Mapping[str, Any], session: Session) -> str:
+    """The folder the recording ran in: as it recorded it, else the session's workspace while
+    that is the recording's folder (not one the user gave)."""
+    recorded = facts.get("cwd")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    return "" if session.workspace_given else session.workspace
 
 
 def followable() -> list[str]:

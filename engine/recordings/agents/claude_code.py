@@ -6,12 +6,17 @@ read by :mod:`engine.recordings.claude_code` and followed by its
 ``<session>/subagents/agent-*.jsonl`` are its subagents (each a child session) and
 ``agent-acompact-*`` the calls that wrote its compactions' summaries.
 
+Settings are Claude Code's own, highest first: the environment, the project's
+``.claude/settings.local.json`` and ``.claude/settings.json`` (in the recorded working
+directory), the user's ``settings.json`` (a file's ``env`` block counts as the environment:
+:mod:`~engine.recordings.agents.claude_code_settings`).
+
 **Window** (first that applies):
 
-1. ``CLAUDE_CODE_DISABLE_1M_CONTEXT`` set (the environment or the ``env`` of the user's
-   ``settings.json``): the standard window, 200 000;
+1. ``CLAUDE_CODE_DISABLE_1M_CONTEXT`` set: the standard window, 200 000;
 2. a ``[1m]`` suffix on the model id (``claude-opus-4-7[1m]``): 1 000 000;
-3. the ``context-1m`` beta where the recording names it (``betas``): 1 000 000;
+3. the ``context-1m`` beta, where the recording names it (``betas``) or ``ANTHROPIC_BETAS``
+   asks for it: 1 000 000;
 4. proof in the recording: a request over 200 000 input tokens, or an auto compaction whose
    ``preTokens`` exceed 200 000 — only the 1M window holds either;
 5. the model's window in genai-prices, when that window is the model's standard one
@@ -20,27 +25,25 @@ read by :mod:`engine.recordings.claude_code` and followed by its
    1M window as an opt-in long context, and Claude Code gives it 200 000 unless 1–4 say so;
 6. ``watch_context_window`` (200 000), Claude Code's documented default.
 
-**Auto-compact point**: the window, capped by ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` (the
-environment, then the ``env`` of ``settings.json``), else by
-``modelSettings.<model>.autoCompactWindow``, else by ``autoCompactWindow`` there (never
-under 100 000 nor over the window), less
-``watch_compact_reserve`` (33 000: 20 000 kept for the summary's output and a 13 000 buffer,
-Claude Code's ``window − min(max output, 20 000) − 13 000``): 200 000 → 167 000 (the corpus'
-auto compaction fired at 167 094), 1 000 000 → 967 000. ``DISABLE_AUTO_COMPACT`` or
-``autoCompactEnabled: false``: none.
+**Auto-compact point**: the window, capped by ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``, else by
+``modelSettings.<model>.autoCompactWindow``, else by ``autoCompactWindow`` (never under
+100 000 nor over the window), less ``watch_compact_reserve`` (33 000: 20 000 kept for the
+summary's output and a 13 000 buffer, Claude Code's ``window − min(max output, 20 000) −
+13 000``): 200 000 → 167 000 (the corpus' auto compaction fired at 167 094), 1 000 000 →
+967 000. ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` (1–100) only lowers it, to that share of the
+window less the 20 000. ``DISABLE_AUTO_COMPACT`` or ``autoCompactEnabled: false``: none.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from engine.config import Settings
 from engine.prices import listed_context_window, long_context_priced
 from engine.recordings import claude_code
+from engine.recordings.agents.claude_code_settings import ClaudeSettings, flag, tokens
 from engine.recordings.agents.protocol import (
     ContextRules,
     Folder,
@@ -59,6 +62,11 @@ STANDARD_WINDOW = 200_000
 window constant); a request larger than this proves the 1M window."""
 LONG_WINDOW = 1_000_000
 """The 1M window Claude Code selects with a ``[1m]`` model suffix or the ``context-1m`` beta."""
+SUMMARY_RESERVE = 20_000
+"""What Claude Code keeps free for the summary's output (``min(max output, 20,000)``) before
+its 13,000 buffer; ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` is a share of the window less this."""
+BETA_1M = "context-1m"
+"""The beta header that gives Claude models the 1M window (``context-1m-2025-08-07``)."""
 MIN_COMPACT_WINDOW = 100_000
 """``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` below this is raised to it (Claude Code's minimum)."""
 _ONE_M = re.compile(r"\[1m\]", re.IGNORECASE)
@@ -113,26 +121,26 @@ class ClaudeCode:
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
     ) -> ContextRules:
-        user = user_settings(settings_path(env))
-        window, window_source = self._window(recorded, settings, env, user)
-        at, trigger_source = self._trigger(recorded.model, window, settings, env, user)
+        config = ClaudeSettings(env, recorded.cwd)
+        window, window_source = self._window(recorded, settings, config)
+        at, trigger_source = self._trigger(recorded.model, window, settings, config)
         return ContextRules(window, at, window_source, trigger_source)
 
     def _window(
-        self,
-        recorded: Recorded,
-        settings: Settings,
-        env: Mapping[str, str],
-        user: dict[str, Any],
+        self, recorded: Recorded, settings: Settings, config: ClaudeSettings
     ) -> tuple[int, str]:
         model = recorded.model
-        if _flag(_env_value("CLAUDE_CODE_DISABLE_1M_CONTEXT", env, user)):
-            return STANDARD_WINDOW, "CLAUDE_CODE_DISABLE_1M_CONTEXT is set: the 200,000 window"
+        disabled = config.variable("CLAUDE_CODE_DISABLE_1M_CONTEXT")
+        if disabled and flag(disabled[0]):
+            return STANDARD_WINDOW, f"{disabled[1]}: the 200,000 window"
         if _ONE_M.search(model):
             return LONG_WINDOW, f"the [1m] suffix of {model}"
         betas = recorded.facts.get("betas")
-        if isinstance(betas, list | str) and any("context-1m" in str(b) for b in betas):
-            return LONG_WINDOW, "the context-1m beta the recording names"
+        if isinstance(betas, list | str) and any(BETA_1M in str(b) for b in betas):
+            return LONG_WINDOW, f"the {BETA_1M} beta the recording names"
+        asked = config.variable("ANTHROPIC_BETAS")
+        if asked and BETA_1M in asked[0]:
+            return LONG_WINDOW, f"the {BETA_1M} beta ({asked[1]})"
         if recorded.largest_request > STANDARD_WINDOW:
             return LONG_WINDOW, (
                 f"a recorded request of {recorded.largest_request:,} tokens "
@@ -157,24 +165,31 @@ class ClaudeCode:
         )
 
     def _trigger(
-        self,
-        model: str,
-        window: int,
-        settings: Settings,
-        env: Mapping[str, str],
-        user: dict[str, Any],
+        self, model: str, window: int, settings: Settings, config: ClaudeSettings
     ) -> tuple[int | None, str]:
-        if _flag(_env_value("DISABLE_AUTO_COMPACT", env, user)):
-            return None, "DISABLE_AUTO_COMPACT is set: Claude Code does not compact on its own"
-        if user.get("autoCompactEnabled") is False:
-            return None, "autoCompactEnabled is false in Claude Code's settings.json"
+        off = config.variable("DISABLE_AUTO_COMPACT")
+        if off and flag(off[0]):
+            return None, f"{off[1]}: Claude Code does not compact on its own"
+        enabled = config.value("autoCompactEnabled")
+        if enabled is not None and enabled[0] is False:
+            return None, f"autoCompactEnabled is false in {enabled[1]}"
         reserve = settings.watch_compact_reserve
         less = f"less {reserve:,} (Claude Code's 20,000 for the summary and 13,000 buffer)"
-        cap, named = _compact_window(model, env, user)
-        if cap is None:
-            return window - reserve, f"the window {window:,} {less}"
-        used = min(window, max(MIN_COMPACT_WINDOW, cap))
-        return used - reserve, f"{named} (so {used:,}) {less}"
+        cap, named = _compact_window(model, config)
+        used = window if cap is None else min(window, max(MIN_COMPACT_WINDOW, cap))
+        at = used - reserve
+        source = f"the window {window:,} {less}" if cap is None else f"{named} (so {used:,}) {less}"
+        percent = config.variable("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
+        share = _percent(percent[0]) if percent else None
+        if percent and share is not None:
+            # It lowers the point only: a share of the window less the summary's reserve.
+            lowered = int((used - SUMMARY_RESERVE) * share / 100)
+            if lowered < at:
+                return lowered, (
+                    f"{percent[1]}: {share:g} % of {used - SUMMARY_RESERVE:,} (the window "
+                    f"{used:,} less Claude Code's 20,000 for the summary)"
+                )
+        return at, source
 
     def _add_companions(self, path: Path, parsed: Parsed) -> None:
         """Each subagent a child session; an ``agent-acompact-*`` file is the call that
@@ -219,68 +234,30 @@ def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:
     }
 
 
-def settings_path(env: Mapping[str, str]) -> Path:
-    """The user's Claude Code settings: ``$CLAUDE_CONFIG_DIR/settings.json``, else
-    ``~/.claude/settings.json``."""
-    folder = env.get("CLAUDE_CONFIG_DIR")
-    return (Path(folder) if folder else home_of(env) / ".claude") / "settings.json"
-
-
-def user_settings(path: Path) -> dict[str, Any]:
-    """The settings file as JSON (``{}``: none, or not readable)."""
+def _percent(value: str) -> float | None:
+    """``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``'s share, 1 to 100 (Claude Code ignores others)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _env_value(name: str, env: Mapping[str, str], user: dict[str, Any]) -> str | None:
-    """A variable from the environment, else from the ``env`` of ``settings.json`` (Claude
-    Code applies that block to itself)."""
-    if name in env:
-        return env[name]
-    block = user.get("env")
-    value = block.get(name) if isinstance(block, dict) else None
-    return None if value is None else str(value)
-
-
-def _flag(value: str | None) -> bool:
-    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def _tokens(value: Any) -> int | None:
-    """A token count as Claude Code reads one: ``400000``, ``400_000``, ``4e5``."""
-    if isinstance(value, bool):
+        share = float(value)
+    except ValueError:
         return None
-    if isinstance(value, int | float):
-        number = float(value)
-    else:
-        try:
-            number = float(str(value).replace("_", "").strip())
-        except ValueError:
-            return None
-    return int(number) if number > 0 else None
+    return share if 0 < share <= 100 else None
 
 
-def _compact_window(
-    model: str, env: Mapping[str, str], user: dict[str, Any]
-) -> tuple[int | None, str]:
-    """The auto-compact window the user set, and where: the environment variable first,
-    then ``modelSettings.<model>.autoCompactWindow``, then ``autoCompactWindow``."""
-    raw = _env_value("CLAUDE_CODE_AUTO_COMPACT_WINDOW", env, user)
-    if raw is not None and _tokens(raw):
-        return _tokens(raw), f"CLAUDE_CODE_AUTO_COMPACT_WINDOW={raw}"
-    per_model = user.get("modelSettings")
-    if isinstance(per_model, dict):
-        for key in (model, _ONE_M.sub("", model)):
-            entry = per_model.get(key)
-            if isinstance(entry, dict) and _tokens(entry.get("autoCompactWindow")):
-                value = _tokens(entry.get("autoCompactWindow"))
-                return value, f"modelSettings.{key}.autoCompactWindow {value:,} in settings.json"
-    value = _tokens(user.get("autoCompactWindow"))
-    if value:
-        return value, f"autoCompactWindow {value:,} in Claude Code's settings.json"
+def _compact_window(model: str, config: ClaudeSettings) -> tuple[int | None, str]:
+    """The auto-compact window the user set, and where: the variable first (the environment,
+    then a settings file's ``env``), then ``modelSettings.<model>.autoCompactWindow``, then
+    ``autoCompactWindow``."""
+    variable = config.variable("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
+    if variable and tokens(variable[0]):
+        return tokens(variable[0]), variable[1]
+    per_model = config.model_value([model, _ONE_M.sub("", model)], "autoCompactWindow")
+    if per_model and tokens(per_model[0]):
+        value = tokens(per_model[0])
+        return value, f"modelSettings.{per_model[1]}.autoCompactWindow {value:,} in {per_model[2]}"
+    top = config.value("autoCompactWindow")
+    if top and tokens(top[0]):
+        value = tokens(top[0])
+        return value, f"autoCompactWindow {value:,} in {top[1]}"
     return None, ""
 
 

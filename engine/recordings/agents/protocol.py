@@ -76,6 +76,8 @@ class Recorded:
     """:attr:`~engine.recordings.base.Parsed.recorded`: the recorded window (Codex's
     ``model_context_window``), betas, the agent's version…"""
     agent_version: str = ""
+    cwd: str = ""
+    """The working directory the session ran in (its project's agent settings are there)."""
 
 
 def recorded_of_parsed(parsed: Parsed) -> Recorded:
@@ -90,6 +92,7 @@ def recorded_of_parsed(parsed: Parsed) -> Recorded:
         ),
         facts=parsed.recorded,
         agent_version=parsed.agent_version,
+        cwd=parsed.cwd,
     )
 
 

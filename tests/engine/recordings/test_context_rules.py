@@ -213,3 +213,51 @@ def test_a_stored_session_has_the_rules_of_its_parse(
     (report,) = import_parsed(store, ParsedFiles([(path, parsed)]), "/ws", Settings())
     stored = context_rules_for_session(store, report.session, Settings(), env)
     assert stored == context_rules_for_parsed(parsed, Settings(), env)
+
+
+def test_the_project_settings_come_before_the_users(tmp_path: Path) -> None:
+    """The session's folder (its ``cwd``) holds ``.claude/settings.json`` (300,000) and
+    ``.claude/settings.local.json`` (250,000); the user's says 500,000. The local file wins:
+    250,000 − 33,000 = 217,000; without it the project's: 300,000 − 33,000 = 267,000."""
+    env = home(tmp_path / "home", {"autoCompactWindow": 500_000})
+    project = tmp_path / "project" / ".claude"
+    project.mkdir(parents=True)
+    (project / "settings.json").write_text(json.dumps({"autoCompactWindow": 300_000}))
+    (project / "settings.local.json").write_text(json.dumps({"autoCompactWindow": 250_000}))
+    parsed = claude("claude-opus-5")
+    parsed.cwd = str(tmp_path / "project")
+    rules = context_rules_for_parsed(parsed, Settings(), env)
+    assert rules.auto_compact_at == 217_000
+    assert str(project / "settings.local.json") in rules.trigger_source
+    (project / "settings.local.json").unlink()
+    assert context_rules_for_parsed(parsed, Settings(), env).auto_compact_at == 267_000
+
+
+def test_the_context_1m_beta_gives_the_1m_window(tmp_path: Path) -> None:
+    """``ANTHROPIC_BETAS=context-1m-2025-08-07`` on claude-sonnet-4-6 (200,000 otherwise)."""
+    env = home(tmp_path) | {"ANTHROPIC_BETAS": "context-1m-2025-08-07"}
+    rules = context_rules_for_parsed(claude("claude-sonnet-4-6"), Settings(), env)
+    assert (rules.window, rules.auto_compact_at) == (1_000_000, 967_000)
+    recorded = claude("claude-sonnet-4-6")
+    recorded.recorded["betas"] = ["context-1m-2025-08-07"]
+    assert context_rules_for_parsed(recorded, Settings(), home(tmp_path)).window == 1_000_000
+
+
+def test_the_percent_override_only_lowers_the_point(tmp_path: Path) -> None:
+    """``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50`` on the 1M window: 50 % of (1,000,000 − 20,000)
+    = 490,000, under 967,000. At 99 %: 970,200 is over 967,000, which stays."""
+    env = home(tmp_path) | {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}
+    assert (
+        context_rules_for_parsed(claude("claude-opus-5"), Settings(), env).auto_compact_at
+        == 490_000
+    )
+    env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = "99"
+    assert (
+        context_rules_for_parsed(claude("claude-opus-5"), Settings(), env).auto_compact_at
+        == 967_000
+    )
+    env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = "150"  # out of 1–100: ignored, as Claude Code does
+    assert (
+        context_rules_for_parsed(claude("claude-opus-5"), Settings(), env).auto_compact_at
+        == 967_000
+    )
