@@ -41,7 +41,7 @@ from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.params import strategy_params
 from engine.recordings import agents
-from engine.recordings.agents.protocol import AgentFormat, ContextRules, TailParser
+from engine.recordings.agents.protocol import HEAD_RECORDS, AgentFormat, ContextRules, TailParser
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
 from engine.recordings.file_tail import FileTail
 from engine.recordings.own_agent import context_of
@@ -206,6 +206,8 @@ class Follower:
         self.lines = 0
         self.reader = JsonLines()
         """The tolerant line reader: what it left out, named in the notices and the parse."""
+        self._head: list[dict[str, Any]] = []
+        """The first records read while the agent is not told yet (what tells it)."""
         self._tail_parser: TailParser | None = None
         """The agent's parse of the records so far (Claude Code's costs what was appended,
         :mod:`engine.recordings.claude_code_follow`)."""
@@ -251,6 +253,7 @@ class Follower:
             self._tail_parser = None
             self._stored, self._compactions, self._warned = [], 0, False
             self._unreported, self.agent, self._said = 0, None, set()
+            self._head = []
         new = 0
         for raw in chunk.lines:
             self.lines += 1
@@ -261,12 +264,16 @@ class Follower:
             obj = self.reader.feed(self.lines, raw.decode("utf-8", errors="replace"))
             if obj is None:
                 continue
+            if self.agent is None and len(self._head) < HEAD_RECORDS:
+                self._head.append(obj)
             if not isinstance(obj.get("type"), str):
                 self.reader.not_read.line("not a record (no type)", self.lines)
                 continue
             self.records.append((self.lines, obj))
             new += 1
         self._unreported += new
+        if self.agent is None and self._head and not self._tell_agent():
+            return None
         started = self._discover_children()
         if not new and not chunk.reset and not started:
             self._poll_children()
@@ -357,15 +364,7 @@ class Follower:
         notice."""
         not_read = self.reader.not_read.copy()
         if self._tail_parser is None:
-            self.agent = agents.detect_records([obj for _, obj in self.records])
-            self._tail_parser = self.agent.tail_parser(self.path) if self.agent else None
-            if self._tail_parser is None:
-                what = f"a {self.agent.label} file" if self.agent else "no record it can follow"
-                self._notice(
-                    f"{self.path}: cannot be followed: {what} (watch follows "
-                    f"{', '.join(agents.followable())})"
-                )
-                return None
+            return None
         try:
             parsed = self._tail_parser.parse(
                 self.records,
@@ -387,6 +386,29 @@ class Follower:
         for sentence in parsed.not_read_sentences():
             self._notice(f"{self.path}: {sentence}")
         return parsed
+
+    def _tell_agent(self) -> bool:
+        """Tell the agent from the first records read (:func:`engine.recordings.agents.
+        detect_records`) and take its tail parser; False (said in a notice) while no agent
+        claims them, or when the agent's files cannot be followed."""
+        self.agent = agents.detect_records(self._head)
+        followed = ", ".join(agents.followable())
+        if self.agent is None:
+            self._notice(
+                f"{self.path}: holds no record of a format watch follows yet "
+                f"({len(self._head)} records read; watch follows {followed})"
+            )
+            return False
+        self._tail_parser = self.agent.tail_parser(self.path)
+        if self._tail_parser is None:
+            self._notice(
+                f"{self.path}: is a recording of {self.agent.label}, which watch does not "
+                f"follow (it follows {followed}); import it instead"
+            )
+            self._head = []
+            return False
+        self._head = []
+        return True
 
     def _notice(self, text: str) -> None:
         """Say ``text`` once (a file that stays as it is is not reported at every look)."""

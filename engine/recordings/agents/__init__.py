@@ -79,7 +79,12 @@ _BY_NAME = {agent.name: agent for agent in AGENTS}
 
 def detect(path: Path | None, raw: str) -> AgentFormat | None:
     """The agent whose format ``raw`` (a file's text, or its start) is in; None: none."""
-    head = Head(raw)
+    return _earliest(path, Head(raw))
+
+
+def _earliest(path: Path | None, head: Head) -> AgentFormat | None:
+    """The agent whose evidence comes first in ``head``, the first in :data:`AGENTS` on a
+    tie."""
     best: tuple[int, int] | None = None
     for order, agent in enumerate(AGENTS):
         at = agent.looks_like(path, head)
@@ -90,11 +95,7 @@ def detect(path: Path | None, raw: str) -> AgentFormat | None:
 
 def detect_records(records: list[Any]) -> AgentFormat | None:
     """The agent whose JSON-lines records these are (``watch`` reads lines, not a file)."""
-    head = Head.of_records(records)
-    for agent in AGENTS:
-        if agent.looks_like(None, head) is not None:
-            return agent
-    return None
+    return _earliest(None, Head.of_records(records))
 
 
 def by_name(name: str) -> AgentFormat | None:
