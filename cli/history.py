@@ -66,7 +66,7 @@ def cmd_import_history(args: argparse.Namespace, settings: Settings) -> int:
     missing = [f.path for f in given if not f.path.is_dir()]
     if missing:
         raise UsageError(f"no such folder: {missing[0]} (--folder names a folder to read)")
-    folders = unique_folders(default_folders() + given)
+    folders = unique_folders(default_folders(settings=settings) + given)
     if not folders:
         raise UsageError(
             "no session folders here: none of ~/.claude/projects, $CLAUDE_CONFIG_DIR/projects, "
