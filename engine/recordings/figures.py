@@ -1,0 +1,104 @@
+"""A stored session's figures (:mod:`engine.figures`) with the rules of the agent that ran it.
+
+The one door every surface goes through: ``session_figures(store, session, settings)``. A
+recording is measured by its own agent's rules (the agents' registry:
+:func:`engine.recordings.agents.context_rules_for_session`); ctxscope's own session by seed
+000's (its ``context_window``, compacting at ``threshold_ratio`` of it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from engine.config import Settings
+from engine.figures import Call, Rules, SessionFigures, WindowRules, figures_from_calls
+from engine.models import Compaction, Outcome, Session
+from engine.params import session_settings
+from engine.prices import price_for
+from engine.store import Store
+
+
+def own_rules(settings: Settings) -> Rules:
+    """ctxscope's own agent: its session's window, and seed 000's trigger in it."""
+    return Rules(
+        window=settings.context_window,
+        auto_compact_at=settings.threshold_tokens,
+        window_source="the session's context_window",
+        trigger_source=f"seed 000: threshold_ratio {settings.threshold_ratio} × context_window",
+    )
+
+
+def rules_for(
+    store: Store, session: Session, settings: Settings, env: Mapping[str, str] | None = None
+) -> WindowRules:
+    """The rules a session is measured by: its own agent's for a recording, seed 000's for
+    ctxscope's own."""
+    if not session.recorded:
+        return own_rules(session_settings(settings, session))
+    return _recorded_rules(session, settings)
+
+
+def counted(compaction: Compaction) -> bool:
+    """A compaction that holds: it succeeded (or fell back to a summary) and was not undone."""
+    return (
+        compaction.outcome in (Outcome.SUCCESS, Outcome.FALLBACK) and compaction.undone_at is None
+    )
+
+
+def session_figures(
+    store: Store,
+    session: Session,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    rules: WindowRules | None = None,
+) -> SessionFigures:
+    """The figures of a stored session, as every surface prints them."""
+    assert session.id is not None
+    sid = session.id
+    model = session.model or ("" if session.recorded else settings.model)
+    calls = [
+        Call(
+            usage=u.usage,
+            model=_normal(getattr(u, "model", None) or model),
+            created_at=u.created_at,
+            billed=u.source != "local",
+        )
+        for u in store.usages(sid)
+    ]
+    history = store.history(sid)
+    history_tokens = sum(m.tokens or 0 for m in history.messages) + sum(
+        s.tokens or 0 for s in history.summaries
+    )
+    return figures_from_calls(
+        calls,
+        rules if rules is not None else rules_for(store, session, settings, env),
+        lambda m: price_for(settings, m),
+        agent=agent_label(session),
+        model=model,
+        history_tokens=history_tokens,
+        compactions=sum(1 for c in store.compactions(sid) if counted(c)),
+    )
+
+
+def agent_label(session: Session) -> str:
+    """Who ran the session in words, as stored with it."""
+    if not session.recorded:
+        return "ctxscope"
+    from engine.recordings.own_agent import AGENT_NAMES, recorded_format
+
+    return AGENT_NAMES.get(recorded_format(session), "")
+
+
+def _normal(model: str) -> str:
+    """A model id as the price data names it: a provider prefix (``anthropic/``) dropped."""
+    return model.rsplit("/", 1)[-1] if "/" in model else model
+
+
+def _recorded_rules(session: Session, settings: Settings) -> Rules:
+    """Until the agents' registry answers: the rules own_agent knew (to be replaced)."""
+    from engine.recordings.own_agent import AGENT_NAMES, auto_compact_at, recorded_format
+
+    fmt = recorded_format(session)
+    window = settings.watch_context_window
+    at = auto_compact_at(fmt, window, settings) if fmt in AGENT_NAMES else None
+    return Rules(window, at, "watch_context_window", "own_agent")
