@@ -23,12 +23,15 @@ registry's business (:mod:`engine.recordings.figures` joins the two).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.models import Usage
+
+if TYPE_CHECKING:
+    from engine.figures.spend import Spend
 
 
 class WindowRules(Protocol):
@@ -69,18 +72,6 @@ class Call:
     provider), which measures the context but costs nothing."""
 
 
-class Pricer(Protocol):
-    """How one model's calls are priced (:class:`engine.prices.Pricing`)."""
-
-    @property
-    def known(self) -> bool: ...
-
-    @property
-    def note(self) -> str: ...
-
-    def usage_cost(self, usage: Usage, at: datetime | None = None) -> float | None: ...
-
-
 @dataclass(frozen=True)
 class Tokens:
     """Tokens over a session's billed calls, by kind, as the API billed them."""
@@ -119,7 +110,7 @@ class SessionFigures:
     requests: int
     tokens: Tokens
     cost: float | None
-    """Every billed call at list price, each at its own model's price of its day; None when
+    """Every billed call at list price, at its model's price of its day and tier; None when
     no call has a price."""
     cost_note: str
     unpriced_requests: int = 0
@@ -212,21 +203,22 @@ def _measured(usage: Usage) -> bool:
 def figures_from_calls(
     calls: Sequence[Call],
     rules: WindowRules,
-    price: Callable[[str], Pricer],
+    spend: Spend,
+    cost_note: str,
     *,
     agent: str,
     model: str,
     history_tokens: int,
     compactions: int,
 ) -> SessionFigures:
-    """The figures of a session whose billed calls are ``calls`` (in order), run by ``agent``
-    under ``rules``; ``price(model)`` prices a model (one cache per process:
-    :func:`engine.prices.price_for`)."""
+    """The figures of a session whose calls are ``calls`` (in order), run by ``agent`` under
+    ``rules``; ``spend`` is what its billed calls cost (:mod:`engine.figures.spend`, the sums
+    the report card prices the same way)."""
     measured = [c for c in calls if _measured(c.usage)]
     last = measured[-1] if measured else None
     billed = [c for c in measured if c.billed]
     models = tuple(dict.fromkeys(c.model for c in billed if c.model))
-    cost, unpriced, notes = _cost(billed, price)
+    cost = spend.total_cost if spend.requests else None
     return SessionFigures(
         agent=agent,
         model=(last.model if last is not None and last.model else model),
@@ -238,11 +230,11 @@ def figures_from_calls(
         context_tokens=None if last is None else context_of(last.usage),
         history_tokens=history_tokens,
         compactions=compactions,
-        requests=len(billed),
+        requests=spend.requests,
         tokens=_tokens(c.usage for c in billed),
         cost=cost,
-        cost_note=notes,
-        unpriced_requests=unpriced,
+        cost_note=cost_note if billed else "no billed calls",
+        unpriced_requests=spend.unpriced_requests,
     )
 
 
@@ -254,22 +246,3 @@ def _tokens(usages: Iterable[Usage]) -> Tokens:
         w += u.cache_creation_input_tokens
         o += u.output_tokens
     return Tokens(input=i, cache_read=r, cache_write=w, output=o)
-
-
-def _cost(calls: Sequence[Call], price: Callable[[str], Pricer]) -> tuple[float | None, int, str]:
-    """Every call at its own model's price of its day; the calls on models without a price
-    are counted, never priced as another model."""
-    total = 0.0
-    priced = unpriced = 0
-    notes: dict[str, str] = {}
-    for call in calls:
-        pricing = price(call.model)
-        notes.setdefault(call.model, pricing.note)
-        cost = pricing.usage_cost(call.usage, call.created_at) if pricing.known else None
-        if cost is None:
-            unpriced += 1
-        else:
-            priced += 1
-            total += cost
-    note = "; ".join(notes.values()) if notes else "no billed calls"
-    return (total if priced else None), unpriced, note

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 from engine.config import Settings
 from engine.figures import Call, Rules, SessionFigures, WindowRules, figures_from_calls
+from engine.figures.spend import Spend, priced, prices
 from engine.models import Compaction, Outcome, Session
 from engine.params import session_settings
-from engine.prices import price_for
 from engine.store import Store
 
 
@@ -69,15 +69,26 @@ def session_figures(
     history_tokens = sum(m.tokens or 0 for m in history.messages) + sum(
         s.tokens or 0 for s in history.summaries
     )
+    spend, note = session_spend(store, sid, model, settings)
     return figures_from_calls(
         calls,
         rules if rules is not None else rules_for(store, session, settings, env),
-        lambda m: price_for(settings, m),
+        spend,
+        note,
         agent=agent_label(session),
         model=model,
         history_tokens=history_tokens,
         compactions=sum(1 for c in store.compactions(sid) if counted(c)),
     )
+
+
+def session_spend(store: Store, sid: int, model: str, settings: Settings) -> tuple[Spend, str]:
+    """What a session's billed calls cost, summed as the report card sums them."""
+    known = prices(settings)
+    spend = Spend()
+    for group in store.usage_groups(session=sid):
+        spend.add(priced(group, known.rates_for(model, group.day, group.long)))
+    return spend, known.of(model).note
 
 
 def agent_label(session: Session) -> str:
