@@ -222,3 +222,32 @@ def _version() -> str:
     import genai_prices
 
     return str(genai_prices.__version__)
+
+
+LONG_CONTEXT_FROM = 200_000
+"""Where Anthropic's long-context price tier starts (genai-prices' tiers of the models whose
+1M window is opt-in: claude-sonnet-4-5, claude-opus-4-6…)."""
+
+
+def listed_context_window(model: str) -> int | None:
+    """The model's context window in genai-prices (None: the data does not know the model or
+    its window). A ``[1m]`` suffix (Claude Code's) is not part of the model's id."""
+    base = model.split("[", 1)[0]
+    found = _listed(base)
+    window = found[1].context_window if found else None
+    return window if isinstance(window, int) and window > 0 else None
+
+
+def long_context_priced(model: str) -> bool:
+    """Whether genai-prices prices the model's requests over :data:`LONG_CONTEXT_FROM` input
+    tokens higher: its large window is then a long-context option, not its standard one."""
+    found = _listed(model.split("[", 1)[0])
+    if found is None:
+        return False
+    prices = found[1].prices
+    listed = [c.prices for c in prices] if isinstance(prices, list) else [prices]
+    for price in listed:
+        tiers = getattr(getattr(price, "input_mtok", None), "tiers", None) or []
+        if any(getattr(t, "start", None) == LONG_CONTEXT_FROM for t in tiers):
+            return True
+    return False

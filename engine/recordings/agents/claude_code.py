@@ -1,0 +1,281 @@
+"""Claude Code: its session files, their subagents, and its window and auto-compact rule.
+
+Files: ``~/.claude/projects/<project>/<session>.jsonl`` (``$CLAUDE_CONFIG_DIR/projects`` too),
+read by :mod:`engine.recordings.claude_code` and followed by its
+:class:`~engine.recordings.claude_code_follow.TailParser`; beside a session,
+``<session>/subagents/agent-*.jsonl`` are its subagents (each a child session) and
+``agent-acompact-*`` the calls that wrote its compactions' summaries.
+
+**Window** (first that applies):
+
+1. ``CLAUDE_CODE_DISABLE_1M_CONTEXT`` set (the environment or the ``env`` of the user's
+   ``settings.json``): the standard window, 200 000;
+2. a ``[1m]`` suffix on the model id (``claude-opus-4-7[1m]``): 1 000 000;
+3. the ``context-1m`` beta where the recording names it (``betas``): 1 000 000;
+4. proof in the recording: a request over 200 000 input tokens, or an auto compaction whose
+   ``preTokens`` exceed 200 000 — only the 1M window holds either;
+5. the model's window in genai-prices, when that window is the model's standard one
+   (``claude-opus-5``: 1 000 000; ``claude-haiku-4-5``: 200 000); a model whose price data
+   charges more above 200 000 input tokens (``claude-sonnet-4-6``, ``claude-opus-4-6``) has its
+   1M window as an opt-in long context, and Claude Code gives it 200 000 unless 1–4 say so;
+6. ``watch_context_window`` (200 000), Claude Code's documented default.
+
+**Auto-compact point**: the window, capped by ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` (the
+environment, then the ``env`` of ``settings.json``), else by
+``modelSettings.<model>.autoCompactWindow``, else by ``autoCompactWindow`` there (never
+under 100 000 nor over the window), less
+``watch_compact_reserve`` (33 000: 20 000 kept for the summary's output and a 13 000 buffer,
+Claude Code's ``window − min(max output, 20 000) − 13 000``): 200 000 → 167 000 (the corpus'
+auto compaction fired at 167 094), 1 000 000 → 967 000. ``DISABLE_AUTO_COMPACT`` or
+``autoCompactEnabled: false``: none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.config import Settings
+from engine.prices import listed_context_window, long_context_priced
+from engine.recordings import claude_code
+from engine.recordings.agents.protocol import (
+    ContextRules,
+    Folder,
+    Head,
+    Recorded,
+    TailParser,
+    home_of,
+)
+from engine.recordings.base import ImportError_, Parsed
+from engine.recordings.claude_code_follow import TailParser as ClaudeTail
+from engine.recordings.files import read_session_text
+from engine.recordings.writer import check
+
+STANDARD_WINDOW = 200_000
+"""Claude Code's standard window (its docs: "200K tokens"; the 2.1.2xx binary's default
+window constant); a request larger than this proves the 1M window."""
+LONG_WINDOW = 1_000_000
+"""The 1M window Claude Code selects with a ``[1m]`` model suffix or the ``context-1m`` beta."""
+MIN_COMPACT_WINDOW = 100_000
+"""``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` below this is raised to it (Claude Code's minimum)."""
+_ONE_M = re.compile(r"\[1m\]", re.IGNORECASE)
+
+
+class ClaudeCode:
+    """Claude Code session files."""
+
+    name = claude_code.FORMAT
+    label = "Claude Code"
+    path_markers = ("/.claude/",)
+    model_prefixes = ("claude",)
+
+    def looks_like(self, path: Path | None, head: Head) -> int | None:
+        return next((n for n, r in enumerate(head.records) if claude_code.looks_like(r)), None)
+
+    def parse(self, path: Path, text: str) -> list[Parsed]:
+        parsed = claude_code.parse(text, path.name)
+        problems = check(parsed)
+        if problems:
+            raise ImportError_(problems, parsed.fmt)
+        self._add_companions(path, parsed)
+        return [parsed]
+
+    def tail_parser(self, path: Path) -> TailParser | None:
+        return ClaudeTail(path.name)
+
+    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
+        wanted = []
+        if settings.watch_claude_dir is not None:
+            wanted.append(Folder(settings.watch_claude_dir, self.name))
+        wanted.append(Folder(home_of(env) / ".claude" / "projects", self.name))
+        if env.get("CLAUDE_CONFIG_DIR"):
+            wanted.append(Folder(Path(env["CLAUDE_CONFIG_DIR"]) / "projects", self.name))
+        return wanted
+
+    def companions(self, path: Path) -> list[Path]:
+        folder = path.with_suffix("") / "subagents"
+        if path.suffix != ".jsonl" or not folder.is_dir():
+            return []
+        return sorted(folder.glob("agent-*.jsonl"))
+
+    def is_companion(self, relative: Path) -> bool:
+        return "subagents" in relative.parts or relative.name.startswith("agent-")
+
+    def context_rules(
+        self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
+    ) -> ContextRules:
+        user = user_settings(settings_path(env))
+        window, window_source = self._window(recorded, settings, env, user)
+        at, trigger_source = self._trigger(recorded.model, window, settings, env, user)
+        return ContextRules(window, at, window_source, trigger_source)
+
+    def _window(
+        self,
+        recorded: Recorded,
+        settings: Settings,
+        env: Mapping[str, str],
+        user: dict[str, Any],
+    ) -> tuple[int, str]:
+        model = recorded.model
+        if _flag(_env_value("CLAUDE_CODE_DISABLE_1M_CONTEXT", env, user)):
+            return STANDARD_WINDOW, "CLAUDE_CODE_DISABLE_1M_CONTEXT is set: the 200,000 window"
+        if _ONE_M.search(model):
+            return LONG_WINDOW, f"the [1m] suffix of {model}"
+        betas = recorded.facts.get("betas")
+        if isinstance(betas, list | str) and any("context-1m" in str(b) for b in betas):
+            return LONG_WINDOW, "the context-1m beta the recording names"
+        if recorded.largest_request > STANDARD_WINDOW:
+            return LONG_WINDOW, (
+                f"a recorded request of {recorded.largest_request:,} tokens "
+                f"(over 200,000: the 1M window)"
+            )
+        if recorded.largest_pre_compaction > STANDARD_WINDOW:
+            return LONG_WINDOW, (
+                f"a compaction at {recorded.largest_pre_compaction:,} tokens "
+                f"(over 200,000: the 1M window)"
+            )
+        listed = listed_context_window(model)
+        if listed and listed > STANDARD_WINDOW and long_context_priced(model):
+            return STANDARD_WINDOW, (
+                f"Claude Code's 200,000 window ({model}'s {listed:,} in genai-prices is a "
+                f"long context, priced higher over 200,000, opt-in with [1m])"
+            )
+        if listed:
+            return listed, f"{model}'s window in genai-prices"
+        what = f"{model} is not in genai-prices" if model else "no model recorded"
+        return settings.watch_context_window, (
+            f"{what}: Claude Code's default window (watch_context_window)"
+        )
+
+    def _trigger(
+        self,
+        model: str,
+        window: int,
+        settings: Settings,
+        env: Mapping[str, str],
+        user: dict[str, Any],
+    ) -> tuple[int | None, str]:
+        if _flag(_env_value("DISABLE_AUTO_COMPACT", env, user)):
+            return None, "DISABLE_AUTO_COMPACT is set: Claude Code does not compact on its own"
+        if user.get("autoCompactEnabled") is False:
+            return None, "autoCompactEnabled is false in Claude Code's settings.json"
+        reserve = settings.watch_compact_reserve
+        less = f"less {reserve:,} (Claude Code's 20,000 for the summary and 13,000 buffer)"
+        cap, named = _compact_window(model, env, user)
+        if cap is None:
+            return window - reserve, f"the window {window:,} {less}"
+        used = min(window, max(MIN_COMPACT_WINDOW, cap))
+        return used - reserve, f"{named} (so {used:,}) {less}"
+
+    def _add_companions(self, path: Path, parsed: Parsed) -> None:
+        """Each subagent a child session; an ``agent-acompact-*`` file is the call that
+        wrote a compaction's summary and goes to that compaction. A subagent file that cannot
+        be read is a warning, not a refusal of its parent."""
+        for file in self.companions(path):
+            try:
+                child = claude_code.parse(read_session_text(file)[0], file.name)
+                if file.name.startswith("agent-acompact"):
+                    _attach_compaction_call(parsed, child, file.name)
+                    continue
+                problems = check(child)
+                if problems:
+                    raise ImportError_(problems, child.fmt)
+            except (ImportError_, OSError, UnicodeDecodeError) as exc:
+                parsed.warnings.append(f"subagent {file.name}: not imported: {exc}")
+                parsed.skipped["subagent"] += 1
+                continue
+            child.agent_id = child.agent_id or file.stem.removeprefix("agent-")
+            parsed.children.append(child)
+
+
+def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:
+    """The compaction whose summary ``call`` wrote: the first one at or after its last record
+    (the summary is written when the call ends), else the last one. Its cost is its usage."""
+    summaries = [i for i in parsed.items if i.kind == "summary"]
+    if not summaries:
+        parsed.warnings.append(f"subagent {name}: a compaction call, but no compaction recorded")
+        parsed.skipped["subagent"] += 1
+        return
+    ended = max((i.created_at for i in call.items), default=None)
+    target = next((s for s in summaries if ended is None or s.created_at >= ended), summaries[-1])
+    steps = [i for i in call.items if i.kind == "assistant"]
+    usage: dict[str, int] = {}
+    for step in steps:
+        for key, value in (step.usage.model_dump() if step.usage else {}).items():
+            usage[key] = usage.get(key, 0) + int(value)
+    target.recorded_call = {
+        "agent_id": call.agent_id or name.removeprefix("agent-").removesuffix(".jsonl"),
+        "model": next((s.model for s in steps if s.model), ""),
+        "usage": usage,
+    }
+
+
+def settings_path(env: Mapping[str, str]) -> Path:
+    """The user's Claude Code settings: ``$CLAUDE_CONFIG_DIR/settings.json``, else
+    ``~/.claude/settings.json``."""
+    folder = env.get("CLAUDE_CONFIG_DIR")
+    return (Path(folder) if folder else home_of(env) / ".claude") / "settings.json"
+
+
+def user_settings(path: Path) -> dict[str, Any]:
+    """The settings file as JSON (``{}``: none, or not readable)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _env_value(name: str, env: Mapping[str, str], user: dict[str, Any]) -> str | None:
+    """A variable from the environment, else from the ``env`` of ``settings.json`` (Claude
+    Code applies that block to itself)."""
+    if name in env:
+        return env[name]
+    block = user.get("env")
+    value = block.get(name) if isinstance(block, dict) else None
+    return None if value is None else str(value)
+
+
+def _flag(value: str | None) -> bool:
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _tokens(value: Any) -> int | None:
+    """A token count as Claude Code reads one: ``400000``, ``400_000``, ``4e5``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+    else:
+        try:
+            number = float(str(value).replace("_", "").strip())
+        except ValueError:
+            return None
+    return int(number) if number > 0 else None
+
+
+def _compact_window(
+    model: str, env: Mapping[str, str], user: dict[str, Any]
+) -> tuple[int | None, str]:
+    """The auto-compact window the user set, and where: the environment variable first,
+    then ``modelSettings.<model>.autoCompactWindow``, then ``autoCompactWindow``."""
+    raw = _env_value("CLAUDE_CODE_AUTO_COMPACT_WINDOW", env, user)
+    if raw is not None and _tokens(raw):
+        return _tokens(raw), f"CLAUDE_CODE_AUTO_COMPACT_WINDOW={raw}"
+    per_model = user.get("modelSettings")
+    if isinstance(per_model, dict):
+        for key in (model, _ONE_M.sub("", model)):
+            entry = per_model.get(key)
+            if isinstance(entry, dict) and _tokens(entry.get("autoCompactWindow")):
+                value = _tokens(entry.get("autoCompactWindow"))
+                return value, f"modelSettings.{key}.autoCompactWindow {value:,} in settings.json"
+    value = _tokens(user.get("autoCompactWindow"))
+    if value:
+        return value, f"autoCompactWindow {value:,} in Claude Code's settings.json"
+    return None, ""
+
+
+AGENT = ClaudeCode()
