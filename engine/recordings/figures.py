@@ -35,7 +35,9 @@ def rules_for(
     ctxscope's own."""
     if not session.recorded:
         return own_rules(session_settings(settings, session))
-    return _recorded_rules(session, settings)
+    from engine.recordings.agents import context_rules_for_session
+
+    return context_rules_for_session(store, session, settings, env)
 
 
 def counted(compaction: Compaction) -> bool:
@@ -95,21 +97,12 @@ def agent_label(session: Session) -> str:
     """Who ran the session in words, as stored with it."""
     if not session.recorded:
         return "ctxscope"
-    from engine.recordings.own_agent import AGENT_NAMES, recorded_format
+    from engine.recordings.agents import agent_of, label_of
 
-    return AGENT_NAMES.get(recorded_format(session), "")
+    return label_of(agent_of(session))
 
 
 def _normal(model: str) -> str:
     """A model id as the price data names it: a provider prefix (``anthropic/``) dropped."""
     return model.rsplit("/", 1)[-1] if "/" in model else model
 
-
-def _recorded_rules(session: Session, settings: Settings) -> Rules:
-    """Until the agents' registry answers: the rules own_agent knew (to be replaced)."""
-    from engine.recordings.own_agent import AGENT_NAMES, auto_compact_at, recorded_format
-
-    fmt = recorded_format(session)
-    window = settings.watch_context_window
-    at = auto_compact_at(fmt, window, settings) if fmt in AGENT_NAMES else None
-    return Rules(window, at, "watch_context_window", "own_agent")
