@@ -231,5 +231,13 @@ def _figures(path: Path, db: str | None) -> dict[str, Any]:
         store.close()
 
 
+def cmd_statusline(args: Any, settings: Any) -> int:
+    """``python -m cli.main statusline``: the same as the console script's fast path."""
+    argv = ["--wait"] if args.wait else []
+    if getattr(args, "db", None):
+        argv += ["--db", str(args.db)]
+    return main(argv)
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
