@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,6 +62,40 @@ def timed(args: list[str], stdin: str, env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
+def stop_refreshers(cache: Path) -> None:
+    """End the background refreshers a run started (each lock file holds its pid)."""
+    for lock in cache.rglob("*.lock"):
+        try:
+            os.kill(int(lock.read_text() or "0"), 15)
+        except (ValueError, OSError):
+            pass
+        lock.unlink(missing_ok=True)
+
+
+def next_record(transcript: Path) -> bytes:
+    """A new assistant record after the transcript's last one, as Claude Code writes the next:
+    the last assistant record again with a new uuid and message id, hung off the last record."""
+    records = [json.loads(x) for x in transcript.read_bytes().splitlines() if x.strip()]
+    last = next(r for r in reversed(records) if r.get("type") == "assistant")
+    new = dict(last, uuid=str(uuid.uuid4()), parentUuid=records[-1].get("uuid"))
+    new["message"] = dict(last["message"], id=f"msg_{uuid.uuid4().hex[:24]}")
+    return (json.dumps(new) + "\n").encode()
+
+
+def shown_after_append(
+    transcript: Path, record: bytes, line: list[str], status: str, env: dict[str, str]
+) -> float:
+    """Seconds from a record appended to the status line showing it (no ``…`` any more)."""
+    with transcript.open("ab") as f:
+        f.write(record)
+    start = time.perf_counter()
+    while time.perf_counter() - start < 120:
+        out = subprocess.run(line, input=status, capture_output=True, text=True, env=env).stdout
+        if "…" not in out:
+            break
+    return time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
@@ -78,9 +113,11 @@ def main() -> int:
         # the line back on a transcript not yet stored (the cache emptied before each run)
         cold, cold_base = [], []
         for _ in range(args.runs):
+            stop_refreshers(tmp / "cache")
             shutil.rmtree(tmp / "cache", ignore_errors=True)
             cold_base.append(timed(base, "", env))
             cold.append(timed(line, status, env))
+        stop_refreshers(tmp / "cache")
         # the background read itself: what the user waits before the figures show
         shutil.rmtree(tmp / "cache", ignore_errors=True)
         (tmp / "bench.db").unlink(missing_ok=True)
@@ -90,11 +127,12 @@ def main() -> int:
         for _ in range(args.runs):
             warm_base.append(timed(base, "", env))
             warm.append(timed(line, status, env))
-        # one more message appended: the background read follows only what was added
-        with transcript.open("ab") as f:
-            f.write(MAROT.read_bytes().splitlines(keepends=True)[-1])
-        next_read = timed([*line, "--wait"], status, env)
+        # a message appended: the status line starts a refresher, which reads the transcript
+        # and then keeps following it; a second message is read by that same process
+        first_follow = shown_after_append(transcript, next_record(transcript), line, status, env)
+        next_read = shown_after_append(transcript, next_record(transcript), line, status, env)
     finally:
+        stop_refreshers(tmp / "cache")
         shutil.rmtree(tmp, ignore_errors=True)
 
     load = os.getloadavg()[0]
@@ -109,7 +147,10 @@ def main() -> int:
         f"| {b_cold * 1000:.0f} ms | {c_cold / b_cold:.2f}× | ≤ 150 ms |",
         f"| … its background read (`--wait`): the figures shown | {first_read * 1000:.0f} ms "
         "| | | (what the user waits) |",
-        f"| one message appended: the background read | {next_read * 1000:.0f} ms | | | |",
+        f"| a message appended: until the line shows it (a refresher starts) "
+        f"| {first_follow * 1000:.0f} ms | | | |",
+        f"| the next message: until the line shows it (the same refresher, incremental) "
+        f"| {next_read * 1000:.0f} ms | | | |",
     ]
     text = "\n".join(
         [

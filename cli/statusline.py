@@ -31,8 +31,17 @@ from typing import Any
 MAX_INPUT = 1 << 20
 """What is read of stdin at most: Claude Code's status JSON is a few hundred bytes."""
 
-REFRESH_LOCK_AGE = 120.0
-"""Seconds after which a refresher that left its lock is taken for dead."""
+REFRESH_LOCK_AGE = 30.0
+"""Seconds after which a refresher that left its lock (and stopped touching it) is taken for
+dead."""
+
+LINGER = 600.0
+"""Seconds a background refresher keeps following an unchanged transcript before it exits:
+while the agent works, each message is read incrementally by the same process
+(``CTXSCOPE_STATUSLINE_LINGER`` sets another)."""
+
+POLL = 0.25
+"""Seconds between two looks at the followed transcript."""
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
 
@@ -128,7 +137,8 @@ def main(argv: list[str]) -> int:
     """``ctxscope statusline`` (``argv`` after the word ``statusline``)."""
     db, wait, refresh_of = _args(argv)
     if refresh_of is not None:
-        return refresh(Path(refresh_of), db)
+        linger = os.environ.get("CTXSCOPE_STATUSLINE_LINGER", "")
+        return refresh(Path(refresh_of), db, float(linger) if linger else LINGER)
     try:
         status = json.loads(sys.stdin.read(MAX_INPUT) or "{}")
     except ValueError:
@@ -177,7 +187,7 @@ def _start_refresher(path: Path, db: str | None, file: Path) -> None:
     command = [sys.executable, "-m", "cli.statusline", "--refresh", str(path)]
     if db is not None:
         command += ["--db", db]
-    subprocess.Popen(
+    child = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -185,19 +195,32 @@ def _start_refresher(path: Path, db: str | None, file: Path) -> None:
         start_new_session=True,
         env={**os.environ, "CTXSCOPE_STATUSLINE_LOCK": str(lock)},
     )
+    lock.write_text(str(child.pid))
 
 
-def refresh(path: Path, db: str | None) -> int:
+def refresh(path: Path, db: str | None, linger: float = 0.0) -> int:
     """Follow the transcript into the store (as ``watch`` does: the same session each time),
-    compute its figures and write the cache. Runs in the background; its errors go to the
-    cache as a line, never to the agent's screen."""
+    compute its figures and write the cache; with ``linger``, keep following it — each
+    change read incrementally, the cache written again — until it has not changed for that
+    many seconds. Runs in the background; its errors go to the cache as a line, never to the
+    agent's screen."""
     file = cache_file(str(path), db)
     lock = os.environ.get("CTXSCOPE_STATUSLINE_LOCK")
     try:
-        before = stamp(path)
-        figures = _figures(path, db)
-        write_cache(file, {"stamp": before, "figures": figures, "made": time.time()})
-        return 0
+        with _Following(path, db) as following:
+            idle_since = time.monotonic()
+            while True:
+                before = stamp(path)
+                if following.look():
+                    write_cache(
+                        file, {"stamp": before, "figures": following.figures(), "made": time.time()}
+                    )
+                    idle_since = time.monotonic()
+                if lock:
+                    os.utime(lock)  # alive: no second refresher is started
+                if time.monotonic() - idle_since >= linger:
+                    return 0
+                time.sleep(POLL)
     except Exception as exc:  # noqa: BLE001 - a status line shows the failure in one line
         write_cache(
             file,
@@ -209,26 +232,41 @@ def refresh(path: Path, db: str | None) -> int:
             Path(lock).unlink(missing_ok=True)
 
 
-def _figures(path: Path, db: str | None) -> dict[str, Any]:
-    """The transcript's stored session's figures (:func:`engine.recordings.figures`)."""
-    import argparse
+class _Following:
+    """The transcript followed into the store, and its session's figures
+    (:func:`engine.recordings.figures.session_figures`)."""
 
-    from cli.common import open_store, settings_for
-    from engine.recordings.figures import session_figures
-    from engine.recordings.follow import Follower
+    def __init__(self, path: Path, db: str | None) -> None:
+        import argparse
 
-    args = argparse.Namespace(db=db, config=None)
-    settings = settings_for(args)
-    store = open_store(args, settings)
-    try:
-        follower = Follower(path, settings, store)
-        follower.poll()
-        follower.save_pending()
-        if follower.session is None:
-            raise ValueError(f"{path} holds no conversation yet")
-        return session_figures(store, follower.session, settings).to_json()
-    finally:
-        store.close()
+        from cli.common import open_store, settings_for
+        from engine.recordings.follow import Follower
+
+        args = argparse.Namespace(db=db, config=None)
+        self.settings = settings_for(args)
+        self.store = open_store(args, self.settings)
+        self.follower = Follower(path, self.settings, self.store)
+        self.path = path
+
+    def __enter__(self) -> _Following:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.close()
+
+    def look(self) -> bool:
+        """Read what was appended and store it; True when something was."""
+        update = self.follower.poll()
+        self.follower.save_pending()
+        if self.follower.session is None:
+            raise ValueError(f"{self.path} holds no conversation yet")
+        return update is not None
+
+    def figures(self) -> dict[str, Any]:
+        from engine.recordings.figures import session_figures
+
+        assert self.follower.session is not None
+        return session_figures(self.store, self.follower.session, self.settings).to_json()
 
 
 def cmd_statusline(args: Any, settings: Any) -> int:
