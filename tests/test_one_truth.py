@@ -144,3 +144,188 @@ def test_the_status_line_prints_the_same_figures(name: str, tmp_path: Path) -> N
     cost = figures["cost"]
     assert ("–" if cost is None else f"${cost:,.2f}") in line
 
+
+# ------------------------------------------------------------- this month's shapes
+SID = "6b1f0e2a-5c1d-4c77-9e61-2f3a8d0c1b2e"
+
+
+def claude_code_session(model: str, contexts: list[tuple[int, int, int, int]]) -> str:
+    """A Claude Code 2.1.2xx session file: a user turn, then one assistant answer per
+    ``(input, cache read, cache write, output)``, each the answer to the user turn before it
+    (the record shapes of the corpus' 2.1.39 file, with this month's version)."""
+    lines = []
+    parent = None
+    for n, (i, r, w, o) in enumerate(contexts, 1):
+        user = {
+            "type": "user",
+            "uuid": f"u{n}",
+            "parentUuid": parent,
+            "isSidechain": False,
+            "sessionId": SID,
+            "version": "2.1.219",
+            "cwd": "/work/app",
+            "timestamp": f"2026-11-20T10:{n:02d}:00.000Z",
+            "message": {"role": "user", "content": f"step {n}: go on"},
+        }
+        answer = {
+            "type": "assistant",
+            "uuid": f"a{n}",
+            "parentUuid": f"u{n}",
+            "isSidechain": False,
+            "sessionId": SID,
+            "version": "2.1.219",
+            "cwd": "/work/app",
+            "timestamp": f"2026-11-20T10:{n:02d}:30.000Z",
+            "requestId": f"req_{n}",
+            "message": {
+                "id": f"msg_{n:04d}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": f"done with step {n}"}],
+                "stop_reason": "end_turn",
+                "usage": {
+                    "input_tokens": i,
+                    "cache_read_input_tokens": r,
+                    "cache_creation_input_tokens": w,
+                    "output_tokens": o,
+                },
+            },
+        }
+        lines += [json.dumps(user), json.dumps(answer)]
+        parent = f"a{n}"
+    return "\n".join(lines) + "\n"
+
+
+def codex_rollout(recorded_window: int, last: tuple[int, int, int]) -> str:
+    """A Codex 0.142 rollout: the recorded ``model_context_window`` is what this version
+    writes (95 % of the model's raw window), ``last`` the last call's input, cached input and
+    output."""
+    i, cached, o = last
+    usage = {
+        "input_tokens": i,
+        "cached_input_tokens": cached,
+        "output_tokens": o,
+        "reasoning_output_tokens": 0,
+        "total_tokens": i + o,
+    }
+    records = [
+        {
+            "type": "session_meta",
+            "payload": {
+                "id": "019b0000-0000-7000-8000-000000000142",
+                "timestamp": "2026-11-20T10:00:00.000Z",
+                "cwd": "/work/app",
+                "originator": "codex_cli_rs",
+                "cli_version": "0.142.0",
+                "source": "cli",
+            },
+        },
+        {"type": "turn_context", "payload": {"cwd": "/work/app", "model": "gpt-5-codex"}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "refactor the parser"}],
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Refactored."}],
+            },
+        },
+        {
+            "type": "event_msg",
+            "payload": {
+                "type": "token_count",
+                "info": {
+                    "total_token_usage": usage,
+                    "last_token_usage": usage,
+                    "model_context_window": recorded_window,
+                },
+            },
+        },
+    ]
+    stamp = "2026-11-20T10:00:{:02d}.000Z"
+    return "\n".join(json.dumps({"timestamp": stamp.format(n), **r}) for n, r in enumerate(records))
+
+
+def imported_figures(text: str, name: str, tmp: Path) -> dict[str, dict[str, Any]]:
+    folder = tmp / "files"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text)
+    global CORPUS
+    saved, CORPUS = CORPUS, folder
+    try:
+        return surfaces(name, tmp)
+    finally:
+        CORPUS = saved
+
+
+def agree(seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    first = seen["import"]
+    for surface, figures in seen.items():
+        for key in KEYS:
+            if key in figures:
+                assert figures[key] == first[key], (surface, key)
+    return first
+
+
+def test_an_opus_5_session_on_the_1m_window(tmp_path: Path) -> None:
+    """claude-opus-5 with requests of 320,000 and 554,446 tokens (the issue's 277 % of
+    200,000): the 1M window, and Claude Code's rule on it — the window less 20,000 kept for
+    the summary and a 13,000 buffer (docs/watch.md): 1,000,000 − 33,000 = 967,000; the last
+    call 6 + 550,000 + 4,000 + 440 = 554,446 → 412,554 left, 55.4 % of the window."""
+    text = claude_code_session(
+        "claude-opus-5",
+        [(10, 150_000, 2_000, 300), (8, 318_000, 1_500, 500), (6, 550_000, 4_000, 440)],
+    )
+    first = agree(imported_figures(text, f"{SID}.jsonl", tmp_path))
+    assert first["context_window"] == 1_000_000
+    assert first["auto_compact_at"] == 967_000
+    assert first["context_tokens"] == 554_446
+    assert first["until_auto_compact"] == 412_554
+    assert first["percent"] == 55.4
+
+
+def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:
+    """claude-sonnet-4-6 sent a 250,010-token request: only the 1M window holds it."""
+    text = claude_code_session("claude-sonnet-4-6", [(10, 248_000, 2_000, 120)])
+    first = agree(imported_figures(text, f"{SID}.jsonl", tmp_path))
+    assert first["context_window"] == 1_000_000
+    assert first["auto_compact_at"] == 967_000
+    assert first["context_tokens"] == 250_130
+
+
+def test_the_auto_compact_window_moves_the_countdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CLAUDE_CODE_AUTO_COMPACT_WINDOW=400000 in the user's environment: Claude Code counts
+    its trigger in a 400,000 window, 400,000 − 33,000 = 367,000; the last call 300,000 → 67,000
+    left — on every surface, the status line too."""
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "400000")
+    text = claude_code_session("claude-opus-5", [(5, 210_000, 1_000, 200), (0, 299_000, 900, 100)])
+    first = agree(imported_figures(text, f"{SID}.jsonl", tmp_path))
+    assert first["context_window"] == 1_000_000
+    assert first["auto_compact_at"] == 367_000
+    assert first["until_auto_compact"] == 67_000
+    copy = tmp_path / "followed.jsonl"
+    copy.write_text(text)
+    line = statusline(copy, tmp_path / "followed.db", tmp_path / "cache")
+    assert "ctx 300,000/1,000,000 30.0% · 67,000 to auto-compact" in line
+
+
+def test_codex_compacts_at_90_percent_of_its_raw_window(tmp_path: Path) -> None:
+    """Codex 0.142 records model_context_window 258,400 for gpt-5-codex: 95 % of its raw
+    272,000 window; it compacts at 90 % of the raw window, 244,800. The last call sent 200,000
+    (cached 150,000 of it) and wrote 1,000: 201,000 of 272,000, 43,800 left."""
+    text = codex_rollout(258_400, (200_000, 150_000, 1_000))
+    first = agree(imported_figures(text, "rollout-2026-11-20T10-00-00-019b.jsonl", tmp_path))
+    assert first["context_window"] == 272_000
+    assert first["auto_compact_at"] == 244_800
+    assert first["context_tokens"] == 201_000
+    assert first["until_auto_compact"] == 43_800
