@@ -75,6 +75,7 @@ COMMANDS: dict[str, str] = {
     "proxy": "proxy",
     "run": "proxy",
     "report": "report",
+    "statusline": "statusline",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -334,6 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--session", type=SESSION_ID, metavar="ID", help="follow a ctxscope session (read-only)"
     )
     add_proxy_commands(sub, common)
+    p = sub.add_parser(
+        "statusline",
+        parents=[common],
+        help="one line for Claude Code's statusLine: context, until auto-compact, cost "
+        "(the status JSON on stdin; docs/cli.md#statusline)",
+    )
+    p.add_argument("--wait", action="store_true", help="read the session before printing")
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")

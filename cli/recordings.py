@@ -37,7 +37,12 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     STORED.append(f"imported as session{'s' * (len(ids) > 1)} {', '.join(ids)}")
     # One session: its object; several (an aider history, a folder): a list of them, one
     # object each. What a folder left out is said on stderr, in the text's own lines.
-    data: Any = [r.as_json() for r in reports]
+    from engine.recordings.figures import session_figures
+
+    data: Any = [
+        r.as_json() | {"figures": session_figures(store, r.session, settings).to_json()}
+        for r in reports
+    ]
     if len(reports) == 1 and not args.file.is_dir():
         data = data[0]
     lines = []

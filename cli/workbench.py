@@ -13,8 +13,6 @@ import sys
 from typing import TYPE_CHECKING, Literal
 
 from cli.arguments import CliError, UsageError
-from cli.main import main as cli_main
-from tools.secrets import HANDOVER_FD_VARIABLE, receive_handed_over
 
 if TYPE_CHECKING:  # the engine is imported once the arguments are parsed (``--help`` needs none)
     from engine.config import Settings
@@ -80,6 +78,8 @@ def hand_over_credentials() -> None:
     """Re-execute this process without the credentials in its environment, passing them
     through an inherited pipe instead (:func:`tools.secrets.receive_handed_over` reads it once
     and closes it). Returns only when there is nothing to hand over."""
+    from tools.secrets import HANDOVER_FD_VARIABLE
+
     found = {name: os.environ[name] for name in CREDENTIAL_VARIABLES if os.environ.get(name)}
     if not found or HANDOVER_FD_VARIABLE in os.environ:
         return
@@ -100,6 +100,15 @@ def hand_over_credentials() -> None:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["statusline"]:
+        # A status line runs after every message of the agent's: it imports nothing else
+        # (the standard library only, ``cli/statusline.py``) and needs no credentials.
+        from cli.statusline import main as statusline
+
+        return statusline(sys.argv[2:])
+    from cli.main import main as cli_main
+    from tools.secrets import receive_handed_over
+
     hand_over_credentials()
     receive_handed_over()
     return cli_main(sys.argv[1:], run_tui=run_tui)

@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import Settings
+from engine.figures import SessionFigures
 from engine.models import Session, Usage
-from engine.prices import price_for
-from engine.recordings import agents
 from engine.recordings.hidden import hidden_prefix
 from engine.store import Store
 
@@ -30,31 +29,53 @@ def context_of(usage: Usage) -> int:
 
 @dataclass(frozen=True)
 class OwnAgentView:
-    """A recorded session's figures as its own agent had them."""
+    """A recorded session's figures as its own agent had them: its
+    :class:`~engine.figures.SessionFigures` (the record every surface prints) and the hidden
+    prefix the gauge draws as its L1."""
 
-    agent: str
-    """``Claude Code``, ``Codex``, or ``""`` when the agent is not known."""
-    model: str
-    context_window: int
-    compact_at: int | None
-    """The agent's own auto-compact point (None: not known for this agent)."""
-    context_tokens: int | None
-    """Its context after its last API call as recorded (:func:`context_of`); None without
-    recorded usage."""
+    figures: SessionFigures
     hidden_prefix: int
     """What the agent sent around the conversation (its own system prompt, tools), estimated
     (:mod:`engine.recordings.hidden`)."""
-    compactions: int
-    """The compactions the agent made, as recorded."""
-    cost: float | None
-    """Its recorded calls at list price (``engine.prices``); None: no price for the model."""
-    cost_note: str
+
+    @property
+    def agent(self) -> str:
+        """``Claude Code``, ``Codex``, …, or ``""`` when the agent is not known."""
+        return self.figures.agent
+
+    @property
+    def model(self) -> str:
+        return self.figures.model
+
+    @property
+    def context_window(self) -> int:
+        return self.figures.window
+
+    @property
+    def compact_at(self) -> int | None:
+        """The agent's own auto-compact point (None: not known for this agent)."""
+        return self.figures.auto_compact_at
+
+    @property
+    def context_tokens(self) -> int | None:
+        """Its context after its last API call as recorded; None without recorded usage."""
+        return self.figures.context_tokens
+
+    @property
+    def compactions(self) -> int:
+        return self.figures.compactions
+
+    @property
+    def cost(self) -> float | None:
+        return self.figures.cost
+
+    @property
+    def cost_note(self) -> str:
+        return self.figures.cost_note
 
     @property
     def until_compact(self) -> int | None:
-        if self.compact_at is None or self.context_tokens is None:
-            return None
-        return max(0, self.compact_at - self.context_tokens)
+        return self.figures.until_auto_compact
 
     @property
     def who(self) -> str:
@@ -64,32 +85,17 @@ class OwnAgentView:
     @property
     def cost_text(self) -> str:
         """``$11.85``, or ``–`` for a model without a price."""
-        return "–" if self.cost is None else f"${self.cost:,.2f}"
+        return self.figures.cost_text
 
 
 def own_agent_view(store: Store, session: Session, settings: Settings) -> OwnAgentView | None:
     """The figures of a recorded session through its own agent (None: not a recording)."""
     if not session.recorded or session.id is None:
         return None
-    sid = session.id
-    rules = agents.context_rules_for_session(store, session, settings)
-    usages = store.usages(sid)
-    last = store.last_usage(sid)
-    price = price_for(settings, session.model or settings.model)
-    hidden = hidden_prefix(store, sid)
-    compactions = [
-        c
-        for c in store.compactions(sid)
-        if c.stats.get("recorded") and c.outcome in ("success", "fallback")
-    ]
+    from engine.recordings.figures import session_figures
+
+    hidden = hidden_prefix(store, session.id)
     return OwnAgentView(
-        agent=agents.label_of(agents.agent_of(session)),
-        model=session.model,
-        context_window=rules.window,
-        compact_at=rules.auto_compact_at,
-        context_tokens=None if last is None else context_of(last.usage),
+        figures=session_figures(store, session, settings),
         hidden_prefix=0 if hidden is None else hidden.tokens,
-        compactions=len(compactions),
-        cost=price.total_cost(usages) if usages else None,
-        cost_note=price.note,
     )

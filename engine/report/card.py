@@ -19,6 +19,7 @@ from engine.compaction.ledger import KINDS
 from engine.config import Settings
 from engine.models import Usage
 from engine.report.figures import Figures, Prices, priced
+from engine.report.figures import prices as process_prices
 from engine.store import Store
 from engine.store.history import CompactionFacts, SessionFacts
 
@@ -220,7 +221,7 @@ def build_report(
 ) -> Report:
     """The report card of every session (with ``since``: the usage and compactions from then
     on, and the sessions that have any), grouped ``by`` project, day, agent, model or session."""
-    prices = Prices(settings)
+    prices = process_prices(settings)
     facts = store.session_facts()
     agents = _agents(store, facts)
     lines: dict[int, SessionLine] = {}
@@ -273,7 +274,8 @@ def build_report(
         else sorted(groups, key=lambda k: -(groups[k].total_cost or 0))
     )
     tools = _tools(store, set(lines))
-    notes = prices.notes()
+    used = {s.facts.model for s in sessions} | {c.call_model for c in compactions if c.call_model}
+    notes = [n for n in prices.notes() if any(prices.of(m).note == n for m in used)]
     return Report(
         since,
         by,

@@ -155,8 +155,12 @@ class HistoryStore(StoreAccess):
 
     # ------------------------------------------------------------------ the report's reads
     @reads
-    def usage_groups(self, since: datetime | None = None) -> list[UsageGroup]:
-        """Usage summed per session, recorded day and side of :data:`LONG_REQUEST`."""
+    def usage_groups(
+        self, since: datetime | None = None, session: int | None = None
+    ) -> list[UsageGroup]:
+        """Billed usage summed per session, recorded day and side of :data:`LONG_REQUEST`, in
+        that order: the calls an API billed (never the offline provider's ``local`` counts, nor
+        a record of all zeros, which measured nothing); one session's with ``session``."""
         # text, not a time: SQLite stores the text; PostgreSQL's timestamp as text starts alike
         day = fn.SUBSTR(UsageRow.created_at.cast("TEXT"), 1, 10).coerce(False)
         sent = (
@@ -175,12 +179,14 @@ class HistoryStore(StoreAccess):
             fn.SUM(UsageRow.cache_read_input_tokens).alias("cache_read_input_tokens"),
             fn.SUM(UsageRow.cache_creation_input_tokens).alias("cache_creation_input_tokens"),
             fn.SUM(UsageRow.cache_creation_1h_input_tokens).alias("cache_creation_1h_input_tokens"),
-        )
+        ).where((UsageRow.source != "local") & (sent + UsageRow.output_tokens > 0))
         if since is not None:
             q = q.where(UsageRow.created_at >= since)
+        if session is not None:
+            q = q.where(UsageRow.session == session)
         # by position: PostgreSQL does not take two expressions with their own parameters
         # (``SUBSTR(…, ?, ?)``, ``… > ?``) for one, so it would refuse grouping by them
-        q = q.group_by(SQL("1"), SQL("2"), SQL("3"))
+        q = q.group_by(SQL("1"), SQL("2"), SQL("3")).order_by(SQL("1"), SQL("2"), SQL("3"))
         return [
             UsageGroup(
                 session_id=r["session_id"],

@@ -395,7 +395,8 @@ class MainActions(StrategySwitching):
         fixed = app.workspace_label
         label = (lambda _path: fixed) if fixed else workspace_label
         self.app.push_screen(
-            SessionsScreen(app.store, app.clock, self.session_id, workspace, label), self._resume
+            SessionsScreen(app.store, app.clock, self.session_id, workspace, label, app.settings),
+            self._resume,
         )
 
     def _resume(self, session_id: int | None) -> None:
