@@ -226,6 +226,12 @@ class Item:
     """For summaries: what started the recorded compaction (``auto`` / ``manual``)."""
     pre_tokens: int | None = None
     """For summaries: the recorded context size before the compaction."""
+    compaction: dict[str, Any] | None = None
+    """For summaries: the recorded compaction's other figures, as the agent wrote them
+    (Claude Code's ``compactMetadata``): ``post_tokens`` (the context after it),
+    ``duration_ms`` (how long it took), ``cumulative_dropped_tokens`` (dropped by every
+    compaction of the session so far, this one included), ``kept_messages`` (records it kept
+    verbatim); kept in the compaction's stats as ``recorded_<name>``."""
     recorded_call: dict[str, Any] | None = None
     """For summaries: the call that wrote it (Claude Code's ``agent-acompact-*`` file):
     ``agent_id``, ``model``, ``usage``; kept in the compaction's stats."""
@@ -338,6 +344,21 @@ class ImportReport:
             "agent_version": self.agent_version,
             "not_read": {**self.not_read.as_json(), "summary": self.not_read_sentences},
         }
+
+
+def recorded_compaction(stats: dict[str, Any]) -> str:
+    """What the original agent recorded of a compaction it made, in words, from the stored
+    compaction's stats: ``its context 297,190 → 16,970 tokens, 41.2 s`` ("" when nothing)."""
+    pre, post = stats.get("recorded_pre_tokens"), stats.get("recorded_post_tokens")
+    duration = stats.get("recorded_duration_ms")
+    parts = []
+    if isinstance(pre, int) and isinstance(post, int):
+        parts.append(f"its context {pre:,} → {post:,} tokens")
+    elif isinstance(pre, int):
+        parts.append(f"its context {pre:,} tokens before")
+    if isinstance(duration, int):
+        parts.append(f"{duration / 1000:,.1f} s")
+    return ", ".join(parts)
 
 
 def title_of(items: list[Item], name: str) -> str:

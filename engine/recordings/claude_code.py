@@ -73,7 +73,9 @@ from engine.recordings.claude_code_chain import (
     Record,
     chain,
     conversation,
+    is_boundary,
     is_message,
+    relinks,
     result_ids,
 )
 
@@ -216,8 +218,9 @@ def parse_records(
     if not any(is_message(r) for _, r in records):
         raise ImportError_([_no_conversation(name, records, not_read, n_lines)], FORMAT)
 
-    chain_ = chain(records, warnings, root)
-    ordered, replayed = conversation(records, chain_)
+    links = relinks(records, warnings if root is None else [])
+    chain_ = chain(records, warnings, root, links)
+    ordered, replayed = conversation(records, chain_, links)
     if replayed:
         skipped["replayed_copy"] += len(replayed)
     kept = {id(r) for _, r in ordered}
@@ -237,6 +240,9 @@ def parse_records(
     items = _deliver(_items(ordered, not_read, warnings), queued)
     items = _from_first_input(items, not_read)
     meta = _metadata(records)
+    dropped = meta.get("compacted_before_file")
+    if dropped:
+        warnings.append(f"{dropped:,} tokens compacted before this file begins")
     version = str(meta.pop("_version", ""))
     first = next((r for _, r in ordered if isinstance(r.get("cwd"), str)), {})
     agent = next((r.get("agentId") for _, r in ordered if r.get("agentId")), None)
@@ -287,13 +293,19 @@ class Metadata:
         self.meta: dict[str, Any] = {}
         self.versions: list[str] = []
         self.links: dict[str, dict[str, Any]] = {}
+        self.boundaries = 0
 
     def add(self, rec: dict[str, Any]) -> None:
         version = rec.get("version")
         if isinstance(version, str) and version and version not in self.versions:
             self.versions.append(version)
         kind = rec["type"]
-        if kind == "ai-title" and isinstance(rec.get("aiTitle"), str):
+        if is_boundary(rec) and not self.boundaries:
+            self.boundaries += 1
+            dropped = dropped_before(rec.get("compactMetadata"))
+            if dropped:
+                self.meta["compacted_before_file"] = dropped
+        elif kind == "ai-title" and isinstance(rec.get("aiTitle"), str):
             self.meta["ai_title"] = rec["aiTitle"]
         elif kind == "custom-title" and isinstance(rec.get("customTitle"), str):
             self.meta["custom_title"] = rec["customTitle"]
@@ -482,6 +494,7 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
                     text="\n".join(b.get("text", "") for b in blocks if b.get("type") == "text"),
                     trigger=str(meta.get("trigger", "auto")),
                     pre_tokens=pre if isinstance(pre, int) else None,
+                    compaction=compaction_figures(meta) or None,
                 )
             )
             boundary, boundary_at, step, step_id = None, None, None, None
@@ -516,6 +529,47 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
         step, step_id = one, mid if isinstance(mid, str) else None
         items.append(one)
     return items
+
+
+COMPACTION_FIGURES = {
+    "postTokens": "post_tokens",
+    "durationMs": "duration_ms",
+    "cumulativeDroppedTokens": "cumulative_dropped_tokens",
+}
+"""``compactMetadata`` numbers kept beside ``trigger`` and ``preTokens``
+(:attr:`Item.compaction`)."""
+
+
+def compaction_figures(meta: dict[str, Any]) -> dict[str, int]:
+    """The figures of a ``compactMetadata`` beyond its trigger and ``preTokens``: the context
+    after it, its duration, the tokens dropped so far, how many records it kept."""
+    out = {
+        name: value
+        for key, name in COMPACTION_FIGURES.items()
+        if isinstance(value := meta.get(key), int) and not isinstance(value, bool)
+    }
+    listed = meta.get("preservedMessages")
+    uuids = listed.get("uuids") if isinstance(listed, dict) else None
+    if isinstance(uuids, list):
+        out["kept_messages"] = len(uuids)
+    return out
+
+
+def dropped_before(meta: Any) -> int:
+    """Tokens compacted away before the file begins, from its first compaction's
+    ``compactMetadata``: ``cumulativeDroppedTokens`` (every compaction of the session so far)
+    less what this one dropped (``preTokens - postTokens``); 0 when it does not say."""
+    if not isinstance(meta, dict):
+        return 0
+    figures = compaction_figures(meta)
+    total, post, pre = (
+        figures.get("cumulative_dropped_tokens"),
+        figures.get("post_tokens"),
+        meta.get("preTokens"),
+    )
+    if total is None or post is None or not isinstance(pre, int):
+        return 0
+    return max(total - (pre - post), 0)
 
 
 def _mark_harness(item: Item, rec: dict[str, Any]) -> None:

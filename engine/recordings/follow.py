@@ -44,7 +44,7 @@ from engine.recordings.claude_code_chain import Record
 from engine.recordings.claude_code_follow import TailParser
 from engine.recordings.file_tail import FileTail
 from engine.recordings.own_agent import auto_compact_at, context_of
-from engine.recordings.writer import Resume, check, write
+from engine.recordings.writer import Resume, archives_earlier_file, check, write
 from engine.store import Store
 
 
@@ -299,6 +299,7 @@ class Follower:
         out: dict[str, Any] = {
             "trigger": summary.trigger,
             "pre_tokens": summary.pre_tokens,
+            **(summary.compaction or {}),
             "summary_tokens": BLOCK_OVERHEAD + count_text(summary.text)
             if has_text(summary.text)
             else 0,
@@ -469,7 +470,10 @@ class Follower:
         after a compaction that no round follows yet."""
         last_start = self._round_starts[-1] if self._round_starts else 0
         summaries = [n for n, i in enumerate(items) if i.kind == "summary"]
-        if summaries and summaries[-1] > last_start:
+        if summaries and (
+            summaries[-1] > last_start
+            or (summaries[-1] == last_start and archives_earlier_file(items[last_start]))
+        ):
             self._resume_at, self._resume_round = summaries[-1] + 1, len(self._round_starts)
         elif self._round_starts:
             self._resume_at, self._resume_round = last_start, len(self._round_starts) - 1

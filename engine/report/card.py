@@ -59,6 +59,10 @@ class CompactionLine:
     kept: dict[str, dict[str, int]]
     lost: int
     """Items of the archived part its summary did not keep (files, commands, errors...)."""
+    post_tokens: int | None = None
+    """The context after it, as the original agent recorded it (Claude Code ``postTokens``)."""
+    duration_ms: int | None = None
+    """How long it took, as the original agent recorded it (``durationMs``)."""
     call_model: str = ""
     call_tokens: dict[str, int] = field(default_factory=dict)
     call_cost: float | None = None
@@ -71,6 +75,8 @@ class CompactionLine:
             "title": self.session.title if self.session else "",
             "trigger": f.trigger,
             "pre_tokens": self.pre_tokens,
+            "post_tokens": self.post_tokens,
+            "duration_ms": self.duration_ms,
             "tokens_before": f.tokens_before,
             "tokens_after": f.tokens_after,
             "at": f.created_at,
@@ -202,6 +208,9 @@ def _compaction_line(
     }
     lost = sum(v["total"] - v["kept"] for v in kept.values())
     line = CompactionLine(c, session, pre_tokens, after, kept, lost)
+    post, duration = stats.get("recorded_post_tokens"), stats.get("recorded_duration_ms")
+    line.post_tokens = post if isinstance(post, int) else None
+    line.duration_ms = duration if isinstance(duration, int) else None
     usage = stats.get("usage")
     if isinstance(usage, dict) and usage:
         line.call_model = str(stats.get("model") or "")
