@@ -282,6 +282,10 @@ class Parsed:
     agent_version: str = ""
     """The version of the agent that wrote the file, as it says (``version``,
     ``cli_version``): named beside what was not read."""
+    record_keys: set[str] = field(default_factory=set)
+    """What identifies this file's records (Claude Code: each ``uuid``, and ``message:<id>``
+    of each API response): a companion file that repeats them copied this session's context
+    (:func:`engine.recordings.claude_code.parse` with ``copied_from``)."""
 
     def not_read_sentences(self) -> list[str]:
         return self.not_read.sentences(self.fmt, self.agent_version)

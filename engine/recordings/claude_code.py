@@ -141,9 +141,57 @@ def accept(record: Record, not_read: NotRead) -> bool:
     return True
 
 
-def parse(raw: str, name: str) -> Parsed:
+def parse(raw: str, name: str, copied_from: set[str] | None = None) -> Parsed:
+    """A session file. ``copied_from``: the :attr:`Parsed.record_keys` of the session a
+    companion file belongs to (``<session>/subagents/agent-*.jsonl``): the records it repeats
+    from there (a compaction's call, a side question, a fork: they start from a copy of the
+    parent's context, same uuids, same API responses) are not its own work and are left out,
+    counted (``copied_from_parent``) and named in one warning."""
     records, reader = read_records(raw)
-    return parse_read(records, reader.lines, name, reader.skipped, reader.warnings, reader.not_read)
+    if copied_from:
+        records = _own_records(records, copied_from, reader.skipped, reader.warnings)
+    parsed = parse_read(
+        records, reader.lines, name, reader.skipped, reader.warnings, reader.not_read
+    )
+    return parsed
+
+
+def record_keys(records: list[Record]) -> set[str]:
+    """The uuids of ``records`` and ``message:<id>`` of their API responses."""
+    keys = set()
+    for _, rec in records:
+        if isinstance(rec.get("uuid"), str):
+            keys.add(rec["uuid"])
+        if rec["type"] == "assistant" and is_message(rec):
+            mid = rec["message"].get("id")
+            if isinstance(mid, str) and mid:
+                keys.add(f"message:{mid}")
+    return keys
+
+
+def _own_records(
+    records: list[Record], copied: set[str], skipped: Counter[str], warnings: list[str]
+) -> list[Record]:
+    """``records`` without those the parent session holds (by uuid, or by API response for
+    an assistant record); an own record whose parent is a copied one starts the chain."""
+    shared = {id(r) for _, r in records if record_keys([(0, r)]) & copied}
+    if not shared:
+        return records
+    left_out = {r["uuid"] for _, r in records if id(r) in shared and isinstance(r.get("uuid"), str)}
+    own: list[Record] = []
+    for number, rec in records:
+        if id(rec) in shared:
+            continue
+        if rec.get("parentUuid") in left_out:
+            rec = {**rec, "parentUuid": None}
+        own.append((number, rec))
+    total = sum(1 for _, r in records if "uuid" in r)
+    skipped["copied_from_parent"] += len(shared)
+    warnings.append(
+        f"{len(shared)} of {total} records repeat the parent session's (the context this file "
+        f"starts from); only the {total - len(shared)} of its own are counted"
+    )
+    return own
 
 
 def parse_read(
@@ -178,6 +226,7 @@ def parse_read(
             child.agent_id = None if agent == "sidechain" else agent
             parsed.children.append(child)
     parsed.records = n_lines
+    parsed.record_keys = record_keys(records)
     return parsed
 
 

@@ -202,7 +202,7 @@ def _add_subagents(path: Path, parsed: Parsed) -> None:
         return
     for file in sorted(folder.glob("agent-*.jsonl")):
         try:
-            child = claude_code.parse(read_session_text(file)[0], file.name)
+            child = claude_code.parse(read_session_text(file)[0], file.name, parsed.record_keys)
             if file.name.startswith("agent-acompact"):
                 _attach_compaction_call(parsed, child, file.name)
                 continue
