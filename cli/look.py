@@ -76,8 +76,14 @@ def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
     billed = [u for u in store.usages(session.id) if u.source != "local"]
     if not billed:
         return None
-    cost = price_for(settings, session.model or settings.model).total_cost(billed)
-    return None if cost is None else round(cost, 6)
+    # Each request at the model that answered it (a record that names none: the session's).
+    by_model: dict[str, list[Any]] = {}
+    for u in billed:
+        by_model.setdefault(u.model or session.model or settings.model, []).append(u)
+    costs = [price_for(settings, model).total_cost(us) for model, us in by_model.items()]
+    if all(c is None for c in costs):
+        return None
+    return round(sum(c for c in costs if c is not None), 6)
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:

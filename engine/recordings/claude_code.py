@@ -567,7 +567,10 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
             usage = None
             not_read.line("unexpected shape: usage", number)
         one = items_of(role, blocks, number, created, usage)[0]
-        one.model = str(msg.get("model") or "")
+        # An API error Claude Code wrote itself (``<synthetic>``, ``isApiErrorMessage``) names
+        # no model that answered: it never becomes the session's or a request's model.
+        synthetic = msg.get("model") == "<synthetic>" or rec.get("isApiErrorMessage") is True
+        one.model = "" if synthetic else str(msg.get("model") or "")
         mid = msg.get("id")
         if step is not None and step_id is not None and mid == step_id:
             step.text = "\n".join(t for t in (step.text, one.text) if t)

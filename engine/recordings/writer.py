@@ -339,6 +339,7 @@ def write(
                             usage=item.usage,
                             source="import",
                             created_at=item.created_at,
+                            model=item.model,
                         )
                     )
                     report.usage_records += 1

@@ -35,6 +35,8 @@ class SessionLine:
     figures: Figures = field(default_factory=Figures)
     days: dict[str, Figures] = field(default_factory=dict)
     compactions: int = 0
+    models: dict[str, Figures] = field(default_factory=dict)
+    """The figures by the model that answered (a request that names none: the session's)."""
 
     def as_json(self) -> dict[str, Any]:
         f = self.facts
@@ -44,6 +46,7 @@ class SessionLine:
             "project": f.workspace,
             "agent": self.agent,
             "model": f.model,
+            "models": sorted(self.models),
             "parent_session_id": f.parent_session_id,
             "started_at": f.started_at,
             "compactions": self.compactions,
@@ -246,9 +249,12 @@ def build_report(
         if group.session_id not in facts:
             continue
         s = line(group.session_id)
-        fig = priced(group, prices.rates_for(s.facts.model, group.day, group.long))
+        # Each request at its own model's price; one that names none at the session's.
+        model = group.model or s.facts.model
+        fig = priced(group, prices.rates_for(model, group.day, group.long))
         s.figures.add(fig)
         s.days.setdefault(group.day, Figures()).add(fig)
+        s.models.setdefault(model or "(none)", Figures()).add(fig)
     compactions = []
     for c in store.all_compactions(since):
         if c.session_id in facts:
@@ -265,6 +271,14 @@ def build_report(
             for day, fig in s.days.items():
                 groups[day].add(fig)
                 members[day].add(s.facts.id)
+            continue
+        if by == "model":
+            for model, fig in s.models.items():
+                groups[model].add(fig)
+                members[model].add(s.facts.id)
+            if not s.models:
+                groups[s.facts.model or "(none)"].add(s.figures)
+                members[s.facts.model or "(none)"].add(s.facts.id)
             continue
         if by is None:
             continue
