@@ -43,6 +43,8 @@ def default_folders(environ: Mapping[str, str] | None = None) -> list[Folder]:
         wanted.append(Folder(Path(env["CLAUDE_CONFIG_DIR"]) / "projects", "claude-code"))
     codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
     wanted.append(Folder(codex_home / "sessions", "codex"))
+    # GitHub Copilot CLI: ~/.copilot/session-state/<session id>/events.jsonl
+    wanted.append(Folder(home / ".copilot" / "session-state", "copilot-cli"))
     gemini = home / ".gemini" / "tmp"
     if gemini.is_dir():
         wanted += [Folder(p, "gemini") for p in sorted(gemini.glob("*/chats"))]

@@ -28,7 +28,12 @@ MAX_LINES_NAMED = 5
 """Line numbers named per kind in a report line (the JSON report names them all)."""
 MAX_KIND_CHARS = 60
 """Characters of an unknown record kind kept to name it."""
-AGENTS = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI"}
+AGENTS = {
+    "claude-code": "Claude Code",
+    "codex": "Codex",
+    "gemini-cli": "Gemini CLI",
+    "copilot-cli": "Copilot CLI",
+}
 """The agent that writes each format, as the report names it beside its version."""
 
 
@@ -226,6 +231,9 @@ class Item:
     """For summaries: what started the recorded compaction (``auto`` / ``manual``)."""
     pre_tokens: int | None = None
     """For summaries: the recorded context size before the compaction."""
+    input_estimate: int | None = None
+    """For assistant steps of a recording that does not say what a request sent (Copilot CLI):
+    ctxscope's own count of it, stored as the usage record's ``local_estimate``."""
     compaction: dict[str, Any] | None = None
     """For summaries: the recorded compaction's other figures, as the agent wrote them
     (Claude Code's ``compactMetadata``): ``post_tokens`` (the context after it),

@@ -38,7 +38,7 @@ from engine.config import Settings, session_origin
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.params import strategy_params
-from engine.recordings import claude_code, codex
+from engine.recordings import claude_code, codex, copilot_cli
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
 from engine.recordings.claude_code_chain import Record
 from engine.recordings.claude_code_follow import TailParser
@@ -255,6 +255,8 @@ class Follower:
                 continue
             if not self.fmt:
                 self.fmt = codex.FORMAT if codex.looks_like(obj) else claude_code.FORMAT
+                if copilot_cli.looks_like(obj):
+                    self.fmt = copilot_cli.FORMAT
             self.records.append((self.lines, obj))
             new += 1
         self._unreported += new
@@ -355,6 +357,8 @@ class Follower:
                 reader.lines, reader.skipped = self.reader.lines, Counter(self.reader.skipped)
                 reader.warnings, reader.not_read = list(self.reader.warnings), not_read
                 parsed = codex.parse_records(records, reader, self.path.name)
+            elif self.fmt == copilot_cli.FORMAT:
+                parsed = copilot_cli.parse_records(list(self.records), self.reader, self.path.name)
             else:
                 if self._tail_parser is None:
                     self._tail_parser = TailParser(self.path.name)

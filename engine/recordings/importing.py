@@ -35,7 +35,9 @@ from engine.recordings import (
     anthropic_jsonl,
     claude_code,
     codex,
+    copilot_cli,
     gemini,
+    managed_agents,
     openhands,
     trajectories,
 )
@@ -69,6 +71,8 @@ FORMATS = (
     gemini.FORMAT,
     openhands.FORMAT,
     aider.FORMAT,
+    copilot_cli.FORMAT,
+    managed_agents.FORMAT,
 )
 SUFFIXES = (".jsonl", ".traj", ".traj.json", ".json", ".md")
 DOCS = 'docs/importing.md, "Importing and exporting sessions"'
@@ -114,12 +118,16 @@ def detect_format(raw: str) -> tuple[str | None, Any]:
             continue
         if codex.looks_like(obj):
             return codex.FORMAT, None
+        if copilot_cli.looks_like(obj):
+            return copilot_cli.FORMAT, None
         if claude_code.looks_like(obj):
             return claude_code.FORMAT, None
         if gemini.looks_like_contents(obj):
             return gemini.CONTENTS, None
         if isinstance(obj, dict) and "role" in obj:
             return anthropic_jsonl.FORMAT, None
+        if managed_agents.is_event(obj):
+            return managed_agents.FORMAT, None
     return None, None
 
 
@@ -148,6 +156,10 @@ def parse_sessions(path: Path) -> list[Parsed]:
             sessions = [anthropic_jsonl.parse(raw, path.name)]
         elif fmt == codex.FORMAT:
             sessions = [codex.parse(raw, path.name)]
+        elif fmt == copilot_cli.FORMAT:
+            sessions = [copilot_cli.parse(raw, path.name)]
+        elif fmt == managed_agents.FORMAT:
+            sessions = [anthropic_jsonl.parse(raw, path.name)]  # reads the event stream
         elif fmt == gemini.FORMAT:
             sessions = [gemini.parse(whole, path.name)]
         elif fmt == gemini.CONTENTS:

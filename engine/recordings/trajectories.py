@@ -70,9 +70,8 @@ def parse_mini(obj: dict[str, Any], name: str) -> Parsed:
     pending: str | None = None
     counter = 0
     left = _LeftOut("message")
-    info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    named = (config.get("model") or {}) if isinstance(config.get("model"), dict) else {}
+    info = _dict(obj.get("info"))
+    named = _dict(_dict(info.get("config")).get("model"))
     model = str(named.get("model_name") or "")
     for n, msg in enumerate(messages):
         content = left.content_of(msg, n)
@@ -235,6 +234,10 @@ def _response(msg: dict[str, Any], model: str) -> tuple[str, Usage | None]:
         )
         usage = usage if usage.input_side or usage.output_tokens else None
     return (answered if isinstance(answered, str) and answered else model), usage
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any) -> int:

@@ -340,6 +340,7 @@ def write(
                             source="import",
                             created_at=item.created_at,
                             model=item.model,
+                            local_estimate=item.input_estimate,
                         )
                     )
                     report.usage_records += 1
