@@ -36,6 +36,7 @@ from engine.recordings import (
     claude_code,
     codex,
     copilot_cli,
+    entire,
     gemini,
     managed_agents,
     openhands,
@@ -264,6 +265,8 @@ def parse_path(path: Path) -> ParsedFiles:
         raise ImportError_([f"cannot read {path}: no such file or directory"]) from None
     if not stat.S_ISDIR(mode):
         return ParsedFiles([(path, one) for one in parse_sessions(path)])
+    if entire.checkpoints(path):  # Entire checkpoints: each session's transcript, its figures
+        return ParsedFiles(entire.parse_checkpoints(path, parse_sessions))
     out = ParsedFiles([])
     root = path.resolve()
     for file in sorted(path.rglob("*")):
