@@ -131,6 +131,12 @@ MAX_RESULT_CHARS = 4 * 1024 * 1024
 (:func:`cut_result`): one 30 MB ``cat`` must not become a 30 MB observation."""
 CUT_WARNING = "line {}: cut mid-way (the file is still being written?); left out"
 COMMENT_PREFIXES = ("//", "#")
+NORMAL_REPEATS = frozenset(
+    {"ai-title", "custom-title", "agent-name", "mode", "permission-mode", "last-prompt", "pr-link"}
+)
+"""Record kinds an agent writes again, byte for byte, as a matter of course (Claude Code appends
+the session's title, mode and last prompt again at each resume): a repeat of one is counted as
+``repeated:<kind>``, not named with the damaged lines."""
 
 
 class JsonLines:
@@ -176,7 +182,11 @@ class JsonLines:
             return None
         key = hash(stripped)
         if key in self._seen:
-            self.not_read.line("repeats an earlier line", number)
+            kind = obj.get("type")
+            if isinstance(kind, str) and kind in NORMAL_REPEATS:
+                self.skipped[f"repeated:{kind}"] += 1
+            else:
+                self.not_read.line("repeats an earlier line", number)
             return None
         self._seen.add(key)
         return obj

