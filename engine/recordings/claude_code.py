@@ -149,7 +149,7 @@ def parse(raw: str, name: str, copied_from: set[str] | None = None) -> Parsed:
     counted (``copied_from_parent``) and named in one warning."""
     records, reader = read_records(raw)
     if copied_from:
-        records = _own_records(records, copied_from, reader.skipped, reader.warnings)
+        records = own_records(records, copied_from, reader.skipped, reader.warnings)
     parsed = parse_read(
         records, reader.lines, name, reader.skipped, reader.warnings, reader.not_read
     )
@@ -169,7 +169,7 @@ def record_keys(records: list[Record]) -> set[str]:
     return keys
 
 
-def _own_records(
+def own_records(
     records: list[Record], copied: set[str], skipped: Counter[str], warnings: list[str]
 ) -> list[Record]:
     """``records`` without those the parent session holds (by uuid, or by API response for

@@ -194,6 +194,9 @@ class Follower:
         self.workspace = workspace or str(path.parent)
         self.parent = parent
         self.tail = FileTail(path)
+        self.copied_from: Follower | None = None
+        """The session a subagent file belongs to: the records it copied from there (a side
+        question, a fork) are not its own (:func:`claude_code.own_records`)."""
         self.records: list[Record] = []
         self.lines = 0
         self.reader = JsonLines()
@@ -334,6 +337,7 @@ class Follower:
                     self.children[file] = Follower(
                         file, self.settings, None, self.workspace, parent=None
                     )
+                    self.children[file].copied_from = self
                     started += 1
         return started
 
@@ -362,12 +366,13 @@ class Follower:
             else:
                 if self._tail_parser is None:
                     self._tail_parser = TailParser(self.path.name)
+                skipped, warnings = Counter(self.reader.skipped), list(self.reader.warnings)
+                records = self.records
+                if self.copied_from is not None:
+                    copied = claude_code.record_keys(self.copied_from.records)
+                    records = claude_code.own_records(records, copied, skipped, warnings)
                 parsed = self._tail_parser.parse(
-                    self.records,
-                    self.reader.lines,
-                    Counter(self.reader.skipped),
-                    list(self.reader.warnings),
-                    not_read,
+                    records, self.reader.lines, skipped, warnings, not_read
                 )
             problems = self._tail_parser.check(parsed) if self._tail_parser else check(parsed)
         except ImportError_ as exc:

@@ -157,3 +157,24 @@ def test_the_side_question_is_its_own_turn_only(tmp_path: Path, store: Store) ->
         "6 of 8 records repeat the parent session's (the context this file starts from); "
         "only the 2 of its own are counted"
     ) in child.warnings
+
+
+def test_watch_counts_the_side_question_as_import_does(tmp_path: Path) -> None:
+    """``watch`` of the parent follows the aside_question file as a subagent: the same 2
+    messages and 1 usage record (output 120) as the import above, not the 6 copied records."""
+    from engine.config import Settings
+    from engine.recordings.follow import Follower
+
+    session = project(tmp_path)
+    store = Store.open(tmp_path / "w.db")
+    follower = Follower(session, Settings(), store)
+    follower.poll()
+    follower.poll()  # the children are polled once the parent is stored
+    assert follower.session is not None and follower.session.id is not None
+    (sid,) = store.child_sessions(follower.session.id)
+    assert store.get_session(sid).agent_id == "aside_question-9c2b"
+    assert [m.content for m in store.all_messages(sid)] == [
+        "What does ls -a add?",
+        "Hidden files.",
+    ]
+    assert [u.usage.output_tokens for u in store.usages(sid)] == [120]
