@@ -170,3 +170,42 @@ def test_a_mini_swe_agent_run_keeps_its_model_usage_and_cost(tmp_path: Path, sto
     ]
     (line,) = build_report(store, Settings()).sessions
     assert line.figures.total_cost == pytest.approx(0.02454)
+
+
+def test_a_gemini_chat_prices_its_flash_calls_at_flash(tmp_path: Path, store: Store) -> None:
+    """A Gemini CLI chat whose second answer came from Flash (each ``gemini`` message names
+    its ``model``). List prices (genai-prices, as Google's page): 2.5 Pro $1.25 input, $10
+    output; 2.5 Flash $0.30 input, $2.50 output, per million. Pro: 100,000 input + 2,000
+    output (thoughts 500 of them) → 0.125 + 0.020 = $0.145; Flash: 40,000 input + 1,000
+    output → 0.012 + 0.0025 = $0.0145; $0.1595 in all (all at Pro: $0.145 + 0.05 + 0.01 =
+    $0.205)."""
+
+    def answer(n: int, model: str, inp: int, out: int, thoughts: int) -> dict[str, Any]:
+        tokens = {"input": inp, "output": out, "cached": 0, "thoughts": thoughts, "tool": 0}
+        return {
+            "id": f"g{n}",
+            "timestamp": f"2026-11-20T12:0{n}:00.000Z",
+            "type": "gemini",
+            "content": f"answer {n}",
+            "model": model,
+            "tokens": tokens | {"total": inp + out + thoughts},
+        }
+
+    chat = {
+        "sessionId": "9f1c2d3e-gem",
+        "projectHash": "abc",
+        "startTime": "2026-11-20T12:00:00.000Z",
+        "lastUpdated": "2026-11-20T12:05:00.000Z",
+        "messages": [
+            {"id": "u1", "timestamp": "2026-11-20T12:00:30.000Z", "type": "user", "content": "Hi"},
+            answer(1, "gemini-2.5-pro", 100000, 1500, 500),
+            {"id": "u2", "timestamp": "2026-11-20T12:02:00.000Z", "type": "user", "content": "Go"},
+            answer(3, "gemini-2.5-flash", 40000, 1000, 0),
+        ],
+    }
+    path = tmp_path / "session-2026-11-20T12-00-abc.json"
+    path.write_text(json.dumps(chat))
+    (one,) = import_all(store, path)
+    assert [u.model for u in one.usages] == ["gemini-2.5-pro", "gemini-2.5-flash"]
+    (line,) = build_report(store, Settings()).sessions
+    assert line.figures.total_cost == pytest.approx(0.1595)
