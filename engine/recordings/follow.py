@@ -431,7 +431,11 @@ class Follower:
                     origin=session_origin(self.settings),
                 )
                 self._stored = []
-            whole = not self._stored or common < self._resume_at
+            # A result now where the last stored round began (an input delivered from the
+            # queue moves after the results its step gets later) belongs to an earlier
+            # round: from there the stored rounds no longer hold; the file is stored again.
+            moved = common == self._resume_at < len(sigs) and parsed.items[common].kind == "result"
+            whole = not self._stored or common < self._resume_at or moved
             if whole:
                 store.clear_session(self._sid)
                 start, rounds, live, observations = 0, 0, [], []

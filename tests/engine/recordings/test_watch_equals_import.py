@@ -54,3 +54,32 @@ def test_watch_stores_what_import_stores(tmp_path: Path, path: Path, chunk: int)
     (one,) = import_all(ref, path)
     assert one.report.session.id is not None
     assert stored(store, follower.session.id) == stored(ref, one.report.session.id)
+
+
+def test_queued_inputs_grown_in_chunks_store_what_import_stores(tmp_path: Path) -> None:
+    """marot with its queued inputs written as newer versions write them
+    (``marot_with_queued_attachments``), grown 7 records a look: an input delivered from the
+    queue moves after results its step gets at a later look, so the round the last save began
+    with no longer begins there; watch stored a result against a call of an earlier round
+    (a KeyError) before it stored the file again in that case. (Grown 1 record a look it
+    gives the same: run once by hand, 4 minutes on the shared build machine.)"""
+    from tests.engine.recordings.test_claude_code_parse import marot_with_queued_attachments
+
+    lines = marot_with_queued_attachments()
+    f = tmp_path / "m.jsonl"
+    f.write_text("")
+    store = Store.open(tmp_path / "w.db")
+    follower = Follower(f, Settings(), store)
+    with open(f, "a") as out:
+        for at in range(0, len(lines), 7):
+            out.write("".join(line + "\n" for line in lines[at : at + 7]))
+            out.flush()
+            follower.poll()
+    assert follower.session is not None and follower.session.id is not None
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text("\n".join(lines) + "\n")
+    ref = Store.open(tmp_path / "r.db")
+    (one,) = import_all(ref, whole)
+    assert one.report.session.id is not None
+    mine, theirs = stored(store, follower.session.id), stored(ref, one.report.session.id)
+    assert mine == theirs
