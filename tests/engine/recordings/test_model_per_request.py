@@ -209,3 +209,19 @@ def test_a_gemini_chat_prices_its_flash_calls_at_flash(tmp_path: Path, store: St
     assert [u.model for u in one.usages] == ["gemini-2.5-pro", "gemini-2.5-flash"]
     (line,) = build_report(store, Settings()).sessions
     assert line.figures.total_cost == pytest.approx(0.1595)
+
+
+def test_a_swe_agent_run_keeps_its_model_and_cost(tmp_path: Path) -> None:
+    """The corpus SWE-agent trajectory with the ``replay_config`` SWE-agent 1.x writes beside
+    ``info`` (a JSON string: ``agent.model.name``): its model is the session's, and its own
+    ``model_stats`` (``instance_cost`` 0.53839, 5 ``api_calls``, as the file says) kept."""
+    from engine.recordings.importing import parse_sessions
+    from tests.engine.recordings.corpus import CORPUS
+
+    run = json.loads((CORPUS / "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj").read_text())
+    run["replay_config"] = json.dumps({"agent": {"model": {"name": "claude-sonnet-4-20250514"}}})
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps(run))
+    (parsed,) = parse_sessions(path)
+    assert parsed.model == "claude-sonnet-4-20250514"
+    assert (parsed.recorded["recorded_cost"], parsed.recorded["api_calls"]) == (0.53839, 5)
