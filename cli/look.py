@@ -21,6 +21,7 @@ from engine.figures import SessionFigures
 from engine.messages.render import render_react
 from engine.models import Session
 from engine.params import describe_params
+from engine.recordings.base import recorded_compaction
 from engine.recordings.figures import session_figures
 from engine.recordings.hidden import hidden_prefix
 from engine.terminal_text import printable
@@ -161,7 +162,12 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             f"rounds / {c.messages_compacted} messages archived"
             + (f" ({c.error})" if c.error else "")
             + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
-            + ("; recorded: made by the original agent" if c.stats.get("recorded") else "")
+            + (
+                "; recorded: made by the original agent"
+                + "".join(f" ({w})" for w in [recorded_compaction(c.stats)] if w)
+                if c.stats.get("recorded")
+                else ""
+            )
         )
     if exchanges:
         lines.extend(request_lines(data["requests"]))

@@ -118,7 +118,9 @@ def _compaction_lines(r: Report) -> list[str]:
             )
             out.append(
                 f"    session {c.facts.session_id:>5}  lost {c.lost} items at "
-                f"{c.pre_tokens:,} tokens{minutes}  {title}"
+                f"{c.pre_tokens:,}"
+                + (f" → {c.post_tokens:,}" if c.post_tokens is not None else "")
+                + f" tokens{minutes}  {title}"
             )
     return out
 

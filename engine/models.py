@@ -234,6 +234,9 @@ class UsageRecord(BaseModel):
     offline provider, a replay), ``import`` for a recorded session (the original agent's API
     figures)."""
     created_at: datetime = Field(default_factory=utcnow)
+    model: str = ""
+    """The model that answered this request, when the recording or the API says; empty:
+    the session's model (what the request is priced at then)."""
 
 
 class Observation(BaseModel):

@@ -207,14 +207,22 @@ def _min_cacheable(model: str) -> int:
 
 @cache
 def _listed(model: str) -> tuple[Provider, ModelInfo] | None:
+    """genai-prices' entry for ``model``; a name under a provider's prefix (OpenRouter's and
+    LiteLLM's ``anthropic/claude-…``, ``openai/gpt-…``) is looked up without it when the
+    whole name is not listed."""
     if not model:
         return None
     from genai_prices.data_snapshot import get_snapshot
 
-    try:
-        return get_snapshot().find_provider_model(model, None, None, None)
-    except LookupError:
-        return None
+    names = [model]
+    if "/" in model:
+        names.append(model.rpartition("/")[2])
+    for name in names:
+        try:
+            return get_snapshot().find_provider_model(name, None, None, None)
+        except LookupError:
+            continue
+    return None
 
 
 @cache

@@ -28,7 +28,12 @@ MAX_LINES_NAMED = 5
 """Line numbers named per kind in a report line (the JSON report names them all)."""
 MAX_KIND_CHARS = 60
 """Characters of an unknown record kind kept to name it."""
-AGENTS = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI"}
+AGENTS = {
+    "claude-code": "Claude Code",
+    "codex": "Codex",
+    "gemini-cli": "Gemini CLI",
+    "copilot-cli": "Copilot CLI",
+}
 """The agent that writes each format, as the report names it beside its version."""
 
 
@@ -126,6 +131,12 @@ MAX_RESULT_CHARS = 4 * 1024 * 1024
 (:func:`cut_result`): one 30 MB ``cat`` must not become a 30 MB observation."""
 CUT_WARNING = "line {}: cut mid-way (the file is still being written?); left out"
 COMMENT_PREFIXES = ("//", "#")
+NORMAL_REPEATS = frozenset(
+    {"ai-title", "custom-title", "agent-name", "mode", "permission-mode", "last-prompt", "pr-link"}
+)
+"""Record kinds an agent writes again, byte for byte, as a matter of course (Claude Code appends
+the session's title, mode and last prompt again at each resume): a repeat of one is counted as
+``repeated:<kind>``, not named with the damaged lines."""
 
 
 class JsonLines:
@@ -171,7 +182,11 @@ class JsonLines:
             return None
         key = hash(stripped)
         if key in self._seen:
-            self.not_read.line("repeats an earlier line", number)
+            kind = obj.get("type")
+            if isinstance(kind, str) and kind in NORMAL_REPEATS:
+                self.skipped[f"repeated:{kind}"] += 1
+            else:
+                self.not_read.line("repeats an earlier line", number)
             return None
         self._seen.add(key)
         return obj
@@ -226,6 +241,15 @@ class Item:
     """For summaries: what started the recorded compaction (``auto`` / ``manual``)."""
     pre_tokens: int | None = None
     """For summaries: the recorded context size before the compaction."""
+    input_estimate: int | None = None
+    """For assistant steps of a recording that does not say what a request sent (Copilot CLI):
+    ctxscope's own count of it, stored as the usage record's ``local_estimate``."""
+    compaction: dict[str, Any] | None = None
+    """For summaries: the recorded compaction's other figures, as the agent wrote them
+    (Claude Code's ``compactMetadata``): ``post_tokens`` (the context after it),
+    ``duration_ms`` (how long it took), ``cumulative_dropped_tokens`` (dropped by every
+    compaction of the session so far, this one included), ``kept_messages`` (records it kept
+    verbatim); kept in the compaction's stats as ``recorded_<name>``."""
     recorded_call: dict[str, Any] | None = None
     """For summaries: the call that wrote it (Claude Code's ``agent-acompact-*`` file):
     ``agent_id``, ``model``, ``usage``; kept in the compaction's stats."""
@@ -276,6 +300,10 @@ class Parsed:
     agent_version: str = ""
     """The version of the agent that wrote the file, as it says (``version``,
     ``cli_version``): named beside what was not read."""
+    record_keys: set[str] = field(default_factory=set)
+    """What identifies this file's records (Claude Code: each ``uuid``, and ``message:<id>``
+    of each API response): a companion file that repeats them copied this session's context
+    (:func:`engine.recordings.claude_code.parse` with ``copied_from``)."""
 
     def not_read_sentences(self) -> list[str]:
         return self.not_read.sentences(self.fmt, self.agent_version)
@@ -338,6 +366,21 @@ class ImportReport:
             "agent_version": self.agent_version,
             "not_read": {**self.not_read.as_json(), "summary": self.not_read_sentences},
         }
+
+
+def recorded_compaction(stats: dict[str, Any]) -> str:
+    """What the original agent recorded of a compaction it made, in words, from the stored
+    compaction's stats: ``its context 297,190 → 16,970 tokens, 41.2 s`` ("" when nothing)."""
+    pre, post = stats.get("recorded_pre_tokens"), stats.get("recorded_post_tokens")
+    duration = stats.get("recorded_duration_ms")
+    parts = []
+    if isinstance(pre, int) and isinstance(post, int):
+        parts.append(f"its context {pre:,} → {post:,} tokens")
+    elif isinstance(pre, int):
+        parts.append(f"its context {pre:,} tokens before")
+    if isinstance(duration, int):
+        parts.append(f"{duration / 1000:,.1f} s")
+    return ", ".join(parts)
 
 
 def title_of(items: list[Item], name: str) -> str:

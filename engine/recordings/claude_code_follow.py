@@ -10,7 +10,8 @@ every record appended since hangs under the anchor in the uuid tree: the usual c
 going on. Anything else parses the whole file again and sets a new anchor: a record whose
 parent is before the anchor (a rewind to an earlier round, a resumed session's replay), a
 sidechain record, a response or a result that belongs to the part already parsed, a repeated
-uuid. The anchor moves on when a later round starts, so a look costs about what the current
+uuid, a compaction that kept records (it moves them after its summary). The anchor moves on
+when a later round starts, so a look costs about what the current
 round holds plus what was appended. An input delivered from the queue is never an anchor (no
 record of its own holds it), nor is a round's input while the user's typing still waits in
 the queue (its ``enqueue`` would be before the parse).
@@ -30,7 +31,13 @@ from typing import Any
 from engine.messages.harness import input_kind
 from engine.recordings import claude_code
 from engine.recordings.base import ImportError_, Item, NotRead, Parsed
-from engine.recordings.claude_code_chain import Record, is_boundary, is_message, result_ids
+from engine.recordings.claude_code_chain import (
+    Record,
+    is_boundary,
+    is_message,
+    kept_segments,
+    result_ids,
+)
 from engine.recordings.writer import check
 
 
@@ -123,6 +130,10 @@ class TailParser:
             return True
         if not isinstance(uuid, str) or uuid in self._under:
             return False  # a repeated uuid: the whole parser decides which is kept
+        if is_boundary(rec) and kept_segments(rec):
+            # A compaction that kept records moves them after its summary, records that may
+            # be before the anchor: the whole parser places them.
+            return False
         parent = rec.get("parentUuid")
         if parent is None and is_boundary(rec):
             parent = rec.get("logicalParentUuid")

@@ -7,7 +7,9 @@ import of the export stores the same conversation. Results the importer or the a
 synthesised for a call that never got one (``meta.interrupted``) are left out: the importer
 pairs them again. A summary is a ``{"role": "user", "compact_summary": true}`` line. Two keys the
 API does not know carry what the text cannot: ``recorded`` (a Bash result's streams and exit
-code, by tool_use id) and ``finished`` on the last line (the last round ended normally).
+code, by tool_use id), ``recorded_session`` on the first user line (what the recording said of
+itself: its id, version, the agent's own cost...) and ``finished`` on the last line (the last
+round ended normally).
 
 Without ``include_archived`` only what history holds now is written (the summaries first);
 with it, each compaction's archived messages come before its summary.
@@ -98,6 +100,8 @@ def export_jsonl(store: Store, session_id: int, include_archived: bool = False) 
             for key in (INPUT_KEY, "queued_line"):
                 if msg.meta.origin and key in msg.meta.origin:
                     line[key] = msg.meta.origin[key]
+            if msg.meta.origin and isinstance(msg.meta.origin.get("recorded"), dict):
+                line["recorded_session"] = msg.meta.origin["recorded"]
         elif msg.role == "assistant":
             line = {"role": "assistant", "content": _assistant_blocks(msg)}
             record = usage.get((msg.meta.round, msg.meta.step))

@@ -105,4 +105,3 @@ def agent_label(session: Session) -> str:
 def _normal(model: str) -> str:
     """A model id as the price data names it: a provider prefix (``anthropic/``) dropped."""
     return model.rsplit("/", 1)[-1] if "/" in model else model
-

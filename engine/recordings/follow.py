@@ -40,12 +40,12 @@ from engine.config import Settings, session_origin
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.params import strategy_params
-from engine.recordings import agents
+from engine.recordings import agents, claude_code
 from engine.recordings.agents.protocol import HEAD_RECORDS, AgentFormat, ContextRules, TailParser
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
 from engine.recordings.file_tail import FileTail
 from engine.recordings.own_agent import context_of
-from engine.recordings.writer import Resume, recorded_model, write
+from engine.recordings.writer import Resume, archives_earlier_file, recorded_model, write
 from engine.store import Store
 
 
@@ -202,6 +202,9 @@ class Follower:
         self.workspace = workspace or str(path.parent)
         self.parent = parent
         self.tail = FileTail(path)
+        self.copied_from: Follower | None = None
+        """The session a subagent file belongs to: the records it copied from there (a side
+        question, a fork) are not its own (:func:`claude_code.own_records`)."""
         self.records: list[tuple[int, dict[str, Any]]] = []
         self.lines = 0
         self.reader = JsonLines()
@@ -315,6 +318,7 @@ class Follower:
         out: dict[str, Any] = {
             "trigger": summary.trigger,
             "pre_tokens": summary.pre_tokens,
+            **(summary.compaction or {}),
             "summary_tokens": BLOCK_OVERHEAD + count_text(summary.text)
             if has_text(summary.text)
             else 0,
@@ -347,6 +351,7 @@ class Follower:
                     self.children[file] = Follower(
                         file, self.settings, None, self.workspace, parent=None, env=self.env
                     )
+                    self.children[file].copied_from = self
                     started += 1
         return started
 
@@ -366,12 +371,13 @@ class Follower:
         if self._tail_parser is None:
             return None
         try:
+            records = self.records
+            skipped, warnings = Counter(self.reader.skipped), list(self.reader.warnings)
+            if self.copied_from is not None:  # a subagent file: what it copied is not its own
+                copied = claude_code.record_keys(self.copied_from.records)
+                records = claude_code.own_records(records, copied, skipped, warnings)
             parsed = self._tail_parser.parse(
-                self.records,
-                self.reader.lines,
-                Counter(self.reader.skipped),
-                list(self.reader.warnings),
-                not_read,
+                records, self.reader.lines, skipped, warnings, not_read
             )
             problems = self._tail_parser.check(parsed)
         except ImportError_ as exc:
@@ -383,8 +389,13 @@ class Follower:
         if problems:
             self._notice(f"{self.path}: cannot be followed yet: {'; '.join(problems)}")
             return None
-        for sentence in parsed.not_read_sentences():
-            self._notice(f"{self.path}: {sentence}")
+        # Said when a kind (or a why) is new, not at every look that adds a line of one
+        # already said: the sentences name counts and lines, which grow with the file.
+        named = {f"kind:{k}" for k in parsed.not_read.kinds} | set(parsed.not_read.lines)
+        if not named <= self._said:
+            self._said |= named
+            for sentence in parsed.not_read_sentences():
+                self._notice(f"{self.path}: {sentence}")
         return parsed
 
     def _tell_agent(self) -> bool:
@@ -451,7 +462,11 @@ class Follower:
                 )
                 self._stored = []
             facts = (parsed.recorded, parsed.hidden)
-            whole = not self._stored or common < self._resume_at or facts != self._facts
+            # A result now where the last stored round began (an input delivered from the
+            # queue moves after the results its step gets later) belongs to an earlier
+            # round: from there the stored rounds no longer hold; the file is stored again.
+            moved = common == self._resume_at < len(sigs) and parsed.items[common].kind == "result"
+            whole = not self._stored or common < self._resume_at or facts != self._facts or moved
             if whole:
                 store.clear_session(self._sid)
                 start, rounds, live, observations = 0, 0, [], []
@@ -512,7 +527,10 @@ class Follower:
         after a compaction that no round follows yet."""
         last_start = self._round_starts[-1] if self._round_starts else 0
         summaries = [n for n, i in enumerate(items) if i.kind == "summary"]
-        if summaries and summaries[-1] > last_start:
+        if summaries and (
+            summaries[-1] > last_start
+            or (summaries[-1] == last_start and archives_earlier_file(items[last_start]))
+        ):
             self._resume_at, self._resume_round = summaries[-1] + 1, len(self._round_starts)
         elif self._round_starts:
             self._resume_at, self._resume_round = last_start, len(self._round_starts) - 1

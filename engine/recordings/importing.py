@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.config import Settings
-from engine.recordings import agents
+from engine.recordings import agents, entire
 from engine.recordings.base import (
     ImportError_,
     ImportReport,
@@ -130,6 +130,8 @@ def parse_path(path: Path) -> ParsedFiles:
         raise ImportError_([f"cannot read {path}: no such file or directory"]) from None
     if not stat.S_ISDIR(mode):
         return ParsedFiles([(path, one) for one in parse_sessions(path)])
+    if entire.checkpoints(path):  # Entire checkpoints: each session's transcript, its figures
+        return ParsedFiles(entire.parse_checkpoints(path, parse_sessions))
     out = ParsedFiles([])
     root = path.resolve()
     for file in sorted(path.rglob("*")):

@@ -58,6 +58,21 @@ def recorded_model(parsed: Parsed) -> str:
     return parsed.model or next((i.model for i in parsed.items if i.model), "")
 
 
+def archives_earlier_file(summary: Item) -> bool:
+    """Whether ``summary``, met with nothing stored before it, is an agent's compaction whose
+    conversation is in an earlier file (a recorded compaction's figures come with it), not
+    the summary a continued session starts from: it is stored as a compaction of a round of
+    its own (:func:`before_file`), which the next round never joins."""
+    return summary.pre_tokens is not None or bool(summary.compaction)
+
+
+def before_file(summary: Item) -> str:
+    """The user message standing for what a compaction at a file's start compacted (the
+    conversation before it is in an earlier file, or nowhere)."""
+    size = f" ({summary.pre_tokens:,} tokens by the agent's count)" if summary.pre_tokens else ""
+    return f"(The conversation before this compaction{size} is not in this file.)"
+
+
 def check(parsed: Parsed) -> list[str]:
     """Problems that make ``parsed`` unstorable; renames duplicate tool_use ids in place."""
     problems: list[str] = []
@@ -289,6 +304,12 @@ def write(
                 pair_missing()
                 close_round(last_final)  # the next step needs a round of its own
                 write_ended()
+                if not live and archives_earlier_file(item):
+                    # The file begins at the agent's compaction: what it compacted is in an
+                    # earlier file. A round saying so is what the compaction archives.
+                    open_round(item, before_file(item), {"synthetic": True, "before_file": True})
+                    close_round(True)
+                    write_ended()
                 if live:
                     _compact(store, sid, item, live, observations, report, settings, parsed.cwd)
                 else:
@@ -326,6 +347,8 @@ def write(
                             usage=item.usage,
                             source="import",
                             created_at=item.created_at,
+                            model=item.model,
+                            local_estimate=item.input_estimate,
                         )
                     )
                     report.usage_records += 1
@@ -518,6 +541,7 @@ def _compact(
             "imported": True,
             "recorded": True,
             "recorded_pre_tokens": item.pre_tokens,
+            **{f"recorded_{k}": v for k, v in (item.compaction or {}).items()},
             **(item.recorded_call or {}),
         },
         fidelity=fidelity_json(figures),

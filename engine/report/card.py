@@ -36,6 +36,8 @@ class SessionLine:
     figures: Figures = field(default_factory=Figures)
     days: dict[str, Figures] = field(default_factory=dict)
     compactions: int = 0
+    models: dict[str, Figures] = field(default_factory=dict)
+    """The figures by the model that answered (a request that names none: the session's)."""
 
     def as_json(self) -> dict[str, Any]:
         f = self.facts
@@ -45,6 +47,7 @@ class SessionLine:
             "project": f.workspace,
             "agent": self.agent,
             "model": f.model,
+            "models": sorted(self.models),
             "parent_session_id": f.parent_session_id,
             "started_at": f.started_at,
             "compactions": self.compactions,
@@ -60,6 +63,10 @@ class CompactionLine:
     kept: dict[str, dict[str, int]]
     lost: int
     """Items of the archived part its summary did not keep (files, commands, errors...)."""
+    post_tokens: int | None = None
+    """The context after it, as the original agent recorded it (Claude Code ``postTokens``)."""
+    duration_ms: int | None = None
+    """How long it took, as the original agent recorded it (``durationMs``)."""
     call_model: str = ""
     call_tokens: dict[str, int] = field(default_factory=dict)
     call_cost: float | None = None
@@ -72,6 +79,8 @@ class CompactionLine:
             "title": self.session.title if self.session else "",
             "trigger": f.trigger,
             "pre_tokens": self.pre_tokens,
+            "post_tokens": self.post_tokens,
+            "duration_ms": self.duration_ms,
             "tokens_before": f.tokens_before,
             "tokens_after": f.tokens_after,
             "at": f.created_at,
@@ -203,6 +212,9 @@ def _compaction_line(
     }
     lost = sum(v["total"] - v["kept"] for v in kept.values())
     line = CompactionLine(c, session, pre_tokens, after, kept, lost)
+    post, duration = stats.get("recorded_post_tokens"), stats.get("recorded_duration_ms")
+    line.post_tokens = post if isinstance(post, int) else None
+    line.duration_ms = duration if isinstance(duration, int) else None
     usage = stats.get("usage")
     if isinstance(usage, dict) and usage:
         line.call_model = str(stats.get("model") or "")
@@ -238,9 +250,12 @@ def build_report(
         if group.session_id not in facts:
             continue
         s = line(group.session_id)
-        fig = priced(group, prices.rates_for(s.facts.model, group.day, group.long))
+        # Each request at its own model's price; one that names none at the session's.
+        model = group.model or s.facts.model
+        fig = priced(group, prices.rates_for(model, group.day, group.long))
         s.figures.add(fig)
         s.days.setdefault(group.day, Figures()).add(fig)
+        s.models.setdefault(model or "(none)", Figures()).add(fig)
     compactions = []
     for c in store.all_compactions(since):
         if c.session_id in facts:
@@ -257,6 +272,14 @@ def build_report(
             for day, fig in s.days.items():
                 groups[day].add(fig)
                 members[day].add(s.facts.id)
+            continue
+        if by == "model":
+            for model, fig in s.models.items():
+                groups[model].add(fig)
+                members[model].add(s.facts.id)
+            if not s.models:
+                groups[s.facts.model or "(none)"].add(s.figures)
+                members[s.facts.model or "(none)"].add(s.facts.id)
             continue
         if by is None:
             continue

@@ -60,6 +60,9 @@ class UsageGroup:
     cache_read_input_tokens: int
     cache_creation_input_tokens: int
     cache_creation_1h_input_tokens: int
+    model: str = ""
+    """The model that answered these requests ("" when the records do not say: the
+    session's)."""
 
 
 @dataclass
@@ -158,9 +161,10 @@ class HistoryStore(StoreAccess):
     def usage_groups(
         self, since: datetime | None = None, session: int | None = None
     ) -> list[UsageGroup]:
-        """Billed usage summed per session, recorded day and side of :data:`LONG_REQUEST`, in
-        that order: the calls an API billed (never the offline provider's ``local`` counts, nor
-        a record of all zeros, which measured nothing); one session's with ``session``."""
+        """Billed usage summed per session, recorded day, side of :data:`LONG_REQUEST` and the
+        model that answered, in that order: the calls an API billed (never the offline
+        provider's ``local`` counts, nor a record of all zeros, which measured nothing); one
+        session's with ``session``."""
         # text, not a time: SQLite stores the text; PostgreSQL's timestamp as text starts alike
         day = fn.SUBSTR(UsageRow.created_at.cast("TEXT"), 1, 10).coerce(False)
         sent = (
@@ -173,6 +177,7 @@ class HistoryStore(StoreAccess):
             UsageRow.session.alias("session_id"),
             day.alias("day"),
             long.alias("long"),
+            UsageRow.model.alias("model"),
             fn.COUNT(UsageRow.id).alias("requests"),
             fn.SUM(UsageRow.input_tokens).alias("input_tokens"),
             fn.SUM(UsageRow.output_tokens).alias("output_tokens"),
@@ -186,7 +191,9 @@ class HistoryStore(StoreAccess):
             q = q.where(UsageRow.session == session)
         # by position: PostgreSQL does not take two expressions with their own parameters
         # (``SUBSTR(…, ?, ?)``, ``… > ?``) for one, so it would refuse grouping by them
-        q = q.group_by(SQL("1"), SQL("2"), SQL("3")).order_by(SQL("1"), SQL("2"), SQL("3"))
+        q = q.group_by(SQL("1"), SQL("2"), SQL("3"), SQL("4")).order_by(
+            SQL("1"), SQL("2"), SQL("3"), SQL("4")
+        )
         return [
             UsageGroup(
                 session_id=r["session_id"],
@@ -198,6 +205,7 @@ class HistoryStore(StoreAccess):
                 cache_read_input_tokens=int(r["cache_read_input_tokens"] or 0),
                 cache_creation_input_tokens=int(r["cache_creation_input_tokens"] or 0),
                 cache_creation_1h_input_tokens=int(r["cache_creation_1h_input_tokens"] or 0),
+                model=str(r["model"] or ""),
             )
             for r in row_dicts(q.dicts())
         ]

@@ -226,6 +226,9 @@ class UsageRow(BaseRow):
     local_estimate = IntegerField(null=True)
     source = TextField(default="api")
     created_at = TimestampField()
+    model = TextField(default="")
+    """The model that answered the request ("" before schema 16, or when unknown: the
+    session's)."""
 
 
 class StrategySwitchRow(BaseRow):

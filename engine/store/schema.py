@@ -22,7 +22,7 @@ from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -339,6 +339,19 @@ def _recorded_version(db: Database, messages: str, sid: int) -> str:
     return version if isinstance(version, str) else ""
 
 
+def _usage_model(db: Database) -> None:
+    """16 -> 17: a usage record names the model that answered it (a session can use several:
+    Haiku for side calls, Flash beside Pro); existing records name none and are priced at their
+    session's model, as before."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import UsageRow
+
+    table = UsageRow._meta.table_name
+    if "model" not in {c.name for c in db.get_columns(table)}:
+        migrate(migrator(db).add_column(table, "model", UsageRow.model))
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -355,6 +368,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     13: _imported_files,
     14: _session_origin,
     15: _recorded_agents,
+    16: _usage_model,
 }
 
 

@@ -28,6 +28,7 @@ from textual.worker import Worker, WorkerState
 
 from engine.compaction.ledger import fidelity_line
 from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
+from engine.recordings.base import recorded_compaction
 from engine.store import Store
 from tui.formatting import percent, plural, round_span, tokens
 from tui.screens.detail_modal import DetailModal, parts_for_message
@@ -99,10 +100,10 @@ def strategy_line(c: Compaction) -> str:
     """How the strategy decided and what it did, in one line (its stored stats)."""
     parts = [f"{c.strategy}"]
     if c.stats.get("recorded"):
-        pre = c.stats.get("recorded_pre_tokens")
         parts = ["recorded: made by the original agent"]
-        if pre:
-            parts.append(f"its context {pre:,} tokens before")
+        figures = recorded_compaction(c.stats)
+        if figures:
+            parts.append(figures)
         if c.stats.get("model"):
             parts.append(f"summary by {c.stats['model']}")
     measured = c.stats.get("measured")

@@ -26,6 +26,7 @@ from engine.recordings.agents import (
     anthropic_jsonl,
     claude_code,
     codex,
+    copilot_cli,
     gemini,
     managed_agents,
     openhands,
@@ -67,9 +68,10 @@ AGENTS: tuple[AgentFormat, ...] = (
     openhands.AGENT,
     aider.AGENT,
     codex.AGENT,
+    copilot_cli.AGENT,
     claude_code.AGENT,
-    managed_agents.AGENT,
     anthropic_jsonl.AGENT,
+    managed_agents.AGENT,
 )
 """In sniffing order: the whole-document formats first, then the JSON-lines ones (Gemini API
 messages before Anthropic ones: both carry a ``role``)."""

@@ -197,7 +197,7 @@ class ClaudeCode:
         be read is a warning, not a refusal of its parent."""
         for file in self.companions(path):
             try:
-                child = claude_code.parse(read_session_text(file)[0], file.name)
+                child = claude_code.parse(read_session_text(file)[0], file.name, parsed.record_keys)
                 if file.name.startswith("agent-acompact"):
                     _attach_compaction_call(parsed, child, file.name)
                     continue

@@ -1,13 +1,11 @@
 """Claude Managed Agents: an event stream (``agent.message``, ``span.model_request_end``…).
 
-Read by :mod:`engine.recordings.managed_agents`. A file is read as an event stream when
-more than half its records are events and one line is an Anthropic message (the JSON-lines
-reader hands it over); a stream with no such line is no known format (its lines carry no
-``role``: ``import`` refuses it in one line, ``tests/engine/recordings/test_managed_agents.py``),
-so this entry claims no file on its own. Not followed; no home folder (the events live on
-the platform). Window: the model's in genai-prices, else ``watch_context_window``; the
-platform compacts on its own (``agent.thread_context_compacted``) at a point it does not
-record: no trigger.
+Read by :mod:`engine.recordings.managed_agents`: a file whose first known record is a
+Managed Agents event (``managed_agents.is_event``) is an event stream, read through the
+Anthropic JSON-lines reader, which hands the events to it. Not followed; no home folder
+(the events live on the platform). Window: the model's in genai-prices, else
+``watch_context_window``; the platform compacts on its own
+(``agent.thread_context_compacted``) at a point it does not record: no trigger.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ class ManagedAgents:
     follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
-        return None
+        return next((n for n, r in enumerate(head.records) if managed_agents.is_event(r)), None)
 
     def parse(self, path: Path, text: str) -> list[Parsed]:
         parsed = anthropic_jsonl.parse(text, path.name)

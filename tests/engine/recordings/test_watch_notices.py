@@ -72,12 +72,17 @@ def test_records_of_unknown_kinds_are_named_as_the_import_report_names_them(
     follower = Follower(f, Settings(), Store.open(tmp_path / "w.db"))
     assert follower.poll() is not None
     assert follower.take_notices() == [f"{f}: {report[0]}"]
-    with open(f, "a") as out:  # one more: the sentence changes, and is said again
+    with open(f, "a") as out:  # one more of the same kind: said once is enough (issue 38:
+        # a real session repeated the same "attachment" notice 35 times)
         out.write(json.dumps({"type": "fancy-new-kind", "sessionId": "s", "n": 3}) + "\n")
     follower.poll()
+    assert follower.take_notices() == []
+    with open(f, "a") as out:  # a kind not said yet: the report's sentence again, whole
+        out.write(json.dumps({"type": "other-new-kind", "sessionId": "s"}) + "\n")
+    follower.poll()
     assert follower.take_notices() == [
-        f"{f}: 3 records of kinds this version of ctxscope does not read: fancy-new-kind 3 "
-        "(Claude Code 2.1.14)"
+        f"{f}: 4 records of kinds this version of ctxscope does not read: fancy-new-kind 3, "
+        "other-new-kind 1 (Claude Code 2.1.14)"
     ]
 
 
