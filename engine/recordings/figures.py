@@ -71,7 +71,7 @@ def session_figures(
     history_tokens = sum(m.tokens or 0 for m in history.messages) + sum(
         s.tokens or 0 for s in history.summaries
     )
-    spend, note = session_spend(store, sid, model, settings)
+    spend, note = session_spend(store, sid, session.model, settings)
     return figures_from_calls(
         calls,
         rules if rules is not None else rules_for(store, session, settings, env),
@@ -85,12 +85,17 @@ def session_figures(
 
 
 def session_spend(store: Store, sid: int, model: str, settings: Settings) -> tuple[Spend, str]:
-    """What a session's billed calls cost, summed as the report card sums them."""
+    """What a session's billed calls cost, summed and priced as the report card does: each
+    request at the model that answered it (one that names none: the session's ``model``)."""
     known = prices(settings)
     spend = Spend()
+    used: dict[str, None] = {}
     for group in store.usage_groups(session=sid):
-        spend.add(priced(group, known.rates_for(model, group.day, group.long)))
-    return spend, known.of(model).note
+        answered = group.model or model
+        used[answered] = None
+        spend.add(priced(group, known.rates_for(answered, group.day, group.long)))
+    notes = "; ".join(known.of(m).note for m in used) if used else known.of(model).note
+    return spend, notes
 
 
 def agent_label(session: Session) -> str:

@@ -243,8 +243,10 @@ def build_report(
             lines[sid] = SessionLine(facts[sid], agents.get(sid, "ctxscope"))
         return lines[sid]
 
-    if since is None:
-        for sid in sorted(facts):
+    # Every session (with ``since``: every one with a call from then on, billed or counted
+    # locally), even without a billed call: its line says so rather than leave it out.
+    for sid in sorted(facts) if since is None else store.sessions_with_usage(since):
+        if sid in facts:
             line(sid)
     for group in store.usage_groups(since):
         if group.session_id not in facts:

@@ -158,6 +158,13 @@ class HistoryStore(StoreAccess):
 
     # ------------------------------------------------------------------ the report's reads
     @reads
+    def sessions_with_usage(self, since: datetime) -> list[int]:
+        """The sessions with a usage record from ``since`` on, billed or not (ctxscope's own
+        offline sessions count their calls locally)."""
+        q = UsageRow.select(UsageRow.session).where(UsageRow.created_at >= since).distinct()
+        return sorted(r.session_id for r in q)
+
+    @reads
     def usage_groups(
         self, since: datetime | None = None, session: int | None = None
     ) -> list[UsageGroup]:

@@ -55,18 +55,21 @@ SAMPLES: dict[str, list[Path | str]] = {
         CORPUS / "yoavf__ai-sessions__codex-pomodor-timer.jsonl",
         FIXTURES / "codex-0.104-compacted.jsonl",
     ],
+    "copilot-cli": [FIXTURES / "copilot-cli-1.0.61-events.jsonl"],
     "claude-code": [
         CORPUS / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl",
         CORPUS / "moredip__session-share__4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl",
         CORPUS / "yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl",
         DATA / "claude_code" / "resumed_session.jsonl",
     ],
-    "claude-managed-agents": ["managed"],
     "anthropic-jsonl": [DATA / "recorded_session.jsonl", DATA / "ide_session.jsonl"],
+    "claude-managed-agents": ["managed"],
 }
 """Real (corpus) and fixture files of each agent; ``managed`` is written by the test."""
 CLAIMED_BY = {"claude-managed-agents": "anthropic-jsonl"}
-"""Agents whose files another entry claims and hands over (its reader reads them)."""
+"""Agents whose files another entry claims and hands over (its reader reads them): a stream
+whose first line is a message goes through the Anthropic JSON-lines reader (one that begins
+with an event is claimed by its own entry)."""
 
 
 def cases() -> list[tuple[str, Path | str]]:
@@ -111,7 +114,7 @@ def test_home_folders_are_the_agents_own(agent: AgentFormat, tmp_path: Path) -> 
     (tmp_path / ".gemini" / "tmp" / "9f2c" / "chats").mkdir(parents=True)
     folders = agent.home_folders({"HOME": str(tmp_path)}, Settings())
     assert all(f.agent == agent.name and f.path.is_relative_to(tmp_path) for f in folders)
-    assert bool(folders) == (agent.name in ("claude-code", "codex", "gemini-cli"))
+    assert bool(folders) == (agent.name in ("claude-code", "codex", "gemini-cli", "copilot-cli"))
 
 
 FOLLOWED = [

@@ -225,7 +225,7 @@ def test_a_format_watch_does_not_follow_is_said_and_an_unclaimed_head_waits(
     assert follower.poll() is None
     assert follower.take_notices() == [
         f"{messages}: is a recording of Anthropic messages, which watch does not follow (it "
-        "follows Codex, Claude Code); import it instead"
+        "follows Codex, Copilot CLI, Claude Code); import it instead"
     ]
     unknown = [json.dumps({"type": "mystery", "n": n}).encode() for n in range(2)]
     f = tmp_path / "s.jsonl"
