@@ -399,7 +399,8 @@ class Follower:
                 f"({len(self._head)} records read; watch follows {followed})"
             )
             return False
-        self._tail_parser = self.agent.tail_parser(self.path)
+        # One set before the first look stays (bench_follow_parse measures another parse).
+        self._tail_parser = self._tail_parser or self.agent.tail_parser(self.path)
         if self._tail_parser is None:
             self._notice(
                 f"{self.path}: is a recording of {self.agent.label}, which watch does not "
