@@ -235,12 +235,17 @@ def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:
 
 
 def _percent(value: str) -> float | None:
-    """``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``'s share, 1 to 100 (Claude Code ignores others)."""
+    """``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` as a percentage: Claude Code 2.1.4x read it as a
+    percentage up to 100 (``80``), later versions as a fraction (``0.8``;
+    anthropics/claude-code#27037, jundot/omlx#2400), so a value up to 1 is a fraction; over
+    100, ignored as Claude Code ignores it."""
     try:
         share = float(value)
     except ValueError:
         return None
-    return share if 0 < share <= 100 else None
+    if 0 < share <= 1:
+        return share * 100
+    return share if 1 < share <= 100 else None
 
 
 def _compact_window(model: str, config: ClaudeSettings) -> tuple[int | None, str]:

@@ -256,7 +256,12 @@ def test_the_percent_override_only_lowers_the_point(tmp_path: Path) -> None:
         context_rules_for_parsed(claude("claude-opus-5"), Settings(), env).auto_compact_at
         == 967_000
     )
-    env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = "150"  # out of 1–100: ignored, as Claude Code does
+    env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = "0.5"  # newer versions' fraction: the same 50 %
+    assert (
+        context_rules_for_parsed(claude("claude-opus-5"), Settings(), env).auto_compact_at
+        == 490_000
+    )
+    env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = "150"  # over 100: ignored, as Claude Code does
     assert (
         context_rules_for_parsed(claude("claude-opus-5"), Settings(), env).auto_compact_at
         == 967_000
