@@ -4,14 +4,16 @@
 look (:mod:`engine.recordings.file_tail`); it opens the file for reading only: nothing is ever
 written to it.
 
-:class:`Follower` turns those lines into records and parses them with the importer's own
-parser (:func:`engine.recordings.claude_code.parse_read` or
-:func:`engine.recordings.codex.parse_read`, the one parser of each format, used both by
-``import`` and here; the first record says which; for Claude Code through
+:class:`Follower` turns those lines into records, tells the agent from the first records it
+reads (:func:`engine.recordings.agents.detect_records`) and parses them with that agent's tail
+parser (:meth:`~engine.recordings.agents.protocol.AgentFormat.tail_parser`: the importer's own
+parser, used both by ``import`` and here; for Claude Code through
 :class:`~engine.recordings.claude_code_follow.TailParser`, which parses only the records from
 the last round's input on and gives the same items), computes the figures ``watch`` shows
-(:class:`Figures`), and, given a store, keeps one session in step with the file. The session
-is found again by its source key (the file's path and the recording's session id), so
+against the agent's own window and auto-compact point (:class:`Figures`;
+:func:`engine.recordings.agents.context_rules_for_parsed`), and, given a store, keeps one
+session in step with the file: its model, agent and version as ``import`` stores them. The
+session is found again by its source key (the file's path and the recording's session id), so
 watching the same file again updates it instead of adding another. Only the last round is
 stored again as it grows (the ended rounds stay as written); when an earlier part of the
 parsed conversation changed (the agent rewound, or the chain was rewritten), the session's
@@ -410,7 +412,8 @@ class Follower:
                 f"({len(self._head)} records read; watch follows {followed})"
             )
             return False
-        self._tail_parser = self.agent.tail_parser(self.path)
+        # One set before the first look stays (bench_follow_parse measures another parse).
+        self._tail_parser = self._tail_parser or self.agent.tail_parser(self.path)
         if self._tail_parser is None:
             self._notice(
                 f"{self.path}: is a recording of {self.agent.label}, which watch does not "

@@ -173,7 +173,9 @@ def recorded_of_session(store: Store, session: Session) -> Recorded:
     if session.id is None:
         return Recorded(model=session.model)
     sid = session.id
-    largest = max((u.usage.input_side for u in store.usages(sid)), default=0)
+    largest = max(
+        (u.usage.input_side + u.usage.output_tokens for u in store.usages(sid)), default=0
+    )
     pre = [c.stats.get("recorded_pre_tokens") for c in store.compactions(sid)]
     first = store.first_message(sid)
     origin = (first.meta.origin if first is not None else None) or {}
@@ -181,7 +183,7 @@ def recorded_of_session(store: Store, session: Session) -> Recorded:
     version = session.agent_version or facts.get("cli_version") or ""
     return Recorded(
         model=session.model,
-        largest_request=largest,
+        largest_call=largest,
         largest_pre_compaction=max((p for p in pre if isinstance(p, int)), default=0),
         facts=facts,
         agent_version=version if isinstance(version, str) else "",

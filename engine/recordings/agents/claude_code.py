@@ -17,7 +17,7 @@ directory), the user's ``settings.json`` (a file's ``env`` block counts as the e
 2. a ``[1m]`` suffix on the model id (``claude-opus-4-7[1m]``): 1 000 000;
 3. the ``context-1m`` beta, where the recording names it (``betas``) or ``ANTHROPIC_BETAS``
    asks for it: 1 000 000;
-4. proof in the recording: a request over 200 000 input tokens, or an auto compaction whose
+4. proof in the recording: a call over 200 000 tokens (input and output), or a compaction whose
    ``preTokens`` exceed 200 000 — only the 1M window holds either;
 5. the model's window in genai-prices, when that window is the model's standard one
    (``claude-opus-5``: 1 000 000; ``claude-haiku-4-5``: 200 000); a model whose price data
@@ -68,7 +68,9 @@ its 13,000 buffer; ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` is a share of the window 
 BETA_1M = "context-1m"
 """The beta header that gives Claude models the 1M window (``context-1m-2025-08-07``)."""
 MIN_COMPACT_WINDOW = 100_000
-"""``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` below this is raised to it (Claude Code's minimum)."""
+"""``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` below this is raised to it (Claude Code's minimum: a
+value of ``200k`` is read as 200 and raised to 100,000, as the Esonhugh/claude-code wiki's
+"Compaction" page documents)."""
 _ONE_M = re.compile(r"\[1m\]", re.IGNORECASE)
 
 
@@ -141,9 +143,9 @@ class ClaudeCode:
         asked = config.variable("ANTHROPIC_BETAS")
         if asked and BETA_1M in asked[0]:
             return LONG_WINDOW, f"the {BETA_1M} beta ({asked[1]})"
-        if recorded.largest_request > STANDARD_WINDOW:
+        if recorded.largest_call > STANDARD_WINDOW:
             return LONG_WINDOW, (
-                f"a recorded request of {recorded.largest_request:,} tokens "
+                f"a recorded call of {recorded.largest_call:,} tokens, input and output "
                 f"(over 200,000: the 1M window)"
             )
         if recorded.largest_pre_compaction > STANDARD_WINDOW:
@@ -235,12 +237,17 @@ def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:
 
 
 def _percent(value: str) -> float | None:
-    """``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``'s share, 1 to 100 (Claude Code ignores others)."""
+    """``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` as a percentage: Claude Code 2.1.4x read it as a
+    percentage up to 100 (``80``), later versions as a fraction (``0.8``;
+    anthropics/claude-code#27037, jundot/omlx#2400), so a value up to 1 is a fraction; over
+    100, ignored as Claude Code ignores it."""
     try:
         share = float(value)
     except ValueError:
         return None
-    return share if 0 < share <= 100 else None
+    if 0 < share <= 1:
+        return share * 100
+    return share if 1 < share <= 100 else None
 
 
 def _compact_window(model: str, config: ClaudeSettings) -> tuple[int | None, str]:

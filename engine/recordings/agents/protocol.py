@@ -68,8 +68,9 @@ class Recorded:
 
     model: str = ""
     """The model the recording names (for Claude Code with its ``[1m]`` suffix, if any)."""
-    largest_request: int = 0
-    """The largest input side (input, cache read, cache write) of a recorded call."""
+    largest_call: int = 0
+    """The most a recorded call held in the window: its input side (input, cache read, cache
+    write) and its output (the API refuses a call whose input and output do not fit)."""
     largest_pre_compaction: int = 0
     """The largest context the agent recorded before one of its compactions (``preTokens``)."""
     facts: Mapping[str, Any] = field(default_factory=dict)
@@ -86,7 +87,9 @@ def recorded_of_parsed(parsed: Parsed) -> Recorded:
     model = parsed.model or next((s.model for s in reversed(steps) if s.model), "")
     return Recorded(
         model=model,
-        largest_request=max((s.usage.input_side for s in steps if s.usage), default=0),
+        largest_call=max(
+            (s.usage.input_side + s.usage.output_tokens for s in steps if s.usage), default=0
+        ),
         largest_pre_compaction=max(
             (i.pre_tokens or 0 for i in parsed.items if i.kind == "summary"), default=0
         ),

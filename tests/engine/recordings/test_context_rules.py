@@ -73,12 +73,19 @@ def test_claude_sonnet_4_6_without_proof_is_a_200k_session(tmp_path: Path) -> No
     assert (rules.window, rules.auto_compact_at) == (200_000, 167_000)
 
 
-def test_a_request_over_200000_proves_the_1m_window(tmp_path: Path) -> None:
+def test_a_call_over_200000_proves_the_1m_window(tmp_path: Path) -> None:
+    """A request of 296,412 and its 5 output tokens: 296,417 in the window. A request of
+    199,996 with its 5 output tokens (200,001) proves it too: the API refuses a call whose
+    input and output do not fit in the window."""
     rules = context_rules_for_parsed(
         claude("claude-sonnet-4-6", request=296_412), Settings(), home(tmp_path)
     )
     assert (rules.window, rules.auto_compact_at) == (1_000_000, 967_000)
-    assert "296,412" in rules.window_source
+    assert "296,417" in rules.window_source
+    just_over = claude("claude-sonnet-4-6", request=199_996)
+    assert context_rules_for_parsed(just_over, Settings(), home(tmp_path)).window == 1_000_000
+    just_in = claude("claude-sonnet-4-6", request=199_995)
+    assert context_rules_for_parsed(just_in, Settings(), home(tmp_path)).window == 200_000
 
 
 def test_a_compaction_at_998659_proves_the_1m_window(tmp_path: Path) -> None:
@@ -256,7 +263,12 @@ def test_the_percent_override_only_lowers_the_point(tmp_path: Path) -> None:
         context_rules_for_parsed(claude("claude-opus-5"), Settings(), env).auto_compact_at
         == 967_000
     )
-    env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = "150"  # out of 1–100: ignored, as Claude Code does
+    env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = "0.5"  # newer versions' fraction: the same 50 %
+    assert (
+        context_rules_for_parsed(claude("claude-opus-5"), Settings(), env).auto_compact_at
+        == 490_000
+    )
+    env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = "150"  # over 100: ignored, as Claude Code does
     assert (
         context_rules_for_parsed(claude("claude-opus-5"), Settings(), env).auto_compact_at
         == 967_000
