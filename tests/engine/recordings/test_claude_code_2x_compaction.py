@@ -8,8 +8,8 @@ whose parent is the boundary; two boundaries of 2.1.226 published verbatim show 
 fields, ``logicalParentUuid`` equal to ``preservedSegment.tailUuid``, and
 ``cumulativeDroppedTokens = preTokens - postTokens`` for a session's first compaction:
 801,920 - 19,650 = 782,270 and 28,139 - 3,673 = 24,466) and of Claude Code's own loader
-(``applyPreservedSegmentRelinks``:
-the kept head hangs off the anchor, the anchor's other children off the kept tail):
+(``applyPreservedSegmentRelinks``: the kept head hangs off the anchor, the anchor's other
+children off the kept tail):
 
 ``fixtures/claude-code-2.1.217-preserved-segment.jsonl`` (19 lines): a manual ``/compact``
 that keeps the last exchange. Lines 2-7 are the first round (``u1``: Bash ``toolu_01``, Read
