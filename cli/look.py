@@ -14,6 +14,7 @@ from cli.common import (
     open_store,
 )
 from engine.compaction.ledger import fidelity_line
+from engine.compaction.losses import lost_lines, session_losses
 from engine.compaction.policy import Plan
 from engine.config import Settings
 from engine.context.builder import LAYERS
@@ -24,6 +25,10 @@ from engine.prices import price_for
 from engine.recordings.hidden import hidden_prefix
 from engine.recordings.own_agent import OwnAgentView, own_agent_view
 from engine.terminal_text import printable
+
+
+LOST_NAMED = 5
+"""Lost items ``show`` names per compaction and kind (``--json`` has them all)."""
 
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
@@ -154,6 +159,8 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         "",
         render_react(history),
     ]
+    losses = {loss.compaction_id: loss for loss in session_losses(store, sid)}
+    data["losses"] = [loss.as_json() for loss in losses.values()]
     for c in compactions:
         lines.append(
             f"compaction {c.id} ({c.strategy}, {c.placement or 'no summary'}): {c.trigger} "
@@ -163,6 +170,9 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
             + ("; recorded: made by the original agent" if c.stats.get("recorded") else "")
         )
+        if c.id in losses and c.undone_at is None:
+            # What it lost by name (the figure line above stays as it is); --json has them all.
+            lines += [f"  {line}" for line in lost_lines(losses[c.id], LOST_NAMED)]
     if exchanges:
         lines.extend(request_lines(data["requests"]))
     if "what_ifs" in data:

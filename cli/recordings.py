@@ -82,8 +82,13 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
     get_session(store, args.session)
-    write = export_markdown if args.format == "markdown" else export_jsonl
-    text = write(store, args.session, include_archived=args.include_archived)
+    if args.format == "html":
+        from engine.report.session_page import session_html
+
+        text = session_html(store, args.session, settings)
+    else:
+        write = export_markdown if args.format == "markdown" else export_jsonl
+        text = write(store, args.session, include_archived=args.include_archived)
     if args.output is None:
         sys.stdout.write(text)
     else:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from statistics import median
 from typing import Any
 
 from cli.common import UsageError, emit, open_store
 from engine.compaction.ledger import KINDS
+from engine.compaction.losses import lost_lines
 from engine.config import Settings
 from engine.report import TOKEN_KINDS, Figures, Report, SinceError, build_report, parse_since
 from engine.terminal_text import printable
 
 SHOWN = 15
 """Rows of a group, tool or session list in the text form (``--json`` has them all)."""
+LOST_NAMED = 3
+"""Lost items named per kind under each "lost the most" compaction (``--json`` and ``--html``
+have them all)."""
 NAMES = {
     "file_read": "files read",
     "file_changed": "files changed",
@@ -31,8 +36,23 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(str(exc)) from None
     store = open_store(args, settings, read_only=True)
     report = build_report(store, settings, since, args.by)
+    if getattr(args, "html", False):
+        from engine.report.card_page import report_html
+
+        write_out(args, report_html(report))
+        return 0
+    if getattr(args, "output", None) is not None:
+        raise UsageError("-o FILE writes the --html page; the text and --json go to stdout")
     emit(args, report.as_json(), "\n".join(text_lines(report)))
     return 0
+
+
+def write_out(args: argparse.Namespace, text: str) -> None:
+    """``text`` to ``-o FILE``, else to stdout."""
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
 
 
 def dollars(value: float | None) -> str:
@@ -99,6 +119,7 @@ def _compaction_lines(r: Report) -> list[str]:
     ]
     if parts:
         out.append("  what the summaries kept: " + " · ".join(parts))
+    out += [f"  {printable(line, one_line=True)}" for line in r.losses.lines()]
     calls = [c for c in comps if c.call_model or c.call_tokens]
     if calls:
         costs = [c.call_cost for c in calls if c.call_cost is not None]
@@ -120,6 +141,11 @@ def _compaction_lines(r: Report) -> list[str]:
                 f"    session {c.facts.session_id:>5}  lost {c.lost} items at "
                 f"{c.pre_tokens:,} tokens{minutes}  {title}"
             )
+            if c.losses is not None:
+                out += [
+                    f"      {printable(line, one_line=True)}"
+                    for line in lost_lines(c.losses, LOST_NAMED)
+                ]
     return out
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from engine.compaction.ledger import KINDS
+from engine.compaction.losses import CompactionLosses, HistoryLosses, item_json, session_losses
 from engine.config import Settings
 from engine.models import Usage
 from engine.report.figures import Figures, Prices, priced
@@ -58,7 +59,10 @@ class CompactionLine:
     after_start_minutes: float | None
     kept: dict[str, dict[str, int]]
     lost: int
-    """Items of the archived part its summary did not keep (files, commands, errors...)."""
+    """Items of the archived part neither its summary nor the messages it kept name (files,
+    commands, errors...; :mod:`engine.compaction.losses`)."""
+    losses: CompactionLosses | None = None
+    """Those items by name, with where they were (None: nothing archived)."""
     call_model: str = ""
     call_tokens: dict[str, int] = field(default_factory=dict)
     call_cost: float | None = None
@@ -79,6 +83,7 @@ class CompactionLine:
             else round(self.after_start_minutes, 1),
             "fidelity": self.kept,
             "lost": self.lost,
+            "lost_items": [item_json(i) for i in self.losses.lost] if self.losses else [],
             "call": {"model": self.call_model, "tokens": self.call_tokens, "cost": self.call_cost}
             if self.call_model or self.call_tokens
             else None,
@@ -96,6 +101,8 @@ class Report:
     compactions: list[CompactionLine]
     tools: list[dict[str, Any]]
     notes: list[str]
+    losses: HistoryLosses = field(default_factory=HistoryLosses)
+    """What the compactions lost, across every session (:mod:`engine.compaction.losses`)."""
 
     @property
     def subagents(self) -> list[SessionLine]:
@@ -146,6 +153,7 @@ class Report:
                 },
                 "list": [c.as_json() for c in comps],
                 "lost_most": [c.facts.id for c in self.lost_most()],
+                "losses": self.losses.as_json(),
             },
             "tools": self.tools,
             "subagents": {
@@ -241,10 +249,21 @@ def build_report(
         s.figures.add(fig)
         s.days.setdefault(group.day, Figures()).add(fig)
     compactions = []
+    losses: dict[int, CompactionLosses] = {}
+    history = HistoryLosses()
     for c in store.all_compactions(since):
         if c.session_id in facts:
+            if line(c.session_id).compactions == 0:
+                for loss in session_losses(store, c.session_id):
+                    losses[loss.compaction_id] = loss
             line(c.session_id).compactions += 1
-            compactions.append(_compaction_line(c, facts[c.session_id], prices))
+            compaction = _compaction_line(c, facts[c.session_id], prices)
+            found = losses.get(c.id)
+            if found is not None:
+                compaction.losses = found
+                compaction.lost = len(found.lost)
+                history.add(found)
+            compactions.append(compaction)
     sessions = [lines[sid] for sid in sorted(lines)]
     totals = Figures()
     for s in sessions:
@@ -284,6 +303,7 @@ def build_report(
         compactions,
         tools,
         notes,
+        history,
     )
 
 
