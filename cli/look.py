@@ -26,7 +26,6 @@ from engine.recordings.hidden import hidden_prefix
 from engine.recordings.own_agent import OwnAgentView, own_agent_view
 from engine.terminal_text import printable
 
-
 LOST_NAMED = 5
 """Lost items ``show`` names per compaction and kind (``--json`` has them all)."""
 

@@ -223,7 +223,7 @@ class Chart:
             parts.append(
                 f'<line class="compaction-mark" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" '
                 f'y2="{top + h}" stroke="{mark.colour}" stroke-width="2"/>'
-                f'<text x="{x + 3:.1f}" y="{top + 12}" style="fill:{mark.colour}">'
+                f'<text x="{x + 3:.1f}" y="{top + 26}" style="fill:{mark.colour}">'
                 f"{esc_line(mark.label)}</text>"
             )
         ticks = sorted({0, n - 1, *(round(n * k / 4) for k in range(1, 4))} - {n}) if n else []

@@ -20,7 +20,15 @@ from collections.abc import Sequence
 from engine.compaction.losses import NAMES, CompactionLosses, session_losses, where
 from engine.config import Settings
 from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, QUEUED, kind_of
-from engine.models import Compaction, Message, Observation, Session, Summary, UsageRecord
+from engine.models import (
+    Compaction,
+    Message,
+    Observation,
+    Round,
+    Session,
+    Summary,
+    UsageRecord,
+)
 from engine.params import session_settings
 from engine.prices import price_for
 from engine.recordings.export import transcript_parts
@@ -58,7 +66,7 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
     title = f"Session {session.id}: {session.title or '(untitled)'}"
     body = [
         f"<h1>{esc_line(title)}</h1>",
-        f'<p class="meta">{_meta(session)}</p>',
+        f'<p class="meta">{_meta(session, store.rounds(session_id))}</p>',
         figures(
             [
                 ("API calls", f"{len(usages):,}"),
@@ -80,12 +88,15 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
     return page(title, body)
 
 
-def _meta(session: Session) -> str:
+def _meta(session: Session, rounds: Sequence[Round]) -> str:
     who = "recorded by another agent" if session.recorded else "run by ctxscope"
+    # A recording's own times (its rounds'), not when it was imported.
+    start = rounds[0].started_at if rounds else session.created_at
+    end = max((r.finished_at or r.started_at for r in rounds), default=session.updated_at)
     return esc_line(
         f"{who} · workspace {session.workspace} · provider {session.provider or '-'} · "
         f"model {session.model or '-'} · strategy {session.strategy} · "
-        f"created {session.created_at:%Y-%m-%d %H:%M} UTC"
+        f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
     )
 
 
@@ -123,11 +134,18 @@ def _chart(
 
 
 def _losses_block(c: Compaction, loss: CompactionLosses | None) -> str:
+    pre = c.stats.get("recorded_pre_tokens")
+    at = (
+        f"made by the original agent at {pre:,} tokens as it recorded them; "
+        if isinstance(pre, int)
+        else "made by the original agent; "
+        if c.stats.get("recorded")
+        else f"{c.strategy}; "
+    )
     head = (
-        f"Compaction {c.id}: {c.trigger}, {c.strategy}, {c.tokens_before:,} → "
-        f"{c.tokens_after:,} tokens, {c.messages_compacted} messages of "
-        f"{c.rounds_compacted} rounds"
-        + ("; made by the original agent" if c.stats.get("recorded") else "")
+        f"Compaction {c.id}: {c.trigger}, {at}{c.messages_compacted} messages of "
+        f"{c.rounds_compacted} rounds archived ({c.tokens_before:,} → {c.tokens_after:,} "
+        "tokens of conversation as ctxscope counts it)"
     )
     out = [f'<div class="compaction" id="c{c.id}">', f"<h3>{esc_line(head)}</h3>"]
     if loss is None:
