@@ -22,6 +22,7 @@ from engine.messages.render import render_react
 from engine.models import Session
 from engine.params import describe_params
 from engine.prices import price_for
+from engine.recordings.degenerate import session_flags
 from engine.recordings.hidden import hidden_prefix
 from engine.recordings.own_agent import OwnAgentView, own_agent_view
 from engine.terminal_text import printable
@@ -160,6 +161,8 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     ]
     losses = {loss.compaction_id: loss for loss in session_losses(store, sid)}
     data["losses"] = [loss.as_json() for loss in losses.values()]
+    flags = session_flags(store, sid, settings)
+    data["degenerate"] = [f.as_json() for f in flags]
     for c in compactions:
         lines.append(
             f"compaction {c.id} ({c.strategy}, {c.placement or 'no summary'}): {c.trigger} "
@@ -172,6 +175,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         if c.id in losses and c.undone_at is None:
             # What it lost by name (the figure line above stays as it is); --json has them all.
             lines += [f"  {line}" for line in lost_lines(losses[c.id], LOST_NAMED)]
+        lines += [f"  degenerate: {f.line()}" for f in flags if f.compaction_id == c.id]
     if exchanges:
         lines.extend(request_lines(data["requests"]))
     if "what_ifs" in data:

@@ -127,6 +127,16 @@ def _compaction_lines(r: Report) -> list[str]:
             f"  compaction calls recorded: {len(calls)} · "
             + (dollars(sum(costs)) if costs else "no price")
         )
+    if r.degenerate:
+        d = r.degenerate_json()
+        kinds = " · ".join(f"{k.replace('_', ' ')} {n}" for k, n in d["by_kind"].items() if n)
+        out.append(
+            f"  degenerate compactions: {d['count']} ({kinds}) · "
+            + (dollars(d["cost"]) if d["cost"] is not None else "no cost known")
+        )
+        out += [f"    {printable(f.line(), one_line=True)}" for f in r.degenerate[:SHOWN]]
+        if len(r.degenerate) > SHOWN:
+            out.append(f"    … and {len(r.degenerate) - SHOWN} more (--json has them all)")
     worst = r.lost_most()
     if worst:
         out.append("  lost the most at a compaction (ctxscope show ID):")

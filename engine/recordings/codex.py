@@ -304,8 +304,8 @@ class _Reader:
     def compacted(self, number: int, created: Any, payload: dict[str, Any]) -> None:
         history = payload.get("replacement_history")
         text = str(payload.get("message") or "")
+        kept: list[str] = []
         if isinstance(history, list):
-            kept = []
             for entry in history:
                 if not isinstance(entry, dict) or entry.get("type") != "message":
                     continue
@@ -318,8 +318,11 @@ class _Reader:
         if self.compacted_here and last is not None and last.kind == "summary":
             last.text = text or last.text  # the event came first; this is its record
             self.skipped["event_msg:context_compacted"] += 1
-            return
-        self.summary(number, created, text or SERVER_SUMMARY)
+        else:
+            self.summary(number, created, text or SERVER_SUMMARY)
+        if isinstance(history, list):  # its size, for the degenerate flags (issue 41)
+            counts = {"items": len(history), "conversation": len(kept)}
+            self.items[-1].recorded_call = {"replacement_history": counts}
 
     def response_item(self, number: int, created: Any, payload: dict[str, Any]) -> None:
         kind = str(payload.get("type"))

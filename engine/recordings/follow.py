@@ -42,6 +42,7 @@ from engine.recordings import claude_code, codex
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
 from engine.recordings.claude_code_chain import Record
 from engine.recordings.claude_code_follow import TailParser
+from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.file_tail import FileTail
 from engine.recordings.own_agent import auto_compact_at, context_of
 from engine.recordings.writer import Resume, check, write
@@ -304,11 +305,22 @@ class Follower:
             else 0,
             "fidelity": None,
         }
+        out["degenerate"] = []
         if self.store is not None and self.session is not None:
             done = [c for c in self.store.compactions(self._sid) if c.undone_at is None]
             if done and done[-1].fidelity is not None:
                 out["summary_tokens"] = done[-1].tokens_after
                 out["fidelity"] = with_files(done[-1].fidelity)
+            if done:
+                # The compaction that just landed, if degenerate: in the event, and a notice
+                # (the warning line ``watch`` and the workbench show).
+                flags = [
+                    f
+                    for f in session_flags(self.store, self._sid, self.settings)
+                    if f.compaction_id == done[-1].id
+                ]
+                out["degenerate"] = [f.as_json() for f in flags]
+                self.notices += warning_lines(flags)
         return out
 
     def save_pending(self, update: Update | None = None) -> None:

@@ -19,6 +19,8 @@ from engine.compaction.ledger import KINDS
 from engine.compaction.losses import CompactionLosses, HistoryLosses, item_json, session_losses
 from engine.config import Settings
 from engine.models import Usage
+from engine.recordings.degenerate import KINDS as FLAG_KINDS
+from engine.recordings.degenerate import Flag, session_flags
 from engine.report.figures import Figures, Prices, priced
 from engine.store import Store
 from engine.store.history import CompactionFacts, SessionFacts
@@ -103,6 +105,17 @@ class Report:
     notes: list[str]
     losses: HistoryLosses = field(default_factory=HistoryLosses)
     """What the compactions lost, across every session (:mod:`engine.compaction.losses`)."""
+    degenerate: list[Flag] = field(default_factory=list)
+    """Degenerate compactions (:mod:`engine.recordings.degenerate`), oldest session first."""
+
+    def degenerate_json(self) -> dict[str, Any]:
+        costs = [f.cost for f in self.degenerate if f.cost is not None]
+        return {
+            "count": len(self.degenerate),
+            "by_kind": {k: sum(f.kind == k for f in self.degenerate) for k in FLAG_KINDS},
+            "cost": round(sum(costs), 6) if costs else None,
+            "list": [f.as_json() for f in self.degenerate],
+        }
 
     @property
     def subagents(self) -> list[SessionLine]:
@@ -154,6 +167,7 @@ class Report:
                 "list": [c.as_json() for c in comps],
                 "lost_most": [c.facts.id for c in self.lost_most()],
                 "losses": self.losses.as_json(),
+                "degenerate": self.degenerate_json(),
             },
             "tools": self.tools,
             "subagents": {
@@ -251,11 +265,13 @@ def build_report(
     compactions = []
     losses: dict[int, CompactionLosses] = {}
     history = HistoryLosses()
+    flags: list[Flag] = []
     for c in store.all_compactions(since):
         if c.session_id in facts:
             if line(c.session_id).compactions == 0:
                 for loss in session_losses(store, c.session_id):
                     losses[loss.compaction_id] = loss
+                flags += session_flags(store, c.session_id, settings)
             line(c.session_id).compactions += 1
             compaction = _compaction_line(c, facts[c.session_id], prices)
             found = losses.get(c.id)
@@ -304,6 +320,7 @@ def build_report(
         tools,
         notes,
         history,
+        [f for f in flags if f.compaction_id in {c.facts.id for c in compactions}],
     )
 
 

@@ -106,6 +106,19 @@ def _compactions(r: Report) -> list[str]:
             numeric={0, 1, 3, 4, 5},
         )
     )
+    if r.degenerate:
+        d = r.degenerate_json()
+        out.append(
+            f'<h3 class="flag">Degenerate compactions: {d["count"]}</h3>'
+            + table(
+                ["session", "compaction", "kind", "what", "cost", "of"],
+                [
+                    [f.session_id, f.compaction_id, f.kind, f.detail, dollars(f.cost), f.cost_of]
+                    for f in r.degenerate
+                ],
+                numeric={0, 1, 4},
+            )
+        )
     for c in r.lost_most():
         loss = c.losses
         if loss is None or not loss.lost:

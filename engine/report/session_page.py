@@ -31,6 +31,7 @@ from engine.models import (
 )
 from engine.params import session_settings
 from engine.prices import price_for
+from engine.recordings.degenerate import Flag, session_flags
 from engine.recordings.export import transcript_parts
 from engine.recordings.own_agent import context_of, own_agent_view
 from engine.report.html import (
@@ -58,6 +59,9 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
     usages = store.usages(session_id)
     compactions = [c for c in store.compactions(session_id) if c.undone_at is None]
     losses = {loss.compaction_id: loss for loss in session_losses(store, session_id)}
+    flags: dict[int, list[Flag]] = {}
+    for flag in session_flags(store, session_id, settings):
+        flags.setdefault(flag.compaction_id, []).append(flag)
     billed = [u for u in usages if u.source != "local"]
     price = price_for(settings, session.model or settings.model)
     cost = price.total_cost(billed) if billed else None
@@ -80,7 +84,7 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
         "<h2>Context over time</h2>",
         _chart(store, settings, session, usages, compactions).svg(),
         "<h2>Compactions and what each lost</h2>",
-        *(_losses_block(c, losses.get(c.id or 0)) for c in compactions),
+        *(_losses_block(c, losses.get(c.id or 0), flags.get(c.id or 0, [])) for c in compactions),
         *([] if compactions else ['<p class="muted">No compaction.</p>']),
         "<h2>Conversation</h2>",
         *_conversation(store, session_id, usages, losses),
@@ -133,7 +137,7 @@ def _chart(
     )
 
 
-def _losses_block(c: Compaction, loss: CompactionLosses | None) -> str:
+def _losses_block(c: Compaction, loss: CompactionLosses | None, flags: list[Flag]) -> str:
     pre = c.stats.get("recorded_pre_tokens")
     at = (
         f"made by the original agent at {pre:,} tokens as it recorded them; "
@@ -148,6 +152,11 @@ def _losses_block(c: Compaction, loss: CompactionLosses | None) -> str:
         "tokens of conversation as ctxscope counts it)"
     )
     out = [f'<div class="compaction" id="c{c.id}">', f"<h3>{esc_line(head)}</h3>"]
+    out += [
+        f'<p class="flag">degenerate: {esc_line(f.kind)} — {esc_line(f.detail)} '
+        f"({esc_line(dollars(f.cost))}: {esc_line(f.cost_of)})</p>"
+        for f in flags
+    ]
     if loss is None:
         out.append('<p class="muted">Nothing archived: no ledger.</p></div>')
         return "\n".join(out)
