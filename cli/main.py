@@ -194,6 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the folder its tools work in (default: the folder the recording names)",
     )
     p.add_argument(
+        "--hook",
+        action="store_true",
+        help="read a Claude Code hook's JSON on stdin (SessionEnd) and import the session it "
+        "names (docs/importing.md#a-history-that-stays)",
+    )
+    p.add_argument(
         "--folder",
         type=Path,
         action="append",

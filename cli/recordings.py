@@ -20,8 +20,10 @@ from engine.terminal_text import printable
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     # The whole history (every agent's folders, incremental): cli/history.py.
-    from cli.history import cmd_import_history, history_options_alone
+    from cli.history import cmd_import_history, cmd_import_hook, history_options_alone
 
+    if getattr(args, "hook", False):
+        return cmd_import_hook(args, settings)
     if args.file is None:
         return cmd_import_history(args, settings)
     history_options_alone(args)

@@ -236,6 +236,7 @@ def session_model(r: SessionRow) -> Session:
         user=r.origin_user,
         machine=r.origin_machine,
         workspace_given=bool(r.workspace_given),
+        source_gone_at=r.source_gone_at,
     )
 
 
