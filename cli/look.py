@@ -18,6 +18,7 @@ from engine.compaction.losses import lost_lines, session_losses
 from engine.compaction.policy import Plan
 from engine.config import Settings
 from engine.context.builder import LAYERS
+from engine.context.sources import Breakdown, session_breakdown
 from engine.messages.render import render_react
 from engine.models import Session
 from engine.params import describe_params
@@ -232,6 +233,8 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             "conversation_tokens": conversation,
             "total": hidden.tokens + conversation,
         }
+    breakdown = session_breakdown(store, session, own, built.request.model_dump(mode="json"))
+    data["by_source"] = breakdown.as_json()
     width = max(len(n) for n in LAYERS)
     shown = {layer["name"]: layer["tokens"] for layer in data["layers"]}
     lines = [own_line(own)] if own is not None else []
@@ -257,10 +260,21 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             f"prefix {hidden.tokens} = first prompt {hidden.first_prompt_tokens} − transcript "
             f"{hidden.transcript_tokens}, + this conversation {conversation})"
         )
+    lines.append(source_line(breakdown))
     lines.append("")
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
     return 0
+
+
+def source_line(b: Breakdown) -> str:
+    """``by source (exact): system prompt 3,100 · MCP github 4,000 (3 tools) · …``."""
+    parts = []
+    for s in sorted(b.sources, key=lambda s: -s.tokens)[:12]:
+        items = f" ({len(s.items)} tools)" if s.kind in ("mcp", "tools") and s.items else ""
+        parts.append(f"{s.name} {s.tokens:,}{items}")
+    how = "exact total" if b.exact else "estimated"
+    return printable(f"by source ({how}, {b.total:,}): " + " · ".join(parts), one_line=True)
 
 
 def one_line(text: str) -> str:

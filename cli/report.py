@@ -84,6 +84,15 @@ def text_lines(r: Report) -> list[str]:
         if len(r.groups) > SHOWN:
             out.append(f"  … and {len(r.groups) - SHOWN} more (--json has them all)")
     out += ["", *_compaction_lines(r), "", *_tool_lines(r.tools)]
+    src = r.sources
+    if src.get("sessions"):
+        kinds = " · ".join(f"{k.replace('_', ' ')} {n:,}" for k, n in src["by_kind"].items())
+        out.append(f"proxied sessions' last requests by source ({src['sessions']}): {kinds}")
+        if src["mcp_servers"]:
+            servers = " · ".join(
+                f"{printable(k, one_line=True)} {n:,}" for k, n in src["mcp_servers"].items()
+            )
+            out.append(f"  MCP servers: {servers}")
     subs = r.subagents
     if subs:
         fig = Figures()

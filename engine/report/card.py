@@ -18,6 +18,7 @@ from typing import Any, Literal
 from engine.compaction.ledger import KINDS
 from engine.compaction.losses import CompactionLosses, HistoryLosses, item_json, session_losses
 from engine.config import Settings
+from engine.context.sources import request_breakdown
 from engine.models import Usage
 from engine.recordings.degenerate import KINDS as FLAG_KINDS
 from engine.recordings.degenerate import Flag, session_flags
@@ -107,6 +108,9 @@ class Report:
     """What the compactions lost, across every session (:mod:`engine.compaction.losses`)."""
     degenerate: list[Flag] = field(default_factory=list)
     """Degenerate compactions (:mod:`engine.recordings.degenerate`), oldest session first."""
+    sources: dict[str, Any] = field(default_factory=dict)
+    """What the proxied sessions' last requests were made of, summed by kind and MCP server
+    (exact: :mod:`engine.context.sources`)."""
 
     def degenerate_json(self) -> dict[str, Any]:
         costs = [f.cost for f in self.degenerate if f.cost is not None]
@@ -170,6 +174,7 @@ class Report:
                 "degenerate": self.degenerate_json(),
             },
             "tools": self.tools,
+            "context_by_source": self.sources,
             "subagents": {
                 "sessions": len(self.subagents),
                 "parents": len({s.facts.parent_session_id for s in self.subagents}),
@@ -308,6 +313,7 @@ def build_report(
         else sorted(groups, key=lambda k: -(groups[k].total_cost or 0))
     )
     tools = _tools(store, set(lines))
+    sources = _sources(store, set(lines))
     notes = prices.notes()
     return Report(
         since,
@@ -321,7 +327,31 @@ def build_report(
         notes,
         history,
         [f for f in flags if f.compaction_id in {c.facts.id for c in compactions}],
+        sources,
     )
+
+
+def _sources(store: Store, sessions: set[int]) -> dict[str, Any]:
+    """The last request of each proxied session by source, summed: by kind, by MCP server."""
+    by_kind: Counter[str] = Counter()
+    mcp: Counter[str] = Counter()
+    counted = 0
+    for sid in store.proxied_sessions():
+        mains = [e for e in store.exchanges(sid) if e.kind == "main"] if sid in sessions else []
+        if not mains:
+            continue
+        last = mains[-1]
+        b = request_breakdown(last.request, last.usage.input_side if last.usage else None)
+        counted += 1
+        for source in b.sources:
+            by_kind[source.kind] += source.tokens
+            if source.kind == "mcp":
+                mcp[source.name.removeprefix("MCP ")] += source.tokens
+    return {
+        "sessions": counted,
+        "by_kind": dict(by_kind.most_common()),
+        "mcp_servers": dict(mcp.most_common()),
+    }
 
 
 def _tools(store: Store, sessions: set[int]) -> list[dict[str, Any]]:

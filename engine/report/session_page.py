@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from engine.compaction.losses import NAMES, CompactionLosses, session_losses, where
 from engine.config import Settings
+from engine.context.sources import Breakdown, session_breakdown
 from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, QUEUED, kind_of
 from engine.models import (
     Compaction,
@@ -43,12 +44,15 @@ from engine.report.html import (
     esc_line,
     figures,
     page,
+    table,
     tokens,
 )
 from engine.store import Store
 
 FOLD_CHARS = 2_000
 """A tool result or thinking block longer than this is folded (``<details>``), whole."""
+FILES_SHOWN = 15
+"""Files listed under the context by source (``context --json`` has them all)."""
 LOST_SHOWN = 200
 """Lost items listed per compaction and kind (the JSON has them all)."""
 
@@ -83,6 +87,8 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
         f'<p class="muted">{esc(price.note)}</p>' if price.note else "",
         "<h2>Context over time</h2>",
         _chart(store, settings, session, usages, compactions).svg(),
+        "<h2>What the context is made of</h2>",
+        _sources(session_breakdown(store, session, own_agent_view(store, session, settings))),
         "<h2>Compactions and what each lost</h2>",
         *(_losses_block(c, losses.get(c.id or 0), flags.get(c.id or 0, [])) for c in compactions),
         *([] if compactions else ['<p class="muted">No compaction.</p>']),
@@ -134,6 +140,27 @@ def _chart(
         x_label="API call",
         lines=lines,
         marks=marks,
+    )
+
+
+def _sources(b: Breakdown) -> str:
+    """The context by source (its last request), largest first, and the files that take most."""
+    rows = [
+        [s.name, s.kind.replace("_", " "), f"{s.tokens:,}", ", ".join(s.items)]
+        for s in sorted(b.sources, key=lambda s: -s.tokens)
+    ]
+    files = [[p, f"{n:,}"] for p, n in list(b.files.items())[:FILES_SHOWN]]
+    return "\n".join(
+        [
+            f'<p class="muted">{esc_line(b.method)}; {b.total:,} tokens in all.</p>',
+            table(["source", "kind", "tokens", "what it holds"], rows, numeric={2}),
+            *(
+                ["<h3>Files the tools' calls and results take</h3>"]
+                + [table(["file", "tokens"], files, numeric={1})]
+                if files
+                else []
+            ),
+        ]
     )
 
 

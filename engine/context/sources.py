@@ -1,0 +1,363 @@
+"""What ate the context, by source: the parts of a request a user can act on.
+
+A request (the Messages API body) is split into disjoint sources whose tokens add up to its
+total:
+
+- ``system``: the system prompt;
+- ``tools``: the built-in tools' definitions (with the API's tool-use preamble,
+  :data:`~engine.messages.tokens.TOOL_USE_SYSTEM_OVERHEAD`), their names listed;
+- ``mcp``: one source per MCP server, from the tools named ``mcp__<server>__<tool>``, its
+  tools listed by name;
+- ``deferred_tools``: tools sent with ``defer_loading`` (loaded only when searched: 0 tokens,
+  listed), and a reminder that lists deferred tools;
+- ``memory``: a ``<system-reminder>`` holding a memory file ("Contents of …/CLAUDE.md"), one
+  source per file;
+- ``skills``: a reminder that lists the skills;
+- ``reminders``: any other reminder the harness put in the user's turn;
+- ``conversation``: the rest, by what it is: ``user text``, ``assistant text``, ``thinking``,
+  and each tool by name (its calls and their results together).
+
+``files`` drills into the tools: the tokens of the calls and results that name each file
+(``file_path`` / ``path`` / ``notebook_path``); a part of the tool sources, not added again.
+
+Each piece is counted locally (``cl100k_base``: :mod:`engine.messages.tokens`, with its block
+and message overheads). With ``api_total`` (a proxied request's usage: input, cache read and
+cache write) the local counts are scaled so that the sources add up to exactly that figure
+(largest remainders); without it the total is the local count, and a recording's breakdown is
+labelled an estimate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.messages.tokens import (
+    BLOCK_OVERHEAD,
+    MESSAGE_OVERHEAD,
+    TOOL_USE_SYSTEM_OVERHEAD,
+    compact_json,
+    count_system,
+    count_text,
+    count_tool,
+)
+from engine.models import Message, Session
+from engine.recordings.own_agent import OwnAgentView
+from engine.store import Store
+
+KINDS = (
+    "system",
+    "tools",
+    "mcp",
+    "deferred_tools",
+    "memory",
+    "skills",
+    "reminders",
+    "conversation",
+    "agent_prefix",
+)
+"""Every kind of source, in the order they are shown."""
+PATH_KEYS = ("file_path", "path", "notebook_path")
+_REMINDER = re.compile(r"<system-reminder>(.*?)</system-reminder>", re.S)
+_MEMORY = re.compile(r"Contents of (\S+?)(?: \(|:)")
+_SKILLS = re.compile(r"\bskills?\b.*\bavailable\b|<skills?>|available skills", re.I | re.S)
+_DEFERRED = re.compile(r"deferred.tools|available-deferred-tools", re.I)
+
+
+@dataclass
+class Source:
+    """One part of the context."""
+
+    kind: str
+    name: str
+    tokens: int = 0
+    items: list[str] = field(default_factory=list)
+    """What it holds by name: a server's tools, the built-in tools."""
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "name": self.name, "tokens": self.tokens}
+        if self.items:
+            out["items"] = self.items
+        return out
+
+
+@dataclass
+class Breakdown:
+    """A context by source."""
+
+    sources: list[Source]
+    files: dict[str, int]
+    total: int
+    exact: bool
+    """The total is the API's (the sources are scaled to it), not a local count."""
+    method: str
+    """How it was worked out, in words."""
+
+    def mcp_servers(self) -> list[str]:
+        return [s.name.removeprefix("MCP ") for s in self.sources if s.kind == "mcp"]
+
+    def as_json(self) -> dict[str, Any]:
+        by_kind: dict[str, int] = defaultdict(int)
+        for s in self.sources:
+            by_kind[s.kind] += s.tokens
+        return {
+            "total": self.total,
+            "exact": self.exact,
+            "method": self.method,
+            "by_kind": {k: by_kind[k] for k in KINDS if k in by_kind},
+            "sources": [s.as_json() for s in self.sources],
+            "files": [{"path": p, "tokens": n} for p, n in self.files.items()],
+        }
+
+
+class _Counter:
+    """Local counts accumulated by source (in order of first appearance) and by file."""
+
+    def __init__(self) -> None:
+        self.sources: dict[tuple[str, str], Source] = {}
+        self.files: dict[str, int] = defaultdict(int)
+
+    def add(self, kind: str, name: str, tokens: int, item: str | None = None) -> Source:
+        source = self.sources.setdefault((kind, name), Source(kind, name))
+        source.tokens += tokens
+        if item is not None and item not in source.items:
+            source.items.append(item)
+        return source
+
+
+def _text_block(counter: _Counter, text: str, role: str) -> None:
+    """A text block: the user's reminders by what they hold, the rest as text."""
+    if role == "user":
+        for match in _REMINDER.finditer(text):
+            body = match.group(1)
+            tokens = count_text(match.group(0))
+            if memory := _MEMORY.search(body):
+                counter.add("memory", memory.group(1), tokens)
+            elif _DEFERRED.search(body):
+                counter.add("deferred_tools", "deferred tools (listed)", tokens)
+            elif _SKILLS.search(body):
+                counter.add("skills", "skills", tokens)
+            else:
+                counter.add("reminders", "reminders", tokens)
+        text = _REMINDER.sub("", text)
+    if text.strip():
+        counter.add("conversation", f"{role} text", count_text(text))
+    counter.add("conversation", f"{role} text", BLOCK_OVERHEAD)
+
+
+def _file_of(call_input: Any) -> str | None:
+    if not isinstance(call_input, dict):
+        return None
+    for key in PATH_KEYS:
+        value = call_input.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _content(counter: _Counter, content: Any, role: str, calls: dict[str, tuple[str, Any]]) -> None:
+    if isinstance(content, str):
+        _text_block(counter, content, role)
+        return
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            _text_block(counter, str(block.get("text", "")), role)
+        elif kind in ("thinking", "redacted_thinking"):
+            text = str(block.get("thinking") or block.get("data") or "")
+            counter.add("conversation", "thinking", BLOCK_OVERHEAD + count_text(text))
+        elif kind == "tool_use":
+            name = str(block.get("name", ""))
+            calls[str(block.get("id", ""))] = (name, block.get("input"))
+            tokens = (
+                BLOCK_OVERHEAD
+                + count_text(name)
+                + count_text(compact_json(block.get("input") or {}))
+            )
+            counter.add("conversation", f"tool {name}", tokens)
+            if path := _file_of(block.get("input")):
+                counter.files[path] += tokens
+        elif kind == "tool_result":
+            name, call_input = calls.get(str(block.get("tool_use_id", "")), ("(unknown)", None))
+            inner = block.get("content", "")
+            texts = (
+                [inner]
+                if isinstance(inner, str)
+                else [str(b.get("text", compact_json(b))) for b in inner if isinstance(b, dict)]
+            )
+            tokens = BLOCK_OVERHEAD * (1 + (0 if isinstance(inner, str) else len(texts)))
+            tokens += sum(count_text(t) for t in texts)
+            counter.add("conversation", f"tool {name}", tokens)
+            if path := _file_of(call_input):
+                counter.files[path] += tokens
+        else:  # an image, a document: its JSON, as the request count takes it
+            payload = compact_json({k: v for k, v in block.items() if k != "cache_control"})
+            counter.add("conversation", f"{role} {kind}", BLOCK_OVERHEAD + count_text(payload))
+
+
+def request_breakdown(body: dict[str, Any], api_total: int | None = None) -> Breakdown:
+    """A Messages API request body by source (see the module docstring)."""
+    counter = _Counter()
+    system = body.get("system")
+    if system:
+        counter.add("system", "system prompt", count_system(system))
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    loaded = [t for t in tools if not t.get("defer_loading")]
+    if loaded:
+        counter.add("tools", "built-in tools", TOOL_USE_SYSTEM_OVERHEAD)
+    for tool in tools:
+        name = str(tool.get("name", ""))
+        if tool.get("defer_loading"):
+            counter.add("deferred_tools", "deferred tools (defer_loading)", 0, name)
+        elif name.startswith("mcp__") and name.count("__") >= 2:
+            _, server, tool_name = name.split("__", 2)
+            counter.add("mcp", f"MCP {server}", count_tool(tool), tool_name)
+        else:
+            counter.add("tools", "built-in tools", count_tool(tool), name)
+    calls: dict[str, tuple[str, Any]] = {}
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        role = str(message.get("role", "user"))
+        counter.add("conversation", "message framing", MESSAGE_OVERHEAD)
+        _content(counter, message.get("content", ""), role, calls)
+    sources = list(counter.sources.values())
+    files = dict(sorted(counter.files.items(), key=lambda kv: -kv[1]))
+    local = sum(s.tokens for s in sources)
+    if api_total is None:
+        return Breakdown(sources, files, local, False, "counted locally (cl100k_base)")
+    _scale(sources, files, local, api_total)
+    return Breakdown(
+        sources,
+        files,
+        api_total,
+        True,
+        "the total is the API's (input + cache read + cache write of this request); each "
+        "source is its share of it by local count (cl100k_base)",
+    )
+
+
+def _scale(sources: list[Source], files: dict[str, int], local: int, total: int) -> None:
+    """Sources scaled to add up to ``total`` exactly (largest remainders); files alike."""
+    if local <= 0:
+        return
+    exact = [s.tokens * total / local for s in sources]
+    floors = [int(x) for x in exact]
+    left = total - sum(floors)
+    order = sorted(range(len(sources)), key=lambda i: -(exact[i] - floors[i]))
+    for i in order[:left]:
+        floors[i] += 1
+    for source, value in zip(sources, floors, strict=True):
+        source.tokens = value
+    for path in files:
+        files[path] = round(files[path] * total / local)
+
+
+def messages_body(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Stored history as wire messages (user text; assistant text and tool_use; a tool message
+    as a tool_result), for :func:`request_breakdown`."""
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        if msg.role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": msg.meta.tool_use_id or "",
+                "content": msg.content,
+            }
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif msg.role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if msg.content.strip():
+                blocks.append({"type": "text", "text": msg.content})
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
+                for c in msg.tool_calls
+            ]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": "user", "content": msg.content})
+    return out
+
+
+def recorded_breakdown(
+    messages: Sequence[Message],
+    summaries: Sequence[str],
+    agent_prefix: int,
+    who: str,
+    last_input: int | None = None,
+) -> Breakdown:
+    """A recording's context, estimated: its agent's own prompt and tools as one source (the
+    recording lists neither: first prompt − transcript), the summaries and the conversation
+    (tool results in full, as the agent saw them) counted locally; with ``last_input`` (the
+    last recorded call's input side) scaled to it."""
+    breakdown = request_breakdown({"messages": messages_body(messages)})
+    if summaries:
+        tokens = sum(BLOCK_OVERHEAD + count_text(s) for s in summaries)
+        breakdown.sources.insert(0, Source("conversation", "compaction summaries", tokens))
+    if agent_prefix:
+        name = f"{who}'s prompt and tools (first prompt − transcript)"
+        breakdown.sources.insert(0, Source("agent_prefix", name, agent_prefix))
+    local = sum(s.tokens for s in breakdown.sources)
+    breakdown.total = local
+    breakdown.method = (
+        "estimated: the recording does not list its agent's system prompt, tools or MCP "
+        "servers (one source, the first prompt less the transcript); the conversation "
+        "counted locally (cl100k_base)"
+    )
+    rest = [x for x in breakdown.sources if x.kind != "agent_prefix"]
+    if last_input and last_input > agent_prefix:
+        # The prefix is itself worked out from the API's figures: it stays; the conversation
+        # takes the rest of the last call's input, by local count.
+        _scale(rest, breakdown.files, local - agent_prefix, last_input - agent_prefix)
+        breakdown.total = last_input
+        breakdown.method += (
+            f"; the conversation scaled to the rest of the last recorded call's input "
+            f"({last_input:,}: input + cache read + cache write)"
+        )
+    return breakdown
+
+
+def session_breakdown(
+    store: Store,
+    session: Session,
+    own: OwnAgentView | None,
+    next_request: dict[str, Any] | None = None,
+) -> Breakdown:
+    """What a session's context is made of, by source: a proxied session's last request as
+    sent (scaled to its usage: exact), a recording's estimate (``own``: its agent's view),
+    else ctxscope's ``next_request`` (counted locally) or, without one, its history."""
+    sid = session.id or 0
+    mains = [e for e in store.exchanges(sid) if e.kind == "main"]
+    if mains:
+        last = mains[-1]
+        return request_breakdown(last.request, last.usage.input_side if last.usage else None)
+    history = store.history(sid)
+    if own is not None:
+        full = {o.tool_use_id: o.text for o in store.observations(sid)}
+        messages = [  # a tool result as the agent saw it, not as history keeps it
+            m.model_copy(update={"content": full[m.meta.tool_use_id]})
+            if m.role == "tool" and m.meta.tool_use_id in full
+            else m
+            for m in history.messages
+        ]
+        last_usage = store.last_usage(sid)
+        return recorded_breakdown(
+            messages,
+            [s.content for s in history.summaries],
+            own.hidden_prefix,
+            own.who,
+            last_usage.usage.input_side if last_usage is not None else None,
+        )
+    if next_request is None:
+        next_request = {"messages": messages_body(history.messages)}
+    breakdown = request_breakdown(next_request)
+    breakdown.method = "ctxscope's next request, " + breakdown.method
+    return breakdown
