@@ -287,36 +287,85 @@ def messages_body(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def _share(tokens: int, part: int, whole: int) -> int:
+    return round(tokens * part / whole) if whole else 0
+
+
 def recorded_breakdown(
     messages: Sequence[Message],
-    summaries: Sequence[str],
+    summary_tokens: Sequence[int],
+    full_results: dict[str, int],
     agent_prefix: int,
     who: str,
     last_input: int | None = None,
 ) -> Breakdown:
-    """A recording's context, estimated: its agent's own prompt and tools as one source (the
-    recording lists neither: first prompt − transcript), the summaries and the conversation
-    (tool results in full, as the agent saw them) counted locally; with ``last_input`` (the
-    last recorded call's input side) scaled to it."""
-    breakdown = request_breakdown({"messages": messages_body(messages)})
-    if summaries:
-        tokens = sum(BLOCK_OVERHEAD + count_text(s) for s in summaries)
-        breakdown.sources.insert(0, Source("conversation", "compaction summaries", tokens))
+    """A recording's context, estimated from the counts the import stored (no tokenizer: a
+    recorded session's ``context`` never loads one): its agent's own prompt and tools as one
+    source (the recording lists neither: first prompt − transcript), the summaries, and each
+    message by what it holds (a tool result at its full size, ``full_results`` by call id; a
+    message's parts shared out by their characters); with ``last_input`` (the last recorded
+    call's input side) the conversation is scaled to the rest of it."""
+    counter = _Counter()
     if agent_prefix:
-        name = f"{who}'s prompt and tools (first prompt − transcript)"
-        breakdown.sources.insert(0, Source("agent_prefix", name, agent_prefix))
-    local = sum(s.tokens for s in breakdown.sources)
-    breakdown.total = local
-    breakdown.method = (
+        counter.add("agent_prefix", f"{who}'s prompt and tools (first prompt − transcript)",
+                    agent_prefix)  # fmt: skip
+    if summary_tokens:
+        counter.add("conversation", "compaction summaries", sum(summary_tokens))
+    calls: dict[str, tuple[str, Any]] = {}
+    for msg in messages:
+        tokens = msg.tokens or 0
+        if msg.role == "tool":
+            use = msg.meta.tool_use_id or ""
+            name, call_input = calls.get(use, (msg.meta.tool_name or "(unknown)", None))
+            tokens = full_results.get(use, tokens)
+            counter.add("conversation", f"tool {name}", tokens)
+            if path := _file_of(call_input):
+                counter.files[path] += tokens
+        elif msg.role == "assistant":
+            parts = [("assistant text", len(msg.content), None)] + [
+                (f"tool {c.name}", len(c.name) + len(compact_json(c.input)), c.input)
+                for c in msg.tool_calls
+            ]
+            whole = sum(n for _, n, _ in parts)
+            for c in msg.tool_calls:
+                calls[c.id] = (c.name, c.input)
+            for name, n, call_input in parts:
+                share = _share(tokens, n, whole)
+                if n:
+                    counter.add("conversation", name, share)
+                if path := _file_of(call_input):
+                    counter.files[path] += share
+        else:
+            rest = msg.content
+            for match in _REMINDER.finditer(msg.content):
+                body, share = match.group(1), _share(tokens, len(match.group(0)), len(msg.content))
+                if memory := _MEMORY.search(body):
+                    counter.add("memory", memory.group(1), share)
+                elif _DEFERRED.search(body):
+                    counter.add("deferred_tools", "deferred tools (listed)", share)
+                elif _SKILLS.search(body):
+                    counter.add("skills", "skills", share)
+                else:
+                    counter.add("reminders", "reminders", share)
+                rest = rest.replace(match.group(0), "", 1)
+            counter.add("conversation", "user text", _share(tokens, len(rest), len(msg.content)))
+    sources = list(counter.sources.values())
+    files = dict(sorted(counter.files.items(), key=lambda kv: -kv[1]))
+    local = sum(x.tokens for x in sources)
+    breakdown = Breakdown(
+        sources,
+        files,
+        local,
+        False,
         "estimated: the recording does not list its agent's system prompt, tools or MCP "
-        "servers (one source, the first prompt less the transcript); the conversation "
-        "counted locally (cl100k_base)"
+        "servers (one source, the first prompt less the transcript); the conversation from "
+        "the counts stored at import (cl100k_base; tool results in full)",
     )
-    rest = [x for x in breakdown.sources if x.kind != "agent_prefix"]
+    rest_sources = [x for x in sources if x.kind != "agent_prefix"]
     if last_input and last_input > agent_prefix:
         # The prefix is itself worked out from the API's figures: it stays; the conversation
         # takes the rest of the last call's input, by local count.
-        _scale(rest, breakdown.files, local - agent_prefix, last_input - agent_prefix)
+        _scale(rest_sources, files, local - agent_prefix, last_input - agent_prefix)
         breakdown.total = last_input
         breakdown.method += (
             f"; the conversation scaled to the rest of the last recorded call's input "
@@ -341,17 +390,11 @@ def session_breakdown(
         return request_breakdown(last.request, last.usage.input_side if last.usage else None)
     history = store.history(sid)
     if own is not None:
-        full = {o.tool_use_id: o.text for o in store.observations(sid)}
-        messages = [  # a tool result as the agent saw it, not as history keeps it
-            m.model_copy(update={"content": full[m.meta.tool_use_id]})
-            if m.role == "tool" and m.meta.tool_use_id in full
-            else m
-            for m in history.messages
-        ]
         last_usage = store.last_usage(sid)
         return recorded_breakdown(
-            messages,
-            [s.content for s in history.summaries],
+            history.messages,
+            [s.tokens or 0 for s in history.summaries],
+            {o.tool_use_id: o.tokens_full for o in store.observations(sid)},
             own.hidden_prefix,
             own.who,
             last_usage.usage.input_side if last_usage is not None else None,
