@@ -273,8 +273,7 @@ def source_line(b: Breakdown) -> str:
     for s in sorted(b.sources, key=lambda s: -s.tokens)[:12]:
         items = f" ({len(s.items)} tools)" if s.kind in ("mcp", "tools") and s.items else ""
         parts.append(f"{s.name} {s.tokens:,}{items}")
-    how = "exact total" if b.exact else "estimated"
-    return printable(f"by source ({how}, {b.total:,}): " + " · ".join(parts), one_line=True)
+    return printable(f"by source ({b.label}, {b.total:,}): " + " · ".join(parts), one_line=True)
 
 
 def one_line(text: str) -> str:

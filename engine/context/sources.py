@@ -96,6 +96,13 @@ class Breakdown:
     method: str
     """How it was worked out, in words."""
 
+    @property
+    def label(self) -> str:
+        """``exact total``, ``estimated`` (a recording) or ``counted locally``."""
+        if self.exact:
+            return "exact total"
+        return "estimated" if self.method.startswith("estimated") else "counted locally"
+
     def mcp_servers(self) -> list[str]:
         return [s.name.removeprefix("MCP ") for s in self.sources if s.kind == "mcp"]
 

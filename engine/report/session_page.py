@@ -25,6 +25,7 @@ from engine.models import (
     Compaction,
     Message,
     Observation,
+    Outcome,
     Round,
     Session,
     Summary,
@@ -61,7 +62,11 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
     """The session's page (see the module docstring)."""
     session = store.get_session(session_id)
     usages = store.usages(session_id)
-    compactions = [c for c in store.compactions(session_id) if c.undone_at is None]
+    compactions = [  # those that took effect: not skipped, failed or undone
+        c
+        for c in store.compactions(session_id)
+        if c.undone_at is None and c.outcome in (Outcome.SUCCESS, Outcome.FALLBACK)
+    ]
     losses = {loss.compaction_id: loss for loss in session_losses(store, session_id)}
     flags: dict[int, list[Flag]] = {}
     for flag in session_flags(store, session_id, settings):

@@ -114,6 +114,8 @@ def test_context_json_of_a_proxied_session_is_exact(
     assert sum(s["tokens"] for s in by_source["sources"]) == 6_200
     mcp = [s for s in by_source["sources"] if s["kind"] == "mcp"]
     assert [s["name"] for s in mcp] == ["MCP github", "MCP linear"]
+    _, text, _ = run(capsys, "context", str(stored.session_id), "--db", str(db))
+    assert "\nby source (exact total, 6,200): " in text and "MCP github" in text
 
 
 def test_a_recordings_breakdown_is_an_estimate_around_its_known_prefix(
