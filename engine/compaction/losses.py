@@ -153,7 +153,10 @@ def session_losses(store: LossSource, session_id: int) -> list[CompactionLosses]
         return []
     by_id = {c.id: c for c in store.compactions(session_id)}
     cwd = store.get_session(session_id).workspace
-    everything = store.all_messages(session_id)
+    # What a compaction kept is needed only when it kept something (a recorded compaction
+    # archives everything before it): the session's messages are read only then.
+    keeps = any(c.messages_retained for c in by_id.values())
+    everything = store.all_messages(session_id) if keeps else []
     archived_before: set[int] = set()
     out = []
     for seg in segments:
