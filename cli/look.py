@@ -233,7 +233,9 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             "conversation_tokens": conversation,
             "total": hidden.tokens + conversation,
         }
-    breakdown = session_breakdown(store, session, own, built.request.model_dump(mode="json"))
+    breakdown = session_breakdown(
+        store, session, own, built.layers, [t.get("name", "") for t in built.request.tools]
+    )
     data["by_source"] = breakdown.as_json()
     width = max(len(n) for n in LAYERS)
     shown = {layer["name"]: layer["tokens"] for layer in data["layers"]}

@@ -298,26 +298,12 @@ def _share(tokens: int, part: int, whole: int) -> int:
     return round(tokens * part / whole) if whole else 0
 
 
-def recorded_breakdown(
-    messages: Sequence[Message],
-    summary_tokens: Sequence[int],
-    full_results: dict[str, int],
-    agent_prefix: int,
-    who: str,
-    last_input: int | None = None,
-) -> Breakdown:
-    """A recording's context, estimated from the counts the import stored (no tokenizer: a
-    recorded session's ``context`` never loads one): its agent's own prompt and tools as one
-    source (the recording lists neither: first prompt − transcript), the summaries, and each
-    message by what it holds (a tool result at its full size, ``full_results`` by call id; a
-    message's parts shared out by their characters); with ``last_input`` (the last recorded
-    call's input side) the conversation is scaled to the rest of it."""
-    counter = _Counter()
-    if agent_prefix:
-        counter.add("agent_prefix", f"{who}'s prompt and tools (first prompt − transcript)",
-                    agent_prefix)  # fmt: skip
-    if summary_tokens:
-        counter.add("conversation", "compaction summaries", sum(summary_tokens))
+def _stored_messages(
+    counter: _Counter, messages: Sequence[Message], full_results: dict[str, int]
+) -> None:
+    """Each stored message by what it holds, from its stored count (no tokenizer): a tool
+    result at ``full_results[call id]`` when given; a message's parts shared out by their
+    characters."""
     calls: dict[str, tuple[str, Any]] = {}
     for msg in messages:
         tokens = msg.tokens or 0
@@ -356,6 +342,29 @@ def recorded_breakdown(
                     counter.add("reminders", "reminders", share)
                 rest = rest.replace(match.group(0), "", 1)
             counter.add("conversation", "user text", _share(tokens, len(rest), len(msg.content)))
+
+
+def recorded_breakdown(
+    messages: Sequence[Message],
+    summary_tokens: Sequence[int],
+    full_results: dict[str, int],
+    agent_prefix: int,
+    who: str,
+    last_input: int | None = None,
+) -> Breakdown:
+    """A recording's context, estimated from the counts the import stored (no tokenizer: a
+    recorded session's ``context`` never loads one): its agent's own prompt and tools as one
+    source (the recording lists neither: first prompt − transcript), the summaries, and each
+    message by what it holds (a tool result at its full size, ``full_results`` by call id; a
+    message's parts shared out by their characters); with ``last_input`` (the last recorded
+    call's input side) the conversation is scaled to the rest of it."""
+    counter = _Counter()
+    if agent_prefix:
+        counter.add("agent_prefix", f"{who}'s prompt and tools (first prompt − transcript)",
+                    agent_prefix)  # fmt: skip
+    if summary_tokens:
+        counter.add("conversation", "compaction summaries", sum(summary_tokens))
+    _stored_messages(counter, messages, full_results)
     sources = list(counter.sources.values())
     files = dict(sorted(counter.files.items(), key=lambda kv: -kv[1]))
     local = sum(x.tokens for x in sources)
@@ -385,11 +394,14 @@ def session_breakdown(
     store: Store,
     session: Session,
     own: OwnAgentView | None,
-    next_request: dict[str, Any] | None = None,
+    layers: dict[str, int] | None = None,
+    tool_names: Sequence[str] = (),
 ) -> Breakdown:
     """What a session's context is made of, by source: a proxied session's last request as
     sent (scaled to its usage: exact), a recording's estimate (``own``: its agent's view),
-    else ctxscope's ``next_request`` (counted locally) or, without one, its history."""
+    else ctxscope's own next request from its ``layers`` (the builder's counts, its tools
+    named) and its history's stored counts (no tokenizer is loaded but for a proxied
+    request)."""
     sid = session.id or 0
     mains = [e for e in store.exchanges(sid) if e.kind == "main"]
     if mains:
@@ -406,8 +418,30 @@ def session_breakdown(
             own.who,
             last_usage.usage.input_side if last_usage is not None else None,
         )
-    if next_request is None:
-        next_request = {"messages": messages_body(history.messages)}
-    breakdown = request_breakdown(next_request)
-    breakdown.method = "ctxscope's next request, " + breakdown.method
-    return breakdown
+    counter = _Counter()
+    layers = layers or {}
+    if layers.get("L1 system"):
+        counter.add("system", "system prompt", layers["L1 system"])
+    if layers.get("L1 tools"):
+        counter.add("tools", "built-in tools", layers["L1 tools"])
+        counter.sources[("tools", "built-in tools")].items = list(tool_names or [])
+    if layers.get("L2 CODE_LAW"):
+        counter.add("memory", "CODE_LAW.md", layers["L2 CODE_LAW"])
+    if layers:
+        counter.add("conversation", "compaction summaries", layers.get("L3 summaries", 0))
+    else:
+        counter.add("conversation", "compaction summaries",
+                    sum(s.tokens or 0 for s in history.summaries))  # fmt: skip
+    _stored_messages(counter, history.messages, {})
+    for name in ("current input", "todo recap", "scratchpad"):
+        if layers.get(name):
+            counter.add("conversation", name, layers[name])
+    sources = [x for x in counter.sources.values() if x.tokens or x.items]
+    what = "ctxscope's next request" if layers else "ctxscope's history as stored"
+    return Breakdown(
+        sources,
+        dict(sorted(counter.files.items(), key=lambda kv: -kv[1])),
+        sum(x.tokens for x in sources),
+        False,
+        f"{what}, from the counts ctxscope keeps (cl100k_base)",
+    )

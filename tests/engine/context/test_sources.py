@@ -155,3 +155,24 @@ def test_report_sums_the_proxied_requests_by_source_and_mcp_server(
     assert sources["sessions"] == 2
     assert sum(sources["by_kind"].values()) == 12_400
     assert set(sources["mcp_servers"]) == {"github", "linear"}
+
+
+def test_ctxscope_own_session_by_source_adds_up_to_its_next_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An offline ``ask``: the sources of the next request (its system prompt, its ten tools
+    by name, the history) add up to the request's own total in the same output."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("hello\n", encoding="utf-8")
+    db = str(tmp_path / "o.db")
+    assert main(["ask", "read README.md", "--workspace", str(ws), "--db", db]) == 0
+    capsys.readouterr()
+    code, out, _ = run(capsys, "context", "1", "--db", db, "--json")
+    data = json.loads(out)
+    by_source = data["by_source"]
+    assert by_source["total"] == data["total"]
+    assert sum(s["tokens"] for s in by_source["sources"]) == data["total"]
+    (tools,) = [s for s in by_source["sources"] if s["kind"] == "tools"]
+    assert {"Read", "Bash", "Edit"} <= set(tools["items"]) and len(tools["items"]) == 10
