@@ -265,35 +265,6 @@ def _scale(sources: list[Source], files: dict[str, int], local: int, total: int)
         files[path] = round(files[path] * total / local)
 
 
-def messages_body(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Stored history as wire messages (user text; assistant text and tool_use; a tool message
-    as a tool_result), for :func:`request_breakdown`."""
-    out: list[dict[str, Any]] = []
-    for msg in messages:
-        if msg.role == "tool":
-            block = {
-                "type": "tool_result",
-                "tool_use_id": msg.meta.tool_use_id or "",
-                "content": msg.content,
-            }
-            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
-                out[-1]["content"].append(block)
-            else:
-                out.append({"role": "user", "content": [block]})
-        elif msg.role == "assistant":
-            blocks: list[dict[str, Any]] = []
-            if msg.content.strip():
-                blocks.append({"type": "text", "text": msg.content})
-            blocks += [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
-                for c in msg.tool_calls
-            ]
-            out.append({"role": "assistant", "content": blocks})
-        else:
-            out.append({"role": "user", "content": msg.content})
-    return out
-
-
 def _share(tokens: int, part: int, whole: int) -> int:
     return round(tokens * part / whole) if whole else 0
 
