@@ -14,17 +14,24 @@ from cli.common import (
     open_store,
 )
 from engine.compaction.ledger import fidelity_line
+from engine.compaction.losses import lost_lines, session_losses
 from engine.compaction.policy import Plan
 from engine.config import Settings
 from engine.context.builder import LAYERS
+from engine.context.sources import Breakdown, session_breakdown
 from engine.figures import SessionFigures
 from engine.messages.render import render_react
 from engine.models import Session
 from engine.params import describe_params
 from engine.recordings.base import recorded_compaction
+from engine.recordings.degenerate import session_flags
 from engine.recordings.figures import session_figures
 from engine.recordings.hidden import hidden_prefix
+from engine.recordings.own_agent import OwnAgentView
 from engine.terminal_text import printable
+
+LOST_NAMED = 5
+"""Lost items ``show`` names per compaction and kind (``--json`` has them all)."""
 
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
@@ -155,6 +162,10 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         "",
         render_react(history),
     ]
+    losses = {loss.compaction_id: loss for loss in session_losses(store, sid)}
+    data["losses"] = [loss.as_json() for loss in losses.values()]
+    flags = session_flags(store, sid, settings)
+    data["degenerate"] = [f.as_json() for f in flags]
     for c in compactions:
         lines.append(
             f"compaction {c.id} ({c.strategy}, {c.placement or 'no summary'}): {c.trigger} "
@@ -169,6 +180,10 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
                 else ""
             )
         )
+        if c.id in losses and c.undone_at is None:
+            # What it lost by name (the figure line above stays as it is); --json has them all.
+            lines += [f"  {line}" for line in lost_lines(losses[c.id], LOST_NAMED)]
+        lines += [f"  degenerate: {f.line()}" for f in flags if f.compaction_id == c.id]
     if exchanges:
         lines.extend(request_lines(data["requests"]))
     if "what_ifs" in data:
@@ -227,6 +242,15 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             "conversation_tokens": conversation,
             "total": hidden.tokens + conversation,
         }
+    view = (
+        None
+        if own is None
+        else OwnAgentView(figures=own, hidden_prefix=0 if hidden is None else hidden.tokens)
+    )
+    breakdown = session_breakdown(
+        store, session, view, built.layers, [t.get("name", "") for t in built.request.tools]
+    )
+    data["by_source"] = breakdown.as_json()
     width = max(len(n) for n in LAYERS)
     shown = {layer["name"]: layer["tokens"] for layer in data["layers"]}
     lines = [own_line(own)] if own is not None else []
@@ -252,10 +276,20 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             f"prefix {hidden.tokens} = first prompt {hidden.first_prompt_tokens} − transcript "
             f"{hidden.transcript_tokens}, + this conversation {conversation})"
         )
+    lines.append(source_line(breakdown))
     lines.append("")
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
     return 0
+
+
+def source_line(b: Breakdown) -> str:
+    """``by source (exact): system prompt 3,100 · MCP github 4,000 (3 tools) · …``."""
+    parts = []
+    for s in sorted(b.sources, key=lambda s: -s.tokens)[:12]:
+        items = f" ({len(s.items)} tools)" if s.kind in ("mcp", "tools") and s.items else ""
+        parts.append(f"{s.name} {s.tokens:,}{items}")
+    return printable(f"by source ({b.label}, {b.total:,}): " + " · ".join(parts), one_line=True)
 
 
 def one_line(text: str) -> str:

@@ -53,7 +53,7 @@ SESSION_ID = checked(row_id)
 
 Command = Callable[[argparse.Namespace, "Settings"], int]
 
-EXPORT_FORMATS = ("anthropic-jsonl", "markdown")
+EXPORT_FORMATS = ("anthropic-jsonl", "markdown", "html")
 """``export --format``'s choices: :data:`engine.recordings.export.FORMATS`, written out so that
 every command does not import the exporter to build the parser (a test checks they agree)."""
 
@@ -195,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the folder its tools work in (default: the folder the recording names)",
     )
     p.add_argument(
+        "--hook",
+        action="store_true",
+        help="read a Claude Code hook's JSON on stdin (SessionEnd) and import the session it "
+        "names (docs/importing.md#a-history-that-stays)",
+    )
+    p.add_argument(
         "--folder",
         type=Path,
         action="append",
@@ -218,10 +224,20 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("project", "day", "agent", "model", "session"),
         help="figures per project, day, agent, model or session",
     )
+    p.add_argument(
+        "--html",
+        action="store_true",
+        help="write the report card as an HTML page (one file, no script; to stdout or -o)",
+    )
+    p.add_argument(
+        "-o", "--output", type=checked(output_file), metavar="FILE", help="write here, not stdout"
+    )
     p = sub.add_parser(
         "export",
         parents=[common],
-        help="write a session as Anthropic-messages JSON lines (re-importable) or Markdown",
+        help="write a session as Anthropic-messages JSON lines (re-importable), Markdown, or an "
+        "HTML page (one file, no script: the conversation, compactions and what each lost, "
+        "the context over time, the cost)",
     )
     p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("--format", choices=EXPORT_FORMATS, default="anthropic-jsonl")

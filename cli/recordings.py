@@ -20,8 +20,10 @@ from engine.terminal_text import printable
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     # The whole history (every agent's folders, incremental): cli/history.py.
-    from cli.history import cmd_import_history, history_options_alone
+    from cli.history import cmd_import_history, cmd_import_hook, history_options_alone
 
+    if getattr(args, "hook", False):
+        return cmd_import_hook(args, settings)
     if args.file is None:
         return cmd_import_history(args, settings)
     history_options_alone(args)
@@ -87,8 +89,13 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
     get_session(store, args.session)
-    write = export_markdown if args.format == "markdown" else export_jsonl
-    text = write(store, args.session, include_archived=args.include_archived)
+    if args.format == "html":
+        from engine.report.session_page import session_html
+
+        text = session_html(store, args.session, settings)
+    else:
+        write = export_markdown if args.format == "markdown" else export_jsonl
+        text = write(store, args.session, include_archived=args.include_archived)
     if args.output is None:
         sys.stdout.write(text)
     else:

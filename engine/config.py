@@ -278,6 +278,13 @@ class Settings(BaseModel):
     recorded automatic compaction fired at 167 094, see docs/watch.md)."""
     watch_warn_ratio: float = Field(0.85, gt=0, le=1)
     """``watch`` warns once the context reaches this share of the auto-compact trigger."""
+    degenerate_spiral_requests: int = Field(3, ge=0)
+    """A compaction that comes within this many API calls of the one before it is flagged as a
+    spiral (``import``, ``watch``, ``report``: docs/importing.md#degenerate-compactions)."""
+    degenerate_min_freed: float = Field(0.2, ge=0, le=1)
+    """A compaction that freed less than this share of the context it started from (the next
+    call's input against the recorded ``preTokens``; for ctxscope's own, tokens after against
+    before) is flagged."""
 
     @field_validator("*", mode="before")
     @classmethod

@@ -304,6 +304,10 @@ class Session(BaseModel):
     """False for a session recorded by another agent (imported, watched) until the user gives
     it a workspace: ``workspace`` is then only the folder the recording names, shown and never
     used (no tool runs, no file is read there; :mod:`engine.session.workspace`)."""
+    source_gone_at: datetime | None = None
+    """When ``ctxscope import`` found the file this session was imported from gone (its agent
+    deleted it: Claude Code after ``cleanupPeriodDays``); the session stays stored. None while
+    the file is there."""
 
     agent: str = ""
     """For a recorded session: the agent it comes from, by its format's name (``claude-code``,

@@ -370,8 +370,8 @@ class _Reader:
             for k in ("window_number", "window_id", "previous_window_id")
             if isinstance(payload.get(k), (int, str)) and not isinstance(payload.get(k), bool)
         }
+        kept: list[str] = []
         if isinstance(history, list):
-            kept = []
             for wrapped in history:
                 # An entry is a response item, or (newer) an envelope holding one.
                 inner = wrapped.get("item") if isinstance(wrapped, dict) else None
@@ -388,8 +388,12 @@ class _Reader:
             last.text = text or last.text  # the event came first; this is its record
             last.compaction = {**(last.compaction or {}), **figures} or None
             self.skipped["event_msg:context_compacted"] += 1
-            return
-        self.summary(number, created, text or SERVER_SUMMARY, figures)
+        else:
+            self.summary(number, created, text or SERVER_SUMMARY, figures)
+        if isinstance(history, list):  # its size, for the degenerate flags (issue 41)
+            counts = {"items": len(history), "conversation": len(kept)}
+            last = self.items[-1]
+            last.recorded_call = {**(last.recorded_call or {}), "replacement_history": counts}
 
     def response_item(self, number: int, created: Any, payload: dict[str, Any]) -> None:
         kind = str(payload.get("type"))

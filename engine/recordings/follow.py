@@ -45,6 +45,7 @@ from engine.params import strategy_params
 from engine.recordings import agents, claude_code
 from engine.recordings.agents.protocol import HEAD_RECORDS, AgentFormat, ContextRules, TailParser
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
+from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.file_tail import FileTail
 from engine.recordings.own_agent import context_of
 from engine.recordings.writer import Resume, archives_earlier_file, recorded_model, write
@@ -326,11 +327,22 @@ class Follower:
             else 0,
             "fidelity": None,
         }
+        out["degenerate"] = []
         if self.store is not None and self.session is not None:
             done = [c for c in self.store.compactions(self._sid) if c.undone_at is None]
             if done and done[-1].fidelity is not None:
                 out["summary_tokens"] = done[-1].tokens_after
                 out["fidelity"] = with_files(done[-1].fidelity)
+            if done:
+                # The compaction that just landed, if degenerate: in the event, and a notice
+                # (the warning line ``watch`` and the workbench show).
+                flags = [
+                    f
+                    for f in session_flags(self.store, self._sid, self.settings)
+                    if f.compaction_id == done[-1].id
+                ]
+                out["degenerate"] = [f.as_json() for f in flags]
+                self.notices += warning_lines(flags)
         return out
 
     def save_pending(self, update: Update | None = None) -> None:

@@ -89,6 +89,13 @@ class HistoryResult:
     """Files that could not be imported now, and why."""
     refused_before: int = 0
     """Files refused at an earlier run and unchanged since (not read again)."""
+    gone: list[tuple[str, list[int]]] = field(default_factory=list)
+    """Files imported before and gone from disk since (their agent deleted them), with the
+    sessions they became: kept stored, marked ``source_gone_at`` at this run."""
+    warnings: list[str] = field(default_factory=list)
+    """What the user should know (Claude Code deleting its sessions after 30 days)."""
+    back: list[int] = field(default_factory=list)
+    """Sessions marked gone before whose file is there again (the mark is taken off)."""
     skipped_files: Counter[str] = field(default_factory=Counter)
     interrupted: bool = False
     bytes_read: int = 0
@@ -101,6 +108,9 @@ class HistoryResult:
             "sessions": [r.as_json() for r in self.reports],
             "files_refused": [{"path": p, "reason": why} for p, why in self.refused],
             "files_refused_before": self.refused_before,
+            "files_gone": [{"path": p, "sessions": ids} for p, ids in self.gone],
+            "sessions_back": self.back,
+            "warnings": self.warnings,
             "files_skipped": dict(self.skipped_files),
             "bytes_read": self.bytes_read,
             "seconds": round(self.seconds, 3),
@@ -203,6 +213,7 @@ def import_history(
                     result.refused_before += 1
                 continue
             todo.append((path, now, state))
+    _mark_gone(store, folders, known, seen, result)
     # The biggest first: the pool ends together instead of waiting on one late giant.
     todo.sort(key=lambda t: -t[1].size)
     wanted = {path: (now, state) for path, now, state in todo}
@@ -237,6 +248,59 @@ def import_history(
     result.bytes_read = tally.bytes_done
     result.seconds = time.monotonic() - started
     return result
+
+
+def import_one_file(
+    store: Store, path: Path, workspace: str, settings: Settings
+) -> tuple[list[ImportReport], str]:
+    """One session file imported as ``import`` without a path would (``import --hook``): into
+    the sessions it became last time, remembered so that the next whole-history run skips it
+    while unchanged. The reports, and what was done (``new``, ``grown``, ``rewritten``,
+    ``unchanged``); :class:`ImportError_` when it cannot be imported."""
+    try:
+        now = fingerprint(path)
+    except OSError as exc:
+        raise ImportError_([f"cannot read {path}: {exc.strerror or exc}"]) from None
+    before = store.imported_files().get(str(path))
+    state = state_of(path, now, before)
+    if state == "unchanged":
+        return [], state
+    sessions, why, _ = parse_one(str(path))
+    if sessions is None:
+        raise ImportError_([why or f"{path} cannot be imported"])
+    claimed = {sid for f in store.imported_files().values() for sid in f.sessions}
+    return store_file(store, now, before, sessions, workspace, settings, claimed), state
+
+
+def _mark_gone(
+    store: Store,
+    folders: list[Folder],
+    known: dict[str, ImportedFile],
+    seen: set[str],
+    result: HistoryResult,
+) -> None:
+    """Files imported before under ``folders`` and not there now: their sessions stay stored
+    and are marked (``Session.source_gone_at``); a file there again takes its mark off."""
+    roots = [f.path for f in folders]
+    marked = store.sessions_source_gone()  # one query: most runs find nothing to change
+
+    def with_children(sessions: tuple[int, ...]) -> list[int]:
+        ids = list(sessions)
+        for sid in sessions:  # its subagents came from it too
+            ids += store.child_sessions(sid)
+        return ids
+
+    for path, file in known.items():
+        if not file.sessions:
+            continue
+        if path in seen:
+            if marked.intersection(file.sessions):
+                result.back += store.mark_source_gone(with_children(file.sessions), gone=False)
+        elif any(Path(path).is_relative_to(root) for root in roots) and not Path(path).exists():
+            if not marked.issuperset(file.sessions):
+                gone = store.mark_source_gone(with_children(file.sessions))
+                if gone:
+                    result.gone.append((path, gone))
 
 
 def store_file(

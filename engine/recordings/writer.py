@@ -44,6 +44,7 @@ from engine.models import (
 )
 from engine.params import strategy_params
 from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
+from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.envelopes import envelope
 from engine.recordings.repeated import remember_repeated, repeated_texts
 from engine.store import Store, StoreError
@@ -406,6 +407,9 @@ def write(
         thoughts = [(m.meta.origin or {}).get("thinking", []) for m in live]
         remember_repeated(store, [t for blocks in thoughts for t in thinking_texts(blocks)])
         _warn_if_thin(parsed, report)
+        if report.compactions:
+            # Empty, opaque, spiralling... compactions said at once (docs/importing.md).
+            report.warnings += warning_lines(session_flags(store, sid, settings))
         for child in parsed.children:
             problems = check(child)
             if problems:

@@ -16,8 +16,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from engine.compaction.ledger import KINDS
+from engine.compaction.losses import CompactionLosses, HistoryLosses, item_json, session_losses
 from engine.config import Settings
+from engine.context.sources import request_breakdown
 from engine.models import Usage
+from engine.recordings.degenerate import KINDS as FLAG_KINDS
+from engine.recordings.degenerate import Flag, session_flags
 from engine.report.figures import Figures, Prices, priced
 from engine.report.figures import prices as process_prices
 from engine.store import Store
@@ -62,7 +66,10 @@ class CompactionLine:
     after_start_minutes: float | None
     kept: dict[str, dict[str, int]]
     lost: int
-    """Items of the archived part its summary did not keep (files, commands, errors...)."""
+    """Items of the archived part neither its summary nor the messages it kept name (files,
+    commands, errors...; :mod:`engine.compaction.losses`)."""
+    losses: CompactionLosses | None = None
+    """Those items by name, with where they were (None: nothing archived)."""
     post_tokens: int | None = None
     """The context after it, as the original agent recorded it (Claude Code ``postTokens``)."""
     duration_ms: int | None = None
@@ -89,6 +96,7 @@ class CompactionLine:
             else round(self.after_start_minutes, 1),
             "fidelity": self.kept,
             "lost": self.lost,
+            "lost_items": [item_json(i) for i in self.losses.lost] if self.losses else [],
             "call": {"model": self.call_model, "tokens": self.call_tokens, "cost": self.call_cost}
             if self.call_model or self.call_tokens
             else None,
@@ -106,6 +114,22 @@ class Report:
     compactions: list[CompactionLine]
     tools: list[dict[str, Any]]
     notes: list[str]
+    losses: HistoryLosses = field(default_factory=HistoryLosses)
+    """What the compactions lost, across every session (:mod:`engine.compaction.losses`)."""
+    degenerate: list[Flag] = field(default_factory=list)
+    """Degenerate compactions (:mod:`engine.recordings.degenerate`), oldest session first."""
+    sources: dict[str, Any] = field(default_factory=dict)
+    """What the proxied sessions' last requests were made of, summed by kind and MCP server
+    (exact: :mod:`engine.context.sources`)."""
+
+    def degenerate_json(self) -> dict[str, Any]:
+        costs = [f.cost for f in self.degenerate if f.cost is not None]
+        return {
+            "count": len(self.degenerate),
+            "by_kind": {k: sum(f.kind == k for f in self.degenerate) for k in FLAG_KINDS},
+            "cost": round(sum(costs), 6) if costs else None,
+            "list": [f.as_json() for f in self.degenerate],
+        }
 
     @property
     def subagents(self) -> list[SessionLine]:
@@ -156,8 +180,11 @@ class Report:
                 },
                 "list": [c.as_json() for c in comps],
                 "lost_most": [c.facts.id for c in self.lost_most()],
+                "losses": self.losses.as_json(),
+                "degenerate": self.degenerate_json(),
             },
             "tools": self.tools,
+            "context_by_source": self.sources,
             "subagents": {
                 "sessions": len(self.subagents),
                 "parents": len({s.facts.parent_session_id for s in self.subagents}),
@@ -259,10 +286,23 @@ def build_report(
         s.days.setdefault(group.day, Figures()).add(fig)
         s.models.setdefault(model or "(none)", Figures()).add(fig)
     compactions = []
+    losses: dict[int, CompactionLosses] = {}
+    history = HistoryLosses()
+    flags: list[Flag] = []
     for c in store.all_compactions(since):
         if c.session_id in facts:
+            if line(c.session_id).compactions == 0:
+                for loss in session_losses(store, c.session_id):
+                    losses[loss.compaction_id] = loss
+                flags += session_flags(store, c.session_id, settings)
             line(c.session_id).compactions += 1
-            compactions.append(_compaction_line(c, facts[c.session_id], prices))
+            compaction = _compaction_line(c, facts[c.session_id], prices)
+            found = losses.get(c.id)
+            if found is not None:
+                compaction.losses = found
+                compaction.lost = len(found.lost)
+                history.add(found)
+            compactions.append(compaction)
     sessions = [lines[sid] for sid in sorted(lines)]
     totals = Figures()
     for s in sessions:
@@ -299,6 +339,7 @@ def build_report(
         else sorted(groups, key=lambda k: -(groups[k].total_cost or 0))
     )
     tools = _tools(store, set(lines))
+    sources = _sources(store, set(lines))
     used = {s.facts.model for s in sessions} | {c.call_model for c in compactions if c.call_model}
     notes = [n for n in prices.notes() if any(prices.of(m).note == n for m in used)]
     return Report(
@@ -311,7 +352,33 @@ def build_report(
         compactions,
         tools,
         notes,
+        history,
+        [f for f in flags if f.compaction_id in {c.facts.id for c in compactions}],
+        sources,
     )
+
+
+def _sources(store: Store, sessions: set[int]) -> dict[str, Any]:
+    """The last request of each proxied session by source, summed: by kind, by MCP server."""
+    by_kind: Counter[str] = Counter()
+    mcp: Counter[str] = Counter()
+    counted = 0
+    for sid in store.proxied_sessions():
+        mains = [e for e in store.exchanges(sid) if e.kind == "main"] if sid in sessions else []
+        if not mains:
+            continue
+        last = mains[-1]
+        b = request_breakdown(last.request, last.usage.input_side if last.usage else None)
+        counted += 1
+        for source in b.sources:
+            by_kind[source.kind] += source.tokens
+            if source.kind == "mcp":
+                mcp[source.name.removeprefix("MCP ")] += source.tokens
+    return {
+        "sessions": counted,
+        "by_kind": dict(by_kind.most_common()),
+        "mcp_servers": dict(mcp.most_common()),
+    }
 
 
 def _tools(store: Store, sessions: set[int]) -> list[dict[str, Any]]:

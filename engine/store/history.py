@@ -151,6 +151,26 @@ class HistoryStore(StoreAccess):
                 ImportedFileRow.insert(path=file.path, **values).execute()
 
     @reads
+    def sessions_source_gone(self) -> set[int]:
+        """The sessions marked as imported from a file that is gone."""
+        q = SessionRow.select(SessionRow.id).where(SessionRow.source_gone_at.is_null(False))
+        return {r.id for r in q}
+
+    @writes
+    def mark_source_gone(self, session_ids: list[int], gone: bool = True) -> list[int]:
+        """Mark the sessions whose imported file is gone (with ``gone`` False: found again);
+        the sessions themselves stay as they are. The ids whose mark changed."""
+        if not session_ids:
+            return []
+        changing = SessionRow.source_gone_at.is_null(gone)
+        q = SessionRow.select(SessionRow.id).where(SessionRow.id.in_(session_ids) & changing)
+        ids = [r.id for r in q]
+        if ids:
+            when = utcnow() if gone else None
+            SessionRow.update(source_gone_at=when).where(SessionRow.id.in_(ids)).execute()
+        return ids
+
+    @reads
     def child_sessions(self, session_id: int) -> list[int]:
         """The sessions linked to ``session_id`` as its subagents."""
         q = SessionRow.select(SessionRow.id).where(SessionRow.parent_session_id == session_id)

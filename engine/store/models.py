@@ -115,6 +115,9 @@ class SessionRow(BaseRow):
     """False while ``workspace`` is only the folder a recording names (``Session``). Nullable
     so that adding it is one ALTER TABLE: a NOT NULL column makes SQLite's migrator rebuild
     the table, and dropping the old one cascades to every row that refers to it."""
+    source_gone_at = TimestampField(null=True)
+    """When an import found the file this session was imported from gone (the agent deleted
+    it); NULL while it is there, or for a session not imported from a file."""
 
 
 class RoundRow(BaseRow):

@@ -239,6 +239,7 @@ def session_model(r: SessionRow) -> Session:
         workspace_given=bool(r.workspace_given),
         agent=r.recorded_agent or "",
         agent_version=r.recorded_agent_version or "",
+        source_gone_at=r.source_gone_at,
     )
 
 

@@ -22,7 +22,7 @@ from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -352,6 +352,18 @@ def _usage_model(db: Database) -> None:
         migrate(migrator(db).add_column(table, "model", UsageRow.model))
 
 
+def _source_gone(db: Database) -> None:
+    """17 -> 18: a session imported from a file records when the file was found gone (Claude
+    Code deletes transcripts after ``cleanupPeriodDays``); the session stays stored."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import SessionRow
+
+    table = SessionRow._meta.table_name
+    if "source_gone_at" not in {c.name for c in db.get_columns(table)}:
+        migrate(migrator(db).add_column(table, "source_gone_at", SessionRow.source_gone_at))
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -369,6 +381,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     14: _session_origin,
     15: _recorded_agents,
     16: _usage_model,
+    17: _source_gone,
 }
 
 

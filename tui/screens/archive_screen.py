@@ -27,6 +27,7 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from engine.compaction.ledger import fidelity_line
+from engine.compaction.losses import NAMES, CompactionLosses, session_losses, where
 from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
 from engine.recordings.base import recorded_compaction
 from engine.store import Store
@@ -48,16 +49,39 @@ class ArchiveEntry:
     compaction: Compaction
     summary: Summary | None
     segment: ArchivedSegment | None
+    losses: CompactionLosses | None = None
+    """What it lost, by name (None: nothing archived, or undone)."""
 
 
 def load_archive(store: Store, session_id: int) -> list[ArchiveEntry]:
-    """Every compaction of the session, newest last, with its summary and segment."""
+    """Every compaction of the session, newest last, with its summary, segment and losses."""
     segments = {s.compaction_id: s for s in store.segments(session_id)}
+    losses = {loss.compaction_id: loss for loss in session_losses(store, session_id)}
     out = []
     for comp in store.compactions(session_id):
         summary = store.summary(comp.summary_id) if comp.summary_id is not None else None
-        out.append(ArchiveEntry(comp, summary, segments.get(comp.id or -1)))
+        found = losses.get(comp.id or -1)
+        out.append(ArchiveEntry(comp, summary, segments.get(comp.id or -1), found))
     return out
+
+
+def lost_markdown(losses: CompactionLosses) -> str:
+    """What a compaction lost, by kind, each item with where it was: a fenced block (the
+    keys are a recording's text: shown as written, never read as Markdown)."""
+    rows = [
+        f"{NAMES[item.kind]:<14} {item.key}  ({where(item)})"
+        for kind in NAMES
+        for item in losses.lost_of(kind)
+    ]
+    text = "\n".join(rows)
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    head = (
+        f"> lost {len(losses.lost)} items: in the compacted part, not in the summary nor in "
+        "what it kept"
+    )
+    return f"{head}\n\n{fence}\n{text}\n{fence}"
 
 
 def segment_blocks(segment: ArchivedSegment) -> list[Block]:
@@ -269,6 +293,8 @@ class ArchiveScreen(Screen[bool]):
             draft = str(c.stats.get("draft_summary", ""))
             body = f"*Edited before it was committed. The draft follows the edit.*\n\n{body}"
             body += f"\n\n---\n\n**The draft as written**\n\n{draft}"
+        if entry.losses is not None and entry.losses.lost:
+            body = f"{lost_markdown(entry.losses)}\n\n{body}"
         if c.fidelity is not None:
             body = f"> keeps {fidelity_line(c.fidelity)}\n\n{body}"
         if c.focus:

@@ -229,11 +229,15 @@ def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:
     for step in steps:
         for key, value in (step.usage.model_dump() if step.usage else {}).items():
             usage[key] = usage.get(key, 0) + int(value)
+    earlier = target.recorded_call
     target.recorded_call = {
         "agent_id": call.agent_id or name.removeprefix("agent-").removesuffix(".jsonl"),
         "model": next((s.model for s in steps if s.model), ""),
         "usage": usage,
     }
+    if earlier is not None:  # another compaction agent for the same boundary (issue 41)
+        extra = earlier.pop("duplicate_calls", [])
+        target.recorded_call["duplicate_calls"] = [*extra, earlier]
 
 
 def _percent(value: str) -> float | None:
