@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from tools.sandbox_init import seccomp_program
+from tools.sandbox_init import existing_control_files, seccomp_program
 
 if TYPE_CHECKING:
     from tools.base import ToolSettings
@@ -213,6 +213,7 @@ def wrap(
         net = ["--share-net"] if network else []
         seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
         size = ["--size", str(limits.tmp)] if limits.tmp > 0 else []
+        control = [a for p in existing_control_files(ws) for a in ("--ro-bind", p, p)]
         # bwrap's /dev is a tmpfs as large as the machine allows: made read-only, with a
         # /dev/shm bounded like /tmp (the device nodes still work).
         return [
@@ -220,7 +221,7 @@ def wrap(
             "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--dev", "/dev", *size, "--tmpfs", "/dev/shm",
             "--remount-ro", "/dev", "--proc", "/proc", *size, "--tmpfs", "/tmp",
-            "--bind", ws, ws, "--chdir", ws, *seccomp, "--", *command,
+            "--bind", ws, ws, *control, "--chdir", ws, *seccomp, "--", *command,
         ]  # fmt: skip
     unshare = shutil.which("unshare") or "unshare"
     net = [] if network else ["--net"]

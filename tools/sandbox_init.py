@@ -9,7 +9,9 @@ with its own ``/proc`` and mount table:
    (``nosuid``, ``nodev``, ``noexec``, the atime flags), which a user namespace may not drop;
 2. ``/tmp`` gets a private tmpfs of ``TMP_BYTES`` (0: no size limit), gone with the call;
 3. the workspace — held open by descriptor from step 1, as ``/tmp`` may now hide it — is
-   bound back on its own path and remounted read-write;
+   bound back on its own path and remounted read-write, but for its control files
+   (:data:`CONTROL_FILES`: ``ctxscope.toml``, ``CODE_LAW.md``, git's config and hooks…),
+   each that exists bound on itself read-only;
 4. a second user namespace with a new mount namespace is entered, mapping the user's own id:
    the mounts made above are copied into a namespace owned by a less privileged user
    namespace, and the kernel *locks* them (they cannot be unmounted one by one to show what
@@ -71,6 +73,12 @@ NAMESPACE_FLAGS = (
     | CLONE_NEWPID
     | CLONE_NEWNET
 )
+
+CONTROL_FILES = ("ctxscope.toml", "CODE_LAW.md", ".git/config", ".git/hooks", ".envrc")
+"""Workspace paths a sandboxed command may not change, made read-only where they exist: the
+settings and law ctxscope reads there, and what the user's own tools run outside the sandbox
+(git's hooks and ``core.*`` commands, direnv's ``.envrc``). The Write and Edit tools refuse
+them too (``tools.paths.refuse_control_file``)."""
 
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -265,6 +273,24 @@ def make_mounts(workspace: str, tmp_bytes: int) -> None:
     if not _mount(None, workspace, None, MS_REMOUNT | MS_BIND):
         _fail(f"cannot make the workspace {workspace} writable")
     os.close(held)
+    for path in existing_control_files(workspace):
+        if not (
+            _mount(path, path, None, MS_BIND)
+            and _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+        ):
+            _fail(f"cannot make {path} read-only")
+
+
+def existing_control_files(workspace: str) -> list[str]:
+    """The :data:`CONTROL_FILES` present in ``workspace``, as absolute paths; a link is left
+    out (binding follows it; what it points to is read-only already or the workspace's)."""
+    found = []
+    for name in CONTROL_FILES:
+        path = os.path.join(workspace, name)
+        if os.path.lexists(path) and not os.path.islink(path):
+            if not os.path.islink(os.path.dirname(path)):
+                found.append(path)
+    return found
 
 
 def _write(path: str, text: str) -> None:
