@@ -272,19 +272,31 @@ class JsonLines:
         """Every object of a whole file's text, with its line number (the lines taken one at a
         time: no list of them all)."""
         out = []
-        for number, text, last in numbered_lines(raw):
+        for number, text, last in numbered_lines(raw, skip_blank=True):
             obj = self.feed(number, text, last=last and number > 1)
             if obj is not None:
                 out.append((number, obj))
         return out
 
 
-def numbered_lines(raw: str, limit: int | None = None) -> Iterator[tuple[int, str, bool]]:
+_BLANK_RUN = re.compile("\n+")
+
+
+def numbered_lines(
+    raw: str, limit: int | None = None, *, skip_blank: bool = False
+) -> Iterator[tuple[int, str, bool]]:
     """``raw``'s lines, numbered from 1, each without its end (``\\n``, ``\\r\\n`` or a
-    lone ``\\r``), and whether it is a last line with no end (cut); the first ``limit`` only.
+    lone ``\\r``), and whether it is a last line with no end (cut); the first ``limit`` only;
+    with ``skip_blank``, empty lines are passed over (a run of them at once, not one by one).
     Only those line ends split: a U+2028 inside a JSON string stays in its line."""
     start, number, size = 0, 0, len(raw)
     while start < size and (limit is None or number < limit):
+        if skip_blank and raw[start] == "\n":
+            run = _BLANK_RUN.match(raw, start)
+            assert run is not None
+            number += run.end() - start
+            start = run.end()
+            continue
         end = raw.find("\n", start)
         number += 1
         if end < 0:

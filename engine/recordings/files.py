@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from engine.recordings.base import MAX_LINE_CHARS, ImportError_, NotRead
+from engine.recordings.base import MAX_LINE_CHARS, MAX_LINES_KEPT, ImportError_, NotRead
 
 TEXT_PROBE = 8192
 """Bytes looked at for a NUL: a file with one there is not text."""
@@ -179,24 +179,47 @@ def _worth_reading_whole(head: bytes) -> bool:
 
 def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> bytes:
     """A JSON-lines file's text: record lines kept up to :data:`MAX_KEPT_BYTES` (the rest
-    empty lines, counted in ``out.left_out``), every other line shortened."""
+    empty lines, counted in ``out.left_out``); the first :data:`MAX_LINES_KEPT` other lines
+    shortened to a stand-in the line reader counts and names as it did the line, the others
+    empty lines counted here, a run at a time."""
     parts: list[bytes] = []
     kept = 0
+    stand_ins = 0
+    run_why, run_start, run_length = "", 0, 0
+
+    def end_run() -> None:
+        nonlocal run_length
+        if run_length:
+            out.left_out.line(run_why, run_start, count=run_length)
+            parts.append(b"\n" * run_length)  # one piece per run: no list entry per line
+            run_length = 0
+
     for number, line in enumerate(itertools.chain(head, rest), start=1):
         stripped = line.strip()
         if not stripped or _is_record_line(stripped):
-            if kept + len(line) > MAX_KEPT_BYTES and stripped:
-                out.left_out.line(PAST_CAP, number)
-                parts.append(b"\n")
+            if stripped and kept + len(line) > MAX_KEPT_BYTES:
+                why = PAST_CAP
+            else:
+                end_run()
+                kept += len(line)
+                parts.append(line)
                 continue
-            kept += len(line)
-            parts.append(line)
         else:
-            # Left for the line reader to count and name as before, in two bytes: a comment
-            # stays one, anything else is not JSON; a last line without its end keeps none
-            # (the reader names it a cut last line).
-            short = b"//" if stripped.startswith((b"//", b"#")) else b"?"
-            parts.append(short + b"\n" if line.endswith(b"\n") else short)
+            why = "comment" if stripped.startswith((b"//", b"#")) else "not JSON"
+            if stand_ins < MAX_LINES_KEPT:
+                # Two bytes: a comment stays one, anything else is not JSON; a last line
+                # without its end keeps none (the reader names it a cut last line).
+                stand_ins += 1
+                short = b"//" if why == "comment" else b"?"
+                end_run()
+                parts.append(short + b"\n" if line.endswith(b"\n") else short)
+                continue
+        if run_length and why != run_why:
+            end_run()
+        if not run_length:
+            run_why, run_start = why, number
+        run_length += 1
+    end_run()
     return b"".join(parts)
 
 
