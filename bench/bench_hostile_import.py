@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -75,6 +76,37 @@ def write_with_big_result(path: Path, size: int) -> None:
     nine.pop("toolUseResult", None)
     lines[17] = json.dumps(nine)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+JUNK = b"this is a junk line, not json at all, fairly ordinary\n"
+UUID_HEAD = re.compile(rb'"([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-')
+
+
+def write_junk(path: Path, size: int) -> None:
+    """marot, then junk lines (54 bytes each, no JSON) up to ``size`` bytes in all."""
+    with open(path, "wb") as out:
+        out.write(MAROT.read_bytes())
+        piece = JUNK * (8 * MB // len(JUNK))
+        left = size - MAROT.stat().st_size
+        while left > 0:
+            out.write(piece[: max(len(JUNK), min(left, len(piece)) // len(JUNK) * len(JUNK))])
+            left -= len(piece)
+
+
+def write_records(path: Path, size: int) -> None:
+    """marot's records again and again up to ``size`` bytes, each copy with its own ids (the
+    first 8 hex digits of every uuid and the tool ids rewritten), so no line repeats one
+    before it and every copy chains as the original does."""
+    original = MAROT.read_bytes()
+    with open(path, "wb") as out:
+        copy, written = 0, 0
+        while written < size:
+            tag = b"%08x" % copy
+            data = UUID_HEAD.sub(b'"' + tag + rb"-\2-\3-", original)
+            data = data.replace(b"toolu_01", b"toolu_" + tag)
+            out.write(data)
+            written += len(data)
+            copy += 1
 
 
 def run_import(path: Path, db: Path) -> dict[str, object]:

@@ -46,10 +46,10 @@ HEAD_LINES = 200
 MAX_WHOLE_BYTES = 256 * 1024 * 1024
 """The largest file read whole (a JSON document, an aider history): a larger one is refused.
 JSON-lines sessions are streamed and have no such limit."""
-MAX_KEPT_BYTES = 128 * 1024 * 1024
+MAX_KEPT_BYTES = 64 * 1024 * 1024
 """Bytes of records kept from one JSON-lines file; the lines after are counted, not read
 (what bounds an import's memory: docs/benchmarks.md)."""
-PAST_CAP = "past the 128 MB of records one file may give"
+PAST_CAP = "past the 64 MB of records one file may give"
 
 
 @dataclass
@@ -184,6 +184,7 @@ def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> byte
     empty lines counted here, a run at a time."""
     parts: list[bytes] = []
     kept = 0
+    full = False
     stand_ins = 0
     run_why, run_start, run_length = "", 0, 0
 
@@ -197,7 +198,8 @@ def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> byte
     for number, line in enumerate(itertools.chain(head, rest), start=1):
         stripped = line.strip()
         if not stripped or _is_record_line(stripped):
-            if stripped and kept + len(line) > MAX_KEPT_BYTES:
+            if stripped and (full or kept + len(line) > MAX_KEPT_BYTES):
+                full = True  # the rest of the file, not a shorter line that would still fit
                 why = PAST_CAP
             else:
                 end_run()
