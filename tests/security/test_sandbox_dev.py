@@ -21,6 +21,7 @@ import pytest
 
 from engine.config import Settings
 from tests.security import test_bash_sandbox
+from tools import cgroup
 from tools.base import ToolContext
 from tools.registry import default_registry
 
@@ -129,3 +130,49 @@ def test_credential_files_in_home_are_hidden(
     assert "7f3a" not in out
     assert out.strip() == "kept"
     assert (home / ".pgpass").read_text() == "db:5432:*:me:PGPASS-7f3a\n"  # untouched
+
+
+FORK_LOOP = """
+import os, sys, time
+made = 0
+while made < 2000:
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        print(made, exc.strerror)
+        break
+    if pid == 0:
+        time.sleep(20)
+        os._exit(0)
+    made += 1
+else:
+    print(made, "no refusal")
+"""
+
+
+@needs_sandbox
+@pytest.mark.skipif(not cgroup.available(), reason="no cgroup can be made here (not root?)")
+def test_a_fork_loop_as_root_stops_at_the_bound(workspace: Path) -> None:
+    """The issue's fork loop, as whoever runs the tests (root on the build machine, where
+    ``RLIMIT_NPROC`` does not apply): with ``bash_max_processes = 64`` the call's cgroup
+    refuses the fork that would make the 65th task — a few are the sandbox's own (bash,
+    the init, python) — and the group is gone after the call."""
+    (workspace / "forks.py").write_text(FORK_LOOP)
+    before = _groups()
+    ctx = ToolContext(
+        workspace=workspace,
+        settings=Settings(bash_policy="allow", bash_timeout=60, bash_max_processes=64),
+    )
+    result = default_registry().run("Bash", {"command": f"{PY} forks.py"}, ctx)
+    made, why = str(result.data["stdout"]).strip().split(" ", 1)
+    assert why == "Resource temporarily unavailable"
+    assert 50 <= int(made) < 64
+    assert _groups() == before
+
+
+def _groups() -> set[str]:
+    kind = cgroup.available()
+    if kind == "v1-pids":
+        return {p.name for p in cgroup.V1_PIDS.glob("ctxscope-*")}
+    found = cgroup._v2_parent()
+    return {p.name for p in found[0].glob("ctxscope-*")} if found else set()
