@@ -383,6 +383,9 @@ def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
         raise SettingsError(f"settings file {toml_file} does not exist")
     path = toml_file or Path(TOML_NAME)
     file_values = _read_toml(path) if path.is_file() else {}
+    user = user_settings_file()
+    if user.is_file():
+        _read_toml(user)  # its unknown keys refused as the workspace file's are
     try:
         return Settings(path, **{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:

@@ -185,3 +185,12 @@ def test_write_and_edit_refuse_the_control_files(tmp_path: Path, name: str) -> N
     )
     assert result.error is not None and result.error.code == "control_file", result.text
     assert (ws / name).read_text() == "old\n"
+
+
+def test_an_unknown_key_in_the_users_own_file_is_refused(tmp_path: Path) -> None:
+    """A misspelt safety setting there would otherwise be ignored in silence."""
+    user = tmp_path / "xdg-config" / "ctxscope" / "ctxscope.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('bash_sandbx = "none"\n')
+    with pytest.raises(SettingsError, match=r"ctxscope.toml: unknown setting 'bash_sandbx'"):
+        load_settings()
