@@ -27,7 +27,7 @@ from engine.exchanges import Exchange
 from engine.prices import price_for
 from engine.proxy.recorder import Recorder, api_of
 from engine.proxy.server import DEFAULT_UPSTREAM, Proxy, ProxyConfig, ProxyThread, serve
-from engine.terminal_text import cut
+from engine.terminal_text import cut, json_printable
 
 FIRST_PARTY_HOSTS = ("api.anthropic.com",)
 """Upstreams that are Anthropic's own API (Claude Code keeps its 1M window behind a proxy to
@@ -72,7 +72,8 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Any:
     def printed(exchange: Exchange) -> None:
         line = exchange_line(exchange, settings)
         if args.jsonl:
-            text = json.dumps(line, ensure_ascii=False)
+            # The model name and path are the request's: DEL, C1 and bidi controls escaped.
+            text = json_printable(json.dumps(line, ensure_ascii=False))
         else:
             usage = line["usage"] or {}
             text = (

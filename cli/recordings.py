@@ -8,6 +8,7 @@ from typing import Any
 
 from cli.arguments import STORED
 from cli.common import (
+    CliError,
     emit,
     get_session,
     open_store,
@@ -99,5 +100,10 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     if args.output is None:
         sys.stdout.write(text)
     else:
-        args.output.write_text(text, encoding="utf-8")
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:  # /proc/version, a full disk, a read-only or missing folder
+            raise CliError(
+                f"cannot write {printable(str(args.output))}: {exc.strerror or exc}"
+            ) from None
     return 0

@@ -55,7 +55,20 @@ def session_files(folder: Path) -> tuple[list[Path], Counter[str]]:
     Subagent transcripts are read with their session (``<session>/subagents/``)."""
     files: list[Path] = []
     skipped: Counter[str] = Counter()
-    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+    root = folder.resolve()
+    for file in sorted(folder.rglob("*")):
+        # A link (or a folder link above it) leading out of the agent's folder is never
+        # followed: ~/.claude/projects/x.jsonl -> /etc/shadow is not even opened.
+        try:
+            target = file.resolve()
+        except (OSError, RuntimeError):  # a loop
+            skipped["symlink loop"] += 1
+            continue
+        if target != root and root not in target.parents:
+            skipped["symlink out of the folder"] += 1
+            continue
+        if not target.is_file():
+            continue
         if not file.name.endswith(SUFFIXES):
             skipped["not a session file"] += 1
         elif agents.is_companion(file.relative_to(folder)):

@@ -41,7 +41,13 @@ from engine.recordings.agent_folders import (
     unique_folders,
 )
 from engine.recordings.base import ImportError_, ImportReport, Parsed
-from engine.recordings.importing import UnknownFormat, imported_source, parse_sessions
+from engine.recordings.importing import (
+    DATA_ERRORS,
+    UnknownFormat,
+    imported_source,
+    parse_sessions,
+    unreadable,
+)
 from engine.recordings.writer import Resume, write
 from engine.store import Store
 from engine.store.errors import SessionNotFound
@@ -130,6 +136,8 @@ def parse_one(path: str) -> Parsing:
         return None, "; ".join(exc.problems), True
     except ImportError_ as exc:
         return None, str(exc), False
+    except Exception as exc:  # noqa: BLE001 - one file's surprise sinks no other file
+        return None, f"{path}: {unreadable(exc)}", False
 
 
 def _quiet_worker() -> None:
@@ -233,10 +241,17 @@ def import_history(
                 kept = before.sessions if before else ()
                 store.remember_file(replace(now, sessions=kept, refused=reason))
             else:
-                stored = store_file(store, now, before, sessions, workspace, settings, claimed)
-                claimed.update(r.session.id for r in stored if r.session.id is not None)
-                result.reports += stored
-                result.states[state] += 1
+                try:
+                    stored = store_file(store, now, before, sessions, workspace, settings, claimed)
+                except DATA_ERRORS as exc:  # its transaction rolled back; the others go on
+                    reason = f"{path}: {unreadable(exc)}"
+                    result.refused.append((str(path), reason))
+                    kept = before.sessions if before else ()
+                    store.remember_file(replace(now, sessions=kept, refused=reason))
+                else:
+                    claimed.update(r.session.id for r in stored if r.session.id is not None)
+                    result.reports += stored
+                    result.states[state] += 1
             tally.files_done += 1
             tally.bytes_done += now.size
             if progress is not None:

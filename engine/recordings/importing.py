@@ -34,9 +34,9 @@ from engine.recordings.base import (
     ImportReport,
     Parsed,
 )
-from engine.recordings.files import read_session_text, special_mode
+from engine.recordings.files import read_session, special_mode
 from engine.recordings.writer import write
-from engine.store import Store
+from engine.store import Store, StoreError
 
 __all__ = [
     "FORMATS",
@@ -87,7 +87,8 @@ def parse_file(path: Path) -> Parsed:
 def parse_sessions(path: Path) -> list[Parsed]:
     """Every session of one file (an aider history may hold several), parsed and checked;
     raises :class:`ImportError_` (:class:`UnknownFormat` for no known format) naming it."""
-    raw, long_lines, not_utf8 = read_session_text(path)
+    read = read_session(path)
+    raw, long_lines, not_utf8 = read.text, read.long_lines, read.not_utf8
     agent = agents.detect(path, raw)
     try:
         if agent is None:
@@ -100,6 +101,7 @@ def parse_sessions(path: Path) -> list[Parsed]:
     for parsed in sessions:
         for number in long_lines:
             parsed.not_read.line("line over 32 MB", number)
+        parsed.not_read.merge(read.left_out)
         if not_utf8:
             parsed.warnings.append(
                 f"{not_utf8} byte sequence(s) that are not UTF-8 were read as U+FFFD"
@@ -166,6 +168,8 @@ def parse_path(path: Path) -> ParsedFiles:
             except ImportError_ as exc:
                 why = str(exc).removeprefix(f"{file}: ")
                 out.refused.append((file, why))
+            except Exception as exc:  # noqa: BLE001 - one file's surprise sinks no other file
+                out.refused.append((file, unreadable(exc)))
     if not out.files:
         if out.refused:
             raise ImportError_(
@@ -174,6 +178,18 @@ def parse_path(path: Path) -> ParsedFiles:
             )
         raise ImportError_([f"{path} holds no session files ({', '.join(SUFFIXES)})"])
     return out
+
+
+DATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError)
+"""What a file's content can make a reader or the writer raise (a string that cannot be
+encoded is a ValueError); the database's own errors are not among them."""
+
+
+def unreadable(exc: BaseException) -> str:
+    """Why a file could not be read, when its reader failed in a way it did not foresee: the
+    error in one line (the other files of a folder or a history import go on)."""
+    words = " ".join(str(exc).split())[:200]
+    return f"cannot be read ({type(exc).__name__}: {words}); left out"
 
 
 def _inside(file: Path, root: Path, out: ParsedFiles) -> bool:
@@ -220,8 +236,19 @@ def import_parsed(
                 report.warnings.append(
                     f"already stored as session {found.id} (the same file); not stored again"
                 )
-            else:
+            elif len(parsed.files) == 1:
                 report = write(store, one, workspace, settings, recorded_cwd, source=key)
+            else:
+                # Of several files, one that cannot be stored is left out, its statements
+                # undone (a savepoint), and the others stored.
+                try:
+                    with store.db.atomic():
+                        report = write(store, one, workspace, settings, recorded_cwd, source=key)
+                except StoreError:
+                    raise  # a lock or a full disk: the whole import, one line
+                except DATA_ERRORS as exc:
+                    parsed.refused.append((path, unreadable(exc)))
+                    continue
             report.path = str(path)
             add_not_read(report, one)
             reports.append(report)
@@ -232,7 +259,8 @@ def imported_source(path: Path, index: int) -> str | None:
     """What an imported session's ``source`` holds: the digest of its file's bytes and its
     place among the file's sessions (None: the file cannot be read again)."""
     try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        with open(path, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()  # in pieces, not whole
     except OSError:
         return None
     return f"import:sha256:{digest}#{index}"

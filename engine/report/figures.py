@@ -21,7 +21,13 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     text = text.strip()
     days = re.fullmatch(r"(\d+)d", text)
     if days:
-        return (now or datetime.now(UTC)) - timedelta(days=int(days.group(1)))
+        try:
+            return (now or datetime.now(UTC)) - timedelta(days=int(days.group(1)))
+        except OverflowError:  # before year 1 (timedelta itself stops at 999,999,999 days)
+            raise SinceError(
+                f"--since {text}: that many days ago is before the calendar begins; give "
+                "fewer days or a date"
+            ) from None
     if re.fullmatch(r"\d{8}", text):
         text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
     try:

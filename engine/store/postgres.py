@@ -16,6 +16,7 @@ from peewee import PostgresqlDatabase
 
 from engine.store.dialect import sql, without_nul
 from engine.store.errors import StoreError
+from tools.secrets import QUERY_PASSWORD, url_credentials
 
 SCHEMES = ("postgresql://", "postgres://")
 VERSION_TABLE = "ctxscope_schema"
@@ -31,9 +32,15 @@ def is_url(target: object) -> bool:
 
 
 def masked(url: str) -> str:
-    """``url`` with its password (if any) as ``***``: how a database is named to the user."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """``url`` with its password (if any) as ``***``: how a database is named to the user.
+    libpq also takes one in the query (``?password=pw``): that is masked too."""
+    url = QUERY_PASSWORD.sub(r"\1***", url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # a port that is not a number: named without what follows the scheme
+        return url.split("://", 1)[0] + "://…"
+    if password is None:
         return url
     host = parts.netloc.rsplit("@", 1)[1]
     user = parts.username or ""
@@ -41,10 +48,12 @@ def masked(url: str) -> str:
 
 
 def one_line(exc: BaseException, url: str) -> str:
-    """A driver's error as one line, without the password."""
+    """A driver's error as one line, without the password (from the URL's user part or its
+    query)."""
     text = " ".join(str(exc).split())
-    password = urlsplit(url).password
-    return text.replace(password, "***") if password else text
+    for password in url_credentials(url):
+        text = text.replace(password, "***")
+    return text
 
 
 class Database(PostgresqlDatabase):

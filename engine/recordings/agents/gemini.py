@@ -28,7 +28,9 @@ from engine.recordings.agents.protocol import (
     Head,
     Recorded,
     TailParser,
+    count_surrogates,
     home_of,
+    load_document,
 )
 from engine.recordings.base import ImportError_, Parsed
 from engine.recordings.writer import check
@@ -57,12 +59,12 @@ class GeminiCli:
 
     def parse(self, path: Path, text: str) -> list[Parsed]:
         try:
-            whole = json.loads(text.removeprefix("\ufeff"))
+            whole, surrogates = load_document(text)
         except (json.JSONDecodeError, RecursionError):
-            whole = None
+            whole, surrogates = None, 0
         if not gemini.looks_like(whole):
             raise gemini.refuse_contents()
-        parsed = gemini.parse(whole, path.name)
+        parsed = count_surrogates(gemini.parse(whole, path.name), surrogates)
         problems = check(parsed)
         if problems:
             raise ImportError_(problems, parsed.fmt)

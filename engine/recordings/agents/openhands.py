@@ -7,7 +7,6 @@ configured per run and not recorded in the event list: no trigger.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from engine.recordings.agents.protocol import (
     Head,
     Recorded,
     TailParser,
+    count_surrogates,
+    load_document,
     model_window,
     no_trigger,
 )
@@ -37,7 +38,8 @@ class OpenHands:
         return 0 if openhands.looks_like(head.whole) else None
 
     def parse(self, path: Path, text: str) -> list[Parsed]:
-        parsed = openhands.parse(json.loads(text.removeprefix("\ufeff")), path.name)
+        whole, surrogates = load_document(text)
+        parsed = count_surrogates(openhands.parse(whole, path.name), surrogates)
         problems = check(parsed)
         if problems:
             raise ImportError_(problems, parsed.fmt)

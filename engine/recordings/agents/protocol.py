@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.config import Settings
-from engine.recordings.base import NotRead, Parsed
+from engine.recordings.base import NotRead, Parsed, numbered_lines, without_surrogates
 
 HEAD_RECORDS = 50
 """Lines of a JSON-lines file the sniffer reads for a record it knows (the importer's rule)."""
@@ -133,12 +133,31 @@ class Head:
         if self._records is not None:
             return self._records
         out: list[Any] = []
-        for line in self.raw.splitlines()[:HEAD_RECORDS]:
+        for _, line, _ in numbered_lines(self.raw, HEAD_RECORDS):  # never the whole file split
             try:
                 out.append(json.loads(line))
             except (json.JSONDecodeError, RecursionError):
                 out.append(None)
         return out
+
+
+def load_document(text: str) -> tuple[Any, int]:
+    """A whole-document format's text as JSON, with every lone UTF-16 surrogate escape read as
+    U+FFFD, and how many were (:func:`engine.recordings.base.without_surrogates`); raises
+    ``json.JSONDecodeError`` as ``json.loads`` does."""
+    text = text.removeprefix("\ufeff")
+    return without_surrogates(text, json.loads(text))
+
+
+def count_surrogates(parsed: Parsed, found: int) -> Parsed:
+    """Say in ``parsed`` that ``found`` lone surrogates were replaced (none: unchanged)."""
+    if found:
+        parsed.skipped["lone_surrogate"] += found
+        parsed.warnings.append(
+            f"{found} lone UTF-16 surrogate escape(s) (what JavaScript writes for half a "
+            "character) read as U+FFFD"
+        )
+    return parsed
 
 
 class TailParser(Protocol):

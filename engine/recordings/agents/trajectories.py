@@ -7,7 +7,6 @@ compacts its context on its own by default: no trigger.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from engine.recordings.agents.protocol import (
     Head,
     Recorded,
     TailParser,
+    count_surrogates,
+    load_document,
     model_window,
     no_trigger,
 )
@@ -48,7 +49,8 @@ class Trajectory:
         return 0 if self._looks(head.whole) else None
 
     def parse(self, path: Path, text: str) -> list[Parsed]:
-        parsed = self._read(json.loads(text.removeprefix("\ufeff")), path.name)
+        whole, surrogates = load_document(text)
+        parsed = count_surrogates(self._read(whole, path.name), surrogates)
         problems = check(parsed)
         if problems:
             raise ImportError_(problems, parsed.fmt)
