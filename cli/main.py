@@ -40,6 +40,7 @@ from cli.arguments import (
     output_file,
     resume_target,
     row_id,
+    session_ref,
     silence_stdout,
     window,
     workspace,
@@ -48,8 +49,9 @@ from cli.arguments import (
 if TYPE_CHECKING:
     from engine.config import Settings
 
-SESSION_ID = checked(row_id)
-"""A session id argument: a whole number within SQLite's range, else argparse's one line."""
+SESSION_ID = checked(session_ref)
+"""A session id argument: a whole number within SQLite's range, or an agent's own session id
+(a UUID: a proxied session, found by it when the command runs), else argparse's one line."""
 
 Command = Callable[[argparse.Namespace, "Settings"], int]
 
@@ -430,6 +432,10 @@ def _run(
             if run_tui is None:
                 raise CliError("no command given (the workbench starts from `ctxscope`)")
             return run_tui(args, settings)
+        if isinstance(getattr(args, "session", None), str):
+            from cli.common import agent_session
+
+            args.session = agent_session(args, settings)
         return command(args.command)(args, settings)
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
         # The message may echo a path, an argument or a recorded name: shown escaped.

@@ -25,7 +25,8 @@ from cli.common import CliError, UsageError, db_path, open_store, shown_database
 from engine.config import Settings
 from engine.exchanges import Exchange
 from engine.prices import price_for
-from engine.proxy.recorder import Recorder, api_of
+from engine.proxy.identity import api_of
+from engine.proxy.recorder import Recorder
 from engine.proxy.server import DEFAULT_UPSTREAM, Proxy, ProxyConfig, ProxyThread, serve
 from engine.terminal_text import cut
 
@@ -102,7 +103,7 @@ def _recorder(args: argparse.Namespace, settings: Settings, quiet: bool) -> Reco
     open_store(args, settings).close()  # refuse a foreign or damaged file before listening
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     on_stored = None if quiet else _printer(args, settings)
-    return Recorder(db_path(args, settings), on_stored=on_stored)
+    return Recorder(db_path(args, settings), on_stored=on_stored, settings=settings)
 
 
 def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
@@ -177,4 +178,21 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         signal.signal(signal.SIGINT, previous)
         signal.signal(signal.SIGTERM, previous_term)
         thread.stop()
+    for line in recorded_lines(recorder):
+        print(line, file=sys.stderr, flush=True)
     return code if code >= 0 else 128 - code
+
+
+def recorded_lines(recorder: Recorder) -> list[str]:
+    """What ``run`` says when the command has ended: each conversation it recorded, by
+    ctxscope's id and the agent's own, and how to open it."""
+    lines = []
+    for sid, source in recorder.conversations.items():
+        agent = source.removeprefix("proxy:")
+        named = "" if agent.startswith("thread:") else f" (the agent's session {cut(agent, 80)})"
+        lines.append(
+            f"ctxscope: recorded session {sid}{named}: `ctxscope show {sid}`, "
+            f"`ctxscope --resume {sid}`"
+        )
+    lines += [f"ctxscope: {cut(why, 200)}" for why in recorder.failures]
+    return lines
