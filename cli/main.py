@@ -143,6 +143,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a proxied session: its conversation replayed under each strategy (docs/proxy.md)",
     )
+    p.add_argument(
+        "--request",
+        type=checked(row_id, "request number"),
+        metavar="N",
+        help="a proxied session: request #N's body exactly as sent (docs/proxy.md)",
+    )
+    p.add_argument(
+        "--diff",
+        type=checked(row_id, "request number"),
+        metavar="N",
+        help="a proxied session: the text request #N changed since the request before",
+    )
     p = sub.add_parser(
         "context", parents=[common, as_json], help="the exact request the next step would send"
     )
