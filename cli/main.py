@@ -77,6 +77,7 @@ COMMANDS: dict[str, str] = {
     "proxy": "proxy",
     "run": "proxy",
     "report": "report",
+    "steer-check": "proxy",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -84,7 +85,7 @@ COMMANDS: dict[str, str] = {
 def command(name: str) -> Command:
     """The function that runs subcommand ``name``, its module imported now."""
     module = importlib.import_module(f"cli.{COMMANDS[name]}")
-    run: Command = getattr(module, f"cmd_{name}")
+    run: Command = getattr(module, f"cmd_{name.replace('-', '_')}")
     return run
 
 
@@ -154,6 +155,35 @@ def build_parser() -> argparse.ArgumentParser:
         type=checked(row_id, "request number"),
         metavar="N",
         help="a proxied session: the text request #N changed since the request before",
+    )
+    p = sub.add_parser(
+        "steer-check",
+        parents=[common, as_json],
+        help="a session's requests under steering rules against a model of the prompt cache, "
+        "beside them passed through (docs/proxy.md)",
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument(
+        "--rules",
+        type=checked(steer_rules),
+        default=("dups", "stale", "pins"),
+        metavar="RULES",
+        help="dups, stale, pins (comma-separated) or all (default: all)",
+    )
+    p.add_argument(
+        "--stale-turns",
+        type=checked(count),
+        default=10,
+        metavar="N",
+        help="a tool result older than N assistant turns is stale (default 10)",
+    )
+    p.add_argument(
+        "--horizon",
+        type=checked(share),
+        default=0.25,
+        metavar="H",
+        help="the stale rule expects H times as many more requests as the session has had "
+        "(default 0.25; 0: it clears only when the cache is written again anyway)",
     )
     p = sub.add_parser(
         "context", parents=[common, as_json], help="the exact request the next step would send"
@@ -402,8 +432,33 @@ def add_proxy_commands(sub: Any, common: argparse.ArgumentParser) -> None:
             help="the API to forward to (default https://api.anthropic.com)",
         )
         p.add_argument("--jsonl", action="store_true", help="print one JSON line per request")
+        p.add_argument(
+            "--steer",
+            type=checked(steer_rules),
+            default=(),
+            metavar="RULES",
+            help="rewrite requests in flight, cache-aware: dups, stale, pins or all "
+            "(default: none, every request passes as sent; docs/proxy.md)",
+        )
         if name == "run":
             p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
+
+
+def steer_rules(text: str) -> tuple[str, ...]:
+    """``--steer`` / ``--rules``: steering rules by name (the engine's list, imported now)."""
+    rules: tuple[str, ...] = importlib.import_module("engine.proxy.steering").parse_rules(text)
+    return rules
+
+
+def share(text: str) -> float:
+    """A number from 0 up (``--horizon``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1e6:
+        raise ValueError(f"{text} must be 0 or more")
+    return value
 
 
 def port_number(text: str) -> int:

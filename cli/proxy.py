@@ -196,3 +196,19 @@ def recorded_lines(recorder: Recorder) -> list[str]:
         )
     lines += [f"ctxscope: {cut(why, 200)}" for why in recorder.failures]
     return lines
+
+
+def cmd_steer_check(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, get_session
+    from engine.proxy.steer_check import NoRequests, check_lines, steer_check
+
+    store = open_store(args, settings, read_only=True)
+    get_session(store, args.session)
+    try:
+        result = steer_check(
+            store, args.session, settings, args.rules, args.stale_turns, args.horizon
+        )
+    except NoRequests as exc:
+        raise CliError(str(exc)) from None
+    emit(args, result, "\n".join(check_lines(result)))
+    return 0

@@ -26,7 +26,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.exchanges import Exchange
-from engine.models import Usage
+from engine.models import Message, Usage
 from engine.proxy.identity import (
     CONTINUATION,
     api_of,
@@ -283,6 +283,7 @@ def save(store: Store, state: SessionConversation, settings: Settings) -> bool:
     resume_at, resume_round = _resume_point(state.round_starts, state.stored)
     with store.begin_write():
         session = store.get_session(sid)
+        pinned = {_pin_key(m) for m in _messages(store, sid) if m.pinned}
         whole = not state.stored or common < resume_at
         if whole:
             store.clear_session(sid)
@@ -302,9 +303,31 @@ def save(store: Store, state: SessionConversation, settings: Settings) -> bool:
         report = write(
             store, tail, "", settings, resume=Resume(session, rounds, live, observations)
         )
+        if pinned:  # the user's pins outlive the rows written again
+            again = [
+                m.id
+                for m in _messages(store, sid)
+                if m.id is not None and not m.pinned and _pin_key(m) in pinned
+            ]
+            store.pin(sid, again)
     state.round_starts += [start + p for p in report.round_starts]
     state.stored = sigs
     return whole
+
+
+def _messages(store: Store, session_id: int) -> list[Message]:
+    """Every message of the session: archived, then in history."""
+    archived = [m for segment in store.segments(session_id) for m in segment.messages]
+    return archived + store.history(session_id).messages
+
+
+def _pin_key(message: Message) -> tuple[str, str, str | None]:
+    return message.role, message.content, message.meta.tool_use_id
+
+
+def pinned_texts(store: Store, session_id: int) -> list[str]:
+    """What the user pinned in a proxied session, in order (for the ``pins`` rule)."""
+    return [m.content for m in _messages(store, session_id) if m.pinned and m.content]
 
 
 def _resume_point(round_starts: list[int], stored: list[tuple[Any, ...]]) -> tuple[int, int]:
