@@ -28,6 +28,7 @@ from engine.prices import price_for
 from engine.proxy.identity import api_of
 from engine.proxy.recorder import Recorder
 from engine.proxy.server import DEFAULT_UPSTREAM, Proxy, ProxyConfig, ProxyThread, serve
+from engine.proxy.steer_live import LiveSteering
 from engine.terminal_text import cut
 
 FIRST_PARTY_HOSTS = ("api.anthropic.com",)
@@ -66,6 +67,24 @@ def exchange_line(exchange: Exchange, settings: Settings) -> dict[str, Any]:
         else {**usage.model_dump(), "cache_creation": exchange.cache_creation},
         "cost": None if cost is None else round(cost, 6),
         "duration_ms": round(exchange.duration_ms, 1),
+        "steering": None if exchange.steering is None else steering_summary(exchange.steering),
+    }
+
+
+def steering_summary(steering: dict[str, Any]) -> dict[str, Any]:
+    """What ``--steer`` did to a request, in short: each rule's rewrites and tokens removed."""
+    rules: dict[str, dict[str, int]] = {}
+    for r in steering.get("rewrites", []):
+        rule = rules.setdefault(r["rule"], {"rewrites": 0, "carried": 0, "tokens_removed": 0})
+        if r.get("first"):
+            rule["rewrites"] += 1
+            rule["tokens_removed"] += r["tokens_before"] - r["tokens_after"]
+        else:
+            rule["carried"] += 1
+    return {
+        "floor": steering.get("floor"),
+        "rules": rules,
+        "failed": steering.get("failed") or None,
     }
 
 
@@ -84,6 +103,7 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Any:
                 f"{usage.get('cache_creation_input_tokens', 0):,} out "
                 f"{usage.get('output_tokens', 0):,}, "
                 + ("no price" if line["cost"] is None else f"${line['cost']:.4f}")
+                + steered_text(line["steering"])
             )
         try:
             print(text, flush=True)
@@ -91,6 +111,20 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Any:
             pass
 
     return printed
+
+
+def steered_text(summary: dict[str, Any] | None) -> str:
+    """The short line's steering part: ``; steered: dups 1 (-612 tok)``."""
+    if summary is None:
+        return ""
+    if summary["failed"]:
+        return f"; sent as it came: a rule failed ({cut(summary['failed'], 80)})"
+    made = [
+        f"{rule} {n['rewrites']} (-{n['tokens_removed']:,} tok)"
+        for rule, n in summary["rules"].items()
+        if n["rewrites"]
+    ]
+    return f"; steered: {', '.join(made)}" if made else ""
 
 
 GIL_SWITCH_INTERVAL = 0.0005
@@ -109,7 +143,9 @@ def _recorder(args: argparse.Namespace, settings: Settings, quiet: bool) -> Reco
 def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
     upstream = upstream_url(args.upstream)
     recorder = _recorder(args, settings, quiet=False)
-    proxy = Proxy(ProxyConfig(upstream=upstream, port=args.port), recorder)
+    proxy = Proxy(
+        ProxyConfig(upstream=upstream, port=args.port), recorder, steering(args, recorder)
+    )
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -141,6 +177,15 @@ def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def steering(args: argparse.Namespace, recorder: Recorder) -> LiveSteering | None:
+    """``--steer RULES``: the proxy's steering, its pins read by the recorder."""
+    rules: tuple[str, ...] = tuple(getattr(args, "steer", ()) or ())
+    if not rules:
+        return None
+    recorder.track_pins = "pins" in rules
+    return LiveSteering(rules, pins_of=lambda client: recorder.pins.get(client, []))
+
+
 def child_env(proxy_url: str, upstream: str) -> dict[str, str]:
     """CMD's environment: this one, with the API's base URL pointing at the proxy."""
     env = dict(os.environ)
@@ -158,7 +203,9 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("run needs a command: ctxscope run -- claude …")
     upstream = upstream_url(args.upstream)
     recorder = _recorder(args, settings, quiet=not args.jsonl)
-    proxy = Proxy(ProxyConfig(upstream=upstream, port=args.port), recorder)
+    proxy = Proxy(
+        ProxyConfig(upstream=upstream, port=args.port), recorder, steering(args, recorder)
+    )
     try:
         thread = ProxyThread(proxy).start()
     except OSError as exc:

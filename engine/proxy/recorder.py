@@ -25,7 +25,7 @@ from engine.config import Settings
 from engine.exchanges import Exchange, ExchangeKind
 from engine.models import Usage, utcnow
 from engine.proxy import identity
-from engine.proxy.conversation import SessionConversation, build, save
+from engine.proxy.conversation import SessionConversation, build, pinned_texts, save
 from engine.proxy.identity import api_of
 from engine.proxy.stream import decompressed, reassemble, responses_stream, responses_usage
 from engine.store import Store
@@ -62,6 +62,8 @@ class Capture:
     overflow: bool = False
     outcome: str = "complete"
     duration_ms: float = 0.0
+    steering: dict[str, Any] | None = None
+    """What ``--steer`` changed before sending (the body above is the agent's)."""
 
     def add(self, chunk: bytes) -> None:
         """Keep a piece of the answer, up to :data:`RECORD_LIMIT` bytes in all."""
@@ -103,6 +105,10 @@ class Recorder:
         self.conversations: dict[int, str] = {}
         """The conversations this recorder stored requests of (not subagents' or side
         calls'): session id → the source it was recorded under (``proxy:<agent's id>``)."""
+        self.pins: dict[str, list[str]] = {}
+        """With :attr:`track_pins`: the texts pinned in each agent session's conversation, read
+        after each of its requests is stored (for the ``pins`` steering rule)."""
+        self.track_pins = False
         self.failures: deque[str] = deque(maxlen=100)
         """Why the latest requests that could not be stored were not (they were forwarded)."""
 
@@ -150,6 +156,9 @@ class Recorder:
             elif state.add(stored):
                 save(store, state, self.settings)
             self._conversations[sid] = state
+            source = str(self.conversations.get(sid, ""))
+            if self.track_pins and source.startswith("proxy:"):
+                self.pins[source.removeprefix("proxy:")] = pinned_texts(store, sid)
             while len(self._conversations) > CONVERSATIONS_KEPT:
                 self._conversations.popitem(last=False)
         except Exception as exc:  # noqa: BLE001 - the request is stored; its reading is not
@@ -185,6 +194,7 @@ class Recorder:
             headers={k: v for k, v in capture.headers.items() if k.lower() in KEPT_HEADERS},
             duration_ms=capture.duration_ms,
             created_at=capture.started,
+            steering=capture.steering,
         )
         return exchange, where
 

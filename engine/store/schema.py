@@ -21,7 +21,7 @@ from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -270,6 +270,18 @@ def _session_origin(db: Database) -> None:
     )
 
 
+def _steered_requests(db: Database) -> None:
+    """15 -> 16: a proxied request may have been steered (``--steer``): its rewrites, stored
+    beside the body the agent sent."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import ExchangeRow
+
+    table = ExchangeRow._meta.table_name
+    if "steering" not in {c.name for c in db.get_columns(table)}:
+        migrate(migrator(db).add_column(table, "steering", ExchangeRow.steering))
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -285,6 +297,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     12: _given_workspaces,
     13: _imported_files,
     14: _session_origin,
+    15: _steered_requests,
 }
 
 

@@ -232,3 +232,31 @@ def test_a_conversation_that_cannot_be_built_is_said_and_the_request_kept(
         "user input"
     ]
     recorder.close()
+
+
+def test_a_pin_on_a_proxied_session_is_made_in_place_and_outlives_a_rebuild(
+    fake_anthropic: FakeAnthropicServer,
+    proxy: RunningProxy,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`ctxscope pin ID N` on a proxied session pins its message itself (no fork: the pin
+    steers the agent's next compaction); when a later request writes its round again, the
+    pin is still there."""
+    fake_anthropic.script([text_reply("Looking.", usage=USAGES[0]), text_reply("Done.")])
+    look = {"role": "assistant", "content": [{"type": "text", "text": "Looking."}]}
+    send(proxy, request([U1]))
+    proxy.stop()  # stored: the pin below sees the rows
+    store = Store.open(proxy.db)
+    (sid,) = store.proxied_sessions()
+    first = store.history(sid).messages[0]
+    code, out, err = run(capsys, "pin", str(sid), str(first.id), "--db", str(proxy.db))
+    assert code == 0, err
+    assert "pinned message" in out
+    assert store.list_sessions()[0].session.id == sid  # no fork was made
+    again = RunningProxy(fake_anthropic.url, proxy.db)
+    try:
+        send(again, request([U1, look, user("go on")]))
+    finally:
+        again.stop()
+    pinned = [m.content for m in store.history(sid).messages if m.pinned]
+    assert pinned == ["Fix the failing test in a.py"]

@@ -1,0 +1,175 @@
+"""``--steer`` in flight: the proxy rewrites a request only where a rule says so, stores the
+rewrite beside the agent's own body, never alters an answer, and a request no rule touches
+(or one a rule fails on) goes out as the very bytes that came. The fake API charges requests
+by its own prompt-cache model (strict prefix matching at each cache_control, lifetimes)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.proxy.recorder import Recorder
+from engine.proxy.server import Proxy, ProxyConfig, ProxyThread
+from engine.proxy.steer_live import LiveSteering, sent_body
+from engine.store import Store
+from tests.fakes.anthropic_server import (
+    FAKE_API_KEY,
+    FakeAnthropicServer,
+    FakePromptCache,
+    text_reply,
+)
+from tests.proxy import shapes
+from tests.proxy.conftest import client
+from tests.proxy.test_steering import FILE, call, result
+
+TOOLS = shapes.TOOLS
+
+
+class Steered:
+    """A proxy with steering, recording into ``db``."""
+
+    def __init__(self, upstream: str, db: Path, steering: LiveSteering | None) -> None:
+        self.db = db
+        self.proxy = Proxy(ProxyConfig(upstream=upstream, port=0), Recorder(db), steering)
+        self.thread = ProxyThread(self.proxy).start()
+        self.stopped = False
+
+    def stop(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.thread.stop()
+
+
+@pytest.fixture
+def steered(fake_anthropic: FakeAnthropicServer, tmp_path: Path) -> Iterator[Steered]:
+    running = Steered(fake_anthropic.url, tmp_path / "s.db", LiveSteering(("dups", "stale")))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def post(url: str, raw: bytes) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url + "/v1/messages",
+        data=raw,
+        headers={"content-type": "application/json", "x-api-key": FAKE_API_KEY,
+                 "anthropic-version": "2023-06-01"},
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        loaded: dict[str, Any] = json.loads(answer.read())
+        return loaded
+
+
+def requests(results: list[str]) -> list[dict[str, Any]]:
+    """Claude Code-shaped requests (tools, system, session id), one per tool call."""
+    task = shapes.user("Fix a.py")
+    messages: list[dict[str, Any]] = [task]
+    out = []
+    for n, text in enumerate(results, start=1):
+        messages += [call(n), result(n, text)]
+        body = shapes.request(messages)
+        del body["stream"], body["thinking"]
+        body["max_tokens"] = 1024
+        out.append(body)
+    return out
+
+
+ODD_BYTES = (
+    b'{ "model" : "claude-sonnet-4-6",\n  "max_tokens": 5, "tools": [{"name": "Read", '
+    b'"description": "Reads", "input_schema": {"type": "object"}}],\n'
+    b'  "messages": [ {"role": "user", "content": "caf\\u00e9"} ] }'
+)
+"""A body with whitespace and an escape no serialiser would write back the same way."""
+
+
+def test_a_request_no_rule_changes_goes_as_the_bytes_that_came(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """Steering off, and steering on with nothing to change: the upstream gets the bytes."""
+    fake_anthropic.script([text_reply("ok"), text_reply("ok")])
+    for steering in (None, LiveSteering(("dups", "stale", "pins"))):
+        running = Steered(fake_anthropic.url, tmp_path / f"{steering is None}.db", steering)
+        try:
+            post(running.proxy.url, ODD_BYTES)
+        finally:
+            running.stop()
+    assert [r.raw for r in fake_anthropic.requests] == [ODD_BYTES, ODD_BYTES]
+
+
+def test_a_repeated_result_is_replaced_stored_and_the_cache_still_matches(
+    fake_anthropic: FakeAnthropicServer, steered: Steered
+) -> None:
+    """Three requests through the SDK: the second repeats the first's file read (a reference
+    goes instead, below the floor), the third carries that reference again. The fake's cache
+    reads, on the third request, everything the second sent up to its last marker: the
+    rewrite broke nothing. The store holds the agent's bodies and, beside them, the rewrites,
+    from which the sent body comes back exactly; the answers are the fake's, unaltered."""
+    fake_anthropic.cache = FakePromptCache(min_tokens=100)
+    bodies = requests([FILE, FILE, "ok, noted"])
+    answers = [f"answer {n}" for n in range(3)]
+    fake_anthropic.script([text_reply(a) for a in answers])
+    sdk = client(steered.proxy.url)
+    got = [sdk.messages.create(**body).content[0].text for body in bodies]
+    steered.stop()
+    assert got == answers
+    sent = [r.body for r in fake_anthropic.requests]
+    assert sent[0] == bodies[0]
+    reference = sent[1]["messages"][4]["content"][0]["content"]
+    assert reference.startswith("[ctxscope: this result is identical to the result of tool call")
+    assert sent[2]["messages"][4] == sent[1]["messages"][4] | {"content": [
+        {k: v for k, v in sent[1]["messages"][4]["content"][0].items() if k != "cache_control"}
+    ]}  # fmt: skip
+    # What request 2 sent, up to and including its last (marked) block, is read back whole.
+    second = sum(tokens for _, tokens, _ in FakePromptCache.blocks(sent[1]))
+    store = Store.open(steered.db)
+    (sid,) = store.proxied_sessions()
+    exchanges = store.exchanges(sid)
+    assert [e.request for e in exchanges] == bodies  # the agent's own, as it sent them
+    assert exchanges[0].steering is not None and exchanges[0].steering["rewrites"] == []
+    assert [sent_body(e.request, e.steering) for e in exchanges] == sent
+    (rewrite,) = exchanges[1].steering["rewrites"]  # type: ignore[index]
+    assert (rewrite["rule"], rewrite["at"], rewrite["first"]) == (
+        "dups", "messages[4].content[0]", True
+    )  # fmt: skip
+    assert rewrite["tokens_before"] > 500 > rewrite["tokens_after"]
+    assert exchanges[2].usage is not None
+    assert exchanges[2].usage.cache_read_input_tokens == second
+
+
+def test_a_rule_that_fails_sends_the_request_as_it_came_and_says_so(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    def broken(_client: str) -> list[str]:
+        raise OSError("pins unreadable")
+
+    fake_anthropic.script([text_reply("ok")])
+    running = Steered(
+        fake_anthropic.url, tmp_path / "f.db", LiveSteering(("pins",), pins_of=broken)
+    )
+    compact = shapes.request([shapes.user("Your task is to create a detailed summary of the "
+                                          "conversation so far.")])  # fmt: skip
+    del compact["stream"], compact["thinking"]
+    raw = json.dumps(compact).encode()
+    try:
+        post(running.proxy.url, raw)
+    finally:
+        running.stop()
+    assert fake_anthropic.requests[0].raw == raw
+    store = Store.open(tmp_path / "f.db")
+    (exchange,) = store.exchanges(store.proxied_sessions()[0])
+    assert exchange.steering is not None
+    assert exchange.steering["failed"] == "OSError: pins unreadable"
+
+
+def test_steer_takes_known_rules_only(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.cli_run import run
+
+    code, _, err = run(capsys, "run", "--steer", "dups,compress", "--", "true")
+    assert code == 2
+    assert "unknown steering rule compress: choose from dups, stale, pins or all" in err
