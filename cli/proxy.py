@@ -182,8 +182,7 @@ def steering(args: argparse.Namespace, recorder: Recorder) -> LiveSteering | Non
     rules: tuple[str, ...] = tuple(getattr(args, "steer", ()) or ())
     if not rules:
         return None
-    recorder.track_pins = "pins" in rules
-    return LiveSteering(rules, pins_of=lambda client: recorder.pins.get(client, []))
+    return LiveSteering(rules, pins_of=recorder.pins_of)
 
 
 def child_env(proxy_url: str, upstream: str) -> dict[str, str]:

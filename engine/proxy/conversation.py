@@ -26,7 +26,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.exchanges import Exchange
-from engine.models import Message, Usage
+from engine.models import Message, Observation, Usage
 from engine.proxy.identity import (
     CONTINUATION,
     api_of,
@@ -74,6 +74,10 @@ class _Part:
     """The compaction call that ended the part before this one."""
     compactions_at: int = 0
     """How many compaction calls had been seen when the part began."""
+    memo: list[tuple[Any, list[Item], Counter[str]]] = field(default_factory=list)
+    """Per message index: the message last read there, its items and what it left out; a
+    request that repeats it (dict equality, in C) reuses them, so a request costs its new
+    messages."""
 
 
 @dataclass
@@ -89,6 +93,13 @@ class SessionConversation:
     """The signatures of the items as last written."""
     round_starts: list[int] = field(default_factory=list)
     """Where each written round starts, by item index."""
+    live: list[Message] | None = None
+    """The messages no compaction archived, as last written (None: not written by this
+    process yet)."""
+    observations: list[Observation] = field(default_factory=list)
+    """Their observations."""
+    signatures: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    """The last items' signatures by the item's id (an item reused is not signed again)."""
 
     def add(self, exchange: Exchange) -> bool:
         """Take in one stored request; True when it changes the conversation."""
@@ -146,11 +157,24 @@ class SessionConversation:
                 items.append(self._summary(summary, line, seen[0], part.after if n else None))
                 messages[0] = rest
             awaiting: set[str] = set()
+            memo = part.memo
+            del memo[len(messages) :]
             for index in range(len(messages)):
                 line += 1
                 message = messages[index]
-                created = seen[min(index, len(seen) - 1)]
-                for item in self._items(message, line, created, skipped):
+                if index < len(memo) and memo[index][0] == message:
+                    _, made, left = memo[index]
+                else:
+                    left = Counter()
+                    created = seen[min(index, len(seen) - 1)]
+                    made = self._items(message, line, created, left)
+                    entry = (message, made, left)
+                    if index < len(memo):
+                        memo[index] = entry
+                    else:
+                        memo.append(entry)
+                skipped.update(left)
+                for item in made:
                     if item.kind == "assistant":
                         awaiting = {c.id for c in item.calls}
                     elif item.kind == "user":
@@ -271,7 +295,9 @@ def save(store: Store, state: SessionConversation, settings: Settings) -> bool:
     if problems:
         # The writer numbers items by line; here a line is a message of the conversation.
         raise ValueError("; ".join(p.replace("line ", "message ", 1) for p in problems[:3]))
-    sigs = [_signature(i) for i in parsed.items]
+    known = state.signatures
+    sigs = [known.get(id(i)) or _signature(i) for i in parsed.items]
+    state.signatures = {id(i): sig for i, sig in zip(parsed.items, sigs, strict=True)}
     common = 0
     for old, new in zip(state.stored, sigs, strict=False):
         if old != new:
@@ -283,22 +309,23 @@ def save(store: Store, state: SessionConversation, settings: Settings) -> bool:
     resume_at, resume_round = _resume_point(state.round_starts, state.stored)
     with store.begin_write():
         session = store.get_session(sid)
-        pinned = {_pin_key(m) for m in _messages(store, sid) if m.pinned}
-        whole = not state.stored or common < resume_at
+        whole = not state.stored or common < resume_at or state.live is None
         if whole:
+            dropped = store.all_messages(sid)
             store.clear_session(sid)
             start, rounds, live, observations = 0, 0, [], []
             state.round_starts = []
         else:
+            assert state.live is not None
             start, rounds = resume_at, resume_round
+            last = max((m.meta.round or 0 for m in state.live), default=rounds)
+            dropped = [m for r in range(rounds + 1, last + 1) for m in store.round_messages(sid, r)]
             store.drop_rounds(sid, rounds + 1)
-            live = store.history(sid).messages
-            ids = {m.id for m in live}
-            live_rounds = sorted({m.meta.round for m in live if m.meta.round is not None})
-            observations = [
-                o for r in live_rounds for o in store.observations(sid, r) if o.message_id in ids
-            ]
+            # What stays live is kept in memory from the last write: no read of the history.
+            live = [m for m in state.live if (m.meta.round or 0) <= rounds]
+            observations = [o for o in state.observations if (o.round_index or 0) <= rounds]
             state.round_starts = [p for p in state.round_starts if p < start]
+        pinned = {_pin_key(m) for m in dropped if m.pinned}
         tail = Parsed(fmt=FORMAT, items=copy.copy(parsed.items[start:]), title=parsed.title)
         report = write(
             store, tail, "", settings, resume=Resume(session, rounds, live, observations)
@@ -306,10 +333,13 @@ def save(store: Store, state: SessionConversation, settings: Settings) -> bool:
         if pinned:  # the user's pins outlive the rows written again
             again = [
                 m.id
-                for m in _messages(store, sid)
+                for m in (_messages(store, sid) if whole else live)
                 if m.id is not None and not m.pinned and _pin_key(m) in pinned
             ]
             store.pin(sid, again)
+    # The writer extends ``live`` and ``observations`` with what it stored (and empties them
+    # at a compaction): the next write starts from them.
+    state.live, state.observations = live, observations
     state.round_starts += [start + p for p in report.round_starts]
     state.stored = sigs
     return whole

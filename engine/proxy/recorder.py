@@ -64,6 +64,8 @@ class Capture:
     duration_ms: float = 0.0
     steering: dict[str, Any] | None = None
     """What ``--steer`` changed before sending (the body above is the agent's)."""
+    parsed: dict[str, Any] | None = None
+    """The body's JSON as steering read it (never changed), so it is not parsed twice."""
 
     def add(self, chunk: bytes) -> None:
         """Keep a piece of the answer, up to :data:`RECORD_LIMIT` bytes in all."""
@@ -105,10 +107,6 @@ class Recorder:
         self.conversations: dict[int, str] = {}
         """The conversations this recorder stored requests of (not subagents' or side
         calls'): session id → the source it was recorded under (``proxy:<agent's id>``)."""
-        self.pins: dict[str, list[str]] = {}
-        """With :attr:`track_pins`: the texts pinned in each agent session's conversation, read
-        after each of its requests is stored (for the ``pins`` steering rule)."""
-        self.track_pins = False
         self.failures: deque[str] = deque(maxlen=100)
         """Why the latest requests that could not be stored were not (they were forwarded)."""
 
@@ -156,19 +154,27 @@ class Recorder:
             elif state.add(stored):
                 save(store, state, self.settings)
             self._conversations[sid] = state
-            source = str(self.conversations.get(sid, ""))
-            if self.track_pins and source.startswith("proxy:"):
-                self.pins[source.removeprefix("proxy:")] = pinned_texts(store, sid)
             while len(self._conversations) > CONVERSATIONS_KEPT:
                 self._conversations.popitem(last=False)
         except Exception as exc:  # noqa: BLE001 - the request is stored; its reading is not
             log.warning("ctxscope proxy: session %s: conversation not built: %s", sid, exc)
             self.failures.append(f"session {sid}: conversation not built: {exc}")
 
+    def pins_of(self, client: str) -> list[str]:
+        """The texts pinned in the conversation an agent's session id names (the ``pins``
+        steering rule asks at a compaction call and the request after it only: a read of its
+        own, off the recorder's thread)."""
+        store = Store.open(self.path, read_only=True)
+        try:
+            sid = store.proxy_session(f"proxy:{client}")
+            return [] if sid is None else pinned_texts(store, sid)
+        finally:
+            store.close()
+
     def exchange_of(self, capture: Capture) -> tuple[Exchange | None, dict[str, Any]]:
         """The exchange a capture records, and where it goes (its session's source)."""
         try:
-            body = json.loads(capture.body)
+            body = capture.parsed if capture.parsed is not None else json.loads(capture.body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return None, {}  # not a Messages request: the upstream answered what it answered
         if not isinstance(body, dict):

@@ -170,7 +170,43 @@ def request_diff(previous: Exchange | None, exchange: Exchange) -> dict[str, Any
         {"at": f"messages[{i}]", "lines": _message_lines(messages[i])}
         for i in range(first_new, len(messages))
     ]
+    out["steering"] = _steering(exchange)
     return out
+
+
+def _steering(exchange: Exchange) -> dict[str, Any] | None:
+    """What ``--steer`` changed before sending this request: each rewrite as a diff of the
+    agent's content against what was sent, with the tokens it removed."""
+    steering = exchange.steering
+    if not steering:
+        return None
+    messages = _pieces(exchange.request, "messages")
+    rewrites = []
+    for r in steering.get("rewrites", []):
+        at = str(r.get("at", ""))
+        before: Any = None
+        try:
+            i = int(at.split("[")[1].split("]")[0])
+            if ".content[" in at:
+                j = int(at.split(".content[")[1].rstrip("]"))
+                before = messages[i]["content"][j].get("content")
+        except (IndexError, ValueError, KeyError, AttributeError, TypeError):
+            before = None
+        lines = _changed(
+            [] if before is None else _lines(_block_text(before)),
+            _lines(_block_text(r.get("content"))),
+            at,
+        )
+        rewrites.append({**{k: v for k, v in r.items() if k != "content"}, "lines": lines})
+    return {
+        "floor": steering.get("floor"),
+        "held": steering.get("held"),
+        "failed": steering.get("failed") or None,
+        "rewrites": rewrites,
+        "tokens_removed": sum(
+            r["tokens_before"] - r["tokens_after"] for r in steering.get("rewrites", [])
+        ),
+    }
 
 
 def diff_text(diff: dict[str, Any]) -> str:
@@ -190,6 +226,25 @@ def diff_text(diff: dict[str, Any]) -> str:
     for message in diff["appended"]:
         lines.append(f"{message['at']} appended:")
         lines += [f"  + {line}" for line in message["lines"]]
+    steering = diff.get("steering")
+    if steering:
+        if steering["failed"]:
+            lines.append(
+                f"steering: a rule failed, the request went as it came: {steering['failed']}"
+            )
+        else:
+            lines.append(
+                f"steering: {len(steering['rewrites'])} rewrite(s) before sending, "
+                f"{steering['tokens_removed']:,} tokens removed; the cache held "
+                f"{steering['held']} messages, {steering['floor']} went as before"
+            )
+        for r in steering["rewrites"]:
+            made = "made here" if r["first"] else "carried from an earlier request"
+            lines.append(
+                f"{r['at']} {r['rule']} ({made}): {r['tokens_before']:,} → "
+                f"{r['tokens_after']:,} tokens"
+            )
+            lines += [f"  {line}" for line in r["lines"]]
     markers = diff["cache_markers"]
     if diff["compared_with"] is not None and markers["before"] != markers["now"]:
         lines.append(

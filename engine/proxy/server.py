@@ -167,7 +167,7 @@ class Proxy:
         kept = {k.lower(): v for k, v in request.headers.items() if k.lower() in KEPT_HEADERS}
         capture = Capture(request.method, request.raw_path, kept, body)
         if record and self.steering is not None:  # the capture keeps the agent's own body
-            body, capture.steering = self.steering.rewrite(request.raw_path, body)
+            body, capture.steering, capture.parsed = self.steering.rewrite(request.raw_path, body)
         started = time.perf_counter()
         try:
             return await self._relay(request, headers, body, capture)

@@ -53,19 +53,22 @@ class LiveSteering:
         cache holds them)."""
         self.off.add(rule)
 
-    def rewrite(self, path: str, body: bytes) -> tuple[bytes, dict[str, Any] | None]:
-        """The bytes to send for ``body``, and what was done (None: not a request steering
-        looks at). Never raises: a failure sends ``body`` as it came, and says why."""
+    def rewrite(
+        self, path: str, body: bytes
+    ) -> tuple[bytes, dict[str, Any] | None, dict[str, Any] | None]:
+        """The bytes to send for ``body``, what was done (None: not a request steering looks
+        at), and the body's JSON as read (never changed: the recorder stores it). Never
+        raises: a failure sends ``body`` as it came, and says why."""
         if identity.api_of(path) != "messages":
-            return body, None
+            return body, None, None
         try:
             parsed = json.loads(body)
         except (ValueError, UnicodeDecodeError):
-            return body, None
+            return body, None, None
         if not isinstance(parsed, dict) or not isinstance(parsed.get("messages"), list):
-            return body, None
+            return body, None, None
         if not parsed.get("tools") and not identity.is_compaction(parsed):
-            return body, None  # a side call
+            return body, None, parsed  # a side call
         rules = tuple(r for r in self.rules if r not in self.off)
         client = identity.client_session(parsed) or ""
         key = (client, identity.system_of(parsed))
@@ -80,23 +83,10 @@ class LiveSteering:
             steered = steerer.steer(parsed, time.monotonic())
         record = {"rules": list(rules), **steered.as_json()}
         if steered.body is None:
-            return body, record
+            return body, record, parsed
         record["sent_bytes"] = len(sent := _ENCODER.encode(steered.body).encode())
-        record["rewrites"] = [
-            {**r.as_json(), "content": _content_at(steered.body, r.at)} for r in steered.rewrites
-        ]
-        return sent, record
-
-
-def _content_at(body: dict[str, Any], at: str) -> Any:
-    """What the steered body holds at ``messages[i].content[j]`` (the rewrite's content) or
-    ``messages[i]`` (its last block: the pins)."""
-    parts = [int(p.rstrip("]")) for p in at.replace("messages[", "").split(".content[")]
-    message = body["messages"][parts[0]]
-    blocks = message.get("content")
-    if len(parts) == 2:
-        return blocks[parts[1]].get("content")
-    return blocks[-1] if isinstance(blocks, list) and blocks else blocks
+        record["rewrites"] = [{**r.as_json(), "content": r.content} for r in steered.rewrites]
+        return sent, record, parsed
 
 
 def sent_body(request: dict[str, Any], steering: dict[str, Any] | None) -> dict[str, Any]:

@@ -25,7 +25,6 @@ A rule that fails leaves the request exactly as the agent sent it, and says so
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +88,8 @@ class Rewrite:
     """Made on this request (False: a rewrite made before, carried again)."""
     message: int = 0
     """The index of the message it changed."""
+    content: Any = None
+    """What was sent there instead (a result's content, or the block appended)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -154,28 +155,40 @@ def _tokens(content: Any) -> int:
 class _Sent:
     """What the conversation's previous request sent, as the cache holds it."""
 
-    keys: list[str]
-    """Each message's content, cache markers aside."""
+    messages: list[Any]
     last_marker: int
     """The message that carried its last cache marker (-1: none)."""
     lifetime: float
     at: float
-    head: str
-    """The tools' and system's content."""
+    tools: Any
+    system: Any
 
 
 class Steerer:
-    """The rules over one conversation's requests, in order (one per conversation)."""
+    """The rules over one conversation's requests, in order (one per conversation).
+
+    Made to run on the proxy's forwarding path: a request is compared with the previous one
+    message by message (dict equality, in C), a message is copied only when a rule changes it,
+    and what a rule learns of a tool result (its content's key and size) is kept by its
+    tool-use id, so a request costs what is new in it."""
 
     def __init__(self, config: SteerConfig) -> None:
         self.config = config
-        self.results: dict[str, tuple[str, Any]] = {}
-        """Sticky result rewrites: tool_use id → (rule, the content sent instead)."""
+        self.results: dict[str, tuple[str, Any, int, int]] = {}
+        """Sticky result rewrites: tool_use id → (rule, the content sent instead, tokens
+        before, tokens after)."""
+        self.key_of: dict[str, str] = {}
+        """A tool result's content (cache markers aside), by its tool_use id."""
+        self.first_of: dict[str, str] = {}
+        """The first tool_use id whose result was that content."""
         self.pin_block: dict[str, Any] | None = None
         """The pins' text block appended to the continued conversation's first message."""
-        self.pin_first: str = ""
-        """That first message's key (the pins follow it while it stays)."""
+        self.pin_first: Any = None
+        """That first message as the agent sent it (the pins follow it while it stays)."""
         self.previous: _Sent | None = None
+        self.sizes: list[int | None] = []
+        """Estimated tokens of each message of the previous request sent (None: not needed
+        yet)."""
         self.requests = 0
 
     def steer(self, body: dict[str, Any], at: float) -> Steered:
@@ -184,10 +197,13 @@ class Steerer:
         try:
             steered = self._steer(body, at)
         except Exception as exc:  # noqa: BLE001 - a rule's failure must not stop the request
-            return Steered(None, failed=f"{type(exc).__name__}: {exc}")
+            steered = Steered(None, failed=f"{type(exc).__name__}: {exc}")
         self.requests += 1
         sent = steered.body if steered.body is not None else body
         self.previous = _remember(sent, at)
+        count = len(self.previous.messages)
+        self.sizes = self.sizes[: min(steered.floor, count)]
+        self.sizes += [None] * (count - len(self.sizes))
         return steered
 
     def _steer(self, body: dict[str, Any], at: float) -> Steered:
@@ -195,32 +211,57 @@ class Steerer:
         if not isinstance(messages, list) or not self.config.rules:
             return Steered(None)
         rules = self.config.rules
-        out = copy.deepcopy(messages)
+        out = list(messages)
+        owned: set[int] = set()
+
+        def own(i: int) -> dict[str, Any]:
+            """Message ``i`` of the request to send, copied before its first change."""
+            if i not in owned:
+                m = out[i]
+                content = m.get("content")
+                copied = (
+                    [dict(b) if isinstance(b, dict) else b for b in content]
+                    if isinstance(content, list)
+                    else content
+                )
+                out[i] = {**m, "content": copied}
+                owned.add(i)
+            message: dict[str, Any] = out[i]
+            return message
+
         rewrites: list[Rewrite] = []
         compaction = is_compaction(body)
-        # What was rewritten before is rewritten again: the cache holds it so.
-        for i, message in enumerate(out):
-            for j, block in enumerate(_blocks(message)):
-                if block.get("type") == "tool_result" and block.get("tool_use_id") in self.results:
-                    rule, content = self.results[str(block["tool_use_id"])]
-                    rewrites.append(_replace(block, content, rule, i, j, first=False))
+        if self.results:  # what was rewritten before is rewritten again: the cache holds it so
+            for i, message in enumerate(messages):
+                for j, block in enumerate(_blocks(message)):
+                    found = self.results.get(str(block.get("tool_use_id", "")))
+                    if found is not None and block.get("type") == "tool_result":
+                        rule, content, before, after = found
+                        own(i)["content"][j]["content"] = content
+                        rewrites.append(
+                            Rewrite(rule, _at(i, j), str(block["tool_use_id"]), before, after,
+                                    False, i, content)
+                        )  # fmt: skip
         if "pins" in rules and self.pin_block is not None and out:
-            if _key(out[0]) == self.pin_first:
-                _append(out[0], self.pin_block)
+            if _same(messages[0], self.pin_first):
+                _append(own(0), self.pin_block)
                 tokens = _tokens([self.pin_block])
-                rewrites.append(Rewrite("pins", "messages[0]", tokens_after=tokens, first=False))
+                rewrites.append(
+                    Rewrite("pins", "messages[0]", tokens_after=tokens, first=False,
+                            content=self.pin_block)
+                )  # fmt: skip
             else:
                 self.pin_block = None
         held = self._floor(body, out, at)
         floor = held
         if "dups" in rules:
-            rewrites += self._dups(out, held)
+            rewrites += self._dups(messages, held, own)
         if "stale" in rules and not compaction:
-            cleared = self._stale(out, held)
+            cleared = self._stale(messages, out, held, own)
             rewrites += cleared
             floor = min([floor, *(r.message for r in cleared)])
         if "pins" in rules:
-            rewrites += self._pins(out, compaction, continues_after_compaction(body))
+            rewrites += self._pins(messages, own, compaction, continues_after_compaction(body))
         if not rewrites:
             return Steered(None, floor=floor, held=held)
         return Steered({**body, "messages": out}, floor=floor, held=held, rewrites=rewrites)
@@ -229,38 +270,72 @@ class Steerer:
         """How many leading messages the cache holds of this request (0: none, expired, or
         the agent changed the tools or system prompt)."""
         before = self.previous
-        if before is None or before.last_marker < 0:
+        if before is None or before.last_marker < 0 or at - before.at > before.lifetime:
             return 0
-        if at - before.at > before.lifetime or _head(body) != before.head:
+        if not _same(body.get("tools"), before.tools) or not _same(
+            body.get("system"), before.system
+        ):
             return 0
         same = 0
-        for mine, theirs in zip(messages, before.keys, strict=False):
-            if _key(mine) != theirs:
+        for mine, theirs in zip(messages[: before.last_marker + 1], before.messages, strict=False):
+            if not _same(mine, theirs):
                 break
             same += 1
-        return min(same, before.last_marker + 1)
+        return same
 
-    def _dups(self, messages: list[Any], floor: int) -> list[Rewrite]:
-        """Results below the floor identical to an earlier one: a reference instead."""
-        seen: dict[str, str] = {}
+    def _key(self, tool_id: str, block: dict[str, Any]) -> str:
+        """A result's content key, computed once per tool_use id."""
+        key = self.key_of.get(tool_id)
+        if key is None:
+            content = without_cache_control(block.get("content"))
+            key = self.key_of[tool_id] = canonical([content, bool(block.get("is_error"))])
+        return key
+
+    def _dups(self, messages: list[Any], floor: int, own: Callable[[int], Any]) -> list[Rewrite]:
+        """Results below the floor identical to an earlier one of the request, still sent
+        whole: a reference to it instead."""
+        present: set[str] = set()
         out: list[Rewrite] = []
         for i, message in enumerate(messages):
             for j, block in enumerate(_blocks(message)):
                 if block.get("type") != "tool_result":
                     continue
                 tool_id = str(block.get("tool_use_id", ""))
-                content = block.get("content")
-                if tool_id in self.results:
+                key = self._key(tool_id, block)
+                first = self.first_of.setdefault(key, tool_id)
+                if first not in present or first in self.results:
+                    # The first copy is gone (a compaction) or not sent whole: this one is
+                    # the copy later repeats refer to.
+                    first = self.first_of[key] = tool_id
+                present.add(tool_id)
+                if i < floor or first == tool_id or tool_id in self.results:
                     continue
-                key = canonical([without_cache_control(content), bool(block.get("is_error"))])
-                first = seen.setdefault(key, tool_id)
-                if i < floor or first == tool_id or _tokens(content) < DUP_MIN_TOKENS:
+                if len(key) // 4 < DUP_MIN_TOKENS:
                     continue
-                self.results[tool_id] = ("dups", _reference(first))
-                out.append(_replace(block, _reference(first), "dups", i, j))
+                out.append(self._rewrite(own(i), i, j, tool_id, "dups", _reference(first)))
         return out
 
-    def _stale(self, messages: list[Any], floor: int) -> list[Rewrite]:
+    def _rewrite(
+        self, message: dict[str, Any], i: int, j: int, tool_id: str, rule: str, content: Any
+    ) -> Rewrite:
+        block = message["content"][j]
+        before, after = _tokens(block.get("content")), _tokens(content)
+        block["content"] = content
+        self.results[tool_id] = (rule, content, before, after)
+        return Rewrite(rule, _at(i, j), tool_id, before, after, True, i, content)
+
+    def _size(self, i: int, message: Any) -> int:
+        """Estimated tokens of message ``i`` (its JSON's length / 4), kept while it stays."""
+        while len(self.sizes) <= i:
+            self.sizes.append(None)
+        size = self.sizes[i]
+        if size is None:
+            size = self.sizes[i] = len(canonical(message)) // 4
+        return size
+
+    def _stale(
+        self, messages: list[Any], out: list[Any], floor: int, own: Callable[[int], Any]
+    ) -> list[Rewrite]:
         """Old results cleared when the cache is written again anyway, or when clearing
         them saves more than writing the prefix again costs."""
         turns = [
@@ -271,49 +346,61 @@ class Steerer:
         if len(turns) <= self.config.stale_turns:
             return []
         limit = turns[-self.config.stale_turns - 1]  # results before this turn are stale
-        candidates = [
-            (i, j, block)
-            for i, message in enumerate(messages[:limit])
-            for j, block in enumerate(_blocks(message))
-            if block.get("type") == "tool_result"
-            and str(block.get("tool_use_id", "")) not in self.results
-            and _tokens(block.get("content")) >= DUP_MIN_TOKENS
-        ]
+        candidates = []
+        for i in range(limit):
+            for j, block in enumerate(_blocks(messages[i])):
+                tool_id = str(block.get("tool_use_id", ""))
+                if block.get("type") != "tool_result" or tool_id in self.results:
+                    continue
+                size = len(self._key(tool_id, block)) // 4
+                if size >= DUP_MIN_TOKENS:
+                    candidates.append((i, j, tool_id, size))
         if not candidates:
             return []
         earliest = candidates[0][0]
         if earliest < floor:
-            cleared = sum(_tokens(b.get("content")) for _, _, b in candidates)
-            rewritten = sum(_tokens(_content(m)) for m in messages[earliest:floor]) - cleared
+            cleared = sum(size for *_, size in candidates)
+            rewritten = sum(self._size(i, out[i]) for i in range(earliest, floor)) - cleared
             lifetime = self.previous.lifetime if self.previous else FIVE_MINUTES
             write = WRITE_1H_RATIO if lifetime > FIVE_MINUTES else WRITE_RATIO
             cost = max(rewritten, 0) * (write - READ_RATIO)
             saved = cleared * READ_RATIO * self.requests * self.config.horizon
             if saved <= cost:
                 return []
-        out = []
-        for i, j, block in candidates:
-            text = _cleared(self.config.stale_turns)
-            self.results[str(block.get("tool_use_id", ""))] = ("stale", text)
-            out.append(_replace(block, text, "stale", i, j))
-        return out
+        text = _cleared(self.config.stale_turns)
+        return [
+            self._rewrite(own(i), i, j, tool_id, "stale", text) for i, j, tool_id, _ in candidates
+        ]
 
-    def _pins(self, messages: list[Any], compaction: bool, continued: bool) -> list[Rewrite]:
+    def _pins(
+        self, messages: list[Any], own: Callable[[int], Any], compaction: bool, continued: bool
+    ) -> list[Rewrite]:
+        if not messages or not (compaction or (continued and self.pin_block is None)):
+            return []
         pins = self.config.pins()
-        if not pins or not messages:
+        if not pins:
             return []
         quoted = "\n\n".join(f"<pinned>\n{p}\n</pinned>" for p in pins)
         if compaction:
             block = {"type": "text", "text": f"{PIN_ASK}\n\n{quoted}"}
-            _append(messages[-1], block)
-            at = f"messages[{len(messages) - 1}]"
-            return [Rewrite("pins", at, tokens_after=_tokens([block]), message=len(messages) - 1)]
-        if continued and self.pin_block is None:
-            self.pin_block = {"type": "text", "text": f"{PIN_HEADING}\n\n{quoted}"}
-            self.pin_first = _key(messages[0])
-            _append(messages[0], self.pin_block)
-            return [Rewrite("pins", "messages[0]", tokens_after=_tokens([self.pin_block]))]
-        return []
+            last = len(messages) - 1
+            _append(own(last), block)
+            return [Rewrite("pins", f"messages[{last}]", tokens_after=_tokens([block]),
+                            message=last, content=block)]  # fmt: skip
+        self.pin_block = {"type": "text", "text": f"{PIN_HEADING}\n\n{quoted}"}
+        self.pin_first = messages[0]
+        _append(own(0), self.pin_block)
+        tokens = _tokens([self.pin_block])
+        return [Rewrite("pins", "messages[0]", tokens_after=tokens, content=self.pin_block)]
+
+
+def _at(i: int, j: int) -> str:
+    return f"messages[{i}].content[{j}]"
+
+
+def _same(mine: Any, theirs: Any) -> bool:
+    """Equal, cache markers aside (a marker moves from request to request)."""
+    return bool(mine == theirs) or without_cache_control(mine) == without_cache_control(theirs)
 
 
 def _content(message: Any) -> Any:
@@ -321,42 +408,20 @@ def _content(message: Any) -> Any:
 
 
 def _blocks(message: Any) -> list[dict[str, Any]]:
-    content = _content(message)
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    """A message's content blocks (a block that is not an object makes a rule fail, and the
+    request go as it came)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
 
 
-def _append(message: Any, block: dict[str, Any]) -> None:
-    """``block`` after the message's blocks, before a cache marker's move: the marker stays on
-    the block that had it."""
+def _append(message: dict[str, Any], block: dict[str, Any]) -> None:
+    """``block`` after the message's blocks (a cache marker stays on the block that had
+    it)."""
     content = message.get("content")
     if isinstance(content, str):
         message["content"] = [{"type": "text", "text": content}, block]
     elif isinstance(content, list):
         content.append(block)
-
-
-def _replace(
-    block: dict[str, Any], content: Any, rule: str, i: int, j: int, first: bool = True
-) -> Rewrite:
-    before = _tokens(block.get("content"))
-    block["content"] = content
-    return Rewrite(
-        rule,
-        f"messages[{i}].content[{j}]",
-        str(block.get("tool_use_id", "")),
-        before,
-        _tokens(content),
-        first,
-        i,
-    )
-
-
-def _key(message: Any) -> str:
-    return canonical(without_cache_control(message))
-
-
-def _head(body: dict[str, Any]) -> str:
-    return canonical(without_cache_control([body.get("tools"), body.get("system")]))
 
 
 def _remember(body: dict[str, Any], at: float) -> _Sent:
@@ -368,4 +433,4 @@ def _remember(body: dict[str, Any], at: float) -> _Sent:
             found = lifetime_of(block)
             if found is not None:
                 last, lifetime = i, found
-    return _Sent([_key(m) for m in messages], last, lifetime, at, _head(body))
+    return _Sent(messages, last, lifetime, at, body.get("tools"), body.get("system"))

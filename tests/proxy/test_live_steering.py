@@ -173,3 +173,86 @@ def test_steer_takes_known_rules_only(capsys: pytest.CaptureFixture[str]) -> Non
     code, _, err = run(capsys, "run", "--steer", "dups,compress", "--", "true")
     assert code == 2
     assert "unknown steering rule compress: choose from dups, stale, pins or all" in err
+
+
+def test_diff_shows_a_rewrite_beside_what_the_agent_sent(
+    fake_anthropic: FakeAnthropicServer, steered: Steered, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`show --diff N` on a steered request: the rewrite as a diff of the agent's result
+    against the reference sent, and the tokens it took out."""
+    from tests.cli_run import run
+
+    bodies = requests([FILE, FILE])
+    fake_anthropic.script([text_reply("a"), text_reply("b")])
+    sdk = client(steered.proxy.url)
+    for body in bodies:
+        sdk.messages.create(**body)
+    steered.stop()
+    store = Store.open(steered.db)
+    (sid,) = store.proxied_sessions()
+    second = store.exchanges(sid)[1]
+    code, out, err = run(
+        capsys, "show", str(sid), "--diff", str(second.id), "--db", str(steered.db)
+    )
+    assert code == 0, err
+    assert "steering: 1 rewrite(s) before sending" in out
+    assert "messages[4].content[0] dups (made here):" in out
+    assert "-line 0: def handler_0(request): return respond(request, 0)" in out
+    assert (
+        "+[ctxscope: this result is identical to the result of tool call toolu_01 above; not repeated]"
+        in out
+    )
+
+
+def test_pins_reach_the_agents_compaction_call_through_the_proxy(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """A message pinned in the proxied session (as `ctxscope pin` does) is handed to the
+    agent's own compaction call, and kept verbatim in the continued conversation's first
+    message; the stored bodies stay the agent's."""
+    from engine.proxy.steering import PIN_ASK, PIN_HEADING
+
+    db = tmp_path / "p.db"
+    recorder = Recorder(db)
+    proxy = Proxy(
+        ProxyConfig(upstream=fake_anthropic.url, port=0),
+        recorder,
+        LiveSteering(("pins",), pins_of=recorder.pins_of),
+    )
+    thread = ProxyThread(proxy).start()
+    uid = shapes.JSON_USER_ID
+    task = shapes.user("Never touch the migrations folder. Fix a.py")
+    done = {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}]}
+    ask = shapes.user("Your task is to create a detailed summary of the conversation so far.")
+    summary = shapes.user("This session is being continued from a previous conversation. "
+                          "Summary: a.py fixed.", "Go on")  # fmt: skip
+    bodies = [
+        shapes.request([task], user_id=uid),
+        shapes.request([task, done, ask], user_id=uid),
+        shapes.request([summary], user_id=uid),
+    ]
+    for body in bodies:
+        del body["stream"], body["thinking"]
+        body["max_tokens"] = 1024
+    fake_anthropic.script([text_reply("Fixed."), text_reply("Summary: a.py fixed."),
+                           text_reply("Going on.")])  # fmt: skip
+    sdk = client(proxy.url)
+    try:
+        sdk.messages.create(**bodies[0])
+        store = Store.open(db)
+        (sid,) = store.proxied_sessions()
+        (first,) = [m for m in store.history(sid).messages if m.role == "user"]
+        store.pin(sid, [first.id or 0])
+        store.close()
+        sdk.messages.create(**bodies[1])
+        sdk.messages.create(**bodies[2])
+    finally:
+        thread.stop()
+    sent = [r.body for r in fake_anthropic.requests]
+    asked = sent[1]["messages"][-1]["content"][-1]["text"]
+    assert asked.startswith(PIN_ASK)
+    assert "<pinned>\nNever touch the migrations folder. Fix a.py\n</pinned>" in asked
+    kept = sent[2]["messages"][0]["content"][-1]["text"]
+    assert kept.startswith(PIN_HEADING) and "Never touch the migrations folder." in kept
+    store = Store.open(db)
+    assert [e.request for e in store.exchanges(sid)] == bodies

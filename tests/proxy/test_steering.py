@@ -154,7 +154,9 @@ def test_a_rule_that_fails_sends_the_request_as_it_came() -> None:
         raise OSError("the pins could not be read")
 
     steerer = Steerer(SteerConfig(("pins",), pins=broken))
-    request = conversation([FILE])[0]
+    ask = {"role": "user", "content": [{"type": "text", "text": "Your task is to create a "
+           "detailed summary of the conversation so far."}]}  # fmt: skip
+    request = body([ask])
     steered = steerer.steer(request, 0)
     assert steered.body is None
     assert steered.failed == "OSError: the pins could not be read"
