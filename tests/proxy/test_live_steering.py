@@ -198,10 +198,8 @@ def test_diff_shows_a_rewrite_beside_what_the_agent_sent(
     assert "steering: 1 rewrite(s) before sending" in out
     assert "messages[4].content[0] dups (made here):" in out
     assert "-line 0: def handler_0(request): return respond(request, 0)" in out
-    assert (
-        "+[ctxscope: this result is identical to the result of tool call toolu_01 above; not repeated]"
-        in out
-    )
+    reference = "the result of tool call toolu_01 above; not repeated]"
+    assert "+[ctxscope: this result is identical to " + reference in out
 
 
 def test_pins_reach_the_agents_compaction_call_through_the_proxy(
