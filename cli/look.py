@@ -111,7 +111,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         ],
     }
     cost_line = ""
-    if session.provider == "import" and data["usage"]:
+    if session.provider in ("import", "proxy") and data["usage"]:
         # What the recorded calls cost at list price, each cache write by its lifetime, each
         # call at the price of its day; no figure for a model without a price.
         price = price_for(settings, session.model or settings.model)

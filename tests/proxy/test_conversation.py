@@ -260,3 +260,27 @@ def test_a_pin_on_a_proxied_session_is_made_in_place_and_outlives_a_rebuild(
         again.stop()
     pinned = [m.content for m in store.history(sid).messages if m.pinned]
     assert pinned == ["Fix the failing test in a.py"]
+
+
+def test_a_subagents_requests_are_its_child_sessions_conversation(
+    fake_anthropic: FakeAnthropicServer, proxy: RunningProxy
+) -> None:
+    """Under one Claude Code session id, a request with tools but another first message and
+    system prompt (a Task agent's) is a child session, built into its own conversation."""
+    uid = shapes.JSON_USER_ID
+    agent_system = [{"type": "text", "text": "You are an agent for Claude Code. Search."}]
+    fake_anthropic.script([text_reply("Main answer."), text_reply("Found parse() in p.py.")])
+    send(proxy, request([U1], user_id=uid))
+    send(proxy, request([user("Search the code for parse()")], user_id=uid, system=agent_system))
+    proxy.stop()
+    store = Store.open(proxy.db)
+    main, child = store.proxied_sessions()
+    assert store.get_session(child).parent_session_id == main
+    assert [(m.role, m.content) for m in store.history(child).messages] == [
+        ("user", "Search the code for parse()"),
+        ("assistant", "Found parse() in p.py."),
+    ]
+    assert [m.content for m in store.history(main).messages] == [
+        "Fix the failing test in a.py",
+        "Main answer.",
+    ]
