@@ -37,8 +37,11 @@ class LiveSteering:
         stale_turns: int = 10,
         horizon: float = 0.25,
         pins_of: Callable[[str], list[str]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.rules = rules
+        self.clock = clock
+        """Seconds, for the cache's lifetimes (a test gives the fake API's clock)."""
         self.stale_turns = stale_turns
         self.horizon = horizon
         self.pins_of = pins_of or (lambda _client: [])
@@ -80,7 +83,7 @@ class LiveSteering:
             steerer.config = SteerConfig(
                 rules, self.stale_turns, self.horizon, lambda: self.pins_of(client)
             )
-            steered = steerer.steer(parsed, time.monotonic())
+            steered = steerer.steer(parsed, self.clock())
         record = {"rules": list(rules), **steered.as_json()}
         if steered.body is None:
             return body, record, parsed

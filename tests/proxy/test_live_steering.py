@@ -254,3 +254,89 @@ def test_pins_reach_the_agents_compaction_call_through_the_proxy(
     assert kept.startswith(PIN_HEADING) and "Never touch the migrations folder." in kept
     store = Store.open(db)
     assert [e.request for e in store.exchanges(sid)] == bodies
+
+
+def test_stale_results_are_cleared_only_when_the_fakes_cache_expired(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """Thirteen Claude Code-shaped requests of distinct reads, ten seconds apart, then a
+    fourteenth 400 s later (the 5-minute entry of the conversation gone). Sent twice, each time to a fresh strict cache in the fake: passed
+    through, and with `--steer stale` (stale after 10 turns, expecting no more requests, so it
+    clears only when the cache is written again anyway). The fake's usage is the same for
+    the first thirteen; on the fourteenth the steered request writes less, by what was
+    cleared (the results of calls 1 to 3, more than 10 turns old)."""
+    texts = [FILE.replace("line", f"row{n}") for n in range(14)]
+    bodies = requests(texts)
+    for body in bodies:  # the conversation's marker at 5 minutes (the system's stay 1 hour)
+        body["messages"][-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    times = [10.0 * n for n in range(13)] + [120.0 + 400.0]
+    usages: list[list[Any]] = []
+    for steer in (False, True):
+        cache = FakePromptCache(min_tokens=1024)
+        fake_anthropic.cache = cache
+        steering = LiveSteering(("stale",), stale_turns=10, horizon=0, clock=lambda: cache.now)
+        running = Steered(fake_anthropic.url, tmp_path / f"{steer}.db", steering if steer else None)
+        fake_anthropic.script([text_reply("ok") for _ in bodies])
+        sdk = client(running.proxy.url)
+        try:
+            for body, at in zip(bodies, times, strict=True):
+                cache.now = at
+                sdk.messages.create(**body)
+        finally:
+            running.stop()
+        store = Store.open(tmp_path / f"{steer}.db")
+        usages.append([e.usage for e in store.exchanges(store.proxied_sessions()[0])])
+    plain, steered = usages
+    assert plain[:13] == steered[:13]
+    assert plain[13] is not None and steered[13] is not None
+    # Nothing is read: the conversation's entry expired, and the 1-hour system prefix is
+    # under the 1,024-token minimum (so never cached).
+    assert steered[13].cache_read_input_tokens == plain[13].cache_read_input_tokens == 0
+    sent = [r.body for r in fake_anthropic.requests[-14:]]
+    cleared = [
+        b["content"]
+        for m in sent[13]["messages"]
+        for b in m["content"]
+        if b.get("type") == "tool_result" and b["content"].startswith("[ctxscope: an old")
+    ]
+    assert len(cleared) == 3
+    saved = plain[13].cache_creation_input_tokens - steered[13].cache_creation_input_tokens
+    originals = [result(n, texts[n - 1])["content"][0] for n in (1, 2, 3)]
+    notice = {"type": "tool_result", "tool_use_id": "toolu_01", "content": cleared[0]}
+    # The fake counts a block as a quarter of its JSON's characters, with where it sits.
+    expected = sum(
+        len("user0" + json.dumps(o, sort_keys=True)) // 4
+        - len("user0" + json.dumps({**notice, "tool_use_id": o["tool_use_id"]}, sort_keys=True))
+        // 4
+        for o in originals
+    )
+    assert saved == expected
+
+
+def test_steer_check_on_a_proxied_session_replays_its_requests_as_sent(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """A proxied session's sequence is its requests as stored: three here; the row of what
+    the API reported is the fake's usage summed; dups would replace the repeated read."""
+    from engine.config import Settings
+    from engine.proxy.steer_check import steer_check
+
+    fake_anthropic.cache = FakePromptCache(min_tokens=100)
+    bodies = requests([FILE, FILE, "ok"])
+    fake_anthropic.script([text_reply("ok") for _ in bodies])
+    running = Steered(fake_anthropic.url, tmp_path / "c.db", None)
+    sdk = client(running.proxy.url)
+    try:
+        for body in bodies:
+            sdk.messages.create(**body)
+    finally:
+        running.stop()
+    store = Store.open(tmp_path / "c.db")
+    (sid,) = store.proxied_sessions()
+    result = steer_check(store, sid, Settings(), ("dups",))
+    assert result["requests"] == 3
+    usages = [e.usage for e in store.exchanges(sid)]
+    assert result["recorded"]["cache_read"] == sum(u.cache_read_input_tokens for u in usages if u)
+    base, dups = result["rows"]
+    assert dups["rewrites"] == {"dups": 1}
+    assert dups["removed_tokens"]["dups"] > 400  # a 1.8 KB read for a one-line reference
