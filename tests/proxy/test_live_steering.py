@@ -6,6 +6,7 @@ by its own prompt-cache model (strict prefix matching at each cache_control, lif
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -202,6 +203,14 @@ def test_diff_shows_a_rewrite_beside_what_the_agent_sent(
     assert "+[ctxscope: this result is identical to " + reference in out
 
 
+def _users(store: Store) -> list[tuple[int, Any]]:
+    """The first proxied session's user messages, once its conversation is built."""
+    sessions = store.proxied_sessions()
+    if not sessions:
+        return []
+    return [(sessions[0], m) for m in store.history(sessions[0]).messages if m.role == "user"]
+
+
 def test_pins_reach_the_agents_compaction_call_through_the_proxy(
     fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
@@ -238,8 +247,11 @@ def test_pins_reach_the_agents_compaction_call_through_the_proxy(
     try:
         sdk.messages.create(**bodies[0])
         store = Store.open(db)
-        (sid,) = store.proxied_sessions()
-        (first,) = [m for m in store.history(sid).messages if m.role == "user"]
+        # The recorder stores on its own thread: wait for the conversation to be built.
+        deadline = time.monotonic() + 30
+        while not (built := _users(store)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sid, first = built[0]
         store.pin(sid, [first.id or 0])
         store.close()
         sdk.messages.create(**bodies[1])
@@ -260,9 +272,10 @@ def test_stale_results_are_cleared_only_when_the_fakes_cache_expired(
     fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
     """Thirteen Claude Code-shaped requests of distinct reads, ten seconds apart, then a
-    fourteenth 400 s later (the 5-minute entry of the conversation gone). Sent twice, each time to a fresh strict cache in the fake: passed
-    through, and with `--steer stale` (stale after 10 turns, expecting no more requests, so it
-    clears only when the cache is written again anyway). The fake's usage is the same for
+    fourteenth 400 s later (the 5-minute entry of the conversation gone). Sent twice, each
+    time to a fresh strict cache in the fake: passed through, and with `--steer stale`
+    (stale after 10 turns, expecting no more requests, so it clears only when the cache is
+    written again anyway). The fake's usage is the same for
     the first thirteen; on the fourteenth the steered request writes less, by what was
     cleared (the results of calls 1 to 3, more than 10 turns old)."""
     texts = [FILE.replace("line", f"row{n}") for n in range(14)]
@@ -274,7 +287,8 @@ def test_stale_results_are_cleared_only_when_the_fakes_cache_expired(
     for steer in (False, True):
         cache = FakePromptCache(min_tokens=1024)
         fake_anthropic.cache = cache
-        steering = LiveSteering(("stale",), stale_turns=10, horizon=0, clock=lambda: cache.now)
+        clock = lambda cache=cache: cache.now  # noqa: E731
+        steering = LiveSteering(("stale",), stale_turns=10, horizon=0, clock=clock)
         running = Steered(fake_anthropic.url, tmp_path / f"{steer}.db", steering if steer else None)
         fake_anthropic.script([text_reply("ok") for _ in bodies])
         sdk = client(running.proxy.url)
