@@ -284,3 +284,58 @@ def test_a_subagents_requests_are_its_child_sessions_conversation(
         "Fix the failing test in a.py",
         "Main answer.",
     ]
+
+
+def test_requests_rebuilt_from_a_corpus_session_give_back_its_conversation(
+    tmp_path: Path,
+) -> None:
+    """The pomodoro session imported by the Claude Code reader, then its 40 requests (as
+    steer-check rebuilds them) stored as proxied requests, each answered by the assistant
+    message that follows it: built into a conversation, they give back the imported
+    messages — role and text (a tool message: its call and its result's full text), in
+    order — up to the last request (the last three records, the user's own shell command
+    after the last answer, were in no request), and one usage record per request. (The tool
+    messages' compressed forms differ: the import knew Claude Code's structured results.)"""
+    from datetime import UTC, datetime, timedelta
+
+    from engine.config import Settings
+    from engine.exchanges import Exchange
+    from engine.proxy.conversation import build
+    from engine.proxy.steer_check import imported_steps
+    from engine.recordings.importing import import_session
+
+    store = Store.open(tmp_path / "c.db")
+    corpus = Path("tests/data/corpus/yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl")
+    imported = import_session(store, corpus, str(tmp_path), settings=Settings()).session.id
+    assert imported is not None
+    steps = imported_steps(store, imported)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    tools = [{"name": "Read", "input_schema": {"type": "object"}}]
+    for k, step in enumerate(steps):
+        n = len(step.body["messages"])
+        following = steps[k + 1].body["messages"] if k + 1 < len(steps) else []
+        answer = following[n]["content"] if len(following) > n else [{"type": "text", "text": "."}]
+        exchange = Exchange(
+            request={**step.body, "tools": tools},
+            thread="t",
+            status=200,
+            response={"type": "message", "role": "assistant", "content": answer},
+            usage=step.recorded,
+            created_at=start + timedelta(seconds=step.at),
+        )
+        store.add_exchange(exchange, source="proxy:corpus")
+    proxied = store.proxy_session("proxy:corpus")
+    assert proxied is not None
+    build(store, proxied, Settings())
+
+    def said(session_id: int) -> list[tuple[str, str]]:
+        full = {o.tool_use_id: o.text for o in store.observations(session_id)}
+        return [
+            (m.role, full[m.meta.tool_use_id or ""] if m.role == "tool" else m.content)
+            for m in store.history(session_id).messages
+        ]
+
+    theirs, ours = said(imported), said(proxied)
+    assert len(theirs) == 83 and len(ours) == 80
+    assert ours[:79] == theirs[:79]
+    assert len(store.usages(proxied)) == len(store.usages(imported)) == 40
