@@ -139,6 +139,22 @@ def get_session(store: Store, session_id: int) -> Session:
         raise CliError(f"{exc} (see `ctxscope sessions`)") from None
 
 
+def agent_session(args: argparse.Namespace, settings: Settings) -> int:
+    """The ctxscope session of an agent's own session id (``args.session``): the proxied
+    session recorded under it (docs/proxy.md)."""
+    store = open_store(args, settings, read_only=True)
+    try:
+        found = store.proxy_session(f"proxy:{args.session}")
+    finally:
+        store.close()
+    if found is None:
+        raise CliError(
+            f"no session recorded under the agent's session id {args.session} "
+            "(see `ctxscope sessions`)"
+        )
+    return found
+
+
 def session_to_change(store: Store, session: Session, args: argparse.Namespace) -> Session:
     """The session a command's change goes to: ``session``, or for a recorded one (imported,
     watched) a fork of it, said on stderr and in ``--json`` (``fork``), so the recording stays

@@ -8,6 +8,7 @@ from pathlib import PurePath
 from typing import Any
 
 from cli.common import (
+    CliError,
     emit,
     get_session,
     make_agent,
@@ -90,6 +91,8 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     sid = args.session
+    if getattr(args, "request", None) is not None or getattr(args, "diff", None) is not None:
+        return show_request(args, store.exchanges(sid))
     history = store.history(sid)
     rounds = store.rounds(sid)
     compactions = store.compactions(sid)
@@ -199,6 +202,30 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     if todos:
         lines.append("todo: " + "; ".join(f"[{t.status}] {t.content}" for t in todos))
     emit(args, data, "\n".join(lines))
+    return 0
+
+
+def show_request(args: argparse.Namespace, exchanges: list[Any]) -> int:
+    """``show ID --request N`` (the body as sent) or ``--diff N`` (what it changed)."""
+    from engine.proxy.request_text import (
+        NoSuchRequest,
+        diff_text,
+        find,
+        request_diff,
+        request_json,
+        request_text,
+    )
+
+    number = args.request if args.request is not None else args.diff
+    try:
+        previous, exchange = find(exchanges, number)
+    except NoSuchRequest as exc:
+        raise CliError(f"session {args.session}: {exc}") from None
+    if args.request is not None:
+        emit(args, request_json(exchange), request_text(exchange))
+    else:
+        diff = request_diff(previous, exchange)
+        emit(args, diff, diff_text(diff))
     return 0
 
 

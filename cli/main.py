@@ -40,6 +40,7 @@ from cli.arguments import (
     output_file,
     resume_target,
     row_id,
+    session_ref,
     silence_stdout,
     window,
     workspace,
@@ -48,8 +49,9 @@ from cli.arguments import (
 if TYPE_CHECKING:
     from engine.config import Settings
 
-SESSION_ID = checked(row_id)
-"""A session id argument: a whole number within SQLite's range, else argparse's one line."""
+SESSION_ID = checked(session_ref)
+"""A session id argument: a whole number within SQLite's range, or an agent's own session id
+(a UUID: a proxied session, found by it when the command runs), else argparse's one line."""
 
 Command = Callable[[argparse.Namespace, "Settings"], int]
 
@@ -76,6 +78,7 @@ COMMANDS: dict[str, str] = {
     "run": "proxy",
     "report": "report",
     "statusline": "statusline",
+    "steer-check": "proxy",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -83,7 +86,7 @@ COMMANDS: dict[str, str] = {
 def command(name: str) -> Command:
     """The function that runs subcommand ``name``, its module imported now."""
     module = importlib.import_module(f"cli.{COMMANDS[name]}")
-    run: Command = getattr(module, f"cmd_{name}")
+    run: Command = getattr(module, f"cmd_{name.replace('-', '_')}")
     return run
 
 
@@ -141,6 +144,47 @@ def build_parser() -> argparse.ArgumentParser:
         "--what-ifs",
         action="store_true",
         help="a proxied session: its conversation replayed under each strategy (docs/proxy.md)",
+    )
+    p.add_argument(
+        "--request",
+        type=checked(row_id, "request number"),
+        metavar="N",
+        help="a proxied session: request #N's body exactly as sent (docs/proxy.md)",
+    )
+    p.add_argument(
+        "--diff",
+        type=checked(row_id, "request number"),
+        metavar="N",
+        help="a proxied session: the text request #N changed since the request before",
+    )
+    p = sub.add_parser(
+        "steer-check",
+        parents=[common, as_json],
+        help="a session's requests under steering rules against a model of the prompt cache, "
+        "beside them passed through (docs/proxy.md)",
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument(
+        "--rules",
+        type=checked(steer_rules),
+        default=("dups", "stale", "pins"),
+        metavar="RULES",
+        help="dups, stale, pins (comma-separated) or all (default: all)",
+    )
+    p.add_argument(
+        "--stale-turns",
+        type=checked(count),
+        default=10,
+        metavar="N",
+        help="a tool result older than N assistant turns is stale (default 10)",
+    )
+    p.add_argument(
+        "--horizon",
+        type=checked(share),
+        default=0.25,
+        metavar="H",
+        help="the stale rule expects H times as many more requests as the session has had "
+        "(default 0.25; 0: it clears only when the cache is written again anyway)",
     )
     p = sub.add_parser(
         "context", parents=[common, as_json], help="the exact request the next step would send"
@@ -412,8 +456,33 @@ def add_proxy_commands(sub: Any, common: argparse.ArgumentParser) -> None:
             help="the API to forward to (default https://api.anthropic.com)",
         )
         p.add_argument("--jsonl", action="store_true", help="print one JSON line per request")
+        p.add_argument(
+            "--steer",
+            type=checked(steer_rules),
+            default=(),
+            metavar="RULES",
+            help="rewrite requests in flight, cache-aware: dups, stale, pins or all "
+            "(default: none, every request passes as sent; docs/proxy.md)",
+        )
         if name == "run":
             p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
+
+
+def steer_rules(text: str) -> tuple[str, ...]:
+    """``--steer`` / ``--rules``: steering rules by name (the engine's list, imported now)."""
+    rules: tuple[str, ...] = importlib.import_module("engine.proxy.steering").parse_rules(text)
+    return rules
+
+
+def share(text: str) -> float:
+    """A number from 0 up (``--horizon``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1e6:
+        raise ValueError(f"{text} must be 0 or more")
+    return value
 
 
 def port_number(text: str) -> int:
@@ -454,6 +523,10 @@ def _run(
             if run_tui is None:
                 raise CliError("no command given (the workbench starts from `ctxscope`)")
             return run_tui(args, settings)
+        if isinstance(getattr(args, "session", None), str):
+            from cli.common import agent_session
+
+            args.session = agent_session(args, settings)
         return command(args.command)(args, settings)
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
         # The message may echo a path, an argument or a recorded name: shown escaped.

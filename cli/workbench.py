@@ -30,7 +30,9 @@ def parse_resume(value: str | None) -> Resume:
     try:
         return int(value)
     except ValueError:
-        raise CliError(f"--resume takes a session id (a number), not {value!r}") from None
+        raise CliError(
+            f"--resume takes a session id (a number, or an agent's own session id), not {value!r}"
+        ) from None
 
 
 def run_tui(args: argparse.Namespace, settings: Settings) -> int:
@@ -51,7 +53,14 @@ def run_tui(args: argparse.Namespace, settings: Settings) -> int:
         )
     from tui.app import CtxscopeApp
 
-    resume = parse_resume(getattr(args, "resume", None))
+    wanted = getattr(args, "resume", None)
+    if isinstance(wanted, str) and wanted != "latest" and not wanted.isdigit():
+        from cli.common import agent_session
+
+        # An agent's own session id (a UUID, checked by the parser): its proxied session.
+        args.session = wanted
+        wanted = agent_session(args, settings)
+    resume = parse_resume(None if wanted is None else str(wanted))
     app = CtxscopeApp(
         db_path=db_path(args, settings),
         workspace=workspace,

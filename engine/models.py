@@ -274,6 +274,8 @@ class StrategyParams(BaseModel):
 
 RECORDED_PROVIDER = "import"
 """The provider of a recorded session: another agent's calls, imported or watched."""
+PROXY_PROVIDER = "proxy"
+"""The provider of a session ``ctxscope proxy`` recorded: another agent's calls, as sent."""
 
 
 class Session(BaseModel):
@@ -319,9 +321,9 @@ class Session(BaseModel):
 
     @property
     def recorded(self) -> bool:
-        """A recorded session (imported or watched): another agent's, read-only; a change
-        goes to a fork (``Store.fork_session``)."""
-        return self.provider == RECORDED_PROVIDER
+        """A recorded session (imported, watched or proxied): another agent's, read-only; a
+        change goes to a fork (``Store.fork_session``)."""
+        return self.provider in (RECORDED_PROVIDER, PROXY_PROVIDER)
 
 
 class StrategySwitch(BaseModel):

@@ -37,6 +37,7 @@ from engine.proxy.guard import (
     one_line_logger,
 )
 from engine.proxy.recorder import KEPT_HEADERS, Capture, Recorder, recorded_path
+from engine.proxy.steer_live import LiveSteering
 from engine.proxy.stream import DECODERS
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
@@ -106,9 +107,16 @@ class ProxyConfig:
 class Proxy:
     """Forwards to ``config.upstream``; hands each Messages call to ``recorder``."""
 
-    def __init__(self, config: ProxyConfig, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        config: ProxyConfig,
+        recorder: Recorder | None = None,
+        steering: LiveSteering | None = None,
+    ) -> None:
         self.config = config
         self.recorder = recorder
+        self.steering = steering
+        """``--steer``: rewrites a recorded request before it is sent (steer_live.py)."""
         self.upstream = config.upstream.rstrip("/")
         self.port = config.port
         self._client: aiohttp.ClientSession | None = None
@@ -194,6 +202,8 @@ class Proxy:
             headers["accept-encoding"] = readable_encodings(headers["accept-encoding"])
         kept = {k.lower(): v for k, v in request.headers.items() if k.lower() in KEPT_HEADERS}
         capture = Capture(request.method, request.raw_path, kept, body)
+        if record and self.steering is not None:  # the capture keeps the agent's own body
+            body, capture.steering, capture.parsed = self.steering.rewrite(request.raw_path, body)
         started = time.perf_counter()
         try:
             return await self._relay(request, headers, body, capture)

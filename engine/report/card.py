@@ -211,8 +211,8 @@ def _agents(store: Store, facts: dict[int, SessionFacts]) -> dict[int, str]:
             found = fmt[sid]
         elif f is not None and f.parent_session_id is not None and depth < 20:
             found = agent(f.parent_session_id, depth + 1)
-        elif f is not None and f.provider == "import":
-            found = "import"
+        elif f is not None and f.provider in ("import", "proxy"):
+            found = f.provider
         else:
             found = "ctxscope"
         out[sid] = found

@@ -304,6 +304,10 @@ class ExchangeRow(BaseRow):
     headers = JSONField(default=dict)
     duration_ms = FloatField(default=0.0)
     created_at = TimestampField()
+    steering = JSONField(null=True)
+    """With ``--steer``: the rules, the frozen floor and each rewrite (where, which rule, the
+    content sent instead, tokens before and after), or why a rule failed; None: sent as it
+    came."""
 
 
 class ImportedFileRow(BaseRow):

@@ -22,7 +22,7 @@ from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -364,6 +364,18 @@ def _source_gone(db: Database) -> None:
         migrate(migrator(db).add_column(table, "source_gone_at", SessionRow.source_gone_at))
 
 
+def _steered_requests(db: Database) -> None:
+    """18 -> 19: a proxied request may have been steered (``--steer``): its rewrites, stored
+    beside the body the agent sent."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import ExchangeRow
+
+    table = ExchangeRow._meta.table_name
+    if "steering" not in {c.name for c in db.get_columns(table)}:
+        migrate(migrator(db).add_column(table, "steering", ExchangeRow.steering))
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -382,6 +394,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     15: _recorded_agents,
     16: _usage_model,
     17: _source_gone,
+    18: _steered_requests,
 }
 
 
