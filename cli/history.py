@@ -10,6 +10,7 @@ from typing import TextIO
 
 from cli.common import EXIT_INTERRUPTED, CliError, UsageError, emit, open_store
 from engine.config import Settings, workspace_folder
+from engine.recordings import agents
 from engine.recordings.base import ImportError_
 from engine.recordings.history import (
     Folder,
@@ -20,7 +21,7 @@ from engine.recordings.history import (
     import_one_file,
     unique_folders,
 )
-from engine.recordings.retention import HookError, cleanup_warning, hook_payload
+from engine.recordings.retention import HookError, hook_payload
 from engine.terminal_text import printable
 
 MB = 1_000_000
@@ -85,10 +86,7 @@ def cmd_import_history(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         if line is not None:
             line.end()
-    if any(f.agent == "claude-code" for f in folders):
-        warning = cleanup_warning()
-        if warning is not None:
-            result.warnings.append(warning)
+    result.warnings += agents.retention_warnings({f.agent for f in folders})
     emit(args, result.as_json(), _summary(result))
     return EXIT_INTERRUPTED if result.interrupted else 0
 

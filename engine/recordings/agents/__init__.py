@@ -117,6 +117,21 @@ def home_folders(env: Mapping[str, str] | None, settings: Settings) -> list[Fold
     return [folder for agent in AGENTS for folder in agent.home_folders(env, settings)]
 
 
+def retention_warnings(names: set[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """What the agents named (by format) say of how long they keep their sessions, where that
+    loses history (Claude Code's ``cleanupPeriodDays``): an agent module may define
+    ``retention_warning(env) -> str | None``; most keep their files and define none."""
+    environ = os.environ if env is None else env
+    out = []
+    for agent in AGENTS:
+        said = getattr(agent, "retention_warning", None)
+        if agent.name in names and said is not None:
+            text = said(environ)
+            if text:
+                out.append(text)
+    return out
+
+
 def companions(path: Path) -> list[Path]:
     """Files read with the session ``path`` (any agent's)."""
     return [file for agent in AGENTS for file in agent.companions(path)]

@@ -120,6 +120,13 @@ class ClaudeCode:
             path.parent.name == "subagents" and path.parent.parent.with_suffix(".jsonl").is_file()
         )
 
+    def retention_warning(self, env: Mapping[str, str]) -> str | None:
+        """Claude Code deletes its transcripts after ``cleanupPeriodDays`` (30 by default):
+        said while the setting is at its default (:mod:`engine.recordings.retention`)."""
+        from engine.recordings.retention import cleanup_warning
+
+        return cleanup_warning(env)
+
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
     ) -> ContextRules:

@@ -234,7 +234,7 @@ def test_a_format_watch_does_not_follow_is_said_and_an_unclaimed_head_waits(
     assert follower.poll() is None
     assert follower.take_notices() == [
         f"{f}: holds no record of a format watch follows yet (2 records read; watch follows "
-        "Codex, Claude Code)"
+        "Codex, Copilot CLI, Claude Code)"
     ]
     with open(f, "ab") as out:
         out.write(b"\n".join(marot_lines()[:60]) + b"\n")
