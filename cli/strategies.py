@@ -84,6 +84,8 @@ def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
         other = next((owner for owner in numbers if owner != name), None)
         if other is not None:
             raise UsageError(f"--set {other}.…: the session's strategy would be {name}")
+        # refused numbers are refused before a recording is forked for them (issue 39)
+        _new_params(session, name, settings, numbers.get(name, {}), args.window)
         session = session_to_change(store, session, args)
         assert session.id is not None
         # a round or a compaction in progress runs under the old numbers: one writer at a time

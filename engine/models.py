@@ -234,6 +234,8 @@ class UsageRecord(BaseModel):
     offline provider, a replay), ``import`` for a recorded session (the original agent's API
     figures)."""
     created_at: datetime = Field(default_factory=utcnow)
+    copied: bool = False
+    """A fork's copy of its original's record: billed with the original, never again."""
 
 
 class Observation(BaseModel):

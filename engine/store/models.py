@@ -162,6 +162,8 @@ class CompactionRow(BaseRow):
     stats = JSONField(default=dict)
     undone_at = TimestampField(null=True)
     fidelity = JSONField(null=True)
+    copied = BooleanField(default=False)
+    """A fork's copy of its original's row: counted with the original, never again (report)."""
     summary_id: int | None
     created_at = TimestampField()
 
@@ -206,6 +208,8 @@ class ObservationRow(BaseRow):
     text = TextField()
     tokens_full = IntegerField(default=0)
     tokens_compressed = IntegerField(default=0)
+    copied = BooleanField(default=False)
+    """A fork's copy of its original's row: counted with the original, never again (report)."""
 
 
 class UsageRow(BaseRow):
@@ -221,6 +225,8 @@ class UsageRow(BaseRow):
     local_estimate = IntegerField(null=True)
     source = TextField(default="api")
     created_at = TimestampField()
+    copied = BooleanField(default=False)
+    """A fork's copy of its original's row: counted with the original, never again (report)."""
 
 
 class StrategySwitchRow(BaseRow):

@@ -198,6 +198,7 @@ def usage_row(r: UsageRecord) -> dict[str, Any]:
         "local_estimate": r.local_estimate,
         "source": r.source,
         "created_at": r.created_at,
+        "copied": r.copied,
     }
 
 
@@ -350,4 +351,5 @@ def usage_model(r: UsageRow) -> UsageRecord:
         local_estimate=r.local_estimate,
         source=r.source,
         created_at=r.created_at,
+        copied=bool(r.copied),
     )

@@ -225,3 +225,50 @@ def test_a_model_without_a_price_costs_none_and_is_named_in_a_note(
     assert main(["report"]) == 0
     text_form = capsys.readouterr().out
     assert "no price" in text_form and "40 requests of models without a price" in text_form
+
+
+def test_forks_of_a_recording_are_billed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each change to a recording (here: two `pin` and one `uncompact`) makes a fork that
+    copies the recording's requests, usage and compactions; the report counts that copied part
+    once, with the recording (issue 39: $40.48 / 742 requests → $52.34 / 894 → $64.19 / 1,046).
+    The figures are marot's raw file's, worked out by :func:`billed_usage`; its request count is
+    the number of distinct API message ids with usage (`jq` over the assistant records, the
+    `<synthetic>` model left out)."""
+    project = tmp_path / "projects" / "p"
+    project.mkdir(parents=True)
+    shutil.copy(MAROT, project / "marot.jsonl")
+    path = tmp_path / "db.sqlite"
+    store = Store.open(path)
+    import_history(store, [Folder(project, "claude-code")], "/ws", Settings(), jobs=1)
+    [recording] = [s.session.id for s in store.list_sessions()]
+    last = store.rounds(recording)[-1].index  # rounds before the compaction are archived
+    store.close()
+    monkeypatch.setenv("CTXSCOPE_DB", str(path))
+    monkeypatch.setenv("CTXSCOPE_PROVIDER", "offline")
+    for argv in (["pin", str(recording), f"r{last}"], ["pin", str(recording), f"r{last - 1}"]):
+        assert main(argv) == 0
+    assert main(["uncompact", str(recording)]) == 0
+    capsys.readouterr()
+    requests = 0
+    seen: set[str] = set()
+    for line in MAROT.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        message = record.get("message") or {}
+        if record.get("type") == "assistant" and message.get("usage"):
+            if message.get("model") != "<synthetic>" and message["id"] not in seen:
+                seen.add(message["id"])
+                requests += 1
+    tokens, dollars = billed_usage(MAROT)
+    data = report(capsys, "--by", "session")
+    assert data["totals"]["sessions"] == 4  # the recording and its three forks
+    assert data["totals"]["requests"] == requests
+    assert data["totals"]["tokens"] == tokens
+    assert data["totals"]["cost"]["total"] == pytest.approx(dollars, abs=1e-5)
+    by_session = {s["id"]: s for s in data["sessions"]}
+    assert by_session[recording]["requests"] == requests
+    assert [sid for sid, s in by_session.items() if s["requests"]] == [recording]
+    # marot's one compact_boundary, listed once (the forks' copies are not new compactions)
+    assert data["compactions"]["count"] == 1
+    assert [c["session_id"] for c in data["compactions"]["list"]] == [recording]
