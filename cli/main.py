@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli import ready_for_interrupts
+
 # Only the light part at start: ``--help`` and a bad argument are answered before the engine,
 # pydantic or Textual is imported (tests/cli/test_startup.py, bench/bench_startup.py).
 from cli.arguments import (
@@ -352,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 STORE_NOTHING_WHEN_INTERRUPTED = frozenset(
-    {"sessions", "show", "context", "strategies", "recall", "export", "import", "replay"}
+    {"sessions", "show", "context", "strategies", "recall", "export", "import", "replay", "report"}
 )
 """Commands an interrupt leaves nothing stored by: they only read, or store in one transaction
 that an interrupt rolls back (``import``), or store nothing (``replay``, which also stops its
@@ -407,6 +409,7 @@ def main(
     command_name: str | None = None
     STORED.clear()
     try:
+        ready_for_interrupts()  # Ctrl+C is KeyboardInterrupt again, caught below
         args = build_parser().parse_args(argv)
         command_name = args.command
         return _run(args, run_tui)
