@@ -272,3 +272,24 @@ def test_forks_of_a_recording_are_billed_once(
     # marot's one compact_boundary, listed once (the forks' copies are not new compactions)
     assert data["compactions"]["count"] == 1
     assert [c["session_id"] for c in data["compactions"]["list"]] == [recording]
+
+
+def test_by_project_keeps_the_tail_and_folds_a_drive_letters_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: ``--by project`` cut long paths at 48 characters, keeping their common head
+    and losing the tail that tells projects apart, and split one Windows folder on ``c:`` vs
+    ``C:``. Three sessions: two in one Windows folder written with either case, one in a long
+    folder whose name differs from another only at its end."""
+    path = tmp_path / "db.sqlite"
+    store = Store.open(path)
+    long = "/home/someone/work/clients/acme/repositories/backend-service-"
+    for workspace in ("c:\\src\\app", "C:\\src\\app", long + "alpha", long + "beta"):
+        store.create_session(workspace, "t")
+    store.close()
+    monkeypatch.setenv("CTXSCOPE_DB", str(path))
+    groups = {g["key"]: g["sessions"] for g in report(capsys, "--by", "project")["groups"]}
+    assert groups == {"C:\\src\\app": 2, long + "alpha": 1, long + "beta": 1}
+    assert main(["report", "--by", "project"]) == 0
+    text = capsys.readouterr().out
+    assert "service-alpha " in text and "service-beta " in text
