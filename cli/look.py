@@ -9,6 +9,7 @@ from typing import Any
 
 from cli.common import (
     emit,
+    find_session,
     get_session,
     make_agent,
     open_store,
@@ -81,8 +82,8 @@ def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
-    session = get_session(store, args.session)
-    sid = args.session
+    session = find_session(store, args.session)
+    sid = session.id or 0
     history = store.history(sid)
     rounds = store.rounds(sid)
     compactions = store.compactions(sid)

@@ -53,6 +53,21 @@ if TYPE_CHECKING:
 SESSION_ID = checked(row_id)
 """A session id argument: a whole number within SQLite's range, else argparse's one line."""
 
+
+def session_reference(text: str) -> int | str:
+    """A session as the user names it: its number, or a recording's file or the recording
+    agent's own session id (looked up once the database is open)."""
+    if text.strip().isdigit():
+        number: int = row_id(text)
+        return number
+    if not text.strip():
+        raise ValueError("give a session number, a recording's file or its session id")
+    return text
+
+
+SESSION_REF = checked(session_reference)
+"""``show``'s session: a number (as :data:`SESSION_ID`), else a file or an agent's id."""
+
 Command = Callable[[argparse.Namespace, "Settings"], int]
 
 EXPORT_FORMATS = ("anthropic-jsonl", "markdown")
@@ -132,7 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         sessions.add_argument(flag, default=None, help=f"only the sessions {what}")
     p = sub.add_parser("show", parents=[common, as_json], help="a session as stored")
-    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument(
+        "session",
+        type=SESSION_REF,
+        metavar="ID",
+        help="its number, or a recording's file, or the recording agent's own session id",
+    )
     p.add_argument(
         "--observations",
         action="store_true",

@@ -293,3 +293,32 @@ def test_by_project_keeps_the_tail_and_folds_a_drive_letters_case(
     assert main(["report", "--by", "project"]) == 0
     text = capsys.readouterr().out
     assert "service-alpha " in text and "service-beta " in text
+
+
+def test_show_opens_a_session_by_its_file_or_its_agents_session_id(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: ``ctxscope show ~/.claude/projects/…/ID.jsonl`` and ``show 8463c716-…`` said
+    the session id must be a number. The history import here stored moredip's file under its
+    own session id's name (``4b2030ed-….jsonl``, the ``sessionId`` of its records) and marot's
+    file (imported by path too): each opens by either name; an unknown one is one line."""
+    by_number = json.loads(run_show(capsys, "1"))["session"]["id"]
+    assert by_number == 1
+    project = tmp_path / "projects" / "-home-u-p"
+    moredip = json.loads(run_show(capsys, str(project / f"{SHARE_ID}.jsonl")))["session"]
+    assert json.loads(run_show(capsys, SHARE_ID))["session"] == moredip
+    assert moredip["title"].startswith("import: ")
+    # a file imported by path (`ctxscope import FILE`): found by its bytes' digest
+    assert main(["import", str(MAROT), "--json"]) == 0
+    capsys.readouterr()
+    again = json.loads(run_show(capsys, str(MAROT)))["session"]
+    marot_by_history = json.loads(run_show(capsys, str(project / "marot.jsonl")))["session"]
+    assert again["id"] == marot_by_history["id"]  # the same bytes: stored once
+    assert main(["show", "no-such-session"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ctxscope: no stored session is 'no-such-session': give its number")
+
+
+def run_show(capsys: pytest.CaptureFixture[str], ref: str) -> str:
+    assert main(["show", ref, "--json"]) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
