@@ -103,6 +103,44 @@ def command(name: str) -> Command:
     return run
 
 
+EXAMPLES: dict[str, str] = {
+    "sessions": "ctxscope sessions --project my-app --json",
+    "show": "ctxscope show 12 --observations   (or: ctxscope show ~/.claude/projects/P/ID.jsonl)",
+    "context": "ctxscope context 12",
+    "compact": "ctxscope compact 12 --focus 'the failing test' --dry-run",
+    "uncompact": "ctxscope uncompact 12",
+    "pin": "ctxscope pin 12 r3",
+    "import": "ctxscope import ~/.claude/projects/P/ID.jsonl   (no path: your whole history)",
+    "report": "ctxscope report --since 7d --by project",
+    "export": "ctxscope export 12 --format markdown > session.md",
+    "strategy": "ctxscope strategy 12 masking --set masking.keep_last_observations=5",
+    "strategies": "ctxscope strategies",
+    "replay": "ctxscope replay 12 --strategy all --window 32000",
+    "recall": "ctxscope recall 12 'TypeError'",
+    "watch": "ctxscope watch ~/.claude/projects/P/ID.jsonl",
+    "proxy": "ctxscope proxy --port 8787   (then ANTHROPIC_BASE_URL=http://127.0.0.1:8787)",
+    "run": "ctxscope run -- claude -p 'fix the failing test'",
+    "ask": "ctxscope ask 'list the Python files' --workspace . --allow-bash",
+}
+"""One example per subcommand, under its ``--help`` (a test runs each one's ``--help``)."""
+
+
+def described(sub: Any) -> None:
+    """Every subcommand's ``--help`` opens with what it does (its one-line help) and ends
+    with an example (issue 39: they had neither)."""
+    add_parser = sub.add_parser
+
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("description", kwargs.get("help"))
+        if name in EXAMPLES:
+            kwargs.setdefault("epilog", f"example:\n  {EXAMPLES[name]}")
+            kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        parser: argparse.ArgumentParser = add_parser(name, **kwargs)
+        return parser
+
+    sub.add_parser = add
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = Parser(add_help=False)
     common.add_argument(
@@ -138,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--strategy", help="compaction strategy of a new session (default: layered)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    described(sub)
 
     sessions = sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
     for flag, what in (
