@@ -96,9 +96,16 @@ class Target:
 
     def __init__(self, path: Path | None, settings: Settings) -> None:
         self.fixed = path if path is not None and path.is_file() else None
+        self.pending: Path | None = None
+        """A file not written yet, in a folder that exists: watched once it appears (an
+        agent starting writes its session file after its first turn; issue 39 said "no such
+        file" and ended)."""
         if path is not None and self.fixed is None and not path.is_dir():
             what = special_file(path)
-            raise CliError(f"cannot watch {path}: {what or 'no such file or folder'}")
+            if not what and not path.exists() and path.parent.is_dir():
+                self.pending = path
+            else:
+                raise CliError(f"cannot watch {path}: {what or 'no such file or folder'}")
         self.folders: list[tuple[Path, str]]
         if path is not None and path.is_dir():
             # A project folder, or a Codex sessions folder (or one of its days).
@@ -109,7 +116,9 @@ class Target:
         self.checked = 0.0
 
     def current(self) -> Path | None:
-        if self.fixed is not None:
+        if self.pending is not None and self.pending.is_file():
+            self.fixed, self.pending = self.pending, None
+        if self.fixed is not None or self.pending is not None:
             return self.fixed
         self.checked = time.monotonic()
         newest = (newest_session(d, pattern) for d, pattern in self.folders if d.is_dir())
@@ -117,6 +126,8 @@ class Target:
         return max(found, key=lambda p: p.stat().st_mtime, default=None)
 
     def due(self) -> bool:
+        if self.pending is not None:
+            return True  # looked for at every poll until it is written
         return self.fixed is None and time.monotonic() - self.checked >= SWITCH_CHECK
 
 
@@ -216,6 +227,10 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     if not args.jsonl:
         return _workbench(args, settings, target, store)
     _stop_on_signals(stop)
+    if target.pending is not None:
+        waiting = f"{target.pending} is not written yet: waiting for it"
+        print(json.dumps({"event": "notice", "session": None, "path": str(target.pending),
+                          "message": waiting}), flush=True)  # fmt: skip
     try:
         with closing(follow(target, settings, store, stop)) as updates:
             for update, path, follower in updates:
@@ -236,6 +251,14 @@ def _workbench(args: argparse.Namespace, settings: Settings, target: Target, sto
     from tui.watch import WatchApp
 
     path = target.current()
+    if target.pending is not None:
+        import sys
+
+        print(f"ctxscope: {printable(str(target.pending))} is not written yet: waiting for it "
+              "(Ctrl+C stops)", file=sys.stderr)  # fmt: skip
+        while path is None:  # Ctrl+C: KeyboardInterrupt, said in one line by main
+            time.sleep(settings.watch_poll_interval)
+            path = target.current()
     if path is None:
         folders = dict.fromkeys(str(d) for d, _ in target.folders)
         raise CliError(f"no session file under {', '.join(folders)}")
