@@ -267,6 +267,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--progress", action="store_true", help="show progress on stderr even off a terminal"
     )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="a folder or a file of several sessions: one line per session (default: one line)",
+    )
     p = sub.add_parser(
         "report",
         parents=[common, as_json],

@@ -37,3 +37,37 @@ def test_help_opens_with_what_it_does_and_ends_with_an_example(
     argv = shlex.split(example)
     assert argv[0] == "ctxscope"
     assert build_parser().parse_args(argv[1:]).command == name
+
+
+def test_a_folder_import_prints_one_summary_line(
+    tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: an aider history of 702 sessions printed 702 lines. A folder (or a file of
+    several sessions) prints one line of sums; ``--verbose`` one line per session. Three
+    corpus files here: the sums are those of ``--json``'s three objects."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from tests.engine.recordings.corpus import MAROT, MOREDIP, YOAVF
+
+    root = Path(str(tmp_path))
+    folder = root / "sessions"
+    folder.mkdir()
+    for f in (MAROT, MOREDIP, YOAVF):
+        shutil.copy(f, folder / f.name)
+    db = str(root / "a.db")
+    assert main(["import", str(folder), "--db", db, "--json"]) == 0
+    reports = json.loads(capsys.readouterr().out)
+    assert len(reports) == 3
+    again = str(root / "b.db")
+    assert main(["import", str(folder), "--db", again]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith(f"imported {folder} (claude-code) as 3 sessions")
+    rounds = sum(r["rounds"] for r in reports)
+    messages = sum(r["messages"] for r in reports)
+    assert f": {rounds} rounds, {messages} messages, " in out[0]
+    assert out[0].endswith("(--verbose: one line per session)")
+    assert main(["import", str(folder), "--db", str(root / "c.db"), "--verbose"]) == 0
+    verbose = capsys.readouterr().out.splitlines()
+    assert len([line for line in verbose if line.startswith("imported ")]) == 3
