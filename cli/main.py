@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -57,7 +58,7 @@ SESSION_ID = checked(row_id)
 def session_reference(text: str) -> int | str:
     """A session as the user names it: its number, or a recording's file or the recording
     agent's own session id (looked up once the database is open)."""
-    if text.strip().isdigit():
+    if re.fullmatch(r"\s*[+-]?\d+\s*", text):  # a number: a row id, or refused as one
         number: int = row_id(text)
         return number
     if not text.strip():
