@@ -155,6 +155,40 @@ def agent_session(args: argparse.Namespace, settings: Settings) -> int:
     return found
 
 
+def find_session(store: Store, ref: int | str) -> Session:
+    """The session ``ref`` names: its number; or a recording's file (the session imported or
+    watched from it); or the recording agent's own session id (a file of that name imported
+    from the history, or a watched recording's id) — ``ctxscope show 8463c716-…`` and ``show
+    ~/.claude/projects/…/8463c716-….jsonl`` as well as ``show 12``."""
+    if isinstance(ref, int):
+        return get_session(store, ref)
+    from engine.recordings.importing import imported_source
+
+    sources = store.sources()
+    file = Path(ref).expanduser()
+    if file.is_file():
+        resolved = str(file.resolve())
+        known = store.imported_files().get(resolved)
+        if known is not None and known.sessions:
+            return get_session(store, known.sessions[0])
+        digest = (imported_source(file, 0) or "").removesuffix("#0")
+        for sid, source in sources.items():
+            if (digest and source.startswith(digest + "#")) or source.startswith(resolved + "#"):
+                return get_session(store, sid)
+        raise CliError(f"no stored session was imported or watched from {ref} (import it first)")
+    for sid, source in sources.items():
+        if source.endswith("#" + ref) and not source.startswith("import:"):
+            return get_session(store, sid)  # a watched recording's own id
+    for path, known in store.imported_files().items():
+        if Path(path).stem == ref and known.sessions:
+            return get_session(store, known.sessions[0])
+    raise CliError(
+        f"no stored session is {ref!r}: give its number (see `ctxscope sessions`), the "
+        "recording's file, or the agent's own session id of a recording imported from your "
+        "history (`ctxscope import`) or watched"
+    )
+
+
 def session_to_change(store: Store, session: Session, args: argparse.Namespace) -> Session:
     """The session a command's change goes to: ``session``, or for a recorded one (imported,
     watched) a fork of it, said on stderr and in ``--json`` (``fork``), so the recording stays

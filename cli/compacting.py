@@ -38,6 +38,14 @@ def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.dry_run:  # changes nothing: a recording is looked at, not forked
         return _dry_run(args, make_agent(store, session, settings, progress, lease_wait=args.wait))
+    if session.recorded:
+        # a fork is made for a change only: with nothing to compact there is none (issue 39)
+        looked = make_agent(store, session, settings, lease_wait=args.wait)
+        draft = looked.prepare_compaction(focus=args.focus, dry_run=True)
+        if isinstance(draft, CompactionResult):
+            reason = draft.compaction.error
+            emit(args, {"compaction": None, "reason": reason}, f"nothing compacted: {reason}")
+            return 0
     session = session_to_change(store, session, args)
     agent = make_agent(store, session, settings, progress, lease_wait=args.wait)
     result = agent.compact(focus=args.focus, trigger=Trigger.MANUAL)

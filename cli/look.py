@@ -10,6 +10,7 @@ from typing import Any
 from cli.common import (
     CliError,
     emit,
+    find_session,
     get_session,
     make_agent,
     open_store,
@@ -89,8 +90,8 @@ def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
-    session = get_session(store, args.session)
-    sid = args.session
+    session = find_session(store, args.session)
+    sid = session.id or 0
     if getattr(args, "request", None) is not None or getattr(args, "diff", None) is not None:
         return show_request(args, store.exchanges(sid))
     history = store.history(sid)

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from cli import ready_for_interrupts
 
 # Only the light part at start: ``--help`` and a bad argument are answered before the engine,
 # pydantic or Textual is imported (tests/cli/test_startup.py, bench/bench_startup.py).
@@ -52,6 +55,21 @@ if TYPE_CHECKING:
 SESSION_ID = checked(session_ref)
 """A session id argument: a whole number within SQLite's range, or an agent's own session id
 (a UUID: a proxied session, found by it when the command runs), else argparse's one line."""
+
+
+def session_reference(text: str) -> int | str:
+    """A session as the user names it: its number, or a recording's file or the recording
+    agent's own session id (looked up once the database is open)."""
+    if re.fullmatch(r"\s*[+-]?\d+\s*", text):  # a number: a row id, or refused as one
+        number: int = row_id(text)
+        return number
+    if not text.strip():
+        raise ValueError("give a session number, a recording's file or its session id")
+    return text
+
+
+SESSION_REF = checked(session_reference)
+"""``show``'s session: a number (as :data:`SESSION_ID`), else a file or an agent's id."""
 
 Command = Callable[[argparse.Namespace, "Settings"], int]
 
@@ -90,6 +108,44 @@ def command(name: str) -> Command:
     return run
 
 
+EXAMPLES: dict[str, str] = {
+    "sessions": "ctxscope sessions --project my-app --json",
+    "show": "ctxscope show 12 --observations   (or: ctxscope show ~/.claude/projects/P/ID.jsonl)",
+    "context": "ctxscope context 12",
+    "compact": "ctxscope compact 12 --focus 'the failing test' --dry-run",
+    "uncompact": "ctxscope uncompact 12",
+    "pin": "ctxscope pin 12 r3",
+    "import": "ctxscope import ~/.claude/projects/P/ID.jsonl   (no path: your whole history)",
+    "report": "ctxscope report --since 7d --by project",
+    "export": "ctxscope export 12 --format markdown > session.md",
+    "strategy": "ctxscope strategy 12 masking --set masking.keep_last_observations=5",
+    "strategies": "ctxscope strategies",
+    "replay": "ctxscope replay 12 --strategy all --window 32000",
+    "recall": "ctxscope recall 12 'TypeError'",
+    "watch": "ctxscope watch ~/.claude/projects/P/ID.jsonl",
+    "proxy": "ctxscope proxy --port 8787   (then ANTHROPIC_BASE_URL=http://127.0.0.1:8787)",
+    "run": "ctxscope run -- claude -p 'fix the failing test'",
+    "ask": "ctxscope ask 'list the Python files' --workspace . --allow-bash",
+}
+"""One example per subcommand, under its ``--help`` (a test runs each one's ``--help``)."""
+
+
+def described(sub: Any) -> None:
+    """Every subcommand's ``--help`` opens with what it does (its one-line help) and ends
+    with an example (issue 39: they had neither)."""
+    add_parser = sub.add_parser
+
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("description", kwargs.get("help"))
+        if name in EXAMPLES:
+            kwargs.setdefault("epilog", f"example:\n  {EXAMPLES[name]}")
+            kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        parser: argparse.ArgumentParser = add_parser(name, **kwargs)
+        return parser
+
+    sub.add_parser = add
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = Parser(add_help=False)
     common.add_argument(
@@ -125,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--strategy", help="compaction strategy of a new session (default: layered)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    described(sub)
 
     sessions = sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
     for flag, what in (
@@ -134,7 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         sessions.add_argument(flag, default=None, help=f"only the sessions {what}")
     p = sub.add_parser("show", parents=[common, as_json], help="a session as stored")
-    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument(
+        "session",
+        type=SESSION_REF,
+        metavar="ID",
+        help="its number, or a recording's file, or the recording agent's own session id",
+    )
     p.add_argument(
         "--observations",
         action="store_true",
@@ -256,6 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--progress", action="store_true", help="show progress on stderr even off a terminal"
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="a folder or a file of several sessions: one line per session (default: one line)",
     )
     p = sub.add_parser(
         "report",
@@ -420,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 STORE_NOTHING_WHEN_INTERRUPTED = frozenset(
-    {"sessions", "show", "context", "strategies", "recall", "export", "import", "replay"}
+    {"sessions", "show", "context", "strategies", "recall", "export", "import", "replay", "report"}
 )
 """Commands an interrupt leaves nothing stored by: they only read, or store in one transaction
 that an interrupt rolls back (``import``), or store nothing (``replay``, which also stops its
@@ -500,6 +567,7 @@ def main(
     command_name: str | None = None
     STORED.clear()
     try:
+        ready_for_interrupts()  # Ctrl+C is KeyboardInterrupt again, caught below
         args = build_parser().parse_args(argv)
         command_name = args.command
         return _run(args, run_tui)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from cli.arguments import STORED
@@ -17,6 +18,30 @@ from engine.config import Settings, workspace_folder
 from engine.recordings.export import export_jsonl, export_markdown
 from engine.recordings.importing import import_parsed, parse_path
 from engine.terminal_text import printable
+
+
+def _summary_line(path: Path, reports: list[Any]) -> str:
+    """Several sessions from one folder or file (an aider history holds hundreds): one line of
+    sums (issue 39: 702 sessions printed 702 lines); ``--verbose`` gives one line each."""
+    formats = ", ".join(sorted({r.fmt for r in reports}))
+    ids = [r.session.id for r in reports]
+    warned = sum(len(r.warnings) + len(r.not_read_sentences) for r in reports)
+    subagents = sum(len(r.children) for r in reports)
+    text = (
+        f"imported {printable(str(path))} ({formats}) as {len(reports)} sessions "
+        f"({min(ids)}–{max(ids)}): {sum(r.rounds for r in reports)} rounds, "
+        f"{sum(r.messages for r in reports)} messages, "
+        f"{sum(r.observations for r in reports)} observations, "
+        f"{sum(r.usage_records for r in reports)} usage records, "
+        f"{sum(r.compactions for r in reports)} compactions; tokens "
+        f"{sum(r.tokens_raw for r in reports)} recorded → "
+        f"{sum(r.tokens_stored for r in reports)} in history"
+    )
+    if subagents:
+        text += f"; {subagents} subagent sessions"
+    if warned:
+        text += f"; {warned} warnings and notes"
+    return text + " (--verbose: one line per session)"
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
@@ -49,7 +74,9 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     if len(reports) == 1 and not args.file.is_dir():
         data = data[0]
     lines = []
-    for r in reports:
+    if len(reports) > 1 and not getattr(args, "verbose", False):
+        lines = [_summary_line(args.file, reports)]
+    for r in reports if not lines else []:
         text = (
             f"imported {r.path} ({r.fmt}) as session {r.session.id}: {r.rounds} rounds, "
             f"{r.messages} messages, {r.observations} observations, {r.usage_records} usage "

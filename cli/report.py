@@ -19,6 +19,8 @@ SHOWN = 15
 LOST_NAMED = 3
 """Lost items named per kind under each "lost the most" compaction (``--json`` and ``--html``
 have them all)."""
+KEY_WIDTH = 48
+"""Characters of a group's name in the text (a longer one keeps its tail: where folders differ)."""
 NAMES = {
     "file_read": "files read",
     "file_changed": "files changed",
@@ -77,8 +79,11 @@ def text_lines(r: Report) -> list[str]:
         out.append("")
         out.append(f"by {r.by}:")
         for key, fig in list(r.groups.items())[:SHOWN]:
+            shown = printable(key, one_line=True)
+            if len(shown) > KEY_WIDTH:  # the tail tells one project from another, not the head
+                shown = "…" + shown[-(KEY_WIDTH - 1) :]
             out.append(
-                f"  {printable(key, one_line=True)[:48]:48}  {r.group_sessions.get(key, 0):>5} "
+                f"  {shown:{KEY_WIDTH}}  {r.group_sessions.get(key, 0):>5} "
                 f"sessions  {fig.requests:>7,} requests  {dollars(fig.total_cost):>12}"
             )
         if len(r.groups) > SHOWN:

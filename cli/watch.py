@@ -26,6 +26,7 @@ import argparse
 import json
 import signal
 import threading
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,10 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     if not args.jsonl:
         return _workbench(args, settings, followed, store)
     _stop_on_signals(stop)
+    if followed.pending is not None:
+        waiting = f"{followed.pending} is not written yet: waiting for it"
+        print(json.dumps({"event": "notice", "session": None, "path": str(followed.pending),
+                          "message": waiting}), flush=True)  # fmt: skip
     try:
         with closing(follow(followed, settings, store, stop.is_set, stop.wait)) as updates:
             for update, path, follower in updates:
@@ -127,6 +132,14 @@ def _workbench(args: argparse.Namespace, settings: Settings, target: Target, sto
     from tui.watch import WatchApp
 
     path = target.current()
+    if target.pending is not None:
+        import sys
+
+        print(f"ctxscope: {printable(str(target.pending))} is not written yet: waiting for it "
+              "(Ctrl+C stops)", file=sys.stderr)  # fmt: skip
+        while path is None:  # Ctrl+C: KeyboardInterrupt, said in one line by main
+            time.sleep(settings.watch_poll_interval)
+            path = target.current()
     if path is None:
         folders = dict.fromkeys(str(d) for d, _ in target.folders)
         raise CliError(f"no session file under {', '.join(folders)}")

@@ -237,6 +237,8 @@ class UsageRecord(BaseModel):
     model: str = ""
     """The model that answered this request, when the recording or the API says; empty:
     the session's model (what the request is priced at then)."""
+    copied: bool = False
+    """A fork's copy of its original's record: billed with the original, never again."""
 
 
 class Observation(BaseModel):

@@ -352,6 +352,10 @@ class CompactionPolicy:
         is set)."""
         raise NotImplementedError
 
+    stores_only_shrinking: ClassVar[bool] = False
+    """An automatic or emergency compaction that would not make the request smaller is said
+    and not stored (seed 004); False: stored as it comes."""
+
     def refuses_summary(
         self, view: PolicyView, cut: list[Message], summary: Summary, retired: list[int]
     ) -> str:

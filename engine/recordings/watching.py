@@ -53,11 +53,18 @@ class Target:
         self, path: Path | None, settings: Settings, env: Mapping[str, str] | None = None
     ) -> None:
         self.fixed = path if path is not None and path.is_file() else None
+        self.pending: Path | None = None
+        """A file not written yet, in a folder that exists: watched once it appears (an agent
+        starting writes its session file after its first turn; issue 39 said "no such file"
+        and ended)."""
         if path is not None and self.fixed is None and not path.is_dir():
             from engine.recordings.files import special_file
 
             what = special_file(path)
-            raise NoSuchTarget(f"cannot watch {path}: {what or 'no such file or folder'}")
+            if not what and not path.exists() and path.parent.is_dir():
+                self.pending = path
+            else:
+                raise NoSuchTarget(f"cannot watch {path}: {what or 'no such file or folder'}")
         followed = [a for a in agents.AGENTS if a.follow_glob]
         self.folders: list[tuple[Path, str]]
         if path is not None and path.is_dir():
@@ -76,7 +83,9 @@ class Target:
         self.checked = 0.0
 
     def current(self) -> Path | None:
-        if self.fixed is not None:
+        if self.pending is not None and self.pending.is_file():
+            self.fixed, self.pending = self.pending, None
+        if self.fixed is not None or self.pending is not None:
             return self.fixed
         self.checked = time.monotonic()
         newest = (newest_session(d, pattern) for d, pattern in self.folders if d.is_dir())
@@ -84,6 +93,8 @@ class Target:
         return max(found, key=lambda p: p.stat().st_mtime, default=None)
 
     def due(self) -> bool:
+        if self.pending is not None:
+            return True  # looked for at every poll until it is written
         return self.fixed is None and time.monotonic() - self.checked >= SWITCH_CHECK
 
 

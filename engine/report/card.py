@@ -255,6 +255,15 @@ def _compaction_line(
     return line
 
 
+def project_key(workspace: str) -> str:
+    """The project a session's folder is, as the report groups it: a Windows drive letter in
+    one case (``c:\\src\\app`` and ``C:\\src\\app`` are one folder; issue 39 split them)."""
+    if len(workspace) >= 3 and workspace[1] == ":" and workspace[0].isalpha():
+        if workspace[2] in "\\/":
+            return workspace[0].upper() + workspace[1:]
+    return workspace
+
+
 def build_report(
     store: Store, settings: Settings, since: datetime | None = None, by: Grouping | None = None
 ) -> Report:
@@ -326,7 +335,7 @@ def build_report(
         if by is None:
             continue
         key = {
-            "project": s.facts.workspace,
+            "project": project_key(s.facts.workspace),
             "agent": s.agent,
             "model": s.facts.model or "(none)",
             "session": str(s.facts.id),

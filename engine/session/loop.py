@@ -139,10 +139,14 @@ class Agent(Fitting):
             fitted = self._fit(built)
             if fitted is None:
                 window = self.settings.context_window
+                prefix = self.extra_prefix_tokens  # a replay's recorded agent's hidden prefix
+                with_prefix = (
+                    f" (the recorded agent's {prefix:,}-token prefix included)" if prefix else ""
+                )
                 message = (
-                    f"the request needs {built.total:,} tokens even with every observation of "
-                    f"this round set aside and earlier history archived, over the {window:,}-"
-                    "token window"
+                    f"the request needs {built.total + prefix:,} tokens{with_prefix} even with "
+                    "every observation of this round set aside and earlier history archived, "
+                    f"over the {window:,}-token window"
                 )
                 return self._failed(index, step, message, "too_long")
             built = fitted

@@ -45,11 +45,15 @@ class Steering(WriterLease):
         focus: str | None = None,
         trigger: Trigger = Trigger.MANUAL,
         keep_rounds: int | None = None,
+        user_input: str = "",
     ) -> CompactionResult:
         """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events.
-        ``keep_rounds``: a cut chosen by hand (see :meth:`HistoryManager.prepare`)."""
+        ``keep_rounds``: a cut chosen by hand (see :meth:`HistoryManager.prepare`);
+        ``user_input``: the input the rule measured with, when it fired on it."""
         with self.writing("compaction"):
-            draft = self.prepare_compaction(focus, trigger, keep_rounds=keep_rounds)
+            draft = self.prepare_compaction(
+                focus, trigger, keep_rounds=keep_rounds, user_input=user_input
+            )
             if isinstance(draft, CompactionResult):
                 return draft
             return self.commit_compaction(draft, trigger=trigger)
@@ -60,12 +64,15 @@ class Steering(WriterLease):
         trigger: Trigger = Trigger.MANUAL,
         dry_run: bool = False,
         keep_rounds: int | None = None,
+        user_input: str = "",
     ) -> CompactionDraft | CompactionResult:
         """What compacting now would do, stored nowhere (``compact --dry-run``, the F5 preview):
         the messages it archives, the draft summary, the figures after. ``keep_rounds``: a cut
-        chosen by hand, every closed round but the last ``keep_rounds``."""
+        chosen by hand, every closed round but the last ``keep_rounds``. ``user_input``: the
+        input the rule's measure counted (its record then says the measure that fired, not one
+        taken again without the input: issue 39, ``"7,000 >= 8,000", fired: false``)."""
         built = self._build(self.current_question) if self.current_round else None
-        view = self._view("", built)
+        view = self._view(user_input, built)
         asks_live = self.strategy.live_summary_prompt is not None
         live = self._live_summary_call(built) if asks_live else None
         return self.history.prepare(
@@ -211,7 +218,7 @@ class Steering(WriterLease):
         self._window_told = told
         plan = self.strategy.plan(self._view(user_input, built))
         if plan.compacts:
-            self.compact(trigger=Trigger.AUTO)
+            self.compact(trigger=Trigger.AUTO, user_input=user_input)
             return True
         self._warn_if_stuck(plan)
         return False

@@ -211,7 +211,11 @@ class HistoryStore(StoreAccess):
             fn.SUM(UsageRow.cache_read_input_tokens).alias("cache_read_input_tokens"),
             fn.SUM(UsageRow.cache_creation_input_tokens).alias("cache_creation_input_tokens"),
             fn.SUM(UsageRow.cache_creation_1h_input_tokens).alias("cache_creation_1h_input_tokens"),
-        ).where((UsageRow.source != "local") & (sent + UsageRow.output_tokens > 0))
+        ).where(
+            (UsageRow.source != "local")
+            & (sent + UsageRow.output_tokens > 0)
+            & ~UsageRow.copied  # a fork's copies are counted with their original
+        )
         if since is not None:
             q = q.where(UsageRow.created_at >= since)
         if session is not None:
@@ -286,7 +290,9 @@ class HistoryStore(StoreAccess):
             CompactionRow.stats,
             CompactionRow.fidelity,
         ).where(
-            CompactionRow.outcome.in_(["success", "fallback"]) & CompactionRow.undone_at.is_null()
+            CompactionRow.outcome.in_(["success", "fallback"])
+            & CompactionRow.undone_at.is_null()
+            & ~CompactionRow.copied  # a fork's copy is its original's compaction
         )
         if since is not None:
             q = q.where(CompactionRow.created_at >= since)
@@ -313,7 +319,10 @@ class HistoryStore(StoreAccess):
             fn.COUNT(ObservationRow.id).alias("n"),
             fn.SUM(ObservationRow.tokens_full).alias("full"),
             fn.SUM(ObservationRow.tokens_compressed).alias("kept"),
-        ).group_by(ObservationRow.session, ObservationRow.tool_name)
+        )
+        q = q.where(~ObservationRow.copied).group_by(
+            ObservationRow.session, ObservationRow.tool_name
+        )
         return [
             ToolFacts(
                 session_id=r["session_id"],

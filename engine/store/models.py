@@ -170,6 +170,8 @@ class CompactionRow(BaseRow):
     stats = JSONField(default=dict)
     undone_at = TimestampField(null=True)
     fidelity = JSONField(null=True)
+    copied = BooleanField(default=False)
+    """A fork's copy of its original's row: counted with the original, never again (report)."""
     summary_id: int | None
     created_at = TimestampField()
 
@@ -214,6 +216,8 @@ class ObservationRow(BaseRow):
     text = TextField()
     tokens_full = IntegerField(default=0)
     tokens_compressed = IntegerField(default=0)
+    copied = BooleanField(default=False)
+    """A fork's copy of its original's row: counted with the original, never again (report)."""
 
 
 class UsageRow(BaseRow):
@@ -232,6 +236,8 @@ class UsageRow(BaseRow):
     model = TextField(default="")
     """The model that answered the request ("" before schema 16, or when unknown: the
     session's)."""
+    copied = BooleanField(default=False)
+    """A fork's copy of its original's row: counted with the original, never again (report)."""
 
 
 class StrategySwitchRow(BaseRow):

@@ -199,6 +199,7 @@ def usage_row(r: UsageRecord) -> dict[str, Any]:
         "source": r.source,
         "created_at": r.created_at,
         "model": r.model,
+        "copied": r.copied,
     }
 
 
@@ -355,4 +356,5 @@ def usage_model(r: UsageRow) -> UsageRecord:
         source=r.source,
         created_at=r.created_at,
         model=r.model or "",
+        copied=bool(r.copied),
     )

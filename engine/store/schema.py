@@ -22,7 +22,7 @@ from engine.store import dialect, postgres
 from engine.store.errors import StoreError
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -376,6 +376,44 @@ def _steered_requests(db: Database) -> None:
         migrate(migrator(db).add_column(table, "steering", ExchangeRow.steering))
 
 
+def _fork_copies(db: Database) -> None:
+    """19 -> 20: a fork's copies of its original's usage records, compactions and observations
+    are marked, so the report counts them once, with the original (issue 39: two `uncompact`
+    on a recording had billed it three times). The forks stored so far are marked by time:
+    a copied row keeps its original's time, before the fork was made; the fork's own rows come
+    after it."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import CompactionRow, ObservationRow, SessionRow, UsageRow
+
+    sessions = SessionRow._meta.table_name
+    for row in (UsageRow, CompactionRow, ObservationRow):
+        table = row._meta.table_name
+        if "copied" not in {c.name for c in db.get_columns(table)}:
+            migrate(migrator(db).add_column(table, "copied", row.copied))
+    forks = f"SELECT id FROM \"{sessions}\" WHERE source LIKE 'fork of #%'"
+    made = f'(SELECT created_at FROM "{sessions}" s WHERE s.id = t.session_id)'
+    for row in (UsageRow, CompactionRow):
+        table = row._meta.table_name
+        sql(
+            db,
+            f'UPDATE "{table}" AS t SET copied = TRUE '
+            f"WHERE session_id IN ({forks}) AND created_at < {made}",
+        )
+    # an observation has no time of its own: the rounds up to the one the fork was made at
+    # (its source, ``fork of #2 at round 6``) are the copied ones
+    observations = ObservationRow._meta.table_name
+    for fork_id, source in sql(db, forks.replace("SELECT id", "SELECT id, source")).fetchall():
+        at = str(source).rpartition(" at round ")[2]
+        if at.isdigit():
+            sql(
+                db,
+                f'UPDATE "{observations}" SET copied = TRUE '
+                "WHERE session_id = ? AND round_index <= ?",
+                (fork_id, int(at)),
+            )
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -395,6 +433,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     16: _usage_model,
     17: _source_gone,
     18: _steered_requests,
+    19: _fork_copies,
 }
 
 

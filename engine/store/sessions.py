@@ -258,6 +258,15 @@ class SessionStore(StoreAccess):
         return None if row is None else session_model(row)
 
     @reads
+    def sources(self) -> dict[int, str]:
+        """Every session's ``source`` (a recording's file digest or path and session id, a
+        fork's origin), by id, oldest first; sessions without one are left out."""
+        q = SessionRow.select(SessionRow.id, SessionRow.source).where(
+            SessionRow.source.is_null(False)
+        )
+        return {r.id: str(r.source) for r in q.order_by(SessionRow.id)}
+
+    @reads
     def latest_session(self) -> Session | None:
         row = SessionRow.select().order_by(SessionRow.updated_at.desc()).first()
         return None if row is None else session_model(row)

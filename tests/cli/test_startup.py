@@ -121,7 +121,7 @@ def test_help_imports_no_engine_pydantic_or_textual(tmp_path: Path, args: list[s
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        (["show", "abc"], "argument ID: session id must be a whole number, got 'abc'"),
+        (["context", "abc"], "argument ID: session id must be a whole number, got 'abc'"),
         (["recall", "1", "words", "--limit", "many"], "argument --limit: the value must be"),
         (["ask", "hi", "--wait", "soon"], "argument --wait: the value must be a number of sec"),
         (["no-such-command"], "argument COMMAND: invalid choice: 'no-such-command'"),
