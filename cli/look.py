@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import (
     emit,
@@ -13,17 +13,14 @@ from cli.common import (
     make_agent,
     open_store,
 )
-from engine.compaction.ledger import fidelity_line
-from engine.compaction.policy import Plan
 from engine.config import Settings
-from engine.context.builder import LAYERS
-from engine.messages.render import render_react
-from engine.models import Session
-from engine.params import describe_params
 from engine.prices import price_for
-from engine.recordings.hidden import hidden_prefix
-from engine.recordings.own_agent import OwnAgentView, own_agent_view
 from engine.terminal_text import printable
+
+if TYPE_CHECKING:  # each command imports what it uses: `sessions` needs no agent, no builder
+    from engine.compaction.policy import Plan
+    from engine.models import Session
+    from engine.recordings.own_agent import OwnAgentView
 
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
@@ -80,6 +77,10 @@ def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.compaction.ledger import fidelity_line
+    from engine.messages.render import render_react
+    from engine.params import describe_params
+
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     sid = args.session
@@ -182,6 +183,10 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.context.builder import LAYERS
+    from engine.recordings.hidden import hidden_prefix
+    from engine.recordings.own_agent import own_agent_view
+
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     agent = make_agent(store, session, settings)

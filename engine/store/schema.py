@@ -12,13 +12,18 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from peewee import Database, SqliteDatabase
-from playhouse.migrate import SchemaMigrator
 
 from engine.store import dialect, postgres
 from engine.store.errors import StoreError
+
+if TYPE_CHECKING:
+    # Imported by the steps that use it: playhouse.migrate imports playhouse.cockroachdb, which
+    # imports psycopg (0.1 s) to offer PostgreSQL's field types; opening a database pays it only
+    # when it migrates.
+    from playhouse.migrate import SchemaMigrator
 
 APPLICATION_ID = 0x63747873  # "ctxs"
 SCHEMA_VERSION = 15
@@ -99,6 +104,8 @@ def migrator(db: Database) -> SchemaMigrator:
     """The ``playhouse.migrate`` migrator for ``db``'s dialect: a migration written with it
     runs on SQLite and on PostgreSQL alike (schema 11 and older ran on SQLite only; a
     PostgreSQL database starts at the version of the ctxscope that created it)."""
+    from playhouse.migrate import SchemaMigrator
+
     return SchemaMigrator.from_database(db)
 
 
