@@ -75,6 +75,7 @@ COMMANDS: dict[str, str] = {
     "proxy": "proxy",
     "run": "proxy",
     "report": "report",
+    "check": "check",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -216,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--by",
         choices=("project", "day", "agent", "model", "session"),
         help="figures per project, day, agent, model or session",
+    )
+    sub.add_parser(
+        "check",
+        parents=[common, as_json],
+        help="check the database file's integrity (every page read; nothing written)",
     )
     p = sub.add_parser(
         "export",
