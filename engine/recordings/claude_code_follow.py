@@ -16,8 +16,7 @@ the same way, and goes on (issue 44: it used to parse the whole file at every lo
 next round started). The anchor moves on when a later round starts, so a look costs about
 what the current round holds plus what was appended. An input delivered from the queue is
 never an anchor (no record of its own holds it), nor is a round's input while the user's
-typing still waits in
-the queue (its ``enqueue`` would be before the parse).
+typing still waits in the queue (its ``enqueue`` would be before the parse).
 
 What it gives is the whole-file parse's items, title, working directory, version and "not
 read" record for record (``tests/engine/recordings/test_claude_code_follow.py`` grows the
