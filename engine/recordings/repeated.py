@@ -54,10 +54,10 @@ def _prompt_and_tools(extra_tools: tuple[type[Tool], ...]) -> tuple[str, ...]:
 
 def remember_repeated(store: Store, texts: Iterable[str]) -> int:
     """Store the counts of ``texts`` the database lacks; how many were new."""
-    known = store.token_counts()
+    by_digest = {text_digest(text): text for text in texts}
+    known = store.token_counts(by_digest)
     new = {}
-    for text in texts:
-        digest = text_digest(text)
+    for digest, text in by_digest.items():
         if digest not in known:
             new[digest] = count_repeated(text)
     if new:

@@ -548,7 +548,7 @@ def _compact(
         created_at=item.created_at,
     )
     earlier = [s.id for s in store.summaries(sid) if s.active and s.id is not None]
-    store.apply_compaction(sid, ids, summary, compaction, supersede=earlier)
+    store.archive_recorded(sid, ids, summary, compaction, supersede=earlier)
     live.clear()
     report.compactions += 1
 
