@@ -22,11 +22,12 @@ store persists it, so a step costs O(new messages) instead of re-tokenizing the 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -94,18 +95,15 @@ _given: dict[str, int] = {}
 """Counts made by another process, by :func:`text_digest`, while :func:`given_counts` holds."""
 
 
-class given_counts:  # noqa: N801 - used as a function: ``with given_counts(counts):``
+@contextlib.contextmanager
+def given_counts(counts: Mapping[str, int]) -> Iterator[None]:
     """Take the counts another process made (by :func:`text_digest`: the history import's
     workers count each file's texts, the one writer stores them) for the length of a
     ``with`` block. A text they do not hold is counted here as always."""
-
-    def __init__(self, counts: Mapping[str, int]) -> None:
-        self.counts = counts
-
-    def __enter__(self) -> None:
-        _given.update(self.counts)
-
-    def __exit__(self, *exc: object) -> None:
+    _given.update(counts)
+    try:
+        yield
+    finally:
         _given.clear()
 
 
