@@ -234,6 +234,9 @@ def budget_figures(runs: int, tmp: Path, code: Path = ROOT) -> list[tuple[str, f
         done = subprocess.run(
             command, env=env, cwd=code, input=given, text=True, capture_output=True, check=False
         )
+        if done.returncode != 0 and args[0] == "statusline":  # its input may differ: say so
+            print(f"({label} exited {done.returncode}: {done.stderr.strip()[:200]}; skipped)\n")
+            continue
         assert done.returncode == 0, f"{label}: {done.stderr}"  # untimed: fills the bytecode
         timed(baseline, None)
         base: list[float] = []
