@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.arguments import EXIT_ERROR as EXIT_ERROR  # the light part, shared with the parser
 from cli.arguments import EXIT_INTERRUPTED as EXIT_INTERRUPTED
@@ -19,13 +19,13 @@ from cli.arguments import CliError as CliError
 from cli.arguments import UsageError as UsageError
 from cli.arguments import silence_stdout as silence_stdout
 from engine.config import Settings, database_file, load_settings
-from engine.events import Event
-from engine.models import Session
-from engine.params import session_settings
-from engine.session.workspace import session_workspace
-from engine.store import SessionNotFound, Store
 from engine.terminal_text import json_printable, printable
 from engine.validation import database_path
+
+if TYPE_CHECKING:  # the rest when a command asks: `sessions` needs no agent (bench_startup.py)
+    from engine.events import Event
+    from engine.models import Session
+    from engine.store import Store
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
@@ -70,6 +70,8 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
     a file the process may not write (a read-only mount) is opened read-only, which every
     looking command says once on stderr, and a writing command is refused in one line.
     """
+    from engine.store import Store
+
     path = db_path(args, settings)
     if read_only and isinstance(path, Path) and not path.exists():
         raise UsageError(
@@ -133,6 +135,8 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def get_session(store: Store, session_id: int) -> Session:
+    from engine.store import SessionNotFound
+
     try:
         return store.get_session(session_id)
     except SessionNotFound as exc:
@@ -212,7 +216,9 @@ def make_agent(
     """An agent over ``session``, planning with the numbers the session stores (imported
     lazily: the listing commands need no provider)."""
     from engine.llm.factory import make_provider
+    from engine.params import session_settings
     from engine.session import Agent
+    from engine.session.workspace import session_workspace
 
     workspace = session_workspace(session)  # None: recorded elsewhere, none given yet
     settings = session_settings(settings, session)  # the provider refuses what the window does

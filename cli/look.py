@@ -89,6 +89,7 @@ def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+
     store = open_store(args, settings, read_only=True)
     session = find_session(store, args.session)
     sid = session.id or 0
@@ -231,6 +232,7 @@ def show_request(args: argparse.Namespace, exchanges: list[Any]) -> int:
 
 
 def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
+
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     agent = make_agent(store, session, settings)

@@ -97,6 +97,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "statusline": "statusline",
     "steer-check": "proxy",
+    "check": "check",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -342,6 +343,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "-o", "--output", type=checked(output_file), metavar="FILE", help="write here, not stdout"
+    )
+    sub.add_parser(
+        "check",
+        parents=[common, as_json],
+        help="check the database file's integrity (every page read; nothing written)",
     )
     p = sub.add_parser(
         "export",

@@ -230,6 +230,10 @@ def parse_read(
     return parsed
 
 
+REPEATED_UUID = "repeats an earlier record (uuid)"
+"""Why a record whose uuid an earlier one holds is not read (the follower names it so too)."""
+
+
 def _unique(records: list[Record], not_read: NotRead) -> list[Record]:
     """The records, each uuid once (the first): a repeated record is named, not read twice."""
     seen: set[str] = set()
@@ -238,7 +242,7 @@ def _unique(records: list[Record], not_read: NotRead) -> list[Record]:
         uuid = rec.get("uuid")
         if isinstance(uuid, str):
             if uuid in seen:
-                not_read.line("repeats an earlier record (uuid)", number)
+                not_read.line(REPEATED_UUID, number)
                 continue
             seen.add(uuid)
         out.append((number, rec))

@@ -20,6 +20,7 @@ repeated lines, a cut last line, and a line longer than
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -259,11 +260,19 @@ def imported_source(path: Path, index: int) -> str | None:
     """What an imported session's ``source`` holds: the digest of its file's bytes and its
     place among the file's sessions (None: the file cannot be read again)."""
     try:
-        with open(path, "rb") as f:
-            digest = hashlib.file_digest(f, "sha256").hexdigest()  # in pieces, not whole
+        stat = path.stat()
+        digest = _file_digest(str(path), stat.st_size, stat.st_mtime_ns)
     except OSError:
         return None
     return f"import:sha256:{digest}#{index}"
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 of a file's bytes, read in pieces (never the whole file in memory: issue 44);
+    once per file as it is (its size and time), however many sessions it holds."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def add_not_read(report: ImportReport, parsed: Parsed) -> None:

@@ -15,6 +15,7 @@ everything in one ``BEGIN IMMEDIATE`` transaction, the ended rounds in a few sta
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.compaction.ledger import fidelity, fidelity_json
@@ -22,6 +23,7 @@ from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings, session_origin
 from engine.messages.tokens import (
     BLOCK_OVERHEAD,
+    compact_json,
     count_summary,
     count_text,
     count_thinking,
@@ -131,6 +133,36 @@ def check(parsed: Parsed) -> list[str]:
     if not started and not problems:
         problems.append("the file holds no user input")
     return problems
+
+
+def texts_to_count(parsed: Parsed, settings: Settings) -> Iterator[str]:
+    """The texts :func:`write` will count for ``parsed`` (already :func:`check`-ed) and its
+    subagents: each message's wire texts, every tool result in full and in its history form,
+    thinking, recorded summaries. The history import counts them in its worker processes
+    (:func:`engine.messages.tokens.given_counts`), so the one writer does not tokenise. A text
+    left out here is counted by the writer as before: only the time changes, never a count."""
+    compressor = ToolResultCompressor(settings)
+    calls: dict[str, ToolCall] = {}
+    yield CONTINUED
+    yield from repeated_texts(settings.strategy, settings, ())
+    for item in parsed.items:
+        yield item.text
+        if item.kind == "user" and item.demonstration:
+            yield f"[demonstration]\n{item.text}"
+        elif item.kind == "assistant":
+            yield from thinking_texts(item.thinking or [])
+            for made in item.calls:
+                calls[made.id] = made
+                yield made.name
+                yield compact_json(made.input)
+        elif item.kind == "result":
+            answered = calls.get(item.tool_use_id or "")
+            if answered is not None:
+                name = answered.name
+                result = envelope(name, answered.input, item.text, item.is_error, item.recorded)
+                yield compressor.to_json(name, result)
+    for child in parsed.children:
+        yield from texts_to_count(child, settings)
 
 
 class WrittenElsewhere(StoreError):
@@ -552,7 +584,7 @@ def _compact(
         created_at=item.created_at,
     )
     earlier = [s.id for s in store.summaries(sid) if s.active and s.id is not None]
-    store.apply_compaction(sid, ids, summary, compaction, supersede=earlier)
+    store.archive_recorded(sid, ids, summary, compaction, supersede=earlier)
     live.clear()
     report.compactions += 1
 

@@ -9,10 +9,11 @@ one-row table :data:`VERSION_TABLE`, with the same application id.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from peewee import PostgresqlDatabase
+from peewee import PostgresqlDatabase, Psycopg3Adapter
 
 from engine.store.dialect import sql, without_nul
 from engine.store.errors import StoreError
@@ -56,8 +57,53 @@ def one_line(exc: BaseException, url: str) -> str:
     return text
 
 
+class Psycopg3(Psycopg3Adapter):
+    """peewee's psycopg 3 adapter with the driver imported here, when a database is opened.
+
+    peewee is imported without the server drivers (:mod:`engine.store`: a SQLite command does
+    not pay for psycopg), so its own adapter would find no driver; this one asks for psycopg
+    itself and sets what peewee's sets from it at its import."""
+
+    def __init__(self) -> None:
+        import psycopg
+        from psycopg.pq import TransactionStatus
+        from psycopg.types.json import Json, Jsonb
+
+        self.psycopg = psycopg
+        self.txn_idle = TransactionStatus.IDLE
+        self.txn_inerror = TransactionStatus.INERROR
+        self.txn_unknown = TransactionStatus.UNKNOWN
+        self.txn_intrans = TransactionStatus.INTRANS
+        super().__init__()
+        self.json_type = Json
+        self.jsonb_type = Jsonb
+
+    def check_driver(self) -> None:
+        """The driver is there: :meth:`__init__` imported it."""
+
+    def get_binary_type(self) -> Any:
+        return self.psycopg.Binary
+
+    def connect(self, db: Any, **params: Any) -> Any:
+        if db._encoding:
+            params.setdefault("client_encoding", db._encoding)
+        if db.database.startswith(SCHEMES):
+            params.setdefault("conninfo", db.database)
+        else:
+            params.setdefault("dbname", db.database)
+        return self.psycopg.connect(**params)
+
+    def server_side_cursor(self, conn: Any) -> Any:
+        in_txn = self.txn_status(conn) == self.txn_intrans
+        return conn.cursor(name=str(uuid.uuid1()), withhold=not in_txn)
+
+
 class Database(PostgresqlDatabase):
-    """peewee's PostgreSQL database, each text parameter without NUL characters."""
+    """peewee's PostgreSQL database, each text parameter without NUL characters, through
+    :class:`Psycopg3` whichever drivers peewee found at its import."""
+
+    psycopg2_adapter = Psycopg3
+    psycopg3_adapter = Psycopg3
 
     def execute_sql(self, sql: str, params: Any = None) -> Any:
         if params:

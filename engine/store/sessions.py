@@ -4,7 +4,7 @@ strategy switches; the todo list; remembered token counts."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from peewee import (
@@ -449,11 +449,19 @@ class SessionStore(StoreAccess):
 
     # ------------------------------------------------------------------ token counts
     @reads
-    def token_counts(self) -> dict[str, int]:
+    def token_counts(self, digests: Collection[str] | None = None) -> dict[str, int]:
         """Remembered counts of the texts every request repeats, by digest
-        (:func:`engine.messages.tokens.remember`)."""
+        (:func:`engine.messages.tokens.remember`); only those of ``digests`` when given (an
+        import asks about its own texts at each session, not the whole table)."""
         rows = TokenCountRow.select(TokenCountRow.digest, TokenCountRow.tokens)
-        return {row.digest: row.tokens for row in rows}
+        if digests is None:
+            return {row.digest: row.tokens for row in rows}
+        found: dict[str, int] = {}
+        for batch in chunked(list(digests), 500):
+            found.update(
+                {row.digest: row.tokens for row in rows.where(TokenCountRow.digest.in_(batch))}
+            )
+        return found
 
     @writes
     def remember_token_counts(self, counts: dict[str, int]) -> None:
