@@ -144,18 +144,17 @@ def get_session(store: Store, session_id: int) -> Session:
 
 
 def agent_session(args: argparse.Namespace, settings: Settings) -> int:
-    """The ctxscope session of an agent's own session id (``args.session``): the proxied
-    session recorded under it (docs/proxy.md)."""
+    """The ctxscope session ``args.session`` names when it is not a number: the proxied
+    session recorded under an agent's own session id (docs/proxy.md), else what
+    :func:`find_session` finds (a recording's file, a recording agent's own session id)."""
     store = open_store(args, settings, read_only=True)
     try:
         found = store.proxy_session(f"proxy:{args.session}")
+        if found is None:
+            found = find_session(store, args.session).id
     finally:
         store.close()
-    if found is None:
-        raise CliError(
-            f"no session recorded under the agent's session id {args.session} "
-            "(see `ctxscope sessions`)"
-        )
+    assert found is not None
     return found
 
 

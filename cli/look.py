@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import (
     CliError,
@@ -19,10 +19,7 @@ from engine.compaction.ledger import fidelity_line
 from engine.compaction.losses import lost_lines, session_losses
 from engine.compaction.policy import Plan
 from engine.config import Settings
-from engine.context.builder import LAYERS
-from engine.context.sources import Breakdown, session_breakdown
 from engine.figures import SessionFigures
-from engine.messages.render import render_react
 from engine.models import Session
 from engine.params import describe_params
 from engine.recordings.base import recorded_compaction
@@ -31,6 +28,9 @@ from engine.recordings.figures import session_figures
 from engine.recordings.hidden import hidden_prefix
 from engine.recordings.own_agent import OwnAgentView
 from engine.terminal_text import printable
+
+if TYPE_CHECKING:  # each command imports what it uses: `sessions` needs no builder
+    from engine.context.sources import Breakdown
 
 LOST_NAMED = 5
 """Lost items ``show`` names per compaction and kind (``--json`` has them all)."""
@@ -89,6 +89,7 @@ def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.messages.render import render_react
 
     store = open_store(args, settings, read_only=True)
     session = find_session(store, args.session)
@@ -232,6 +233,8 @@ def show_request(args: argparse.Namespace, exchanges: list[Any]) -> int:
 
 
 def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.context.builder import LAYERS
+    from engine.context.sources import session_breakdown
 
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)

@@ -34,6 +34,7 @@ from typing import Any
 from cli.common import CliError, db_path, get_session, open_store, silence_stdout
 from engine.config import Settings
 from engine.params import session_settings
+from engine.recordings.figures import session_figures
 from engine.recordings.follow import Figures, Follower, Update
 from engine.recordings.watching import NoSuchTarget, Target, follow
 from engine.terminal_text import printable
@@ -113,13 +114,19 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps({"event": "notice", "session": None, "path": str(followed.pending),
                           "message": waiting}), flush=True)  # fmt: skip
     try:
-        with closing(follow(followed, settings, store, stop.is_set, stop.wait)) as updates:
+        # Each update stored before it is printed, so its ``figures`` are the session's record
+        # as every other surface prints it (engine/figures), not a second computation.
+        watched = follow(followed, settings, store, stop.is_set, stop.wait, save_at_once=True)
+        with closing(watched) as updates:
             for update, path, follower in updates:
                 if isinstance(update, str):
                     print(json.dumps(notice_json(update, path, follower)), flush=True)
                     continue
                 event = next((e for e in EVENTS if e in update.events), "update")
-                print(json.dumps(update_json(update, path, event)), flush=True)
+                line = update_json(update, path, event)
+                if follower.session is not None:
+                    line["figures"] = session_figures(store, follower.session, settings).to_json()
+                print(json.dumps(line), flush=True)
     except BrokenPipeError:
         silence_stdout()  # the reader went away: that ends the watch, quietly
     finally:

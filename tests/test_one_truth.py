@@ -329,3 +329,59 @@ def test_codex_compacts_at_90_percent_of_its_raw_window(tmp_path: Path) -> None:
     assert first["auto_compact_at"] == 244_800
     assert first["context_tokens"] == 201_000
     assert first["until_auto_compact"] == 43_800
+
+
+def watched_figures(transcript: Path, db: Path) -> dict[str, Any]:
+    """``ctxscope watch FILE --jsonl``'s figures once it has read the whole file: the first
+    update line (a file already written is read in one look), its ``figures``."""
+    import queue
+    import threading
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cli.workbench",
+            "watch",
+            str(transcript),
+            "--jsonl",
+            "--db",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CTXSCOPE_WATCH_POLL_INTERVAL": "0.05"},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        while True:
+            line = lines.get(timeout=120)
+            assert line, "watch ended before an update"
+            data = json.loads(line)
+            if data.get("event") != "notice" and "figures" in data:
+                return dict(data["figures"])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("name", sorted(FOLLOWED))
+def test_watch_jsonl_prints_the_same_figures(name: str, tmp_path: Path) -> None:
+    """A file watched (``watch --jsonl``, stored as it is read) and the same file imported:
+    the same window, auto-compact point, context and cost."""
+    imported = surfaces(name, tmp_path)["import"]
+    copy = tmp_path / "session.jsonl"
+    copy.write_bytes((CORPUS / name).read_bytes())
+    watched = watched_figures(copy, tmp_path / "watched.db")
+    for key in (*KEYS, "model", "agent", "requests"):
+        assert watched[key] == imported[key], key

@@ -67,10 +67,7 @@ def session_figures(
         )
         for u in store.usages(sid)
     ]
-    history = store.history(sid)
-    history_tokens = sum(m.tokens or 0 for m in history.messages) + sum(
-        s.tokens or 0 for s in history.summaries
-    )
+    history_tokens = store.history_tokens(sid)
     spend, note = session_spend(store, sid, session.model, settings)
     return figures_from_calls(
         calls,

@@ -292,6 +292,22 @@ class SessionStore(StoreAccess):
         return self.get_session(session_id)
 
     @reads
+    def history_tokens(self, session_id: int) -> int:
+        """Tokens of a session's history as stored: its live messages and active summaries
+        (the ``current_tokens`` :meth:`list_sessions` gives), summed in the database."""
+        live = (
+            MessageRow.select(fn.SUM(fn.COALESCE(MessageRow.tokens, 0)))
+            .where((MessageRow.session == session_id) & MessageRow.segment.is_null())
+            .scalar()
+        )
+        summaries = (
+            SummaryRow.select(fn.SUM(fn.COALESCE(SummaryRow.tokens, 0)))
+            .where((SummaryRow.session == session_id) & (SummaryRow.active == True))  # noqa: E712
+            .scalar()
+        )
+        return int(live or 0) + int(summaries or 0)
+
+    @reads
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, most recently updated first, with its figures."""
         rounds = (
