@@ -141,10 +141,16 @@ class Pricing:
             )
             self._starts[id(listed)] = starts
             self._kept.append(listed)  # its id stays its own while the memos hold it
-        key = (id(listed), sum(sent > start for start in starts))
+        tier = sum(sent > start for start in starts)
+        key = (id(listed), tier)
         rates = self._memo.get(key)
         if rates is None:
             from genai_prices import Usage as ListUsage
+
+            # One request size per tier, whichever request came first: the tier's smallest
+            # (1 token, or one past its start), so the rates never depend on the order calls
+            # are priced in (a replay here and the same replay in a worker agree to the bit).
+            sent = 1 if tier == 0 else sorted(starts)[tier - 1] + 1
 
             def per_token(**kinds: int) -> float:
                 # genai-prices counts input as everything sent (OpenAI's sense), the cached

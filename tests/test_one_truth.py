@@ -370,9 +370,13 @@ def watched_figures(transcript: Path, db: Path) -> dict[str, Any]:
             data = json.loads(line)
             if data.get("event") != "notice" and "figures" in data:
                 return dict(data["figures"])
-    finally:
+    finally:  # how watch ends is tested in tests/engine/recordings/test_watch.py
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.parametrize("name", sorted(FOLLOWED))

@@ -185,5 +185,8 @@ def test_an_automatic_compaction_records_the_measure_that_fired_it(
     assert auto.stats["fired"] is True
     measured = auto.stats["measured"]
     assert measured.startswith("local count + input estimate ") and " >= " in measured
-    value, threshold = (int(x.replace(",", "")) for x in measured.rsplit(" ", 3)[1::2])
+    assert measured.endswith(": fires")
+    value, threshold = (
+        int(x.replace(",", "")) for x in measured.removesuffix(": fires").rsplit(" ", 3)[1::2]
+    )
     assert value >= threshold == int(0.8 * 20_000)
