@@ -1,8 +1,10 @@
-"""The agent over a session: the ReAct loop (:mod:`~engine.session.loop`) on top of steering
-(:mod:`~engine.session.steering`: plan, compaction, undo, pins), the writer lease
-(:mod:`~engine.session.writer`) and the agent's state and request building
-(:mod:`~engine.session.core`)."""
+"""The agent over a session (:mod:`~engine.session.agent`), a small object holding its parts:
+its state and request building (:mod:`~engine.session.core`), the writer lease
+(:mod:`~engine.session.writer`), steering (:mod:`~engine.session.steering`: plan, compaction,
+undo, pins), fitting to the window (:mod:`~engine.session.fitting`) and the ReAct round
+(:mod:`~engine.session.loop`)."""
 
+from engine.session.agent import Agent
 from engine.session.core import (
     CRASH_ANSWER,
     CRASH_RESULT,
@@ -11,7 +13,6 @@ from engine.session.core import (
     RoundOutcome,
     fixed_tokens,
 )
-from engine.session.loop import Agent
 
 __all__ = [
     "CRASH_ANSWER",
