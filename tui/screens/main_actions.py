@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from engine.session import Agent
     from engine.store.forking import Fork
-    from tui.app import CtxscopeApp
+    from tui.host import Workbench
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block
     from tui.widgets.history_view import BlockMemo
@@ -184,7 +184,7 @@ class MainActions(StrategySwitching):
         undoable: int | None
 
         @property
-        def ctx_app(self) -> CtxscopeApp: ...
+        def ctx_app(self) -> Workbench: ...
 
         def open(self, resume: Resume) -> None: ...
 

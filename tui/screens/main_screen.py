@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     from engine.session import Agent
     from engine.store.forking import Fork
-    from tui.app import CtxscopeApp
+    from tui.host import Workbench
 
 PANES = ("scratch", "history", "gauge")
 
@@ -101,9 +101,11 @@ class MainScreen(MainWorkers, PaneKeys):
     pane: Reactive[str] = reactive("history")
     """The pane shown in the narrow layout: ``scratch``, ``history`` or ``gauge``."""
 
-    def __init__(self, resume: Resume) -> None:
+    def __init__(self, resume: Resume, workbench: Workbench) -> None:
         super().__init__()
         self.resume = resume
+        self.workbench = workbench
+        """The application it runs in: the store, settings, workspace, opening a session."""
         self.agent: Agent | None = None
         self.memo = BlockMemo()
         """Message blocks of the open session, reused across redraws."""
@@ -131,12 +133,8 @@ class MainScreen(MainWorkers, PaneKeys):
         """The input box's hint when idle (a recording's says that typing forks it)."""
 
     @property
-    def ctx_app(self) -> CtxscopeApp:
-        from tui.app import CtxscopeApp
-
-        app = self.app
-        assert isinstance(app, CtxscopeApp)
-        return app
+    def ctx_app(self) -> Workbench:
+        return self.workbench
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:

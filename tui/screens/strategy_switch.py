@@ -15,7 +15,7 @@ from engine.store import SessionBusy, StoreError
 
 if TYPE_CHECKING:
     from engine.session import Agent
-    from tui.app import CtxscopeApp
+    from tui.host import Workbench
     from tui.session_loader import Resume
 
 
@@ -26,7 +26,7 @@ class StrategySwitching(Screen[None]):
         agent: Agent | None
 
         @property
-        def ctx_app(self) -> CtxscopeApp: ...
+        def ctx_app(self) -> Workbench: ...
 
         def open(self, resume: Resume) -> None: ...
 
