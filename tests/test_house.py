@@ -41,19 +41,10 @@ CHAIN_EXCEPTIONS: dict[str, str] = {
     ),
     "engine.store.forking.ForkStore": "2026-11-28, issue 43: 5 classes, as Store above",
     "engine.store.archive.ArchiveStore": "2026-11-28, issue 43: 4 classes, as Store above",
-    "tui.screens.main_screen.MainScreen": (
-        "2026-11-28, issue 43: 5 classes (MainWorkers, MainActions, StrategySwitching, PaneKeys "
-        "mixins); widgets and workers that own their behaviour were not done in this pass"
-    ),
 }
 """Classes whose chain is over :data:`MAX_CHAIN`, by qualified name, with why (to remove)."""
 
-CIRCLE_EXCEPTIONS: dict[frozenset[str], str] = {
-    frozenset({"tui.app", "tui.screens.main_screen"}): (
-        "2026-11-28, issue 43: the main screen asks for the app's class (CtxscopeApp) inside a "
-        "method; goes with the main screen's parts"
-    ),
-}
+CIRCLE_EXCEPTIONS: dict[frozenset[str], str] = {}
 """Import circles left, by their modules, with why (to remove)."""
 
 

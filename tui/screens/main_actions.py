@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from textual import on
+from textual.screen import Screen
 from textual.widget import Widget
 
 from engine.context.history import CompactionDraft, CompactionResult
@@ -25,7 +26,6 @@ from tui.screens.permission_modal import PermissionModal
 from tui.screens.report_screen import ReportScreen
 from tui.screens.requests_screen import RequestsScreen
 from tui.screens.sessions_screen import SessionsScreen
-from tui.screens.strategy_switch import StrategySwitching
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
@@ -166,7 +166,7 @@ IDLE_ONLY = {"compact", "sessions", "new_session", "undo_compaction", "toggle_pi
 """Actions refused while the agent works (they would race the round); they say so."""
 
 
-class MainActions(StrategySwitching):
+class MainActions(Screen[None]):
     """Actions of the main screen (the base class of MainScreen)."""
 
     if TYPE_CHECKING:
