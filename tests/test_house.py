@@ -32,16 +32,7 @@ PACKAGES = ("cli", "engine", "tools", "prompts", "tui")
 MAX_CHAIN = 3
 MAX_FUNCTION_LINES = 120
 
-CHAIN_EXCEPTIONS: dict[str, str] = {
-    "engine.store.repository.Store": (
-        "2026-11-28, issue 43: 9 classes (ForkStore, ArchiveStore, ConversationStore, "
-        "SessionStore, UsageStore, ExchangeStore, HistoryStore over StoreAccess); the parts "
-        "inherit StoreAccess because engine/store/access.py's @reads/@writes wrap methods of a "
-        "StoreAccess, and access.py was another engineer's file during this pass"
-    ),
-    "engine.store.forking.ForkStore": "2026-11-28, issue 43: 5 classes, as Store above",
-    "engine.store.archive.ArchiveStore": "2026-11-28, issue 43: 4 classes, as Store above",
-}
+CHAIN_EXCEPTIONS: dict[str, str] = {}
 """Classes whose chain is over :data:`MAX_CHAIN`, by qualified name, with why (to remove)."""
 
 CIRCLE_EXCEPTIONS: dict[frozenset[str], str] = {}
