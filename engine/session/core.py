@@ -163,7 +163,7 @@ class AgentCore:
             todos=store.get_todos(self.session_id),
             on_todos=self._save_todos,
             ask=ask,
-            recall=self.recall_archive,  # the agent adds what fitting set aside
+            recall=self.recall_archive,  # Agent hands it Fitting.recall, which adds the set-aside
             chat_transcript=self.chat_transcript,
             execution_log=lambda: read_log(self.execution_log_path),
             injections=Injections(
@@ -392,8 +392,9 @@ class AgentCore:
         )
 
     def recall_archive(self, query: str, limit: int) -> list[RecallHit]:
-        """What the Recall tool searches in the session's archive (:class:`~engine.session.
-        fitting.Fitting` adds the observations it set aside in the round in progress)."""
+        """What the Recall tool searches in the session's archive (the agent's
+        :meth:`Fitting.recall <engine.session.fitting.Fitting.recall>` adds the observations
+        it set aside in the round in progress)."""
         return self.store.search_archive(self.session_id, query, limit)
 
     def _recap(self) -> str:
