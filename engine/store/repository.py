@@ -58,6 +58,18 @@ from tools.base import RecallHit
 
 __all__ = ["Lease", "SessionNotFound", "Store", "StoreAccess", "StoreError"]
 
+PARTS: dict[str, type] = {
+    "sessions": SessionStore,
+    "conversation": ConversationStore,
+    "archive": ArchiveStore,
+    "forks": ForkStore,
+    "usage": UsageStore,
+    "proxy_requests": ExchangeStore,
+    "import_history": HistoryStore,
+}
+"""The store's parts by the attribute that holds each; every public method of a part is the
+store's too (tests/engine/store/test_parts.py checks it)."""
+
 
 class Store(StoreAccess):
     """A ctxscope database. Create with :meth:`open`; any number may be open at once.
@@ -145,6 +157,9 @@ class Store(StoreAccess):
 
     def get_session(self, session_id: int) -> Session:
         return self.sessions.get_session(session_id)
+
+    def session_row(self, session_id: int) -> Any:
+        return self.sessions.session_row(session_id)
 
     def session_for_source(self, source: str) -> Session | None:
         return self.sessions.session_for_source(source)
