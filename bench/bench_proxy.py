@@ -11,6 +11,10 @@ one kept-alive connection each (http.client):
   the target: through the proxy ≤ 1.1× direct.
 - **first event**: a streamed request, from sending to reading the first event's bytes;
   the target: ≤ 5 ms added at the median.
+- **steering on**: the same round trips through a second proxy started with ``--steer all``,
+  in the same run, with a third body: a conversation of tool calls whose last result repeats
+  an earlier one, so that ``dups`` rewrites it (and the request is written again) every time;
+  the target: ≤ 1.1× direct.
 - **memory and storage**: a conversation growing by one exchange a request (about 620 bytes
   of new messages each) over ``--growing`` requests (1,000: the last is about 620 KB, some
   150k tokens); the proxy's resident memory (``/proc/PID/status``) after the first tenth and
@@ -126,7 +130,7 @@ def start_upstream() -> int:
     return ready[0]
 
 
-def start_proxy(upstream: int, db: Path) -> tuple[subprocess.Popen[str], int]:
+def start_proxy(upstream: int, db: Path, *options: str) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         [
@@ -140,6 +144,7 @@ def start_proxy(upstream: int, db: Path) -> tuple[subprocess.Popen[str], int]:
             "0",
             "--upstream",
             f"http://127.0.0.1:{upstream}",
+            *options,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -154,10 +159,56 @@ def start_proxy(upstream: int, db: Path) -> tuple[subprocess.Popen[str], int]:
     return process, int(found.group(1))
 
 
+TOOLS = [
+    {
+        "name": "Read",
+        "description": "Reads a file from the local filesystem.",
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}},
+    }
+]
+"""Every body has tools, as an agent's do (steering passes calls without tools as they came)."""
+
+
 def body_of(messages: list[dict[str, Any]], stream: bool = False) -> bytes:
     return json.dumps(
-        {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": messages, "stream": stream}
+        {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 100,
+            "tools": TOOLS,
+            "messages": messages,
+            "stream": stream,
+        }
     ).encode()
+
+
+def tool_conversation(calls: int, text_bytes: int = 2000) -> list[dict[str, Any]]:
+    """A task, then ``calls`` file reads with their results (each about ``text_bytes``), the
+    last repeating the first's result: what the ``dups`` rule rewrites."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the parser"}]
+    for i in range(calls):
+        text = (
+            ("line of file 0 " * (text_bytes // 15))
+            if i in (0, calls - 1)
+            else (f"line of file {i} " * (text_bytes // 15))
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"toolu_{i:04d}", "name": "Read",
+                     "input": {"file_path": f"f{i}.py"}}
+                ],
+            }
+        )  # fmt: skip
+        messages.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i:04d}",
+                             "content": text}],
+            }
+        )  # fmt: skip
+    messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    return messages
 
 
 def conversation(turns: int, tag: str, text_bytes: int = 1000) -> list[dict[str, Any]]:
@@ -224,13 +275,19 @@ def paired(
     direct: Client, proxied: Client, measure: str, body: bytes, n: int
 ) -> tuple[float, float]:
     """Medians over ``n`` requests each, direct and proxied alternately (after warm-ups)."""
-    times: dict[str, list[float]] = {"direct": [], "proxied": []}
+    d, p = alternated([direct, proxied], measure, body, n)
+    return d, p
+
+
+def alternated(clients: list[Client], measure: str, body: bytes, n: int) -> list[float]:
+    """Medians over ``n`` requests through each client, taking turns (after warm-ups)."""
+    times: list[list[float]] = [[] for _ in clients]
     for i in range(n + WARM_UP):
-        for name, c in (("direct", direct), ("proxied", proxied)):
+        for k, c in enumerate(clients):
             took = getattr(c, measure)(body)
             if i >= WARM_UP:
-                times[name].append(took)
-    return statistics.median(times["direct"]), statistics.median(times["proxied"])
+                times[k].append(took)
+    return [statistics.median(t) for t in times]
 
 
 def main() -> None:
@@ -251,6 +308,24 @@ def main() -> None:
             for label, body in (("small body", small), ("150k-token body (600 KB)", large)):
                 d, p = paired(direct, proxied, "round_trip", body, args.requests)
                 rows.append((label, d, p))
+            steered_rows = []
+            steered_process, steered_port = start_proxy(
+                upstream, Path(tmp) / "steered.db", "--steer", "all"
+            )
+            try:
+                steered = Client(steered_port)
+                dup = body_of(tool_conversation(150))  # ~600 KB, its last result a repeat
+                for label, body in (
+                    ("small body", small),
+                    ("150k-token body (600 KB)", large),
+                    ("600 KB of tool calls, the last result rewritten by dups", dup),
+                ):
+                    d, p, s = alternated([direct, proxied, steered], "round_trip", body,
+                                         args.requests)  # fmt: skip
+                    steered_rows.append((label, d, p, s))
+            finally:
+                steered_process.terminate()
+                steered_process.wait(timeout=30)
             stream = body_of([{"role": "user", "content": "Say hi"}], stream=True)
             first_d, first_p = paired(direct, proxied, "first_event", stream, args.requests)
             # A conversation growing by one exchange (about 620 bytes new) a request.
@@ -296,6 +371,14 @@ def main() -> None:
         lines.append(
             f"| round trip, {label} | {d * 1000:.1f} ms | {p * 1000:.1f} ms | {ratio:.3f}× "
             "| ≤ 1.1× |"
+        )
+    for label, d, p, st in steered_rows:
+        ratio = st / d
+        ok &= ratio <= 1.1
+        lines.append(
+            f"| round trip with `--steer all`, {label} (same run: direct {d * 1000:.1f} ms, "
+            f"proxy without steering {p * 1000:.1f} ms) | {d * 1000:.1f} ms | "
+            f"{st * 1000:.1f} ms | {ratio:.3f}× | ≤ 1.1× |"
         )
     added = (first_p - first_d) * 1000
     ok &= added <= 5

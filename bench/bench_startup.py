@@ -18,6 +18,12 @@ run on the same (possibly loaded) machine:
 - ``ctxscope --help``, ``ctxscope replay --help`` and an argument error (``ctxscope show
   abc``), run as the console script runs them, against a fresh interpreter that does nothing
   (``python -c pass``): they need no engine, no pydantic and no Textual; target ≤ 5×;
+- **the per-command budget** (issue 44): ``ctxscope sessions``, ``show 1``, ``context 1`` and
+  ``statusline`` (skipped while the command does not exist) on a small database (the corpus'
+  pomodoro Claude Code session, imported), each against ``python -c "import peewee, sqlite3"``,
+  compiled, interleaved; target ≤ 1.5×. ``--code DIR`` runs the commands from another checkout
+  of ctxscope (``git archive COMMIT | tar -x -C DIR``) with this venv, for a before / after in
+  one run; ``--budget-only`` runs only these rows. The load average is printed with them;
 - the workbench, in process (``App.run_test`` at 120×40): time to the first *usable* frame
   (the screen drawn and the input box enabled and focused, so typing works) and to the frame
   that shows the whole session, on a 10 000-message session against an empty one; target for
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -49,6 +56,11 @@ BASELINE = "import textual.app, peewee, pydantic, tiktoken"
 
 CONSOLE_SCRIPT = "import sys; from cli.workbench import main; sys.exit(main())"
 """What the ``ctxscope`` script pip writes runs (its arguments follow ``-c``)."""
+
+BUDGET_BASELINE = "import peewee, sqlite3"
+BUDGET_TARGET = 1.5
+"""``sessions``, ``show``, ``context``, ``statusline``: at most this many times the baseline."""
+BUDGET_SESSION = ROOT / "tests/data/corpus/yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl"
 
 HELP_TARGET = 5.0
 """``--help`` and an argument error: at most this many times ``python -c pass``."""
@@ -155,6 +167,92 @@ def help_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
     return out
 
 
+def budget_figures(runs: int, tmp: Path, code: Path = ROOT) -> list[tuple[str, float, float]]:
+    """Each budgeted command on a one-session database against ``BUDGET_BASELINE``, every
+    command and the baseline from its bytecode (an untimed run first), A,B interleaved."""
+    py = sys.executable
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY",)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = str(code)
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache-budget")
+    db = tmp / "budget.db"
+    env["CTXSCOPE_DB"] = str(db)
+    env["HOME"] = str(tmp)  # no user settings file
+    imported = subprocess.run(
+        [py, "-m", "cli.main", "import", str(BUDGET_SESSION), "--json"],
+        env=env,
+        cwd=code,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stderr
+    where = subprocess.run(
+        [py, "-c", "import cli; print(cli.__file__)"],
+        env=env,
+        cwd=code,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert where.startswith(str(code)), f"{where} is not under {code}"
+    has_statusline = (
+        "statusline"
+        in subprocess.run(
+            [py, "-c", "from cli.main import COMMANDS; print(' '.join(COMMANDS))"],
+            env=env,
+            cwd=code,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    )
+    status_input = json.dumps(
+        {"session_id": "bench", "transcript_path": str(BUDGET_SESSION), "cwd": str(tmp)}
+    )
+    commands: list[tuple[str, list[str], str | None]] = [
+        ("`ctxscope sessions`", ["sessions"], None),
+        ("`ctxscope show 1`", ["show", "1"], None),
+        ("`ctxscope context 1`", ["context", "1"], None),
+    ]
+    if has_statusline:  # the lead's command (issue 44 asks for its budget too)
+        commands.append(("`ctxscope statusline`", ["statusline"], status_input))
+    else:
+        print("(`ctxscope statusline` does not exist in this checkout: its row is skipped)\n")
+    baseline = [py, "-c", BUDGET_BASELINE]
+
+    def timed(args: list[str], given: str | None) -> float:
+        start = time.perf_counter()
+        subprocess.run(
+            args, env=env, cwd=code, input=given, text=True, capture_output=True, check=False
+        )
+        return time.perf_counter() - start
+
+    out: list[tuple[str, float, float]] = []
+    for label, args, given in commands:
+        command = [py, "-m", "cli.main", *args]
+        done = subprocess.run(
+            command, env=env, cwd=code, input=given, text=True, capture_output=True, check=False
+        )
+        if done.returncode != 0 and args[0] == "statusline":  # its input may differ: say so
+            print(f"({label} exited {done.returncode}: {done.stderr.strip()[:200]}; skipped)\n")
+            continue
+        assert done.returncode == 0, f"{label}: {done.stderr}"  # untimed: fills the bytecode
+        timed(baseline, None)
+        base: list[float] = []
+        cmd: list[float] = []
+        for _ in range(runs):  # interleaved, so load changes hit both alike
+            base.append(timed(baseline, None))
+            cmd.append(timed(command, given))
+        out.append((label, statistics.median(cmd), statistics.median(base)))
+    return out
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
+
+
 async def workbench_times(db: Path, workspace: Path, resume: int | None) -> tuple[float, float]:
     """(first usable frame, session shown) in seconds from the app's start."""
     from textual.widgets import Input
@@ -222,9 +320,32 @@ def main() -> int:
     parser.add_argument(
         "--help-only", action="store_true", help="only --help and an argument error"
     )
+    parser.add_argument(
+        "--budget-only", action="store_true", help="only the per-command budget rows"
+    )
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=ROOT,
+        help="run the budget rows' commands from this checkout (a before / after)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
+        print(
+            f'median of {args.runs} runs; baseline `python -c "{BUDGET_BASELINE}"`, '
+            f"compiled, interleaved; code: {args.code}; {load()} at the start\n"
+        )
+        print("| measure | time | baseline | ratio | target |")
+        print("|---|---:|---:|---:|---:|")
+        for label, cmd, base in budget_figures(args.runs, tmp, args.code.resolve()):
+            print(
+                f"| {label} | {cmd * 1000:.0f} ms | {base * 1000:.0f} ms"
+                f" | {cmd / base:.2f}× | ≤ {BUDGET_TARGET:g}× |"
+            )
+        print(f"\n{load()} at the end\n")
+        if args.budget_only:
+            return 0
         print(f"median of {args.runs} runs; baseline `python -c pass` in a fresh interpreter\n")
         print("| measure | time | baseline | ratio | target |")
         print("|---|---:|---:|---:|---:|")

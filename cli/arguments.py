@@ -14,6 +14,7 @@ import argparse
 import importlib
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -74,8 +75,8 @@ workspace = _validation("workspace")
 
 
 def resume_target(text: str) -> int | str:
-    """``--resume``'s value: ``latest`` or a session id."""
-    return "latest" if text == "latest" else row_id(text)
+    """``--resume``'s value: ``latest``, a session id or an agent's own session id."""
+    return "latest" if text == "latest" else session_ref(text)
 
 
 def checked(check: Callable[[str], Any], *fixed: Any) -> Callable[[str], Any]:
@@ -115,3 +116,14 @@ def silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
+
+
+AGENT_SESSION = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+"""An agent's own session id (Claude Code's ``session_id``, Codex's ``prompt_cache_key``)."""
+
+
+def session_ref(text: str) -> int | str:
+    """A session id argument: ctxscope's number, or an agent's own session id (a UUID)."""
+    if AGENT_SESSION.fullmatch(text.strip()):
+        return text.strip()
+    return int(row_id(text))

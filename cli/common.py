@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.arguments import EXIT_ERROR as EXIT_ERROR  # the light part, shared with the parser
 from cli.arguments import EXIT_INTERRUPTED as EXIT_INTERRUPTED
@@ -19,13 +19,13 @@ from cli.arguments import CliError as CliError
 from cli.arguments import UsageError as UsageError
 from cli.arguments import silence_stdout as silence_stdout
 from engine.config import Settings, database_file, load_settings
-from engine.events import Event
-from engine.models import Session
-from engine.params import session_settings
-from engine.session.workspace import session_workspace
-from engine.store import SessionNotFound, Store
 from engine.terminal_text import json_printable, printable
 from engine.validation import database_path
+
+if TYPE_CHECKING:  # the rest when a command asks: `sessions` needs no agent (bench_startup.py)
+    from engine.events import Event
+    from engine.models import Session
+    from engine.store import Store
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
@@ -70,6 +70,8 @@ def open_store(args: argparse.Namespace, settings: Settings, read_only: bool = F
     a file the process may not write (a read-only mount) is opened read-only, which every
     looking command says once on stderr, and a writing command is refused in one line.
     """
+    from engine.store import Store
+
     path = db_path(args, settings)
     if read_only and isinstance(path, Path) and not path.exists():
         raise UsageError(
@@ -133,10 +135,61 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def get_session(store: Store, session_id: int) -> Session:
+    from engine.store import SessionNotFound
+
     try:
         return store.get_session(session_id)
     except SessionNotFound as exc:
         raise CliError(f"{exc} (see `ctxscope sessions`)") from None
+
+
+def agent_session(args: argparse.Namespace, settings: Settings) -> int:
+    """The ctxscope session ``args.session`` names when it is not a number: the proxied
+    session recorded under an agent's own session id (docs/proxy.md), else what
+    :func:`find_session` finds (a recording's file, a recording agent's own session id)."""
+    store = open_store(args, settings, read_only=True)
+    try:
+        found = store.proxy_session(f"proxy:{args.session}")
+        if found is None:
+            found = find_session(store, args.session).id
+    finally:
+        store.close()
+    assert found is not None
+    return found
+
+
+def find_session(store: Store, ref: int | str) -> Session:
+    """The session ``ref`` names: its number; or a recording's file (the session imported or
+    watched from it); or the recording agent's own session id (a file of that name imported
+    from the history, or a watched recording's id) — ``ctxscope show 8463c716-…`` and ``show
+    ~/.claude/projects/…/8463c716-….jsonl`` as well as ``show 12``."""
+    if isinstance(ref, int):
+        return get_session(store, ref)
+    from engine.recordings.importing import imported_source
+
+    sources = store.sources()
+    file = Path(ref).expanduser()
+    if file.is_file():
+        resolved = str(file.resolve())
+        known = store.imported_files().get(resolved)
+        if known is not None and known.sessions:
+            return get_session(store, known.sessions[0])
+        digest = (imported_source(file, 0) or "").removesuffix("#0")
+        for sid, source in sources.items():
+            if (digest and source.startswith(digest + "#")) or source.startswith(resolved + "#"):
+                return get_session(store, sid)
+        raise CliError(f"no stored session was imported or watched from {ref} (import it first)")
+    for sid, source in sources.items():
+        if source.endswith("#" + ref) and not source.startswith("import:"):
+            return get_session(store, sid)  # a watched recording's own id
+    for path, known in store.imported_files().items():
+        if Path(path).stem == ref and known.sessions:
+            return get_session(store, known.sessions[0])
+    raise CliError(
+        f"no stored session is {ref!r}: give its number (see `ctxscope sessions`), the "
+        "recording's file, or the agent's own session id of a recording imported from your "
+        "history (`ctxscope import`) or watched"
+    )
 
 
 def session_to_change(store: Store, session: Session, args: argparse.Namespace) -> Session:
@@ -162,7 +215,9 @@ def make_agent(
     """An agent over ``session``, planning with the numbers the session stores (imported
     lazily: the listing commands need no provider)."""
     from engine.llm.factory import make_provider
+    from engine.params import session_settings
     from engine.session import Agent
+    from engine.session.workspace import session_workspace
 
     workspace = session_workspace(session)  # None: recorded elsewhere, none given yet
     settings = session_settings(settings, session)  # the provider refuses what the window does

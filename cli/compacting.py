@@ -23,7 +23,7 @@ from engine.config import Settings
 from engine.context.history import CompactionResult
 from engine.events import Event
 from engine.messages.tokens import count_text
-from engine.models import Trigger
+from engine.models import PROXY_PROVIDER, Trigger
 from tools.recall import MAX_LIMIT as RECALL_MAX_LIMIT
 from tools.recall import hit_line
 
@@ -38,6 +38,14 @@ def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.dry_run:  # changes nothing: a recording is looked at, not forked
         return _dry_run(args, make_agent(store, session, settings, progress, lease_wait=args.wait))
+    if session.recorded:
+        # a fork is made for a change only: with nothing to compact there is none (issue 39)
+        looked = make_agent(store, session, settings, lease_wait=args.wait)
+        draft = looked.prepare_compaction(focus=args.focus, dry_run=True)
+        if isinstance(draft, CompactionResult):
+            reason = draft.compaction.error
+            emit(args, {"compaction": None, "reason": reason}, f"nothing compacted: {reason}")
+            return 0
     session = session_to_change(store, session, args)
     agent = make_agent(store, session, settings, progress, lease_wait=args.wait)
     result = agent.compact(focus=args.focus, trigger=Trigger.MANUAL)
@@ -185,11 +193,16 @@ def cmd_pin(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(f"pin what? {target!r} is neither a message id nor rN (a round)")
     if not ids:
         raise CliError(f"session {session.id} has no {what} in history (see `ctxscope show`)")
-    session = session_to_change(store, session, args)
-    if args.forked is not None:
-        ids = [args.forked.messages[i] for i in ids]  # the fork's copies
-    agent = make_agent(store, session, settings, stderr_warnings)
-    changed = agent.pin(ids, pinned=not args.unpin)
+    if session.provider == PROXY_PROVIDER:
+        # A proxied session's pins steer the agent's next compaction (`--steer pins`): they
+        # are made in place; the recording's messages themselves do not change.
+        changed = store.pin(args.session, ids, pinned=not args.unpin)
+    else:
+        session = session_to_change(store, session, args)
+        if args.forked is not None:
+            ids = [args.forked.messages[i] for i in ids]  # the fork's copies
+        agent = make_agent(store, session, settings, stderr_warnings)
+        changed = agent.pin(ids, pinned=not args.unpin)
     data = {"session_id": session.id, "messages": ids, "pinned": not args.unpin, "changed": changed}
     verb = "unpinned" if args.unpin else "pinned"
     emit(args, data, f"{verb} {what} ({len(ids)} messages, {changed} changed)")

@@ -8,16 +8,20 @@ import sys
 import time
 from typing import TextIO
 
-from cli.common import EXIT_INTERRUPTED, UsageError, emit, open_store
+from cli.common import EXIT_INTERRUPTED, CliError, UsageError, emit, open_store
 from engine.config import Settings, workspace_folder
+from engine.recordings import agents
+from engine.recordings.base import ImportError_
 from engine.recordings.history import (
     Folder,
     HistoryResult,
     Progress,
     default_folders,
     import_history,
+    import_one_file,
     unique_folders,
 )
+from engine.recordings.retention import HookError, hook_payload
 from engine.terminal_text import printable
 
 MB = 1_000_000
@@ -66,7 +70,7 @@ def cmd_import_history(args: argparse.Namespace, settings: Settings) -> int:
     missing = [f.path for f in given if not f.path.is_dir()]
     if missing:
         raise UsageError(f"no such folder: {missing[0]} (--folder names a folder to read)")
-    folders = unique_folders(default_folders() + given)
+    folders = unique_folders(default_folders(settings=settings) + given)
     if not folders:
         raise UsageError(
             "no session folders here: none of ~/.claude/projects, $CLAUDE_CONFIG_DIR/projects, "
@@ -82,8 +86,42 @@ def cmd_import_history(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         if line is not None:
             line.end()
+    result.warnings += agents.retention_warnings({f.agent for f in folders})
     emit(args, result.as_json(), _summary(result))
     return EXIT_INTERRUPTED if result.interrupted else 0
+
+
+def cmd_import_hook(args: argparse.Namespace, settings: Settings) -> int:
+    """``import --hook``: the session a Claude Code hook's JSON (stdin) names, imported as
+    ``import`` without a path would import its file (into the same session next time)."""
+    if args.file is not None or getattr(args, "folder", None):
+        raise UsageError("--hook reads the file to import from the hook's JSON on stdin: "
+                         "leave out FILE and --folder")  # fmt: skip
+    try:
+        hook = hook_payload(sys.stdin.read())
+    except HookError as exc:
+        raise UsageError(str(exc)) from None
+    workspace = str(workspace_folder(getattr(args, "workspace", None) or hook.cwd or None))
+    store = open_store(args, settings)
+    try:
+        reports, state = import_one_file(store, hook.transcript, workspace, settings)
+    except ImportError_ as exc:
+        raise CliError(f"import --hook: {exc}") from None
+    data = {
+        "hook_event_name": hook.event,
+        "reason": hook.reason,
+        "session_id": hook.session_id,
+        "path": str(hook.transcript),
+        "file": state,
+        "sessions": [r.as_json() for r in reports],
+    }
+    if reports:
+        ids = ", ".join(str(r.session.id) for r in reports)
+        text = f"imported {printable(str(hook.transcript))} ({state}) as session {ids}"
+    else:
+        text = f"{printable(str(hook.transcript))} is unchanged since it was imported"
+    emit(args, data, text)
+    return 0
 
 
 def _summary(r: HistoryResult) -> str:
@@ -108,7 +146,16 @@ def _end_lines(r: HistoryResult) -> list[str]:
         lines.append(
             "files skipped: " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped_files.items()))
         )
+    if r.gone:
+        kept = sum(len(ids) for _, ids in r.gone)
+        lines.append(
+            f"{len(r.gone)} files imported before are gone from disk (their agent deleted "
+            f"them): their {kept} sessions stay stored, marked source_gone_at"
+        )
+    if r.back:
+        lines.append(f"{len(r.back)} sessions' files are there again: their mark is taken off")
     if r.refused_before:
         lines.append(f"{r.refused_before} files refused before and unchanged: not read again")
     lines.extend(f"refused {printable(p)}: {printable(why)}" for p, why in r.refused)
+    lines.extend(f"warning: {printable(w)}" for w in r.warnings)
     return lines

@@ -5,31 +5,41 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.common import (
+    CliError,
     emit,
+    find_session,
     get_session,
     make_agent,
     open_store,
 )
 from engine.compaction.ledger import fidelity_line
+from engine.compaction.losses import lost_lines, session_losses
 from engine.compaction.policy import Plan
 from engine.config import Settings
-from engine.context.builder import LAYERS
-from engine.messages.render import render_react
+from engine.figures import SessionFigures
 from engine.models import Session
 from engine.params import describe_params
-from engine.prices import price_for
+from engine.recordings.base import recorded_compaction
+from engine.recordings.degenerate import session_flags
+from engine.recordings.figures import session_figures
 from engine.recordings.hidden import hidden_prefix
-from engine.recordings.own_agent import OwnAgentView, own_agent_view
+from engine.recordings.own_agent import OwnAgentView
 from engine.terminal_text import printable
+
+if TYPE_CHECKING:  # each command imports what it uses: `sessions` needs no builder
+    from engine.context.sources import Breakdown
+
+LOST_NAMED = 5
+"""Lost items ``show`` names per compaction and kind (``--json`` has them all)."""
 
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
     infos = [i for i in store.list_sessions() if _wanted(i.session, args)]
-    costs = {info.session.id: session_cost(store, settings, info.session) for info in infos}
+    figs = {info.session.id: session_figures(store, info.session, settings) for info in infos}
     data = [
         {
             **info.session.model_dump(mode="json"),
@@ -37,21 +47,23 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
             "messages": info.messages,
             "current_tokens": info.current_tokens,
             "compactions": info.compactions,
-            "cost": costs[info.session.id],
+            "cost": figs[info.session.id].to_json()["cost"],
+            "figures": figs[info.session.id].to_json(),
         }
         for info in infos
     ]
     rows = [
-        f"{'ID':>4}  {'UPDATED':16}  {'ROUNDS':>6}  {'MSGS':>5}  {'TOKENS':>7}  {'COMP':>4}  "
-        f"{'COST':>8}  TITLE"
+        f"{'ID':>4}  {'UPDATED':16}  {'AGENT':11}  {'ROUNDS':>6}  {'CONTEXT':>9}  "
+        f"{'WINDOW':>9}  {'COMP':>4}  {'COST':>8}  TITLE"
     ]
     for info in infos:
         s = info.session
-        cost = costs[s.id]
+        fig = figs[s.id]
+        context = "–" if fig.context_tokens is None else f"{fig.context_tokens:,}"
         rows.append(
-            f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {info.rounds:>6}  {info.messages:>5}  "
-            f"{info.current_tokens:>7}  {info.compactions:>4}  "
-            f"{'–' if cost is None else f'${cost:,.2f}':>8}  {one_line(s.title) or '(untitled)'}"
+            f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {one_line(fig.agent)[:11]:11}  "
+            f"{info.rounds:>6}  {context:>9}  {fig.window:>9,}  {fig.compactions:>4}  "
+            f"{fig.cost_text:>8}  {one_line(s.title) or '(untitled)'}"
         )
     emit(args, data, "\n".join(rows) if infos else "no sessions yet")
     return 0
@@ -69,20 +81,21 @@ def _wanted(session: Session, args: argparse.Namespace) -> bool:
 
 
 def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
-    """What a session's model calls cost at list price: the calls an API billed (recorded by
-    the original agent, or ctxscope's own through a provider), never the offline provider's
-    local counts; None without such calls or without a price for the model."""
-    billed = [u for u in store.usages(session.id) if u.source != "local"]
-    if not billed:
-        return None
-    cost = price_for(settings, session.model or settings.model).total_cost(billed)
+    """What a session's model calls cost at list price (:class:`SessionFigures`' ``cost``):
+    the calls an API billed, each at its own model's price, never the offline provider's
+    local counts; None without such calls or without a price."""
+    cost = session_figures(store, session, settings).cost
     return None if cost is None else round(cost, 6)
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.messages.render import render_react
+
     store = open_store(args, settings, read_only=True)
-    session = get_session(store, args.session)
-    sid = args.session
+    session = find_session(store, args.session)
+    sid = session.id or 0
+    if getattr(args, "request", None) is not None or getattr(args, "diff", None) is not None:
+        return show_request(args, store.exchanges(sid))
     history = store.history(sid)
     rounds = store.rounds(sid)
     compactions = store.compactions(sid)
@@ -107,18 +120,18 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             if i.session.parent_session_id == sid
         ],
     }
+    fig = session_figures(store, session, settings)
+    data["figures"] = fig.to_json()
     cost_line = ""
-    if session.provider == "import" and data["usage"]:
+    if session.recorded and data["usage"]:
         # What the recorded calls cost at list price, each cache write by its lifetime, each
-        # call at the price of its day; no figure for a model without a price.
-        price = price_for(settings, session.model or settings.model)
-        cost = price.total_cost(store.usages(sid))
-        data["recorded_cost"] = None if cost is None else round(cost, 6)
-        data["recorded_cost_note"] = price.note
+        # call at its own model's price of its day; no figure for a model without a price.
+        data["recorded_cost"] = data["figures"]["cost"]
+        data["recorded_cost_note"] = fig.cost_note
         cost_line = (
-            f"the recorded calls cost ${cost:,.2f} ({price.note})"
-            if cost is not None
-            else price.note
+            f"the recorded calls cost {fig.cost_text} ({fig.cost_note})"
+            if fig.cost is not None
+            else fig.cost_note
         )
     observations = store.observations(sid) if getattr(args, "observations", False) else []
     if observations:
@@ -150,10 +163,15 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         f"plans with {describe_params(session.params)}",
         f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
         f"{len(history.messages)} messages in history, {len(compactions)} compactions",
+        printable(fig.context_line(), one_line=True),
         *([printable(cost_line, one_line=True)] if cost_line else []),
         "",
         render_react(history),
     ]
+    losses = {loss.compaction_id: loss for loss in session_losses(store, sid)}
+    data["losses"] = [loss.as_json() for loss in losses.values()]
+    flags = session_flags(store, sid, settings)
+    data["degenerate"] = [f.as_json() for f in flags]
     for c in compactions:
         lines.append(
             f"compaction {c.id} ({c.strategy}, {c.placement or 'no summary'}): {c.trigger} "
@@ -161,8 +179,17 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             f"rounds / {c.messages_compacted} messages archived"
             + (f" ({c.error})" if c.error else "")
             + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
-            + ("; recorded: made by the original agent" if c.stats.get("recorded") else "")
+            + (
+                "; recorded: made by the original agent"
+                + "".join(f" ({w})" for w in [recorded_compaction(c.stats)] if w)
+                if c.stats.get("recorded")
+                else ""
+            )
         )
+        if c.id in losses and c.undone_at is None:
+            # What it lost by name (the figure line above stays as it is); --json has them all.
+            lines += [f"  {line}" for line in lost_lines(losses[c.id], LOST_NAMED)]
+        lines += [f"  degenerate: {f.line()}" for f in flags if f.compaction_id == c.id]
     if exchanges:
         lines.extend(request_lines(data["requests"]))
     if "what_ifs" in data:
@@ -181,7 +208,34 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def show_request(args: argparse.Namespace, exchanges: list[Any]) -> int:
+    """``show ID --request N`` (the body as sent) or ``--diff N`` (what it changed)."""
+    from engine.proxy.request_text import (
+        NoSuchRequest,
+        diff_text,
+        find,
+        request_diff,
+        request_json,
+        request_text,
+    )
+
+    number = args.request if args.request is not None else args.diff
+    try:
+        previous, exchange = find(exchanges, number)
+    except NoSuchRequest as exc:
+        raise CliError(f"session {args.session}: {exc}") from None
+    if args.request is not None:
+        emit(args, request_json(exchange), request_text(exchange))
+    else:
+        diff = request_diff(previous, exchange)
+        emit(args, diff, diff_text(diff))
+    return 0
+
+
 def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.context.builder import LAYERS
+    from engine.context.sources import session_breakdown
+
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     agent = make_agent(store, session, settings)
@@ -206,9 +260,11 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     }
     hidden = hidden_prefix(store, session.id or 0)
     conversation = sum(built.layers[name] for name in LAYERS[3:])
-    own = own_agent_view(store, session, settings)
+    fig = session_figures(store, session, settings)
+    data["figures"] = fig.to_json()
+    own = fig if session.recorded else None
     if own is not None:
-        recorded_context(data, own)
+        recorded_context(data, own, 0 if hidden is None else hidden.tokens)
     if hidden is not None:
         # An imported session: its first prompt as recorded minus what the transcript shows
         # is what the original agent sent around the conversation (its own L1/L2).
@@ -219,6 +275,15 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             "conversation_tokens": conversation,
             "total": hidden.tokens + conversation,
         }
+    view = (
+        None
+        if own is None
+        else OwnAgentView(figures=own, hidden_prefix=0 if hidden is None else hidden.tokens)
+    )
+    breakdown = session_breakdown(
+        store, session, view, built.layers, [t.get("name", "") for t in built.request.tools]
+    )
+    data["by_source"] = breakdown.as_json()
     width = max(len(n) for n in LAYERS)
     shown = {layer["name"]: layer["tokens"] for layer in data["layers"]}
     lines = [own_line(own)] if own is not None else []
@@ -226,7 +291,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     lines.append(
         f"{'total':<{width}}  {data['total']:>8}   (threshold {settings.threshold_tokens:,}"
         f" of {settings.context_window:,})"
-        + (f"; a what-if: {own.who} compacts at its own point" if own is not None else "")
+        + (f"; a what-if: {who(own)} compacts at its own point" if own is not None else "")
     )
     lines.append(
         f"strategy {agent.strategy.name}: {plan.measure.describe()}"
@@ -244,10 +309,20 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             f"prefix {hidden.tokens} = first prompt {hidden.first_prompt_tokens} − transcript "
             f"{hidden.transcript_tokens}, + this conversation {conversation})"
         )
+    lines.append(source_line(breakdown))
     lines.append("")
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
     return 0
+
+
+def source_line(b: Breakdown) -> str:
+    """``by source (exact): system prompt 3,100 · MCP github 4,000 (3 tools) · …``."""
+    parts = []
+    for s in sorted(b.sources, key=lambda s: -s.tokens)[:12]:
+        items = f" ({len(s.items)} tools)" if s.kind in ("mcp", "tools") and s.items else ""
+        parts.append(f"{s.name} {s.tokens:,}{items}")
+    return printable(f"by source ({b.label}, {b.total:,}): " + " · ".join(parts), one_line=True)
 
 
 def one_line(text: str) -> str:
@@ -256,29 +331,36 @@ def one_line(text: str) -> str:
     return printable(text, one_line=True)
 
 
-def recorded_context(data: dict[str, Any], own: OwnAgentView) -> None:
+def who(fig: SessionFigures) -> str:
+    """The agent in words: ``Claude Code`` or ``the recorded agent``."""
+    return fig.agent or "the recorded agent"
+
+
+def recorded_context(data: dict[str, Any], own: SessionFigures, hidden: int) -> None:
     """``context --json`` of a recorded session: its own agent's figures first (``recorded``:
-    window, auto-compact point, context as its last call reported it); L1 is that agent's own
-    prompt and tools as recorded (the hidden prefix), not ctxscope's system prompt; ctxscope's
-    threshold and request stay as what-ifs."""
+    window, auto-compact point, context as its last call reported it — the session's
+    :class:`SessionFigures`); L1 is that agent's own prompt and tools as recorded (the hidden
+    prefix), not ctxscope's system prompt; ctxscope's threshold and request stay as
+    what-ifs."""
+    figures = own.to_json()
     data["recorded"] = {
-        "agent": own.agent or None,
+        "agent": figures["agent"],
         "model": own.model,
-        "context_window": own.context_window,
-        "auto_compact_at": own.compact_at,
+        "context_window": own.window,
+        "auto_compact_at": own.auto_compact_at,
         "context_tokens": own.context_tokens,
-        "context_source": "the agent's last API call as recorded (input + cache + output)",
-        "until_auto_compact": own.until_compact,
+        "context_source": own.context_source,
+        "until_auto_compact": own.until_auto_compact,
         "compactions": own.compactions,
-        "cost": None if own.cost is None else round(own.cost, 6),
+        "cost": figures["cost"],
         "cost_note": own.cost_note,
     }
-    data["auto_compact_at"] = own.compact_at
+    data["auto_compact_at"] = own.auto_compact_at
     what_if_layers = [dict(layer) for layer in data["layers"]]
     for layer in data["layers"]:
         if layer["name"] == "L1 system":
-            layer["tokens"] = own.hidden_prefix
-            layer["what"] = f"{own.who}'s own prompt and tools (first prompt − transcript)"
+            layer["tokens"] = hidden
+            layer["what"] = f"{who(own)}'s own prompt and tools (first prompt − transcript)"
         elif layer["name"] == "L1 tools":
             layer["tokens"] = 0
             layer["what"] = "in L1 system: the recording does not tell them apart"
@@ -292,16 +374,13 @@ def recorded_context(data: dict[str, Any], own: OwnAgentView) -> None:
     }
 
 
-def own_line(own: OwnAgentView) -> str:
+def own_line(own: SessionFigures) -> str:
     """The first line of ``context`` for a recorded session: its own agent's figures."""
-    context = "–" if own.context_tokens is None else f"{own.context_tokens:,}"
-    line = (
-        f"recorded by {own.who} ({own.model}): context {context} of {own.context_window:,} "
-        "(its last API call as recorded)"
+    return printable(
+        f"recorded by {who(own)} ({own.model}): {own.context_line()} (its last API call as "
+        "recorded)",
+        one_line=True,
     )
-    if own.compact_at is not None:
-        line += f"; auto-compacts at {own.compact_at:,}: {own.until_compact or 0:,} to go"
-    return printable(line, one_line=True)
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:

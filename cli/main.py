@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from cli import ready_for_interrupts
 
 # Only the light part at start: ``--help`` and a bad argument are answered before the engine,
 # pydantic or Textual is imported (tests/cli/test_startup.py, bench/bench_startup.py).
@@ -40,6 +43,7 @@ from cli.arguments import (
     output_file,
     resume_target,
     row_id,
+    session_ref,
     silence_stdout,
     window,
     workspace,
@@ -48,12 +52,28 @@ from cli.arguments import (
 if TYPE_CHECKING:
     from engine.config import Settings
 
-SESSION_ID = checked(row_id)
-"""A session id argument: a whole number within SQLite's range, else argparse's one line."""
+SESSION_ID = checked(session_ref)
+"""A session id argument: a whole number within SQLite's range, or an agent's own session id
+(a UUID: a proxied session, found by it when the command runs), else argparse's one line."""
+
+
+def session_reference(text: str) -> int | str:
+    """A session as the user names it: its number, or a recording's file or the recording
+    agent's own session id (looked up once the database is open)."""
+    if re.fullmatch(r"\s*[+-]?\d+\s*", text):  # a number: a row id, or refused as one
+        number: int = row_id(text)
+        return number
+    if not text.strip():
+        raise ValueError("give a session number, a recording's file or its session id")
+    return text
+
+
+SESSION_REF = checked(session_reference)
+"""``show``'s session: a number (as :data:`SESSION_ID`), else a file or an agent's id."""
 
 Command = Callable[[argparse.Namespace, "Settings"], int]
 
-EXPORT_FORMATS = ("anthropic-jsonl", "markdown")
+EXPORT_FORMATS = ("anthropic-jsonl", "markdown", "html")
 """``export --format``'s choices: :data:`engine.recordings.export.FORMATS`, written out so that
 every command does not import the exporter to build the parser (a test checks they agree)."""
 
@@ -75,6 +95,9 @@ COMMANDS: dict[str, str] = {
     "proxy": "proxy",
     "run": "proxy",
     "report": "report",
+    "statusline": "statusline",
+    "steer-check": "proxy",
+    "check": "check",
 }
 """Each subcommand and the module of ``cli`` that runs it (as ``cmd_<name>``)."""
 
@@ -82,8 +105,46 @@ COMMANDS: dict[str, str] = {
 def command(name: str) -> Command:
     """The function that runs subcommand ``name``, its module imported now."""
     module = importlib.import_module(f"cli.{COMMANDS[name]}")
-    run: Command = getattr(module, f"cmd_{name}")
+    run: Command = getattr(module, f"cmd_{name.replace('-', '_')}")
     return run
+
+
+EXAMPLES: dict[str, str] = {
+    "sessions": "ctxscope sessions --project my-app --json",
+    "show": "ctxscope show 12 --observations   (or: ctxscope show ~/.claude/projects/P/ID.jsonl)",
+    "context": "ctxscope context 12",
+    "compact": "ctxscope compact 12 --focus 'the failing test' --dry-run",
+    "uncompact": "ctxscope uncompact 12",
+    "pin": "ctxscope pin 12 r3",
+    "import": "ctxscope import ~/.claude/projects/P/ID.jsonl   (no path: your whole history)",
+    "report": "ctxscope report --since 7d --by project",
+    "export": "ctxscope export 12 --format markdown > session.md",
+    "strategy": "ctxscope strategy 12 masking --set masking.keep_last_observations=5",
+    "strategies": "ctxscope strategies",
+    "replay": "ctxscope replay 12 --strategy all --window 32000",
+    "recall": "ctxscope recall 12 'TypeError'",
+    "watch": "ctxscope watch ~/.claude/projects/P/ID.jsonl",
+    "proxy": "ctxscope proxy --port 8787   (then ANTHROPIC_BASE_URL=http://127.0.0.1:8787)",
+    "run": "ctxscope run -- claude -p 'fix the failing test'",
+    "ask": "ctxscope ask 'list the Python files' --workspace . --allow-bash",
+}
+"""One example per subcommand, under its ``--help`` (a test runs each one's ``--help``)."""
+
+
+def described(sub: Any) -> None:
+    """Every subcommand's ``--help`` opens with what it does (its one-line help) and ends
+    with an example (issue 39: they had neither)."""
+    add_parser = sub.add_parser
+
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("description", kwargs.get("help"))
+        if name in EXAMPLES:
+            kwargs.setdefault("epilog", f"example:\n  {EXAMPLES[name]}")
+            kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        parser: argparse.ArgumentParser = add_parser(name, **kwargs)
+        return parser
+
+    sub.add_parser = add
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--strategy", help="compaction strategy of a new session (default: layered)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    described(sub)
 
     sessions = sub.add_parser("sessions", parents=[common, as_json], help="list stored sessions")
     for flag, what in (
@@ -130,7 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         sessions.add_argument(flag, default=None, help=f"only the sessions {what}")
     p = sub.add_parser("show", parents=[common, as_json], help="a session as stored")
-    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument(
+        "session",
+        type=SESSION_REF,
+        metavar="ID",
+        help="its number, or a recording's file, or the recording agent's own session id",
+    )
     p.add_argument(
         "--observations",
         action="store_true",
@@ -140,6 +207,47 @@ def build_parser() -> argparse.ArgumentParser:
         "--what-ifs",
         action="store_true",
         help="a proxied session: its conversation replayed under each strategy (docs/proxy.md)",
+    )
+    p.add_argument(
+        "--request",
+        type=checked(row_id, "request number"),
+        metavar="N",
+        help="a proxied session: request #N's body exactly as sent (docs/proxy.md)",
+    )
+    p.add_argument(
+        "--diff",
+        type=checked(row_id, "request number"),
+        metavar="N",
+        help="a proxied session: the text request #N changed since the request before",
+    )
+    p = sub.add_parser(
+        "steer-check",
+        parents=[common, as_json],
+        help="a session's requests under steering rules against a model of the prompt cache, "
+        "beside them passed through (docs/proxy.md)",
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument(
+        "--rules",
+        type=checked(steer_rules),
+        default=("dups", "stale", "pins"),
+        metavar="RULES",
+        help="dups, stale, pins (comma-separated) or all (default: all)",
+    )
+    p.add_argument(
+        "--stale-turns",
+        type=checked(count),
+        default=10,
+        metavar="N",
+        help="a tool result older than N assistant turns is stale (default 10)",
+    )
+    p.add_argument(
+        "--horizon",
+        type=checked(share),
+        default=0.25,
+        metavar="H",
+        help="the stale rule expects H times as many more requests as the session has had "
+        "(default 0.25; 0: it clears only when the cache is written again anyway)",
     )
     p = sub.add_parser(
         "context", parents=[common, as_json], help="the exact request the next step would send"
@@ -194,6 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the folder its tools work in (default: the folder the recording names)",
     )
     p.add_argument(
+        "--hook",
+        action="store_true",
+        help="read a Claude Code hook's JSON on stdin (SessionEnd) and import the session it "
+        "names (docs/importing.md#a-history-that-stays)",
+    )
+    p.add_argument(
         "--folder",
         type=Path,
         action="append",
@@ -206,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--progress", action="store_true", help="show progress on stderr even off a terminal"
     )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="a folder or a file of several sessions: one line per session (default: one line)",
+    )
     p = sub.add_parser(
         "report",
         parents=[common, as_json],
@@ -217,10 +336,25 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("project", "day", "agent", "model", "session"),
         help="figures per project, day, agent, model or session",
     )
+    p.add_argument(
+        "--html",
+        action="store_true",
+        help="write the report card as an HTML page (one file, no script; to stdout or -o)",
+    )
+    p.add_argument(
+        "-o", "--output", type=checked(output_file), metavar="FILE", help="write here, not stdout"
+    )
+    sub.add_parser(
+        "check",
+        parents=[common, as_json],
+        help="check the database file's integrity (every page read; nothing written)",
+    )
     p = sub.add_parser(
         "export",
         parents=[common],
-        help="write a session as Anthropic-messages JSON lines (re-importable) or Markdown",
+        help="write a session as Anthropic-messages JSON lines (re-importable), Markdown, or an "
+        "HTML page (one file, no script: the conversation, compactions and what each lost, "
+        "the context over time, the cost)",
     )
     p.add_argument("session", type=SESSION_ID, metavar="ID")
     p.add_argument("--format", choices=EXPORT_FORMATS, default="anthropic-jsonl")
@@ -334,6 +468,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--session", type=SESSION_ID, metavar="ID", help="follow a ctxscope session (read-only)"
     )
     add_proxy_commands(sub, common)
+    p = sub.add_parser(
+        "statusline",
+        parents=[common],
+        help="one line for Claude Code's statusLine: context, until auto-compact, cost "
+        "(the status JSON on stdin; docs/cli.md#statusline)",
+    )
+    p.add_argument("--wait", action="store_true", help="read the session before printing")
     p = sub.add_parser("ask", parents=[common, as_json], help="run one round headless")
     p.add_argument("input", help="the user input")
     p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")
@@ -352,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 STORE_NOTHING_WHEN_INTERRUPTED = frozenset(
-    {"sessions", "show", "context", "strategies", "recall", "export", "import", "replay"}
+    {"sessions", "show", "context", "strategies", "recall", "export", "import", "replay", "report"}
 )
 """Commands an interrupt leaves nothing stored by: they only read, or store in one transaction
 that an interrupt rolls back (``import``), or store nothing (``replay``, which also stops its
@@ -388,8 +529,33 @@ def add_proxy_commands(sub: Any, common: argparse.ArgumentParser) -> None:
             help="the API to forward to (default https://api.anthropic.com)",
         )
         p.add_argument("--jsonl", action="store_true", help="print one JSON line per request")
+        p.add_argument(
+            "--steer",
+            type=checked(steer_rules),
+            default=(),
+            metavar="RULES",
+            help="rewrite requests in flight, cache-aware: dups, stale, pins or all "
+            "(default: none, every request passes as sent; docs/proxy.md)",
+        )
         if name == "run":
             p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
+
+
+def steer_rules(text: str) -> tuple[str, ...]:
+    """``--steer`` / ``--rules``: steering rules by name (the engine's list, imported now)."""
+    rules: tuple[str, ...] = importlib.import_module("engine.proxy.steering").parse_rules(text)
+    return rules
+
+
+def share(text: str) -> float:
+    """A number from 0 up (``--horizon``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1e6:
+        raise ValueError(f"{text} must be 0 or more")
+    return value
 
 
 def port_number(text: str) -> int:
@@ -407,6 +573,7 @@ def main(
     command_name: str | None = None
     STORED.clear()
     try:
+        ready_for_interrupts()  # Ctrl+C is KeyboardInterrupt again, caught below
         args = build_parser().parse_args(argv)
         command_name = args.command
         return _run(args, run_tui)
@@ -430,6 +597,10 @@ def _run(
             if run_tui is None:
                 raise CliError("no command given (the workbench starts from `ctxscope`)")
             return run_tui(args, settings)
+        if isinstance(getattr(args, "session", None), str):
+            from cli.common import agent_session
+
+            args.session = agent_session(args, settings)
         return command(args.command)(args, settings)
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
         # The message may echo a path, an argument or a recorded name: shown escaped.

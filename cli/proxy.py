@@ -25,9 +25,11 @@ from cli.common import CliError, UsageError, db_path, open_store, shown_database
 from engine.config import Settings
 from engine.exchanges import Exchange
 from engine.prices import price_for
-from engine.proxy.recorder import Recorder, api_of
+from engine.proxy.identity import api_of
+from engine.proxy.recorder import Recorder
 from engine.proxy.server import DEFAULT_UPSTREAM, Proxy, ProxyConfig, ProxyThread, serve
-from engine.terminal_text import cut
+from engine.proxy.steer_live import LiveSteering
+from engine.terminal_text import cut, json_printable
 
 FIRST_PARTY_HOSTS = ("api.anthropic.com",)
 """Upstreams that are Anthropic's own API (Claude Code keeps its 1M window behind a proxy to
@@ -65,6 +67,24 @@ def exchange_line(exchange: Exchange, settings: Settings) -> dict[str, Any]:
         else {**usage.model_dump(), "cache_creation": exchange.cache_creation},
         "cost": None if cost is None else round(cost, 6),
         "duration_ms": round(exchange.duration_ms, 1),
+        "steering": None if exchange.steering is None else steering_summary(exchange.steering),
+    }
+
+
+def steering_summary(steering: dict[str, Any]) -> dict[str, Any]:
+    """What ``--steer`` did to a request, in short: each rule's rewrites and tokens removed."""
+    rules: dict[str, dict[str, int]] = {}
+    for r in steering.get("rewrites", []):
+        rule = rules.setdefault(r["rule"], {"rewrites": 0, "carried": 0, "tokens_removed": 0})
+        if r.get("first"):
+            rule["rewrites"] += 1
+            rule["tokens_removed"] += r["tokens_before"] - r["tokens_after"]
+        else:
+            rule["carried"] += 1
+    return {
+        "floor": steering.get("floor"),
+        "rules": rules,
+        "failed": steering.get("failed") or None,
     }
 
 
@@ -72,7 +92,8 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Any:
     def printed(exchange: Exchange) -> None:
         line = exchange_line(exchange, settings)
         if args.jsonl:
-            text = json.dumps(line, ensure_ascii=False)
+            # The model name and path are the request's: DEL, C1 and bidi controls escaped.
+            text = json_printable(json.dumps(line, ensure_ascii=False))
         else:
             usage = line["usage"] or {}
             text = (
@@ -83,6 +104,7 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Any:
                 f"{usage.get('cache_creation_input_tokens', 0):,} out "
                 f"{usage.get('output_tokens', 0):,}, "
                 + ("no price" if line["cost"] is None else f"${line['cost']:.4f}")
+                + steered_text(line["steering"])
             )
         try:
             print(text, flush=True)
@@ -90,6 +112,20 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Any:
             pass
 
     return printed
+
+
+def steered_text(summary: dict[str, Any] | None) -> str:
+    """The short line's steering part: ``; steered: dups 1 (-612 tok)``."""
+    if summary is None:
+        return ""
+    if summary["failed"]:
+        return f"; sent as it came: a rule failed ({cut(summary['failed'], 80)})"
+    made = [
+        f"{rule} {n['rewrites']} (-{n['tokens_removed']:,} tok)"
+        for rule, n in summary["rules"].items()
+        if n["rewrites"]
+    ]
+    return f"; steered: {', '.join(made)}" if made else ""
 
 
 GIL_SWITCH_INTERVAL = 0.0005
@@ -102,13 +138,15 @@ def _recorder(args: argparse.Namespace, settings: Settings, quiet: bool) -> Reco
     open_store(args, settings).close()  # refuse a foreign or damaged file before listening
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     on_stored = None if quiet else _printer(args, settings)
-    return Recorder(db_path(args, settings), on_stored=on_stored)
+    return Recorder(db_path(args, settings), on_stored=on_stored, settings=settings)
 
 
 def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
     upstream = upstream_url(args.upstream)
     recorder = _recorder(args, settings, quiet=False)
-    proxy = Proxy(ProxyConfig(upstream=upstream, port=args.port), recorder)
+    proxy = Proxy(
+        ProxyConfig(upstream=upstream, port=args.port), recorder, steering(args, recorder)
+    )
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -140,6 +178,14 @@ def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def steering(args: argparse.Namespace, recorder: Recorder) -> LiveSteering | None:
+    """``--steer RULES``: the proxy's steering, its pins read by the recorder."""
+    rules: tuple[str, ...] = tuple(getattr(args, "steer", ()) or ())
+    if not rules:
+        return None
+    return LiveSteering(rules, pins_of=recorder.pins_of)
+
+
 def child_env(proxy_url: str, upstream: str) -> dict[str, str]:
     """CMD's environment: this one, with the API's base URL pointing at the proxy."""
     env = dict(os.environ)
@@ -157,7 +203,9 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("run needs a command: ctxscope run -- claude …")
     upstream = upstream_url(args.upstream)
     recorder = _recorder(args, settings, quiet=not args.jsonl)
-    proxy = Proxy(ProxyConfig(upstream=upstream, port=args.port), recorder)
+    proxy = Proxy(
+        ProxyConfig(upstream=upstream, port=args.port), recorder, steering(args, recorder)
+    )
     try:
         thread = ProxyThread(proxy).start()
     except OSError as exc:
@@ -177,4 +225,37 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         signal.signal(signal.SIGINT, previous)
         signal.signal(signal.SIGTERM, previous_term)
         thread.stop()
+    for line in recorded_lines(recorder):
+        print(line, file=sys.stderr, flush=True)
     return code if code >= 0 else 128 - code
+
+
+def recorded_lines(recorder: Recorder) -> list[str]:
+    """What ``run`` says when the command has ended: each conversation it recorded, by
+    ctxscope's id and the agent's own, and how to open it."""
+    lines = []
+    for sid, source in recorder.conversations.items():
+        agent = source.removeprefix("proxy:")
+        named = "" if agent.startswith("thread:") else f" (the agent's session {cut(agent, 80)})"
+        lines.append(
+            f"ctxscope: recorded session {sid}{named}: `ctxscope show {sid}`, "
+            f"`ctxscope --resume {sid}`"
+        )
+    lines += [f"ctxscope: {cut(why, 200)}" for why in recorder.failures]
+    return lines
+
+
+def cmd_steer_check(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, get_session
+    from engine.proxy.steer_check import NoRequests, check_lines, steer_check
+
+    store = open_store(args, settings, read_only=True)
+    get_session(store, args.session)
+    try:
+        result = steer_check(
+            store, args.session, settings, args.rules, args.stale_turns, args.horizon
+        )
+    except NoRequests as exc:
+        raise CliError(str(exc)) from None
+    emit(args, result, "\n".join(check_lines(result)))
+    return 0

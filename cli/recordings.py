@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from cli.arguments import STORED
 from cli.common import (
+    CliError,
     emit,
     get_session,
     open_store,
@@ -18,10 +20,36 @@ from engine.recordings.importing import import_parsed, parse_path
 from engine.terminal_text import printable
 
 
+def _summary_line(path: Path, reports: list[Any]) -> str:
+    """Several sessions from one folder or file (an aider history holds hundreds): one line of
+    sums (issue 39: 702 sessions printed 702 lines); ``--verbose`` gives one line each."""
+    formats = ", ".join(sorted({r.fmt for r in reports}))
+    ids = [r.session.id for r in reports]
+    warned = sum(len(r.warnings) + len(r.not_read_sentences) for r in reports)
+    subagents = sum(len(r.children) for r in reports)
+    text = (
+        f"imported {printable(str(path))} ({formats}) as {len(reports)} sessions "
+        f"({min(ids)}–{max(ids)}): {sum(r.rounds for r in reports)} rounds, "
+        f"{sum(r.messages for r in reports)} messages, "
+        f"{sum(r.observations for r in reports)} observations, "
+        f"{sum(r.usage_records for r in reports)} usage records, "
+        f"{sum(r.compactions for r in reports)} compactions; tokens "
+        f"{sum(r.tokens_raw for r in reports)} recorded → "
+        f"{sum(r.tokens_stored for r in reports)} in history"
+    )
+    if subagents:
+        text += f"; {subagents} subagent sessions"
+    if warned:
+        text += f"; {warned} warnings and notes"
+    return text + " (--verbose: one line per session)"
+
+
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     # The whole history (every agent's folders, incremental): cli/history.py.
-    from cli.history import cmd_import_history, history_options_alone
+    from cli.history import cmd_import_history, cmd_import_hook, history_options_alone
 
+    if getattr(args, "hook", False):
+        return cmd_import_hook(args, settings)
     if args.file is None:
         return cmd_import_history(args, settings)
     history_options_alone(args)
@@ -37,11 +65,18 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     STORED.append(f"imported as session{'s' * (len(ids) > 1)} {', '.join(ids)}")
     # One session: its object; several (an aider history, a folder): a list of them, one
     # object each. What a folder left out is said on stderr, in the text's own lines.
-    data: Any = [r.as_json() for r in reports]
+    from engine.recordings.figures import session_figures
+
+    data: Any = [
+        r.as_json() | {"figures": session_figures(store, r.session, settings).to_json()}
+        for r in reports
+    ]
     if len(reports) == 1 and not args.file.is_dir():
         data = data[0]
     lines = []
-    for r in reports:
+    if len(reports) > 1 and not getattr(args, "verbose", False):
+        lines = [_summary_line(args.file, reports)]
+    for r in reports if not lines else []:
         text = (
             f"imported {r.path} ({r.fmt}) as session {r.session.id}: {r.rounds} rounds, "
             f"{r.messages} messages, {r.observations} observations, {r.usage_records} usage "
@@ -82,10 +117,20 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
     get_session(store, args.session)
-    write = export_markdown if args.format == "markdown" else export_jsonl
-    text = write(store, args.session, include_archived=args.include_archived)
+    if args.format == "html":
+        from engine.report.session_page import session_html
+
+        text = session_html(store, args.session, settings)
+    else:
+        write = export_markdown if args.format == "markdown" else export_jsonl
+        text = write(store, args.session, include_archived=args.include_archived)
     if args.output is None:
         sys.stdout.write(text)
     else:
-        args.output.write_text(text, encoding="utf-8")
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:  # /proc/version, a full disk, a read-only or missing folder
+            raise CliError(
+                f"cannot write {printable(str(args.output))}: {exc.strerror or exc}"
+            ) from None
     return 0

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from statistics import median
 from typing import Any
 
 from cli.common import UsageError, emit, open_store
 from engine.compaction.ledger import KINDS
+from engine.compaction.losses import lost_lines
 from engine.config import Settings
 from engine.report import TOKEN_KINDS, Figures, Report, SinceError, build_report, parse_since
 from engine.terminal_text import printable
 
 SHOWN = 15
 """Rows of a group, tool or session list in the text form (``--json`` has them all)."""
+LOST_NAMED = 3
+"""Lost items named per kind under each "lost the most" compaction (``--json`` and ``--html``
+have them all)."""
+KEY_WIDTH = 48
+"""Characters of a group's name in the text (a longer one keeps its tail: where folders differ)."""
 NAMES = {
     "file_read": "files read",
     "file_changed": "files changed",
@@ -31,8 +38,23 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(str(exc)) from None
     store = open_store(args, settings, read_only=True)
     report = build_report(store, settings, since, args.by)
+    if getattr(args, "html", False):
+        from engine.report.card_page import report_html
+
+        write_out(args, report_html(report))
+        return 0
+    if getattr(args, "output", None) is not None:
+        raise UsageError("-o FILE writes the --html page; the text and --json go to stdout")
     emit(args, report.as_json(), "\n".join(text_lines(report)))
     return 0
+
+
+def write_out(args: argparse.Namespace, text: str) -> None:
+    """``text`` to ``-o FILE``, else to stdout."""
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
 
 
 def dollars(value: float | None) -> str:
@@ -57,13 +79,25 @@ def text_lines(r: Report) -> list[str]:
         out.append("")
         out.append(f"by {r.by}:")
         for key, fig in list(r.groups.items())[:SHOWN]:
+            shown = printable(key, one_line=True)
+            if len(shown) > KEY_WIDTH:  # the tail tells one project from another, not the head
+                shown = "…" + shown[-(KEY_WIDTH - 1) :]
             out.append(
-                f"  {printable(key, one_line=True)[:48]:48}  {r.group_sessions.get(key, 0):>5} "
+                f"  {shown:{KEY_WIDTH}}  {r.group_sessions.get(key, 0):>5} "
                 f"sessions  {fig.requests:>7,} requests  {dollars(fig.total_cost):>12}"
             )
         if len(r.groups) > SHOWN:
             out.append(f"  … and {len(r.groups) - SHOWN} more (--json has them all)")
     out += ["", *_compaction_lines(r), "", *_tool_lines(r.tools)]
+    src = r.sources
+    if src.get("sessions"):
+        kinds = " · ".join(f"{k.replace('_', ' ')} {n:,}" for k, n in src["by_kind"].items())
+        out.append(f"proxied sessions' last requests by source ({src['sessions']}): {kinds}")
+        if src["mcp_servers"]:
+            servers = " · ".join(
+                f"{printable(k, one_line=True)} {n:,}" for k, n in src["mcp_servers"].items()
+            )
+            out.append(f"  MCP servers: {servers}")
     subs = r.subagents
     if subs:
         fig = Figures()
@@ -99,6 +133,7 @@ def _compaction_lines(r: Report) -> list[str]:
     ]
     if parts:
         out.append("  what the summaries kept: " + " · ".join(parts))
+    out += [f"  {printable(line, one_line=True)}" for line in r.losses.lines()]
     calls = [c for c in comps if c.call_model or c.call_tokens]
     if calls:
         costs = [c.call_cost for c in calls if c.call_cost is not None]
@@ -106,6 +141,16 @@ def _compaction_lines(r: Report) -> list[str]:
             f"  compaction calls recorded: {len(calls)} · "
             + (dollars(sum(costs)) if costs else "no price")
         )
+    if r.degenerate:
+        d = r.degenerate_json()
+        kinds = " · ".join(f"{k.replace('_', ' ')} {n}" for k, n in d["by_kind"].items() if n)
+        out.append(
+            f"  degenerate compactions: {d['count']} ({kinds}) · "
+            + (dollars(d["cost"]) if d["cost"] is not None else "no cost known")
+        )
+        out += [f"    {printable(f.line(), one_line=True)}" for f in r.degenerate[:SHOWN]]
+        if len(r.degenerate) > SHOWN:
+            out.append(f"    … and {len(r.degenerate) - SHOWN} more (--json has them all)")
     worst = r.lost_most()
     if worst:
         out.append("  lost the most at a compaction (ctxscope show ID):")
@@ -118,8 +163,15 @@ def _compaction_lines(r: Report) -> list[str]:
             )
             out.append(
                 f"    session {c.facts.session_id:>5}  lost {c.lost} items at "
-                f"{c.pre_tokens:,} tokens{minutes}  {title}"
+                f"{c.pre_tokens:,}"
+                + (f" → {c.post_tokens:,}" if c.post_tokens is not None else "")
+                + f" tokens{minutes}  {title}"
             )
+            if c.losses is not None:
+                out += [
+                    f"      {printable(line, one_line=True)}"
+                    for line in lost_lines(c.losses, LOST_NAMED)
+                ]
     return out
 
 

@@ -40,6 +40,8 @@ def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
         other = next((owner for owner in numbers if owner != name), None)
         if other is not None:
             raise UsageError(f"--set {other}.…: the session's strategy would be {name}")
+        # refused numbers are refused before a recording is forked for them (issue 39)
+        _new_params(session, name, settings, numbers.get(name, {}), args.window)
         session = session_to_change(store, session, args)
         assert session.id is not None
         # a round or a compaction in progress runs under the old numbers: one writer at a time
@@ -99,6 +101,7 @@ def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     from engine.replay.as_recorded import as_recorded
     from engine.replay.parallel import default_jobs, replay_strategies
+    from engine.replay.runner import compared_steps
 
     if args.session is None:
         from cli.replay_selection import cmd_replay_selection
@@ -126,9 +129,16 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     if recorded is not None:
         results = [recorded, *results]
     rows = [r.row() for r in results]
+    # a replay that stopped early is compared on the steps every replay played, never on
+    # totals of different lengths (issue 39)
+    upto = compared_steps(results)
+    for result, row in zip(results, rows, strict=True):
+        if upto is not None:
+            row["compared"] = result.up_to(upto)
     data = {
         "session_id": args.session,
         "window": settings.context_window,
+        "compared_over_steps": upto,
         "strategies": rows,
         "cost_note": results[0].price_note if results else "",
         "series": {
@@ -156,9 +166,16 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     kinds = list(next((r["recall_last"] for r in rows if r["recall_last"]), {}))
     header = columns + [f"recall_{k}" for k in kinds]
 
+    compared = ("total_input", "cache_read", "cache_write", "cost")
+    if upto is not None:  # totals of different lengths: the steps all played instead
+        header = [f"{c}_1-{upto}" if c in compared else c for c in header]
+
     def cells(row: dict[str, Any]) -> list[str]:
         recall = [row["recall_last"].get(k) for k in kinds]
-        shown = ["–" if row[c] is None else str(row[c]) for c in columns]
+        values = row | ({c: row["compared"][c] for c in compared} if upto is not None else {})
+        if not row["complete"]:
+            values["steps"] = f"{row['steps']} of {row['total_steps']}*"
+        shown = ["–" if values[c] is None else str(values[c]) for c in columns]
         return shown + ["–" if v is None else f"{v:.0%}" for v in recall]
 
     if args.csv is not None:
@@ -175,6 +192,11 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         text += (
             f"\nplanned as the recorded agent sends: each request counted with {prefix:+,} "
             "tokens (its hidden prefix in place of ctxscope's system prompt and tools)"
+        )
+    if upto is not None:
+        text += (
+            f"\n* played only part of the recording: every row is compared on steps 1–{upto}, "
+            "the steps all played (totals of different lengths compare nothing)"
         )
     # A strategy that could not play every recorded step says where and why.
     stops = [s["said"] for r in rows for s in r.get("stopped", [])]

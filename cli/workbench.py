@@ -13,8 +13,6 @@ import sys
 from typing import TYPE_CHECKING, Literal
 
 from cli.arguments import CliError, UsageError
-from cli.main import main as cli_main
-from tools.secrets import HANDOVER_FD_VARIABLE, receive_handed_over
 
 if TYPE_CHECKING:  # the engine is imported once the arguments are parsed (``--help`` needs none)
     from engine.config import Settings
@@ -32,7 +30,9 @@ def parse_resume(value: str | None) -> Resume:
     try:
         return int(value)
     except ValueError:
-        raise CliError(f"--resume takes a session id (a number), not {value!r}") from None
+        raise CliError(
+            f"--resume takes a session id (a number, or an agent's own session id), not {value!r}"
+        ) from None
 
 
 def run_tui(args: argparse.Namespace, settings: Settings) -> int:
@@ -53,7 +53,14 @@ def run_tui(args: argparse.Namespace, settings: Settings) -> int:
         )
     from tui.app import CtxscopeApp
 
-    resume = parse_resume(getattr(args, "resume", None))
+    wanted = getattr(args, "resume", None)
+    if isinstance(wanted, str) and wanted != "latest" and not wanted.isdigit():
+        from cli.common import agent_session
+
+        # An agent's own session id (a UUID, checked by the parser): its proxied session.
+        args.session = wanted
+        wanted = agent_session(args, settings)
+    resume = parse_resume(None if wanted is None else str(wanted))
     app = CtxscopeApp(
         db_path=db_path(args, settings),
         workspace=workspace,
@@ -80,6 +87,8 @@ def hand_over_credentials() -> None:
     """Re-execute this process without the credentials in its environment, passing them
     through an inherited pipe instead (:func:`tools.secrets.receive_handed_over` reads it once
     and closes it). Returns only when there is nothing to hand over."""
+    from tools.secrets import HANDOVER_FD_VARIABLE
+
     found = {name: os.environ[name] for name in CREDENTIAL_VARIABLES if os.environ.get(name)}
     if not found or HANDOVER_FD_VARIABLE in os.environ:
         return
@@ -100,6 +109,15 @@ def hand_over_credentials() -> None:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["statusline"]:
+        # A status line runs after every message of the agent's: it imports nothing else
+        # (the standard library only, ``cli/statusline.py``) and needs no credentials.
+        from cli.statusline import main as statusline
+
+        return statusline(sys.argv[2:])
+    from cli.main import main as cli_main
+    from tools.secrets import receive_handed_over
+
     hand_over_credentials()
     receive_handed_over()
     return cli_main(sys.argv[1:], run_tui=run_tui)

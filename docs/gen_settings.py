@@ -162,11 +162,15 @@ def render() -> str:
         "",
         f"One pydantic model (`engine/config.py`, `Settings`) holds every number, with the "
         f"seeds' defaults: {total} settings, each with its own docstring, which is what this "
-        f"page shows. Set them with `{ENV_PREFIX}<NAME>` environment variables or in "
+        f"page shows. Set them with `{ENV_PREFIX}<NAME>` environment variables, in your own "
+        "settings file (`$XDG_CONFIG_HOME/ctxscope/ctxscope.toml`, by default "
+        "`~/.config/ctxscope/ctxscope.toml`) or in "
         f"`{TOML_NAME}` (`name = value` at the top level, each strategy's numbers in its own "
         "`[strategies.<name>]` section; another file with `--config FILE`). The environment "
-        "wins over the file, command-line options (`--model`, `--strategy`, `--db`, "
-        "`--allow-bash`, `--allow-edits`) over both.",
+        "wins over the files, the workspace's file over your own, command-line options "
+        "(`--model`, `--strategy`, `--db`, `--allow-bash`, `--allow-edits`) over all; the "
+        "workspace's file may only tighten the safety settings "
+        "([security.md](security.md#settings-the-agent-cannot-write)).",
         "",
         "A bad value stops start-up with a message naming the setting and where it came from, "
         "e.g. `ctxscope: invalid settings: setting threshold_ratio "

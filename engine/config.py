@@ -1,8 +1,10 @@
 """One settings model with every number of seed 000 and its default.
 
-Values come, in increasing priority, from the defaults below, an optional ``ctxscope.toml``
-and ``CTXSCOPE_*`` environment variables (``CTXSCOPE_CONTEXT_WINDOW=30000``). Bad values are
-refused at start-up with a :class:`SettingsError` that names the setting.
+Values come, in increasing priority, from the defaults below, the user's own settings file
+(``~/.config/ctxscope/ctxscope.toml``), an optional ``ctxscope.toml`` where ctxscope starts
+(which may only tighten safety settings: :mod:`engine.safety_settings`) and ``CTXSCOPE_*``
+environment variables (``CTXSCOPE_CONTEXT_WINDOW=30000``). Bad values are refused at start-up
+with a :class:`SettingsError` that names the setting.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from engine.settings_sources import SourceError, merged_values
+from engine.safety_settings import SAFETY_RULES, user_settings_file, weakening
+from engine.settings_sources import SourceError, merged_values, toml_values
 from engine.strategy_settings import Section, StrategyName, StrategySettings, no_bool_as_number
 from tools.secrets import DEFAULT_SECRET_PATTERNS
 
@@ -91,11 +94,26 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="ignore", validate_default=True)
 
     def __init__(self, _toml_file: Path | str = TOML_NAME, **values: Any) -> None:
+        model, user = type(self), user_settings_file()
         try:
-            merged = merged_values(type(self), values, ENV_PREFIX, _toml_file)
+            merged = merged_values(model, values, ENV_PREFIX, _toml_file, under=user)
+            # The workspace file's safety settings that nothing above it sets: each must be
+            # at least as tight as what the user's own sources give (engine.safety_settings).
+            checked = set(SAFETY_RULES) & set(toml_values(model, Path(_toml_file)))
+            checked -= set(merged_values(model, values, ENV_PREFIX, None))
+            trusted = merged_values(model, values, ENV_PREFIX, None, under=user) if checked else {}
         except SourceError as exc:
             raise SettingsError(f"invalid settings: {exc}") from None
         super().__init__(**merged)
+        if checked:
+            base = model.__new__(model)  # validated as any model, without reading files
+            BaseModel.__init__(base, **trusted)
+            for name in sorted(checked):
+                refusal = weakening(
+                    name, getattr(self, name), getattr(base, name), Path(_toml_file)
+                )
+                if refusal is not None:
+                    raise SettingsError(refusal)
 
     # --- token budget (A6, C7, E5) ---
     context_window: int = Field(200_000, gt=0)
@@ -264,17 +282,27 @@ class Settings(BaseModel):
     Claude Code's); unset: ``$CODEX_HOME/sessions``, else ``~/.codex/sessions``. The
     ``config.toml`` one folder up gives ``model_auto_compact_token_limit``."""
     watch_codex_compact_ratio: float = Field(0.9, gt=0, le=1)
-    """Codex compacts at its ``model_auto_compact_token_limit``; when its config sets none,
-    ``watch`` takes this share of the window the rollout records (the issue's 90 %)."""
+    """Codex's documented default auto-compact point, as a share of its *raw* window (its
+    ``auto_compact_token_limit``: 90 %, 272 000 → 244 800), used when its ``config.toml`` sets
+    no ``model_auto_compact_token_limit`` (:mod:`engine.recordings.agents.codex`)."""
     watch_context_window: int = Field(200_000, gt=0)
-    """The watched agent's context window when its recording does not say (Claude Code
-    models: 200 000)."""
+    """The documented default window of a recorded agent whose window nothing else gives:
+    not the recording, the user's agent settings nor the model's entry in genai-prices
+    (Claude Code's default window: 200 000; :mod:`engine.recordings.agents`)."""
     watch_compact_reserve: int = Field(33_000, ge=0)
-    """Claude Code compacts when its context reaches the window less this: 20 000 kept for
-    the summary plus a 13 000 buffer (200 000 → 167 000; the corpus' one recorded automatic
-    compaction fired at 167 094, see docs/watch.md)."""
+    """Claude Code's documented reserve: it compacts when its context reaches its window (or
+    its ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` / ``autoCompactWindow``) less this, 20 000 kept
+    for the summary plus a 13 000 buffer (200 000 → 167 000, 1 000 000 → 967 000; the corpus'
+    recorded automatic compaction fired at 167 094, see docs/watch.md)."""
     watch_warn_ratio: float = Field(0.85, gt=0, le=1)
     """``watch`` warns once the context reaches this share of the auto-compact trigger."""
+    degenerate_spiral_requests: int = Field(3, ge=0)
+    """A compaction that comes within this many API calls of the one before it is flagged as a
+    spiral (``import``, ``watch``, ``report``: docs/importing.md#degenerate-compactions)."""
+    degenerate_min_freed: float = Field(0.2, ge=0, le=1)
+    """A compaction that freed less than this share of the context it started from (the next
+    call's input against the recorded ``preTokens``; for ctxscope's own, tokens after against
+    before) is flagged."""
 
     @field_validator("*", mode="before")
     @classmethod
@@ -365,6 +393,9 @@ def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
         raise SettingsError(f"settings file {toml_file} does not exist")
     path = toml_file or Path(TOML_NAME)
     file_values = _read_toml(path) if path.is_file() else {}
+    user = user_settings_file()
+    if user.is_file():
+        _read_toml(user)  # its unknown keys refused as the workspace file's are
     try:
         return Settings(path, **{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:

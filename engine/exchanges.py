@@ -44,3 +44,6 @@ class Exchange(BaseModel):
     never a key or a token."""
     duration_ms: float = 0.0
     created_at: datetime = Field(default_factory=utcnow)
+    steering: dict[str, Any] | None = None
+    """With ``--steer``: what the proxy changed before sending (its rules, the frozen floor,
+    each rewrite with the content sent instead), or why it sent the request as it came."""

@@ -234,6 +234,11 @@ class UsageRecord(BaseModel):
     offline provider, a replay), ``import`` for a recorded session (the original agent's API
     figures)."""
     created_at: datetime = Field(default_factory=utcnow)
+    model: str = ""
+    """The model that answered this request, when the recording or the API says; empty:
+    the session's model (what the request is priced at then)."""
+    copied: bool = False
+    """A fork's copy of its original's record: billed with the original, never again."""
 
 
 class Observation(BaseModel):
@@ -271,6 +276,8 @@ class StrategyParams(BaseModel):
 
 RECORDED_PROVIDER = "import"
 """The provider of a recorded session: another agent's calls, imported or watched."""
+PROXY_PROVIDER = "proxy"
+"""The provider of a session ``ctxscope proxy`` recorded: another agent's calls, as sent."""
 
 
 class Session(BaseModel):
@@ -301,12 +308,24 @@ class Session(BaseModel):
     """False for a session recorded by another agent (imported, watched) until the user gives
     it a workspace: ``workspace`` is then only the folder the recording names, shown and never
     used (no tool runs, no file is read there; :mod:`engine.session.workspace`)."""
+    source_gone_at: datetime | None = None
+    """When ``ctxscope import`` found the file this session was imported from gone (its agent
+    deleted it: Claude Code after ``cleanupPeriodDays``); the session stays stored. None while
+    the file is there."""
+
+    agent: str = ""
+    """For a recorded session: the agent it comes from, by its format's name (``claude-code``,
+    ``codex``: :func:`engine.recordings.agents.by_name`), stored at import and watch; ``""``
+    for ctxscope's own sessions and a recording whose agent is not known."""
+    agent_version: str = ""
+    """That agent's version as the recording says it (``2.1.39``, ``0.47.0``); ``""``: not
+    recorded."""
 
     @property
     def recorded(self) -> bool:
-        """A recorded session (imported or watched): another agent's, read-only; a change
-        goes to a fork (``Store.fork_session``)."""
-        return self.provider == RECORDED_PROVIDER
+        """A recorded session (imported, watched or proxied): another agent's, read-only; a
+        change goes to a fork (``Store.fork_session``)."""
+        return self.provider in (RECORDED_PROVIDER, PROXY_PROVIDER)
 
 
 class StrategySwitch(BaseModel):

@@ -15,14 +15,17 @@ request over 200 000 input tokens to Gemini 2.5 Pro). A model neither knows gets
 (``None``, never another model's price) and a one-line note saying so.
 
 genai-prices costs about 0.1 s to import, so it is imported when the first price is asked for,
-never at start-up.
+never at start-up. One :class:`Pricing` is kept per model for the whole process
+(:func:`price_for`), with its rates worked out once per price and tier: a listing of 1,000
+sessions, a report or the proxy's requests ask genai-prices once per model, not once per
+session or per call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Protocol
 
 from engine.config import ModelPrice, Settings
@@ -75,6 +78,7 @@ class Pricing:
         default_factory=dict, compare=False, repr=False
     )
     _kept: list[ListPrice] = field(default_factory=list, compare=False, repr=False)
+    _starts: dict[int, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def known(self) -> bool:
@@ -124,19 +128,23 @@ class Pricing:
         Worked out by genai-prices itself, from one request of each kind: a price is linear in
         the counts within a long-context tier, and genai-prices takes ~0.15 ms a call, which a
         replay's thousands of steps would feel. Kept per price and tier."""
-        from genai_prices import Usage as ListUsage
-        from genai_prices.types import TieredPrices
-
         sent = max(sent, 1)
-        starts = tuple(
-            tier.start
-            for value in vars(listed).values()
-            if isinstance(value, TieredPrices)
-            for tier in value.tiers
-        )
+        starts = self._starts.get(id(listed))
+        if starts is None:
+            from genai_prices.types import TieredPrices
+
+            starts = tuple(
+                tier.start
+                for value in vars(listed).values()
+                if isinstance(value, TieredPrices)
+                for tier in value.tiers
+            )
+            self._starts[id(listed)] = starts
+            self._kept.append(listed)  # its id stays its own while the memos hold it
         key = (id(listed), sum(sent > start for start in starts))
         rates = self._memo.get(key)
         if rates is None:
+            from genai_prices import Usage as ListUsage
 
             def per_token(**kinds: int) -> float:
                 # genai-prices counts input as everything sent (OpenAI's sense), the cached
@@ -153,7 +161,6 @@ class Pricing:
                 per_token(output_tokens=sent) - uncached,
             )
             self._memo[key] = rates
-            self._kept.append(listed)  # its id stays its own while the memo holds it
         return rates
 
     def total_cost(self, records: Iterable[PricedUsage]) -> float | None:
@@ -169,18 +176,27 @@ class Pricing:
 
 def price_for(settings: Settings, model: str) -> Pricing:
     """How ``model`` is priced: the settings' ``[prices.<name>]`` for the exact name or its
-    longest listed prefix, else genai-prices' data, else no price with the reason."""
-    floor = _min_cacheable(model)
+    longest listed prefix, else genai-prices' data, else no price with the reason.
+
+    A model genai-prices prices (or has no price for) gets the same :class:`Pricing` for the
+    whole process (:func:`_list_pricing`), whose rates are worked out once."""
     own = settings.prices
     name = (
         model
         if model in own
         else max((n for n in own if model.startswith(n)), key=len, default=None)
     )
-    if name is not None:
+    if name is not None:  # plain arithmetic on the settings' figures: nothing to keep
         return Pricing(
             model, f"priced by the settings' [prices.{name}]", own[name].min_cacheable, own[name]
         )
+    return _list_pricing(model)
+
+
+@lru_cache(maxsize=512)  # a proxy sees whatever model names its clients send
+def _list_pricing(model: str) -> Pricing:
+    """``model``'s list price (or why it has none): one per model and process."""
+    floor = _min_cacheable(model)
     found = _listed(model)
     if found is not None:
         provider, info = found
@@ -207,14 +223,22 @@ def _min_cacheable(model: str) -> int:
 
 @cache
 def _listed(model: str) -> tuple[Provider, ModelInfo] | None:
+    """genai-prices' entry for ``model``; a name under a provider's prefix (OpenRouter's and
+    LiteLLM's ``anthropic/claude-…``, ``openai/gpt-…``) is looked up without it when the
+    whole name is not listed."""
     if not model:
         return None
     from genai_prices.data_snapshot import get_snapshot
 
-    try:
-        return get_snapshot().find_provider_model(model, None, None, None)
-    except LookupError:
-        return None
+    names = [model]
+    if "/" in model:
+        names.append(model.rpartition("/")[2])
+    for name in names:
+        try:
+            return get_snapshot().find_provider_model(name, None, None, None)
+        except LookupError:
+            continue
+    return None
 
 
 @cache
@@ -222,3 +246,32 @@ def _version() -> str:
     import genai_prices
 
     return str(genai_prices.__version__)
+
+
+LONG_CONTEXT_FROM = 200_000
+"""Where Anthropic's long-context price tier starts (genai-prices' tiers of the models whose
+1M window is opt-in: claude-sonnet-4-5, claude-opus-4-6…)."""
+
+
+def listed_context_window(model: str) -> int | None:
+    """The model's context window in genai-prices (None: the data does not know the model or
+    its window). A ``[1m]`` suffix (Claude Code's) is not part of the model's id."""
+    base = model.split("[", 1)[0]
+    found = _listed(base)
+    window = found[1].context_window if found else None
+    return window if isinstance(window, int) and window > 0 else None
+
+
+def long_context_priced(model: str) -> bool:
+    """Whether genai-prices prices the model's requests over :data:`LONG_CONTEXT_FROM` input
+    tokens higher: its large window is then a long-context option, not its standard one."""
+    found = _listed(model.split("[", 1)[0])
+    if found is None:
+        return False
+    prices = found[1].prices
+    listed = [c.prices for c in prices] if isinstance(prices, list) else [prices]
+    for price in listed:
+        tiers = getattr(getattr(price, "input_mtok", None), "tiers", None) or []
+        if any(getattr(t, "start", None) == LONG_CONTEXT_FROM for t in tiers):
+            return True
+    return False

@@ -32,14 +32,23 @@ class SourceError(ValueError):
 
 
 def merged_values(
-    model: type[BaseModel], given: Mapping[str, Any], prefix: str, toml_file: Path | str
+    model: type[BaseModel],
+    given: Mapping[str, Any],
+    prefix: str,
+    toml_file: Path | str | None,
+    under: Path | None = None,
 ) -> dict[str, Any]:
-    """The values to validate ``model`` with: ``given`` over the environment over the file."""
+    """The values to validate ``model`` with: ``given`` over the environment over the file
+    over ``under`` (the user's own settings file); a file that is None or absent adds
+    nothing."""
     state = _matched_to_fields(model, dict(given))
     env = environment_values(model, prefix, os.environ)
     state = deep_update(env, _spelled_as(model, state, env))
-    toml = toml_values(model, Path(toml_file))
-    return deep_update(toml, _spelled_as(model, state, toml))
+    for path in (toml_file, under):
+        if path is not None:
+            toml = toml_values(model, Path(path))
+            state = deep_update(toml, _spelled_as(model, state, toml))
+    return state
 
 
 def deep_update(base: dict[str, Any], *updates: dict[str, Any]) -> dict[str, Any]:

@@ -81,9 +81,11 @@ class MockUserSettings(Section):
     min_gain_ratio: float = Field(0.05, ge=0, lt=1)
     """An automatic compaction expected to free less than this share of the trigger (the
     tokens it replaces as sent, less the mock user turn) is skipped before its summary call,
-    and said. The seed compacts to shrink the request (155K → 70K, 720K → 200K); 5 % of the
-    init trigger is 7 500 tokens, nearly twice the 4 000-token summary its call may write, so
-    a compaction under the floor could free less than the summary costs. 0: no floor."""
+    and said; once the summary is written, the floor is checked again with its own size, and
+    a compaction under it is not stored. The seed compacts to shrink the request (155K →
+    70K, 720K → 200K); 5 % of the init trigger is 7 500 tokens, nearly twice the 4 000-token
+    summary its call may write, so a compaction under the floor could free less than the
+    summary costs. 0: no floor."""
 
     def resolved(self) -> tuple[int, int, int]:
         """(context window, trigger tokens, keep recent steps) after the overrides."""

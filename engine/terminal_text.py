@@ -17,8 +17,10 @@ import re
 
 # C0 controls except tab (\x09) and newline (\x0a), DEL, and the C1 block; also the Unicode
 # bidirectional overrides and isolates, which reorder what a reader sees (CVE-2021-42574).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# And lone surrogates: a file name that is not UTF-8 reaches Python as U+DC80-U+DCFF
+# (``surrogateescape``) and is written back to the terminal as the raw byte (0x9b is CSI).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
@@ -27,6 +29,8 @@ def _shown(match: re.Match[str]) -> str:
     if char in _NAMED:
         return _NAMED[char]
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # the byte a non-UTF-8 name held: shown as that byte
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 

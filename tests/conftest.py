@@ -26,6 +26,7 @@ def _default_database_in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     the default) with its user data folder in ``tmp_path``."""
     monkeypatch.setattr(engine.config, "SOURCE_ROOT", tmp_path / "site-packages")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))  # no user settings
 
 
 # ---------------------------------------------------------------------- PostgreSQL (storage.md)

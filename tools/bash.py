@@ -51,6 +51,7 @@ from pydantic import Field
 from prompts.tools.bash import DESCRIPTION
 from tools.base import ToolContext, ToolError, ToolResult
 from tools.bash_guard import below, children_by_parent
+from tools.cgroup import CallGroup
 from tools.common import BaseTool, ToolFailure, ToolInput
 from tools.paths import workspace_root
 from tools.permissions import require_permission
@@ -254,6 +255,14 @@ class BashTool(BaseTool):
             unix_sockets=unix_sockets,
             seccomp_fd=seccomp_fd,
         )
+        # Processes bounded for root too (the kernel skips RLIMIT_NPROC for uid 0): a cgroup
+        # of the call's own where one can be made (tools.cgroup).
+        limits = Limits.from_settings(settings)
+        group = None
+        if sandbox != "none":
+            group = CallGroup.make(limits.processes, limits.memory)
+        if group is not None:
+            argv = group.joined(argv, bash)
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
@@ -269,6 +278,8 @@ class BashTool(BaseTool):
                 preexec_fn=_guard_dies_with_parent(os.getpid()),  # noqa: PLW1509
             )
         except OSError as exc:
+            if group is not None:
+                group.remove()
             raise ToolFailure("spawn_failed", f"Could not start bash: {exc}.") from None
         finally:
             if seccomp_fd is not None:
@@ -303,6 +314,8 @@ class BashTool(BaseTool):
             capture.thread.join(max(0.0, linger_until - time.monotonic()))
         _kill_group(proc.pid, signal.SIGKILL)
         _kill_call(tag)
+        if group is not None:
+            group.remove()
         for capture in (out, err):
             # A process that left the group (setsid) could hold a pipe forever; don't wait.
             capture.thread.join(TERM_GRACE_SECONDS)

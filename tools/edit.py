@@ -24,7 +24,7 @@ from tools.base import ToolContext, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput, plural
 from tools.diffs import compare
 from tools.files import count_lines, load_text, require_fresh, write_file
-from tools.paths import display_path, resolve_path, workspace_root
+from tools.paths import display_path, refuse_control_file, resolve_path, workspace_root
 from tools.permissions import require_permission
 
 MAX_LISTED_OCCURRENCES = 10
@@ -94,6 +94,7 @@ def edit_file(
     """Apply ``edits`` to one file (Edit passes one, MultiEdit several)."""
     path: Path = resolve_path(ctx, file_path)
     shown = display_path(ctx, path)
+    refuse_control_file(ctx, path)
     if not path.exists():
         raise ToolFailure("not_found", f"{shown} does not exist. Use Write to create a new file.")
     original = load_text(workspace_root(ctx), path, shown)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tools.base import ToolContext
 from tools.common import ToolFailure
+from tools.sandbox_init import CONTROL_FILES
 
 
 def workspace_root(ctx: ToolContext) -> Path:
@@ -91,3 +92,19 @@ def display_path(ctx: ToolContext, path: Path) -> str:
 def symlink_target_inside(path: Path, root: Path) -> bool:
     """For a symlink found while walking: does it resolve inside ``root``?"""
     return is_inside(Path(os.path.realpath(path)), root)
+
+
+def refuse_control_file(ctx: ToolContext, path: Path) -> None:
+    """Refuse a write to one of the workspace's control files (``ctxscope.toml``,
+    ``CODE_LAW.md``, git's config and hooks…: :data:`tools.sandbox_init.CONTROL_FILES`), or
+    below one: the agent may not change the settings and law it runs under, nor what the
+    user's own tools run outside the sandbox. The user edits them."""
+    root = workspace_root(ctx)
+    for name in CONTROL_FILES:
+        if is_inside(path, root / name):
+            raise ToolFailure(
+                "control_file",
+                f"{display_path(ctx, path)} is a control file of the workspace (settings, "
+                "law or what git runs); the agent may not write it. Ask the user to change it.",
+                path=display_path(ctx, path),
+            )

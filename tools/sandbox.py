@@ -35,7 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from tools.sandbox_init import seccomp_program
+from tools.sandbox_init import (
+    CREDENTIAL_FILES,
+    CREDENTIAL_FOLDERS,
+    existing_control_files,
+    seccomp_program,
+)
 
 if TYPE_CHECKING:
     from tools.base import ToolSettings
@@ -191,6 +196,23 @@ def seccomp_pipe(*, unix_sockets: bool = False) -> int:
     return read
 
 
+def credential_mounts(home: str) -> list[str]:
+    """bubblewrap's arguments hiding the credential files and folders under ``home`` that
+    exist (``tools.sandbox_init.hide_credentials`` does the same in the built-in sandbox)."""
+    if not home or not os.path.isabs(home) or not os.path.isdir(home):
+        return []
+    out: list[str] = []
+    for name in CREDENTIAL_FILES:
+        path = os.path.join(home, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            out += ["--ro-bind", "/dev/null", path]
+    for name in CREDENTIAL_FOLDERS:
+        path = os.path.join(home, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            out += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+    return out
+
+
 def wrap(
     kind: Sandbox,
     workspace: Path,
@@ -213,14 +235,16 @@ def wrap(
         net = ["--share-net"] if network else []
         seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
         size = ["--size", str(limits.tmp)] if limits.tmp > 0 else []
+        control = [a for p in existing_control_files(ws) for a in ("--ro-bind", p, p)]
+        hidden = credential_mounts(os.environ.get("HOME", ""))
         # bwrap's /dev is a tmpfs as large as the machine allows: made read-only, with a
         # /dev/shm bounded like /tmp (the device nodes still work).
         return [
             bwrap, "--unshare-all", *net, "--unshare-user", "--disable-userns",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--dev", "/dev", *size, "--tmpfs", "/dev/shm",
-            "--remount-ro", "/dev", "--proc", "/proc", *size, "--tmpfs", "/tmp",
-            "--bind", ws, ws, "--chdir", ws, *seccomp, "--", *command,
+            "--remount-ro", "/dev", "--proc", "/proc", *hidden, *size, "--tmpfs", "/tmp",
+            "--bind", ws, ws, *control, "--chdir", ws, *seccomp, "--", *command,
         ]  # fmt: skip
     unshare = shutil.which("unshare") or "unshare"
     net = [] if network else ["--net"]

@@ -9,7 +9,9 @@ with its own ``/proc`` and mount table:
    (``nosuid``, ``nodev``, ``noexec``, the atime flags), which a user namespace may not drop;
 2. ``/tmp`` gets a private tmpfs of ``TMP_BYTES`` (0: no size limit), gone with the call;
 3. the workspace — held open by descriptor from step 1, as ``/tmp`` may now hide it — is
-   bound back on its own path and remounted read-write;
+   bound back on its own path and remounted read-write, but for its control files
+   (:data:`CONTROL_FILES`: ``ctxscope.toml``, ``CODE_LAW.md``, git's config and hooks…),
+   each that exists bound on itself read-only;
 4. a second user namespace with a new mount namespace is entered, mapping the user's own id:
    the mounts made above are copied into a namespace owned by a less privileged user
    namespace, and the kernel *locks* them (they cannot be unmounted one by one to show what
@@ -72,6 +74,39 @@ NAMESPACE_FLAGS = (
     | CLONE_NEWNET
 )
 
+CONTROL_FILES = ("ctxscope.toml", "CODE_LAW.md", ".git/config", ".git/hooks", ".envrc")
+"""Workspace paths a sandboxed command may not change, made read-only where they exist: the
+settings and law ctxscope reads there, and what the user's own tools run outside the sandbox
+(git's hooks and ``core.*`` commands, direnv's ``.envrc``). The Write and Edit tools refuse
+them too (``tools.paths.refuse_control_file``)."""
+
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+"""The device nodes a sandboxed command gets in its own ``/dev`` (what bubblewrap's ``--dev``
+gives): no disk, no ``kvm``, ``kmsg``, ``userfaultfd`` or ``loop*``, and no terminal but its
+own (``/dev/pts`` is a new devpts instance: the user's terminals are not there)."""
+DEV_LINKS = {
+    "ptmx": "pts/ptmx",
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+    "core": "/proc/kcore",
+}
+CREDENTIAL_FILES = (
+    ".pgpass",
+    ".netrc",
+    ".git-credentials",
+    ".my.cnf",
+    ".aws/credentials",
+    ".docker/config.json",
+    ".config/gh/hosts.yml",
+    ".npmrc",
+    ".pypirc",
+)
+"""Files in the home folder that hold credentials, hidden in the sandbox (an empty file bound
+over each); ``.ssh`` and ``.gnupg`` are folders, hidden under an empty one."""
+CREDENTIAL_FOLDERS = (".ssh", ".gnupg", ".aws/sso", ".kube", ".password-store")
+
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
@@ -127,6 +162,8 @@ seen in kernel exploits; io_uring also runs operations seccomp never sees)."""
 SYS_CLONE = 56
 SYS_SOCKET = 41
 AF_UNIX = 1
+AF_VSOCK = 40
+"""Sockets to the hypervisor and its other guests: refused whatever ``bash_unix_sockets``."""
 SECCOMP_SUPPORTED = os.uname().machine == "x86_64"
 """The filter is written for x86_64; elsewhere the sandbox runs without it (docs/security.md)."""
 SYS_CLONE3 = 435
@@ -144,10 +181,10 @@ _OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data
 def seccomp_program(*, unix_sockets: bool = False) -> bytes:
     """The filter as the kernel takes it (``struct sock_filter[]``, 8 bytes each): a call of
     another architecture (i386 through ``int 0x80``) or the x32 ABI, a call in
-    :data:`BLOCKED_SYSCALLS`, ``clone`` asking for a new namespace, or — unless
-    ``unix_sockets`` — ``socket(AF_UNIX, …)`` gets EPERM; ``clone3`` gets ENOSYS (its flags
-    sit in memory a filter cannot read; the C library then falls back to ``clone``, which is
-    checked); everything else is allowed.
+    :data:`BLOCKED_SYSCALLS`, ``clone`` asking for a new namespace, ``socket(AF_VSOCK, …)``
+    (the hypervisor), or — unless ``unix_sockets`` — ``socket(AF_UNIX, …)`` gets EPERM;
+    ``clone3`` gets ENOSYS (its flags sit in memory a filter cannot read; the C library then
+    falls back to ``clone``, which is checked); everything else is allowed.
 
     A Unix socket on a read-only mount can still be connected to, so without the socket rule
     a command could reach the user's D-Bus session (``systemd-run --user``), the Docker
@@ -163,21 +200,18 @@ def seccomp_program(*, unix_sockets: bool = False) -> bytes:
     ]
     code += [(_BPF_JEQ_K, "deny", 0, nr) for nr in sorted(BLOCKED_SYSCALLS.values())]
     code.append((_BPF_JEQ_K, "nosys", 0, SYS_CLONE3))
-    if unix_sockets:
-        code.append((_BPF_JEQ_K, "clone", "allow", SYS_CLONE))
-    else:
-        code += [(_BPF_JEQ_K, "clone", 0, SYS_CLONE), (_BPF_JEQ_K, "socket", "allow", SYS_SOCKET)]
+    code += [(_BPF_JEQ_K, "clone", 0, SYS_CLONE), (_BPF_JEQ_K, "socket", "allow", SYS_SOCKET)]
     code += [
         "clone",
         (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARG0),  # the low 32 bits of the flags: all CLONE_NEW*
         (_BPF_JSET_K, "deny", "allow", NAMESPACE_FLAGS),
+        "socket",
+        (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARG0),  # the address family
     ]
-    if not unix_sockets:
-        code += [
-            "socket",
-            (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARG0),  # the address family
-            (_BPF_JEQ_K, "deny", "allow", AF_UNIX),
-        ]
+    if unix_sockets:
+        code.append((_BPF_JEQ_K, "deny", "allow", AF_VSOCK))
+    else:
+        code += [(_BPF_JEQ_K, "deny", 0, AF_VSOCK), (_BPF_JEQ_K, "deny", "allow", AF_UNIX)]
     code += [
         "allow",
         (_BPF_RET_K, 0, 0, _RET_ALLOW),
@@ -255,6 +289,8 @@ def make_mounts(workspace: str, tmp_bytes: int) -> None:
         # A mount we cannot change (hidden below another) stays as is; the nested namespace
         # still locks it.
         _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+    hide_credentials(os.environ.get("HOME", ""))
+    make_dev(tmp_bytes)
     if os.path.isdir("/tmp"):
         size = f"size={tmp_bytes},mode=1777" if tmp_bytes > 0 else "mode=1777"
         if not _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, size):
@@ -265,6 +301,76 @@ def make_mounts(workspace: str, tmp_bytes: int) -> None:
     if not _mount(None, workspace, None, MS_REMOUNT | MS_BIND):
         _fail(f"cannot make the workspace {workspace} writable")
     os.close(held)
+    for path in existing_control_files(workspace):
+        if not (
+            _mount(path, path, None, MS_BIND)
+            and _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+        ):
+            _fail(f"cannot make {path} read-only")
+
+
+def make_dev(shm_bytes: int) -> None:
+    """Step 2: a ``/dev`` of its own, as bubblewrap's ``--dev``: a small tmpfs holding the
+    :data:`DEVICES` (the host's nodes bound on empty files), a new devpts instance on
+    ``/dev/pts`` (a terminal opened outside is not in it), a bounded ``/dev/shm`` and the
+    usual links; then read-only."""
+    hosts = {}  # the host's nodes, held before the tmpfs hides them
+    for name in DEVICES:
+        try:
+            hosts[name] = os.open(f"/dev/{name}", os.O_PATH)
+        except OSError:
+            pass  # the host has none (a container without /dev/tty)
+    if not _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m"):
+        _fail(f"cannot mount a private /dev ({os.strerror(ctypes.get_errno())})")
+    for name, held in hosts.items():
+        node = f"/dev/{name}"
+        os.close(os.open(node, os.O_CREAT | os.O_WRONLY, 0o666))
+        if not _mount(f"/proc/self/fd/{held}", node, None, MS_BIND):
+            _fail(f"cannot bind {node}")
+        os.close(held)
+    os.mkdir("/dev/pts", 0o755)
+    os.mkdir("/dev/shm", 0o1777)
+    if not _mount(
+        "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620"
+    ):
+        _fail(f"cannot mount a private /dev/pts ({os.strerror(ctypes.get_errno())})")
+    size = f"size={shm_bytes},mode=1777" if shm_bytes > 0 else "mode=1777"
+    if not _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, size):
+        _fail("cannot mount a private /dev/shm")
+    for name, target in DEV_LINKS.items():
+        os.symlink(target, f"/dev/{name}")
+    if not _mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC):
+        _fail("cannot make /dev read-only")
+
+
+def hide_credentials(home: str) -> None:
+    """The :data:`CREDENTIAL_FILES` and :data:`CREDENTIAL_FOLDERS` under ``home`` hidden: an
+    empty read-only file (``/dev/null``) or folder (a tiny read-only tmpfs) mounted over
+    each that exists."""
+    if not home or not os.path.isabs(home) or not os.path.isdir(home):
+        return
+    for name in CREDENTIAL_FILES:
+        path = os.path.join(home, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            if not _mount("/dev/null", path, None, MS_BIND):
+                _fail(f"cannot hide {path}")
+    for name in CREDENTIAL_FOLDERS:
+        path = os.path.join(home, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            if not _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k"):
+                _fail(f"cannot hide {path}")
+
+
+def existing_control_files(workspace: str) -> list[str]:
+    """The :data:`CONTROL_FILES` present in ``workspace``, as absolute paths; a link is left
+    out (binding follows it; what it points to is read-only already or the workspace's)."""
+    found = []
+    for name in CONTROL_FILES:
+        path = os.path.join(workspace, name)
+        if os.path.lexists(path) and not os.path.islink(path):
+            if not os.path.islink(os.path.dirname(path)):
+                found.append(path)
+    return found
 
 
 def _write(path: str, text: str) -> None:

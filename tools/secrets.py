@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -91,15 +92,23 @@ class EnvironmentPolicy:
         return {k: v for k, v in env.items() if not self.withheld(k, v)}
 
 
+QUERY_PASSWORD = re.compile(r"(?i)([?&](?:ssl)?password=)([^&#]*)")
+"""A password given in a URL's query, as libpq's URIs allow (``postgresql://u@h/db?password=
+pw``)."""
+
+
 def url_credentials(url: str) -> list[str]:
-    """The ``user:password`` (and the password alone) embedded in a URL, if any."""
-    if "://" not in url or "@" not in url:
+    """The ``user:password`` (and the password alone) embedded in a URL, if any, and a
+    password given in its query (``?password=``)."""
+    if "://" not in url:
         return []
+    found = [m[2] for m in QUERY_PASSWORD.finditer(url) if m[2]]
+    if "@" not in url:
+        return found
     try:
         parts = urlsplit(url.strip())
     except ValueError:
-        return []
-    found = []
+        return found
     if parts.password:
         found.append(parts.password)
     if parts.username and parts.password:

@@ -20,7 +20,7 @@ from tools.base import ToolContext, ToolResult
 from tools.common import BaseTool, ToolFailure, ToolInput, plural
 from tools.diffs import compare
 from tools.files import TextFile, count_lines, load_text, require_fresh, write_file
-from tools.paths import display_path, resolve_path, workspace_root
+from tools.paths import display_path, refuse_control_file, resolve_path, workspace_root
 from tools.permissions import require_permission
 
 
@@ -37,6 +37,7 @@ class WriteTool(BaseTool):
     def execute(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
         path = resolve_path(ctx, args.file_path)
         shown = display_path(ctx, path)
+        refuse_control_file(ctx, path)
         if path.is_dir():
             raise ToolFailure("is_a_directory", f"{shown} is a directory.")
         exists = path.exists()

@@ -11,6 +11,7 @@ thousand records is one redraw; the redraw itself (history, gauge, chat) runs in
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +21,17 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine.recordings.follow import Figures, Follower
+from engine.recordings.watching import Target, follow
 from engine.terminal_text import printable
 from tui.app import CtxscopeApp
 from tui.formatting import short_tokens
 from tui.session_loader import SessionView, chat_entries, measure
 from tui.widgets.chat_view import ChatEntry, ChatView
+
+
+def worker_wait(seconds: float) -> None:
+    """The wait between two looks in the follow worker's thread."""
+    time.sleep(seconds)
 
 
 def bar_text(fig: Figures, width: int | None = None) -> str:
@@ -127,11 +134,7 @@ class WatchApp(CtxscopeApp):
         """Records of the file the screen shows (the last handled update's total)."""
 
     def on_mount(self) -> None:
-        parsed = self.follower.parsed
-        if parsed is not None:
-            from engine.recordings.follow import figures
-
-            self.figures = figures(parsed, self.settings, self.follower.compact_limit)
+        self.figures = self.follower.figures
         self.call_after_refresh(self._mount_bar)
         self.follow_worker()
 
@@ -146,19 +149,29 @@ class WatchApp(CtxscopeApp):
 
     @work(thread=True, exclusive=True, group="watch", exit_on_error=False)
     def follow_worker(self) -> None:
+        """The engine's follow loop (:func:`engine.recordings.watching.follow`, the one
+        ``watch --jsonl`` runs), each update stored before it is posted: the redraw reads
+        the store."""
         worker = get_current_worker()
+        follower = self.follower
+        loop = follow(
+            Target(follower.path, self.settings),
+            self.settings,
+            self.store,
+            lambda: worker.is_cancelled,
+            worker_wait,
+            follower=follower,
+            save_at_once=True,
+        )
         try:
-            while not worker.is_cancelled:
-                began = time.monotonic()
-                update = self.follower.poll()
-                for text in self.follower.take_notices():
-                    self.post_message(self.Noticed(text))
-                if update is not None:
-                    self.records_seen += update.records
-                    total = len(self.follower.records)
-                    self.post_message(self.Updated(update.figures, update.records, total))
-                # The interval runs from the start of the look (as in ``watch --jsonl``).
-                time.sleep(max(0.0, self.settings.watch_poll_interval - (time.monotonic() - began)))
+            with closing(loop) as events:
+                for event, _path, _follower in events:
+                    if isinstance(event, str):
+                        self.post_message(self.Noticed(event))
+                        continue
+                    self.records_seen += event.records
+                    total = len(follower.records)
+                    self.post_message(self.Updated(event.figures, event.records, total))
         finally:
             self.store.db.close()
 

@@ -88,7 +88,18 @@ class Measure:
         return over and self.extra_condition
 
     def describe(self) -> str:
-        return f"{self.what} {self.value:,} {self.comparison} {self.threshold:,.0f}"
+        """``last API usage + input estimate 77,334 < 160,000: does not fire``: the comparison
+        as it came out, never the rule's own sign for a trigger that did not fire."""
+        over = (
+            self.value > self.threshold if self.comparison == ">" else self.value >= self.threshold
+        )
+        sign = self.comparison if over else {">": "<=", ">=": "<"}[self.comparison]
+        text = f"{self.what} {self.value:,} {sign} {self.threshold:,.0f}"
+        if self.fires:
+            return text + ": fires"
+        if over:
+            return text + ", but the rule's other condition does not hold: does not fire"
+        return text + ": does not fire"
 
 
 @dataclass
@@ -340,6 +351,10 @@ class CompactionPolicy:
         ``request`` the next step would send (called only when :attr:`live_summary_prompt`
         is set)."""
         raise NotImplementedError
+
+    stores_only_shrinking: ClassVar[bool] = False
+    """An automatic or emergency compaction that would not make the request smaller is said
+    and not stored (seed 004); False: stored as it comes."""
 
     def refuses_summary(
         self, view: PolicyView, cut: list[Message], summary: Summary, retired: list[int]

@@ -101,6 +101,9 @@ class SummarySpec:
     history untouched (seed 004 F-007)."""
     max_retries: int = 0
     """Further attempts after a failed call (seed 004: ``COMPACT_MAX_RETRIES`` = 2)."""
+    retries_itself: bool = False
+    """The spec's own attempts are the only ones (seed 004 F-007): each is sent once, without
+    the provider's retries, ``max_retries = 0`` included ("不重试，失败即跳过")."""
     retry_delay: float = 1.0
     """First wait between attempts; doubled each time (seed 004 F-007's simple backoff)."""
 
@@ -240,7 +243,8 @@ class SummaryCompressor:
 
         # A spec that retries the call itself (seed 004 F-007: "最多重试 COMPACT_MAX_RETRIES
         # 次") sends each attempt once: the provider's own retries would multiply its count.
-        options: dict[str, Any] = {"provider_retries": 0} if spec.max_retries else {}
+        # With 0 it is sent once in all (issue 39: the provider's 4 retries made it 5).
+        options: dict[str, Any] = {"provider_retries": 0} if spec.retries_itself else {}
         if render is not None:
             options["render"] = render
 
@@ -256,7 +260,7 @@ class SummaryCompressor:
             if focus:
                 text += f"\n\nFocus instructions from the user: {focus}"
             try:
-                if spec.max_retries:
+                if spec.retries_itself:
                     return send(spec.prompt, text, timeout, retries=0)
                 return send(spec.prompt, text, timeout)
             except ProviderError as exc:

@@ -22,6 +22,14 @@ NOT_COMPACTED: dict[str, Any] = {
 """A skipped compaction's statistics: seed 004 F-008 "未执行压缩时，统计字段全部为 0 或 null"."""
 
 
+def messages_as_sent(messages: list[Message]) -> int:
+    """How many messages ``messages`` are on the wire: a step's tool results go as one user
+    message of tool_result blocks, however many calls it made (seed 004 F-008 counts messages
+    in its ``Message[]``, F-001; issue 39: two parallel results had counted as two)."""
+    steps = {(m.meta.round, m.meta.step) for m in messages if m.role == "tool"}
+    return sum(m.role != "tool" for m in messages) + len(steps)
+
+
 @dataclass
 class CompactionDraft:
     """A compaction worked out and not yet stored (:meth:`HistoryManager.prepare`)."""

@@ -23,6 +23,7 @@ from engine.context.compaction_records import (
     NOT_COMPACTED,
     CompactionDraft,
     CompactionResult,
+    messages_as_sent,
     request_count_after,
 )
 from engine.context.raw_middle import write_raw_middle
@@ -335,8 +336,9 @@ class HistoryManager:
                 keep_rounds, f" before the last {keep_rounds} rounds"
             )
             reason = f"nothing to compact: history holds no unpinned closed rounds{before_kept}"
-        if not segment:
-            return self._skipped(base, reason or "nothing to compact", began, store=not dry_run)
+        if not segment:  # F-008: "未执行压缩时，统计字段全部为 0 或 null"
+            reason = reason or "nothing to compact"
+            return self._skipped(base, reason, began, NOT_COMPACTED, store=not dry_run)
 
         self.events(
             CompactionStarted(trigger=trigger.value, tokens_before=before, rounds=len(rounds))
@@ -398,6 +400,17 @@ class HistoryManager:
         request_after = request_count_after(view, history, retired, kept)
         original = view.request_tokens if request_after is not None else before
         compacted = request_after(summary) if request_after is not None else after
+        if policy.stores_only_shrinking and trigger != Trigger.MANUAL and compacted >= original:
+            # seed 004: compacting is to reduce the total; one that does not is said, and
+            # nothing is stored (issue 39: ratios 1.0191, 1.0007 were stored)
+            refusal = (
+                f"the summary would leave the request at {compacted:,} tokens for "
+                f"{original:,} before (ratio {compacted / original if original else 1:.4f}): "
+                "the request would not shrink, so nothing was archived or stored"
+            )
+            skipped = self._skipped(base, refusal, began, NOT_COMPACTED, store=False)
+            self.events(CompactionFailed(compaction=skipped.compaction, error=refusal))
+            return skipped
         stats: dict[str, Any] = {
             "measured": plan.measure.describe(),
             "fired": plan.measure.fires,
@@ -409,8 +422,8 @@ class HistoryManager:
             "compactedTokenCount": compacted,
             "compactionRatio": round(compacted / original, 4) if original else 1.0,
             # The middle holds the earlier summary it re-compacts; "Head + Tail" are kept.
-            "compactedMessageCount": len(summarised),
-            "retainedMessageCount": view.head_messages + len(kept),
+            "compactedMessageCount": messages_as_sent(summarised),
+            "retainedMessageCount": view.head_messages + messages_as_sent(kept),
         }
         if outcome is not None and outcome.warning:
             stats["summary_warning"] = outcome.warning

@@ -22,11 +22,12 @@ store persists it, so a step costs O(new messages) instead of re-tokenizing the 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -81,8 +82,41 @@ def count_text(text: str) -> int:
 def _counted(text: str) -> int:
     """Tokens of a non-empty text, each text encoded once while it is among the last 8 192
     counted: the same texts come back step after step (a tool's full result is counted when it
-    is stored and again when the request holds it; a replay's request blocks at every step)."""
+    is stored and again when the request holds it; a replay's request blocks at every step).
+    A count another process made of the same text (:func:`given_counts`) is taken as it is."""
+    if _given:
+        known = _given.get(text_digest(text))
+        if known is not None:
+            return known
     return len(encoding().encode_ordinary(text))
+
+
+_given: dict[str, int] = {}
+"""Counts made by another process, by :func:`text_digest`, while :func:`given_counts` holds."""
+
+
+@contextlib.contextmanager
+def given_counts(counts: Mapping[str, int]) -> Iterator[None]:
+    """Take the counts another process made (by :func:`text_digest`: the history import's
+    workers count each file's texts, the one writer stores them) for the length of a
+    ``with`` block. A text they do not hold is counted here as always."""
+    _given.update(counts)
+    try:
+        yield
+    finally:
+        _given.clear()
+
+
+def counts_of(texts: Iterable[str]) -> dict[str, int]:
+    """Each distinct non-empty text's count by :func:`text_digest` (for :func:`given_counts`
+    in another process)."""
+    out: dict[str, int] = {}
+    for text in texts:
+        if text:
+            key = text_digest(text)
+            if key not in out:
+                out[key] = _counted(text)
+    return out
 
 
 def count_texts(texts: Sequence[str]) -> list[int]:

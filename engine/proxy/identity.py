@@ -108,3 +108,15 @@ def title_of(body: dict[str, Any]) -> str:
             if line and not line.startswith("<"):
                 return line[:80]
     return ""
+
+
+def api_of(path: str) -> str:
+    """``messages``, ``responses``, ``responses-compact`` or ``""`` (not recorded)."""
+    bare = path.split("?", 1)[0].rstrip("/")
+    if bare.endswith("/v1/messages"):
+        return "messages"
+    if bare.endswith("/responses"):
+        return "responses"
+    if bare.endswith("/responses/compact"):
+        return "responses-compact"
+    return ""

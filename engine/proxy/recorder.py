@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,9 +21,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from engine.config import Settings
 from engine.exchanges import Exchange, ExchangeKind
 from engine.models import Usage, utcnow
 from engine.proxy import identity
+from engine.proxy.conversation import SessionConversation, build, pinned_texts, save
+from engine.proxy.identity import api_of
 from engine.proxy.stream import decompressed, reassemble, responses_stream, responses_usage
 from engine.store import Store
 
@@ -32,6 +35,10 @@ log = logging.getLogger(__name__)
 KEPT_HEADERS = ("anthropic-version", "anthropic-beta")
 """The request headers stored with a request: they decide what the API does with it (the
 ``context-1m`` beta gives a model its 1M window)."""
+
+CONVERSATIONS_KEPT = 32
+"""Sessions whose conversation the recorder keeps building in memory; another is built
+again from its stored requests when its next request comes."""
 
 RECORD_LIMIT = 32 * 1024 * 1024
 """Bytes of one answer the recorder keeps; a longer answer is forwarded whole but stored
@@ -55,6 +62,10 @@ class Capture:
     overflow: bool = False
     outcome: str = "complete"
     duration_ms: float = 0.0
+    steering: dict[str, Any] | None = None
+    """What ``--steer`` changed before sending (the body above is the agent's)."""
+    parsed: dict[str, Any] | None = None
+    """The body's JSON as steering read it (never changed), so it is not parsed twice."""
 
     def add(self, chunk: bytes) -> None:
         """Keep a piece of the answer, up to :data:`RECORD_LIMIT` bytes in all."""
@@ -73,32 +84,29 @@ def recorded_path(method: str, path: str) -> bool:
     return method == "POST" and api_of(path) != ""
 
 
-def api_of(path: str) -> str:
-    """``messages``, ``responses``, ``responses-compact`` or ``""`` (not recorded)."""
-    bare = path.split("?", 1)[0].rstrip("/")
-    if bare.endswith("/v1/messages"):
-        return "messages"
-    if bare.endswith("/responses"):
-        return "responses"
-    if bare.endswith("/responses/compact"):
-        return "responses-compact"
-    return ""
-
-
 class Recorder:
     """Stores captures into the database at ``path`` on one thread of its own."""
 
     def __init__(
-        self, path: Path | str, on_stored: Callable[[Exchange], None] | None = None
+        self,
+        path: Path | str,
+        on_stored: Callable[[Exchange], None] | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.path = path
         self.on_stored = on_stored
+        self.settings = settings or Settings()
+        self._conversations: OrderedDict[int, SessionConversation] = OrderedDict()
+        """The sessions whose conversation this recorder builds, the latest last."""
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxscope-record")
         self._store: Store | None = None
         self._main_threads: dict[str, tuple[str, frozenset[str], str]] = {}
         """Per client session: its conversation's thread name, the first-message digests it
         has had, and its latest system prompt's digest."""
         self._lock = threading.Lock()
+        self.conversations: dict[int, str] = {}
+        """The conversations this recorder stored requests of (not subagents' or side
+        calls'): session id → the source it was recorded under (``proxy:<agent's id>``)."""
         self.failures: deque[str] = deque(maxlen=100)
         """Why the latest requests that could not be stored were not (they were forwarded)."""
 
@@ -127,14 +135,46 @@ class Recorder:
             log.warning("ctxscope proxy: a request was forwarded but not stored: %s", exc)
             self.failures.append(str(exc))
             return None
+        if stored.kind in ("main", "compaction") and stored.session_id is not None:
+            self.conversations.setdefault(stored.session_id, str(where.get("source", "")))
+        self._build(self._store, stored)
         if self.on_stored is not None:
             self.on_stored(stored)
         return stored
 
+    def _build(self, store: Store, stored: Exchange) -> None:
+        """The stored request into its session's conversation (rounds, messages, usage); a
+        conversation that cannot be built is said, and built whole at its next request."""
+        sid = stored.session_id
+        assert sid is not None
+        try:
+            state = self._conversations.pop(sid, None)
+            if state is None:
+                state = build(store, sid, self.settings)  # this process has not built it yet
+            elif state.add(stored):
+                save(store, state, self.settings)
+            self._conversations[sid] = state
+            while len(self._conversations) > CONVERSATIONS_KEPT:
+                self._conversations.popitem(last=False)
+        except Exception as exc:  # noqa: BLE001 - the request is stored; its reading is not
+            log.warning("ctxscope proxy: session %s: conversation not built: %s", sid, exc)
+            self.failures.append(f"session {sid}: conversation not built: {exc}")
+
+    def pins_of(self, client: str) -> list[str]:
+        """The texts pinned in the conversation an agent's session id names (the ``pins``
+        steering rule asks at a compaction call and the request after it only: a read of its
+        own, off the recorder's thread)."""
+        store = Store.open(self.path, read_only=True)
+        try:
+            sid = store.proxy_session(f"proxy:{client}")
+            return [] if sid is None else pinned_texts(store, sid)
+        finally:
+            store.close()
+
     def exchange_of(self, capture: Capture) -> tuple[Exchange | None, dict[str, Any]]:
         """The exchange a capture records, and where it goes (its session's source)."""
         try:
-            body = json.loads(capture.body)
+            body = capture.parsed if capture.parsed is not None else json.loads(capture.body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return None, {}  # not a Messages request: the upstream answered what it answered
         if not isinstance(body, dict):
@@ -160,6 +200,7 @@ class Recorder:
             headers={k: v for k, v in capture.headers.items() if k.lower() in KEPT_HEADERS},
             duration_ms=capture.duration_ms,
             created_at=capture.started,
+            steering=capture.steering,
         )
         return exchange, where
 

@@ -24,8 +24,7 @@ from engine.messages.tokens import (
     count_tools,
 )
 from engine.prices import price_for
-from engine.proxy.identity import continues_after_compaction, texts, without_cache_control
-from engine.proxy.recorder import api_of
+from engine.proxy.identity import api_of, continues_after_compaction, texts, without_cache_control
 from engine.store.exchanges import canonical, digest
 from engine.terminal_text import cut
 

@@ -8,7 +8,8 @@ dropped, and ``Host`` is the upstream's. On a recorded path (``POST /v1/messages
 ``Accept-Encoding`` the client sent is narrowed to the encodings the recorder can read (gzip,
 deflate), so the answer it stores is the one the client got. A request whose ``Host`` is not
 the proxy's own address is refused (a web page cannot reach the proxy by DNS rebinding), and
-a body larger than ``max_body`` is answered 413 without being forwarded.
+a body larger than ``max_body`` is answered 413 without being forwarded. What a web page
+could send, slow clients and too many connections are refused by ``engine.proxy.guard``.
 """
 
 from __future__ import annotations
@@ -26,11 +27,23 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from engine.proxy.guard import (
+    BODY_TIMEOUT,
+    HEADER_TIMEOUT,
+    MAX_CONNECTIONS,
+    ConnectionGuard,
+    connection_cap,
+    guard_middleware,
+    one_line_logger,
+)
 from engine.proxy.recorder import KEPT_HEADERS, Capture, Recorder, recorded_path
+from engine.proxy.steer_live import LiveSteering
 from engine.proxy.stream import DECODERS
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 DEFAULT_PORT = 8787
+KEEPALIVE_TIMEOUT = 75.0
+"""Seconds an idle kept-alive connection stays open (aiohttp's default is an hour)."""
 MAX_BODY = 32 * 1024 * 1024
 """The largest request body forwarded (the Messages API's own limit is 32 MB)."""
 
@@ -74,6 +87,7 @@ def api_error(status: int, message: str) -> web.Response:
     error_type = {
         400: "invalid_request_error",
         403: "permission_error",
+        408: "timeout_error",
         413: "request_too_large",
     }.get(status, "api_error")
     body = {"type": "error", "error": {"type": error_type, "message": f"ctxscope proxy: {message}"}}
@@ -85,18 +99,30 @@ class ProxyConfig:
     upstream: str = DEFAULT_UPSTREAM
     port: int = DEFAULT_PORT
     max_body: int = MAX_BODY
+    header_timeout: float = HEADER_TIMEOUT
+    body_timeout: float = BODY_TIMEOUT
+    max_connections: int = MAX_CONNECTIONS
 
 
 class Proxy:
     """Forwards to ``config.upstream``; hands each Messages call to ``recorder``."""
 
-    def __init__(self, config: ProxyConfig, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        config: ProxyConfig,
+        recorder: Recorder | None = None,
+        steering: LiveSteering | None = None,
+    ) -> None:
         self.config = config
         self.recorder = recorder
+        self.steering = steering
+        """``--steer``: rewrites a recorded request before it is sent (steer_live.py)."""
         self.upstream = config.upstream.rstrip("/")
         self.port = config.port
         self._client: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        self.connections: ConnectionGuard | None = None
 
     @property
     def url(self) -> str:
@@ -113,23 +139,41 @@ class Proxy:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
             connector=aiohttp.TCPConnector(limit=0),
         )
-        app = web.Application(client_max_size=self.config.max_body)
+        guard = guard_middleware(api_error, self.config.max_body, self.config.body_timeout)
+        app = web.Application(client_max_size=self.config.max_body, middlewares=[guard])
         app.router.add_route("*", "/{tail:.*}", self.forward)
         self._runner = web.AppRunner(
-            app, handler_cancellation=True, access_log=None, shutdown_timeout=5.0
+            app,
+            handler_cancellation=True,
+            access_log=None,
+            shutdown_timeout=5.0,
+            logger=one_line_logger(),
+            keepalive_timeout=KEEPALIVE_TIMEOUT,
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.config.port)
+        assert self._runner.server is not None
+        # Listening through the guard (engine/proxy/guard.py): a cap on connections, a
+        # deadline for headers; the runner still ends every connection on stop.
+        self.connections = ConnectionGuard(
+            self._runner.server,
+            max_connections=connection_cap(self.config.max_connections),
+            header_timeout=self.config.header_timeout,
+        )
+        loop = asyncio.get_running_loop()
         try:
-            await site.start()
+            self._listener = await loop.create_server(
+                self.connections, "127.0.0.1", self.config.port, backlog=128
+            )
         except BaseException:
             await self.stop()  # the client session and the runner, closed before the error
             raise
-        if self.config.port == 0:
-            self.port = int(self._runner.addresses[0][1])
+        self.port = int(self._listener.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         """Stop listening, let the requests in flight end (5 s at most), close the client."""
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -158,6 +202,8 @@ class Proxy:
             headers["accept-encoding"] = readable_encodings(headers["accept-encoding"])
         kept = {k.lower(): v for k, v in request.headers.items() if k.lower() in KEPT_HEADERS}
         capture = Capture(request.method, request.raw_path, kept, body)
+        if record and self.steering is not None:  # the capture keeps the agent's own body
+            body, capture.steering, capture.parsed = self.steering.rewrite(request.raw_path, body)
         started = time.perf_counter()
         try:
             return await self._relay(request, headers, body, capture)

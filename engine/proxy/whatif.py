@@ -20,8 +20,7 @@ from engine.compaction.strategies import STRATEGIES
 from engine.config import Settings
 from engine.exchanges import Exchange
 from engine.prices import price_for
-from engine.proxy.identity import without_cache_control
-from engine.proxy.recorder import api_of
+from engine.proxy.identity import api_of, without_cache_control
 from engine.recordings.anthropic_jsonl import BLOCK_TYPES
 from engine.recordings.importing import import_session
 from engine.replay.parallel import replay_strategies

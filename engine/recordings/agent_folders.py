@@ -12,10 +12,12 @@ import hashlib
 import os
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from engine.config import Settings
+from engine.recordings import agents
+from engine.recordings.agents.protocol import Folder as Folder
 from engine.recordings.importing import SUFFIXES
 from engine.store.history import ImportedFile
 
@@ -25,28 +27,13 @@ HEAD_BYTES = 4096
 State = Literal["new", "grown", "rewritten", "unchanged"]
 
 
-@dataclass(frozen=True)
-class Folder:
-    """A folder to read and the agent whose sessions it holds (``""``: any format)."""
-
-    path: Path
-    agent: str
-
-
-def default_folders(environ: Mapping[str, str] | None = None) -> list[Folder]:
+def default_folders(
+    environ: Mapping[str, str] | None = None, settings: Settings | None = None
+) -> list[Folder]:
     """The folders of every agent ctxscope knows that exist here (``HOME`` from the
-    environment, as the agents themselves find it)."""
+    environment, as the agents themselves find it; :func:`.agents.home_folders`)."""
     env = os.environ if environ is None else environ
-    home = Path(env.get("HOME") or Path.home())
-    wanted: list[Folder] = [Folder(home / ".claude" / "projects", "claude-code")]
-    if env.get("CLAUDE_CONFIG_DIR"):
-        wanted.append(Folder(Path(env["CLAUDE_CONFIG_DIR"]) / "projects", "claude-code"))
-    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
-    wanted.append(Folder(codex_home / "sessions", "codex"))
-    gemini = home / ".gemini" / "tmp"
-    if gemini.is_dir():
-        wanted += [Folder(p, "gemini") for p in sorted(gemini.glob("*/chats"))]
-    return unique_folders(wanted)
+    return unique_folders(agents.home_folders(env, settings or Settings()))
 
 
 def unique_folders(folders: list[Folder]) -> list[Folder]:
@@ -63,23 +50,29 @@ def unique_folders(folders: list[Folder]) -> list[Folder]:
     return out
 
 
-def _is_subagent(relative: Path) -> bool:
-    return "subagents" in relative.parts or relative.name.startswith("agent-")
-
-
 def session_files(folder: Path) -> tuple[list[Path], Counter[str]]:
     """The session files under ``folder`` (sorted), and what was passed over, by reason.
     Subagent transcripts are read with their session (``<session>/subagents/``)."""
     files: list[Path] = []
     skipped: Counter[str] = Counter()
-    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+    root = folder.resolve()
+    for file in sorted(folder.rglob("*")):
+        # A link (or a folder link above it) leading out of the agent's folder is never
+        # followed: ~/.claude/projects/x.jsonl -> /etc/shadow is not even opened.
+        try:
+            target = file.resolve()
+        except (OSError, RuntimeError):  # a loop
+            skipped["symlink loop"] += 1
+            continue
+        if target != root and root not in target.parents:
+            skipped["symlink out of the folder"] += 1
+            continue
+        if not target.is_file():
+            continue
         if not file.name.endswith(SUFFIXES):
             skipped["not a session file"] += 1
-        elif _is_subagent(file.relative_to(folder)):
-            if not (
-                file.parent.name == "subagents"
-                and file.parent.parent.with_suffix(".jsonl").is_file()
-            ):
+        elif agents.is_companion(file.relative_to(folder)):
+            if agents.orphaned(file.relative_to(folder), file):
                 skipped["subagent transcript without its session"] += 1
         else:
             files.append(file)
@@ -92,12 +85,9 @@ def _head_hash(path: Path, length: int) -> str:
 
 
 def _companions(path: Path) -> str:
-    """Claude Code's subagent files beside ``path``: name, size, time each."""
-    folder = path.with_suffix("") / "subagents"
-    if path.suffix != ".jsonl" or not folder.is_dir():
-        return ""
+    """The files read with ``path`` (Claude Code's subagents): name, size, time each."""
     parts = []
-    for file in sorted(folder.glob("agent-*.jsonl")):
+    for file in agents.companions(path):
         st = file.stat()
         parts.append(f"{file.name}:{st.st_size}:{st.st_mtime_ns}")
     return ";".join(parts)

@@ -44,11 +44,21 @@ from datetime import datetime
 from typing import Any
 
 from engine.models import ToolCall, Usage
-from engine.recordings.base import ImportError_, Item, Parsed, parse_time, title_of
+from engine.recordings.base import (
+    ImportError_,
+    Item,
+    Parsed,
+    numbered_lines,
+    parse_time,
+    title_of,
+)
 from engine.recordings.writer import check
 
 FORMAT = "aider"
-HEADING = re.compile(r"^# aider chat started at (.+?)\s*$")
+HEADING = re.compile(r"# aider chat started at (.*\S)")
+"""With ``match``: the heading and its time, trailing blanks left out. No lazy group before a
+``\\s*$`` (each place it stops, the blanks after it are read again: a 300 KB line of spaces
+took hours); ``.*\\S`` backtracks once, over the trailing blanks."""
 NO_INPUT = (
     "[no recorded input] This aider session opens with an answer: the message aider sent "
     "for it (lint or test errors to fix, a --message) is not in its history."
@@ -56,12 +66,17 @@ NO_INPUT = (
 """The user message of a session whose first round has no recorded input."""
 _MODEL = re.compile(r"^(?:Main model|Models?):\s*(\S+)")
 _VERSION = re.compile(r"^Aider v(\S+)")
-_TOKENS = re.compile(r"^Tokens:\s*(.+?)\s*$")
-_COUNT = re.compile(r"(\d[\d,]*(?:\.\d+)?)([kKmM]?)\s+(sent|cache write|cache hit|received)\b")
+_COUNT = re.compile(
+    r"(?<![\d,.])(\d[\d,]*(?:\.\d+)?)([kKmM]?)\s+(sent|cache write|cache hit|received)\b"
+)
+"""A count and what it counts. The look-behind starts a match only at the first digit of a run
+of digits and commas: without it each digit of a 100 KB run was a new start that read the
+rest of the run again (quadratic)."""
 
 
 def looks_like(raw: str) -> bool:
-    return any(HEADING.match(line) for line in raw.splitlines()[:200])
+    """A heading in the first 200 lines (taken one at a time, not the whole file split)."""
+    return any(HEADING.match(line) for _, line, _ in numbered_lines(raw, 200))
 
 
 def _count(number: str, unit: str) -> int:
@@ -142,8 +157,8 @@ class _Block:
             return
         kept = []
         for line in lines:
-            tokens = _TOKENS.match(line)
-            usage = _usage(tokens[1]) if tokens else None
+            tokens = line.startswith("Tokens:")
+            usage = _usage(line[len("Tokens:") :].strip()) if tokens else None
             if usage is not None and self.step is not None:
                 self.step.usage = usage
                 self.skipped["usage_line"] += 1

@@ -166,6 +166,11 @@ def _parse_line(number: int, obj: Any, left: _LeftOut) -> tuple[list[Item], bool
             origin["queued_line"] = obj["queued_line"]
         for item in items:
             item.origin = origin if item.kind == "user" else None
+    if isinstance(obj.get("recorded_session"), dict) and role == "user":
+        # What an exported recording said of itself (``ctxscope export``): kept as it was.
+        for item in items:
+            if item.kind == "user":
+                item.origin = {**(item.origin or {}), "recorded": obj["recorded_session"]}
     return items, obj.get("finished") is True
 
 

@@ -15,7 +15,9 @@ blank and ``//`` lines, a line that is not JSON, a repeated line, a cut last lin
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -28,7 +30,12 @@ MAX_LINES_NAMED = 5
 """Line numbers named per kind in a report line (the JSON report names them all)."""
 MAX_KIND_CHARS = 60
 """Characters of an unknown record kind kept to name it."""
-AGENTS = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI"}
+AGENTS = {
+    "claude-code": "Claude Code",
+    "codex": "Codex",
+    "gemini-cli": "Gemini CLI",
+    "copilot-cli": "Copilot CLI",
+}
 """The agent that writes each format, as the report names it beside its version."""
 
 
@@ -48,36 +55,60 @@ class ImportError_(ValueError):
         super().__init__(head + shown)
 
 
+MAX_LINES_KEPT = 100
+"""Line numbers kept per kind or reason of what was not read; past them only the count grows
+(1 GB of junk lines must not keep 50 million numbers)."""
+
+
 @dataclass
 class NotRead:
-    """What a reader left out because it did not understand it, by kind, with line numbers."""
+    """What a reader left out because it did not understand it, by kind, with line numbers
+    (the first :data:`MAX_LINES_KEPT` of each) and how many in all."""
 
     kinds: dict[str, list[int]] = field(default_factory=dict)
     """Records of kinds this version does not read (drift: what a newer agent writes)."""
     lines: dict[str, list[int]] = field(default_factory=dict)
     """Lines or records it could not read, by why (``not JSON``, ``cut last line``,
     ``unexpected shape: user``...)."""
+    counts: Counter[str] = field(default_factory=Counter)
+    """How many of each kind (``kind:NAME``) and reason (``line:WHY``), kept or not."""
 
-    def kind(self, name: str, line: int) -> None:
+    def kind(self, name: str, line: int, count: int = 1) -> None:
         # A kind is the file's own text: a long one is cut (the line number finds it).
         name = name if len(name) <= MAX_KIND_CHARS else name[:MAX_KIND_CHARS] + "…"
-        self.kinds.setdefault(name, []).append(line)
+        self._add(self.kinds, f"kind:{name}", name, [line], count)
 
-    def line(self, why: str, line: int) -> None:
-        self.lines.setdefault(why, []).append(line)
+    def line(self, why: str, line: int, count: int = 1) -> None:
+        """``count`` lines left out for ``why``, the first of them ``line``."""
+        self._add(self.lines, f"line:{why}", why, [line], count)
+
+    def _add(
+        self, where: dict[str, list[int]], key: str, name: str, numbers: list[int], count: int
+    ) -> None:
+        kept = where.setdefault(name, [])
+        kept.extend(numbers[: max(0, MAX_LINES_KEPT - len(kept))])
+        self.counts[key] += count
+
+    def count_of_kind(self, name: str) -> int:
+        return self.counts[f"kind:{name}"] or len(self.kinds.get(name, []))
+
+    def count_of_line(self, why: str) -> int:
+        return self.counts[f"line:{why}"] or len(self.lines.get(why, []))
 
     def merge(self, other: NotRead) -> None:
         for name, lines in other.kinds.items():
-            self.kinds.setdefault(name, []).extend(lines)
+            self._add(self.kinds, f"kind:{name}", name, lines, other.count_of_kind(name))
         for why, lines in other.lines.items():
-            self.lines.setdefault(why, []).extend(lines)
+            self._add(self.lines, f"line:{why}", why, lines, other.count_of_line(why))
 
     def __bool__(self) -> bool:
         return bool(self.kinds or self.lines)
 
     def copy(self) -> NotRead:
         return NotRead(
-            {k: list(v) for k, v in self.kinds.items()}, {k: list(v) for k, v in self.lines.items()}
+            {k: list(v) for k, v in self.kinds.items()},
+            {k: list(v) for k, v in self.lines.items()},
+            Counter(self.counts),
         )
 
     def sentences(self, fmt: str = "", version: str = "") -> list[str]:
@@ -86,36 +117,41 @@ class NotRead:
         out = []
         agent = " ".join(p for p in (AGENTS.get(fmt, fmt), version) if p)
         if self.kinds:
-            n = sum(len(v) for v in self.kinds.values())
-            listed = ", ".join(f"{k} {len(v)}" for k, v in sorted(self.kinds.items()))
+            n = sum(self.count_of_kind(k) for k in self.kinds)
+            listed = ", ".join(f"{k} {self.count_of_kind(k)}" for k in sorted(self.kinds))
             out.append(
                 f"{n} record{'s' if n != 1 else ''} of kinds this version of ctxscope does not "
                 f"read: {listed}" + (f" ({agent})" if agent else "")
             )
         if self.lines:
-            n = sum(len(v) for v in self.lines.values())
+            n = sum(self.count_of_line(why) for why in self.lines)
             listed = ", ".join(
-                f"{why} {len(v)} ({_line_numbers(sorted(v))})"
+                f"{why} {self.count_of_line(why)} "
+                f"({_line_numbers(sorted(v), self.count_of_line(why))})"
                 for why, v in sorted(self.lines.items())
             )
             out.append(f"{n} line{'s' if n != 1 else ''} not read: {listed}")
         return out
 
     def as_json(self) -> dict[str, Any]:
+        """Each kind and reason with its count and the line numbers kept (all of them up to
+        :data:`MAX_LINES_KEPT`, the first ones past it)."""
         return {
             "kinds": {
-                k: {"count": len(v), "lines": sorted(v)} for k, v in sorted(self.kinds.items())
+                k: {"count": self.count_of_kind(k), "lines": sorted(v)}
+                for k, v in sorted(self.kinds.items())
             },
             "lines": {
-                k: {"count": len(v), "lines": sorted(v)} for k, v in sorted(self.lines.items())
+                k: {"count": self.count_of_line(k), "lines": sorted(v)}
+                for k, v in sorted(self.lines.items())
             },
         }
 
 
-def _line_numbers(lines: list[int]) -> str:
+def _line_numbers(lines: list[int], total: int) -> str:
     named = ", ".join(str(n) for n in lines[:MAX_LINES_NAMED])
-    more = len(lines) - MAX_LINES_NAMED
-    word = "line" if len(lines) == 1 else "lines"
+    more = total - min(len(lines), MAX_LINES_NAMED)
+    word = "line" if total == 1 else "lines"
     return f"{word} {named}" + (f" and {more} more" if more > 0 else "")
 
 
@@ -126,6 +162,68 @@ MAX_RESULT_CHARS = 4 * 1024 * 1024
 (:func:`cut_result`): one 30 MB ``cat`` must not become a 30 MB observation."""
 CUT_WARNING = "line {}: cut mid-way (the file is still being written?); left out"
 COMMENT_PREFIXES = ("//", "#")
+NORMAL_REPEATS = frozenset(
+    {"ai-title", "custom-title", "agent-name", "mode", "permission-mode", "last-prompt", "pr-link"}
+)
+"""Record kinds an agent writes again, byte for byte, as a matter of course (Claude Code appends
+the session's title, mode and last prompt again at each resume): a repeat of one is counted as
+``repeated:<kind>``, not named with the damaged lines."""
+
+_JSON_STARTS = frozenset('{["-0123456789tfn')
+"""How a JSON text can begin."""
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+"""A ``\\uD800``–``\\uDFFF`` escape in JSON text: the only way a lone surrogate gets into
+what ``json.loads`` returns (the text itself was decoded from UTF-8 with replacement)."""
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str, value: Any) -> tuple[Any, int]:
+    """``value`` (what ``json.loads(text)`` gave) with every lone UTF-16 surrogate replaced by
+    U+FFFD, and how many were. JavaScript writes a lone surrogate as ``"\\udc9b"``, valid
+    JSON; Python keeps it, and it cannot be encoded to store or print (``surrogates not
+    allowed``). A pair is already one character. Costs nothing when ``text`` has no such
+    escape."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return value, 0
+    count = 0
+
+    def clean(item: Any) -> Any:
+        nonlocal count
+        if isinstance(item, str):
+            found = len(_SURROGATES.findall(item))
+            if not found:
+                return item
+            count += found
+            return _SURROGATES.sub("\ufffd", item)
+        if isinstance(item, list):
+            return [clean(x) for x in item]
+        if isinstance(item, dict):
+            return {clean(k): clean(v) for k, v in item.items()}
+        return item
+
+    return clean(value), count
+
+
+SURROGATE_WARNING = (
+    "line {}: a lone UTF-16 surrogate escape (what JavaScript writes for half a character) "
+    "read as U+FFFD; all are counted (lone_surrogate)"
+)
+
+
+_NOT_JSON = object()
+
+
+def _decoded(text: str) -> Any:
+    """``json.loads(text)``, or :data:`_NOT_JSON`; a text no JSON can begin with is known at
+    once (1 GB of junk lines is 50 million of them)."""
+    if text[0] not in _JSON_STARTS:
+        return _NOT_JSON
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return _NOT_JSON
 
 
 class JsonLines:
@@ -156,9 +254,8 @@ class JsonLines:
         if stripped.startswith(COMMENT_PREFIXES):
             self.not_read.line("comment", number)
             return None
-        try:
-            obj = json.loads(stripped)
-        except (json.JSONDecodeError, RecursionError):
+        obj = _decoded(stripped)
+        if obj is _NOT_JSON:
             if last:
                 self.warnings.append(CUT_WARNING.format(number))
                 self.skipped["partial_line"] += 1
@@ -169,23 +266,78 @@ class JsonLines:
         if not isinstance(obj, dict):
             self.not_read.line(f"not a record ({type(obj).__name__})", number)
             return None
+        record: dict[str, Any] = obj
+        cleaned, replaced = without_surrogates(stripped, record)
+        if replaced:
+            record = cleaned
+            if not self.skipped["lone_surrogate"]:
+                self.warnings.append(SURROGATE_WARNING.format(number))
+            self.skipped["lone_surrogate"] += replaced
         key = hash(stripped)
         if key in self._seen:
-            self.not_read.line("repeats an earlier line", number)
+            kind = obj.get("type")
+            if isinstance(kind, str) and kind in NORMAL_REPEATS:
+                self.skipped[f"repeated:{kind}"] += 1
+            else:
+                self.not_read.line("repeats an earlier line", number)
             return None
         self._seen.add(key)
-        return obj
+        return record
 
     def read(self, raw: str) -> list[tuple[int, dict[str, Any]]]:
-        """Every object of a whole file's text, with its line number."""
-        lines = raw.splitlines()
-        cut = len(lines) if raw and not raw.endswith(("\n", "\r")) else 0
+        """Every object of a whole file's text, with its line number (the lines taken one at a
+        time: no list of them all)."""
         out = []
-        for number, text in enumerate(lines, start=1):
-            obj = self.feed(number, text, last=number == cut and number > 1)
+        for number, text, last in numbered_lines(raw, skip_blank=True):
+            obj = self.feed(number, text, last=last and number > 1)
             if obj is not None:
                 out.append((number, obj))
         return out
+
+
+_BLANK_RUN = re.compile("\n+")
+
+
+def numbered_lines(
+    raw: str, limit: int | None = None, *, skip_blank: bool = False
+) -> Iterator[tuple[int, str, bool]]:
+    """``raw``'s lines, numbered from 1, each without its end (``\\n``, ``\\r\\n`` or a
+    lone ``\\r``), and whether it is a last line with no end (cut); the first ``limit`` only;
+    with ``skip_blank``, empty lines are passed over (a run of them at once, not one by one).
+    Only those line ends split: a U+2028 inside a JSON string stays in its line."""
+    start, number, size = 0, 0, len(raw)
+    while start < size and (limit is None or number < limit):
+        if skip_blank and raw[start] == "\n":
+            run = _BLANK_RUN.match(raw, start)
+            assert run is not None
+            number += run.end() - start
+            start = run.end()
+            continue
+        end = raw.find("\n", start)
+        number += 1
+        if end < 0:
+            text = raw[start:]
+            if "\r" in text:  # old Mac line ends
+                pieces = text.split("\r")
+                for piece in pieces[:-1]:
+                    yield number, piece, False
+                    number += 1
+                if pieces[-1]:
+                    yield number, pieces[-1], True
+                return
+            yield number, text, True
+            return
+        text = raw[start:end]
+        start = end + 1
+        if text.endswith("\r"):
+            text = text[:-1]
+        if "\r" in text:
+            pieces = text.split("\r")
+            for piece in pieces[:-1]:
+                yield number, piece, False
+                number += 1
+            text = pieces[-1]
+        yield number, text, False
 
 
 def cut_result(text: str) -> tuple[str, int]:
@@ -226,6 +378,15 @@ class Item:
     """For summaries: what started the recorded compaction (``auto`` / ``manual``)."""
     pre_tokens: int | None = None
     """For summaries: the recorded context size before the compaction."""
+    input_estimate: int | None = None
+    """For assistant steps of a recording that does not say what a request sent (Copilot CLI):
+    ctxscope's own count of it, stored as the usage record's ``local_estimate``."""
+    compaction: dict[str, Any] | None = None
+    """For summaries: the recorded compaction's other figures, as the agent wrote them
+    (Claude Code's ``compactMetadata``): ``post_tokens`` (the context after it),
+    ``duration_ms`` (how long it took), ``cumulative_dropped_tokens`` (dropped by every
+    compaction of the session so far, this one included), ``kept_messages`` (records it kept
+    verbatim); kept in the compaction's stats as ``recorded_<name>``."""
     recorded_call: dict[str, Any] | None = None
     """For summaries: the call that wrote it (Claude Code's ``agent-acompact-*`` file):
     ``agent_id``, ``model``, ``usage``; kept in the compaction's stats."""
@@ -276,6 +437,10 @@ class Parsed:
     agent_version: str = ""
     """The version of the agent that wrote the file, as it says (``version``,
     ``cli_version``): named beside what was not read."""
+    record_keys: set[str] = field(default_factory=set)
+    """What identifies this file's records (Claude Code: each ``uuid``, and ``message:<id>``
+    of each API response): a companion file that repeats them copied this session's context
+    (:func:`engine.recordings.claude_code.parse` with ``copied_from``)."""
 
     def not_read_sentences(self) -> list[str]:
         return self.not_read.sentences(self.fmt, self.agent_version)
@@ -338,6 +503,21 @@ class ImportReport:
             "agent_version": self.agent_version,
             "not_read": {**self.not_read.as_json(), "summary": self.not_read_sentences},
         }
+
+
+def recorded_compaction(stats: dict[str, Any]) -> str:
+    """What the original agent recorded of a compaction it made, in words, from the stored
+    compaction's stats: ``its context 297,190 → 16,970 tokens, 41.2 s`` ("" when nothing)."""
+    pre, post = stats.get("recorded_pre_tokens"), stats.get("recorded_post_tokens")
+    duration = stats.get("recorded_duration_ms")
+    parts = []
+    if isinstance(pre, int) and isinstance(post, int):
+        parts.append(f"its context {pre:,} → {post:,} tokens")
+    elif isinstance(pre, int):
+        parts.append(f"its context {pre:,} tokens before")
+    if isinstance(duration, int):
+        parts.append(f"{duration / 1000:,.1f} s")
+    return ", ".join(parts)
 
 
 def title_of(items: list[Item], name: str) -> str:

@@ -73,7 +73,9 @@ from engine.recordings.claude_code_chain import (
     Record,
     chain,
     conversation,
+    is_boundary,
     is_message,
+    relinks,
     result_ids,
 )
 
@@ -139,9 +141,57 @@ def accept(record: Record, not_read: NotRead) -> bool:
     return True
 
 
-def parse(raw: str, name: str) -> Parsed:
+def parse(raw: str, name: str, copied_from: set[str] | None = None) -> Parsed:
+    """A session file. ``copied_from``: the :attr:`Parsed.record_keys` of the session a
+    companion file belongs to (``<session>/subagents/agent-*.jsonl``): the records it repeats
+    from there (a compaction's call, a side question, a fork: they start from a copy of the
+    parent's context, same uuids, same API responses) are not its own work and are left out,
+    counted (``copied_from_parent``) and named in one warning."""
     records, reader = read_records(raw)
-    return parse_read(records, reader.lines, name, reader.skipped, reader.warnings, reader.not_read)
+    if copied_from:
+        records = own_records(records, copied_from, reader.skipped, reader.warnings)
+    parsed = parse_read(
+        records, reader.lines, name, reader.skipped, reader.warnings, reader.not_read
+    )
+    return parsed
+
+
+def record_keys(records: list[Record]) -> set[str]:
+    """The uuids of ``records`` and ``message:<id>`` of their API responses."""
+    keys = set()
+    for _, rec in records:
+        if isinstance(rec.get("uuid"), str):
+            keys.add(rec["uuid"])
+        if rec["type"] == "assistant" and is_message(rec):
+            mid = rec["message"].get("id")
+            if isinstance(mid, str) and mid:
+                keys.add(f"message:{mid}")
+    return keys
+
+
+def own_records(
+    records: list[Record], copied: set[str], skipped: Counter[str], warnings: list[str]
+) -> list[Record]:
+    """``records`` without those the parent session holds (by uuid, or by API response for
+    an assistant record); an own record whose parent is a copied one starts the chain."""
+    shared = {id(r) for _, r in records if record_keys([(0, r)]) & copied}
+    if not shared:
+        return records
+    left_out = {r["uuid"] for _, r in records if id(r) in shared and isinstance(r.get("uuid"), str)}
+    own: list[Record] = []
+    for number, rec in records:
+        if id(rec) in shared:
+            continue
+        if rec.get("parentUuid") in left_out:
+            rec = {**rec, "parentUuid": None}
+        own.append((number, rec))
+    total = sum(1 for _, r in records if "uuid" in r)
+    skipped["copied_from_parent"] += len(shared)
+    warnings.append(
+        f"{len(shared)} of {total} records repeat the parent session's (the context this file "
+        f"starts from); only the {total - len(shared)} of its own are counted"
+    )
+    return own
 
 
 def parse_read(
@@ -176,7 +226,12 @@ def parse_read(
             child.agent_id = None if agent == "sidechain" else agent
             parsed.children.append(child)
     parsed.records = n_lines
+    parsed.record_keys = record_keys(records)
     return parsed
+
+
+REPEATED_UUID = "repeats an earlier record (uuid)"
+"""Why a record whose uuid an earlier one holds is not read (the follower names it so too)."""
 
 
 def _unique(records: list[Record], not_read: NotRead) -> list[Record]:
@@ -187,7 +242,7 @@ def _unique(records: list[Record], not_read: NotRead) -> list[Record]:
         uuid = rec.get("uuid")
         if isinstance(uuid, str):
             if uuid in seen:
-                not_read.line("repeats an earlier record (uuid)", number)
+                not_read.line(REPEATED_UUID, number)
                 continue
             seen.add(uuid)
         out.append((number, rec))
@@ -216,8 +271,9 @@ def parse_records(
     if not any(is_message(r) for _, r in records):
         raise ImportError_([_no_conversation(name, records, not_read, n_lines)], FORMAT)
 
-    chain_ = chain(records, warnings, root)
-    ordered, replayed = conversation(records, chain_)
+    links = relinks(records, warnings if root is None else [])
+    chain_ = chain(records, warnings, root, links)
+    ordered, replayed = conversation(records, chain_, links)
     if replayed:
         skipped["replayed_copy"] += len(replayed)
     kept = {id(r) for _, r in ordered}
@@ -237,6 +293,9 @@ def parse_records(
     items = _deliver(_items(ordered, not_read, warnings), queued)
     items = _from_first_input(items, not_read)
     meta = _metadata(records)
+    dropped = meta.get("compacted_before_file")
+    if dropped:
+        warnings.append(f"{dropped:,} tokens compacted before this file begins")
     version = str(meta.pop("_version", ""))
     first = next((r for _, r in ordered if isinstance(r.get("cwd"), str)), {})
     agent = next((r.get("agentId") for _, r in ordered if r.get("agentId")), None)
@@ -287,13 +346,19 @@ class Metadata:
         self.meta: dict[str, Any] = {}
         self.versions: list[str] = []
         self.links: dict[str, dict[str, Any]] = {}
+        self.boundaries = 0
 
     def add(self, rec: dict[str, Any]) -> None:
         version = rec.get("version")
         if isinstance(version, str) and version and version not in self.versions:
             self.versions.append(version)
         kind = rec["type"]
-        if kind == "ai-title" and isinstance(rec.get("aiTitle"), str):
+        if is_boundary(rec) and not self.boundaries:
+            self.boundaries += 1
+            dropped = dropped_before(rec.get("compactMetadata"))
+            if dropped:
+                self.meta["compacted_before_file"] = dropped
+        elif kind == "ai-title" and isinstance(rec.get("aiTitle"), str):
             self.meta["ai_title"] = rec["aiTitle"]
         elif kind == "custom-title" and isinstance(rec.get("customTitle"), str):
             self.meta["custom_title"] = rec["customTitle"]
@@ -482,6 +547,7 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
                     text="\n".join(b.get("text", "") for b in blocks if b.get("type") == "text"),
                     trigger=str(meta.get("trigger", "auto")),
                     pre_tokens=pre if isinstance(pre, int) else None,
+                    compaction=compaction_figures(meta) or None,
                 )
             )
             boundary, boundary_at, step, step_id = None, None, None, None
@@ -505,7 +571,10 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
             usage = None
             not_read.line("unexpected shape: usage", number)
         one = items_of(role, blocks, number, created, usage)[0]
-        one.model = str(msg.get("model") or "")
+        # An API error Claude Code wrote itself (``<synthetic>``, ``isApiErrorMessage``) names
+        # no model that answered: it never becomes the session's or a request's model.
+        synthetic = msg.get("model") == "<synthetic>" or rec.get("isApiErrorMessage") is True
+        one.model = "" if synthetic else str(msg.get("model") or "")
         mid = msg.get("id")
         if step is not None and step_id is not None and mid == step_id:
             step.text = "\n".join(t for t in (step.text, one.text) if t)
@@ -516,6 +585,47 @@ def _items(records: list[Record], not_read: NotRead, warnings: list[str]) -> lis
         step, step_id = one, mid if isinstance(mid, str) else None
         items.append(one)
     return items
+
+
+COMPACTION_FIGURES = {
+    "postTokens": "post_tokens",
+    "durationMs": "duration_ms",
+    "cumulativeDroppedTokens": "cumulative_dropped_tokens",
+}
+"""``compactMetadata`` numbers kept beside ``trigger`` and ``preTokens``
+(:attr:`Item.compaction`)."""
+
+
+def compaction_figures(meta: dict[str, Any]) -> dict[str, int]:
+    """The figures of a ``compactMetadata`` beyond its trigger and ``preTokens``: the context
+    after it, its duration, the tokens dropped so far, how many records it kept."""
+    out = {
+        name: value
+        for key, name in COMPACTION_FIGURES.items()
+        if isinstance(value := meta.get(key), int) and not isinstance(value, bool)
+    }
+    listed = meta.get("preservedMessages")
+    uuids = listed.get("uuids") if isinstance(listed, dict) else None
+    if isinstance(uuids, list):
+        out["kept_messages"] = len(uuids)
+    return out
+
+
+def dropped_before(meta: Any) -> int:
+    """Tokens compacted away before the file begins, from its first compaction's
+    ``compactMetadata``: ``cumulativeDroppedTokens`` (every compaction of the session so far)
+    less what this one dropped (``preTokens - postTokens``); 0 when it does not say."""
+    if not isinstance(meta, dict):
+        return 0
+    figures = compaction_figures(meta)
+    total, post, pre = (
+        figures.get("cumulative_dropped_tokens"),
+        figures.get("post_tokens"),
+        meta.get("preTokens"),
+    )
+    if total is None or post is None or not isinstance(pre, int):
+        return 0
+    return max(total - (pre - post), 0)
 
 
 def _mark_harness(item: Item, rec: dict[str, Any]) -> None:

@@ -9,6 +9,14 @@ What real sessions do to that tree, and how the walk survives it:
 - A ``compact_boundary`` starts a new root (``parentUuid: null``); ``logicalParentUuid`` names
   the record it continues. When that record (or any parent) is not in the file, the walk goes
   on from the last conversation record before the one that names it, with a warning.
+- A compaction that keeps the conversation's last messages (Claude Code ≥ 2.1.1xx, its
+  ``compactMetadata.preservedSegment`` ``{headUuid, anchorUuid, tailUuid}`` or
+  ``preservedMessages`` ``{anchorUuid, uuids}``) leaves them where they were in the file,
+  with their old parents, and hangs what comes after the summary off the kept tail. The walk
+  relinks them as Claude Code does when it loads the file (:func:`relinks`): the head hangs
+  off the anchor (the summary), the anchor's other children off the tail, and the boundary
+  goes on to what the head followed (what was compacted away), so the order is: the
+  compacted-away records, the boundary, the summary, the kept records, what came after.
 - A resumed session (2.1.11 → 2.1.14) replays earlier records under new uuids and keeps only
   the last tool_use of each parallel batch. The siblings are taken from the copy on the
   chain's side of the file when there is one, else from the earlier copy, and placed with
@@ -19,6 +27,7 @@ What real sessions do to that tree, and how the walk survives it:
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 Record = tuple[int, dict[str, Any]]
@@ -42,13 +51,140 @@ def is_boundary(rec: dict[str, Any]) -> bool:
     return rec.get("type") == "system" and rec.get("subtype") == "compact_boundary"
 
 
-def chain(records: list[Record], warnings: list[str], root: str | None = None) -> dict[str, int]:
+Place = tuple[int, ...]
+"""Where a record goes in the conversation, compared as a tuple: its line, or for a record
+a compaction kept (:class:`Links`), the place of its anchor followed by ``(1, line)``."""
+
+
+@dataclass
+class Links:
+    """The parents a compaction that kept records changes (:func:`relinks`), and where the
+    kept records go."""
+
+    parents: dict[str, str | None] = field(default_factory=dict)
+    """uuid -> the parent the walk takes instead of the record's own."""
+    moved: list[tuple[int, int, int]] = field(default_factory=list)
+    """(first line, last line, anchor line): the records on those lines go after the
+    anchor (the summary), in their order; later compactions last."""
+
+    def parent(self, rec: dict[str, Any]) -> tuple[Any, str]:
+        """The parent the walk takes from ``rec``, and the field it is read from."""
+        uuid = rec.get("uuid")
+        if uuid in self.parents:
+            return self.parents[uuid], "preservedSegment"
+        parent = rec.get("parentUuid")
+        if parent is None and is_boundary(rec):
+            return rec.get("logicalParentUuid"), "logicalParentUuid"
+        return parent, "parentUuid"
+
+    def place(self, line: int) -> Place:
+        for first, last, anchor in reversed(self.moved):
+            if first <= line <= last:
+                return (*self.place(anchor), 1, line)
+        return (line,)
+
+
+def kept_segments(rec: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(head, tail, anchor)`` of what a ``compact_boundary`` record says its compaction
+    kept: from ``preservedMessages``' uuid list (which Claude Code reads first), then from
+    ``preservedSegment``; the first whose tail leads back to its head is used."""
+    meta = rec.get("compactMetadata")
+    if not isinstance(meta, dict):
+        return []
+    out = []
+    listed = meta.get("preservedMessages")
+    if isinstance(listed, dict):
+        uuids = listed.get("uuids")
+        anchor = listed.get("anchorUuid")
+        if (
+            isinstance(uuids, list)
+            and uuids
+            and all(isinstance(u, str) for u in uuids)
+            and isinstance(anchor, str)
+        ):
+            out.append((str(uuids[0]), str(uuids[-1]), anchor))
+    segment = meta.get("preservedSegment")
+    if isinstance(segment, dict):
+        ends = [segment.get(k) for k in ("headUuid", "tailUuid", "anchorUuid")]
+        if all(isinstance(e, str) for e in ends):
+            out.append((str(ends[0]), str(ends[1]), str(ends[2])))
+    return out
+
+
+def relinks(records: list[Record], warnings: list[str]) -> Links:
+    """The links each compaction that kept records makes, in file order, as Claude Code
+    loads the file (``applyPreservedSegmentRelinks``): the kept head hangs off the anchor,
+    the anchor's other children off the kept tail, and the boundary goes on to the head's
+    old parent. A segment whose tail does not lead back to its head through the file is not
+    relinked (with a warning): the file is then read by its own parents."""
+    by_uuid = {rec["uuid"]: (number, rec) for number, rec in records if "uuid" in rec}
+    children: dict[str, list[str]] = {}
+    for _, rec in records:
+        parent = rec.get("parentUuid")
+        if isinstance(parent, str) and isinstance(rec.get("uuid"), str):
+            children.setdefault(parent, []).append(rec["uuid"])
+    links = Links()
+    for number, rec in records:
+        kept = kept_segments(rec) if is_boundary(rec) else []
+        if not kept:
+            continue
+        usable = [
+            (h, t, a) for h, t, a in kept if a in by_uuid and _walk_back(by_uuid, t, h) is not None
+        ]
+        head, tail, anchor = (usable or kept)[0]
+        if not usable:
+            warnings.append(
+                f"line {number}: the compaction's kept records ({head} … {tail}) are not all "
+                "in the file; what follows is read by its own parents"
+            )
+            continue
+        old_parent = by_uuid[head][1].get("parentUuid")
+        links.parents[head] = anchor
+        for child in children.get(anchor, []):
+            if child != head:
+                links.parents[child] = tail
+        if anchor != rec["uuid"]:
+            # The kept records follow the summary; the boundary follows what was compacted
+            # away (the head's old parent; none when the head was the first record).
+            links.parents[rec["uuid"]] = old_parent if old_parent in by_uuid else None
+            last = max(n for n, r in records if n < number)
+            links.moved.append((by_uuid[head][0], last, by_uuid[anchor][0]))
+        else:
+            # The boundary is the anchor (a compaction that kept the start): the kept
+            # records follow it, the summary follows them.
+            links.moved.append((by_uuid[head][0], by_uuid[tail][0], number))
+    return links
+
+
+def _walk_back(
+    by_uuid: dict[str, tuple[int, dict[str, Any]]], tail: str, head: str
+) -> list[str] | None:
+    """The uuids from ``tail`` back to ``head`` by their parents, or None when the way
+    breaks (a record not in the file, a loop)."""
+    seen: list[str] = []
+    uuid: Any = tail
+    while isinstance(uuid, str) and uuid in by_uuid and uuid not in seen:
+        seen.append(uuid)
+        if uuid == head:
+            return seen
+        uuid = by_uuid[uuid][1].get("parentUuid")
+    return None
+
+
+def chain(
+    records: list[Record],
+    warnings: list[str],
+    root: str | None = None,
+    links: Links | None = None,
+) -> dict[str, int]:
     """The uuids of the active chain (root to the last message), each with its line.
 
     A parent the file does not hold (a damaged line, a ``compact_boundary`` whose
     ``logicalParentUuid`` names a record that was never written) does not cut the chain: it
     goes on from the last conversation record before the one that names it, with a warning.
-    ``root``: the record the walk ends at (its parents are not among ``records``)."""
+    ``root``: the record the walk ends at (its parents are not among ``records``);
+    ``links``: the parents a compaction that kept records changes (:func:`relinks`)."""
+    links = links or Links()
     by_uuid = {rec["uuid"]: (number, rec) for number, rec in records if "uuid" in rec}
     start = next(rec for _, rec in reversed(records) if is_message(rec))
     chain: dict[str, int] = {}
@@ -58,10 +194,7 @@ def chain(records: list[Record], warnings: list[str], root: str | None = None) -
         chain[uuid] = number
         if uuid == root:
             break
-        parent = rec.get("parentUuid")
-        field = "parentUuid"
-        if parent is None and is_boundary(rec):
-            parent, field = rec.get("logicalParentUuid"), "logicalParentUuid"
+        parent, named = links.parent(rec)
         if parent is not None and parent not in by_uuid:
             before = next(
                 (
@@ -72,14 +205,20 @@ def chain(records: list[Record], warnings: list[str], root: str | None = None) -
                 None,
             )
             what = "the compaction's" if is_boundary(rec) else "the record's"
+            if before is None and is_boundary(rec):
+                warnings.append(
+                    f"line {number}: the file begins at a compaction (its {named} {parent} "
+                    "is in an earlier file)"
+                )
+                break
             if before is None:
                 warnings.append(
-                    f"line {number}: {what} {field} {parent} is not in the file; "
+                    f"line {number}: {what} {named} {parent} is not in the file; "
                     "the conversation starts here"
                 )
                 break
             warnings.append(
-                f"line {number}: {what} {field} {parent} is not in the file; the "
+                f"line {number}: {what} {named} {parent} is not in the file; the "
                 f"conversation goes on from line {before[0]}, the last conversation record "
                 "before it"
             )
@@ -101,11 +240,13 @@ def json_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-Key = tuple[int, int, int]
-"""Where a record goes in the conversation: (anchor line, place by the anchor, own line)."""
+Key = tuple[Place, int, int]
+"""Where a record goes in the conversation: (anchor's place, place by the anchor, own line)."""
 
 
-def conversation(records: list[Record], chain: dict[str, int]) -> tuple[list[Record], set[int]]:
+def conversation(
+    records: list[Record], chain: dict[str, int], links: Links | None = None
+) -> tuple[list[Record], set[int]]:
     """The records of the conversation in order (the chain's, its responses' sibling records
     and the results answering its calls, each once and after its call), and ``id()`` of the
     replayed copies of them a resumed session wrote.
@@ -113,10 +254,11 @@ def conversation(records: list[Record], chain: dict[str, int]) -> tuple[list[Rec
     A record at or after the chain's first line keeps its place in the file. One before it (a
     resumed session's earlier copy, the only one holding a parallel batch's other calls) goes
     with its batch: a sibling just before the batch's first record on the chain, a result
-    after the batch."""
+    after the batch. Records a compaction kept go after its summary (``links``)."""
+    place = (links or Links()).place
     start = min(chain.values())
     on_chain = [(n, r) for n, r in records if r.get("uuid") in chain and is_conversation(r)]
-    keys: dict[int, Key] = {id(r): (n, 0, n) for n, r in on_chain}
+    keys: dict[int, Key] = {id(r): (place(n), 0, n) for n, r in on_chain}
     replayed: set[int] = set()
     batch_first: dict[str, int] = {}  # message.id -> its first line on the chain
     batch_last: dict[str, int] = {}  # message.id -> its last in-place line
@@ -153,11 +295,11 @@ def conversation(records: list[Record], chain: dict[str, int]) -> tuple[list[Rec
             replayed.add(id(rec))
             continue
         if number >= start:
-            key = (number, 0, number)
+            key = (place(number), 0, number)
         else:
             # Just before its batch's first record on the chain (the earlier copy keeps the
             # batch's order), unless that record is the chain's first: then just after it.
-            key = (batch_first[mid], 1 if batch_first[mid] == start else -1, number)
+            key = (place(batch_first[mid]), 1 if batch_first[mid] == start else -1, number)
         if number >= start:
             batch_last[mid] = max(batch_last[mid], number)
         keys[id(rec)] = key
@@ -170,9 +312,9 @@ def conversation(records: list[Record], chain: dict[str, int]) -> tuple[list[Rec
             replayed.add(id(rec))
             continue
         if number >= start:
-            key = (number, 0, number)
+            key = (place(number), 0, number)
         else:
-            key = (max(batch_last[calls[i][0]] for i in ids), 2, number)
+            key = (place(max(batch_last[calls[i][0]] for i in ids)), 2, number)
         if all(calls[i][1] < key for i in ids):
             answered.update(ids)
             keys[id(rec)] = key

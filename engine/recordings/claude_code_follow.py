@@ -9,11 +9,15 @@ anchor on (:func:`~engine.recordings.claude_code.parse_records` with ``root``), 
 every record appended since hangs under the anchor in the uuid tree: the usual case, the agent
 going on. Anything else parses the whole file again and sets a new anchor: a record whose
 parent is before the anchor (a rewind to an earlier round, a resumed session's replay), a
-sidechain record, a response or a result that belongs to the part already parsed, a repeated
-uuid. The anchor moves on when a later round starts, so a look costs about what the current
-round holds plus what was appended. An input delivered from the queue is never an anchor (no
-record of its own holds it), nor is a round's input while the user's typing still waits in
-the queue (its ``enqueue`` would be before the parse).
+sidechain record, a response or a result that belongs to the part already parsed, a compaction
+that kept records (it moves them after its summary). A record
+repeating an earlier record's uuid (a resumed or copied record) is left out by the whole-file
+parser (the first is kept, the repeat named "not read"); the tail leaves it out and names it
+the same way, and goes on (issue 44: it used to parse the whole file at every look until the
+next round started). The anchor moves on when a later round starts, so a look costs about
+what the current round holds plus what was appended. An input delivered from the queue is
+never an anchor (no record of its own holds it), nor is a round's input while the user's
+typing still waits in the queue (its ``enqueue`` would be before the parse).
 
 What it gives is the whole-file parse's items, title, working directory, version and "not
 read" record for record (``tests/engine/recordings/test_claude_code_follow.py`` grows the
@@ -30,7 +34,13 @@ from typing import Any
 from engine.messages.harness import input_kind
 from engine.recordings import claude_code
 from engine.recordings.base import ImportError_, Item, NotRead, Parsed
-from engine.recordings.claude_code_chain import Record, is_boundary, is_message, result_ids
+from engine.recordings.claude_code_chain import (
+    Record,
+    is_boundary,
+    is_message,
+    kept_segments,
+    result_ids,
+)
 from engine.recordings.writer import check
 
 
@@ -46,6 +56,9 @@ class TailParser:
         self.meta = claude_code.Metadata()
         self._meta_seen = 0
         self._sidechain = False
+        self._first: dict[str, int] = {}
+        """Each uuid's first line: a record on a later line repeats it, and every parse
+        leaves it out (:func:`claude_code._unique`)."""
         self._drop()
 
     def _drop(self) -> None:
@@ -79,7 +92,10 @@ class TailParser:
         parser does); pass it to :meth:`check` before the next parse (the next look parses
         from the anchor that check sets)."""
         self._then = None
-        for _, rec in records[self._meta_seen :]:
+        for n, rec in records[self._meta_seen :]:
+            uuid = rec.get("uuid")
+            if isinstance(uuid, str) and self._first.setdefault(uuid, n) != n:
+                continue  # a repeat: the parse never sees it
             self.meta.add(rec)
             self._sidechain |= rec.get("isSidechain") is True
         self._meta_seen = len(records)
@@ -113,9 +129,16 @@ class TailParser:
             self._move_anchor(then[0], tail.items, then[1])
         return problems
 
-    def _fits(self, rec: dict[str, Any]) -> bool:
-        """Whether ``rec``, appended after the anchor, leaves the part before it as it was
-        (and note it under the anchor)."""
+    def _repeats(self, line: int, rec: dict[str, Any]) -> bool:
+        """Whether the record on ``line`` repeats an earlier record's uuid (left out)."""
+        uuid = rec.get("uuid")
+        return isinstance(uuid, str) and self._first.get(uuid, line) < line
+
+    def _fits(self, line: int, rec: dict[str, Any]) -> bool:
+        """Whether ``rec`` (on ``line``), appended after the anchor, leaves the part before it
+        as it was (and note it under the anchor). A repeated uuid fits: no parse reads it."""
+        if self._repeats(line, rec):
+            return True
         if rec.get("isSidechain") is True:
             return False
         uuid = rec.get("uuid")
@@ -123,6 +146,10 @@ class TailParser:
             return True
         if not isinstance(uuid, str) or uuid in self._under:
             return False  # a repeated uuid: the whole parser decides which is kept
+        if is_boundary(rec) and kept_segments(rec):
+            # A compaction that kept records moves them after its summary, records that may
+            # be before the anchor: the whole parser places them.
+            return False
         parent = rec.get("parentUuid")
         if parent is None and is_boundary(rec):
             parent = rec.get("logicalParentUuid")
@@ -140,8 +167,8 @@ class TailParser:
         return True
 
     def _still_under(self, records: list[Record]) -> bool:
-        for _, rec in records[self._checked :]:
-            if not self._fits(rec):
+        for n, rec in records[self._checked :]:
+            if not self._fits(n, rec):
                 self._drop()
                 return False
         self._checked = len(records)
@@ -159,11 +186,16 @@ class TailParser:
         before = not_read.copy()
         before.merge(self._prefix_named)
         named = before.copy()
+        own: list[Record] = []
+        for n, rec in records[self.anchor :]:
+            if self._repeats(n, rec):
+                named.line(claude_code.REPEATED_UUID, n)  # as the whole parse names it
+            else:
+                own.append((n, rec))
         try:
             tail = claude_code.parse_records(
-                records[self.anchor :], self.name, skipped, warnings, named, n_lines,
-                root=self._anchor_uuid,
-            )  # fmt: skip
+                own, self.name, skipped, warnings, named, n_lines, root=self._anchor_uuid
+            )
         except ImportError_:
             return None
         if not tail.items or tail.items[0].line != self._anchor_line:
@@ -214,8 +246,8 @@ class TailParser:
         self._mids = _message_ids(records[:at])
         self._calls = {c.id for i in self._prefix for c in i.calls}
         self._under = {self._anchor_uuid}
-        for _, rec in records[at + 1 :]:
-            if not self._fits(rec):
+        for n, rec in records[at + 1 :]:
+            if not self._fits(n, rec):
                 self._drop()
                 return
 
@@ -239,8 +271,8 @@ class TailParser:
         self._mids = self._mids | _message_ids(records[old_anchor:at])
         self._calls = self._calls | {c.id for i in tail[:k] for c in i.calls}
         self._under = {self._anchor_uuid}
-        for _, rec in records[at + 1 :]:
-            if not self._fits(rec):
+        for n, rec in records[at + 1 :]:
+            if not self._fits(n, rec):
                 # Stay where it was: the new round is not (yet) a safe place to start from.
                 self.anchor, self._prefix, self._prefix_named = old_anchor, old_prefix, old_named
                 (self._anchor_uuid, self._anchor_line, self._mids, self._calls, self._under) = old

@@ -26,16 +26,27 @@ in ``payload``). Decisions:
 - ``function_call`` (arguments: a JSON string) and ``custom_tool_call`` (``input``: raw text,
   ``apply_patch``'s patch) are tool calls under their recorded names (``shell``,
   ``exec_command``, ``update_plan``, ``apply_patch``...); their ``*_output`` items the
-  results. An output that is JSON ``{output, metadata: {exit_code}}`` gives the text and the
-  exit code (an error when not 0); newer plain outputs say ``Process exited with code N``;
+  results. A ``tool_search_call`` the client runs (``execution`` not ``server``) is a
+  ``tool_search`` call (its ``arguments``), its ``tool_search_output`` the result (the tools it
+  found). Calls the server runs inside the response (``web_search_call``, a server
+  ``tool_search_call``, ``image_generation_call``) have no output item: they belong to the
+  step and are counted by kind. An output that is JSON ``{output, metadata: {exit_code}}``
+  gives the text and the exit code (an error when not 0); newer plain outputs say ``Process
+  exited with code N``;
   an ``apply_patch`` output that is not JSON and does not start with ``Success`` is Codex's
   verification failure, an error.
 - ``event_msg/token_count``: ``info.last_token_usage`` is one model call's usage. Only events
   whose ``total_token_usage`` changed count (the others repeat it: ``token_count_repeat``).
   OpenAI's ``input_tokens`` include the cached ones, so the input is ``input - cached`` and
-  the cache read ``cached``. 0.47 writes the count before the response's items, newer versions
-  after them: a count goes to the last step if that step has none yet and nothing but its own
-  items followed it, else to the next step.
+  the cache read ``cached``. Where the count goes depends on the version, read from the file
+  itself at its first count: 0.47 writes a response's count before the response's items (the
+  turn's first count comes before any step), so a count after a step's own items and outputs
+  goes to the next step; newer versions write it after the response, before its tool outputs
+  (0.104-0.125) or after them (0.142), so a count goes to the latest step that has none (the
+  call it measures), never to the next one; a count when the latest step has one already is
+  the compaction's own call when a compaction follows (``recorded_call`` of its summary), else
+  ``token_count_unmatched``.
+- Each step is answered by the model the last ``turn_context`` names (``Item.model``).
 - ``compacted`` (``message``, ``replacement_history``) is a recorded compaction: its summary
   is the replacement history's conversation messages (what the model saw afterwards), or the
   message when there is no history. ``event_msg/context_compacted`` next to it is the same
@@ -86,6 +97,9 @@ _CONTEXT_PREFIXES = (
 TURN_ABORTED = "<turn_aborted>"
 """How Codex's note that the user interrupted a turn begins (a user-role message)."""
 _ASSISTANT_ITEMS = ("reasoning", "function_call", "custom_tool_call", "local_shell_call")
+_SERVER_ITEMS = ("web_search_call", "image_generation_call", "tool_search_call")
+"""Items of a response the server ran itself: part of the step, with no output item."""
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 Record = tuple[int, dict[str, Any]]
 """A rollout line read as JSON, with its line number."""
@@ -149,6 +163,17 @@ def _output(raw: Any) -> tuple[str, dict[str, Any] | None]:
     return text, None
 
 
+def _found_tools(tools: Any) -> str:
+    """A ``tool_search_output``'s text: the tools it found, by name (one a line)."""
+    if not isinstance(tools, list):
+        return json.dumps(tools)
+    names = []
+    for tool in tools:
+        name = tool.get("name") if isinstance(tool, dict) else None
+        names.append(str(name) if name else json.dumps(tool))
+    return "\n".join(names)
+
+
 def _is_error(name: str, text: str, meta: dict[str, Any] | None) -> bool:
     if meta is not None:
         code = meta.get("exit_code")
@@ -179,6 +204,16 @@ def _call(payload: dict[str, Any]) -> ToolCall | None:
         return ToolCall(
             id=call_id, name=str(payload.get("name", "")), input={"input": payload.get("input")}
         )
+    if kind == "tool_search_call":
+        args = payload.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError:
+                args = {"arguments": args}
+        return ToolCall(
+            id=call_id, name="tool_search", input=args if isinstance(args, dict) else {}
+        )
     action = payload.get("action")
     return ToolCall(
         id=call_id, name="local_shell", input=action if isinstance(action, dict) else {}
@@ -208,6 +243,11 @@ class _Reader:
         self.last_call_tokens: int | None = None
         self.compacted_here = False  # a compaction was recorded since the last step
         self.started = False  # the first genuine user input was read
+        self.step_in_turn = False  # a step was read since the last user input
+        self.count_after: bool | None = None
+        """Whether this version writes a response's count after its items (decided at the
+        first count: after a step of the turn, or before any)."""
+        self.model = ""  # the model the last turn_context names
 
     def leave_out(self, why: str, number: int) -> None:
         """A line not read: counted under ``why`` and named by line in a warning."""
@@ -230,8 +270,10 @@ class _Reader:
         elif kind == "turn_context":
             self.skipped["turn_context"] += 1
             model = payload.get("model")
-            if isinstance(model, str) and model and model not in self.models:
-                self.models.append(model)
+            if isinstance(model, str) and model:
+                self.model = model
+                if model not in self.models:
+                    self.models.append(model)
             if isinstance(payload.get("cwd"), str):
                 self.recorded.setdefault("cwd", payload["cwd"])
         elif kind == "event_msg":
@@ -277,8 +319,17 @@ class _Reader:
             usage = _usage(last)
             total = last.get("total_tokens")
             self.last_call_tokens = total if isinstance(total, int) else None
+            if self.count_after is None:
+                self.count_after = self.step_in_turn
             step = self.last_step
-            if step is not None and step.usage is None and not self.since_step:
+            if self.count_after:
+                if step is not None and step.usage is None:
+                    step.usage = usage
+                    return
+                if self.pending_usage is not None:
+                    self.skipped["token_count_unmatched"] += 1
+                self.pending_usage = usage  # the next compaction's call, if one comes
+            elif step is not None and step.usage is None and not self.since_step:
                 step.usage = usage
             else:
                 self.pending_usage = usage
@@ -289,24 +340,42 @@ class _Reader:
             if self.compacted_here:
                 self.skipped["event_msg:context_compacted"] += 1
             else:
-                self.summary(number, created, SERVER_SUMMARY)
+                self.summary(number, created, SERVER_SUMMARY, {})
         else:
             self.skipped[f"event_msg:{kind}"] += 1
 
-    def summary(self, number: int, created: Any, text: str) -> None:
+    def summary(self, number: int, created: Any, text: str, figures: dict[str, Any]) -> None:
         self.close_step()
         self.since_step = True
         self.compacted_here = True
-        self.items.append(
-            Item("summary", number, created, text=text, pre_tokens=self.last_call_tokens)
+        item = Item(
+            "summary",
+            number,
+            created,
+            text=text,
+            pre_tokens=self.last_call_tokens,
+            compaction=figures or None,
         )
+        if self.count_after and self.pending_usage is not None:
+            # A count after the last step had its own: the compaction's own call.
+            item.recorded_call = {"model": self.model, "usage": self.pending_usage.model_dump()}
+            self.pending_usage = None
+        self.items.append(item)
 
     def compacted(self, number: int, created: Any, payload: dict[str, Any]) -> None:
         history = payload.get("replacement_history")
         text = str(payload.get("message") or "")
+        figures = {
+            k: payload[k]
+            for k in ("window_number", "window_id", "previous_window_id")
+            if isinstance(payload.get(k), (int, str)) and not isinstance(payload.get(k), bool)
+        }
+        kept: list[str] = []
         if isinstance(history, list):
-            kept = []
-            for entry in history:
+            for wrapped in history:
+                # An entry is a response item, or (newer) an envelope holding one.
+                inner = wrapped.get("item") if isinstance(wrapped, dict) else None
+                entry = inner if isinstance(inner, dict) else wrapped
                 if not isinstance(entry, dict) or entry.get("type") != "message":
                     continue
                 role = str(entry.get("role", ""))
@@ -317,9 +386,14 @@ class _Reader:
         last = self.items[-1] if self.items else None
         if self.compacted_here and last is not None and last.kind == "summary":
             last.text = text or last.text  # the event came first; this is its record
+            last.compaction = {**(last.compaction or {}), **figures} or None
             self.skipped["event_msg:context_compacted"] += 1
-            return
-        self.summary(number, created, text or SERVER_SUMMARY)
+        else:
+            self.summary(number, created, text or SERVER_SUMMARY, figures)
+        if isinstance(history, list):  # its size, for the degenerate flags (issue 41)
+            counts = {"items": len(history), "conversation": len(kept)}
+            last = self.items[-1]
+            last.recorded_call = {**(last.recorded_call or {}), "replacement_history": counts}
 
     def response_item(self, number: int, created: Any, payload: dict[str, Any]) -> None:
         kind = str(payload.get("type"))
@@ -345,6 +419,7 @@ class _Reader:
             self.awaiting.clear()
             self.since_step = True
             self.started = True
+            self.step_in_turn = False
             self.items.append(Item("user", number, created, text=text))
         elif kind == "reasoning":
             parts = payload.get("summary")
@@ -361,7 +436,12 @@ class _Reader:
                 step.thinking.append({"type": "thinking", "thinking": "\n".join(texts)})
             else:
                 self.skipped["reasoning_encrypted"] += 1
-        elif kind in _ASSISTANT_ITEMS:
+        elif kind in _SERVER_ITEMS and (
+            kind != "tool_search_call" or payload.get("execution") == "server"
+        ):
+            self.assistant(number, created)  # run by the server within the response
+            self.skipped[f"response_item:{kind}"] += 1
+        elif kind in (*_ASSISTANT_ITEMS, "tool_search_call"):
             call = _call(payload)
             if call is None:
                 self.leave_out("call_without_id", number)
@@ -369,7 +449,10 @@ class _Reader:
             self.names[call.id] = call.name
             self.assistant(number, created).calls.append(call)
             self.awaiting.add(call.id)
-        elif kind in ("function_call_output", "custom_tool_call_output"):
+        elif kind in _OUTPUTS:
+            if kind == "tool_search_output" and payload.get("execution") == "server":
+                self.skipped[f"response_item:{kind}"] += 1
+                return
             call_id = str(payload.get("call_id", ""))
             if call_id not in self.awaiting:
                 # The writer pairs a result with a call of the step just before it; one that
@@ -380,7 +463,10 @@ class _Reader:
             self.close_step()
             self.since_step = True
             name = self.names.get(call_id, "")
-            text, meta = _output(payload.get("output"))
+            if kind == "tool_search_output":
+                text, meta = _found_tools(payload.get("tools")), None
+            else:
+                text, meta = _output(payload.get("output"))
             self.items.append(
                 Item(
                     "result",
@@ -399,8 +485,13 @@ class _Reader:
         """The step being built, or a new one (which takes a usage read before it)."""
         if self.step is None:
             self.awaiting.clear()  # the writer pairs results with the latest step only
-            self.step = Item("assistant", number, created, usage=self.pending_usage)
+            self.step = Item("assistant", number, created, model=self.model)
+            if not self.count_after:
+                self.step.usage = self.pending_usage
+            elif self.pending_usage is not None:
+                self.skipped["token_count_unmatched"] += 1
             self.pending_usage = None
+            self.step_in_turn = True
             self.items.append(self.step)
             self.last_step = self.step
             self.since_step = False

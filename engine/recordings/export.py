@@ -1,4 +1,5 @@
-"""``ctxscope export``: a stored session as Anthropic-messages JSON lines or a Markdown transcript.
+"""``ctxscope export``: a stored session as Anthropic-messages JSON lines or a Markdown transcript
+(the HTML page is :mod:`engine.report.session_page`).
 
 The JSON lines are what ``ctxscope import`` reads (format ``anthropic-jsonl``): one message a
 line with its ``timestamp``; an assistant step carries its ``thinking`` blocks and its ``usage``;
@@ -7,7 +8,9 @@ import of the export stores the same conversation. Results the importer or the a
 synthesised for a call that never got one (``meta.interrupted``) are left out: the importer
 pairs them again. A summary is a ``{"role": "user", "compact_summary": true}`` line. Two keys the
 API does not know carry what the text cannot: ``recorded`` (a Bash result's streams and exit
-code, by tool_use id) and ``finished`` on the last line (the last round ended normally).
+code, by tool_use id), ``recorded_session`` on the first user line (what the recording said of
+itself: its id, version, the agent's own cost...) and ``finished`` on the last line (the last
+round ended normally).
 
 Without ``include_archived`` only what history holds now is written (the summaries first);
 with it, each compaction's archived messages come before its summary.
@@ -29,11 +32,12 @@ from engine.models import Compaction, Message, Round, RoundStatus, Summary, Usag
 from engine.store import Store
 from engine.terminal_text import json_printable, printable
 
-FORMATS = ("anthropic-jsonl", "markdown")
+FORMATS = ("anthropic-jsonl", "markdown", "html")
+"""``html`` is written by :mod:`engine.report.session_page` (a page to open in a browser)."""
 
 
 @dataclass
-class _Part:
+class TranscriptPart:
     """One piece of the transcript in order: a message, or a compaction with its summary."""
 
     message: Message | None = None
@@ -41,21 +45,24 @@ class _Part:
     compaction: Compaction | None = None
 
 
-def _parts(store: Store, session_id: int, include_archived: bool) -> list[_Part]:
+def transcript_parts(store: Store, session_id: int, include_archived: bool) -> list[TranscriptPart]:
     history = store.history(session_id)
-    parts: list[_Part] = []
+    parts: list[TranscriptPart] = []
     compactions = {c.summary_id: c for c in store.compactions(session_id) if c.summary_id}
     if include_archived:
         for seg in store.segments(session_id):
-            parts.extend(_Part(message=m) for m in seg.messages)
+            parts.extend(TranscriptPart(message=m) for m in seg.messages)
             if seg.summary_id is not None:
                 summary = store.summary(seg.summary_id)
-                parts.append(_Part(summary=summary, compaction=compactions.get(seg.summary_id)))
+                parts.append(
+                    TranscriptPart(summary=summary, compaction=compactions.get(seg.summary_id))
+                )
     else:
         parts.extend(
-            _Part(summary=s, compaction=compactions.get(s.id or 0)) for s in history.summaries
+            TranscriptPart(summary=s, compaction=compactions.get(s.id or 0))
+            for s in history.summaries
         )
-    parts.extend(_Part(message=m) for m in history.messages)
+    parts.extend(TranscriptPart(message=m) for m in history.messages)
     return parts
 
 
@@ -64,7 +71,7 @@ def export_jsonl(store: Store, session_id: int, include_archived: bool = False) 
     usage = {(u.round_index, u.step): u for u in store.usages(session_id)}
     lines: list[dict[str, Any]] = []
     line: dict[str, Any]
-    for part in _parts(store, session_id, include_archived):
+    for part in transcript_parts(store, session_id, include_archived):
         if part.summary is not None:
             lines.append(
                 {
@@ -98,6 +105,8 @@ def export_jsonl(store: Store, session_id: int, include_archived: bool = False) 
             for key in (INPUT_KEY, "queued_line"):
                 if msg.meta.origin and key in msg.meta.origin:
                     line[key] = msg.meta.origin[key]
+            if msg.meta.origin and isinstance(msg.meta.origin.get("recorded"), dict):
+                line["recorded_session"] = msg.meta.origin["recorded"]
         elif msg.role == "assistant":
             line = {"role": "assistant", "content": _assistant_blocks(msg)}
             record = usage.get((msg.meta.round, msg.meta.step))
@@ -167,7 +176,7 @@ def export_markdown(store: Store, session_id: int, include_archived: bool = Fals
         f"created {session.created_at.isoformat()}.",
     ]
     current: int | None = None
-    for part in _parts(store, session_id, include_archived):
+    for part in transcript_parts(store, session_id, include_archived):
         if part.summary is not None:
             comp = part.compaction
             head = f"Compaction {comp.id} ({comp.trigger}" if comp else "Compaction ("

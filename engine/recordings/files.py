@@ -4,16 +4,23 @@ pieces.
 A FIFO, a device or a socket is named for what it is and never opened (reading a FIFO would
 wait for a writer); a file with a NUL byte in its first 8 KB is "not a text session file"; a
 line longer than :data:`~engine.recordings.base.MAX_LINE_CHARS` is read in 1 MB pieces and
-dropped, never held whole; bytes that are not UTF-8 are read as U+FFFD and counted.
+dropped, never held whole; bytes that are not UTF-8 are read as U+FFFD and counted. The format
+is told from the first lines (:func:`read_session`): a JSON-lines file is streamed and keeps
+only what can be a record, a file in no known format is refused from its head alone.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
-from engine.recordings.base import MAX_LINE_CHARS, ImportError_
+from engine.recordings.base import MAX_LINE_CHARS, MAX_LINES_KEPT, ImportError_, NotRead
 
 TEXT_PROBE = 8192
 """Bytes looked at for a NUL: a file with one there is not text."""
@@ -34,10 +41,43 @@ def special_mode(mode: int) -> str:
     return ""
 
 
+HEAD_LINES = 200
+"""Lines read to tell a JSON-lines session from a whole document or an unknown file."""
+MAX_WHOLE_BYTES = 256 * 1024 * 1024
+"""The largest file read whole (a JSON document, an aider history): a larger one is refused.
+JSON-lines sessions are streamed and have no such limit."""
+MAX_KEPT_BYTES = 64 * 1024 * 1024
+"""Bytes of records kept from one JSON-lines file; the lines after are counted, not read
+(what bounds an import's memory: docs/benchmarks.md)."""
+PAST_CAP = "past the 64 MB of records one file may give"
+
+
+@dataclass
+class SessionText:
+    """A session file as the readers get it."""
+
+    text: str
+    """Its text; in a JSON-lines file a line that cannot be a record (not ``{…`` or ``[…``)
+    is shortened to ``?`` (``//`` for a comment), which the line reader counts and names as
+    it did the line, and every record past :data:`MAX_KEPT_BYTES` is an empty line (its
+    number kept, its text not)."""
+    long_lines: list[int] = field(default_factory=list)
+    """Lines over :data:`MAX_LINE_CHARS`, dropped while reading."""
+    not_utf8: int = 0
+    """Byte sequences that are not UTF-8, read as U+FFFD."""
+    left_out: NotRead = field(default_factory=NotRead)
+    """Records left out while reading, past the cap: counted, the first few numbered."""
+    whole: bool = False
+    """Read whole (a JSON document, an aider history, an unknown file's head)."""
+
+
 def read_session_text(path: Path) -> tuple[str, list[int], int]:
-    """The file's text, its lines longer than :data:`MAX_LINE_CHARS` replaced by empty lines
-    (read in pieces and dropped, never held whole), their numbers, and how many bytes were
-    not UTF-8 (read as U+FFFD). Raises :class:`ImportError_` for what is not a text file."""
+    """:func:`read_session`'s text, long lines and bytes that are not UTF-8."""
+    read = read_session(path)
+    return read.text, read.long_lines, read.not_utf8
+
+
+def _open_regular(path: Path) -> BinaryIO:
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
@@ -45,37 +85,144 @@ def read_session_text(path: Path) -> tuple[str, list[int], int]:
     special = special_mode(mode)
     if special:
         raise ImportError_([f"{special}, not a session file; not opened"], source=str(path))
-    long_lines: list[int] = []
-    parts: list[bytes] = []
-    cap = MAX_LINE_CHARS  # in bytes: a line this long in bytes is at least as long in chars
     try:
-        with open(path, "rb") as f:
-            head = f.read(TEXT_PROBE)
-            if b"\0" in head:
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except OSError as exc:
+        raise ImportError_([f"cannot read it: {exc.strerror or exc}"], source=str(path)) from None
+
+
+def _lines(f: BinaryIO, long_lines: list[int]) -> Iterator[bytes]:
+    """The file's lines, one at a time, a line over :data:`MAX_LINE_CHARS` read in 1 MB
+    pieces and given as an empty line (its number in ``long_lines``)."""
+    cap = MAX_LINE_CHARS  # in bytes: a line this long in bytes is at least as long in chars
+    number = 0
+    while True:
+        line = f.readline(cap + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > cap and not line.endswith(b"\n"):
+            long_lines.append(number)
+            while line and not line.endswith(b"\n"):
+                line = f.readline(1 << 20)  # the rest of it, a MB at a time
+            yield b"\n"
+            continue
+        yield line
+
+
+def _is_record_line(line: bytes) -> bool:
+    """Could this line (a JSON-lines file's) be a record: an object, a cut one, or a JSON
+    array (which the line reader names as such)?"""
+    return line.lstrip(b"\xef\xbb\xbf \t").startswith((b"{", b"["))
+
+
+def read_session(path: Path) -> SessionText:
+    """The file as the readers get it, read once, front to back. Its first
+    :data:`HEAD_LINES` lines decide how: a file whose first non-blank line is a JSON object
+    is JSON lines, streamed (a line that cannot be a record is shortened to a stand-in of two
+    bytes; records up to :data:`MAX_KEPT_BYTES`); a file whose head holds no record, no JSON
+    document and no aider heading is returned as that head (it is in no known format: the
+    rest is never read); anything else is read whole, up to :data:`MAX_WHOLE_BYTES`. Raises
+    :class:`ImportError_` for what is not a text file."""
+    out = SessionText("")
+    try:
+        with _open_regular(path) as f:
+            if b"\0" in f.read(TEXT_PROBE):
                 raise ImportError_(
                     ["not a text session file (it holds NUL bytes: a binary file?)"],
                     source=str(path),
                 )
             f.seek(0)
-            number = 0
-            while True:
-                line = f.readline(cap + 1)
-                if not line:
-                    break
-                number += 1
-                if len(line) > cap and not line.endswith(b"\n"):
-                    long_lines.append(number)
-                    while line and not line.endswith(b"\n"):
-                        line = f.readline(1 << 20)  # the rest of it, a MB at a time
-                    parts.append(b"\n")
-                    continue
-                parts.append(line)
+            lines = _lines(f, out.long_lines)
+            head = list(itertools.islice(lines, HEAD_LINES))
+            first = next((line for line in head if line.strip(b"\xef\xbb\xbf \t\r\n")), b"")
+            if _is_record_line(first) and _is_json_object(first):
+                data = _records(head, lines, out)
+            else:
+                data = b"".join(head)
+                if _worth_reading_whole(data):
+                    size = os.fstat(f.fileno()).st_size
+                    if size > MAX_WHOLE_BYTES:
+                        raise ImportError_(
+                            [
+                                f"{size // (1 << 20)} MB read whole (a JSON document or an aider "
+                                f"history) is over the {MAX_WHOLE_BYTES >> 20} MB ctxscope reads; "
+                                "not read"
+                            ],
+                            source=str(path),
+                        )
+                    data += b"".join(lines)
+                    out.whole = True
     except OSError as exc:
         raise ImportError_([f"cannot read it: {exc.strerror or exc}"], source=str(path)) from None
-    data = b"".join(parts)
-    text = data.decode("utf-8", errors="replace")
-    bad = 0 if "\ufffd" not in text else text.count("\ufffd") - data.count("\ufffd".encode())
-    return text, long_lines, bad
+    out.text = data.decode("utf-8", errors="replace")
+    if "\ufffd" in out.text:
+        out.not_utf8 = out.text.count("\ufffd") - data.count("\ufffd".encode())
+    return out
+
+
+def _is_json_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line.lstrip(b"\xef\xbb\xbf")), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _worth_reading_whole(head: bytes) -> bool:
+    """Whether a file that is not JSON lines may be a known format: a JSON document, an aider
+    history (a heading in its head) or JSON lines after some junk (a record in its head)."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    if text.startswith(("{", "[")) or b"# aider chat started at" in head:
+        return True
+    return any(_is_record_line(line) for line in head.splitlines())
+
+
+def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> bytes:
+    """A JSON-lines file's text: record lines kept up to :data:`MAX_KEPT_BYTES` (the rest
+    empty lines, counted in ``out.left_out``); the first :data:`MAX_LINES_KEPT` other lines
+    shortened to a stand-in the line reader counts and names as it did the line, the others
+    empty lines counted here, a run at a time."""
+    parts: list[bytes] = []
+    kept = 0
+    full = False
+    stand_ins = 0
+    run_why, run_start, run_length = "", 0, 0
+
+    def end_run() -> None:
+        nonlocal run_length
+        if run_length:
+            out.left_out.line(run_why, run_start, count=run_length)
+            parts.append(b"\n" * run_length)  # one piece per run: no list entry per line
+            run_length = 0
+
+    for number, line in enumerate(itertools.chain(head, rest), start=1):
+        stripped = line.strip()
+        if not stripped or _is_record_line(stripped):
+            if stripped and (full or kept + len(line) > MAX_KEPT_BYTES):
+                full = True  # the rest of the file, not a shorter line that would still fit
+                why = PAST_CAP
+            else:
+                end_run()
+                kept += len(line)
+                parts.append(line)
+                continue
+        else:
+            why = "comment" if stripped.startswith((b"//", b"#")) else "not JSON"
+            if stand_ins < MAX_LINES_KEPT:
+                # Two bytes: a comment stays one, anything else is not JSON; a last line
+                # without its end keeps none (the reader names it a cut last line).
+                stand_ins += 1
+                short = b"//" if why == "comment" else b"?"
+                end_run()
+                parts.append(short + b"\n" if line.endswith(b"\n") else short)
+                continue
+        if run_length and why != run_why:
+            end_run()
+        if not run_length:
+            run_why, run_start = why, number
+        run_length += 1
+    end_run()
+    return b"".join(parts)
 
 
 def special_file(path: Path) -> str:

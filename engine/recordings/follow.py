@@ -4,14 +4,16 @@
 look (:mod:`engine.recordings.file_tail`); it opens the file for reading only: nothing is ever
 written to it.
 
-:class:`Follower` turns those lines into records and parses them with the importer's own
-parser (:func:`engine.recordings.claude_code.parse_read` or
-:func:`engine.recordings.codex.parse_read`, the one parser of each format, used both by
-``import`` and here; the first record says which; for Claude Code through
+:class:`Follower` turns those lines into records, tells the agent from the first records it
+reads (:func:`engine.recordings.agents.detect_records`) and parses them with that agent's tail
+parser (:meth:`~engine.recordings.agents.protocol.AgentFormat.tail_parser`: the importer's own
+parser, used both by ``import`` and here; for Claude Code through
 :class:`~engine.recordings.claude_code_follow.TailParser`, which parses only the records from
 the last round's input on and gives the same items), computes the figures ``watch`` shows
-(:class:`Figures`), and, given a store, keeps one session in step with the file. The session
-is found again by its source key (the file's path and the recording's session id), so
+against the agent's own window and auto-compact point (:class:`Figures`;
+:func:`engine.recordings.agents.context_rules_for_parsed`), and, given a store, keeps one
+session in step with the file: its model, agent and version as ``import`` stores them. The
+session is found again by its source key (the file's path and the recording's session id), so
 watching the same file again updates it instead of adding another. Only the last round is
 stored again as it grows (the ended rounds stay as written); when an earlier part of the
 parsed conversation changed (the agent rewound, or the chain was rewritten), the session's
@@ -27,8 +29,10 @@ that cannot be opened.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,13 +42,13 @@ from engine.config import Settings, session_origin
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.params import strategy_params
-from engine.recordings import claude_code, codex
+from engine.recordings import agents, claude_code
+from engine.recordings.agents.protocol import HEAD_RECORDS, AgentFormat, ContextRules, TailParser
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
-from engine.recordings.claude_code_chain import Record
-from engine.recordings.claude_code_follow import TailParser
+from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.file_tail import FileTail
-from engine.recordings.own_agent import auto_compact_at, context_of
-from engine.recordings.writer import Resume, check, write
+from engine.recordings.own_agent import context_of
+from engine.recordings.writer import Resume, archives_earlier_file, recorded_model, write
 from engine.store import Store
 
 
@@ -71,15 +75,19 @@ class Figures:
         return round(100 * self.context_tokens / self.context_window, 1)
 
 
-def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None) -> Figures:
-    """The figures of a parsed session: its last usage and what came after it, against the
-    agent's own auto-compact trigger: for Codex ``compact_limit`` (its
-    ``model_auto_compact_token_limit``) or ``watch_codex_compact_ratio`` of the window its
-    rollout records; for Claude Code the window less ``watch_compact_reserve``."""
+def figures(
+    parsed: Parsed,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    rules: ContextRules | None = None,
+) -> Figures:
+    """The figures of a parsed session: its last usage and what came after it, against its
+    agent's own window and auto-compact point
+    (:func:`engine.recordings.agents.context_rules_for_parsed`; ``env``: where the agent's
+    settings are found, this process's environment when None)."""
     items = parsed.items
-    recorded = parsed.recorded.get("context_window")
-    window = recorded if isinstance(recorded, int) and recorded > 0 else 0
-    out = Figures(context_window=window or settings.watch_context_window)
+    rules = rules or agents.context_rules_for_parsed(parsed, settings, env)
+    out = Figures(context_window=rules.window)
     for item in items:
         if item.kind == "summary":
             out.compactions += 1
@@ -109,7 +117,8 @@ def figures(parsed: Parsed, settings: Settings, compact_limit: int | None = None
     elif last >= 0:
         base = count_text(items[last].text)
     out.context_tokens = base + sum(_tokens(i) for i in items[last + 1 :])
-    out.compact_at = auto_compact_at(parsed.fmt, out.context_window, settings, compact_limit)
+    # An agent that does not compact on its own: its window is where the context ends.
+    out.compact_at = rules.auto_compact_at or rules.window
     out.until_compact = max(0, out.compact_at - out.context_tokens)
     out.warning = out.context_tokens >= settings.watch_warn_ratio * out.compact_at
     return out
@@ -172,8 +181,9 @@ class Update:
 
 
 class Follower:
-    """One Claude Code session file or Codex rollout, followed: parsed after each look, and
-    kept stored."""
+    """One session file of an agent whose format can be followed (Claude Code, Codex:
+    :meth:`~engine.recordings.agents.protocol.AgentFormat.tail_parser`), parsed after each
+    look, and kept stored."""
 
     def __init__(
         self,
@@ -182,25 +192,31 @@ class Follower:
         store: Store | None = None,
         workspace: str = "",
         parent: int | None = None,
-        compact_limit: int | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path
-        self.compact_limit = compact_limit
-        """Codex's ``model_auto_compact_token_limit`` (from its config), if set."""
-        self.fmt = ""
-        """``claude-code`` or ``codex``: the format of the file's first record."""
+        self.env = env
+        """Where the agent's own settings are found (``HOME``, ``CODEX_HOME``…; None: this
+        process's environment)."""
+        self.agent: AgentFormat | None = None
+        """The agent whose format the file's first records are in (None: not told yet)."""
         self.settings = settings
         self.store = store
         self.workspace = workspace or str(path.parent)
         self.parent = parent
         self.tail = FileTail(path)
-        self.records: list[Record] = []
+        self.copied_from: Follower | None = None
+        """The session a subagent file belongs to: the records it copied from there (a side
+        question, a fork) are not its own (:func:`claude_code.own_records`)."""
+        self.records: list[tuple[int, dict[str, Any]]] = []
         self.lines = 0
         self.reader = JsonLines()
         """The tolerant line reader: what it left out, named in the notices and the parse."""
+        self._head: list[dict[str, Any]] = []
+        """The first records read while the agent is not told yet (what tells it)."""
         self._tail_parser: TailParser | None = None
-        """Claude Code: the parse that costs what was appended (the whole-file parser's
-        items, :mod:`engine.recordings.claude_code_follow`)."""
+        """The agent's parse of the records so far (Claude Code's costs what was appended,
+        :mod:`engine.recordings.claude_code_follow`)."""
         self.notices: list[str] = []
         """What the follower could not read (yet), in the import report's words, since the
         last :meth:`take_notices`: ``watch`` is never silent about a file."""
@@ -208,6 +224,9 @@ class Follower:
         self.parsed: Parsed | None = None
         self.session: Session | None = None
         self._stored: list[tuple[Any, ...]] = []
+        self._facts: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+        """The recorded facts and hidden prefix stored with the first user message (the
+        agent's rules read them back: Codex's window); other ones write the session again."""
         self._resume_at = 0
         self._resume_round = 0
         self._round_starts: list[int] = []
@@ -239,7 +258,8 @@ class Follower:
             self.records, self.lines, self.reader = [], 0, JsonLines()
             self._tail_parser = None
             self._stored, self._compactions, self._warned = [], 0, False
-            self._unreported, self.fmt, self._said = 0, "", set()
+            self._unreported, self.agent, self._said = 0, None, set()
+            self._head = []
         new = 0
         for raw in chunk.lines:
             self.lines += 1
@@ -250,14 +270,16 @@ class Follower:
             obj = self.reader.feed(self.lines, raw.decode("utf-8", errors="replace"))
             if obj is None:
                 continue
+            if self.agent is None and len(self._head) < HEAD_RECORDS:
+                self._head.append(obj)
             if not isinstance(obj.get("type"), str):
                 self.reader.not_read.line("not a record (no type)", self.lines)
                 continue
-            if not self.fmt:
-                self.fmt = codex.FORMAT if codex.looks_like(obj) else claude_code.FORMAT
             self.records.append((self.lines, obj))
             new += 1
         self._unreported += new
+        if self.agent is None and self._head and not self._tell_agent():
+            return None
         started = self._discover_children()
         if not new and not chunk.reset and not started:
             self._poll_children()
@@ -266,7 +288,7 @@ class Follower:
         if parsed is None:
             return None
         self.parsed = parsed
-        fig = figures(parsed, self.settings, self.compact_limit)
+        fig = figures(parsed, self.settings, self.env)
         events = ["update"]
         if fig.compactions > self._compactions:
             events.append("compaction")
@@ -299,16 +321,28 @@ class Follower:
         out: dict[str, Any] = {
             "trigger": summary.trigger,
             "pre_tokens": summary.pre_tokens,
+            **(summary.compaction or {}),
             "summary_tokens": BLOCK_OVERHEAD + count_text(summary.text)
             if has_text(summary.text)
             else 0,
             "fidelity": None,
         }
+        out["degenerate"] = []
         if self.store is not None and self.session is not None:
             done = [c for c in self.store.compactions(self._sid) if c.undone_at is None]
             if done and done[-1].fidelity is not None:
                 out["summary_tokens"] = done[-1].tokens_after
                 out["fidelity"] = with_files(done[-1].fidelity)
+            if done:
+                # The compaction that just landed, if degenerate: in the event, and a notice
+                # (the warning line ``watch`` and the workbench show).
+                flags = [
+                    f
+                    for f in session_flags(self.store, self._sid, self.settings)
+                    if f.compaction_id == done[-1].id
+                ]
+                out["degenerate"] = [f.as_json() for f in flags]
+                self.notices += warning_lines(flags)
         return out
 
     def save_pending(self, update: Update | None = None) -> None:
@@ -329,8 +363,9 @@ class Follower:
             for file in sorted(folder.glob("agent-*.jsonl")):
                 if file not in self.children and not file.name.startswith("agent-acompact"):
                     self.children[file] = Follower(
-                        file, self.settings, None, self.workspace, parent=None
+                        file, self.settings, None, self.workspace, parent=None, env=self.env
                     )
+                    self.children[file].copied_from = self
                     started += 1
         return started
 
@@ -347,24 +382,18 @@ class Follower:
         conversation yet (a file's first records can be hooks and snapshots), said in a
         notice."""
         not_read = self.reader.not_read.copy()
+        if self._tail_parser is None:
+            return None
         try:
-            if self.fmt == codex.FORMAT:
-                records = codex.known(list(self.records), not_read)
-                reader = JsonLines()
-                reader.lines, reader.skipped = self.reader.lines, Counter(self.reader.skipped)
-                reader.warnings, reader.not_read = list(self.reader.warnings), not_read
-                parsed = codex.parse_records(records, reader, self.path.name)
-            else:
-                if self._tail_parser is None:
-                    self._tail_parser = TailParser(self.path.name)
-                parsed = self._tail_parser.parse(
-                    self.records,
-                    self.reader.lines,
-                    Counter(self.reader.skipped),
-                    list(self.reader.warnings),
-                    not_read,
-                )
-            problems = self._tail_parser.check(parsed) if self._tail_parser else check(parsed)
+            records = self.records
+            skipped, warnings = Counter(self.reader.skipped), list(self.reader.warnings)
+            if self.copied_from is not None:  # a subagent file: what it copied is not its own
+                copied = claude_code.record_keys(self.copied_from.records)
+                records = claude_code.own_records(records, copied, skipped, warnings)
+            parsed = self._tail_parser.parse(
+                records, self.reader.lines, skipped, warnings, not_read
+            )
+            problems = self._tail_parser.check(parsed)
         except ImportError_ as exc:
             said = "; ".join(exc.problems).replace(
                 " holds no conversation ", " holds no conversation yet "
@@ -374,9 +403,38 @@ class Follower:
         if problems:
             self._notice(f"{self.path}: cannot be followed yet: {'; '.join(problems)}")
             return None
-        for sentence in parsed.not_read_sentences():
-            self._notice(f"{self.path}: {sentence}")
+        # Said when a kind (or a why) is new, not at every look that adds a line of one
+        # already said: the sentences name counts and lines, which grow with the file.
+        named = {f"kind:{k}" for k in parsed.not_read.kinds} | set(parsed.not_read.lines)
+        if not named <= self._said:
+            self._said |= named
+            for sentence in parsed.not_read_sentences():
+                self._notice(f"{self.path}: {sentence}")
         return parsed
+
+    def _tell_agent(self) -> bool:
+        """Tell the agent from the first records read (:func:`engine.recordings.agents.
+        detect_records`) and take its tail parser; False (said in a notice) while no agent
+        claims them, or when the agent's files cannot be followed."""
+        self.agent = agents.detect_records(self._head)
+        followed = ", ".join(agents.followable())
+        if self.agent is None:
+            self._notice(
+                f"{self.path}: holds no record of a format watch follows yet "
+                f"({len(self._head)} records read; watch follows {followed})"
+            )
+            return False
+        # One set before the first look stays (bench_follow_parse measures another parse).
+        self._tail_parser = self._tail_parser or self.agent.tail_parser(self.path)
+        if self._tail_parser is None:
+            self._notice(
+                f"{self.path}: is a recording of {self.agent.label}, which watch does not "
+                f"follow (it follows {followed}); import it instead"
+            )
+            self._head = []
+            return False
+        self._head = []
+        return True
 
     def _notice(self, text: str) -> None:
         """Say ``text`` once (a file that stays as it is is not reported at every look)."""
@@ -414,9 +472,16 @@ class Follower:
                     source=key,
                     params=strategy_params(self.settings, self.settings.strategy),
                     origin=session_origin(self.settings),
+                    agent=parsed.fmt,
+                    agent_version=parsed.agent_version,
                 )
                 self._stored = []
-            whole = not self._stored or common < self._resume_at
+            facts = (parsed.recorded, parsed.hidden)
+            # A result now where the last stored round began (an input delivered from the
+            # queue moves after the results its step gets later) belongs to an earlier
+            # round: from there the stored rounds no longer hold; the file is stored again.
+            moved = common == self._resume_at < len(sigs) and parsed.items[common].kind == "result"
+            whole = not self._stored or common < self._resume_at or facts != self._facts or moved
             if whole:
                 store.clear_session(self._sid)
                 start, rounds, live, observations = 0, 0, [], []
@@ -437,6 +502,8 @@ class Follower:
                 self._round_starts = [p for p in self._round_starts if p < start]
             tail = Parsed(fmt=parsed.fmt, items=parsed.items[start:], title=parsed.title)
             tail.cwd = parsed.cwd
+            if start == 0:  # kept with the first user message, as import keeps them
+                tail.recorded, tail.hidden = parsed.recorded, parsed.hidden
             report = write(
                 store,
                 tail,
@@ -444,8 +511,13 @@ class Follower:
                 self.settings,
                 resume=Resume(self.session, rounds, live, observations),
             )
-            if whole and parsed.items and parsed.items[0].model:
-                store.update_session(self._sid, model=parsed.items[0].model)
+            # The model an assistant record names (the first items are the user's input): the
+            # same as ``import`` stores, as soon as the file names one.
+            model = recorded_model(parsed)
+            if model and model != self.session.model:
+                self.session = store.update_session(self._sid, model=model)
+            if parsed.agent_version and parsed.agent_version != self.session.agent_version:
+                self.session = store.update_session(self._sid, agent_version=parsed.agent_version)
             # Another recording written in the file's place, or a title the agent wrote
             # later (``ai-title``): the session says what it now holds.
             title = f"watch: {parsed.title[:60]}"
@@ -456,6 +528,7 @@ class Follower:
                 self.session = store.update_session(self._sid, workspace=workspace)
         self._round_starts += [start + p for p in report.round_starts]
         self._stored = sigs
+        self._facts = copy.deepcopy((parsed.recorded, parsed.hidden))
         self._resume_from(parsed.items)
         return whole
 
@@ -469,7 +542,10 @@ class Follower:
         after a compaction that no round follows yet."""
         last_start = self._round_starts[-1] if self._round_starts else 0
         summaries = [n for n, i in enumerate(items) if i.kind == "summary"]
-        if summaries and summaries[-1] > last_start:
+        if summaries and (
+            summaries[-1] > last_start
+            or (summaries[-1] == last_start and archives_earlier_file(items[last_start]))
+        ):
             self._resume_at, self._resume_round = summaries[-1] + 1, len(self._round_starts)
         elif self._round_starts:
             self._resume_at, self._resume_round = last_start, len(self._round_starts) - 1

@@ -236,6 +236,7 @@ def _step(
             calls=calls,
             thinking=thinking,
             usage=_usage(msg.get("tokens")),
+            model=model if isinstance(model, str) else "",
         )
     ]
     for c in raw_calls:

@@ -15,7 +15,10 @@ a compaction archives what came before it, a late tool result closes an early ro
 
 Parallel: files are parsed in a pool of processes (one per core) and stored by this process
 alone, one transaction per file, as each arrives: an interrupted import (Ctrl+C) leaves every
-file stored so far whole, and the next run goes on with the rest.
+file stored so far whole, and the next run goes on with the rest. The workers also count the
+tokens of every text the writer will store (:func:`engine.recordings.writer.texts_to_count`)
+and send the counts back by digest, so the writer neither loads the tokenizer nor tokenises
+(issue 44: token counting was a third of the writer's time, the tokenizer's load 0.3–1.5 s).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from engine.config import Settings
+from engine.messages.tokens import counts_of, given_counts
 from engine.recordings.agent_folders import (
     Folder,
     State,
@@ -41,8 +45,14 @@ from engine.recordings.agent_folders import (
     unique_folders,
 )
 from engine.recordings.base import ImportError_, ImportReport, Parsed
-from engine.recordings.importing import UnknownFormat, imported_source, parse_sessions
-from engine.recordings.writer import Resume, write
+from engine.recordings.importing import (
+    DATA_ERRORS,
+    UnknownFormat,
+    imported_source,
+    parse_sessions,
+    unreadable,
+)
+from engine.recordings.writer import Resume, texts_to_count, write
 from engine.store import Store
 from engine.store.errors import SessionNotFound
 from engine.store.history import ImportedFile
@@ -89,6 +99,13 @@ class HistoryResult:
     """Files that could not be imported now, and why."""
     refused_before: int = 0
     """Files refused at an earlier run and unchanged since (not read again)."""
+    gone: list[tuple[str, list[int]]] = field(default_factory=list)
+    """Files imported before and gone from disk since (their agent deleted them), with the
+    sessions they became: kept stored, marked ``source_gone_at`` at this run."""
+    warnings: list[str] = field(default_factory=list)
+    """What the user should know (Claude Code deleting its sessions after 30 days)."""
+    back: list[int] = field(default_factory=list)
+    """Sessions marked gone before whose file is there again (the mark is taken off)."""
     skipped_files: Counter[str] = field(default_factory=Counter)
     interrupted: bool = False
     bytes_read: int = 0
@@ -101,6 +118,9 @@ class HistoryResult:
             "sessions": [r.as_json() for r in self.reports],
             "files_refused": [{"path": p, "reason": why} for p, why in self.refused],
             "files_refused_before": self.refused_before,
+            "files_gone": [{"path": p, "sessions": ids} for p, ids in self.gone],
+            "sessions_back": self.back,
+            "warnings": self.warnings,
             "files_skipped": dict(self.skipped_files),
             "bytes_read": self.bytes_read,
             "seconds": round(self.seconds, 3),
@@ -108,24 +128,38 @@ class HistoryResult:
         }
 
 
-Parsing = tuple[list[Parsed] | None, str | None, bool]
-"""A worker's answer: the sessions, or why not, and whether the file is of no known format."""
+Parsing = tuple[list[Parsed] | None, str | None, bool, dict[str, int]]
+"""A worker's answer: the sessions, or why not, whether the file is of no known format, and
+the token counts of the texts the writer will count (by digest; empty in process)."""
+
+_worker_settings: Settings | None = None
+"""The import's settings, in a worker process (what a tool result's history form depends on)."""
 
 
 def parse_one(path: str) -> Parsing:
-    """Parse one file (in a worker process): its sessions, or the refusal."""
+    """Parse one file (in a worker process): its sessions, or the refusal; and, in a worker,
+    the counts of what the writer will count."""
     try:
-        return parse_sessions(Path(path)), None, False
+        sessions = parse_sessions(Path(path))
     except UnknownFormat as exc:
-        return None, "; ".join(exc.problems), True
+        return None, "; ".join(exc.problems), True, {}
     except ImportError_ as exc:
-        return None, str(exc), False
+        return None, str(exc), False, {}
+    except Exception as exc:  # noqa: BLE001 - one file's surprise sinks no other file
+        return None, f"{path}: {unreadable(exc)}", False, {}
+    counts: dict[str, int] = {}
+    if _worker_settings is not None:
+        settings = _worker_settings
+        counts = counts_of(t for parsed in sessions for t in texts_to_count(parsed, settings))
+    return sessions, None, False, counts
 
 
-def _quiet_worker() -> None:
+def _worker(settings: Settings) -> None:
     # Ctrl+C reaches every process of the terminal's group: the main process alone answers
     # it (it stops handing out files and keeps what was stored); workers just end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    global _worker_settings
+    _worker_settings = settings
 
 
 def default_jobs() -> int:
@@ -135,15 +169,20 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _parsed_in_pool(paths: list[Path], jobs: int) -> Generator[tuple[Path, Parsing]]:
-    """Each file parsed, in the order they finish; at most ``2 * jobs`` waiting at once, so
-    memory stays flat however many files there are."""
+def _parsed_in_pool(
+    paths: list[Path], jobs: int, settings: Settings
+) -> Generator[tuple[Path, Parsing]]:
+    """Each file parsed (and its texts counted), in the order they finish; at most
+    ``2 * jobs`` waiting at once, so memory stays flat however many files there are."""
     if jobs <= 1 or len(paths) <= 1:
         for path in paths:
             yield path, parse_one(str(path))
         return
     pool = ProcessPoolExecutor(
-        max_workers=jobs, mp_context=get_context("forkserver"), initializer=_quiet_worker
+        max_workers=jobs,
+        mp_context=get_context("forkserver"),
+        initializer=_worker,
+        initargs=(settings,),
     )
     todo = iter(paths)
     running: dict[Future[Parsing], Path] = {}
@@ -203,14 +242,15 @@ def import_history(
                     result.refused_before += 1
                 continue
             todo.append((path, now, state))
+    _mark_gone(store, folders, known, seen, result)
     # The biggest first: the pool ends together instead of waiting on one late giant.
     todo.sort(key=lambda t: -t[1].size)
     wanted = {path: (now, state) for path, now, state in todo}
     total = sum(now.size for _, now, _ in todo)
     tally = Progress(0, len(todo), 0, total, started)
-    parsed = _parsed_in_pool([p for p, _, _ in todo], jobs or default_jobs())
+    parsed = _parsed_in_pool([p for p, _, _ in todo], jobs or default_jobs(), settings)
     try:
-        for path, (sessions, why, unknown) in parsed:
+        for path, (sessions, why, unknown, counts) in parsed:
             now, state = wanted[path]
             before = known.get(str(path))
             if sessions is None:
@@ -222,10 +262,20 @@ def import_history(
                 kept = before.sessions if before else ()
                 store.remember_file(replace(now, sessions=kept, refused=reason))
             else:
-                stored = store_file(store, now, before, sessions, workspace, settings, claimed)
-                claimed.update(r.session.id for r in stored if r.session.id is not None)
-                result.reports += stored
-                result.states[state] += 1
+                try:
+                    with given_counts(counts):
+                        stored = store_file(
+                            store, now, before, sessions, workspace, settings, claimed
+                        )
+                except DATA_ERRORS as exc:  # its transaction rolled back; the others go on
+                    reason = f"{path}: {unreadable(exc)}"
+                    result.refused.append((str(path), reason))
+                    kept = before.sessions if before else ()
+                    store.remember_file(replace(now, sessions=kept, refused=reason))
+                else:
+                    claimed.update(r.session.id for r in stored if r.session.id is not None)
+                    result.reports += stored
+                    result.states[state] += 1
             tally.files_done += 1
             tally.bytes_done += now.size
             if progress is not None:
@@ -237,6 +287,59 @@ def import_history(
     result.bytes_read = tally.bytes_done
     result.seconds = time.monotonic() - started
     return result
+
+
+def import_one_file(
+    store: Store, path: Path, workspace: str, settings: Settings
+) -> tuple[list[ImportReport], str]:
+    """One session file imported as ``import`` without a path would (``import --hook``): into
+    the sessions it became last time, remembered so that the next whole-history run skips it
+    while unchanged. The reports, and what was done (``new``, ``grown``, ``rewritten``,
+    ``unchanged``); :class:`ImportError_` when it cannot be imported."""
+    try:
+        now = fingerprint(path)
+    except OSError as exc:
+        raise ImportError_([f"cannot read {path}: {exc.strerror or exc}"]) from None
+    before = store.imported_files().get(str(path))
+    state = state_of(path, now, before)
+    if state == "unchanged":
+        return [], state
+    sessions, why, _, _counts = parse_one(str(path))
+    if sessions is None:
+        raise ImportError_([why or f"{path} cannot be imported"])
+    claimed = {sid for f in store.imported_files().values() for sid in f.sessions}
+    return store_file(store, now, before, sessions, workspace, settings, claimed), state
+
+
+def _mark_gone(
+    store: Store,
+    folders: list[Folder],
+    known: dict[str, ImportedFile],
+    seen: set[str],
+    result: HistoryResult,
+) -> None:
+    """Files imported before under ``folders`` and not there now: their sessions stay stored
+    and are marked (``Session.source_gone_at``); a file there again takes its mark off."""
+    roots = [f.path for f in folders]
+    marked = store.sessions_source_gone()  # one query: most runs find nothing to change
+
+    def with_children(sessions: tuple[int, ...]) -> list[int]:
+        ids = list(sessions)
+        for sid in sessions:  # its subagents came from it too
+            ids += store.child_sessions(sid)
+        return ids
+
+    for path, file in known.items():
+        if not file.sessions:
+            continue
+        if path in seen:
+            if marked.intersection(file.sessions):
+                result.back += store.mark_source_gone(with_children(file.sessions), gone=False)
+        elif any(Path(path).is_relative_to(root) for root in roots) and not Path(path).exists():
+            if not marked.issuperset(file.sessions):
+                gone = store.mark_source_gone(with_children(file.sessions))
+                if gone:
+                    result.gone.append((path, gone))
 
 
 def store_file(
@@ -258,7 +361,7 @@ def store_file(
     another file, ``claimed``), and ``import FILE`` of a file this import stored says "already
     stored" (until it grows)."""
     old = list(before.sessions) if before else []
-    keys = [imported_source(Path(now.path), n) for n in range(len(sessions))]
+    keys = [imported_source(Path(now.path), n) for n in range(len(sessions))]  # hashed once
     with store.transaction():
         reports = [] if old else _stored_before(store, keys, sessions, claimed)
         if not reports:

@@ -20,33 +20,24 @@ repeated lines, a cut last line, and a line longer than
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
 import os
 import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from engine.config import Settings
-from engine.recordings import (
-    aider,
-    anthropic_jsonl,
-    claude_code,
-    codex,
-    gemini,
-    openhands,
-    trajectories,
-)
+from engine.recordings import agents, entire
 from engine.recordings.base import (
     ImportError_,
     ImportReport,
     Parsed,
 )
-from engine.recordings.files import read_session_text, special_mode
-from engine.recordings.writer import check, write
-from engine.store import Store
+from engine.recordings.files import read_session, special_mode
+from engine.recordings.writer import write
+from engine.store import Store, StoreError
 
 __all__ = [
     "FORMATS",
@@ -60,16 +51,8 @@ __all__ = [
     "parse_sessions",
 ]
 
-FORMATS = (
-    claude_code.FORMAT,
-    anthropic_jsonl.FORMAT,
-    trajectories.MINI,
-    trajectories.SWE,
-    codex.FORMAT,
-    gemini.FORMAT,
-    openhands.FORMAT,
-    aider.FORMAT,
-)
+FORMATS = tuple(agent.name for agent in agents.AGENTS)
+"""The formats ``import`` reads, in sniffing order (:data:`engine.recordings.agents.AGENTS`)."""
 SUFFIXES = (".jsonl", ".traj", ".traj.json", ".json", ".md")
 DOCS = 'docs/importing.md, "Importing and exporting sessions"'
 """Where a refusal points: the section that lists the formats, by its title."""
@@ -87,40 +70,10 @@ class ParsedFiles:
     """Lines about what a directory walk left out (a symlink out of the folder, a FIFO)."""
 
 
-def detect_format(raw: str) -> tuple[str | None, Any]:
-    """The format ``raw`` looks like (None if none) and, for whole-JSON formats, the object."""
-    stripped = raw.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            whole = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError):
-            whole = None
-        if trajectories.looks_like_swe(whole):
-            return trajectories.SWE, whole
-        if trajectories.looks_like_mini(whole):
-            return trajectories.MINI, whole
-        if gemini.looks_like(whole):
-            return gemini.FORMAT, whole
-        if openhands.looks_like(whole):
-            return openhands.FORMAT, whole
-        if isinstance(whole, list) and whole and gemini.looks_like_contents(whole[0]):
-            return gemini.CONTENTS, None
-    elif aider.looks_like(raw):
-        return aider.FORMAT, None
-    for line in raw.splitlines()[:50]:
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        if codex.looks_like(obj):
-            return codex.FORMAT, None
-        if claude_code.looks_like(obj):
-            return claude_code.FORMAT, None
-        if gemini.looks_like_contents(obj):
-            return gemini.CONTENTS, None
-        if isinstance(obj, dict) and "role" in obj:
-            return anthropic_jsonl.FORMAT, None
-    return None, None
+def detect_format(raw: str) -> str | None:
+    """The format ``raw`` looks like (None if none): :func:`engine.recordings.agents.detect`."""
+    agent = agents.detect(None, raw)
+    return None if agent is None else agent.name
 
 
 class UnknownFormat(ImportError_):
@@ -135,33 +88,13 @@ def parse_file(path: Path) -> Parsed:
 def parse_sessions(path: Path) -> list[Parsed]:
     """Every session of one file (an aider history may hold several), parsed and checked;
     raises :class:`ImportError_` (:class:`UnknownFormat` for no known format) naming it."""
-    raw, long_lines, not_utf8 = read_session_text(path)
-    fmt, whole = detect_format(raw.removeprefix("\ufeff"))
+    read = read_session(path)
+    raw, long_lines, not_utf8 = read.text, read.long_lines, read.not_utf8
+    agent = agents.detect(path, raw)
     try:
-        if fmt == trajectories.SWE:
-            sessions = [trajectories.parse_swe(whole, path.name)]
-        elif fmt == trajectories.MINI:
-            sessions = [trajectories.parse_mini(whole, path.name)]
-        elif fmt == claude_code.FORMAT:
-            sessions = [claude_code.parse(raw, path.name)]
-        elif fmt == anthropic_jsonl.FORMAT:
-            sessions = [anthropic_jsonl.parse(raw, path.name)]
-        elif fmt == codex.FORMAT:
-            sessions = [codex.parse(raw, path.name)]
-        elif fmt == gemini.FORMAT:
-            sessions = [gemini.parse(whole, path.name)]
-        elif fmt == gemini.CONTENTS:
-            raise gemini.refuse_contents()
-        elif fmt == openhands.FORMAT:
-            sessions = [openhands.parse(whole, path.name)]
-        elif fmt == aider.FORMAT:
-            sessions = aider.parse_all(raw, path.name)
-        else:
+        if agent is None:
             raise UnknownFormat([_unknown(raw, long_lines)])
-        for parsed in sessions:
-            problems = check(parsed)
-            if problems:
-                raise ImportError_(problems, parsed.fmt)
+        sessions = agent.parse(path, raw)
     except UnknownFormat as exc:
         raise UnknownFormat(exc.problems, source=str(path)) from None
     except ImportError_ as exc:
@@ -169,12 +102,11 @@ def parse_sessions(path: Path) -> list[Parsed]:
     for parsed in sessions:
         for number in long_lines:
             parsed.not_read.line("line over 32 MB", number)
+        parsed.not_read.merge(read.left_out)
         if not_utf8:
             parsed.warnings.append(
                 f"{not_utf8} byte sequence(s) that are not UTF-8 were read as U+FFFD"
             )
-        if parsed.fmt == claude_code.FORMAT:
-            _add_subagents(path, parsed)
     return sessions
 
 
@@ -186,57 +118,6 @@ def _unknown(raw: str, long_lines: list[int]) -> str:
     if not raw.strip():
         return f"an empty file ({expected})"
     return f"not a recognised session format ({expected})"
-
-
-def _is_subagent(path: Path) -> bool:
-    return "subagents" in path.parts or path.name.startswith("agent-")
-
-
-def _add_subagents(path: Path, parsed: Parsed) -> None:
-    """Claude Code's ``<session>/subagents/agent-*.jsonl`` beside ``<session>.jsonl``: each a
-    child session; an ``agent-acompact-*`` file is the call that wrote a compaction's summary
-    and goes to that compaction. A subagent file that cannot be read is a warning, not a
-    refusal of its parent."""
-    folder = path.with_suffix("") / "subagents"
-    if not folder.is_dir():
-        return
-    for file in sorted(folder.glob("agent-*.jsonl")):
-        try:
-            child = claude_code.parse(read_session_text(file)[0], file.name)
-            if file.name.startswith("agent-acompact"):
-                _attach_compaction_call(parsed, child, file.name)
-                continue
-            problems = check(child)
-            if problems:
-                raise ImportError_(problems, child.fmt)
-        except (ImportError_, OSError, UnicodeDecodeError) as exc:
-            parsed.warnings.append(f"subagent {file.name}: not imported: {exc}")
-            parsed.skipped["subagent"] += 1
-            continue
-        child.agent_id = child.agent_id or file.stem.removeprefix("agent-")
-        parsed.children.append(child)
-
-
-def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:
-    """The compaction whose summary ``call`` wrote: the first one at or after its last record
-    (the summary is written when the call ends), else the last one. Its cost is its usage."""
-    summaries = [i for i in parsed.items if i.kind == "summary"]
-    if not summaries:
-        parsed.warnings.append(f"subagent {name}: a compaction call, but no compaction recorded")
-        parsed.skipped["subagent"] += 1
-        return
-    ended = max((i.created_at for i in call.items), default=None)
-    target = next((s for s in summaries if ended is None or s.created_at >= ended), summaries[-1])
-    steps = [i for i in call.items if i.kind == "assistant"]
-    usage: dict[str, int] = {}
-    for step in steps:
-        for key, value in (step.usage.model_dump() if step.usage else {}).items():
-            usage[key] = usage.get(key, 0) + int(value)
-    target.recorded_call = {
-        "agent_id": call.agent_id or name.removeprefix("agent-").removesuffix(".jsonl"),
-        "model": next((s.model for s in steps if s.model), ""),
-        "usage": usage,
-    }
 
 
 def parse_path(path: Path) -> ParsedFiles:
@@ -252,6 +133,8 @@ def parse_path(path: Path) -> ParsedFiles:
         raise ImportError_([f"cannot read {path}: no such file or directory"]) from None
     if not stat.S_ISDIR(mode):
         return ParsedFiles([(path, one) for one in parse_sessions(path)])
+    if entire.checkpoints(path):  # Entire checkpoints: each session's transcript, its figures
+        return ParsedFiles(entire.parse_checkpoints(path, parse_sessions))
     out = ParsedFiles([])
     root = path.resolve()
     for file in sorted(path.rglob("*")):
@@ -270,12 +153,10 @@ def parse_path(path: Path) -> ParsedFiles:
             out.skipped_files["not a regular file"] += 1
         elif not file.name.endswith(SUFFIXES):
             out.skipped_files["not a session file"] += 1
-        elif _is_subagent(file.relative_to(path)):
-            # Read with its session (``<session>/subagents/``); counted here only without one.
-            if not (
-                file.parent.name == "subagents"
-                and file.parent.parent.with_suffix(".jsonl").is_file()
-            ):
+        elif agents.is_companion(file.relative_to(path)):
+            # Read with its session (Claude Code's ``<session>/subagents/``); counted here
+            # only without one.
+            if agents.orphaned(file.relative_to(path), file):
                 out.skipped_files["subagent transcript without its session"] += 1
         else:
             try:
@@ -288,6 +169,8 @@ def parse_path(path: Path) -> ParsedFiles:
             except ImportError_ as exc:
                 why = str(exc).removeprefix(f"{file}: ")
                 out.refused.append((file, why))
+            except Exception as exc:  # noqa: BLE001 - one file's surprise sinks no other file
+                out.refused.append((file, unreadable(exc)))
     if not out.files:
         if out.refused:
             raise ImportError_(
@@ -296,6 +179,18 @@ def parse_path(path: Path) -> ParsedFiles:
             )
         raise ImportError_([f"{path} holds no session files ({', '.join(SUFFIXES)})"])
     return out
+
+
+DATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError)
+"""What a file's content can make a reader or the writer raise (a string that cannot be
+encoded is a ValueError); the database's own errors are not among them."""
+
+
+def unreadable(exc: BaseException) -> str:
+    """Why a file could not be read, when its reader failed in a way it did not foresee: the
+    error in one line (the other files of a folder or a history import go on)."""
+    words = " ".join(str(exc).split())[:200]
+    return f"cannot be read ({type(exc).__name__}: {words}); left out"
 
 
 def _inside(file: Path, root: Path, out: ParsedFiles) -> bool:
@@ -342,8 +237,19 @@ def import_parsed(
                 report.warnings.append(
                     f"already stored as session {found.id} (the same file); not stored again"
                 )
-            else:
+            elif len(parsed.files) == 1:
                 report = write(store, one, workspace, settings, recorded_cwd, source=key)
+            else:
+                # Of several files, one that cannot be stored is left out, its statements
+                # undone (a savepoint), and the others stored.
+                try:
+                    with store.db.atomic():
+                        report = write(store, one, workspace, settings, recorded_cwd, source=key)
+                except StoreError:
+                    raise  # a lock or a full disk: the whole import, one line
+                except DATA_ERRORS as exc:
+                    parsed.refused.append((path, unreadable(exc)))
+                    continue
             report.path = str(path)
             add_not_read(report, one)
             reports.append(report)
@@ -354,10 +260,19 @@ def imported_source(path: Path, index: int) -> str | None:
     """What an imported session's ``source`` holds: the digest of its file's bytes and its
     place among the file's sessions (None: the file cannot be read again)."""
     try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        stat = path.stat()
+        digest = _file_digest(str(path), stat.st_size, stat.st_mtime_ns)
     except OSError:
         return None
     return f"import:sha256:{digest}#{index}"
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 of a file's bytes, read in pieces (never the whole file in memory: issue 44);
+    once per file as it is (its size and time), however many sessions it holds."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def add_not_read(report: ImportReport, parsed: Parsed) -> None:

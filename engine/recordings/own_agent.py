@@ -2,45 +2,23 @@
 context as its last API call reported it, its recorded compactions and what its calls cost.
 
 A recorded session (imported or watched) is another agent's. What it shows first is what that
-agent did and would do — Claude Code compacts at its window less ``watch_compact_reserve``
-(200 000 → 167 000; the corpus' one recorded automatic compaction fired at 167 094), Codex at
-its ``model_auto_compact_token_limit`` or ``watch_codex_compact_ratio`` of its window —, never
-ctxscope's own strategy thresholds, which are what-ifs beside it. ``watch`` and the stored
-session go by the same rule (:func:`auto_compact_at`).
-
-A stored recording does not say which agent wrote it: the file a watched session follows
-names it (a Codex rollout is ``rollout-*.jsonl``), else its model does (``claude-*``: Claude
-Code's rule; ``gpt-*``, ``o3``, ``o4``, ``codex``: Codex's). A recording of another agent on a
-Claude model is shown with Claude Code's trigger; one whose agent is not known has none.
+agent did and would do — its window and auto-compact point by its own rule
+(:func:`engine.recordings.agents.context_rules_for_session`: Claude Code 200 000 → 167 000,
+or 1 000 000 → 967 000 on the 1M window; Codex 90 % of its raw window) —, never ctxscope's own
+strategy thresholds, which are what-ifs beside it. ``watch`` and the stored session go by the
+same rules. The agent is the one the registry names for the session
+(:func:`engine.recordings.agents.agent_of`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from engine.config import Settings
+from engine.figures import SessionFigures
 from engine.models import Session, Usage
-from engine.prices import price_for
-from engine.recordings import claude_code, codex
 from engine.recordings.hidden import hidden_prefix
 from engine.store import Store
-
-AGENT_NAMES = {claude_code.FORMAT: "Claude Code", codex.FORMAT: "Codex"}
-"""The agents whose auto-compact point ctxscope knows, by their recording format."""
-
-_CODEX_MODEL = re.compile(r"^(gpt-|o\d|codex)", re.IGNORECASE)
-
-
-def auto_compact_at(
-    fmt: str, window: int, settings: Settings, compact_limit: int | None = None
-) -> int:
-    """Where the agent that wrote a ``fmt`` recording compacts on its own: Codex at
-    ``compact_limit`` (its ``model_auto_compact_token_limit``) or ``watch_codex_compact_ratio``
-    of ``window``; Claude Code at ``window`` less ``watch_compact_reserve``."""
-    if fmt == codex.FORMAT:
-        return compact_limit or int(settings.watch_codex_compact_ratio * window)
-    return window - settings.watch_compact_reserve
 
 
 def context_of(usage: Usage) -> int:
@@ -49,49 +27,55 @@ def context_of(usage: Usage) -> int:
     return usage.input_side + usage.output_tokens
 
 
-def recorded_format(session: Session) -> str:
-    """The format (the agent) a recorded session comes from, as far as it can be told; ``""``
-    when not known."""
-    source = session.source or ""
-    if "rollout-" in source or "/.codex/" in source:
-        return codex.FORMAT
-    if "/.claude/" in source:
-        return claude_code.FORMAT
-    model = session.model.lower()
-    if model.startswith("claude"):
-        return claude_code.FORMAT
-    if _CODEX_MODEL.match(model):
-        return codex.FORMAT
-    return ""
-
-
 @dataclass(frozen=True)
 class OwnAgentView:
-    """A recorded session's figures as its own agent had them."""
+    """A recorded session's figures as its own agent had them: its
+    :class:`~engine.figures.SessionFigures` (the record every surface prints) and the hidden
+    prefix the gauge draws as its L1."""
 
-    agent: str
-    """``Claude Code``, ``Codex``, or ``""`` when the agent is not known."""
-    model: str
-    context_window: int
-    compact_at: int | None
-    """The agent's own auto-compact point (None: not known for this agent)."""
-    context_tokens: int | None
-    """Its context after its last API call as recorded (:func:`context_of`); None without
-    recorded usage."""
+    figures: SessionFigures
     hidden_prefix: int
     """What the agent sent around the conversation (its own system prompt, tools), estimated
     (:mod:`engine.recordings.hidden`)."""
-    compactions: int
-    """The compactions the agent made, as recorded."""
-    cost: float | None
-    """Its recorded calls at list price (``engine.prices``); None: no price for the model."""
-    cost_note: str
+
+    @property
+    def agent(self) -> str:
+        """``Claude Code``, ``Codex``, …, or ``""`` when the agent is not known."""
+        return self.figures.agent
+
+    @property
+    def model(self) -> str:
+        return self.figures.model
+
+    @property
+    def context_window(self) -> int:
+        return self.figures.window
+
+    @property
+    def compact_at(self) -> int | None:
+        """The agent's own auto-compact point (None: not known for this agent)."""
+        return self.figures.auto_compact_at
+
+    @property
+    def context_tokens(self) -> int | None:
+        """Its context after its last API call as recorded; None without recorded usage."""
+        return self.figures.context_tokens
+
+    @property
+    def compactions(self) -> int:
+        return self.figures.compactions
+
+    @property
+    def cost(self) -> float | None:
+        return self.figures.cost
+
+    @property
+    def cost_note(self) -> str:
+        return self.figures.cost_note
 
     @property
     def until_compact(self) -> int | None:
-        if self.compact_at is None or self.context_tokens is None:
-            return None
-        return max(0, self.compact_at - self.context_tokens)
+        return self.figures.until_auto_compact
 
     @property
     def who(self) -> str:
@@ -101,33 +85,17 @@ class OwnAgentView:
     @property
     def cost_text(self) -> str:
         """``$11.85``, or ``–`` for a model without a price."""
-        return "–" if self.cost is None else f"${self.cost:,.2f}"
+        return self.figures.cost_text
 
 
 def own_agent_view(store: Store, session: Session, settings: Settings) -> OwnAgentView | None:
     """The figures of a recorded session through its own agent (None: not a recording)."""
     if not session.recorded or session.id is None:
         return None
-    sid = session.id
-    fmt = recorded_format(session)
-    window = settings.watch_context_window
-    usages = store.usages(sid)
-    last = store.last_usage(sid)
-    price = price_for(settings, session.model or settings.model)
-    hidden = hidden_prefix(store, sid)
-    compactions = [
-        c
-        for c in store.compactions(sid)
-        if c.stats.get("recorded") and c.outcome in ("success", "fallback")
-    ]
+    from engine.recordings.figures import session_figures
+
+    hidden = hidden_prefix(store, session.id)
     return OwnAgentView(
-        agent=AGENT_NAMES.get(fmt, ""),
-        model=session.model,
-        context_window=window,
-        compact_at=auto_compact_at(fmt, window, settings) if fmt in AGENT_NAMES else None,
-        context_tokens=None if last is None else context_of(last.usage),
+        figures=session_figures(store, session, settings),
         hidden_prefix=0 if hidden is None else hidden.tokens,
-        compactions=len(compactions),
-        cost=price.total_cost(usages) if usages else None,
-        cost_note=price.note,
     )

@@ -13,6 +13,12 @@ call and the observation that follows its result.
   Demonstrations (``is_demo`` or ``message_type: demonstration``) are stored in the first round
   after the task, prefixed ``[demonstration]`` and flagged in ``meta.origin``; they never open a
   round (a round's input is the task).
+- The model and the cost the run recorded: mini-swe-agent's ``info.config.model.model_name``
+  (else an assistant message's ``extra.response.model``), SWE-agent's ``replay_config``
+  ``agent.model.name``; each assistant message's ``extra.response.usage`` (LiteLLM's
+  ``prompt_tokens`` with ``prompt_tokens_details.cached_tokens``, ``completion_tokens``) is its
+  step's usage. ``info.model_stats`` (``instance_cost``, ``api_calls``, tokens) is the agent's
+  own figure, kept in ``recorded`` (``recorded_cost``, ``api_calls``) to compare.
 - System prompts are counted as skipped (``system_prompt``): ctxscope's own system prompt goes
   in their place. ``info.exit_status == "Submitted"`` marks the last round finished.
 - Tolerant: fields they do not know are ignored; a message of another role is counted
@@ -23,11 +29,12 @@ call and the observation that follows its result.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from typing import Any
 
-from engine.models import ToolCall, utcnow
+from engine.models import ToolCall, Usage, utcnow
 from engine.recordings.base import ImportError_, Item, Parsed, numbers_named
 
 MINI = "mini-swe-agent"
@@ -63,6 +70,9 @@ def parse_mini(obj: dict[str, Any], name: str) -> Parsed:
     pending: str | None = None
     counter = 0
     left = _LeftOut("message")
+    info = _dict(obj.get("info"))
+    named = _dict(_dict(info.get("config")).get("model"))
+    model = str(named.get("model_name") or "")
     for n, msg in enumerate(messages):
         content = left.content_of(msg, n)
         if content is None:
@@ -81,6 +91,7 @@ def parse_mini(obj: dict[str, Any], name: str) -> Parsed:
             else:
                 pending = None
                 items.append(Item("assistant", n, now, text=content))
+            items[-1].model, items[-1].usage = _response(msg, model)
         elif pending is not None:
             code_match = _RETURNCODE.search(content)
             code = int(code_match[1]) if code_match else None
@@ -111,6 +122,8 @@ def parse_mini(obj: dict[str, Any], name: str) -> Parsed:
         skipped=skipped,
         warnings=left.warnings(),
         finished=_finished(obj.get("info")),
+        model=model or next((i.model for i in items if i.model), ""),
+        recorded=_recorded_stats(info),
     )
 
 
@@ -193,7 +206,71 @@ def parse_swe(obj: dict[str, Any], name: str) -> Parsed:
         skipped=skipped,
         warnings=left.warnings(),
         finished=_finished(obj.get("info")),
+        model=_swe_model(obj),
+        recorded=_recorded_stats(obj.get("info")),
     )
+
+
+def _response(msg: dict[str, Any], model: str) -> tuple[str, Usage | None]:
+    """The model that answered an assistant message and its usage, from the LiteLLM response
+    mini-swe-agent keeps in ``extra.response`` (``model`` the run's when it names none)."""
+    extra = msg.get("extra")
+    response = extra.get("response") if isinstance(extra, dict) else None
+    if not isinstance(response, dict):
+        return model, None
+    answered = response.get("model")
+    raw = response.get("usage")
+    usage = None
+    if isinstance(raw, dict):
+        prompt = _int(raw.get("prompt_tokens"))
+        details = raw.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+        written = _int(raw.get("cache_creation_input_tokens"))
+        usage = Usage(
+            input_tokens=max(prompt - cached - written, 0),
+            cache_read_input_tokens=cached,
+            cache_creation_input_tokens=written,
+            output_tokens=_int(raw.get("completion_tokens")),
+        )
+        usage = usage if usage.input_side or usage.output_tokens else None
+    return (answered if isinstance(answered, str) and answered else model), usage
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _recorded_stats(info: Any) -> dict[str, Any]:
+    """The run's own figures (``info.model_stats``): its cost and calls, to compare."""
+    stats = info.get("model_stats") if isinstance(info, dict) else None
+    if not isinstance(stats, dict):
+        return {}
+    out: dict[str, Any] = {}
+    cost = stats.get("instance_cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        out["recorded_cost"] = float(cost)
+    for key in ("api_calls", "tokens_sent", "tokens_received", "input_tokens", "output_tokens"):
+        if isinstance(stats.get(key), int):
+            out[key] = stats[key]
+    return out
+
+
+def _swe_model(obj: dict[str, Any]) -> str:
+    """SWE-agent's model: ``replay_config`` (a JSON string, or an object) ``agent.model.name``."""
+    config = obj.get("replay_config")
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError:
+            return ""
+    agent = config.get("agent") if isinstance(config, dict) else None
+    model = agent.get("model") if isinstance(agent, dict) else None
+    name = model.get("name") if isinstance(model, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _last_observation(trajectory: Any, actions: int, items: list[Item]) -> str | None:

@@ -15,6 +15,7 @@ everything in one ``BEGIN IMMEDIATE`` transaction, the ended rounds in a few sta
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.compaction.ledger import fidelity, fidelity_json
@@ -22,6 +23,7 @@ from engine.compaction.tool_results import ToolResultCompressor
 from engine.config import Settings, session_origin
 from engine.messages.tokens import (
     BLOCK_OVERHEAD,
+    compact_json,
     count_summary,
     count_text,
     count_thinking,
@@ -44,12 +46,34 @@ from engine.models import (
 )
 from engine.params import strategy_params
 from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
+from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.envelopes import envelope
 from engine.recordings.repeated import remember_repeated, repeated_texts
 from engine.store import Store, StoreError
 
 CONTINUED = "(The conversation continues after a compaction.)"
 """The user message of a round that a recorded compaction left without one."""
+
+
+def recorded_model(parsed: Parsed) -> str:
+    """The model a recorded session is stored with: the one the recording names for the
+    session, else the first one an assistant step names (``import`` and ``watch`` alike)."""
+    return parsed.model or next((i.model for i in parsed.items if i.model), "")
+
+
+def archives_earlier_file(summary: Item) -> bool:
+    """Whether ``summary``, met with nothing stored before it, is an agent's compaction whose
+    conversation is in an earlier file (a recorded compaction's figures come with it), not
+    the summary a continued session starts from: it is stored as a compaction of a round of
+    its own (:func:`before_file`), which the next round never joins."""
+    return summary.pre_tokens is not None or bool(summary.compaction)
+
+
+def before_file(summary: Item) -> str:
+    """The user message standing for what a compaction at a file's start compacted (the
+    conversation before it is in an earlier file, or nowhere)."""
+    size = f" ({summary.pre_tokens:,} tokens by the agent's count)" if summary.pre_tokens else ""
+    return f"(The conversation before this compaction{size} is not in this file.)"
 
 
 def check(parsed: Parsed) -> list[str]:
@@ -111,6 +135,36 @@ def check(parsed: Parsed) -> list[str]:
     return problems
 
 
+def texts_to_count(parsed: Parsed, settings: Settings) -> Iterator[str]:
+    """The texts :func:`write` will count for ``parsed`` (already :func:`check`-ed) and its
+    subagents: each message's wire texts, every tool result in full and in its history form,
+    thinking, recorded summaries. The history import counts them in its worker processes
+    (:func:`engine.messages.tokens.given_counts`), so the one writer does not tokenise. A text
+    left out here is counted by the writer as before: only the time changes, never a count."""
+    compressor = ToolResultCompressor(settings)
+    calls: dict[str, ToolCall] = {}
+    yield CONTINUED
+    yield from repeated_texts(settings.strategy, settings, ())
+    for item in parsed.items:
+        yield item.text
+        if item.kind == "user" and item.demonstration:
+            yield f"[demonstration]\n{item.text}"
+        elif item.kind == "assistant":
+            yield from thinking_texts(item.thinking or [])
+            for made in item.calls:
+                calls[made.id] = made
+                yield made.name
+                yield compact_json(made.input)
+        elif item.kind == "result":
+            answered = calls.get(item.tool_use_id or "")
+            if answered is not None:
+                name = answered.name
+                result = envelope(name, answered.input, item.text, item.is_error, item.recorded)
+                yield compressor.to_json(name, result)
+    for child in parsed.children:
+        yield from texts_to_count(child, settings)
+
+
 class WrittenElsewhere(StoreError):
     """The session changed since this process last stored it: another process writes it (a
     second ``ctxscope watch`` of the same file into the same database)."""
@@ -158,13 +212,15 @@ def write(
                 workspace_given=not recorded_cwd,
                 title=f"import: {parsed.title[:60]}",
                 provider="import",
-                model=parsed.model or next((i.model for i in parsed.items if i.model), ""),
+                model=recorded_model(parsed),
                 strategy=settings.strategy,
                 parent_session_id=parent,
                 agent_id=parsed.agent_id,
                 params=strategy_params(settings, settings.strategy),
                 source=source,
                 origin=session_origin(settings),
+                agent=parsed.fmt,
+                agent_version=parsed.agent_version,
             )
         assert session.id is not None
         sid = session.id
@@ -281,6 +337,12 @@ def write(
                 pair_missing()
                 close_round(last_final)  # the next step needs a round of its own
                 write_ended()
+                if not live and archives_earlier_file(item):
+                    # The file begins at the agent's compaction: what it compacted is in an
+                    # earlier file. A round saying so is what the compaction archives.
+                    open_round(item, before_file(item), {"synthetic": True, "before_file": True})
+                    close_round(True)
+                    write_ended()
                 if live:
                     _compact(store, sid, item, live, observations, report, settings, parsed.cwd)
                 else:
@@ -318,6 +380,8 @@ def write(
                             usage=item.usage,
                             source="import",
                             created_at=item.created_at,
+                            model=item.model,
+                            local_estimate=item.input_estimate,
                         )
                     )
                     report.usage_records += 1
@@ -375,6 +439,9 @@ def write(
         thoughts = [(m.meta.origin or {}).get("thinking", []) for m in live]
         remember_repeated(store, [t for blocks in thoughts for t in thinking_texts(blocks)])
         _warn_if_thin(parsed, report)
+        if report.compactions:
+            # Empty, opaque, spiralling... compactions said at once (docs/importing.md).
+            report.warnings += warning_lines(session_flags(store, sid, settings))
         for child in parsed.children:
             problems = check(child)
             if problems:
@@ -510,13 +577,14 @@ def _compact(
             "imported": True,
             "recorded": True,
             "recorded_pre_tokens": item.pre_tokens,
+            **{f"recorded_{k}": v for k, v in (item.compaction or {}).items()},
             **(item.recorded_call or {}),
         },
         fidelity=fidelity_json(figures),
         created_at=item.created_at,
     )
     earlier = [s.id for s in store.summaries(sid) if s.active and s.id is not None]
-    store.apply_compaction(sid, ids, summary, compaction, supersede=earlier)
+    store.archive_recorded(sid, ids, summary, compaction, supersede=earlier)
     live.clear()
     report.compactions += 1
 

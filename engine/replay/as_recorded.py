@@ -38,7 +38,9 @@ def as_recorded(
         for c in store.compactions(session_id)
         if c.stats.get("recorded") and c.outcome in ("success", "fallback")
     ]
-    result = ReplayResult(AS_RECORDED, window=window, price_note=price.note)
+    result = ReplayResult(
+        AS_RECORDED, window=window, price_note=price.note, total_steps=len(usages)
+    )
     for step, record in enumerate(usages, 1):
         usage = record.usage
         fired = [c for c in recorded if _step_of(c.created_at, usages) == step]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import tempfile
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,6 +167,25 @@ class ReplayResult:
             return None
         return sum(s.cost or 0.0 for s in self.steps)
 
+    @property
+    def complete(self) -> bool:
+        """Every recorded step played (a row that stopped early compares only per step)."""
+        return len(self.steps) >= self.total_steps
+
+    def up_to(self, step: int) -> dict[str, Any]:
+        """Input tokens, cache read and write, and dollars of the steps up to ``step``:
+        replays compared on the steps every one of them played, never on totals of different
+        lengths (issue 39: 115 of 153 steps at $2.40 against the whole recording's $11.85)."""
+        played = [s for s in self.steps if s.step <= step]
+        cost = None if any(s.cost is None for s in played) else sum(s.cost or 0.0 for s in played)
+        return {
+            "steps": step,
+            "total_input": sum(s.tokens for s in played),
+            "cache_read": sum(s.cache.read for s in played),
+            "cache_write": sum(s.cache.write for s in played),
+            "cost": None if cost is None else round(cost, 4),
+        }
+
     def recall_last(self) -> dict[str, float | None]:
         for s in reversed(self.steps):
             if s.recall is not None:
@@ -186,6 +205,8 @@ class ReplayResult:
             "strategy": self.strategy,
             "window": self.window,
             "steps": len(self.steps),
+            "total_steps": self.total_steps,
+            "complete": self.complete,
             "compactions": len([c for c in self.compactions if c.outcome != "skipped"]),
             "peak": self.peak,
             "total_input": self.total_input,
@@ -203,6 +224,14 @@ class ReplayResult:
             if self.stops
             else {}
         )  # fmt: skip
+
+
+def compared_steps(results: Sequence[ReplayResult]) -> int | None:
+    """The steps every replay played, when one stopped early (its row is then compared with
+    the others on these steps only, :meth:`ReplayResult.up_to`); None when all played all."""
+    if all(r.complete for r in results):
+        return None
+    return min(len(r.steps) for r in results)
 
 
 def in_window(settings: Settings, window: int) -> Settings:

@@ -16,9 +16,14 @@ from datetime import datetime
 from typing import Any, Literal
 
 from engine.compaction.ledger import KINDS
+from engine.compaction.losses import CompactionLosses, HistoryLosses, item_json, session_losses
 from engine.config import Settings
+from engine.context.sources import request_breakdown
 from engine.models import Usage
+from engine.recordings.degenerate import KINDS as FLAG_KINDS
+from engine.recordings.degenerate import Flag, session_flags
 from engine.report.figures import Figures, Prices, priced
+from engine.report.figures import prices as process_prices
 from engine.store import Store
 from engine.store.history import CompactionFacts, SessionFacts
 
@@ -35,6 +40,8 @@ class SessionLine:
     figures: Figures = field(default_factory=Figures)
     days: dict[str, Figures] = field(default_factory=dict)
     compactions: int = 0
+    models: dict[str, Figures] = field(default_factory=dict)
+    """The figures by the model that answered (a request that names none: the session's)."""
 
     def as_json(self) -> dict[str, Any]:
         f = self.facts
@@ -44,6 +51,7 @@ class SessionLine:
             "project": f.workspace,
             "agent": self.agent,
             "model": f.model,
+            "models": sorted(self.models),
             "parent_session_id": f.parent_session_id,
             "started_at": f.started_at,
             "compactions": self.compactions,
@@ -58,7 +66,14 @@ class CompactionLine:
     after_start_minutes: float | None
     kept: dict[str, dict[str, int]]
     lost: int
-    """Items of the archived part its summary did not keep (files, commands, errors...)."""
+    """Items of the archived part neither its summary nor the messages it kept name (files,
+    commands, errors...; :mod:`engine.compaction.losses`)."""
+    losses: CompactionLosses | None = None
+    """Those items by name, with where they were (None: nothing archived)."""
+    post_tokens: int | None = None
+    """The context after it, as the original agent recorded it (Claude Code ``postTokens``)."""
+    duration_ms: int | None = None
+    """How long it took, as the original agent recorded it (``durationMs``)."""
     call_model: str = ""
     call_tokens: dict[str, int] = field(default_factory=dict)
     call_cost: float | None = None
@@ -71,6 +86,8 @@ class CompactionLine:
             "title": self.session.title if self.session else "",
             "trigger": f.trigger,
             "pre_tokens": self.pre_tokens,
+            "post_tokens": self.post_tokens,
+            "duration_ms": self.duration_ms,
             "tokens_before": f.tokens_before,
             "tokens_after": f.tokens_after,
             "at": f.created_at,
@@ -79,6 +96,7 @@ class CompactionLine:
             else round(self.after_start_minutes, 1),
             "fidelity": self.kept,
             "lost": self.lost,
+            "lost_items": [item_json(i) for i in self.losses.lost] if self.losses else [],
             "call": {"model": self.call_model, "tokens": self.call_tokens, "cost": self.call_cost}
             if self.call_model or self.call_tokens
             else None,
@@ -96,6 +114,22 @@ class Report:
     compactions: list[CompactionLine]
     tools: list[dict[str, Any]]
     notes: list[str]
+    losses: HistoryLosses = field(default_factory=HistoryLosses)
+    """What the compactions lost, across every session (:mod:`engine.compaction.losses`)."""
+    degenerate: list[Flag] = field(default_factory=list)
+    """Degenerate compactions (:mod:`engine.recordings.degenerate`), oldest session first."""
+    sources: dict[str, Any] = field(default_factory=dict)
+    """What the proxied sessions' last requests were made of, summed by kind and MCP server
+    (exact: :mod:`engine.context.sources`)."""
+
+    def degenerate_json(self) -> dict[str, Any]:
+        costs = [f.cost for f in self.degenerate if f.cost is not None]
+        return {
+            "count": len(self.degenerate),
+            "by_kind": {k: sum(f.kind == k for f in self.degenerate) for k in FLAG_KINDS},
+            "cost": round(sum(costs), 6) if costs else None,
+            "list": [f.as_json() for f in self.degenerate],
+        }
 
     @property
     def subagents(self) -> list[SessionLine]:
@@ -146,8 +180,11 @@ class Report:
                 },
                 "list": [c.as_json() for c in comps],
                 "lost_most": [c.facts.id for c in self.lost_most()],
+                "losses": self.losses.as_json(),
+                "degenerate": self.degenerate_json(),
             },
             "tools": self.tools,
+            "context_by_source": self.sources,
             "subagents": {
                 "sessions": len(self.subagents),
                 "parents": len({s.facts.parent_session_id for s in self.subagents}),
@@ -174,8 +211,8 @@ def _agents(store: Store, facts: dict[int, SessionFacts]) -> dict[int, str]:
             found = fmt[sid]
         elif f is not None and f.parent_session_id is not None and depth < 20:
             found = agent(f.parent_session_id, depth + 1)
-        elif f is not None and f.provider == "import":
-            found = "import"
+        elif f is not None and f.provider in ("import", "proxy"):
+            found = f.provider
         else:
             found = "ctxscope"
         out[sid] = found
@@ -202,6 +239,9 @@ def _compaction_line(
     }
     lost = sum(v["total"] - v["kept"] for v in kept.values())
     line = CompactionLine(c, session, pre_tokens, after, kept, lost)
+    post, duration = stats.get("recorded_post_tokens"), stats.get("recorded_duration_ms")
+    line.post_tokens = post if isinstance(post, int) else None
+    line.duration_ms = duration if isinstance(duration, int) else None
     usage = stats.get("usage")
     if isinstance(usage, dict) and usage:
         line.call_model = str(stats.get("model") or "")
@@ -215,12 +255,21 @@ def _compaction_line(
     return line
 
 
+def project_key(workspace: str) -> str:
+    """The project a session's folder is, as the report groups it: a Windows drive letter in
+    one case (``c:\\src\\app`` and ``C:\\src\\app`` are one folder; issue 39 split them)."""
+    if len(workspace) >= 3 and workspace[1] == ":" and workspace[0].isalpha():
+        if workspace[2] in "\\/":
+            return workspace[0].upper() + workspace[1:]
+    return workspace
+
+
 def build_report(
     store: Store, settings: Settings, since: datetime | None = None, by: Grouping | None = None
 ) -> Report:
     """The report card of every session (with ``since``: the usage and compactions from then
     on, and the sessions that have any), grouped ``by`` project, day, agent, model or session."""
-    prices = Prices(settings)
+    prices = process_prices(settings)
     facts = store.session_facts()
     agents = _agents(store, facts)
     lines: dict[int, SessionLine] = {}
@@ -230,21 +279,39 @@ def build_report(
             lines[sid] = SessionLine(facts[sid], agents.get(sid, "ctxscope"))
         return lines[sid]
 
-    if since is None:
-        for sid in sorted(facts):
+    # Every session (with ``since``: every one with a call from then on, billed or counted
+    # locally), even without a billed call: its line says so rather than leave it out.
+    for sid in sorted(facts) if since is None else store.sessions_with_usage(since):
+        if sid in facts:
             line(sid)
     for group in store.usage_groups(since):
         if group.session_id not in facts:
             continue
         s = line(group.session_id)
-        fig = priced(group, prices.rates_for(s.facts.model, group.day, group.long))
+        # Each request at its own model's price; one that names none at the session's.
+        model = group.model or s.facts.model
+        fig = priced(group, prices.rates_for(model, group.day, group.long))
         s.figures.add(fig)
         s.days.setdefault(group.day, Figures()).add(fig)
+        s.models.setdefault(model or "(none)", Figures()).add(fig)
     compactions = []
+    losses: dict[int, CompactionLosses] = {}
+    history = HistoryLosses()
+    flags: list[Flag] = []
     for c in store.all_compactions(since):
         if c.session_id in facts:
+            if line(c.session_id).compactions == 0:
+                for loss in session_losses(store, c.session_id):
+                    losses[loss.compaction_id] = loss
+                flags += session_flags(store, c.session_id, settings)
             line(c.session_id).compactions += 1
-            compactions.append(_compaction_line(c, facts[c.session_id], prices))
+            compaction = _compaction_line(c, facts[c.session_id], prices)
+            found = losses.get(c.id)
+            if found is not None:
+                compaction.losses = found
+                compaction.lost = len(found.lost)
+                history.add(found)
+            compactions.append(compaction)
     sessions = [lines[sid] for sid in sorted(lines)]
     totals = Figures()
     for s in sessions:
@@ -257,10 +324,18 @@ def build_report(
                 groups[day].add(fig)
                 members[day].add(s.facts.id)
             continue
+        if by == "model":
+            for model, fig in s.models.items():
+                groups[model].add(fig)
+                members[model].add(s.facts.id)
+            if not s.models:
+                groups[s.facts.model or "(none)"].add(s.figures)
+                members[s.facts.model or "(none)"].add(s.facts.id)
+            continue
         if by is None:
             continue
         key = {
-            "project": s.facts.workspace,
+            "project": project_key(s.facts.workspace),
             "agent": s.agent,
             "model": s.facts.model or "(none)",
             "session": str(s.facts.id),
@@ -273,7 +348,9 @@ def build_report(
         else sorted(groups, key=lambda k: -(groups[k].total_cost or 0))
     )
     tools = _tools(store, set(lines))
-    notes = prices.notes()
+    sources = _sources(store, set(lines))
+    used = {s.facts.model for s in sessions} | {c.call_model for c in compactions if c.call_model}
+    notes = [n for n in prices.notes() if any(prices.of(m).note == n for m in used)]
     return Report(
         since,
         by,
@@ -284,7 +361,33 @@ def build_report(
         compactions,
         tools,
         notes,
+        history,
+        [f for f in flags if f.compaction_id in {c.facts.id for c in compactions}],
+        sources,
     )
+
+
+def _sources(store: Store, sessions: set[int]) -> dict[str, Any]:
+    """The last request of each proxied session by source, summed: by kind, by MCP server."""
+    by_kind: Counter[str] = Counter()
+    mcp: Counter[str] = Counter()
+    counted = 0
+    for sid in store.proxied_sessions():
+        mains = [e for e in store.exchanges(sid) if e.kind == "main"] if sid in sessions else []
+        if not mains:
+            continue
+        last = mains[-1]
+        b = request_breakdown(last.request, last.usage.input_side if last.usage else None)
+        counted += 1
+        for source in b.sources:
+            by_kind[source.kind] += source.tokens
+            if source.kind == "mcp":
+                mcp[source.name.removeprefix("MCP ")] += source.tokens
+    return {
+        "sessions": counted,
+        "by_kind": dict(by_kind.most_common()),
+        "mcp_servers": dict(mcp.most_common()),
+    }
 
 
 def _tools(store: Store, sessions: set[int]) -> list[dict[str, Any]]:

@@ -99,9 +99,10 @@ class Agent:
         focus: str | None = None,
         trigger: Trigger = Trigger.MANUAL,
         keep_rounds: int | None = None,
+        user_input: str = "",
     ) -> CompactionResult:
         """Compact now (:meth:`Steering.compact`)."""
-        return self.steering.compact(focus, trigger, keep_rounds)
+        return self.steering.compact(focus, trigger, keep_rounds, user_input)
 
     def prepare_compaction(
         self,
@@ -109,9 +110,10 @@ class Agent:
         trigger: Trigger = Trigger.MANUAL,
         dry_run: bool = False,
         keep_rounds: int | None = None,
+        user_input: str = "",
     ) -> CompactionDraft | CompactionResult:
         """What compacting now would do, stored nowhere (:meth:`Steering.prepare_compaction`)."""
-        return self.steering.prepare_compaction(focus, trigger, dry_run, keep_rounds)
+        return self.steering.prepare_compaction(focus, trigger, dry_run, keep_rounds, user_input)
 
     def commit_compaction(
         self,

@@ -144,11 +144,14 @@ class Fitting:
                 f"archived {archived} earlier messages ({self.core.strategy.name}'s emergency cut)"
             )
         fits = built.total <= window
+        prefix = self.core.extra_prefix_tokens  # said with the figures, which count it (issue 39)
+        with_prefix = f" (the recorded agent's {prefix:,}-token prefix included)" if prefix else ""
         self.core.events(
             Notice(
-                message=f"The next request needed {before:,} tokens, over the {window:,}-token "
-                f"window: {'; '.join(parts) or 'nothing could be shrunk'}; "
-                + (f"it now needs {built.total:,}." if fits else "it still does not fit.")
+                message=f"The next request needed {before + prefix:,} tokens{with_prefix}, "
+                f"over the {window + prefix:,}-token window: "
+                f"{'; '.join(parts) or 'nothing could be shrunk'}; "
+                + (f"it now needs {built.total + prefix:,}." if fits else "it still does not fit.")
             )
         )
         return built if fits else None

@@ -153,10 +153,14 @@ class RoundLoop:
             fitted = self.fitting.fit(built)
             if fitted is None:
                 window = self.core.settings.context_window
+                prefix = self.core.extra_prefix_tokens  # a replay's recorded agent's hidden prefix
+                with_prefix = (
+                    f" (the recorded agent's {prefix:,}-token prefix included)" if prefix else ""
+                )
                 message = (
-                    f"the request needs {built.total:,} tokens even with every observation of "
-                    f"this round set aside and earlier history archived, over the {window:,}-"
-                    "token window"
+                    f"the request needs {built.total + prefix:,} tokens{with_prefix} even with "
+                    "every observation of this round set aside and earlier history archived, "
+                    f"over the {window:,}-token window"
                 )
                 return self._failed(index, step, message, "too_long")
             built = fitted

@@ -65,11 +65,15 @@ class Steering:
         focus: str | None = None,
         trigger: Trigger = Trigger.MANUAL,
         keep_rounds: int | None = None,
+        user_input: str = "",
     ) -> CompactionResult:
         """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events.
-        ``keep_rounds``: a cut chosen by hand (see :meth:`HistoryManager.prepare`)."""
+        ``keep_rounds``: a cut chosen by hand (see :meth:`HistoryManager.prepare`);
+        ``user_input``: the input the rule measured with, when it fired on it."""
         with self.lease.writing("compaction"):
-            draft = self.prepare_compaction(focus, trigger, keep_rounds=keep_rounds)
+            draft = self.prepare_compaction(
+                focus, trigger, keep_rounds=keep_rounds, user_input=user_input
+            )
             if isinstance(draft, CompactionResult):
                 return draft
             return self.commit_compaction(draft, trigger=trigger)
@@ -80,12 +84,15 @@ class Steering:
         trigger: Trigger = Trigger.MANUAL,
         dry_run: bool = False,
         keep_rounds: int | None = None,
+        user_input: str = "",
     ) -> CompactionDraft | CompactionResult:
         """What compacting now would do, stored nowhere (``compact --dry-run``, the F5 preview):
         the messages it archives, the draft summary, the figures after. ``keep_rounds``: a cut
-        chosen by hand, every closed round but the last ``keep_rounds``."""
+        chosen by hand, every closed round but the last ``keep_rounds``. ``user_input``: the
+        input the rule's measure counted (its record then says the measure that fired, not one
+        taken again without the input: issue 39, ``"7,000 >= 8,000", fired: false``)."""
         built = self.core.build(self.core.current_question) if self.core.current_round else None
-        view = self.view("", built)
+        view = self.view(user_input, built)
         asks_live = self.core.strategy.live_summary_prompt is not None
         live = self._live_summary_call(built) if asks_live else None
         return self.core.history.prepare(
@@ -233,7 +240,7 @@ class Steering:
         self._window_told = told
         plan = self.core.strategy.plan(self.view(user_input, built))
         if plan.compacts:
-            self.compact(trigger=Trigger.AUTO)
+            self.compact(trigger=Trigger.AUTO, user_input=user_input)
             return True
         self._warn_if_stuck(plan)
         return False

@@ -60,6 +60,35 @@ class ArchiveStore(StorePart):
         stop being active but stay in the archive; the compaction record is written. Any
         failure rolls everything back.
         """
+        comp_row, summary_row, segment_id = self._compacted(
+            session_id, message_ids, summary, compaction, supersede
+        )
+        comp = compaction_model(comp_row)
+        stored_summary = None if summary_row is None else summary_model(summary_row)
+        return comp, stored_summary, self.segment(segment_id)
+
+    @writes
+    def archive_recorded(
+        self,
+        session_id: int,
+        message_ids: list[int],
+        summary: Summary | None,
+        compaction: Compaction,
+        supersede: list[int] | None = None,
+    ) -> None:
+        """:meth:`apply_compaction` for an import, which needs nothing back: the segment's
+        messages are not read again (issue 44: reading them back was a tenth of the history
+        import's writer)."""
+        self._compacted(session_id, message_ids, summary, compaction, supersede)
+
+    def _compacted(
+        self,
+        session_id: int,
+        message_ids: list[int],
+        summary: Summary | None,
+        compaction: Compaction,
+        supersede: list[int] | None,
+    ) -> tuple[CompactionRow, SummaryRow | None, int]:
         if not message_ids:
             raise ValueError("a compaction must archive at least one message")
         with self.together():
@@ -109,9 +138,7 @@ class ArchiveStore(StorePart):
                 RoundRow.id.in_(round_ids) & RoundRow.id.not_in(still_live)
             ).execute()
             self._touch(session_id)
-        comp = compaction_model(comp_row)
-        stored_summary = None if summary_row is None else summary_model(summary_row)
-        return comp, stored_summary, self.segment(seg_row.id)
+        return comp_row, summary_row, int(seg_row.id)
 
     def _archive_messages(self, message_ids: list[int], segment: SegmentRow) -> None:
         MessageRow.update(segment=segment).where(MessageRow.id.in_(message_ids)).execute()

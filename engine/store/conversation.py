@@ -27,6 +27,7 @@ from engine.store.models import (
 )
 from engine.store.part import StorePart
 from engine.store.rows import (
+    Select,
     message_model,
     message_row,
     observation_model,
@@ -177,6 +178,13 @@ class ConversationStore(StorePart):
         return [message_model(r) for r in q]
 
     @reads
+    def first_message(self, session_id: int) -> Message | None:
+        """The session's first message (a recording keeps what it knows of itself there:
+        ``meta.origin["recorded"]``); None for a session without messages."""
+        row = _FIRST_MESSAGE.first(self.db, (session_id,))
+        return None if row is None else message_model(row)
+
+    @reads
     def history(self, session_id: int) -> History:
         """L3 as stored: summaries in order, then the messages not archived."""
         self.sessions.get_session(session_id)
@@ -271,3 +279,6 @@ _LAST_ROUND = (
     f'SELECT MAX("{RoundRow.number.column_name}") FROM "{RoundRow._meta.table_name}" '
     f'WHERE "{RoundRow.session.column_name}" = ?'
 )
+
+
+_FIRST_MESSAGE = Select(MessageRow, "{session} = ?", order="{id}", limit=1)

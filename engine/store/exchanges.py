@@ -110,6 +110,7 @@ class ExchangeStore(StorePart):
             "headers": exchange.headers,
             "duration_ms": exchange.duration_ms,
             "created_at": now,
+            "steering": exchange.steering,
         }
         new_id = self._insert_row(ExchangeRow, row)
         if message_digests is not None:
@@ -334,4 +335,5 @@ def _exchange(row: Any, body: dict[str, Any]) -> Exchange:
         headers=row.headers,
         duration_ms=row.duration_ms,
         created_at=row.created_at,
+        steering=row.steering,
     )

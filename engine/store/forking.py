@@ -98,8 +98,15 @@ class ForkStore(StorePart):
         sid = {"session_id": {session_id: new}}
         rounds = self._copy(RoundRow, "session_id = ?", (session_id,), sid)
         summaries = self._copy(SummaryRow, "session_id = ?", (session_id,), sid)
+        # the copied usage, compactions and observations are the original's, counted with it
+        # (``copied``), never again: a fork bills only what it does itself (issue 39)
+        copied = {"copied": True}
         compactions = self._copy(
-            CompactionRow, "session_id = ?", (session_id,), {**sid, "summary_id": summaries}
+            CompactionRow,
+            "session_id = ?",
+            (session_id,),
+            {**sid, "summary_id": summaries},
+            copied,
         )
         segments = self._copy(
             SegmentRow,
@@ -113,8 +120,14 @@ class ForkStore(StorePart):
             (session_id,),
             {**sid, "round_id": rounds, "segment_id": segments},
         )
-        self._copy(ObservationRow, "session_id = ?", (session_id,), {**sid, "message_id": messages})
-        self._copy(UsageRow, "session_id = ?", (session_id,), sid)
+        self._copy(
+            ObservationRow,
+            "session_id = ?",
+            (session_id,),
+            {**sid, "message_id": messages},
+            copied,
+        )
+        self._copy(UsageRow, "session_id = ?", (session_id,), sid, copied)
         self._copy(StrategySwitchRow, "session_id = ?", (session_id,), sid)
         for segment_id in segments.values():
             search.index_segment(self.db, segment_id)
@@ -136,10 +149,17 @@ class ForkStore(StorePart):
         return self.fork_session(session.id, at)
 
     def _copy(
-        self, table: type[BaseRow], where: str, params: tuple[Any, ...], remap: Remap
+        self,
+        table: type[BaseRow],
+        where: str,
+        params: tuple[Any, ...],
+        remap: Remap,
+        fixed: dict[str, Any] | None = None,
     ) -> dict[int, int]:
         """Copy ``table``'s rows matching ``where`` (stored values as they are, no conversion),
-        each reference in ``remap`` pointed at the copy; old id → new id."""
+        each reference in ``remap`` pointed at the copy and each column of ``fixed`` set to its
+        value; old id → new id."""
+        fixed = fixed or {}
         columns = [f.column_name for f in table._meta.sorted_fields if not f.primary_key]
         names = ", ".join(f'"{c}"' for c in columns)
         rows = dialect.sql(
@@ -147,11 +167,14 @@ class ForkStore(StorePart):
         ).fetchall()
         insert = f"INSERT INTO {_name(table)} ({names}) VALUES ({', '.join('?' for _ in columns)})"
         at = [(i, remap[c]) for i, c in enumerate(columns) if c in remap]
+        set_to = [(i, fixed[c]) for i, c in enumerate(columns) if c in fixed]
         ids: dict[int, int] = {}
         for old_id, *values in rows:
             for i, mapping in at:
                 if values[i] is not None:
                     values[i] = mapping[values[i]]
+            for i, value in set_to:
+                values[i] = value
             ids[old_id] = dialect.insert_returning_id(self.db, insert, values)
         return ids
 

@@ -61,6 +61,9 @@ class UsageGroup:
     cache_read_input_tokens: int
     cache_creation_input_tokens: int
     cache_creation_1h_input_tokens: int
+    model: str = ""
+    """The model that answered these requests ("" when the records do not say: the
+    session's)."""
 
 
 @dataclass
@@ -149,6 +152,26 @@ class HistoryStore(StorePart):
                 ImportedFileRow.insert(path=file.path, **values).execute()
 
     @reads
+    def sessions_source_gone(self) -> set[int]:
+        """The sessions marked as imported from a file that is gone."""
+        q = SessionRow.select(SessionRow.id).where(SessionRow.source_gone_at.is_null(False))
+        return {r.id for r in q}
+
+    @writes
+    def mark_source_gone(self, session_ids: list[int], gone: bool = True) -> list[int]:
+        """Mark the sessions whose imported file is gone (with ``gone`` False: found again);
+        the sessions themselves stay as they are. The ids whose mark changed."""
+        if not session_ids:
+            return []
+        changing = SessionRow.source_gone_at.is_null(gone)
+        q = SessionRow.select(SessionRow.id).where(SessionRow.id.in_(session_ids) & changing)
+        ids = [r.id for r in q]
+        if ids:
+            when = utcnow() if gone else None
+            SessionRow.update(source_gone_at=when).where(SessionRow.id.in_(ids)).execute()
+        return ids
+
+    @reads
     def child_sessions(self, session_id: int) -> list[int]:
         """The sessions linked to ``session_id`` as its subagents."""
         q = SessionRow.select(SessionRow.id).where(SessionRow.parent_session_id == session_id)
@@ -156,8 +179,20 @@ class HistoryStore(StorePart):
 
     # ------------------------------------------------------------------ the report's reads
     @reads
-    def usage_groups(self, since: datetime | None = None) -> list[UsageGroup]:
-        """Usage summed per session, recorded day and side of :data:`LONG_REQUEST`."""
+    def sessions_with_usage(self, since: datetime) -> list[int]:
+        """The sessions with a usage record from ``since`` on, billed or not (ctxscope's own
+        offline sessions count their calls locally)."""
+        q = UsageRow.select(UsageRow.session).where(UsageRow.created_at >= since).distinct()
+        return sorted(r.session_id for r in q)
+
+    @reads
+    def usage_groups(
+        self, since: datetime | None = None, session: int | None = None
+    ) -> list[UsageGroup]:
+        """Billed usage summed per session, recorded day, side of :data:`LONG_REQUEST` and the
+        model that answered, in that order: the calls an API billed (never the offline
+        provider's ``local`` counts, nor a record of all zeros, which measured nothing); one
+        session's with ``session``."""
         # text, not a time: SQLite stores the text; PostgreSQL's timestamp as text starts alike
         day = fn.SUBSTR(UsageRow.created_at.cast("TEXT"), 1, 10).coerce(False)
         sent = (
@@ -170,18 +205,27 @@ class HistoryStore(StorePart):
             UsageRow.session.alias("session_id"),
             day.alias("day"),
             long.alias("long"),
+            UsageRow.model.alias("model"),
             fn.COUNT(UsageRow.id).alias("requests"),
             fn.SUM(UsageRow.input_tokens).alias("input_tokens"),
             fn.SUM(UsageRow.output_tokens).alias("output_tokens"),
             fn.SUM(UsageRow.cache_read_input_tokens).alias("cache_read_input_tokens"),
             fn.SUM(UsageRow.cache_creation_input_tokens).alias("cache_creation_input_tokens"),
             fn.SUM(UsageRow.cache_creation_1h_input_tokens).alias("cache_creation_1h_input_tokens"),
+        ).where(
+            (UsageRow.source != "local")
+            & (sent + UsageRow.output_tokens > 0)
+            & ~UsageRow.copied  # a fork's copies are counted with their original
         )
         if since is not None:
             q = q.where(UsageRow.created_at >= since)
+        if session is not None:
+            q = q.where(UsageRow.session == session)
         # by position: PostgreSQL does not take two expressions with their own parameters
         # (``SUBSTR(…, ?, ?)``, ``… > ?``) for one, so it would refuse grouping by them
-        q = q.group_by(SQL("1"), SQL("2"), SQL("3"))
+        q = q.group_by(SQL("1"), SQL("2"), SQL("3"), SQL("4")).order_by(
+            SQL("1"), SQL("2"), SQL("3"), SQL("4")
+        )
         return [
             UsageGroup(
                 session_id=r["session_id"],
@@ -193,6 +237,7 @@ class HistoryStore(StorePart):
                 cache_read_input_tokens=int(r["cache_read_input_tokens"] or 0),
                 cache_creation_input_tokens=int(r["cache_creation_input_tokens"] or 0),
                 cache_creation_1h_input_tokens=int(r["cache_creation_1h_input_tokens"] or 0),
+                model=str(r["model"] or ""),
             )
             for r in row_dicts(q.dicts())
         ]
@@ -246,7 +291,9 @@ class HistoryStore(StorePart):
             CompactionRow.stats,
             CompactionRow.fidelity,
         ).where(
-            CompactionRow.outcome.in_(["success", "fallback"]) & CompactionRow.undone_at.is_null()
+            CompactionRow.outcome.in_(["success", "fallback"])
+            & CompactionRow.undone_at.is_null()
+            & ~CompactionRow.copied  # a fork's copy is its original's compaction
         )
         if since is not None:
             q = q.where(CompactionRow.created_at >= since)
@@ -273,7 +320,10 @@ class HistoryStore(StorePart):
             fn.COUNT(ObservationRow.id).alias("n"),
             fn.SUM(ObservationRow.tokens_full).alias("full"),
             fn.SUM(ObservationRow.tokens_compressed).alias("kept"),
-        ).group_by(ObservationRow.session, ObservationRow.tool_name)
+        )
+        q = q.where(~ObservationRow.copied).group_by(
+            ObservationRow.session, ObservationRow.tool_name
+        )
         return [
             ToolFacts(
                 session_id=r["session_id"],

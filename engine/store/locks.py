@@ -17,13 +17,7 @@ from pathlib import Path
 def lock_holders(path: Path) -> list[int]:
     """Process ids (other than this one) holding a write lock on ``path`` or its ``-shm``;
     empty where ``/proc/locks`` cannot be read."""
-    inodes = set()
-    for candidate in (path, path.with_name(path.name + "-shm")):
-        try:
-            st = candidate.stat()
-        except OSError:
-            continue
-        inodes.add((os.major(st.st_dev), os.minor(st.st_dev), st.st_ino))
+    inodes = _inodes(path)
     try:
         lines = Path("/proc/locks").read_text().splitlines()
     except OSError:
@@ -43,6 +37,42 @@ def lock_holders(path: Path) -> list[int]:
         if key in inodes and pid != os.getpid() and pid not in pids:
             pids.append(pid)
     return pids
+
+
+def held_by_anyone(path: Path) -> bool | None:
+    """Does any process (this one included) hold a lock, read or write, on ``path`` or its
+    ``-shm``? In WAL mode every open SQLite connection keeps a read lock on a byte of the
+    ``-shm`` file for as long as it is open, so False means nobody has the database open;
+    None where ``/proc/locks`` cannot be read (not Linux)."""
+    inodes = _inodes(path)
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6 or fields[1] == "->":
+            continue
+        try:
+            major, minor, inode = fields[5].split(":")
+            key = (int(major, 16), int(minor, 16), int(inode))
+        except ValueError:
+            continue
+        if key in inodes:
+            return True
+    return False
+
+
+def _inodes(path: Path) -> set[tuple[int, int, int]]:
+    """(major, minor, inode) of ``path`` and its ``-shm``, as ``/proc/locks`` names files."""
+    inodes = set()
+    for candidate in (path, path.with_name(path.name + "-shm")):
+        try:
+            st = candidate.stat()
+        except OSError:
+            continue
+        inodes.add((os.major(st.st_dev), os.minor(st.st_dev), st.st_ino))
+    return inodes
 
 
 def describe_process(pid: int) -> str:

@@ -106,10 +106,18 @@ class SessionRow(BaseRow):
     origin_user = TextField(null=True)
     origin_machine = TextField(null=True)
     """Who made it, and on which machine (the ``record_origin`` setting); NULL: not stored."""
+    recorded_agent = TextField(null=True)
+    """The agent a recorded session comes from (its format: ``claude-code``, ``codex``…);
+    NULL: ctxscope's own session, or a recording whose agent is not known."""
+    recorded_agent_version = TextField(null=True)
+    """That agent's version, as its recording says (``2.1.39``); NULL: not recorded."""
     workspace_given = BooleanField(default=True, null=True)
     """False while ``workspace`` is only the folder a recording names (``Session``). Nullable
     so that adding it is one ALTER TABLE: a NOT NULL column makes SQLite's migrator rebuild
     the table, and dropping the old one cascades to every row that refers to it."""
+    source_gone_at = TimestampField(null=True)
+    """When an import found the file this session was imported from gone (the agent deleted
+    it); NULL while it is there, or for a session not imported from a file."""
 
 
 class RoundRow(BaseRow):
@@ -162,6 +170,8 @@ class CompactionRow(BaseRow):
     stats = JSONField(default=dict)
     undone_at = TimestampField(null=True)
     fidelity = JSONField(null=True)
+    copied = BooleanField(default=False)
+    """A fork's copy of its original's row: counted with the original, never again (report)."""
     summary_id: int | None
     created_at = TimestampField()
 
@@ -206,6 +216,8 @@ class ObservationRow(BaseRow):
     text = TextField()
     tokens_full = IntegerField(default=0)
     tokens_compressed = IntegerField(default=0)
+    copied = BooleanField(default=False)
+    """A fork's copy of its original's row: counted with the original, never again (report)."""
 
 
 class UsageRow(BaseRow):
@@ -221,6 +233,11 @@ class UsageRow(BaseRow):
     local_estimate = IntegerField(null=True)
     source = TextField(default="api")
     created_at = TimestampField()
+    model = TextField(default="")
+    """The model that answered the request ("" before schema 16, or when unknown: the
+    session's)."""
+    copied = BooleanField(default=False)
+    """A fork's copy of its original's row: counted with the original, never again (report)."""
 
 
 class StrategySwitchRow(BaseRow):
@@ -293,6 +310,10 @@ class ExchangeRow(BaseRow):
     headers = JSONField(default=dict)
     duration_ms = FloatField(default=0.0)
     created_at = TimestampField()
+    steering = JSONField(null=True)
+    """With ``--steer``: the rules, the frozen floor and each rewrite (where, which rule, the
+    content sent instead, tokens before and after), or why a rule failed; None: sent as it
+    came."""
 
 
 class ImportedFileRow(BaseRow):

@@ -9,13 +9,15 @@ one-row table :data:`VERSION_TABLE`, with the same application id.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from peewee import PostgresqlDatabase
+from peewee import PostgresqlDatabase, Psycopg3Adapter
 
 from engine.store.dialect import sql, without_nul
 from engine.store.errors import StoreError
+from tools.secrets import QUERY_PASSWORD, url_credentials
 
 SCHEMES = ("postgresql://", "postgres://")
 VERSION_TABLE = "ctxscope_schema"
@@ -31,9 +33,15 @@ def is_url(target: object) -> bool:
 
 
 def masked(url: str) -> str:
-    """``url`` with its password (if any) as ``***``: how a database is named to the user."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """``url`` with its password (if any) as ``***``: how a database is named to the user.
+    libpq also takes one in the query (``?password=pw``): that is masked too."""
+    url = QUERY_PASSWORD.sub(r"\1***", url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # a port that is not a number: named without what follows the scheme
+        return url.split("://", 1)[0] + "://…"
+    if password is None:
         return url
     host = parts.netloc.rsplit("@", 1)[1]
     user = parts.username or ""
@@ -41,14 +49,61 @@ def masked(url: str) -> str:
 
 
 def one_line(exc: BaseException, url: str) -> str:
-    """A driver's error as one line, without the password."""
+    """A driver's error as one line, without the password (from the URL's user part or its
+    query)."""
     text = " ".join(str(exc).split())
-    password = urlsplit(url).password
-    return text.replace(password, "***") if password else text
+    for password in url_credentials(url):
+        text = text.replace(password, "***")
+    return text
+
+
+class Psycopg3(Psycopg3Adapter):
+    """peewee's psycopg 3 adapter with the driver imported here, when a database is opened.
+
+    peewee is imported without the server drivers (:mod:`engine.store`: a SQLite command does
+    not pay for psycopg), so its own adapter would find no driver; this one asks for psycopg
+    itself and sets what peewee's sets from it at its import."""
+
+    def __init__(self) -> None:
+        import psycopg
+        from psycopg.pq import TransactionStatus
+        from psycopg.types.json import Json, Jsonb
+
+        self.psycopg = psycopg
+        self.txn_idle = TransactionStatus.IDLE
+        self.txn_inerror = TransactionStatus.INERROR
+        self.txn_unknown = TransactionStatus.UNKNOWN
+        self.txn_intrans = TransactionStatus.INTRANS
+        super().__init__()
+        self.json_type = Json
+        self.jsonb_type = Jsonb
+
+    def check_driver(self) -> None:
+        """The driver is there: :meth:`__init__` imported it."""
+
+    def get_binary_type(self) -> Any:
+        return self.psycopg.Binary
+
+    def connect(self, db: Any, **params: Any) -> Any:
+        if db._encoding:
+            params.setdefault("client_encoding", db._encoding)
+        if db.database.startswith(SCHEMES):
+            params.setdefault("conninfo", db.database)
+        else:
+            params.setdefault("dbname", db.database)
+        return self.psycopg.connect(**params)
+
+    def server_side_cursor(self, conn: Any) -> Any:
+        in_txn = self.txn_status(conn) == self.txn_intrans
+        return conn.cursor(name=str(uuid.uuid1()), withhold=not in_txn)
 
 
 class Database(PostgresqlDatabase):
-    """peewee's PostgreSQL database, each text parameter without NUL characters."""
+    """peewee's PostgreSQL database, each text parameter without NUL characters, through
+    :class:`Psycopg3` whichever drivers peewee found at its import."""
+
+    psycopg2_adapter = Psycopg3
+    psycopg3_adapter = Psycopg3
 
     def execute_sql(self, sql: str, params: Any = None) -> Any:
         if params:

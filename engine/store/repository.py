@@ -8,7 +8,7 @@ table, linked to the segment (and through it to the summary) that replaced them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -140,6 +140,8 @@ class Store(StoreAccess):
         params: StrategyParams | None = None,
         origin: tuple[str, str] | None = None,
         workspace_given: bool | None = None,
+        agent: str = "",
+        agent_version: str = "",
     ) -> Session:
         return self.sessions.create_session(
             workspace,
@@ -153,6 +155,8 @@ class Store(StoreAccess):
             params,
             origin,
             workspace_given,
+            agent,
+            agent_version,
         )
 
     def get_session(self, session_id: int) -> Session:
@@ -164,11 +168,17 @@ class Store(StoreAccess):
     def session_for_source(self, source: str) -> Session | None:
         return self.sessions.session_for_source(source)
 
+    def sources(self) -> dict[int, str]:
+        return self.sessions.sources()
+
     def latest_session(self) -> Session | None:
         return self.sessions.latest_session()
 
     def update_session(self, session_id: int, **fields: Any) -> Session:
         return self.sessions.update_session(session_id, **fields)
+
+    def history_tokens(self, session_id: int) -> int:
+        return self.sessions.history_tokens(session_id)
 
     def list_sessions(self) -> list[SessionInfo]:
         return self.sessions.list_sessions()
@@ -190,8 +200,8 @@ class Store(StoreAccess):
     def strategy_switches(self, session_id: int) -> list[StrategySwitch]:
         return self.sessions.strategy_switches(session_id)
 
-    def token_counts(self) -> dict[str, int]:
-        return self.sessions.token_counts()
+    def token_counts(self, digests: Collection[str] | None = None) -> dict[str, int]:
+        return self.sessions.token_counts(digests)
 
     def remember_token_counts(self, counts: dict[str, int]) -> None:
         return self.sessions.remember_token_counts(counts)
@@ -233,6 +243,9 @@ class Store(StoreAccess):
     def round_messages(self, session_id: int, round_index: int) -> list[Message]:
         return self.conversation.round_messages(session_id, round_index)
 
+    def first_message(self, session_id: int) -> Message | None:
+        return self.conversation.first_message(session_id)
+
     def history(self, session_id: int) -> History:
         return self.conversation.history(session_id)
 
@@ -267,6 +280,18 @@ class Store(StoreAccess):
         supersede: list[int] | None = None,
     ) -> tuple[Compaction, Summary | None, ArchivedSegment]:
         return self.archive.apply_compaction(
+            session_id, message_ids, summary, compaction, supersede
+        )
+
+    def archive_recorded(
+        self,
+        session_id: int,
+        message_ids: list[int],
+        summary: Summary | None,
+        compaction: Compaction,
+        supersede: list[int] | None = None,
+    ) -> None:
+        return self.archive.archive_recorded(
             session_id, message_ids, summary, compaction, supersede
         )
 
@@ -368,11 +393,22 @@ class Store(StoreAccess):
     def remember_file(self, file: ImportedFile) -> None:
         return self.import_history.remember_file(file)
 
+    def sessions_source_gone(self) -> set[int]:
+        return self.import_history.sessions_source_gone()
+
+    def mark_source_gone(self, session_ids: list[int], gone: bool = True) -> list[int]:
+        return self.import_history.mark_source_gone(session_ids, gone)
+
     def child_sessions(self, session_id: int) -> list[int]:
         return self.import_history.child_sessions(session_id)
 
-    def usage_groups(self, since: datetime | None = None) -> list[UsageGroup]:
-        return self.import_history.usage_groups(since)
+    def sessions_with_usage(self, since: datetime) -> list[int]:
+        return self.import_history.sessions_with_usage(since)
+
+    def usage_groups(
+        self, since: datetime | None = None, session: int | None = None
+    ) -> list[UsageGroup]:
+        return self.import_history.usage_groups(since, session)
 
     def session_facts(self) -> dict[int, SessionFacts]:
         return self.import_history.session_facts()

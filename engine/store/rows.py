@@ -198,6 +198,8 @@ def usage_row(r: UsageRecord) -> dict[str, Any]:
         "local_estimate": r.local_estimate,
         "source": r.source,
         "created_at": r.created_at,
+        "model": r.model,
+        "copied": r.copied,
     }
 
 
@@ -236,6 +238,9 @@ def session_model(r: SessionRow) -> Session:
         user=r.origin_user,
         machine=r.origin_machine,
         workspace_given=bool(r.workspace_given),
+        agent=r.recorded_agent or "",
+        agent_version=r.recorded_agent_version or "",
+        source_gone_at=r.source_gone_at,
     )
 
 
@@ -350,4 +355,6 @@ def usage_model(r: UsageRow) -> UsageRecord:
         local_estimate=r.local_estimate,
         source=r.source,
         created_at=r.created_at,
+        model=r.model or "",
+        copied=bool(r.copied),
     )

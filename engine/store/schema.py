@@ -3,25 +3,36 @@
 A ctxscope database carries ``PRAGMA application_id`` = :data:`APPLICATION_ID` and its schema
 version in ``PRAGMA user_version``. A file is inspected read-only before it is opened for
 writing, so a file we refuse is never modified (not even switched to WAL).
+
+Its integrity (``PRAGMA quick_check``, which reads every page: 0.65 s for 490 MB) is checked
+where damage can have come from, not at every open (issue 44): after a crash (:func:`crashed`:
+a write-ahead log left behind by a process that did not close the file), before a migration,
+and on request (``ctxscope check``: :func:`check`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from peewee import Database, SqliteDatabase
-from playhouse.migrate import SchemaMigrator
 
-from engine.store import dialect, postgres
+from engine.store import dialect, locks, postgres
 from engine.store.errors import StoreError
 
+if TYPE_CHECKING:
+    # Imported by the steps that use it: playhouse.migrate imports playhouse.cockroachdb, which
+    # imports psycopg (0.1 s) to offer PostgreSQL's field types; opening a database pays it only
+    # when it migrates.
+    from playhouse.migrate import SchemaMigrator
+
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 20
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -99,6 +110,8 @@ def migrator(db: Database) -> SchemaMigrator:
     """The ``playhouse.migrate`` migrator for ``db``'s dialect: a migration written with it
     runs on SQLite and on PostgreSQL alike (schema 11 and older ran on SQLite only; a
     PostgreSQL database starts at the version of the ctxscope that created it)."""
+    from playhouse.migrate import SchemaMigrator
+
     return SchemaMigrator.from_database(db)
 
 
@@ -270,6 +283,149 @@ def _session_origin(db: Database) -> None:
     )
 
 
+def _recorded_agents(db: Database) -> None:
+    """15 -> 16: a recorded session stores the agent it comes from and its version, so nothing
+    guesses them again. The recorded sessions stored so far get them once, by the guess
+    ctxscope made until now (``own_agent.recorded_format``, frozen here): the file a watched
+    session follows (``rollout-`` or ``/.codex/``: Codex; ``/.claude/``: Claude Code), else its
+    model (``claude*``: Claude Code; ``gpt-*``, ``o<digit>*``, ``codex*``: Codex); the version
+    from what the first user message kept of the recording (``meta.origin.recorded``), where
+    the reader named one."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import MessageRow, SessionRow
+
+    table = SessionRow._meta.table_name
+    present = {c.name for c in db.get_columns(table)}
+    migrate(
+        *[
+            migrator(db).add_column(table, name, getattr(SessionRow, name))
+            for name in ("recorded_agent", "recorded_agent_version")
+            if name not in present
+        ]
+    )
+    rows = sql(
+        db, f'SELECT id, source, model FROM "{table}" WHERE provider = ?', ("import",)
+    ).fetchall()
+    messages = MessageRow._meta.table_name
+    for sid, source, model in rows:
+        agent = _old_guess(source or "", (model or "").lower())
+        version = _recorded_version(db, messages, sid)
+        sql(
+            db,
+            f'UPDATE "{table}" SET recorded_agent = ?, recorded_agent_version = ? WHERE id = ?',
+            (agent or None, version or None, sid),
+        )
+
+
+def _old_guess(source: str, model: str) -> str:
+    """The agent of a recorded session as ctxscope guessed it up to schema 15."""
+    if "rollout-" in source or "/.codex/" in source:
+        return "codex"
+    if "/.claude/" in source:
+        return "claude-code"
+    if model.startswith("claude"):
+        return "claude-code"
+    if model.startswith(("gpt-", "codex")) or (model[:1] == "o" and model[1:2].isdigit()):
+        return "codex"
+    return ""
+
+
+def _recorded_version(db: Database, messages: str, sid: int) -> str:
+    """The agent's version a recorded session's first user message kept (``version``, or
+    Codex's ``cli_version``)."""
+    row = sql(
+        db,
+        f'SELECT meta FROM "{messages}" WHERE session_id = ? AND role = ? ORDER BY id LIMIT 1',
+        (sid, "user"),
+    ).fetchone()
+    try:
+        meta = json.loads(row[0]) if row and isinstance(row[0], str) else (row[0] if row else None)
+    except ValueError:
+        return ""
+    origin = meta.get("origin") if isinstance(meta, dict) else None
+    recorded = origin.get("recorded") if isinstance(origin, dict) else None
+    if not isinstance(recorded, dict):
+        return ""
+    version = recorded.get("version") or recorded.get("cli_version")
+    return version if isinstance(version, str) else ""
+
+
+def _usage_model(db: Database) -> None:
+    """16 -> 17: a usage record names the model that answered it (a session can use several:
+    Haiku for side calls, Flash beside Pro); existing records name none and are priced at their
+    session's model, as before."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import UsageRow
+
+    table = UsageRow._meta.table_name
+    if "model" not in {c.name for c in db.get_columns(table)}:
+        migrate(migrator(db).add_column(table, "model", UsageRow.model))
+
+
+def _source_gone(db: Database) -> None:
+    """17 -> 18: a session imported from a file records when the file was found gone (Claude
+    Code deletes transcripts after ``cleanupPeriodDays``); the session stays stored."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import SessionRow
+
+    table = SessionRow._meta.table_name
+    if "source_gone_at" not in {c.name for c in db.get_columns(table)}:
+        migrate(migrator(db).add_column(table, "source_gone_at", SessionRow.source_gone_at))
+
+
+def _steered_requests(db: Database) -> None:
+    """18 -> 19: a proxied request may have been steered (``--steer``): its rewrites, stored
+    beside the body the agent sent."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import ExchangeRow
+
+    table = ExchangeRow._meta.table_name
+    if "steering" not in {c.name for c in db.get_columns(table)}:
+        migrate(migrator(db).add_column(table, "steering", ExchangeRow.steering))
+
+
+def _fork_copies(db: Database) -> None:
+    """19 -> 20: a fork's copies of its original's usage records, compactions and observations
+    are marked, so the report counts them once, with the original (issue 39: two `uncompact`
+    on a recording had billed it three times). The forks stored so far are marked by time:
+    a copied row keeps its original's time, before the fork was made; the fork's own rows come
+    after it."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import CompactionRow, ObservationRow, SessionRow, UsageRow
+
+    sessions = SessionRow._meta.table_name
+    for row in (UsageRow, CompactionRow, ObservationRow):
+        table = row._meta.table_name
+        if "copied" not in {c.name for c in db.get_columns(table)}:
+            migrate(migrator(db).add_column(table, "copied", row.copied))
+    forks = f"SELECT id FROM \"{sessions}\" WHERE source LIKE 'fork of #%'"
+    made = f'(SELECT created_at FROM "{sessions}" s WHERE s.id = t.session_id)'
+    for row in (UsageRow, CompactionRow):
+        table = row._meta.table_name
+        sql(
+            db,
+            f'UPDATE "{table}" AS t SET copied = TRUE '
+            f"WHERE session_id IN ({forks}) AND created_at < {made}",
+        )
+    # an observation has no time of its own: the rounds up to the one the fork was made at
+    # (its source, ``fork of #2 at round 6``) are the copied ones
+    observations = ObservationRow._meta.table_name
+    for fork_id, source in sql(db, forks.replace("SELECT id", "SELECT id, source")).fetchall():
+        at = str(source).rpartition(" at round ")[2]
+        if at.isdigit():
+            sql(
+                db,
+                f'UPDATE "{observations}" SET copied = TRUE '
+                "WHERE session_id = ? AND round_index <= ?",
+                (fork_id, int(at)),
+            )
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -285,6 +441,11 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     12: _given_workspaces,
     13: _imported_files,
     14: _session_origin,
+    15: _recorded_agents,
+    16: _usage_model,
+    17: _source_gone,
+    18: _steered_requests,
+    19: _fork_copies,
 }
 
 
@@ -317,16 +478,60 @@ def read_only_uri(path: Path) -> str:
     return uri
 
 
-def inspect(path: Path) -> int | None:
+def crashed(path: Path) -> bool:
+    """Was the database at ``path`` left by a process that did not close it (killed, the
+    machine stopped)? SQLite deletes the write-ahead log (``-wal``) when the last connection
+    closes; one that holds frames while no process has the file open (no lock on it or its
+    ``-shm``: :func:`engine.store.locks.held_by_anyone`) was left by a crash. Where the
+    locks cannot be read (not Linux), a log holding frames counts as a crash."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        if wal.stat().st_size == 0:
+            return False
+    except OSError:
+        return False
+    return locks.held_by_anyone(path) is not True
+
+
+def check(path: Path) -> list[str]:
+    """The problems ``PRAGMA quick_check`` finds in the database at ``path`` (every page read,
+    the file left unmodified), one line each, or an empty list when it is whole. Raises
+    StoreError for a file that cannot be opened."""
+    try:
+        con = sqlite3.connect(read_only_uri(path), uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}") from None
+    try:
+        return problems(con)
+    finally:
+        con.close()
+
+
+def problems(con: sqlite3.Connection) -> list[str]:
+    """``PRAGMA quick_check`` on ``con``, one line a problem (SQLite's lines, without its
+    ``*** in database main ***`` heading); empty when the file is whole."""
+    try:
+        rows = [str(r[0]) for r in con.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        return [f"SQLite says: {exc}"]
+    if rows == ["ok"]:
+        return []
+    lines = (line.strip() for row in rows for line in row.splitlines())
+    return [line for line in lines if line and not line.startswith("*** in database")]
+
+
+def inspect(path: Path, *, check_integrity: bool | None = None) -> int | None:
     """Return the schema version of an existing ctxscope database, or None for a new file.
 
-    Raises StoreError for a file that is not SQLite, is corrupt, belongs to another program,
-    or comes from a newer ctxscope.
+    Raises StoreError for a file that is not SQLite, belongs to another program, or comes from
+    a newer ctxscope, and for a damaged file when its integrity is checked: with
+    ``check_integrity`` None, after a crash (:func:`crashed`) or before a migration.
     """
     if not path.exists() or path.stat().st_size == 0:
         return None
     if path.is_dir():
         raise StoreError(f"{path} is a directory, not a database file")
+    left_by_a_crash = check_integrity is None and crashed(path)  # before this process opens it
     try:
         con = sqlite3.connect(read_only_uri(path), uri=True)
     except sqlite3.Error as exc:
@@ -335,7 +540,11 @@ def inspect(path: Path) -> int | None:
         app_id = con.execute("PRAGMA application_id").fetchone()[0]
         version = con.execute("PRAGMA user_version").fetchone()[0]
         tables = con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        ok = con.execute("PRAGMA quick_check").fetchone()[0]
+        if check_integrity is None:
+            check_integrity = left_by_a_crash or (
+                app_id == APPLICATION_ID and version < SCHEMA_VERSION
+            )
+        damage = problems(con) if check_integrity else []
     except sqlite3.DatabaseError as exc:
         raise StoreError(
             f"{path} is not a ctxscope database (SQLite says: {exc}); "
@@ -343,8 +552,12 @@ def inspect(path: Path) -> int | None:
         ) from None
     finally:
         con.close()
-    if ok != "ok":
-        raise StoreError(f"{path} is damaged (integrity check: {ok}); it was not modified")
+    if damage:
+        more = f" and {len(damage) - 1} more" if len(damage) > 1 else ""
+        raise StoreError(
+            f"{path} is damaged (integrity check: {damage[0]}{more}); it was not modified "
+            "(`ctxscope check` lists what is wrong)"
+        )
     if app_id != APPLICATION_ID:
         # Even an SQLite file with no tables was made by someone: only an empty (0-byte)
         # file is ours to initialise.

@@ -230,6 +230,10 @@ def query_phrases(query: str) -> list[list[str]]:
     return [p for p in (terms(w) for w in _WORD.findall(query)) if p]
 
 
+PG_MAX_WORD_BYTES = 2047
+"""The longest word PostgreSQL's text search takes (``word is too long``)."""
+
+
 def tsquery(phrases: list[list[str]], any_word: bool) -> str:
     """``phrases`` as a ``tsquery`` literal: all of them required, or any."""
     return (" | " if any_word else " & ").join(
@@ -268,6 +272,12 @@ def _pg_search(
     """The session's best ``limit`` hits, ranked by FTS5's own bm25: the candidates come
     from the GIN index, the figures bm25 needs from the whole index (rows, their mean length,
     the rows holding each phrase), each candidate's from its terms."""
+    # PostgreSQL refuses a query word over 2,047 bytes, and never indexes one: a phrase with
+    # such a word is in no row (what FTS5 answers too).
+    findable = [p for p in phrases if all(len(t.encode()) <= PG_MAX_WORD_BYTES for t in p)]
+    if not findable or (len(findable) < len(phrases) and not any_word):
+        return []
+    phrases = findable
     found = sql(db, PG_MATCHES, (tsquery(phrases, any_word), session_id)).fetchall()
     if not found:
         return []

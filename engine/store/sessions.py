@@ -4,7 +4,7 @@ strategy switches; the todo list; remembered token counts."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from peewee import (
@@ -204,6 +204,8 @@ class SessionStore(StorePart):
         params: StrategyParams | None = None,
         origin: tuple[str, str] | None = None,
         workspace_given: bool | None = None,
+        agent: str = "",
+        agent_version: str = "",
     ) -> Session:
         """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
         ``source`` names the recording a watched session follows; ``params`` are the numbers
@@ -212,7 +214,9 @@ class SessionStore(StorePart):
         and machine it comes from (``engine.config.session_origin``; None: not stored).
 
         ``workspace_given``: the user gave ``workspace`` (``Session.workspace_given``); by
-        default, unless the session is recorded by another agent (``provider="import"``)."""
+        default, unless the session is recorded by another agent (``provider="import"``).
+        ``agent`` and ``agent_version``: the agent a recorded session comes from
+        (``Session.agent``)."""
         if workspace_given is None:
             workspace_given = provider != "import"
         now = utcnow()
@@ -231,6 +235,8 @@ class SessionStore(StorePart):
             origin_user=origin[0] if origin else None,
             origin_machine=origin[1] if origin else None,
             workspace_given=workspace_given,
+            recorded_agent=agent or None,
+            recorded_agent_version=agent_version or None,
         )
         return session_model(row)
 
@@ -252,26 +258,54 @@ class SessionStore(StorePart):
         return None if row is None else session_model(row)
 
     @reads
+    def sources(self) -> dict[int, str]:
+        """Every session's ``source`` (a recording's file digest or path and session id, a
+        fork's origin), by id, oldest first; sessions without one are left out."""
+        q = SessionRow.select(SessionRow.id, SessionRow.source).where(
+            SessionRow.source.is_null(False)
+        )
+        return {r.id: str(r.source) for r in q.order_by(SessionRow.id)}
+
+    @reads
     def latest_session(self) -> Session | None:
         row = SessionRow.select().order_by(SessionRow.updated_at.desc()).first()
         return None if row is None else session_model(row)
 
     @writes
     def update_session(self, session_id: int, **fields: Any) -> Session:
-        """Change title, provider, model, strategy, workspace or source; bumps ``updated_at``.
+        """Change title, provider, model, strategy, workspace, source or the recorded agent's
+        version; bumps ``updated_at``.
 
         A ``workspace`` given here is the user's (``workspace_given`` becomes true)."""
-        allowed = {"title", "provider", "model", "strategy", "workspace", "source"}
+        allowed = {"title", "provider", "model", "strategy", "workspace", "source", "agent_version"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {sorted(unknown)}")
         self.get_session(session_id)
         if "workspace" in fields:
             fields["workspace_given"] = True
+        if "agent_version" in fields:
+            fields["recorded_agent_version"] = fields.pop("agent_version") or None
         SessionRow.update(updated_at=utcnow(), **fields).where(
             SessionRow.id == session_id
         ).execute()
         return self.get_session(session_id)
+
+    @reads
+    def history_tokens(self, session_id: int) -> int:
+        """Tokens of a session's history as stored: its live messages and active summaries
+        (the ``current_tokens`` :meth:`list_sessions` gives), summed in the database."""
+        live = (
+            MessageRow.select(fn.SUM(fn.COALESCE(MessageRow.tokens, 0)))
+            .where((MessageRow.session == session_id) & MessageRow.segment.is_null())
+            .scalar()
+        )
+        summaries = (
+            SummaryRow.select(fn.SUM(fn.COALESCE(SummaryRow.tokens, 0)))
+            .where((SummaryRow.session == session_id) & (SummaryRow.active == True))  # noqa: E712
+            .scalar()
+        )
+        return int(live or 0) + int(summaries or 0)
 
     @reads
     def list_sessions(self) -> list[SessionInfo]:
@@ -431,11 +465,19 @@ class SessionStore(StorePart):
 
     # ------------------------------------------------------------------ token counts
     @reads
-    def token_counts(self) -> dict[str, int]:
+    def token_counts(self, digests: Collection[str] | None = None) -> dict[str, int]:
         """Remembered counts of the texts every request repeats, by digest
-        (:func:`engine.messages.tokens.remember`)."""
+        (:func:`engine.messages.tokens.remember`); only those of ``digests`` when given (an
+        import asks about its own texts at each session, not the whole table)."""
         rows = TokenCountRow.select(TokenCountRow.digest, TokenCountRow.tokens)
-        return {row.digest: row.tokens for row in rows}
+        if digests is None:
+            return {row.digest: row.tokens for row in rows}
+        found: dict[str, int] = {}
+        for batch in chunked(list(digests), 500):
+            found.update(
+                {row.digest: row.tokens for row in rows.where(TokenCountRow.digest.in_(batch))}
+            )
+        return found
 
     @writes
     def remember_token_counts(self, counts: dict[str, int]) -> None:

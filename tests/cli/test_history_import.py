@@ -96,7 +96,7 @@ def test_folders_given_are_read_with_the_defaults_and_gemini_chats_are_found(
     assert code == 0
     data = json.loads(out)
     agents = sorted(f["agent"] for f in data["folders"])
-    assert agents == ["", "claude-code", "codex", "gemini"]
+    assert agents == ["", "claude-code", "codex", "gemini-cli"]  # each agent by its format
     # the 4 of HOME's agents, the Gemini chat, the copy and the aider history in the folder
     assert data["files"]["new"] == 7
     formats = [s["format"] for s in data["sessions"]]
@@ -266,3 +266,104 @@ def test_two_copies_of_one_file_in_the_history_stay_two_sessions(tmp_path: Path)
     result = import_history(store, [Folder(folder, "claude-code")], "/ws", Settings(), jobs=1)
     ids = {r.session.id for r in result.reports}
     assert len(ids) == 2 and len(store.list_sessions()) == 2
+
+
+STORED_COUNTS = """
+import json, sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+out = {}
+for sid, source, parent in con.execute(
+        "SELECT id, source, parent_session_id FROM session_row ORDER BY id"):
+    key = source or f"child of {parent}"
+    out.setdefault(key, []).append({
+        "messages": con.execute(
+            "SELECT role, tokens FROM message_row WHERE session_id = ? ORDER BY id", (sid,)
+        ).fetchall(),
+        "observations": con.execute(
+            "SELECT tokens_full, tokens_compressed FROM observation_row WHERE session_id = ? "
+            "ORDER BY id", (sid,)).fetchall(),
+        "summaries": con.execute(
+            "SELECT tokens FROM summary_row WHERE session_id = ? ORDER BY id", (sid,)
+        ).fetchall(),
+    })
+print(json.dumps(out, sort_keys=True))
+"""
+"""Every stored count of a database, per session by its source (the file's digest; a
+subagent by its parent's place), in a form two imports can be compared by."""
+
+
+def test_counts_made_in_the_workers_are_the_writers_own(tmp_path: Path) -> None:
+    """Issue 44: with a pool, the workers count every text the writer stores and the writer
+    takes their counts; it does not load the tokenizer at all. The stored counts (every
+    message, observation and summary of the four files and the subagent) are the ones an
+    import in one process, which counts them itself, stores; and each session's source is
+    the SHA-256 of its file's bytes, worked out here with hashlib over the whole file."""
+    import hashlib
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    make_home(home)
+    folders = [
+        Folder(home / ".claude" / "projects", "claude-code"),
+        Folder(home / ".codex" / "sessions", "codex"),
+    ]
+    alone = tmp_path / "alone.sqlite"
+    store = Store.open(alone)
+    import_history(store, folders, "/ws", Settings(), jobs=1)
+    store.close()
+    pooled = tmp_path / "pooled.sqlite"
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from engine.config import Settings\n"
+        "from engine.messages import tokens\n"
+        "from engine.recordings.history import Folder, import_history\n"
+        "from engine.store import Store\n"
+        "def main():\n"
+        "    store = Store.open(Path(sys.argv[1]))\n"
+        "    folders = [Folder(Path(p), a) for p, a in json.loads(sys.argv[2])]\n"
+        "    done = import_history(store, folders, '/ws', Settings(), jobs=2)\n"
+        "    store.close()\n"
+        "    print(json.dumps({'files': sum(done.states.values()),\n"
+        "                      'tokenizer': tokens._encoding is not None}))\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    given = json.dumps([[str(f.path), f.agent] for f in folders])
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(pooled), given],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == {"files": 4, "tokenizer": False}
+
+    def counts(db: Path) -> dict[str, object]:
+        read = subprocess.run(
+            [sys.executable, "-c", STORED_COUNTS, str(db)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found: dict[str, object] = json.loads(read.stdout)
+        return found
+
+    by_alone, by_pool = counts(alone), counts(pooled)
+    files = [p for f in folders for p in f.path.rglob("*.jsonl") if "subagents" not in p.parts]
+    digests = {hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+    assert {k.split("#")[0] for k in by_pool if k.startswith("import:")} == {
+        f"import:sha256:{d}" for d in digests
+    }
+    assert {k: v for k, v in by_pool.items() if k.startswith("import:")} == {
+        k: v for k, v in by_alone.items() if k.startswith("import:")
+    }
+
+    def children(found: dict[str, object]) -> list[str]:  # their parents' ids differ
+        return sorted(json.dumps(v) for k, v in found.items() if not k.startswith("import:"))
+
+    assert children(by_pool) == children(by_alone) and len(children(by_pool)) == 1
+    messages = sum(len(s["messages"]) for v in by_pool.values() for s in v)  # type: ignore[index]
+    assert messages > 300  # marot alone stores 344

@@ -32,8 +32,8 @@ def _scrubbed(value: Any) -> Any:
 
 
 def _life(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[Any]:
-    """Every command's output, in order. The imported session is a recording: compacting it
-    makes a fork (engine/store/forking.py), which the later commands work on."""
+    """Every command's output, in order. The imported session is a recording: changing its
+    numbers makes a fork (engine/store/forking.py), which the later commands work on."""
     outputs: list[Any] = []
 
     def run(*argv: str, as_json: bool = True) -> Any:
@@ -46,11 +46,12 @@ def _life(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[A
 
     run("import", str(RECORDED), "--workspace", str(tmp_path))
     compacted = run("compact", "1", "--focus", "retry delay")
-    fork = str(compacted["fork"]["session_id"])
-    assert compacted["fork"]["of"] == 1 and fork != "1"
-    # the recording's 3 rounds (3 user prompts in the file) are within the 10 kept by default
-    assert compacted["compaction"]["outcome"] == "skipped"
-    run("strategy", fork, "--set", "keep_rounds=1", as_json=False)  # the fork: no new fork
+    # the recording's 3 rounds (3 user prompts in the file) are within the 10 kept by default:
+    # nothing to compact, so no fork either (issue 39)
+    assert compacted["compaction"] is None and "fork" not in compacted
+    switched = run("strategy", "1", "--set", "keep_rounds=1")  # a change: the fork
+    fork = str(switched["fork"]["session_id"])
+    assert switched["fork"]["of"] == 1 and fork != "1"
     run("compact", fork, "--focus", "retry delay")
     run("show", fork, "--observations")
     run("show", "1")  # the recording as it was
@@ -77,7 +78,7 @@ def test_a_sessions_life_is_the_same_on_postgresql(
     on_sqlite = _life(str(tmp_path / "cli.db"), tmp_path, capsys)
     on_postgres = _life(url, tmp_path, capsys)
     assert "[retry]" in on_sqlite[7]  # Recall found something: the same, in the same order
-    assert on_sqlite[1]["fork"]["source"] == "fork of #1 at round 3"
+    assert on_sqlite[2]["fork"]["source"] == "fork of #1 at round 3"
     assert on_sqlite[3]["compaction"]["outcome"] == "success"  # the fork, compacted
     assert on_postgres == on_sqlite
     postgres_server.drop_database(url)

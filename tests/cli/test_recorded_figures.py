@@ -55,7 +55,7 @@ def test_context_json_gives_the_agents_own_point(db: Path) -> None:
     code, text, _ = run("context", "1", "--db", str(db))
     first = text.splitlines()[0]
     assert first.startswith(f"recorded by Claude Code (claude-opus-4-6): context {CONTEXT:,}")
-    assert f"auto-compacts at 167,000: {167_000 - CONTEXT:,} to go" in first
+    assert f"{167_000 - CONTEXT:,} until auto-compact at 167,000" in first
 
 
 # The recorded cost, worked out by hand from the file: each API call once (its message id's

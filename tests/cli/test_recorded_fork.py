@@ -69,12 +69,19 @@ def test_uncompact_forks(recorded: tuple[Path, str]) -> None:
     assert shown["compactions"][0]["undone_at"] is not None
 
 
-def test_compact_forks(recorded: tuple[Path, str]) -> None:
-    db, before = recorded
+def test_compact_forks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Imported keeping 2 rounds (the session stores its numbers then): with the default 10
+    marot's 8 rounds hold nothing to compact, and that makes no fork (issue 39)."""
+    db = tmp_path / "ctxscope.db"
+    monkeypatch.setenv("CTXSCOPE_KEEP_ROUNDS", "2")
+    assert run("import", str(MAROT), "--db", str(db))[0] == 0
+    monkeypatch.delenv("CTXSCOPE_KEEP_ROUNDS")
+    before = run("show", "1", "--db", str(db), "--json")[1]
     code, out, err = run("compact", "1", "--db", str(db), "--json")
     assert code == 0
     fork = forked(err, json.loads(out))
     assert json.loads(out)["compaction"]["session_id"] == fork
+    assert json.loads(out)["compaction"]["outcome"] in ("success", "fallback")
     unchanged(db, before)
 
 
@@ -129,3 +136,24 @@ def test_strategy_forks(recorded: tuple[Path, str]) -> None:
     code, _, err = run("strategy", "1", "--db", str(db))
     assert code == 0 and "fork" not in err
     unchanged(db, before)
+
+
+RESUMED = Path(__file__).parent.parent / "data" / "claude_code" / "resumed_session.jsonl"
+"""Claude Code, 4 rounds: fewer than the 10 rounds layered keeps, so nothing to compact."""
+
+
+def test_a_change_that_does_nothing_makes_no_fork(tmp_path: Path) -> None:
+    """Issue 39: `compact` on a recording ending in "nothing to compact", and a `strategy
+    --set` the numbers refuse, each left a fork behind."""
+    db = str(tmp_path / "ctxscope.db")
+    assert run("import", str(RESUMED), "--db", db)[0] == 0
+    sessions = json.loads(run("sessions", "--db", db, "--json")[1])
+    code, out, err = run("compact", "1", "--db", db)
+    assert code == 0 and "fork" not in err
+    assert out.strip() == (
+        "nothing compacted: nothing to compact: history holds no rounds beyond the last 10"
+    )
+    code, _, err = run("strategy", "1", "--set", "layered.keep_rounds=0", "--db", db)
+    assert code == 2 and "fork" not in err
+    assert "keep_rounds=0: Input should be greater than or equal to 1" in err
+    assert json.loads(run("sessions", "--db", db, "--json")[1]) == sessions

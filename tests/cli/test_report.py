@@ -225,3 +225,100 @@ def test_a_model_without_a_price_costs_none_and_is_named_in_a_note(
     assert main(["report"]) == 0
     text_form = capsys.readouterr().out
     assert "no price" in text_form and "40 requests of models without a price" in text_form
+
+
+def test_forks_of_a_recording_are_billed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each change to a recording (here: two `pin` and one `uncompact`) makes a fork that
+    copies the recording's requests, usage and compactions; the report counts that copied part
+    once, with the recording (issue 39: $40.48 / 742 requests → $52.34 / 894 → $64.19 / 1,046).
+    The figures are marot's raw file's, worked out by :func:`billed_usage`; its request count is
+    the number of distinct API message ids with usage (`jq` over the assistant records, the
+    `<synthetic>` model left out)."""
+    project = tmp_path / "projects" / "p"
+    project.mkdir(parents=True)
+    shutil.copy(MAROT, project / "marot.jsonl")
+    path = tmp_path / "db.sqlite"
+    store = Store.open(path)
+    import_history(store, [Folder(project, "claude-code")], "/ws", Settings(), jobs=1)
+    [recording] = [s.session.id for s in store.list_sessions()]
+    last = store.rounds(recording)[-1].index  # rounds before the compaction are archived
+    store.close()
+    monkeypatch.setenv("CTXSCOPE_DB", str(path))
+    monkeypatch.setenv("CTXSCOPE_PROVIDER", "offline")
+    for argv in (["pin", str(recording), f"r{last}"], ["pin", str(recording), f"r{last - 1}"]):
+        assert main(argv) == 0
+    assert main(["uncompact", str(recording)]) == 0
+    capsys.readouterr()
+    requests = 0
+    seen: set[str] = set()
+    for line in MAROT.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        message = record.get("message") or {}
+        if record.get("type") == "assistant" and message.get("usage"):
+            if message.get("model") != "<synthetic>" and message["id"] not in seen:
+                seen.add(message["id"])
+                requests += 1
+    tokens, dollars = billed_usage(MAROT)
+    data = report(capsys, "--by", "session")
+    assert data["totals"]["sessions"] == 4  # the recording and its three forks
+    assert data["totals"]["requests"] == requests
+    assert data["totals"]["tokens"] == tokens
+    assert data["totals"]["cost"]["total"] == pytest.approx(dollars, abs=1e-5)
+    by_session = {s["id"]: s for s in data["sessions"]}
+    assert by_session[recording]["requests"] == requests
+    assert [sid for sid, s in by_session.items() if s["requests"]] == [recording]
+    # marot's one compact_boundary, listed once (the forks' copies are not new compactions)
+    assert data["compactions"]["count"] == 1
+    assert [c["session_id"] for c in data["compactions"]["list"]] == [recording]
+
+
+def test_by_project_keeps_the_tail_and_folds_a_drive_letters_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: ``--by project`` cut long paths at 48 characters, keeping their common head
+    and losing the tail that tells projects apart, and split one Windows folder on ``c:`` vs
+    ``C:``. Three sessions: two in one Windows folder written with either case, one in a long
+    folder whose name differs from another only at its end."""
+    path = tmp_path / "db.sqlite"
+    store = Store.open(path)
+    long = "/home/someone/work/clients/acme/repositories/backend-service-"
+    for workspace in ("c:\\src\\app", "C:\\src\\app", long + "alpha", long + "beta"):
+        store.create_session(workspace, "t")
+    store.close()
+    monkeypatch.setenv("CTXSCOPE_DB", str(path))
+    groups = {g["key"]: g["sessions"] for g in report(capsys, "--by", "project")["groups"]}
+    assert groups == {"C:\\src\\app": 2, long + "alpha": 1, long + "beta": 1}
+    assert main(["report", "--by", "project"]) == 0
+    text = capsys.readouterr().out
+    assert "service-alpha " in text and "service-beta " in text
+
+
+def test_show_opens_a_session_by_its_file_or_its_agents_session_id(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: ``ctxscope show ~/.claude/projects/…/ID.jsonl`` and ``show 8463c716-…`` said
+    the session id must be a number. The history import here stored moredip's file under its
+    own session id's name (``4b2030ed-….jsonl``, the ``sessionId`` of its records) and marot's
+    file (imported by path too): each opens by either name; an unknown one is one line."""
+    by_number = json.loads(run_show(capsys, "1"))["session"]["id"]
+    assert by_number == 1
+    project = tmp_path / "projects" / "-home-u-p"
+    moredip = json.loads(run_show(capsys, str(project / f"{SHARE_ID}.jsonl")))["session"]
+    assert json.loads(run_show(capsys, SHARE_ID))["session"] == moredip
+    assert moredip["title"].startswith("import: ")
+    # a file imported by path (`ctxscope import FILE`): found by its bytes' digest
+    assert main(["import", str(MAROT), "--json"]) == 0
+    capsys.readouterr()
+    again = json.loads(run_show(capsys, str(MAROT)))["session"]
+    marot_by_history = json.loads(run_show(capsys, str(project / "marot.jsonl")))["session"]
+    assert again["id"] == marot_by_history["id"]  # the same bytes: stored once
+    assert main(["show", "no-such-session"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ctxscope: no stored session is 'no-such-session': give its number")
+
+
+def run_show(capsys: pytest.CaptureFixture[str], ref: str) -> str:
+    assert main(["show", ref, "--json"]) == 0, capsys.readouterr().err
+    return capsys.readouterr().out

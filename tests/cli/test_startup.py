@@ -83,6 +83,65 @@ HEAVY = ("engine", "pydantic", "pydantic_core", "textual", "rich", "peewee", "ti
 took 9.4× ``python -c pass``)."""
 
 
+SERVER_DRIVERS = ("psycopg", "psycopg2", "psycopg2cffi", "pymysql", "MySQLdb")
+"""What peewee imports at its own import when installed (psycopg is, in this venv)."""
+
+AGENT = ("engine.session.loop", "engine.session.core", "engine.context.builder", "tools.registry")
+"""The agent and the request it builds: `sessions` and `show` print neither."""
+
+
+def _modules_after(args: list[str], db: Path, tmp_path: Path) -> list[str]:
+    """Every module loaded once ``ctxscope ARGS --db DB`` has run in a fresh interpreter."""
+    script = (
+        "import io, json, sys, contextlib\n"
+        "from cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(json.loads(sys.argv[1]))\n"
+        "assert code == 0, code\n"
+        "print(json.dumps(sorted(m for m, v in sys.modules.items() if v is not None)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", script, json.dumps([*args, "--db", str(db)])],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded: list[str] = json.loads(done.stdout)
+    return loaded
+
+
+def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
+
+
+def test_sqlite_commands_load_no_server_driver_and_listings_no_agent(tmp_path: Path) -> None:
+    """Issue 44: peewee imports psycopg at its own import when it is installed (0.1–0.2 s), and
+    playhouse.migrate imports it again through playhouse.cockroachdb; `cli.common` imported the
+    agent loop for every command. On an SQLite database no command loads a server driver, and
+    `sessions` and `show` load no agent. (The driver is installed here: the PostgreSQL tests
+    use it, so the test would fail if anything imported it.)"""
+    import importlib.util
+
+    assert importlib.util.find_spec("psycopg") is not None
+    db = tmp_path / "s.db"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# hello\n", encoding="utf-8")
+    assert main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)]) == 0
+    for args in (["sessions"], ["show", "1"], ["context", "1", "--json"]):
+        modules = _modules_after(args, db, tmp_path)
+        assert "peewee" in modules and "engine.store" in modules
+        assert _loaded(modules, SERVER_DRIVERS) == [], args
+        if args[0] != "context":
+            assert _loaded(modules, AGENT) == [], args
+        else:
+            assert "engine.session.loop" in modules  # context builds the request
+
+
 def _imported(
     args: list[str], tmp_path: Path
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
@@ -121,7 +180,7 @@ def test_help_imports_no_engine_pydantic_or_textual(tmp_path: Path, args: list[s
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        (["show", "abc"], "argument ID: session id must be a whole number, got 'abc'"),
+        (["context", "abc"], "argument ID: session id must be a whole number, got 'abc'"),
         (["recall", "1", "words", "--limit", "many"], "argument --limit: the value must be"),
         (["ask", "hi", "--wait", "soon"], "argument --wait: the value must be a number of sec"),
         (["no-such-command"], "argument COMMAND: invalid choice: 'no-such-command'"),

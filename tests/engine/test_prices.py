@@ -282,3 +282,36 @@ def test_each_call_costs_what_genai_prices_gives_for_it(
     expected = float(calc_price(reference, model, genai_request_timestamp=day).total_price)
     got = price_for(Settings(_toml_file="none.toml"), model).usage_cost(usage, day)
     assert got == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_one_price_per_model_for_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 44: `sessions` built a new price per session and worked its rates out again, with
+    genai-prices, for each. Now a model's price is made once per process and its rates once per
+    price and tier: pricing two "sessions" of 20 calls each (all under the 200k tier) asks
+    genai-prices for five rates (uncached input, 5-minute write, 1-hour write, read, output:
+    five `calc_price` calls) the first time, and never again — and the dollars are still each
+    call's list price (Sonnet 4.5: the module docstring's figures)."""
+    from genai_prices.types import ModelPrice as ListPrice
+
+    from engine.prices import _list_pricing
+
+    _list_pricing.cache_clear()
+    asked: list[int] = []
+    real = ListPrice.calc_price
+
+    def counted(self: ListPrice, usage: object) -> object:
+        asked.append(1)
+        return real(self, usage)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ListPrice, "calc_price", counted)
+    settings = Settings(model="offline")
+    at = datetime(2026, 1, 15, tzinfo=UTC)
+    calls = [UsageRecord(session_id=1, round_index=0, step=0, usage=CALL, created_at=at)] * 20
+    first = price_for(settings, "claude-sonnet-4-5")
+    one = first.total_cost(calls)
+    second = price_for(settings, "claude-sonnet-4-5")
+    two = second.total_cost(calls)
+    assert second is first
+    assert len(asked) == 5
+    expected = 20 * dollars(CALL, 3, 3.75, 6, 0.30, 15)
+    assert one == pytest.approx(expected) and two == pytest.approx(expected)

@@ -22,6 +22,7 @@ or, for a subprocess (the CLI), with ``env={**os.environ, **fake_anthropic.env()
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import socket
@@ -94,6 +95,8 @@ class RecordedRequest:
     headers: dict[str, str]
     """Header names in lower case."""
     body: dict[str, Any]
+    raw: bytes = b""
+    """The body's bytes as they came."""
 
     @property
     def stream(self) -> bool:
@@ -208,6 +211,9 @@ class FakeAnthropicServer:
         """Served when the script is empty; None answers a 400 that names the problem."""
         self.refused: list[list[str]] = []
         """The problems of every request refused as malformed (see :func:`refusals`)."""
+        self.cache: FakePromptCache | None = None
+        """When set, a reply scripted without usage gets the usage this cache model gives
+        the request (strict prefix matching at each ``cache_control``, lifetimes)."""
 
     @property
     def url(self) -> str:
@@ -291,6 +297,7 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
                 path=self.path,
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
+                raw=raw,
             )
             if self.path.split("?")[0].endswith("/v1/messages/count_tokens"):
                 self._count_tokens(recorded)
@@ -307,6 +314,9 @@ def _make_handler(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(400, _error_body("invalid_request_error", "; ".join(problems)))
                 return
             reply = server._next(recorded)
+            if server.cache is not None and isinstance(reply, Reply) and not reply.usage:
+                usage, creation = server.cache.charge(body)
+                reply = dataclasses.replace(reply, usage=usage, cache_creation=creation)
             if reply.delay and server._stopping.wait(reply.delay):
                 return
             try:
@@ -442,6 +452,84 @@ def refusals(body: dict[str, Any]) -> list[str]:
             f"Found {n}."
         )
     return problems
+
+
+class FakePromptCache:
+    """The prompt cache as Anthropic documents it, written here on its own (not the engine's
+    model) so that tests can hold the two against each other: the request's blocks in the
+    order tools, system, messages; a block with ``cache_control`` a breakpoint; a request
+    reads the longest prefix it repeats exactly (markers aside) that is still alive, checking
+    each breakpoint's position and the 19 before it; it writes from there to its last
+    breakpoint of at least ``min_tokens``, each part at its breakpoint's lifetime (``"ttl":
+    "1h"``: 3,600 s, else 300 s); a read renews an entry's life. A block's tokens are a
+    quarter of its JSON's characters; the clock is ``now`` (seconds), which a test moves."""
+
+    def __init__(self, min_tokens: int = 1024) -> None:
+        self.min_tokens = min_tokens
+        self.now = 0.0
+        self.entries: dict[str, tuple[float, float]] = {}
+
+    @staticmethod
+    def blocks(body: dict[str, Any]) -> list[tuple[str, int, float | None]]:
+        out = []
+        system = body.get("system") or []
+        pieces: list[Any] = [("tool", t) for t in body.get("tools") or []]
+        pieces += [("system", b) for b in ([system] if isinstance(system, str) else system)]
+        for message in body.get("messages") or []:
+            content = message.get("content")
+            content = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            pieces += [(f"{message.get('role')}{j}", b) for j, b in enumerate(content)]
+        for where, piece in pieces:
+            marker = piece.get("cache_control") if isinstance(piece, dict) else None
+            bare = (
+                {k: v for k, v in piece.items() if k != "cache_control"}
+                if isinstance(piece, dict)
+                else piece
+            )
+            text = where + json.dumps(bare, sort_keys=True)
+            life = None if marker is None else 3600.0 if marker.get("ttl") == "1h" else 300.0
+            out.append((text, max(1, len(text) // 4), life))
+        return out
+
+    def charge(self, body: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """The usage of ``body`` sent at :attr:`now`, and its ``cache_creation``."""
+        import hashlib
+
+        blocks = self.blocks(body)
+        keys, sums, chain, total = [], [], hashlib.sha256(), 0
+        for text, tokens, _ in blocks:
+            chain.update(text.encode())
+            keys.append(chain.hexdigest())
+            total += tokens
+            sums.append(total)
+        marks = [i for i, b in enumerate(blocks) if b[2] is not None]
+        read = 0
+        for bp in marks:
+            for j in range(bp, max(-1, bp - 20), -1):
+                found = self.entries.get(keys[j])
+                if found and found[0] > self.now:
+                    self.entries[keys[j]] = (self.now + found[1], found[1])
+                    read = max(read, sums[j])
+                    break
+        five = hour = 0
+        done = read
+        for bp in [m for m in marks if sums[m] >= self.min_tokens]:
+            life = blocks[bp][2] or 300.0
+            part = max(0, sums[bp] - done)
+            done = max(done, sums[bp])
+            if life > 300:
+                hour += part
+            else:
+                five += part
+            if keys[bp] not in self.entries or self.entries[keys[bp]][0] <= self.now:
+                self.entries[keys[bp]] = (self.now + life, life)
+        usage = {
+            "input_tokens": total - read - five - hour,
+            "output_tokens": 5,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": five + hour,
+        }
+        return usage, {"ephemeral_5m_input_tokens": five, "ephemeral_1h_input_tokens": hour}
 
 
 def _error_body(error_type: str, message: str) -> dict[str, Any]:

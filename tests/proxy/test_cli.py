@@ -74,6 +74,15 @@ def test_run_points_the_command_at_the_proxy_and_returns_its_exit_code(
     store = Store.open(db)
     (exchange,) = store.exchanges(store.proxied_sessions()[0])
     assert exchange.request["messages"] == [{"role": "user", "content": "hi"}]
+    # When the command has ended, run names the session it recorded (no agent session id:
+    # the SDK sends no metadata), and the session holds the conversation: "hi", answered.
+    assert "ctxscope: recorded session 1: `ctxscope show 1`, `ctxscope --resume 1`" in (
+        done.stderr.splitlines()
+    )
+    assert [(m.role, m.content) for m in store.history(1).messages] == [
+        ("user", "hi"),
+        ("assistant", "through the proxy"),
+    ]
 
 
 def test_claude_code_keeps_its_1m_window_behind_the_proxy_to_anthropic(

@@ -37,7 +37,10 @@ BODY = {
 def raw(
     port: int, method: str, path: str, body: bytes | None, headers: dict[str, str]
 ) -> tuple[int, dict[str, str], bytes]:
-    """One request by hand (http.client sends the headers given, in that order)."""
+    """One request by hand (http.client sends the headers given, in that order); a body is
+    JSON unless a content type is given (the proxy refuses others: engine/proxy/guard.py)."""
+    if body is not None and not any(k.lower() == "content-type" for k in headers):
+        headers = {**headers, "Content-Type": "application/json"}
     con = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         con.request(method, path, body=body, headers=headers)

@@ -75,8 +75,11 @@ def test_an_id_beyond_sqlite_range_is_one_line(
 def test_ids_that_are_not_positive_whole_numbers_are_refused(
     db: Path, capsys: pytest.CaptureFixture[str], value: str
 ) -> None:
-    code, out, err = run(capsys, "show", value, "--db", str(db))
-    assert_one_line(code, out, err, "ctxscope show: argument ID: session id must be")
+    code, out, err = run(capsys, "context", value, "--db", str(db))
+    assert_one_line(code, out, err, "ctxscope context: argument ID: session id must be")
+    if value != "x1":  # show takes a file or an agent's session id too, never a bad number
+        code, out, err = run(capsys, "show", value, "--db", str(db))
+        assert_one_line(code, out, err, "ctxscope show: argument ID: session id must be")
 
 
 @pytest.mark.parametrize(

@@ -96,8 +96,8 @@ ERROR_LINES = [
     ["sessions", "--db", f"/nonexistent/{OSC0_TITLE}/x.db"],
     # argparse's "invalid choice: …"
     ["export", "1", "--format", OSC52_CLIPBOARD],
-    # a session id argparse refuses, echoed
-    ["show", f"1{OSC52_CLIPBOARD}"],
+    # a session id argparse refuses, echoed (``show`` also takes a file or an agent's id)
+    ["context", f"1{OSC52_CLIPBOARD}"],
     # a settings file that does not exist
     ["sessions", "--config", f"/nonexistent/{OSC52_CLIPBOARD}.toml"],
 ]

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.security.hostile_recording import ATTACKER_TITLE, write_hostile_recording
+from tests.tmux_env import plain_shell_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,6 +40,7 @@ class Tmux:
             text=True,
             check=check,
             timeout=30,
+            env=plain_shell_env(),
         )
 
     def buffers(self) -> str:

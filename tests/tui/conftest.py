@@ -27,9 +27,10 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No CTXSCOPE_* variable, API key or ctxscope.toml of the host may leak into a test."""
+    """No CTXSCOPE_* variable, API key or ctxscope.toml of the host may leak into a test, nor
+    the TMUX of a pane the suite runs in (F1 lists other keys under tmux)."""
     for name in list(os.environ):
-        if name.startswith("CTXSCOPE_") or name == "ANTHROPIC_API_KEY":
+        if name.startswith("CTXSCOPE_") or name in ("ANTHROPIC_API_KEY", "TMUX"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
 

@@ -86,9 +86,9 @@ def test_compare_wide(
     title; the chart with one coloured line per strategy over the recorded steps, x marks at
     compactions, the window line at the top and the thresholds under it, the selected last step
     as a vertical line; the status line with each strategy's tokens at that step; the table,
-    one row per strategy (steps, compactions, peak, total input, cache read and write, cost —
-    "–", the offline model has no price —, ledger recall last/min for reads, edits, commands,
-    errors, requests); under it the line saying why there is no cost; the key bar."""
+    one row per strategy (steps, compactions, peak, input, cost — "–", the offline model has no
+    price —, ledger recall at the last step for reads, edits, commands, errors, requests), whole
+    within the width; under it the line saying why there is no cost; the key bar."""
     app = _stored(make_app, db_path, workspace)
     assert snap_compare(app, terminal_size=(120, 40), run_before=_compared)
 
@@ -96,9 +96,9 @@ def test_compare_wide(
 def test_compare_narrow(
     snap_compare: SnapCompare, make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
-    """The same comparison at 80×24: a smaller chart, the table's first columns (strategy to
-    cost, "–") with the rest scrolled off to the right, the no-cost line, the key bar fitting
-    the width."""
+    """The same comparison at 80×24: a smaller chart, the table whole within the width
+    (strategy to cost, "–"; no recall column), the no-cost line, the key bar fitting the
+    width."""
     app = _stored(make_app, db_path, workspace)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_compared)
 
@@ -122,3 +122,45 @@ async def test_a_strategy_that_stops_early_says_where_and_why(
         toasts = [str(t.render()) for t in screen.query("Toast")]
         said = [t for t in toasts if "stopped at step 2 of 4 (round 1)" in t]
         assert len(said) == len(screen.results) == 6
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_table_is_not_cut_at_the_right_edge(
+    make_app: AppFactory, db_path: Path, workspace: Path, size: tuple[int, int]
+) -> None:
+    """Issue 39: at 80 and 120 columns the table ran past the right edge (its last columns
+    hidden): its content is now no wider than the table."""
+    app = _stored(make_app, db_path, workspace)
+    async with app.run_test(size=size) as pilot:
+        screen = await _compared(pilot)
+        table = screen.query_one(DataTable)
+        assert table.row_count == 6
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        headers = [str(c.label) for c in table.columns.values()]
+        assert headers[:6] == ["strategy", "steps", "comp.", "peak", "input", "cost"]
+        assert ("recall last read·edit·cmd·err·ask" in headers) == (size[0] >= 110)
+
+
+@pytest.mark.anyio
+async def test_f9_on_a_recording_has_its_as_recorded_row(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """Issue 39: F9 had no as-recorded row (``replay`` has one): a recording's own requests
+    come first, with its recorded steps (one per usage record the import stored)."""
+    from engine.config import Settings
+    from engine.recordings.importing import import_session
+    from engine.store import Store
+
+    recording = Path(__file__).parents[1] / "data" / "claude_code" / "resumed_session.jsonl"
+    store = Store.open(db_path)
+    sid = import_session(store, recording, str(workspace), settings=Settings()).session.id
+    usages = len(store.usages(sid or 0))
+    store.close()
+    app = make_app(resume=sid)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _compared(pilot)
+        table = screen.query_one(DataTable)
+        names = [str(table.get_row_at(n)[0]) for n in range(table.row_count)]
+        assert names[0] == "as-recorded" and len(names) == 7
+        assert len(screen.results[0].steps) == usages > 0

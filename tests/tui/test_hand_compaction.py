@@ -155,3 +155,32 @@ async def test_palette_has_undo_and_pin_once_each_and_no_duplicates(
         listed = dict(app.screen.actions)
         assert "pinned message is never archived" in listed["ctrl+t"]
         assert "Undo the last compaction" in listed["ctrl+z"]
+
+
+async def test_f5_default_cut_frees_the_round_that_holds_most(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """Issue 39: F5's cut kept the last round whatever it held, so on a session whose last
+    round read a large file it freed 3 % where moving the cut freed 97 %. When the last round
+    holds more than half of history's tokens the default cut takes it too (↑ keeps it)."""
+    (workspace / "big.py").write_text(
+        "".join(
+            f"def helper_{i}(value):  # the {i}th helper of a large module\n" for i in range(450)
+        )
+    )
+    build_session(db_path, workspace, offline_settings(keep_rounds=10),
+                  ("ls", "grep def in src", "read @big.py"))  # fmt: skip
+    app = make_app(settings=offline_settings(keep_rounds=10), resume=1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        history = screen.query_one(HistoryView)
+        assert history.layout_data is not None
+        groups = history.layout_data.history.rounds()
+        sizes = [sum(m.tokens or 0 for m in g) for g in groups]
+        assert len(sizes) == 3 and sizes[-1] * 2 > sum(sizes)  # the last round holds most
+        await pilot.press("f5")
+        plan = str(screen.query_one("#compact-bar-plan").render())
+        assert plan.startswith("Compact rounds 1–3 (")
+        await pilot.press("up")  # keep the last round after all
+        plan = str(screen.query_one("#compact-bar-plan").render())
+        assert plan.startswith("Compact rounds 1–2 (") and "the last round stays" in plan

@@ -149,3 +149,24 @@ async def test_ctrl_f_searches_history_and_archive(
         assert app.screen is screen and history.cursor is not None
         data = history.blocks[history.cursor].data
         assert data is (first.message or first.summary)
+
+
+@pytest.mark.parametrize("tmux", [True, False])
+async def test_f1_lists_pane_keys_that_work_in_this_terminal(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch, tmux: bool
+) -> None:
+    """Issue 39: F1 listed Alt+1…4, which under tmux type ``¡™£¢`` into the input. Under tmux
+    (``TMUX`` set, as in a pane) it lists Ctrl+G and Tab for the panes and no Alt+ key;
+    elsewhere it lists Alt+1…4 too, saying where they do not work."""
+    if tmux:
+        monkeypatch.setenv("TMUX", "/tmp/tmux-1000/default,4242,0")
+    else:
+        monkeypatch.delenv("TMUX", raising=False)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        await pilot.press("f1")
+        assert isinstance(app.screen, KeysModal)
+        listed = "\n".join(screen_lines(app))
+        assert "Ctrl+G" in listed and "next pane" in listed
+        assert ("Alt+1" in listed) is not tmux

@@ -4,6 +4,7 @@ requests, one row each, and the selected one's layers, diff and cost below."""
 from __future__ import annotations
 
 import pytest
+from textual.widgets import TextArea
 
 from engine.exchanges import Exchange
 from engine.models import Usage
@@ -11,6 +12,7 @@ from engine.store import Store
 from tests.proxy.shapes import REMINDER, request, user
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import opened, screen_after, settle, wait_until
+from tui.screens.detail_modal import DetailModal
 from tui.screens.requests_screen import RequestsScreen
 
 pytestmark = pytest.mark.anyio
@@ -93,3 +95,26 @@ async def test_f10_shows_each_request_with_its_layers_diff_and_cost(
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, RequestsScreen)
+
+
+async def test_enter_on_a_request_shows_it_as_sent_beside_what_it_changed(
+    make_app: AppFactory,
+) -> None:
+    """Issue 40: Enter on request #2 shows its body (the changed reminder's text, its cache
+    markers) and its diff against #1: the reminder's line, before and after."""
+    app = make_app()
+    session_id = record(app.store)
+    app = make_app(resume=session_id)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        screen = await screen_after(pilot, "f10", RequestsScreen)
+        await wait_until(pilot, lambda: len(screen.report) == 2)
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailModal))
+        body, diff = (area.text for area in app.screen.query(TextArea))
+        assert '"text": "go on"' in body and body.count('"cache_control"') == 3
+        assert "request #2 against #1" in diff
+        assert "-As you answer, use this context: CLAUDE.md says run make test." in diff
+        assert "+As you answer, use this context: CLAUDE.md says run pytest -q." in diff
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, RequestsScreen))

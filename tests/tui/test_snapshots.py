@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Collapsible
+from textual.widgets import Collapsible, DataTable
 
 from engine.context.builder import LAYERS
 from tests.tui.conftest import AppFactory
@@ -155,6 +155,9 @@ def test_sessions_screen(
         await opened(pilot)
         await pilot.press("f2")
         await settle(pilot)
+        # the table focused (its loader done): the footer lists its keys first from then on
+        await wait_until(pilot, lambda: isinstance(pilot.app.focused, DataTable))
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
 
@@ -267,6 +270,9 @@ def test_sessions_screen_preview(
         await opened(pilot)
         await pilot.press("f2")
         await settle(pilot)
+        # the table focused (its loader done): the footer lists its keys first from then on
+        await wait_until(pilot, lambda: isinstance(pilot.app.focused, DataTable))
+        await settle(pilot)
         await pilot.press("down")
         await settle(pilot)
 
@@ -286,6 +292,9 @@ def test_delete_session_dialog(
     async def run_before(pilot: Pilot[Any]) -> None:
         await opened(pilot)
         await pilot.press("f2")
+        await settle(pilot)
+        # the table focused (its loader done): the footer lists its keys first from then on
+        await wait_until(pilot, lambda: isinstance(pilot.app.focused, DataTable))
         await settle(pilot)
         await pilot.press("down", "d")
         await pilot.pause()

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from engine.store import Store
+from tests.tmux_env import plain_shell_env
 
 TYPED = "glob 2024*.py then read pyproject.toml"
 READY_WITHIN = 60.0
@@ -34,12 +35,21 @@ def tmux(tmp_path: Path) -> Iterator[Callable[..., str]]:
 
     def run(*args: str) -> str:
         done = subprocess.run(
-            ["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=30
+            ["tmux", "-L", socket, *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=plain_shell_env(),
         )
         return done.stdout
 
     yield run
-    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=30)
+    subprocess.run(
+        ["tmux", "-L", socket, "kill-server"],
+        capture_output=True,
+        timeout=30,
+        env=plain_shell_env(),
+    )
 
 
 def wait_for(what: Callable[[], bool], within: float) -> bool:
@@ -76,7 +86,9 @@ def test_keys_sent_at_once_into_a_pane(tmp_path: Path, tmux: Callable[..., str])
     tmux("new-session", "-d", "-s", "bench", "-x", "140", "-y", "40", command)
     shown = lambda: tmux("capture-pane", "-p", "-t", "bench")  # noqa: E731
     assert wait_for(lambda: "Offline: rule-based" in shown(), READY_WITHIN), shown()
-    time.sleep(1.0)  # the session opens in a worker after the first frame
+    # the session opens in a worker after the first frame: its input then says so (a fixed
+    # second was not always enough on a loaded machine)
+    assert wait_for(lambda: "Ask… (@path" in shown(), READY_WITHIN), shown()
     # Shift+Tab: the focus from the input to a pane (Alt+3 arrives here as "£", typed)
     tmux("send-keys", "-t", "bench", "BTab")
     time.sleep(0.5)

@@ -254,3 +254,19 @@ def test_the_bar_puts_the_context_and_until_compact_first() -> None:
     assert line[:120].startswith("⚠ auto-compact near · context 164,745 / 200,000 (82.4%)")
     assert "until auto-compact 2,255 · compactions 0" in line[:120]
     assert line.endswith("last call: in 1 · cache read 162,399 · cache write 1,925 · out 420")
+
+
+def test_the_workbench_and_watch_jsonl_run_the_engines_one_loop() -> None:
+    """One follow loop, in the engine: ``watch --jsonl`` and the watch screen both run
+    :func:`engine.recordings.watching.follow` (neither keeps a loop of its own)."""
+    import ast
+    import inspect
+    import textwrap
+
+    import cli.watch
+    import tui.watch
+    from engine.recordings import watching
+
+    assert cli.watch.follow is tui.watch.follow is watching.follow
+    worker = ast.parse(textwrap.dedent(inspect.getsource(tui.watch.WatchApp.follow_worker)))
+    assert not any(isinstance(node, ast.While) for node in ast.walk(worker))

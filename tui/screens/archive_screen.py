@@ -7,7 +7,10 @@ what share of the segment's ledger items (files, commands, errors, requests, dec
 names. Enter on an archived tool message opens its full raw observation.
 
 The search box finds archived messages as the Recall tool does (full-text, best first); Enter
-on a hit opens the compaction whose segment holds it.
+on a hit opens the compaction whose segment holds it. A letter typed anywhere on the screen goes
+to the search box: the screen opens with the focus on the compaction list, and a key there that
+changed the session would fire while one types a query (issue 39: `u` undid a compaction at
+once). Undo is Ctrl+Z, as on the main screen, and it asks first.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -27,9 +30,12 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from engine.compaction.ledger import fidelity_line
+from engine.compaction.losses import NAMES, CompactionLosses, session_losses, where
 from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
+from engine.recordings.base import recorded_compaction
 from engine.store import Store
 from tui.formatting import percent, plural, round_span, tokens
+from tui.screens.confirm_modal import ConfirmModal
 from tui.screens.detail_modal import DetailModal, parts_for_message
 from tui.text_wrap import display_safe
 from tui.widgets.block_view import Block, BlockView
@@ -47,16 +53,39 @@ class ArchiveEntry:
     compaction: Compaction
     summary: Summary | None
     segment: ArchivedSegment | None
+    losses: CompactionLosses | None = None
+    """What it lost, by name (None: nothing archived, or undone)."""
 
 
 def load_archive(store: Store, session_id: int) -> list[ArchiveEntry]:
-    """Every compaction of the session, newest last, with its summary and segment."""
+    """Every compaction of the session, newest last, with its summary, segment and losses."""
     segments = {s.compaction_id: s for s in store.segments(session_id)}
+    losses = {loss.compaction_id: loss for loss in session_losses(store, session_id)}
     out = []
     for comp in store.compactions(session_id):
         summary = store.summary(comp.summary_id) if comp.summary_id is not None else None
-        out.append(ArchiveEntry(comp, summary, segments.get(comp.id or -1)))
+        found = losses.get(comp.id or -1)
+        out.append(ArchiveEntry(comp, summary, segments.get(comp.id or -1), found))
     return out
+
+
+def lost_markdown(losses: CompactionLosses) -> str:
+    """What a compaction lost, by kind, each item with where it was: a fenced block (the
+    keys are a recording's text: shown as written, never read as Markdown)."""
+    rows = [
+        f"{NAMES[item.kind]:<14} {item.key}  ({where(item)})"
+        for kind in NAMES
+        for item in losses.lost_of(kind)
+    ]
+    text = "\n".join(rows)
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    head = (
+        f"> lost {len(losses.lost)} items: in the compacted part, not in the summary nor in "
+        "what it kept"
+    )
+    return f"{head}\n\n{fence}\n{text}\n{fence}"
 
 
 def segment_blocks(segment: ArchivedSegment) -> list[Block]:
@@ -99,10 +128,10 @@ def strategy_line(c: Compaction) -> str:
     """How the strategy decided and what it did, in one line (its stored stats)."""
     parts = [f"{c.strategy}"]
     if c.stats.get("recorded"):
-        pre = c.stats.get("recorded_pre_tokens")
         parts = ["recorded: made by the original agent"]
-        if pre:
-            parts.append(f"its context {pre:,} tokens before")
+        figures = recorded_compaction(c.stats)
+        if figures:
+            parts.append(figures)
         if c.stats.get("model"):
             parts.append(f"summary by {c.stats['model']}")
     measured = c.stats.get("measured")
@@ -133,12 +162,12 @@ class ArchiveScreen(Screen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", id="archive.back", tooltip="Back to the session"),
         Binding(
-            "u",
+            "ctrl+z",
             "undo",
             "Undo compaction",
             id="archive.undo",
-            tooltip="Undo the highlighted compaction (the latest one): its messages return to "
-            "history, its summary stays here as superseded",
+            tooltip="Undo the highlighted compaction (the latest one), after asking: its "
+            "messages return to history, its summary stays here as superseded",
         ),
     ]
 
@@ -158,7 +187,12 @@ class ArchiveScreen(Screen[bool]):
 
     def compose(self) -> ComposeResult:
         yield Label("Archive — compactions of this session (Esc goes back)", id="archive-title")
-        yield Input(placeholder="Search the archived messages (Enter)", id="archive-search")
+        # not select_on_focus: the key that moved the focus here is already in the box
+        yield Input(
+            placeholder="Search the archived messages (Enter)",
+            id="archive-search",
+            select_on_focus=False,
+        )
         with Horizontal(id="archive-body"):
             yield OptionList(id="archive-list")
             with Vertical(id="archive-summary-pane", classes="pane"):
@@ -268,6 +302,8 @@ class ArchiveScreen(Screen[bool]):
             draft = str(c.stats.get("draft_summary", ""))
             body = f"*Edited before it was committed. The draft follows the edit.*\n\n{body}"
             body += f"\n\n---\n\n**The draft as written**\n\n{draft}"
+        if entry.losses is not None and entry.losses.lost:
+            body = f"{lost_markdown(entry.losses)}\n\n{body}"
         if c.fidelity is not None:
             body = f"> keeps {fidelity_line(c.fidelity)}\n\n{body}"
         if c.focus:
@@ -312,13 +348,41 @@ class ArchiveScreen(Screen[bool]):
                 self.show_entry(entry)
                 return
 
+    def on_key(self, event: events.Key) -> None:
+        """A printable key typed outside the search box goes into it."""
+        search = self.query_one("#archive-search", Input)
+        if self.focused is search or not event.is_printable or event.character is None:
+            return
+        event.stop()
+        event.prevent_default()
+        search.focus()
+        search.insert_text_at_cursor(event.character)
+
     def action_undo(self) -> None:
         options = self.query_one(OptionList)
         if self._undo is None or options.highlighted is None or not self.entries:
             return
-        entry = self.entries[options.highlighted]
-        if entry.compaction.id is not None:
-            self.undo(entry.compaction.id)
+        comp = self.entries[options.highlighted].compaction
+        if comp.id is None:
+            return
+        compaction_id = comp.id
+        if comp.undone_at is not None:
+            self.notify(f"Compaction #{compaction_id} is undone already.", title="Undo")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.undo(compaction_id)
+
+        self.app.push_screen(
+            ConfirmModal(
+                f"Undo compaction #{compaction_id}?",
+                f"Its {plural(comp.messages_compacted, 'message')} return to history, and its "
+                "summary stays here as superseded. The next request is larger again.",
+                "Undo",
+            ),
+            answered,
+        )
 
     @work(thread=True, exclusive=True, group="archive-undo", exit_on_error=False)
     def undo(self, compaction_id: int) -> Compaction:

@@ -3,9 +3,11 @@
 A thread worker runs :func:`engine.replay.runner.replay` for each strategy (the session itself is
 only
 read), reporting progress; then the chart (:class:`~tui.widgets.replay_chart.ReplayChart`)
-shows request tokens per step for all of them and the table beneath one row per strategy:
-steps, compactions, peak, total input, cache read and write, cost, and the artifact ledger's
-recall at the last step and its minimum (files, commands, errors, requests). ←/→ move the
+shows request tokens per step for all of them and the table beneath one row per strategy (a
+recording's own requests first, ``as-recorded``): steps, compactions, peak, input, cost, and on
+a wide screen the artifact ledger's recall at the last step (files read and changed, commands,
+errors, requests). A row that did not play every step is marked, and every row is then compared
+on the steps all played. ←/→ move the
 selected step; Enter opens the request the highlighted strategy would have sent at that step in
 the context inspector (replayed again up to that step, in a worker).
 """
@@ -27,8 +29,10 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine.compaction.strategies import STRATEGIES
 from engine.config import Settings
+from engine.recordings.own_agent import own_agent_view
+from engine.replay.as_recorded import as_recorded
 from engine.replay.parallel import ReplayCancelled, default_jobs, replay_strategies
-from engine.replay.runner import ReplayResult, replay
+from engine.replay.runner import ReplayResult, compared_steps, replay
 from engine.session import Agent
 from engine.store import Store
 from engine.terminal_text import printable
@@ -40,6 +44,9 @@ from tui.widgets.replay_chart import ReplayChart
 RECALL_COLUMNS = (("file_read", "read"), ("file_changed", "edit"), ("command", "cmd"),
                   ("error", "err"), ("request", "ask"))  # fmt: skip
 """Ledger kinds shown in the table, with their short headers (decisions are in --json)."""
+
+WIDE_ENOUGH_FOR_RECALL = 110
+"""Columns the screen needs for the recall column beside the others (narrower: in --json)."""
 
 
 def _recall(value: float | None) -> str:
@@ -145,12 +152,7 @@ class CompareScreen(Screen[None]):
         )
         yield ReplayChart(self.settings.context_window, id="compare-chart")
         yield Static("replaying…", id="compare-status")
-        table: DataTable[str] = DataTable(id="compare-table", cursor_type="row")
-        table.add_columns(
-            "strategy", "steps", "comp.", "peak", "total in", "cache read", "cache write", "cost",
-            *(f"{h} last/min" for _, h in RECALL_COLUMNS),
-        )  # fmt: skip
-        yield table
+        yield DataTable(id="compare-table", cursor_type="row")
         note = Static(id="compare-note")
         note.display = False
         yield note
@@ -172,7 +174,11 @@ class CompareScreen(Screen[None]):
                 self.post_message(self.ReplayProgressed(name, step, total))
 
         try:
-            return replay_strategies(
+            recorded = self._as_recorded()
+        finally:
+            self.store.db.close()
+        try:
+            results = replay_strategies(
                 self.store.url or self.store.path.resolve(),
                 self.session_id,
                 names,
@@ -184,6 +190,16 @@ class CompareScreen(Screen[None]):
             )
         except ReplayCancelled:
             return None
+        return results if recorded is None else [recorded, *results]
+
+    def _as_recorded(self) -> ReplayResult | None:
+        """A recording's own requests, in its agent's window, as the first row (what really
+        happened, beside what each strategy would have sent); None for ctxscope's sessions."""
+        session = self.store.get_session(self.session_id)
+        own = own_agent_view(self.store, session, self.settings)
+        if own is None:
+            return None
+        return as_recorded(self.store, self.session_id, self.settings, own.context_window)
 
     @on(ReplayProgressed)
     def _progressed(self, event: ReplayProgressed) -> None:
@@ -221,36 +237,55 @@ class CompareScreen(Screen[None]):
     def show(self, results: list[ReplayResult]) -> None:
         self.results = results
         self.selected = max((len(r.steps) for r in results), default=0)
-        table = self.query_one(DataTable)
-        table.loading = False
-        table.clear()
+        self._fill_table()
         unpriced = next((r for r in results if r.cost is None), None)
         if unpriced is not None:  # the cost column shows "–": say why
             note = self.query_one("#compare-note", Static)
             note.update(Text(printable(unpriced.price_note, one_line=True)))
             note.display = True
         for r in results:
-            row = r.row()
-            last, low = row["recall_last"], row["recall_min"]
-            table.add_row(
-                r.strategy,
-                f"{row['steps']:,}",
-                str(row["compactions"]),
-                tokens(row["peak"]),
-                tokens(row["total_input"]),
-                tokens(row["cache_read"]),
-                tokens(row["cache_write"]),
-                "–" if row["cost"] is None else f"${row['cost']:.2f}",
-                *(
-                    f"{_recall(last.get(kind))}/{_recall(low.get(kind))}"
-                    for kind, _ in RECALL_COLUMNS
-                ),
-                key=r.strategy,
-            )
             for stop in r.stops:  # a round it could not play to its end: where and why
                 said = stop.describe(r.strategy, r.total_steps)
                 self.notify(said, title="Replay stopped", severity="warning", timeout=20)
         self._redraw()
+
+    def _fill_table(self) -> None:
+        """One row per replay, as wide as the screen holds (issue 39: the table was cut at
+        the right edge at 80 and 120 columns): the recall column only where it fits. A row
+        that did not play every step is marked (``115 of 153*``), and every row is then
+        compared on the steps all played, never on totals of different lengths."""
+        table = self.query_one(DataTable)
+        table.loading = False
+        table.clear(columns=True)
+        upto = compared_steps(self.results)
+        over = "" if upto is None else f" 1–{upto:,}"
+        with_recall = self.size.width >= WIDE_ENOUGH_FOR_RECALL
+        table.add_columns(
+            "strategy", "steps", "comp.", "peak", f"input{over}", f"cost{over}",
+            *(["recall last " + "·".join(h for _, h in RECALL_COLUMNS)] if with_recall else []),
+        )  # fmt: skip
+        for r in self.results:
+            row = r.row()
+            figures = row if upto is None else r.up_to(upto)
+            steps = f"{row['steps']:,}" if r.complete else f"{row['steps']:,} of {r.total_steps:,}*"
+            last = row["recall_last"]
+            recall = "·".join(
+                _recall(last.get(kind)).removesuffix("%") for kind, _ in RECALL_COLUMNS
+            )
+            table.add_row(
+                r.strategy,
+                steps,
+                str(row["compactions"]),
+                tokens(row["peak"]),
+                tokens(figures["total_input"]),
+                "–" if figures["cost"] is None else f"${figures['cost']:.2f}",
+                *([recall] if with_recall else []),
+                key=r.strategy,
+            )
+
+    def on_resize(self) -> None:
+        if self.results:
+            self._fill_table()
 
     def _redraw(self) -> None:
         self.query_one(ReplayChart).show(self.results, self.selected)

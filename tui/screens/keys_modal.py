@@ -8,6 +8,7 @@ again) closes it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -21,7 +22,11 @@ from textual.widgets import Label, Static
 OTHER_KEYS: tuple[tuple[str, str], ...] = (
     ("Enter (input)", "send the question; @path mentions a file (→ or End completes it)"),
     ("Tab / Shift+Tab", "move between the input and the panes"),
-    ("Alt+1 … Alt+4", "jump to the chat, scratchpad, history, gauge pane (or Ctrl+G, Tab)"),
+    (
+        "Alt+1 … Alt+4",
+        "jump to the chat, scratchpad, history, gauge pane (where Alt reaches "
+        "the app: not under tmux or a terminal whose Alt types ¡™£¢ — there Ctrl+G, Tab)",
+    ),
     ("any letter or digit", "typed in a pane, it goes to the input box (no pane takes it)"),
     ("↑ ↓ PgUp PgDn Home End", "move in the chat, scratchpad and history panes"),
     ("Enter (pane)", "open the selected item in full (a tool message beside its raw output)"),
@@ -47,14 +52,25 @@ def key_label(key: str) -> str:
     return key.upper()
 
 
-def keys_table(actions: Sequence[tuple[str, str]]) -> Table:
-    """``actions`` as (key, what it does), then the keys every pane and dialog shares."""
+def under_tmux() -> bool:
+    """The workbench runs in a tmux pane (``TMUX`` set): Alt+digit arrives there as a typed
+    character (``¡™£¢``), never as the key."""
+    return bool(os.environ.get("TMUX"))
+
+
+def keys_table(actions: Sequence[tuple[str, str]], tmux: bool = False) -> Table:
+    """``actions`` as (key, what it does), then the keys every pane and dialog shares; under
+    tmux only the keys that reach the app there (issue 39: Alt+1…4 typed ``¡™£¢``)."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     for key, what in actions:
+        if tmux and key.startswith("alt+"):
+            continue
         table.add_row(key_label(key), what)
     for key, what in OTHER_KEYS:
+        if tmux and key.startswith("Alt+"):
+            continue
         table.add_row(key, what)
     return table
 
@@ -76,7 +92,7 @@ class KeysModal(ModalScreen[None]):
         with Vertical(id="keys-dialog", classes="dialog"):
             yield Label("Keys of the workbench — Esc closes this list", id="keys-title")
             with VerticalScroll(id="keys-scroll"):
-                yield Static(keys_table(self.actions), id="keys-table")
+                yield Static(keys_table(self.actions, under_tmux()), id="keys-table")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from engine.context.history import CompactionDraft, CompactionResult
+from engine.models import Message
 from engine.session.workspace import NO_FOLDER
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
@@ -141,6 +142,16 @@ MAIN_ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 
+def default_keep(groups: list[list[Message]]) -> int:
+    """Where F5's cut starts: above the last round, unless that round holds more than half of
+    history's tokens — then above none, so the default frees what most likely needs freeing
+    (issue 39: keeping a last round of 97 % freed 3 %); ↑ keeps it."""
+    if len(groups) < 2:
+        return 0
+    sizes = [sum(m.tokens or 0 for m in group) for group in groups]
+    return 0 if sizes[-1] * 2 > sum(sizes) else 1
+
+
 def cut_plan(layout: HistoryLayout) -> str:
     """What compacting at the cut chosen by hand archives and keeps, in words."""
     cut = set(layout.cut_rounds)
@@ -253,7 +264,8 @@ class MainActions(Screen[None]):
         layout = history.layout_data
         if layout is None:
             return
-        rounds = len(layout.history.rounds())
+        groups = layout.history.rounds()
+        rounds = len(groups)
         if rounds == 0:
             self.notify("Nothing to compact yet: no round is in the history.", title="Compact")
             return
@@ -261,7 +273,7 @@ class MainActions(Screen[None]):
         self.cutting = True
         if self.has_class("-narrow"):
             self.pane = "history"
-        self.query_one(CompactBar).start(rounds, 1 if rounds > 1 else 0)
+        self.query_one(CompactBar).start(rounds, default_keep(groups))
 
     def manual_layout(self, keep: int) -> HistoryLayout | None:
         """The history with the cut above its last ``keep`` rounds."""
@@ -395,7 +407,8 @@ class MainActions(Screen[None]):
         fixed = app.workspace_label
         label = (lambda _path: fixed) if fixed else workspace_label
         self.app.push_screen(
-            SessionsScreen(app.store, app.clock, self.session_id, workspace, label), self._resume
+            SessionsScreen(app.store, app.clock, self.session_id, workspace, label, app.settings),
+            self._resume,
         )
 
     def _resume(self, session_id: int | None) -> None:

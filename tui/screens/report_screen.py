@@ -104,7 +104,7 @@ class ReportScreen(Screen[int | None]):
             f"{len(comps)} compactions ({auto} auto)"
         )
         self.query_one(CostChart).show(
-            [(day, fig.total_cost or 0.0) for day, fig in report.groups.items()]
+            [(day, fig.total_cost) for day, fig in report.groups.items()]
         )
         self.query_one(KeptChart).show(report.kept_overall(), len(comps))
         table = self.query_one(DataTable)

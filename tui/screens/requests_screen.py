@@ -5,6 +5,8 @@ model and status, its tokens per layer (tools, system, history, the newest input
 usage the API returned, what it appended or removed since the conversation's previous
 request, where the cached prefix broke, its cost and the running total. The selected
 request's detail sits below: its layers as bars, what changed and why, and its newest input;
+Enter opens the request exactly as sent beside the text it changed (``show --request N`` and
+``--diff N``'s);
 **w** replays the conversation under each strategy beside what was really sent (the what-ifs).
 The figures are :func:`engine.proxy.report.request_report`'s, the same as ``show --json``'s
 ``requests[]`` (docs/proxy.md). While a proxy records into the session, new requests appear:
@@ -29,10 +31,12 @@ from engine.config import Settings
 from engine.exchanges import Exchange
 from engine.proxy.identity import texts
 from engine.proxy.report import request_report
+from engine.proxy.request_text import diff_text, find, request_diff, request_text
 from engine.proxy.whatif import NoConversation, what_if_lines, what_if_table
 from engine.store import Store
 from engine.terminal_text import cut
 from tui.formatting import short_tokens
+from tui.screens.detail_modal import DetailModal, DetailPart
 from tui.widgets.key_bar import KeyBar
 
 BAR_WIDTH = 40
@@ -229,6 +233,27 @@ class RequestsScreen(Screen[None]):
     @on(DataTable.RowHighlighted, "#requests-table")
     def row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail(event.cursor_row)
+
+    @on(DataTable.RowSelected, "#requests-table")
+    def row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter: the request exactly as sent beside what it changed since the one before."""
+        row = event.cursor_row
+        if not 0 <= row < len(self.exchanges):
+            return
+        exchange = self.exchanges[row]
+        assert exchange.id is not None
+        previous, _ = find(self.exchanges, exchange.id)
+        diff = request_diff(previous, exchange)
+        against = "first request" if previous is None else f"changed since #{previous.id}"
+        self.app.push_screen(
+            DetailModal(
+                f"request #{exchange.id} · {exchange.kind} · as sent",
+                [
+                    DetailPart("the body as sent", request_text(exchange)),
+                    DetailPart(against, diff_text(diff)),
+                ],
+            )
+        )
 
     def _show_detail(self, row: int) -> None:
         if 0 <= row < len(self.report):

@@ -23,8 +23,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState
 
+from engine.config import Settings
+from engine.figures import SessionFigures
 from engine.models import SessionInfo
 from engine.params import session_settings
+from engine.recordings.figures import session_figures
 from engine.session.workspace import NO_FOLDER, session_workspace
 from engine.store import Store
 from engine.store.lease import SessionBusy
@@ -88,8 +91,11 @@ class SessionsScreen(Screen[int | None]):
         current: int | None,
         workspace: str = "",
         label: Callable[[str], str] = workspace_label,
+        settings: Settings | None = None,
     ) -> None:
         super().__init__()
+        self.settings = settings or Settings()
+        """For each session's figures (its window and cost: :mod:`engine.figures`)."""
         self.label = label
         """How a workspace path is shown (``~/code/app``; tests pin a fixed name)."""
         self.store = store
@@ -98,13 +104,17 @@ class SessionsScreen(Screen[int | None]):
         self.workspace = workspace
         """This workspace (the default filter); empty lists every session."""
         self.infos: dict[int, SessionInfo] = {}
+        self.figures: dict[int, SessionFigures] = {}
+        """Each listed session's figures, the record ``sessions`` prints."""
 
     def compose(self) -> ComposeResult:
         yield Label("", id="sessions-title")
         table: DataTable[str | Text] = DataTable(
             id="sessions-table", cursor_type="row", zebra_stripes=True
         )
-        table.add_columns("", "ID", "Title", "Workspace", "Updated", "Rounds", "Tokens", "Comp.")
+        table.add_columns(
+            "", "ID", "Title", "Workspace", "Updated", "Rounds", "Context", "Comp.", "Cost"
+        )
         yield table
         yield Static("", id="sessions-preview")
         yield KeyBar()
@@ -132,6 +142,11 @@ class SessionsScreen(Screen[int | None]):
             infos = self.store.list_sessions()
             if workspace is not None:
                 infos = [i for i in infos if i.session.workspace == workspace]
+            self.figures = {
+                i.session.id: session_figures(self.store, i.session, self.settings)
+                for i in infos
+                if i.session.id is not None
+            }
             return infos
         finally:
             self.store.db.close()
@@ -162,8 +177,9 @@ class SessionsScreen(Screen[int | None]):
                 plain(Path(s.workspace).name or s.workspace, one_line=True),
                 relative_time(s.updated_at, now),
                 str(info.rounds),
-                f"{info.current_tokens:,}",
+                _context(self.figures.get(s.id or 0)),
                 str(info.compactions),
+                "" if s.id not in self.figures else self.figures[s.id].cost_text,
                 key=str(s.id),
             )
         table.focus()
@@ -267,8 +283,16 @@ class SessionsScreen(Screen[int | None]):
         self.app.push_screen(DeleteModal(session_id, info.session.title, info.rounds), answered)
 
 
+def _context(fig: SessionFigures | None) -> str:
+    """The context at the session's last call (``–``: no call yet)."""
+    return "–" if fig is None or fig.context_tokens is None else f"{fig.context_tokens:,}"
+
+
 def session_preview(
-    store: Store, info: SessionInfo, label: Callable[[str], str] = workspace_label
+    store: Store,
+    info: SessionInfo,
+    label: Callable[[str], str] = workspace_label,
+    figures: SessionFigures | None = None,
 ) -> str:
     """A few lines about a session: where, with what, its first and last question and its
     last answer (worker thread)."""
@@ -277,9 +301,11 @@ def session_preview(
     lines = [
         f"#{s.id} {s.title or '(untitled)'} · {label(s.workspace)}",
         f"{s.provider or '?'} · {s.model or '?'} · strategy {s.strategy} · "
-        f"{plural(info.rounds, 'round')} · {info.current_tokens:,} tok"
+        f"{plural(info.rounds, 'round')} · {info.current_tokens:,} tok in history"
         f" · {plural(info.compactions, 'compaction')}",
     ]
+    if figures is not None:
+        lines.append(f"{figures.context_line()} · {figures.cost_text}")
     rounds = store.rounds(s.id)
     if rounds:
         first = store.round_messages(s.id, rounds[0].index)

@@ -77,7 +77,14 @@ class KeyBar(Widget):
                 continue
             seen.add(binding.action)
             out.append((binding, active.node))
-        return out
+        # One order whatever the focus went through first (Textual's map lists a priority
+        # binding first or not by how it was reached): the focused widgets' keys, then the
+        # screen's, then the app's, each node's priority keys first, then in the order it
+        # declares them.
+        return sorted(
+            out,
+            key=lambda item: (_rank(item[1], self.screen), not item[0].priority, _declared(*item)),
+        )
 
     def labels(self) -> list[str]:
         """The ``key label`` pairs on the line now (for tests)."""
@@ -121,3 +128,18 @@ class KeyBar(Widget):
             if item.start <= event.x < item.end:
                 await self.app.run_action(item.action, item.node)
                 return
+
+
+def _rank(node: DOMNode, screen: Screen[object]) -> int:
+    """Widgets 0, the screen 1, the app 2."""
+    if node is screen:
+        return 1
+    return 2 if node is node.app else 0
+
+
+def _declared(binding: Binding, node: DOMNode) -> int:
+    """Where ``binding`` stands in its node's class ``BINDINGS`` (at the end: not there)."""
+    for index, declared in enumerate(getattr(type(node), "BINDINGS", ())):
+        if isinstance(declared, Binding) and declared.action == binding.action:
+            return index
+    return 1_000

@@ -1,8 +1,9 @@
 """ReplayChart: request tokens per step for each replayed strategy, on one plotext chart.
 
 Each strategy is a line; its compactions are marked (``x``) at the step they came before; the
-context window and each strategy's token threshold are horizontal lines; the selected step is a
-vertical line. Drawn with ``textual-plotext`` (plotext inside a Textual widget).
+context window and each strategy's token threshold are horizontal lines when they are within the
+data's range (the axis fits the data; a window far above it is named in the title); the
+selected step is a vertical line. Drawn with ``textual-plotext`` (plotext inside a Textual widget).
 """
 
 from __future__ import annotations
@@ -41,12 +42,23 @@ class ReplayChart(PlotextPlot):
     def replot(self) -> None:
         plt = self.plt
         plt.clear_figure()
-        plt.title("request tokens per step (x: compaction; dashed: window, thresholds)")
         plt.xlabel("step")
         if not self.results:
+            plt.title("request tokens per step")
             self.refresh()
             return
         steps = max(len(r.steps) for r in self.results)
+        # the axis fits the data: a window far above it would flatten every line (issue 39:
+        # 210,000 for data under 30,000); a line above the data is named in the title instead
+        peak = max((s.tokens for r in self.results for s in r.steps), default=0)
+        top = max(peak, 1) * 1.05
+        window_shown = self.window <= top * 1.2
+        if window_shown:
+            top = max(top, self.window * 1.05)
+            said = "dashed: window, thresholds"
+        else:
+            said = f"dashed: thresholds; the {self.window:,}-token window is above"
+        plt.title(f"request tokens per step (x: compaction; {said})")
         for n, result in enumerate(self.results):
             color = COLORS[n % len(COLORS)]
             xs = [s.step for s in result.steps]
@@ -56,11 +68,12 @@ class ReplayChart(PlotextPlot):
                 plt.scatter(
                     [s.step for s in marks], [s.tokens for s in marks], marker="x", color=color
                 )
-            if result.threshold is not None and result.threshold < self.window:
+            if result.threshold is not None and result.threshold < min(self.window, top):
                 plt.horizontal_line(result.threshold, color=color)
-        plt.horizontal_line(self.window, color="white")
+        if window_shown:
+            plt.horizontal_line(self.window, color="white")
         if 0 < self.selected <= steps:
             plt.vertical_line(self.selected, color="yellow")
         plt.xlim(1, max(2, steps))
-        plt.ylim(0, self.window * 1.05)
+        plt.ylim(0, top)
         self.refresh()

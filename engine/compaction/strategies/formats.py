@@ -257,4 +257,5 @@ def head_middle_tail_spec(max_retries: int) -> SummarySpec:
         check=check_structured,
         on_failure="skip",
         max_retries=max_retries,
+        retries_itself=True,
     )

@@ -40,6 +40,7 @@ class HeadMiddleTailStrategy(CompactionPolicy):
     placement = Placement.USER_MESSAGE
     lifecycle = Lifecycle.RECOMPACT
     writes_raw_middle = True
+    stores_only_shrinking = True
 
     @property
     def summary(self) -> SummarySpec:  # type: ignore[override]

@@ -195,8 +195,14 @@ class MockUserStrategy(CompactionPolicy):
         pair = summary.tokens if summary.tokens is not None else summary_tokens(summary)
         replaced = self._replaced(view, cut, retired)
         if pair < replaced:
-            self._refused = None
-            return ""
+            # the floor holds for what is stored, the summary's own size counted (before the
+            # call it was checked with an empty one: issue 39, one stored compaction freed 9)
+            under = self._under_gain_floor(view, replaced - pair)
+            if not under:
+                self._refused = None
+                return ""
+            self._refused = summary
+            return f"with its summary of {pair:,} tokens in the mock user turn, {under}"
         self._refused = summary
         return (
             f"the mock user turn and the summary would be sent as {pair:,} tokens, in place of "

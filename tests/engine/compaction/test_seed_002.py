@@ -194,7 +194,8 @@ def test_a_compaction_that_shrinks_is_stored(
         manager.append(rnd.index, Message(role="assistant", content="found " * 600,
                                           meta=MessageMeta(step=1, final=True)))  # fmt: skip
         manager.finish_round(rnd.index, RoundStatus.FINISHED)
-    strategy = mock_user(keep_recent_steps=1)
+    # no gain floor: the ~1,200 tokens freed here are under the default 7,500
+    strategy = mock_user(keep_recent_steps=1, min_gain_ratio=0)
     view = PolicyView(history=manager.history, request_tokens=200_000)
     result = manager.compact(strategy, SummaryCompressor(_Model(), 5), Trigger.AUTO, None,
                              view, lambda _t: _summary(20))  # fmt: skip
@@ -356,3 +357,33 @@ def test_the_agent_says_why_it_does_not_compact(tmp_path: Path) -> None:
     said = [e.message for e in events if isinstance(e, BudgetWarning)]
     assert any("under the floor of 1,500" in s and "min_gain_ratio" in s for s in said)
     assert store.compactions(agent.session_id) == []
+
+
+def test_the_gain_floor_holds_for_what_is_stored(
+    store: Store, session_id: int, settings: Settings
+) -> None:
+    """Seed: "Compact前（total_tokens=155K）… Compact后（total_tokens≈70K）" — a compaction
+    shrinks the request. ctxscope's floor (``min_gain_ratio`` of the trigger) was checked
+    before the summary call against an empty summary, so the summary's own size was never
+    counted (issue 39: with a 4,600-token trigger 5 of 11 stored compactions freed less than
+    the floor, one 9 tokens). Two rounds of 600-word answers free about 1,200 tokens with an
+    empty summary, over a floor of 1,000 (ratio 1/150 of the 150,000 trigger): the call is
+    made; its 400-word summary leaves less than 1,000 freed, so nothing is stored."""
+    events: list[Event] = []
+    manager = HistoryManager(store, session_id, settings, events.append)
+    _answered_rounds(manager, 600)
+    strategy = mock_user(keep_recent_steps=1, min_gain_ratio=1 / 150)
+    view = PolicyView(history=manager.history, request_tokens=200_000)
+    assert strategy.plan(view).compacts  # the floor before the call: cleared
+    result = manager.compact(strategy, SummaryCompressor(_Model(), 5), Trigger.AUTO, None,
+                             view, lambda _t: _summary(400))  # fmt: skip
+    assert result.compaction.outcome == Outcome.SKIPPED and result.segment is None
+    assert store.compactions(session_id) == [] and not manager.history.summaries
+    [said] = [e for e in events if isinstance(e, CompactionFailed)]
+    assert "under the floor of 1,000" in said.error
+    # a short summary clears it: stored
+    strategy = mock_user(keep_recent_steps=1, min_gain_ratio=1 / 150)
+    view = PolicyView(history=manager.history, request_tokens=200_000)
+    result = manager.compact(strategy, SummaryCompressor(_Model(), 5), Trigger.AUTO, None,
+                             view, lambda _t: _summary(20))  # fmt: skip
+    assert [c.outcome for c in store.compactions(session_id)] == [Outcome.SUCCESS]

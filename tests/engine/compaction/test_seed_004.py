@@ -21,7 +21,15 @@ from engine.context.history import HistoryManager
 from engine.events import CompactionFailed, Event, Notice
 from engine.llm.anthropic import AnthropicProvider
 from engine.llm.offline import OfflineProvider
-from engine.models import Message, MessageMeta, Observation, Outcome, ToolCall, Trigger
+from engine.models import (
+    Message,
+    MessageMeta,
+    Observation,
+    Outcome,
+    RoundStatus,
+    ToolCall,
+    Trigger,
+)
 from engine.session import Agent
 from engine.store import Store
 from tests.engine.builders import write_round
@@ -294,3 +302,130 @@ def test_the_summary_call_asks_the_configured_model(
     assert result.compaction.outcome == Outcome.SUCCESS
     [request] = server.requests
     assert request.body["model"] == sent
+
+
+def test_with_no_retries_the_summary_call_is_sent_once(
+    store: Store, session_id: int, server: FakeAnthropicServer
+) -> None:
+    """F-007 "``COMPACT_MAX_RETRIES = 0`` 时不重试，失败即跳过" (with 0, no retry: a failure
+    skips): one request reaches the (fake) API, counted at the HTTP level, although the
+    provider's own setting would retry it 4 times (issue 39: it was sent 5 times, and the
+    record said both "no retries" and "gave up after 4 retries"). The record is skipped and
+    says one call, no retries."""
+    server.default = lambda _request: error_reply(529, "overloaded", error_type="overloaded_error")
+    section = {**SMALL, "head-middle-tail": {**SMALL.get("head-middle-tail", {}), "max_retries": 0}}
+    settings = Settings(strategies=section, max_retries=4, retry_base_delay=0.001)
+    manager = HistoryManager(store, session_id, settings)
+    for n in (1, 2, 3):
+        write_round(manager, n)
+    provider = AnthropicProvider(settings, api_key="sk-test", base_url=server.url)
+    compressor = SummaryCompressor(ProviderSummariser(provider, settings), 5, sleep=lambda _s: None)
+    result = manager.compact(get_strategy("head-middle-tail", settings), compressor, Trigger.AUTO)
+
+    assert len(server.requests) == 1
+    record = result.compaction
+    assert record.outcome == Outcome.SKIPPED
+    assert (record.error or "").startswith("The summary call failed once, no retries; last: ")
+    assert "Gave up after" not in (record.error or "")  # the provider's own retries: none
+
+
+def _parallel_round(manager: HistoryManager, n: int) -> None:
+    """A round whose one step makes two calls at once: the user input, the assistant's two
+    tool_use blocks, their two results, the final answer."""
+    rnd, _ = manager.open_round(f"question {n}: please read two files")
+    calls = [ToolCall(id=f"toolu_{n}_{k}", name="Read", input={"file_path": f"f{k}.py"})
+             for k in (1, 2)]  # fmt: skip
+    manager.append(rnd.index, Message(role="assistant", content="Thought: both",
+                                      tool_calls=calls, meta=MessageMeta(step=1)))  # fmt: skip
+    for call in calls:
+        manager.append(rnd.index, Message(
+            role="tool", content=json.dumps({"status": "success", "data": {"lines": "1-9"}}),
+            meta=MessageMeta(step=1, tool_name="Read", tool_use_id=call.id)))  # fmt: skip
+    manager.append(rnd.index, Message(role="assistant", content=f"answer {n}",
+                                      meta=MessageMeta(step=2, final=True)))  # fmt: skip
+    manager.finish_round(rnd.index, RoundStatus.FINISHED)
+
+
+def _as_sent(messages: list[Message]) -> int:
+    """Messages as the Messages API gets them: a step's tool results are one user message."""
+    steps = {(m.meta.round, m.meta.step) for m in messages if m.role == "tool"}
+    return sum(m.role != "tool" for m in messages) + len(steps)
+
+
+def test_a_steps_parallel_results_count_as_one_message(store: Store, session_id: int) -> None:
+    """F-008 "``compactedMessageCount`` — 被压缩的消息数量（Middle 区域消息数）" and
+    "``retainedMessageCount`` — 保留的消息数量（Head + Tail）", in the seed's messages
+    (F-001: "``messages: Message[]`` — … ``role``（``"system" | "user" | "assistant"``）和
+    ``content``（``string | ContentBlock[]``）"): a step's tool results are one user message of
+    ToolResultBlocks, as ctxscope sends them, not one message each (issue 39: 6 counted for 5).
+    Each round here is 4 such messages (input, two calls, their two results, the answer)."""
+    settings = Settings(strategies=SMALL)
+    manager = HistoryManager(store, session_id, settings)
+    for n in range(1, 6):
+        _parallel_round(manager, n)
+    strategy = get_strategy("head-middle-tail", settings)
+    result = manager.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
+    assert result.segment is not None
+    stats = result.compaction.stats
+    archived = result.segment.messages
+    assert len(archived) % 5 == 0  # whole rounds of 5 stored messages went
+    assert stats["compactedMessageCount"] == _as_sent(archived) == 4 * len(archived) // 5
+    assert stats["retainedMessageCount"] == 1 + _as_sent(manager.history.messages)
+
+
+def test_a_compaction_with_no_middle_stores_its_figures_at_zero_or_null(
+    store: Store, session_id: int
+) -> None:
+    """F-008 "未执行压缩时，统计字段全部为 0 或 null" (when nothing is compacted, every field is 0
+    or null): a compaction skipped for want of a middle (one short round, all of it tail) is
+    stored with those fields, not with none (issue 39: ``{}``)."""
+    settings = Settings(strategies=SMALL)
+    manager = HistoryManager(store, session_id, settings)
+    rnd, _ = manager.open_round("hi")
+    manager.append(rnd.index, Message(role="assistant", content="hello",
+                                      meta=MessageMeta(step=1, final=True)))  # fmt: skip
+    manager.finish_round(rnd.index, RoundStatus.FINISHED)
+    strategy = get_strategy("head-middle-tail", settings)
+    result = manager.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
+    assert result.compaction.outcome == Outcome.SKIPPED
+    [stored] = store.compactions(session_id)
+    assert stored.stats == {
+        "compacted": False,
+        "originalTokenCount": None,
+        "compactedTokenCount": None,
+        "compactionRatio": None,
+        "compactedMessageCount": 0,
+        "retainedMessageCount": 0,
+    }
+
+
+class _Long:
+    """A model whose summary is longer than what it summarises."""
+
+    is_model = True
+
+    def summarize(self, messages, prompt, focus, timeout, render=None, **_options):  # type: ignore[no-untyped-def]
+        return "GOAL AND KEY DECISIONS:\n- " + "checked " * 500
+
+
+def test_a_compaction_that_does_not_shrink_the_request_is_not_stored(
+    store: Store, session_id: int
+) -> None:
+    """F-008 "``compactionRatio: number`` — 压缩比（compactedTokenCount /
+    originalTokenCount）" and the product's aim, "Context Compact": a compaction reduces the
+    token total. In a small window a summary can outgrow the middle it replaces (issue 39:
+    ratios 1.0191, 1.0007 stored): such a compaction is said and not stored, history as it
+    was."""
+    events: list[Event] = []
+    settings = Settings(strategies=SMALL)
+    manager = HistoryManager(store, session_id, settings, events=events.append)
+    for n in (1, 2, 3):
+        write_round(manager, n)
+    before = [m.id for m in manager.history.messages]
+    strategy = get_strategy("head-middle-tail", settings)
+    result = manager.compact(strategy, SummaryCompressor(_Long(), 5), Trigger.AUTO)
+    assert result.compaction.outcome == Outcome.SKIPPED and result.segment is None
+    assert store.compactions(session_id) == []
+    assert [m.id for m in manager.history.messages] == before and not manager.history.summaries
+    [said] = [e for e in events if isinstance(e, CompactionFailed)]
+    assert "would not shrink" in said.error

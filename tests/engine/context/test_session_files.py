@@ -101,8 +101,8 @@ def test_raw_middles_of_two_databases_do_not_mix(tmp_path: Path) -> None:
         sid = store.create_session(str(tmp_path), "t").id
         assert sid == 1
         manager = HistoryManager(store, sid, settings, data_dir=tmp_path / "data")
-        for n in (1, 2, 3):
-            write_round(manager, n)
+        for n in range(1, 6):  # a middle its extractive summary shrinks (else nothing stored)
+            write_round(manager, n, tools=3)
         strategy = get_strategy("head-middle-tail", settings)
         result = manager.compact(strategy, SummaryCompressor(OfflineProvider(), 5), Trigger.AUTO)
         written.append(Path(result.compaction.stats["raw_middle_file"]))

@@ -10,6 +10,7 @@ thinking, compactions), the title, the working directory, the version, what was 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections import Counter
@@ -200,3 +201,41 @@ def test_queued_command_attachments_parse_as_the_whole_file() -> None:
     """The built file of ``test_claude_code_parse`` (attachments where queued inputs reached
     the model), looked at after every line from 490 to 640."""
     follow_each(marot_with_queued_attachments()[:640], 490)
+
+
+def _retimed(line: str) -> str:
+    """The record of ``line`` written again with another time: the same uuid, another line
+    (an exact copy of a line the reader already leaves out as a repeated line)."""
+    record = json.loads(line)
+    record["timestamp"] = record["timestamp"][:-5] + "999Z"
+    return json.dumps(record)
+
+
+@pytest.mark.parametrize("where", [300, 900, 1500])
+@pytest.mark.parametrize("copied", ["its own round's", "the first round's"])
+def test_a_repeated_uuid_keeps_the_tail(where: int, copied: str) -> None:
+    """Issue 44: a record repeating an earlier record's uuid (a resumed or copied record:
+    the whole-file parser keeps the first and names the repeat "not read") made every look
+    parse the whole file until the next round started; in marot's long rounds that was most
+    of the file. Now the tail leaves the repeat out and names it as the whole-file parser
+    does: every look still equals the whole-file parse (follow_both), and the whole file is
+    parsed no more often than for marot as it is."""
+    lines = MAROT.read_text(encoding="utf-8").splitlines()
+    kind = {n: json.loads(line).get("type") for n, line in enumerate(lines)}
+    if copied == "its own round's":
+        k = next(n for n in range(where, where + 50) if kind[n] == "assistant")
+        grown_lines = [*lines[: k + 1], _retimed(lines[k]), *lines[k + 1 :]]
+    else:
+        k = next(n for n in range(10, 60) if kind[n] == "assistant")
+        grown_lines = [*lines[:where], _retimed(lines[k]), *lines[where:]]
+    plain_whole, plain_tail = _marot_parses()
+    parser = follow_both(grown_lines)
+    assert parser.whole_parses == plain_whole
+    assert parser.tail_parses >= plain_tail
+
+
+@functools.cache
+def _marot_parses() -> tuple[int, int]:
+    """Whole and tail parses of marot as it is, grown the same way."""
+    plain = follow_both(MAROT.read_text(encoding="utf-8").splitlines())
+    return plain.whole_parses, plain.tail_parses

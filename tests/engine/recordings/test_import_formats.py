@@ -407,7 +407,14 @@ def test_directory_imports_each_file_with_its_subagents(
     project = tmp_path / "project"
     (project / "abc" / "subagents").mkdir(parents=True)
     (project / "abc.jsonl").write_text(CLAUDE.read_text())
-    (project / "abc" / "subagents" / "agent-1.jsonl").write_text(CLAUDE.read_text())
+    # A subagent of its own: the same conversation under other uuids and API responses (one
+    # that repeated the parent's would be a copy of its context, counted only for what is new).
+    (project / "abc" / "subagents" / "agent-1.jsonl").write_text(
+        CLAUDE.read_text()
+        .replace('"uuid": "', '"uuid": "sub-')
+        .replace('"parentUuid": "', '"parentUuid": "sub-')
+        .replace('"id": "msg', '"id": "sub-msg')
+    )
     (project / "run.traj.json").write_text(MINI.read_text())
     (project / "notes.txt").write_text("hello")
     db = tmp_path / "dir.db"

@@ -115,11 +115,12 @@ def test_a_stream_without_a_user_message_is_refused_in_one_line(tmp_path: Path) 
     ]
 
 
-def test_the_import_names_a_pure_event_stream_as_no_known_format(tmp_path: Path) -> None:
-    """Its lines carry no ``role``: ``import`` refuses it in one line, not one per event."""
+def test_the_import_reads_a_pure_event_stream(tmp_path: Path) -> None:
+    """Its lines carry no ``role``: ``import`` (a file, no format named) reads it as the
+    Managed Agents stream it is, the same session as above: 1 round, 2 usage records."""
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(STREAM) + "\n", encoding="utf-8")
-    with pytest.raises(ImportError_) as info:
-        parse_path(path)
-    assert len(info.value.problems) == 1
-    assert info.value.problems[0].startswith("not a recognised session format")
+    ((_, parsed),) = parse_path(path).files
+    assert parsed.fmt == "claude-managed-agents"
+    assert [i.kind for i in parsed.items].count("user") == 1
+    assert sum(1 for i in parsed.items if i.usage is not None) == 2

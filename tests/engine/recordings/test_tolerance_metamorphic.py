@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.recordings.base import Parsed
+from engine.recordings.base import NORMAL_REPEATS, Parsed
 from engine.recordings.importing import parse_sessions
 from tests.engine.recordings.corpus import CORPUS, MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
 
@@ -89,6 +89,15 @@ def agrees(found: Facts, facts: Facts) -> bool:
         expected is None or getattr(found, name) == expected
         for name, expected in facts.__dict__.items()
     )
+
+
+def _kind_of(line: str) -> Any:
+    """The ``type`` of a JSON line (None when it is not an object)."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return obj.get("type") if isinstance(obj, dict) else None
 
 
 def parse_text(data: bytes, name: str) -> Parsed:
@@ -167,7 +176,10 @@ def mutations(draw: st.DrawFn, path: Path) -> Mutated:
     if draw(st.booleans()):  # a record written twice, somewhere after itself
         source = draw(st.integers(0, len(lines) - 1))
         if not lines[source].named:
-            copy = Line(lines[source].text, named="repeats an earlier line", kind="")
+            # A title or mode line written again is normal (counted, not named as damage).
+            normal = _kind_of(lines[source].text) in NORMAL_REPEATS
+            named = "" if normal else "repeats an earlier line"
+            copy = Line(lines[source].text, named=named, kind="")
             at = draw(st.integers(source + 1, len(lines)))
             lines.insert(at, copy)
             ops.append(f"line {source + 1} again before line {at + 1}")

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.watch import Target, codex_compact_limit
 from engine.config import Settings
 from engine.recordings import codex
 from engine.recordings.follow import Follower
+from engine.recordings.watching import Target
 from engine.recordings.writer import write
 from engine.store import Store
 from tests.engine.recordings.corpus import CORPUS, MAROT
@@ -136,21 +136,19 @@ def test_codex_trigger_from_its_config_or_90_percent_of_the_window(
     f = tmp_path / "rollout.jsonl"
     f.write_bytes(ROLLOUT.read_bytes())
     settings = Settings()
-    assert codex_compact_limit(settings) is None  # no ~/.codex/config.toml
-    update = Follower(f, settings).poll()
+    update = Follower(f, settings).poll()  # no ~/.codex/config.toml: 272,000 × 0.9
     assert update is not None and update.figures.compact_at == 244800
     (home / ".codex").mkdir()
     (home / ".codex" / "config.toml").write_text(
         'model = "gpt-5-codex"\nmodel_auto_compact_token_limit = 200000\n'
     )
-    assert codex_compact_limit(settings) == 200000
-    update = Follower(f, settings, compact_limit=200000).poll()
+    update = Follower(f, settings).poll()
     assert update is not None and update.figures.compact_at == 200000
     assert update.figures.until_compact == 200000 - 19856
     # Claude Code keeps its own trigger: the window less the reserve (200,000 - 33,000).
     cc = tmp_path / "cc.jsonl"
     cc.write_bytes(b"".join(x + b"\n" for x in MAROT.read_bytes().split(b"\n")[:50]))
-    update = Follower(cc, settings, compact_limit=200000).poll()
+    update = Follower(cc, settings).poll()
     assert update is not None and update.figures.compact_at == 167000
 
 

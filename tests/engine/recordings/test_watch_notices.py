@@ -72,12 +72,17 @@ def test_records_of_unknown_kinds_are_named_as_the_import_report_names_them(
     follower = Follower(f, Settings(), Store.open(tmp_path / "w.db"))
     assert follower.poll() is not None
     assert follower.take_notices() == [f"{f}: {report[0]}"]
-    with open(f, "a") as out:  # one more: the sentence changes, and is said again
+    with open(f, "a") as out:  # one more of the same kind: said once is enough (issue 38:
+        # a real session repeated the same "attachment" notice 35 times)
         out.write(json.dumps({"type": "fancy-new-kind", "sessionId": "s", "n": 3}) + "\n")
     follower.poll()
+    assert follower.take_notices() == []
+    with open(f, "a") as out:  # a kind not said yet: the report's sentence again, whole
+        out.write(json.dumps({"type": "other-new-kind", "sessionId": "s"}) + "\n")
+    follower.poll()
     assert follower.take_notices() == [
-        f"{f}: 3 records of kinds this version of ctxscope does not read: fancy-new-kind 3 "
-        "(Claude Code 2.1.14)"
+        f"{f}: 4 records of kinds this version of ctxscope does not read: fancy-new-kind 3, "
+        "other-new-kind 1 (Claude Code 2.1.14)"
     ]
 
 
@@ -206,3 +211,33 @@ def test_a_notice_line_carries_the_state_of_the_last_update(tmp_path: Path) -> N
     keys = ("context_tokens", "until_compact", "compact_at", "warning", "compactions")
     assert {k: line[k] for k in keys} == {k: state[k] for k in keys}
     assert line["warning"] is False
+
+
+def test_a_format_watch_does_not_follow_is_said_and_an_unclaimed_head_waits(
+    tmp_path: Path,
+) -> None:
+    """JSON lines of Anthropic messages (tests/data/recorded_session.jsonl) are read by
+    ``import``, not followed: said once. A file whose first records no agent claims (two
+    records of an unknown kind) waits: said, then followed once marot's records come."""
+    messages = tmp_path / "messages.jsonl"
+    messages.write_bytes((MAROT.parents[1] / "recorded_session.jsonl").read_bytes())
+    follower = Follower(messages, Settings())
+    assert follower.poll() is None
+    assert follower.take_notices() == [
+        f"{messages}: is a recording of Anthropic messages, which watch does not follow (it "
+        "follows Codex, Copilot CLI, Claude Code); import it instead"
+    ]
+    unknown = [json.dumps({"type": "mystery", "n": n}).encode() for n in range(2)]
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b"\n".join(unknown) + b"\n")
+    follower = Follower(f, Settings())
+    assert follower.poll() is None
+    assert follower.take_notices() == [
+        f"{f}: holds no record of a format watch follows yet (2 records read; watch follows "
+        "Codex, Copilot CLI, Claude Code)"
+    ]
+    with open(f, "ab") as out:
+        out.write(b"\n".join(marot_lines()[:60]) + b"\n")
+    update = follower.poll()
+    assert update is not None and follower.agent is not None
+    assert follower.agent.name == "claude-code"

@@ -119,3 +119,30 @@ def test_the_command_line_says_it(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "layered stopped at step 2 of 4 (round 1): " in out
     assert "2 recorded calls of the round not replayed" in out
+
+
+def test_a_row_that_stopped_early_is_marked_and_compared_per_step_played(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: strategies that stopped after 115 of 153 steps were compared on their total
+    cost with the whole recording ($2.40 against $11.85). A row that did not play every step
+    is marked (``2 of 4*``), and every row is compared on the steps all played: here each
+    strategy stops at step 2 of 4, so the figures are those of steps 1-2."""
+    store = Store.open(tmp_path / "r.db")
+    sid = round_with_an_answer_in_the_middle(store, tmp_path)
+    store.close()
+    argv = ["replay", str(sid), "--db", str(tmp_path / "r.db"), "--strategy", "layered,masking"]
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["compared_over_steps"] == 2
+    for row in data["strategies"]:
+        assert (row["steps"], row["total_steps"], row["complete"]) == (2, 4, False)
+        series = data["series"][row["strategy"]]
+        assert row["compared"]["total_input"] == sum(s["tokens"] for s in series[:2])
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[1].split()
+    assert header[:5] == ["strategy", "steps", "compactions", "peak", "total_input_1-2"]
+    assert "total_input" not in header and "cost" not in header
+    assert out.splitlines()[2].split()[1:4] == ["2", "of", "4*"]
+    assert "every row is compared on steps 1–2, the steps all played" in out

@@ -162,3 +162,28 @@ def test_within_one_lease_the_last_usage_follows_the_agents_own_writes(
     )
     with agent.writing("test"):
         assert agent.last_usage() == 12_345
+
+
+def test_an_automatic_compaction_records_the_measure_that_fired_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """Issue 39: the round-start check fires on "last usage + input estimate", but the
+    compaction's record measured again without the input, and said ``"7,000 >= 8,000",
+    fired: false`` of a trigger that did fire. Here the input alone tips the measure over the
+    threshold: the record says the measure that fired, value at or over its threshold."""
+    ws = workspace(tmp_path)
+    agent, _ = offline_agent(store, ws, context_window=20_000, keep_rounds=1, min_messages=1)
+    for text in ("read @a.md", "read @c.txt", "read @a.md"):
+        assert agent.run(text).status is RoundStatus.FINISHED
+    idle = agent.plan("").measure
+    assert not idle.fires  # without the input: under the threshold
+    words = 50
+    while not agent.plan(" ".join(["word"] * words)).measure.fires:
+        words += 50
+    assert agent.run(" ".join(["word"] * words)).status is RoundStatus.FINISHED
+    [auto] = [c for c in store.compactions(agent.session_id) if c.trigger == Trigger.AUTO]
+    assert auto.stats["fired"] is True
+    measured = auto.stats["measured"]
+    assert measured.startswith("local count + input estimate ") and " >= " in measured
+    value, threshold = (int(x.replace(",", "")) for x in measured.rsplit(" ", 3)[1::2])
+    assert value >= threshold == int(0.8 * 20_000)

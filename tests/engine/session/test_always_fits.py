@@ -24,6 +24,7 @@ from engine.messages.tokens import count_request
 from engine.models import Outcome, RoundStatus
 from engine.session import Agent
 from engine.session.fitting import SET_ASIDE
+from engine.session.fitting import UNSHRINKABLE as SET_ASIDE_NOT
 from engine.store import Store
 
 WINDOW = 30_000
@@ -233,3 +234,30 @@ def test_an_observation_set_aside_is_found_by_recall(workspace: Path, tmp_path: 
     assert "[function_1_17]" in hits[0].snippet and "helper 17 of module 1" in hits[0].snippet
     assert hit_line(hits[0].model_dump()).startswith("set aside · round 1 · message ")
     assert seen["none"] == []
+
+
+def test_too_long_counts_the_recorded_agents_prefix(workspace: Path, tmp_path: Path) -> None:
+    """Issue 39: a replay plans with the recorded agent's hidden prefix beside what ctxscope
+    builds; the round that cannot fit said "needs 19,408 tokens … over the 32,000-token
+    window", leaving out the prefix (22,519 tokens), so the figure was under the window. The
+    figure now counts it, and says so."""
+    settings = Settings(
+        context_window=WINDOW,
+        keep_rounds=3,
+        strategy="layered",
+        data_dir=None,
+        atfile_max=FILES,
+    )
+    store = Store.open(tmp_path / "c.db")
+    session = store.create_session(str(workspace), "prefix", strategy="layered")
+    agent = Agent(store, session, settings, Recording(settings), workspace)
+    question = "read f1.py"
+    # room beside the prefix for what cannot shrink (system, tools, the input) and 50 more
+    fixed = sum(agent.core.build(question).layers[k] for k in SET_ASIDE_NOT)
+    prefix = WINDOW - fixed - 50
+    agent.extra_prefix_tokens = prefix
+    outcome = agent.run(question)
+    assert outcome.status == RoundStatus.ERROR and outcome.error is not None, outcome
+    needs = int(outcome.error.split("needs ")[1].split(" tokens")[0].replace(",", ""))
+    assert needs > WINDOW  # "over the window" is true of the figure given
+    assert f"the recorded agent's {prefix:,}-token prefix included" in outcome.error

@@ -34,7 +34,10 @@ def test_a_fork_copies_everything_and_changes_nothing(tmp_path: Path, store: Sto
         return [r.model_dump(exclude={"id", "session_id", *fields}) for r in rows]
 
     assert strip(store.rounds(fid)) == strip(store.rounds(sid))
-    assert strip(store.usages(fid)) == strip(store.usages(sid))
+    assert strip(store.usages(fid), "copied") == strip(store.usages(sid), "copied")
+    # the copies are marked, so the report bills them once, with the original (issue 39)
+    assert {u.copied for u in store.usages(fid)} == {True}
+    assert {u.copied for u in store.usages(sid)} == {False}
     assert strip(store.compactions(fid), "summary_id") == strip(
         store.compactions(sid), "summary_id"
     )
@@ -53,3 +56,46 @@ def test_a_fork_copies_everything_and_changes_nothing(tmp_path: Path, store: Sto
     assert hits and len(store.search_archive(fid, "test", 5)) == len(hits)
     # a fork is an ordinary session: it changes itself
     assert store.fork_to_change(fork.session) is None
+
+
+def test_the_migration_marks_the_copies_of_forks_stored_before_it(
+    tmp_path: Path, store: Store
+) -> None:
+    """Schema 15 -> 16 on forks made before the mark existed: a copied usage record keeps its
+    original's time (before the fork was made), an observation its round (up to the fork's
+    ``at round 8``); the fork's own records come after and stay counted."""
+    from engine.models import Usage, UsageRecord
+    from engine.store.models import CompactionRow, ObservationRow, UsageRow
+    from engine.store.schema import _fork_copies, sql
+
+    sid = import_session(store, MAROT, str(tmp_path), settings=Settings()).session.id
+    assert sid is not None
+    fork = store.fork_to_change(store.get_session(sid))
+    assert fork is not None and fork.session.id is not None
+    fid = fork.session.id
+    own = store.add_usage(
+        UsageRecord(session_id=fid, round_index=9, step=1, usage=Usage(input_tokens=5))
+    )
+    copies = len(store.usages(sid))
+    with store.db.atomic():
+        for row in (UsageRow, CompactionRow, ObservationRow):
+            sql(store.db, f'UPDATE "{row._meta.table_name}" SET copied = FALSE')
+        _fork_copies(store.db)
+    marks = [u.copied for u in store.usages(fid)]
+    assert marks == [True] * copies + [False] and store.usages(fid)[-1].id == own.id
+    assert {u.copied for u in store.usages(sid)} == {False}
+    assert [c.copied for c in _compaction_rows(fid)] == [True]
+    assert {o.copied for o in _observation_rows(fid)} == {True}
+    assert {o.copied for o in _observation_rows(sid)} == {False}
+
+
+def _compaction_rows(session_id: int) -> list:  # type: ignore[type-arg]
+    from engine.store.models import CompactionRow
+
+    return list(CompactionRow.select().where(CompactionRow.session == session_id))
+
+
+def _observation_rows(session_id: int) -> list:  # type: ignore[type-arg]
+    from engine.store.models import ObservationRow
+
+    return list(ObservationRow.select().where(ObservationRow.session == session_id))

@@ -266,3 +266,42 @@ def test_a_write_lock_held_too_long_is_one_line_and_nothing_is_written(url: str)
     assert "\n" not in message
     assert store.list_sessions() == []
     store.close()
+
+
+def test_postgres_opens_when_peewee_was_imported_without_the_driver(url: str) -> None:
+    """engine.store imports peewee with the server drivers reported absent (SQLite commands
+    do not pay for psycopg: tests/cli/test_startup.py), so peewee's own psycopg adapter finds
+    no driver; engine.store.postgres brings its own. In a fresh interpreter where nothing
+    imported psycopg first: peewee loads without it, then a PostgreSQL database is created,
+    a session stored and read back through psycopg."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import json, sys\n"
+        "import engine.store as store\n"
+        "import peewee\n"
+        "without = peewee.psycopg is None and 'psycopg' not in sys.modules\n"
+        "s = store.Store.open(sys.argv[1])\n"
+        "made = s.create_session(title='through psycopg', workspace='/tmp/ws')\n"
+        "title = s.get_session(made.id).title\n"
+        "s.close()\n"
+        "print(json.dumps({'without': without, 'title': title,\n"
+        "                  'driver': 'psycopg' in sys.modules}))\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", script, url],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout) == {
+        "without": True,
+        "title": "through psycopg",
+        "driver": True,
+    }

@@ -1,0 +1,248 @@
+"""A session's figures, computed once: the one record every surface prints.
+
+``sessions``, ``show``, ``context``, ``watch --jsonl``, ``report``, ``statusline`` and the
+workbench (header, gauge, watch bar, F2, F11) each print a session's window, auto-compact
+point, context, countdown, tokens and cost. They print them from one :class:`SessionFigures`,
+made by :func:`figures_from_calls` from the session's billed calls and the rules of the agent
+that ran it (:class:`WindowRules`: its window and auto-compact point, each with where it comes
+from), so two screens can never disagree about one session.
+
+Two figures that differ by design are kept apart and named:
+
+- ``context_tokens`` is the agent's context **at its last call**, as the call reported it
+  (input + cache read + cache write + output): the agent's own truth, exact, the one the
+  countdown is measured from (Claude Code's ``/context`` and status line count the same);
+- ``history_tokens`` is what ctxscope keeps of the conversation (live messages and active
+  summaries, counted locally), which is not what the agent sent: its own system prompt and
+  tools are not in it, and a recording's thinking blocks are kept but never counted.
+
+A figure that is not known is ``None`` and printed ``–``; never another session's default.
+This module takes the rules as an argument: which agent's rules apply is the recordings'
+registry's business (:mod:`engine.recordings.figures` joins the two).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from engine.models import Usage
+
+if TYPE_CHECKING:
+    from engine.figures.spend import Spend
+
+
+class WindowRules(Protocol):
+    """What an agent's rules say of a session's context: the agent's ``ContextRules``."""
+
+    @property
+    def window(self) -> int: ...
+
+    @property
+    def auto_compact_at(self) -> int | None: ...
+
+    @property
+    def window_source(self) -> str: ...
+
+    @property
+    def trigger_source(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Rules:
+    """A plain :class:`WindowRules` (ctxscope's own sessions, tests)."""
+
+    window: int
+    auto_compact_at: int | None
+    window_source: str
+    trigger_source: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """One billed model call: what it reported, on which model, when."""
+
+    usage: Usage
+    model: str
+    created_at: datetime | None = None
+    billed: bool = True
+    """Counted by the API that billed it; False for ctxscope's own local count (the offline
+    provider), which measures the context but costs nothing."""
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Tokens over a session's billed calls, by kind, as the API billed them."""
+
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.cache_read + self.cache_write + self.output
+
+
+@dataclass(frozen=True)
+class SessionFigures:
+    """A session's figures, as every surface prints them."""
+
+    agent: str
+    """Who ran it in words: ``Claude Code``, ``Codex``, ``ctxscope``, or ``""`` when not
+    known."""
+    model: str
+    """The model of its last billed call (the session's model without one)."""
+    models: tuple[str, ...]
+    """Every model its calls were billed on, in order of first use."""
+    window: int
+    window_source: str
+    auto_compact_at: int | None
+    """Where the agent compacts by itself; None: no such point is known for this agent."""
+    trigger_source: str
+    context_tokens: int | None
+    """The context at the agent's last call, as that call reported it (None: no call)."""
+    history_tokens: int
+    """What ctxscope keeps of the conversation, counted locally (a different figure)."""
+    compactions: int
+    requests: int
+    tokens: Tokens
+    cost: float | None
+    """Every billed call at list price, at its model's price of its day and tier; None when
+    no call has a price."""
+    cost_note: str
+    unpriced_requests: int = 0
+    """Billed calls on a model without a price (not in ``cost``)."""
+    context_source: str = field(
+        default="the agent's last API call as recorded (input + cache read + cache write + output)"
+    )
+
+    @property
+    def until_auto_compact(self) -> int | None:
+        """Tokens left before the agent compacts by itself (0 once past it)."""
+        if self.auto_compact_at is None or self.context_tokens is None:
+            return None
+        return max(0, self.auto_compact_at - self.context_tokens)
+
+    @property
+    def percent(self) -> float | None:
+        """The context as a share of the window, in percent (one decimal)."""
+        if self.context_tokens is None or self.window <= 0:
+            return None
+        return round(100 * self.context_tokens / self.window, 1)
+
+    @property
+    def cost_text(self) -> str:
+        """``$11.85``, or ``–`` without a price."""
+        return "–" if self.cost is None else f"${self.cost:,.2f}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as every ``--json`` output carries it (``figures``)."""
+        return {
+            "agent": self.agent or None,
+            "model": self.model,
+            "models": list(self.models),
+            "context_window": self.window,
+            "window_source": self.window_source,
+            "auto_compact_at": self.auto_compact_at,
+            "trigger_source": self.trigger_source,
+            "context_tokens": self.context_tokens,
+            "context_source": self.context_source,
+            "until_auto_compact": self.until_auto_compact,
+            "percent": self.percent,
+            "history_tokens": self.history_tokens,
+            "compactions": self.compactions,
+            "requests": self.requests,
+            "tokens": {
+                "input": self.tokens.input,
+                "cache_read": self.tokens.cache_read,
+                "cache_write": self.tokens.cache_write,
+                "output": self.tokens.output,
+                "total": self.tokens.total,
+            },
+            "cost": None if self.cost is None else round(self.cost, 6),
+            "cost_note": self.cost_note,
+            "unpriced_requests": self.unpriced_requests,
+        }
+
+    def context_line(self) -> str:
+        """``context 54,242 / 1,000,000 (5.4%) · 912,758 until auto-compact at 967,000``: the
+        words every surface uses for the context and its countdown."""
+        if self.context_tokens is None:
+            line = f"context – / {self.window:,}"
+        else:
+            line = f"context {self.context_tokens:,} / {self.window:,} ({self.percent}%)"
+        if self.auto_compact_at is None:
+            return line + " · auto-compact point not known"
+        until = self.until_auto_compact
+        return (
+            line
+            + f" · {'–' if until is None else f'{until:,}'} until auto-compact at "
+            + f"{self.auto_compact_at:,}"
+        )
+
+    def line(self) -> str:
+        """The one line a status line prints: who, context, countdown, cost."""
+        who = " · ".join(p for p in (self.agent, self.model) if p)
+        return " · ".join(p for p in (who, self.context_line(), self.cost_text) if p)
+
+
+def context_of(usage: Usage) -> int:
+    """The agent's context after a call, as the call reported it: everything it sent (input,
+    cache read, cache write) and the answer, which the next request carries."""
+    return usage.input_side + usage.output_tokens
+
+
+def _measured(usage: Usage) -> bool:
+    """A real measurement: a record of all zeros (a provider fault) is not one."""
+    return usage.input_side + usage.output_tokens > 0
+
+
+def figures_from_calls(
+    calls: Sequence[Call],
+    rules: WindowRules,
+    spend: Spend,
+    cost_note: str,
+    *,
+    agent: str,
+    model: str,
+    history_tokens: int,
+    compactions: int,
+) -> SessionFigures:
+    """The figures of a session whose calls are ``calls`` (in order), run by ``agent`` under
+    ``rules``; ``spend`` is what its billed calls cost (:mod:`engine.figures.spend`, the sums
+    the report card prices the same way)."""
+    measured = [c for c in calls if _measured(c.usage)]
+    last = measured[-1] if measured else None
+    billed = [c for c in measured if c.billed]
+    models = tuple(dict.fromkeys(c.model for c in billed if c.model))
+    cost = spend.total_cost if spend.requests else None
+    return SessionFigures(
+        agent=agent,
+        model=(last.model if last is not None and last.model else model),
+        models=models,
+        window=rules.window,
+        window_source=rules.window_source,
+        auto_compact_at=rules.auto_compact_at,
+        trigger_source=rules.trigger_source,
+        context_tokens=None if last is None else context_of(last.usage),
+        history_tokens=history_tokens,
+        compactions=compactions,
+        requests=spend.requests,
+        tokens=_tokens(c.usage for c in billed),
+        cost=cost,
+        cost_note=cost_note if billed else "no billed calls",
+        unpriced_requests=spend.unpriced_requests,
+    )
+
+
+def _tokens(usages: Iterable[Usage]) -> Tokens:
+    i = r = w = o = 0
+    for u in usages:
+        i += u.input_tokens
+        r += u.cache_read_input_tokens
+        w += u.cache_creation_input_tokens
+        o += u.output_tokens
+    return Tokens(input=i, cache_read=r, cache_write=w, output=o)

@@ -1,0 +1,70 @@
+"""aider: its ``.aider.chat.history.md`` (each ``# aider chat started at`` block a session).
+
+Read by :mod:`engine.recordings.aider`; not followed; no home folder (the history lives in
+each project). Window: the model's in genai-prices, else ``watch_context_window``. aider does
+not compact a session's context on its own in a way its history records: no trigger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from engine.config import Settings
+from engine.recordings import aider
+from engine.recordings.agents.protocol import (
+    ContextRules,
+    Folder,
+    Head,
+    Recorded,
+    TailParser,
+    model_window,
+    no_trigger,
+)
+from engine.recordings.base import ImportError_, Parsed
+from engine.recordings.writer import check
+
+
+class Aider:
+    """aider chat histories."""
+
+    name = aider.FORMAT
+    label = "aider"
+    follow_glob: str | None = None
+
+    def looks_like(self, path: Path | None, head: Head) -> int | None:
+        if head.starts_as_json or not aider.looks_like(head.raw):
+            return None
+        return 0
+
+    def parse(self, path: Path, text: str) -> list[Parsed]:
+        sessions = aider.parse_all(text, path.name)
+        for parsed in sessions:
+            problems = check(parsed)
+            if problems:
+                raise ImportError_(problems, parsed.fmt)
+        return sessions
+
+    def tail_parser(self, path: Path) -> TailParser | None:
+        return None
+
+    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
+        return []
+
+    def companions(self, path: Path) -> list[Path]:
+        return []
+
+    def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
+        return False
+
+    def context_rules(
+        self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
+    ) -> ContextRules:
+        window, source = model_window(recorded.model, settings)
+        return ContextRules(window, None, source, no_trigger(self.label))
+
+
+AGENT = Aider()

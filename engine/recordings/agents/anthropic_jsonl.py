@@ -1,0 +1,68 @@
+"""JSON lines of Anthropic Messages API messages (``{"role": …, "content": …}`` a line).
+
+Read by :mod:`engine.recordings.anthropic_jsonl` (which reads a file that is mostly Claude
+Managed Agents events as such); not followed; no home folder. Window: the model's in
+genai-prices, else ``watch_context_window``; no agent, so no trigger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from engine.config import Settings
+from engine.recordings import anthropic_jsonl
+from engine.recordings.agents.protocol import (
+    ContextRules,
+    Folder,
+    Head,
+    Recorded,
+    TailParser,
+    model_window,
+)
+from engine.recordings.base import ImportError_, Parsed
+from engine.recordings.writer import check
+
+
+class AnthropicJsonl:
+    """JSON lines of Anthropic messages."""
+
+    name = anthropic_jsonl.FORMAT
+    label = "Anthropic messages"
+    follow_glob: str | None = None
+
+    def looks_like(self, path: Path | None, head: Head) -> int | None:
+        return next(
+            (n for n, r in enumerate(head.records) if isinstance(r, dict) and "role" in r), None
+        )
+
+    def parse(self, path: Path, text: str) -> list[Parsed]:
+        parsed = anthropic_jsonl.parse(text, path.name)
+        problems = check(parsed)
+        if problems:
+            raise ImportError_(problems, parsed.fmt)
+        return [parsed]
+
+    def tail_parser(self, path: Path) -> TailParser | None:
+        return None
+
+    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
+        return []
+
+    def companions(self, path: Path) -> list[Path]:
+        return []
+
+    def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
+        return False
+
+    def context_rules(
+        self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
+    ) -> ContextRules:
+        window, source = model_window(recorded.model, settings)
+        return ContextRules(window, None, source, "a list of messages: no agent, no trigger")
+
+
+AGENT = AnthropicJsonl()

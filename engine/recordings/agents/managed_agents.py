@@ -1,0 +1,70 @@
+"""Claude Managed Agents: an event stream (``agent.message``, ``span.model_request_end``…).
+
+Read by :mod:`engine.recordings.managed_agents`: a file whose first known record is a
+Managed Agents event (``managed_agents.is_event``) is an event stream, read through the
+Anthropic JSON-lines reader, which hands the events to it. Not followed; no home folder
+(the events live on the platform). Window: the model's in genai-prices, else
+``watch_context_window``; the platform compacts on its own
+(``agent.thread_context_compacted``) at a point it does not record: no trigger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from engine.config import Settings
+from engine.recordings import anthropic_jsonl, managed_agents
+from engine.recordings.agents.protocol import (
+    ContextRules,
+    Folder,
+    Head,
+    Recorded,
+    TailParser,
+    model_window,
+    no_trigger,
+)
+from engine.recordings.base import ImportError_, Parsed
+from engine.recordings.writer import check
+
+
+class ManagedAgents:
+    """Claude Managed Agents event streams."""
+
+    name = managed_agents.FORMAT
+    label = "Claude Managed Agents"
+    follow_glob: str | None = None
+
+    def looks_like(self, path: Path | None, head: Head) -> int | None:
+        return next((n for n, r in enumerate(head.records) if managed_agents.is_event(r)), None)
+
+    def parse(self, path: Path, text: str) -> list[Parsed]:
+        parsed = anthropic_jsonl.parse(text, path.name)
+        problems = check(parsed)
+        if problems:
+            raise ImportError_(problems, parsed.fmt)
+        return [parsed]
+
+    def tail_parser(self, path: Path) -> TailParser | None:
+        return None
+
+    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
+        return []
+
+    def companions(self, path: Path) -> list[Path]:
+        return []
+
+    def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
+        return False
+
+    def context_rules(
+        self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
+    ) -> ContextRules:
+        window, source = model_window(recorded.model, settings)
+        return ContextRules(window, None, source, no_trigger(self.label))
+
+
+AGENT = ManagedAgents()

@@ -1,0 +1,70 @@
+"""OpenHands: its event lists (actions and observations linked by ``cause``).
+
+Read by :mod:`engine.recordings.openhands`; not followed; no home folder ctxscope knows.
+Window: the model's in genai-prices, else ``watch_context_window``. OpenHands' condensers are
+configured per run and not recorded in the event list: no trigger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from engine.config import Settings
+from engine.recordings import openhands
+from engine.recordings.agents.protocol import (
+    ContextRules,
+    Folder,
+    Head,
+    Recorded,
+    TailParser,
+    count_surrogates,
+    load_document,
+    model_window,
+    no_trigger,
+)
+from engine.recordings.base import ImportError_, Parsed
+from engine.recordings.writer import check
+
+
+class OpenHands:
+    """OpenHands event lists."""
+
+    name = openhands.FORMAT
+    label = "OpenHands"
+    follow_glob: str | None = None
+
+    def looks_like(self, path: Path | None, head: Head) -> int | None:
+        return 0 if openhands.looks_like(head.whole) else None
+
+    def parse(self, path: Path, text: str) -> list[Parsed]:
+        whole, surrogates = load_document(text)
+        parsed = count_surrogates(openhands.parse(whole, path.name), surrogates)
+        problems = check(parsed)
+        if problems:
+            raise ImportError_(problems, parsed.fmt)
+        return [parsed]
+
+    def tail_parser(self, path: Path) -> TailParser | None:
+        return None
+
+    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
+        return []
+
+    def companions(self, path: Path) -> list[Path]:
+        return []
+
+    def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
+        return False
+
+    def context_rules(
+        self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
+    ) -> ContextRules:
+        window, source = model_window(recorded.model, settings)
+        return ContextRules(window, None, source, no_trigger(self.label))
+
+
+AGENT = OpenHands()

@@ -1,0 +1,84 @@
+"""SWE-agent ``.traj`` and mini-swe-agent ``.traj.json`` trajectories (one JSON document).
+
+Read by :mod:`engine.recordings.trajectories`; not followed; no home folder (each run writes
+its own). Window: the model's in genai-prices, else ``watch_context_window``; neither agent
+compacts its context on its own by default: no trigger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.config import Settings
+from engine.recordings import trajectories
+from engine.recordings.agents.protocol import (
+    ContextRules,
+    Folder,
+    Head,
+    Recorded,
+    TailParser,
+    count_surrogates,
+    load_document,
+    model_window,
+    no_trigger,
+)
+from engine.recordings.base import ImportError_, Parsed
+from engine.recordings.writer import check
+
+
+class Trajectory:
+    """One trajectory format."""
+
+    follow_glob: str | None = None
+
+    def __init__(
+        self,
+        name: str,
+        label: str,
+        looks: Callable[[Any], bool],
+        read: Callable[[dict[str, Any], str], Parsed],
+    ) -> None:
+        self.name = name
+        self.label = label
+        self._looks = looks
+        self._read = read
+
+    def looks_like(self, path: Path | None, head: Head) -> int | None:
+        return 0 if self._looks(head.whole) else None
+
+    def parse(self, path: Path, text: str) -> list[Parsed]:
+        whole, surrogates = load_document(text)
+        parsed = count_surrogates(self._read(whole, path.name), surrogates)
+        problems = check(parsed)
+        if problems:
+            raise ImportError_(problems, parsed.fmt)
+        return [parsed]
+
+    def tail_parser(self, path: Path) -> TailParser | None:
+        return None
+
+    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
+        return []
+
+    def companions(self, path: Path) -> list[Path]:
+        return []
+
+    def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
+        return False
+
+    def context_rules(
+        self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
+    ) -> ContextRules:
+        window, source = model_window(recorded.model, settings)
+        return ContextRules(window, None, source, no_trigger(self.label))
+
+
+SWE = Trajectory(trajectories.SWE, "SWE-agent", trajectories.looks_like_swe, trajectories.parse_swe)
+MINI = Trajectory(
+    trajectories.MINI, "mini-swe-agent", trajectories.looks_like_mini, trajectories.parse_mini
+)

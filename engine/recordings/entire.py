@@ -1,0 +1,170 @@
+"""Entire checkpoints (entire.io: a git-hook tool that keeps each agent session's transcript
+on a metadata branch, ``entire/checkpoints/v1``, formerly ``entire/sessions/v1``).
+
+The branch's tree holds one folder per checkpoint at ``<id[:2]>/<id[2:]>/`` (entireio/cli,
+``CheckpointPath``), with (the field names of entireio/cli's ``CheckpointMetadata`` and
+``SessionMetadata``):
+
+- ``metadata.json``: the checkpoint (``cli_version``, ``checkpoint_id``, ``strategy``,
+  ``branch``, ``files_touched``, ``sessions``: ``[{metadata, transcript, context,
+  content_hash, prompt}]`` paths in the tree, ``token_usage``);
+- ``0/``, ``1/``…: one folder per session, with its ``metadata.json`` (``session_id``,
+  ``agent``: "Claude Code", "Codex", "Gemini CLI"…, ``created_at``, ``token_usage``
+  ``{input_tokens, cache_creation_tokens, cache_read_tokens, output_tokens,
+  api_call_count}``) and the agent's native transcript (``full.jsonl``).
+
+A checkpoint folder, or a folder holding many (the branch's tree checked out: ``git worktree
+add ../checkpoints entire/checkpoints/v1``), imports each session's transcript with its own
+agent's reader (sniffed from the content, as ``import`` does); the session metadata's
+``token_usage`` is kept as Entire's own figure (``recorded["entire"]``) and compared with the
+transcript's usage: a difference is named in a warning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.recordings.base import Parsed
+
+FORMAT = "entire-checkpoint"
+USAGE_FIELDS = {
+    "input_tokens": "input_tokens",
+    "cache_creation_tokens": "cache_creation_input_tokens",
+    "cache_read_tokens": "cache_read_input_tokens",
+    "output_tokens": "output_tokens",
+}
+"""Entire's ``token_usage`` fields, and the usage field each one counts."""
+
+
+def _json(path: Path) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def is_checkpoint(folder: Path) -> bool:
+    """Whether ``folder`` is one checkpoint: a ``metadata.json`` with a ``checkpoint_id``
+    and its ``sessions``."""
+    meta = _json(folder / "metadata.json")
+    return meta is not None and isinstance(meta.get("checkpoint_id"), str) and "sessions" in meta
+
+
+def checkpoints(folder: Path) -> list[Path]:
+    """``folder`` when it is a checkpoint, else the checkpoints under it (sorted); [] when
+    there are none."""
+    if is_checkpoint(folder):
+        return [folder]
+    return sorted(m.parent for m in folder.glob("*/*/metadata.json") if is_checkpoint(m.parent))
+
+
+def _session_folders(checkpoint: Path, meta: dict[str, Any]) -> list[Path]:
+    """The checkpoint's session folders: those its ``sessions`` name (paths in the tree, read
+    relative to the checkpoint), else its numbered folders."""
+    out = []
+    refs = meta.get("sessions")
+    for ref in refs if isinstance(refs, list) else []:
+        where = ref.get("metadata") if isinstance(ref, dict) else None
+        if isinstance(where, str) and len(Path(where).parts) >= 2:
+            folder = checkpoint / Path(where).parts[-2]
+            if folder.is_dir() and folder not in out:
+                out.append(folder)
+    if not out:
+        out = sorted(
+            (p for p in checkpoint.iterdir() if p.is_dir() and p.name.isdigit()),
+            key=lambda p: int(p.name),
+        )
+    return out
+
+
+def _transcript(folder: Path, meta: dict[str, Any]) -> Path | None:
+    named = meta.get("transcript_path")
+    for name in ("full.jsonl", Path(named).name if isinstance(named, str) and named else ""):
+        if name and (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def parse_checkpoints(
+    folder: Path, parse: Callable[[Path], list[Parsed]]
+) -> list[tuple[Path, Parsed]]:
+    """Every session of the checkpoints under ``folder``, each transcript read by ``parse``
+    (the import's own, which sniffs the agent), with Entire's figures kept and compared.
+    A session folder without a transcript is named in the first session's warnings."""
+    out: list[tuple[Path, Parsed]] = []
+    missing: list[str] = []
+    for checkpoint in checkpoints(folder):
+        meta = _json(checkpoint / "metadata.json") or {}
+        for session in _session_folders(checkpoint, meta):
+            session_meta = _json(session / "metadata.json") or {}
+            transcript = _transcript(session, session_meta)
+            if transcript is None:
+                missing.append(str(session))
+                continue
+            for parsed in parse(transcript):
+                keep(parsed, meta, session_meta)
+                out.append((transcript, parsed))
+    if missing and out:
+        out[0][1].warnings.append(
+            f"{len(missing)} Entire session folder(s) without a transcript: " + ", ".join(missing)
+        )
+    return out
+
+
+def keep(parsed: Parsed, checkpoint: dict[str, Any], session: dict[str, Any]) -> None:
+    """Entire's facts about the session in ``recorded["entire"]``, and its ``token_usage``
+    compared with the transcript's own usage (a difference named in a warning)."""
+    facts: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("checkpoint_id", checkpoint.get("checkpoint_id")),
+            ("cli_version", checkpoint.get("cli_version")),
+            ("branch", checkpoint.get("branch")),
+            ("agent", session.get("agent")),
+            ("session_id", session.get("session_id")),
+        )
+        if isinstance(v, str) and v
+    }
+    usage = session.get("token_usage")
+    if isinstance(usage, dict):
+        figures = {k: usage[k] for k in (*USAGE_FIELDS, "api_call_count") if _count(usage.get(k))}
+        facts["token_usage"] = figures
+        own = transcript_usage(parsed)
+        theirs = {k: figures.get(k, 0) for k in (*USAGE_FIELDS, "api_call_count")}
+        if own != theirs:
+            parsed.warnings.append(
+                "Entire's metadata.json counts "
+                + _said(theirs)
+                + "; the transcript's usage records count "
+                + _said(own)
+            )
+    parsed.recorded["entire"] = facts
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def transcript_usage(parsed: Parsed) -> dict[str, int]:
+    """The transcript's usage summed over its requests (subagents included), in Entire's
+    names."""
+    out = dict.fromkeys((*USAGE_FIELDS, "api_call_count"), 0)
+    for session in (parsed, *parsed.children):
+        for item in session.items:
+            if item.kind == "assistant" and item.usage is not None:
+                out["api_call_count"] += 1
+                for name, field in USAGE_FIELDS.items():
+                    out[name] += int(getattr(item.usage, field))
+    return out
+
+
+def _said(usage: dict[str, int]) -> str:
+    return (
+        f"{usage['api_call_count']:,} API calls, {usage['input_tokens']:,} input, "
+        f"{usage['cache_creation_tokens']:,} cache write, {usage['cache_read_tokens']:,} "
+        f"cache read, {usage['output_tokens']:,} output"
+    )

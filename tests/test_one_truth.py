@@ -1,0 +1,387 @@
+"""One truth per figure (issue 37): every corpus file through every surface — ``import``,
+``sessions``, ``show``, ``context``, ``report`` (each ``--json``), ``statusline`` and the
+workbench — gives the same window, auto-compact point, context tokens and cost.
+
+Each surface is read where a user reads it (the command's JSON, the status line's text, the
+workbench's gauge), never from the function they share, so a surface that computed a figure
+again would fail here. Two figures are also checked against the file itself, worked out by hand
+(docstrings below), so agreeing on a wrong figure fails too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli_run import run_redirected as run
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "data" / "corpus"
+MAIN_FILES = sorted(
+    p.name
+    for p in CORPUS.iterdir()
+    if p.suffix in (".jsonl", ".json", ".traj") and "__subagents__" not in p.name
+)
+FOLLOWED = {n for n in MAIN_FILES if n.endswith(".jsonl")}
+"""What ``watch`` and ``statusline`` follow: Claude Code sessions and Codex rollouts."""
+
+
+@pytest.fixture(autouse=True)
+def _no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+def surfaces(name: str, tmp: Path) -> dict[str, dict[str, Any]]:
+    """The four figures of ``name`` as each command-line surface prints them."""
+    db = str(tmp / "one.db")
+    code, out, err = run("import", str(CORPUS / name), "--db", db, "--json")
+    assert code == 0, err
+    imported = json.loads(out)
+    sid = imported["session_id"]
+    seen: dict[str, dict[str, Any]] = {"import": imported["figures"]}
+
+    code, out, err = run("sessions", "--db", db, "--json")
+    assert code == 0, err
+    seen["sessions"] = next(s for s in json.loads(out) if s["id"] == sid)["figures"]
+    code, out, err = run("show", str(sid), "--db", db, "--json")
+    assert code == 0, err
+    seen["show"] = json.loads(out)["figures"]
+    code, out, err = run("context", str(sid), "--db", db, "--json")
+    assert code == 0, err
+    context = json.loads(out)
+    seen["context"] = context["figures"]
+    if "recorded" in context:  # the recorded agent's own block says the same
+        rec = context["recorded"]
+        seen["context.recorded"] = {
+            "context_window": rec["context_window"],
+            "auto_compact_at": rec["auto_compact_at"],
+            "context_tokens": rec["context_tokens"],
+            "cost": rec["cost"],
+        }
+    code, out, err = run("report", "--db", db, "--json", "--by", "session")
+    assert code == 0, err
+    line = next(s for s in json.loads(out)["sessions"] if s["id"] == sid)
+    seen["report"] = {"cost": line["cost"]["total"], "requests": line["requests"]}
+    return seen
+
+
+KEYS = ("context_window", "auto_compact_at", "context_tokens", "until_auto_compact", "cost")
+
+
+@pytest.mark.parametrize("name", MAIN_FILES)
+def test_every_command_gives_the_same_figures(name: str, tmp_path: Path) -> None:
+    seen = surfaces(name, tmp_path)
+    first = seen["import"]
+    for surface, figures in seen.items():
+        for key in KEYS:
+            if key in figures:
+                assert figures[key] == first[key], (surface, key)
+    assert seen["report"]["requests"] == first["requests"]
+    # no screen names a window its context does not fit in
+    if first["context_tokens"] is not None:
+        assert first["context_tokens"] <= first["context_window"]
+
+
+def test_marot_figures_are_the_files_own() -> None:
+    """The corpus' Claude Code 2.1.39 session on claude-opus-4-6 (200,000 window): its last
+    assistant record with usage (python over the jsonl) has input 3, cache read 77,272, cache
+    write 59, output 85 → context 77,419; Claude Code compacts at 167,000 there (the file's own
+    auto compaction fired at preTokens 167,094); its calls cost $11.853923 at list price
+    (worked out by hand in tests/cli/test_recorded_figures.py)."""
+    seen = surfaces("marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl", _tmp())
+    figures = seen["import"]
+    assert figures["context_tokens"] == 77_419
+    assert figures["context_window"] == 200_000
+    assert figures["auto_compact_at"] == 167_000
+    assert figures["until_auto_compact"] == 167_000 - 77_419
+    assert round(figures["cost"], 2) == 11.85
+
+
+def _tmp() -> Path:
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="one-truth-"))
+
+
+def statusline(transcript: Path, db: Path, cache: Path) -> str:
+    """``ctxscope statusline --wait`` as Claude Code runs it: the status JSON on stdin."""
+    status = {
+        "hook_event_name": "Status",
+        "session_id": "s",
+        "transcript_path": str(transcript),
+        "cwd": str(transcript.parent),
+        "model": {"id": "claude-opus-4-6", "display_name": "Opus"},
+        "workspace": {"current_dir": str(transcript.parent)},
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.workbench", "statusline", "--db", str(db), "--wait"],
+        input=json.dumps(status),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(cache)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("name", sorted(FOLLOWED))
+def test_the_status_line_prints_the_same_figures(name: str, tmp_path: Path) -> None:
+    figures = surfaces(name, tmp_path)["import"]
+    copy = tmp_path / "session.jsonl"
+    copy.write_bytes((CORPUS / name).read_bytes())
+    line = statusline(copy, tmp_path / "followed.db", tmp_path / "cache")
+    assert f"ctx {figures['context_tokens']:,}/{figures['context_window']:,}" in line
+    if figures["until_auto_compact"] is not None:
+        assert f"{figures['until_auto_compact']:,} to auto-compact" in line
+    cost = figures["cost"]
+    assert ("–" if cost is None else f"${cost:,.2f}") in line
+
+
+# ------------------------------------------------------------- this month's shapes
+SID = "6b1f0e2a-5c1d-4c77-9e61-2f3a8d0c1b2e"
+
+
+def claude_code_session(model: str, contexts: list[tuple[int, int, int, int]]) -> str:
+    """A Claude Code 2.1.2xx session file: a user turn, then one assistant answer per
+    ``(input, cache read, cache write, output)``, each the answer to the user turn before it
+    (the record shapes of the corpus' 2.1.39 file, with this month's version)."""
+    lines = []
+    parent = None
+    for n, (i, r, w, o) in enumerate(contexts, 1):
+        user = {
+            "type": "user",
+            "uuid": f"u{n}",
+            "parentUuid": parent,
+            "isSidechain": False,
+            "sessionId": SID,
+            "version": "2.1.219",
+            "cwd": "/work/app",
+            "timestamp": f"2026-11-20T10:{n:02d}:00.000Z",
+            "message": {"role": "user", "content": f"step {n}: go on"},
+        }
+        answer = {
+            "type": "assistant",
+            "uuid": f"a{n}",
+            "parentUuid": f"u{n}",
+            "isSidechain": False,
+            "sessionId": SID,
+            "version": "2.1.219",
+            "cwd": "/work/app",
+            "timestamp": f"2026-11-20T10:{n:02d}:30.000Z",
+            "requestId": f"req_{n}",
+            "message": {
+                "id": f"msg_{n:04d}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": f"done with step {n}"}],
+                "stop_reason": "end_turn",
+                "usage": {
+                    "input_tokens": i,
+                    "cache_read_input_tokens": r,
+                    "cache_creation_input_tokens": w,
+                    "output_tokens": o,
+                },
+            },
+        }
+        lines += [json.dumps(user), json.dumps(answer)]
+        parent = f"a{n}"
+    return "\n".join(lines) + "\n"
+
+
+def codex_rollout(recorded_window: int, last: tuple[int, int, int]) -> str:
+    """A Codex 0.142 rollout: the recorded ``model_context_window`` is what this version
+    writes (95 % of the model's raw window), ``last`` the last call's input, cached input and
+    output."""
+    i, cached, o = last
+    usage = {
+        "input_tokens": i,
+        "cached_input_tokens": cached,
+        "output_tokens": o,
+        "reasoning_output_tokens": 0,
+        "total_tokens": i + o,
+    }
+    records = [
+        {
+            "type": "session_meta",
+            "payload": {
+                "id": "019b0000-0000-7000-8000-000000000142",
+                "timestamp": "2026-11-20T10:00:00.000Z",
+                "cwd": "/work/app",
+                "originator": "codex_cli_rs",
+                "cli_version": "0.142.0",
+                "source": "cli",
+            },
+        },
+        {"type": "turn_context", "payload": {"cwd": "/work/app", "model": "gpt-5-codex"}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "refactor the parser"}],
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Refactored."}],
+            },
+        },
+        {
+            "type": "event_msg",
+            "payload": {
+                "type": "token_count",
+                "info": {
+                    "total_token_usage": usage,
+                    "last_token_usage": usage,
+                    "model_context_window": recorded_window,
+                },
+            },
+        },
+    ]
+    stamp = "2026-11-20T10:00:{:02d}.000Z"
+    return "\n".join(json.dumps({"timestamp": stamp.format(n), **r}) for n, r in enumerate(records))
+
+
+def imported_figures(text: str, name: str, tmp: Path) -> dict[str, dict[str, Any]]:
+    folder = tmp / "files"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text)
+    global CORPUS
+    saved, CORPUS = CORPUS, folder
+    try:
+        return surfaces(name, tmp)
+    finally:
+        CORPUS = saved
+
+
+def agree(seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    first = seen["import"]
+    for surface, figures in seen.items():
+        for key in KEYS:
+            if key in figures:
+                assert figures[key] == first[key], (surface, key)
+    return first
+
+
+def test_an_opus_5_session_on_the_1m_window(tmp_path: Path) -> None:
+    """claude-opus-5 with requests of 320,000 and 554,446 tokens (the issue's 277 % of
+    200,000): the 1M window, and Claude Code's rule on it — the window less 20,000 kept for
+    the summary and a 13,000 buffer (docs/watch.md): 1,000,000 − 33,000 = 967,000; the last
+    call 6 + 550,000 + 4,000 + 440 = 554,446 → 412,554 left, 55.4 % of the window."""
+    text = claude_code_session(
+        "claude-opus-5",
+        [(10, 150_000, 2_000, 300), (8, 318_000, 1_500, 500), (6, 550_000, 4_000, 440)],
+    )
+    first = agree(imported_figures(text, f"{SID}.jsonl", tmp_path))
+    assert first["context_window"] == 1_000_000
+    assert first["auto_compact_at"] == 967_000
+    assert first["context_tokens"] == 554_446
+    assert first["until_auto_compact"] == 412_554
+    assert first["percent"] == 55.4
+
+
+def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:
+    """claude-sonnet-4-6 sent a 250,010-token request: only the 1M window holds it."""
+    text = claude_code_session("claude-sonnet-4-6", [(10, 248_000, 2_000, 120)])
+    first = agree(imported_figures(text, f"{SID}.jsonl", tmp_path))
+    assert first["context_window"] == 1_000_000
+    assert first["auto_compact_at"] == 967_000
+    assert first["context_tokens"] == 250_130
+
+
+def test_the_auto_compact_window_moves_the_countdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CLAUDE_CODE_AUTO_COMPACT_WINDOW=400000 in the user's environment: Claude Code counts
+    its trigger in a 400,000 window, 400,000 − 33,000 = 367,000; the last call 300,000 → 67,000
+    left — on every surface, the status line too."""
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "400000")
+    text = claude_code_session("claude-opus-5", [(5, 210_000, 1_000, 200), (0, 299_000, 900, 100)])
+    first = agree(imported_figures(text, f"{SID}.jsonl", tmp_path))
+    assert first["context_window"] == 1_000_000
+    assert first["auto_compact_at"] == 367_000
+    assert first["until_auto_compact"] == 67_000
+    copy = tmp_path / "followed.jsonl"
+    copy.write_text(text)
+    line = statusline(copy, tmp_path / "followed.db", tmp_path / "cache")
+    assert "ctx 300,000/1,000,000 30.0% · 67,000 to auto-compact" in line
+
+
+def test_codex_compacts_at_90_percent_of_its_raw_window(tmp_path: Path) -> None:
+    """Codex 0.142 records model_context_window 258,400 for gpt-5-codex: 95 % of its raw
+    272,000 window; it compacts at 90 % of the raw window, 244,800. The last call sent 200,000
+    (cached 150,000 of it) and wrote 1,000: 201,000 of 272,000, 43,800 left."""
+    text = codex_rollout(258_400, (200_000, 150_000, 1_000))
+    first = agree(imported_figures(text, "rollout-2026-11-20T10-00-00-019b.jsonl", tmp_path))
+    assert first["context_window"] == 272_000
+    assert first["auto_compact_at"] == 244_800
+    assert first["context_tokens"] == 201_000
+    assert first["until_auto_compact"] == 43_800
+
+
+def watched_figures(transcript: Path, db: Path) -> dict[str, Any]:
+    """``ctxscope watch FILE --jsonl``'s figures once it has read the whole file: the first
+    update line (a file already written is read in one look), its ``figures``."""
+    import queue
+    import threading
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cli.workbench",
+            "watch",
+            str(transcript),
+            "--jsonl",
+            "--db",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CTXSCOPE_WATCH_POLL_INTERVAL": "0.05"},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        while True:
+            line = lines.get(timeout=120)
+            assert line, "watch ended before an update"
+            data = json.loads(line)
+            if data.get("event") != "notice" and "figures" in data:
+                return dict(data["figures"])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("name", sorted(FOLLOWED))
+def test_watch_jsonl_prints_the_same_figures(name: str, tmp_path: Path) -> None:
+    """A file watched (``watch --jsonl``, stored as it is read) and the same file imported:
+    the same window, auto-compact point, context and cost."""
+    imported = surfaces(name, tmp_path)["import"]
+    copy = tmp_path / "session.jsonl"
+    copy.write_bytes((CORPUS / name).read_bytes())
+    watched = watched_figures(copy, tmp_path / "watched.db")
+    for key in (*KEYS, "model", "agent", "requests"):
+        assert watched[key] == imported[key], key
