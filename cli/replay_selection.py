@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import UsageError, emit, open_store
-from cli.strategies import replay_names, replay_setup
+from cli.replay_setup import replay_names, replay_setup
 from engine.config import Settings
 from engine.report import SinceError, build_report, parse_since
 from engine.terminal_text import printable

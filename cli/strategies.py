@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cli.common import (
     CliError,
@@ -16,6 +15,7 @@ from cli.common import (
     open_store,
     session_to_change,
 )
+from cli.replay_setup import parse_overrides, replay_names, replay_setup
 from engine.compaction.strategies import STRATEGIES, get_strategy
 from engine.config import Settings
 from engine.models import Session, StrategyParams
@@ -23,53 +23,9 @@ from engine.params import (
     ParamsError,
     changed_params,
     describe_params,
-    session_settings,
     strategy_params,
-    with_params,
 )
-from engine.session.workspace import NO_FOLDER, session_workspace
 from engine.terminal_text import printable
-
-if TYPE_CHECKING:
-    from engine.recordings.own_agent import OwnAgentView
-    from engine.store import Store
-
-
-def _value(text: str) -> Any:
-    if text.lower() in ("none", "null"):
-        return None  # unset: the number follows the profile or the window again
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def parse_overrides(overrides: list[str], strategy: str | None = None) -> dict[str, Any]:
-    """``STRATEGY.KEY=VALUE`` (or ``KEY=VALUE`` for ``strategy``) as ``{strategy: {key: v}}``."""
-    out: dict[str, Any] = {}
-    for item in overrides:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise UsageError(f"--set {item!r}: expected KEY=VALUE")
-        owner, dot, key = name.rpartition(".")
-        owner = owner if dot else (strategy or "")
-        if owner not in STRATEGIES:
-            raise UsageError(f"--set {item!r}: name the strategy (e.g. mock-user.trigger_tokens)")
-        out.setdefault(owner, {})[key.strip()] = _value(value.strip())
-    return out
-
-
-def with_numbers(settings: Settings, numbers: dict[str, Any]) -> Settings:
-    """``settings`` with strategies' numbers replaced (validated as a config file's are)."""
-    for name, values in numbers.items():
-        try:
-            params = changed_params(strategy_params(settings, name), name, values)
-        except ParamsError as exc:
-            raise UsageError(f"--set: {exc}") from None
-        settings = with_params(settings, name, params)
-    return settings
 
 
 def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
@@ -140,37 +96,6 @@ def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
     lines += ["  ".join(f"{r[k]:<{width[k]}}" for k in keys) for r in rows]
     emit(args, rows, "\n".join(lines))
     return 0
-
-
-def replay_names(wanted: str) -> list[str]:
-    """``--strategy``'s names (``all``: every strategy), each checked."""
-    names = list(STRATEGIES) if wanted == "all" else wanted.split(",")
-    for name in names:
-        if name not in STRATEGIES:
-            raise CliError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, all")
-    return names
-
-
-def replay_setup(
-    store: Store, session: Session, settings: Settings, args: argparse.Namespace
-) -> tuple[Settings, Path, OwnAgentView | None]:
-    """The settings ``session`` replays under (its own, then ``--window`` or its agent's
-    window, then ``--set``), the folder it replays in, and its agent's view (a recording)."""
-    from engine.recordings.own_agent import own_agent_view
-    from engine.replay.runner import in_window
-
-    # Without a workspace the replay reads no CODE_LAW.md from the folder a recording names.
-    workspace = session_workspace(session) or NO_FOLDER
-    settings = session_settings(settings, session)  # then --window and --set change them
-    own = own_agent_view(store, session, settings)
-    if args.window is not None:
-        if args.window <= 0:
-            raise CliError("--window must be a positive number of tokens")
-        settings = in_window(settings, args.window)
-    elif own is not None:
-        settings = in_window(settings, own.context_window)  # a recording: its agent's window
-    settings = with_numbers(settings, parse_overrides(args.overrides))
-    return settings, workspace, own
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:

@@ -25,11 +25,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
-
-if TYPE_CHECKING:
-    from tools.base import ToolSettings
 
 MIN_SECRET_CHARS = 6
 """Shorter values are not redacted: replacing "1" or "true" everywhere would wreck output."""
@@ -50,6 +47,18 @@ would take ``PATH``; ``ANTHROPIC_BASE_URL`` because a proxy's address may carry 
 path, not only in ``user:password@``."""
 
 
+class SecretSettings(Protocol):
+    """The settings this module reads (:class:`tools.base.ToolSettings` has them too; defined
+    here so that ``tools.base``, which imports this module, is not imported back)."""
+
+    @property
+    def secret_env_patterns(self) -> list[str]: ...
+    @property
+    def secret_env_allow(self) -> list[str]: ...
+    @property
+    def secret_env_url_passwords(self) -> bool: ...
+
+
 def is_secret_name(name: str, patterns: Iterable[str]) -> bool:
     upper = name.upper()
     return any(fnmatchcase(upper, pattern.upper()) for pattern in patterns)
@@ -64,7 +73,7 @@ class EnvironmentPolicy:
     url_passwords: bool = True
 
     @classmethod
-    def from_settings(cls, settings: ToolSettings) -> EnvironmentPolicy:
+    def from_settings(cls, settings: SecretSettings) -> EnvironmentPolicy:
         return cls(
             tuple(settings.secret_env_patterns),
             tuple(settings.secret_env_allow),

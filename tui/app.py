@@ -145,7 +145,7 @@ class CtxscopeApp(App[int]):
             super().notify(shown, title=heading, severity=severity, timeout=timeout, markup=False)
 
     def get_default_screen(self) -> Screen[None]:
-        return MainScreen(self.resume)
+        return MainScreen(self.resume, self)
 
     @property
     def main_screen(self) -> MainScreen | None:

@@ -1,7 +1,7 @@
 """The compaction policy model: one set of parts in which every seed's design can be written.
 
-A strategy is a :class:`CompactionPolicy` with explicit parts (see DESIGN.md, "Compaction
-policies"):
+A strategy is a :class:`CompactionPolicy` with explicit parts (see docs/strategies.md, "One
+policy model"):
 
 - **when it checks** (:attr:`CompactionPolicy.checks`): before a round, after a round, before
   every model request;

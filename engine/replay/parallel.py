@@ -17,13 +17,12 @@ to work instead of importing everything again (about a second each from source).
 from __future__ import annotations
 
 import contextlib
-import gc
 import multiprocessing
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from multiprocessing import resource_tracker
 from pathlib import Path
@@ -31,6 +30,9 @@ from typing import Any
 
 from engine.config import Settings
 from engine.replay.runner import ReplayResult, replay
+from engine.replay.shared import GC_THRESHOLDS as GC_THRESHOLDS
+from engine.replay.shared import ReplayCancelled as ReplayCancelled
+from engine.replay.shared import fewer_collections as fewer_collections
 from engine.store import Store
 
 Progress = Callable[[str, int, int], None]
@@ -38,29 +40,6 @@ Progress = Callable[[str, int, int], None]
 
 PRELOAD = ["engine.replay.worker"]
 """What the forkserver imports before it forks a worker: the replay and the tokenizer."""
-
-
-GC_THRESHOLDS = (20_000, 50, 100)
-"""The cyclic garbage collector's thresholds while replays run (Python's are 700, 10, 10): a
-replay allocates millions of short-lived objects, almost none of them in cycles, and a
-collection of the young generation every 700 allocations took about a sixth of a replay's
-time — six strategies side by side on 2 000 calls: 20.8 s with Python's thresholds, 16.9 s
-with these (median of 3 each; ``gc.freeze()`` alone: 18.4 s)."""
-
-
-@contextlib.contextmanager
-def fewer_collections() -> Iterator[None]:
-    """Run the body with :data:`GC_THRESHOLDS`, then put the thresholds back as they were."""
-    before = gc.get_threshold()
-    gc.set_threshold(*GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
-class ReplayCancelled(Exception):
-    """The replays were cancelled (the compare screen was closed)."""
 
 
 SLOWEST_FIRST = ("message-window", "masking")

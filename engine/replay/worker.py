@@ -4,7 +4,7 @@ The forkserver imports this module before it forks any worker, so everything a r
 loaded once and shared by every worker it forks: the replay's modules, and the tokenizer's
 tables (reading them takes a few hundred milliseconds, which each worker would otherwise pay
 at its first count). A worker does nothing but replay, so it collects garbage less often, as
-:func:`engine.replay.parallel.fewer_collections` explains.
+:func:`engine.replay.shared.fewer_collections` explains.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import engine.compaction.strategies  # noqa: F401  (imported to be forked from)
 import engine.session  # noqa: F401
 from engine.config import Settings
 from engine.messages.tokens import encoding
-from engine.replay.parallel import GC_THRESHOLDS, ReplayCancelled
 from engine.replay.runner import ReplayResult, replay
+from engine.replay.shared import GC_THRESHOLDS, ReplayCancelled
 from engine.store import Store
 
 encoding()

@@ -1,7 +1,8 @@
-"""The agent over a session: the ReAct loop (:mod:`~engine.session.loop`) on top of steering
-(:mod:`~engine.session.steering`: plan, compaction, undo, pins), the writer lease
-(:mod:`~engine.session.writer`) and the agent's state and request building
-(:mod:`~engine.session.core`).
+"""The agent over a session (:mod:`~engine.session.agent`), a small object holding its parts:
+its state and request building (:mod:`~engine.session.core`), the writer lease
+(:mod:`~engine.session.writer`), steering (:mod:`~engine.session.steering`: plan, compaction,
+undo, pins), fitting to the window (:mod:`~engine.session.fitting`) and the ReAct round
+(:mod:`~engine.session.loop`).
 
 The names below are imported when first asked for (PEP 562), not with the package: a command
 that needs only :mod:`engine.session.workspace` (``sessions``, ``show``) does not pay for the
@@ -13,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engine.session.agent import Agent
     from engine.session.core import (
         CRASH_ANSWER,
         CRASH_RESULT,
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
         RoundOutcome,
         fixed_tokens,
     )
-    from engine.session.loop import Agent
 
 _WHERE = {
     "CRASH_ANSWER": "engine.session.core",
@@ -30,7 +31,7 @@ _WHERE = {
     "InvalidRequest": "engine.session.core",
     "RoundOutcome": "engine.session.core",
     "fixed_tokens": "engine.session.core",
-    "Agent": "engine.session.loop",
+    "Agent": "engine.session.agent",
 }
 
 __all__ = [

@@ -1,6 +1,7 @@
 """What an agent over one session holds and sees: its parts (store, provider, history, tools,
 builder), the round in progress, and the request it would send next (preview, budget, the
-history as sent). The writer lease, steering and the round loop build on it."""
+history as sent). The writer lease, steering, fitting and the round loop are each passed it
+(:class:`~engine.session.agent.Agent` holds them all)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ from engine.models import (
 )
 from engine.params import session_settings
 from engine.session.workspace import NO_FOLDER
-from engine.store import Lease, Store
+from engine.store import Store
 from engine.validation import workspace_refusal
 from tools.base import Asker, RecallHit, ToolContext
 from tools.injection import Injections
@@ -93,6 +94,19 @@ class RoundOutcome:
     error: str | None = None
 
 
+@dataclass
+class Known:
+    """What the agent knows of its session while it holds the writer lease (no one else writes
+    the session then): each figure asked of the store once, kept until the lease is released."""
+
+    usage: tuple[UsageRecord | None] | None = None
+    """The session's last measured usage record, once asked for (:meth:`AgentCore.usage_written`
+    follows this agent's own)."""
+    compaction: tuple[History, datetime | None] | None = None
+    """When the newest summary-writing compaction was made, for the history it was asked with
+    (storing or undoing a compaction reloads history)."""
+
+
 class AgentCore:
     """The state of an agent over one stored session, and how it builds its next request."""
 
@@ -114,15 +128,14 @@ class AgentCore:
         registry: ToolRegistry | None = None,
         ask: Asker | None = None,
         strategy: CompactionPolicy | None = None,
-        lease_wait: float = 0.0,
     ) -> None:
         assert session.id is not None
         self.store = store
         self.session = session
         self.session_id: int = session.id
-        self._stored_counts = store.token_counts()
+        self.stored_counts = store.token_counts()
         """Counts of repeated texts the database holds (L1, tools, CODE_LAW, summaries)."""
-        remember(self._stored_counts)
+        remember(self.stored_counts)
         settings = session_settings(settings, session)
         self.settings = settings
         """The process' settings with the numbers the session stores in place
@@ -150,7 +163,7 @@ class AgentCore:
             todos=store.get_todos(self.session_id),
             on_todos=self._save_todos,
             ask=ask,
-            recall=lambda query, limit: self._recall(query, limit),
+            recall=self.recall_archive,  # Agent hands it Fitting.recall, which adds the set-aside
             chat_transcript=self.chat_transcript,
             execution_log=lambda: read_log(self.execution_log_path),
             injections=Injections(
@@ -175,17 +188,11 @@ class AgentCore:
         self.current_round: int | None = None
         self.current_question = ""
         """The preprocessed input of the round in progress."""
-        self._cancel = threading.Event()
-        self.lease_wait = lease_wait
-        """Seconds ``run`` and ``compact`` wait for another writer of the session (0: refuse)."""
-        self._lease: Lease | None = None
-        self._usage_known: tuple[UsageRecord | None] | None = None
-        """While the lease is held: the session's last measured usage record, once asked for
-        (no one else writes the session then; :meth:`_usage_written` follows this agent's)."""
-        self._compaction_known: tuple[History, datetime | None] | None = None
-        """While the lease is held: when the newest summary-writing compaction was made, for
-        the history it was asked with (storing or undoing a compaction reloads history)."""
-        self._ready()
+        self.cancelled = threading.Event()
+        """Set by :meth:`cancel` (from any thread): the round in progress stops."""
+        self.known: Known | None = None
+        """While the writer lease is held (:class:`~engine.session.writer.WriterLease`): what
+        the agent knows of its session; None: every figure is asked of the store."""
 
     def _ask_summary(
         self, system: str, text: str, timeout: float, *, retries: int | None = None
@@ -196,16 +203,13 @@ class AgentCore:
             system, text, timeout, model=self.settings.summary_model, retries=retries
         )
 
-    def _ready(self) -> None:
-        """Called once the agent is built (the writer lease closes crashed rounds here)."""
-
     @property
     def todos(self) -> list[TodoItem]:
         return self.tool_ctx.todos
 
     def cancel(self) -> None:
         """Interrupt the running round (safe from any thread)."""
-        self._cancel.set()
+        self.cancelled.set()
         self.tool_ctx.cancel.set()
 
     def last_usage(self) -> int | None:
@@ -214,9 +218,9 @@ class AgentCore:
         After a compaction the last call's usage is stale (history shrank), so the local count
         stands in until the next call.
         """
-        return self._fresh_usage(self._last_record())
+        return self.fresh_usage(self.last_record())
 
-    def _fresh_usage(self, record: UsageRecord | None) -> int | None:
+    def fresh_usage(self, record: UsageRecord | None) -> int | None:
         """``record``'s input side, unless a compaction that wrote a summary came after it."""
         if record is None:
             return None
@@ -225,16 +229,17 @@ class AgentCore:
             return None
         return record.usage.input_side
 
-    def _last_record(self) -> UsageRecord | None:
+    def last_record(self) -> UsageRecord | None:
         """The session's last measured usage record (:meth:`Store.last_usage`); asked for once
         while this agent holds the writer lease, which asks before every round."""
-        if self._lease is None:
+        known = self.known
+        if known is None:
             return self.store.last_usage(self.session_id)
-        if self._usage_known is None:
-            self._usage_known = (self.store.last_usage(self.session_id),)
-        return self._usage_known[0]
+        if known.usage is None:
+            known.usage = (self.store.last_usage(self.session_id),)
+        return known.usage[0]
 
-    def _usage_written(self, record: UsageRecord) -> None:
+    def usage_written(self, record: UsageRecord) -> None:
         """This agent stored ``record``: the last measured one now, if it is a measurement
         (as :meth:`Store.last_usage` counts one: any of its four figures above 0)."""
         u = record.usage
@@ -244,31 +249,32 @@ class AgentCore:
             + u.cache_read_input_tokens
             + u.cache_creation_input_tokens
         ) > 0
-        if self._usage_known is not None and measured:
-            self._usage_known = (record,)
+        if self.known is not None and measured:
+            self.known.usage = (record,)
 
     def _last_summary_compaction(self) -> datetime | None:
         """:meth:`Store.last_summary_compaction_at`, asked for once per history while this agent
         holds the writer lease."""
-        if self._lease is None:
+        known = self.known
+        if known is None:
             return self.store.last_summary_compaction_at(self.session_id)
-        hist, known = self.history.history, self._compaction_known
-        if known is None or known[0] is not hist:
+        hist, seen = self.history.history, known.compaction
+        if seen is None or seen[0] is not hist:
             at = self.store.last_summary_compaction_at(self.session_id)
-            known = self._compaction_known = (hist, at)
-        return known[1]
+            seen = known.compaction = (hist, at)
+        return seen[1]
 
     def preview(self, question: str = "") -> BuiltContext:
         """The request the next step would send (context inspector, ``ctxscope context``)."""
         if self.current_round is not None:
-            return self._build(self.current_question)
+            return self.build(self.current_question)
         text = self.preprocessor.process(question).text if question else ""
-        return self._build_idle(text)
+        return self.build_idle(text)
 
     def budget(self, user_input: str = "") -> BudgetCheck:
         """The seed C7 check for ``user_input`` against the current history (seed 000's rule;
         :meth:`plan` is the active strategy's decision)."""
-        return self._budget_of(self._build_idle(), user_input)
+        return self._budget_of(self.build_idle(), user_input)
 
     def preview_and_budget(self, question: str = "") -> tuple[BuiltContext, BudgetCheck]:
         """:meth:`preview` and :meth:`budget` together, building the context once when idle."""
@@ -280,9 +286,9 @@ class AgentCore:
     def _budget_of(self, idle: BuiltContext, user_input: str) -> BudgetCheck:
         """The C7 check with ``idle`` (the request without input) as the local stand-in."""
         messages = len(self.history.history.messages)
-        record = self._last_record()
+        record = self.last_record()
         return check_budget(
-            self._fresh_usage(record),
+            self.fresh_usage(record),
             idle.total + self.extra_prefix_tokens,
             user_input,
             messages,
@@ -294,7 +300,7 @@ class AgentCore:
         """L3 as the strategy sends it: its summaries, and history after its projection (seed
         002's projected rounds, masked observations); the round in progress as stored."""
         hist = self.history.sent_form(self.strategy)
-        round_msgs = self._round_messages(hist) if self.current_round is not None else []
+        round_msgs = self.round_messages(hist) if self.current_round is not None else []
         earlier = hist.messages[: len(hist.messages) - len(round_msgs)]
         messages, _ = self.strategy.project(earlier, [], None)
         return _history(hist.summaries, [*messages, *round_msgs])
@@ -344,7 +350,7 @@ class AgentCore:
             self._injected = {text: Message(role="assistant", content=text)}
         return [self._injected[text]]
 
-    def _round_messages(self, hist: History | None = None) -> list[Message]:
+    def round_messages(self, hist: History | None = None) -> list[Message]:
         """The stored messages of the round in progress (always the newest in history)."""
         messages = (hist if hist is not None else self.history.history).messages
         start = len(messages)
@@ -352,7 +358,7 @@ class AgentCore:
             start -= 1
         return messages[start:]
 
-    def _build(self, question: str, hist: History | None = None) -> BuiltContext:
+    def build(self, question: str, hist: History | None = None) -> BuiltContext:
         """The request of the next step: earlier history as the strategy sends it, then this
         round's input and its scratchpad (full observations). ``hist``: another history than
         the stored one (what a compaction would leave; its steps alone stay in the
@@ -363,7 +369,7 @@ class AgentCore:
         else:
             kept = {m.id for m in hist.messages}
             pad = [s for s in pad if s.assistant.id in kept]
-        earlier = hist.messages[: len(hist.messages) - len(self._round_messages(hist))]
+        earlier = hist.messages[: len(hist.messages) - len(self.round_messages(hist))]
         messages, scratchpad = self.strategy.project(earlier, pad, self.current_round)
         turn = self._injected_turn()
         if turn or messages is not earlier:  # not a list of this build's own: a copy
@@ -377,7 +383,7 @@ class AgentCore:
             injected_system=injected.system if injected is not None else (),
         )
 
-    def _build_idle(self, question: str = "", hist: History | None = None) -> BuiltContext:
+    def build_idle(self, question: str = "", hist: History | None = None) -> BuiltContext:
         """The request with no round running: history as the strategy sends it, and ``question``."""
         hist = hist if hist is not None else self.history.sent_form(self.strategy)
         messages, _ = self.strategy.project(hist.messages, [], None)
@@ -385,9 +391,10 @@ class AgentCore:
             _history(hist.summaries, list(messages)), [], question, self._recap()
         )
 
-    def _recall(self, query: str, limit: int) -> list[RecallHit]:
-        """What the Recall tool searches: the session's archive (the fitting layer adds the
-        observations it set aside in the round in progress)."""
+    def recall_archive(self, query: str, limit: int) -> list[RecallHit]:
+        """What the Recall tool searches in the session's archive (the agent's
+        :meth:`Fitting.recall <engine.session.fitting.Fitting.recall>` adds the observations
+        it set aside in the round in progress)."""
         return self.store.search_archive(self.session_id, query, limit)
 
     def _recap(self) -> str:

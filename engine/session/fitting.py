@@ -24,17 +24,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 
-from engine.compaction.policy import PolicyView
 from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
 from engine.context.compaction_records import CompactionDraft, CompactionResult
 from engine.events import Notice
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text
 from engine.models import Message, ToolCall, Trigger
+from engine.session.core import AgentCore
 from engine.session.steering import Steering
+from engine.session.writer import WriterLease
 from tools.base import RecallHit
 
 SET_ASIDE = "[observation set aside to fit the context window: "
@@ -66,19 +65,24 @@ def label(call: ToolCall | None, result: ScratchResult) -> str:
     return f"{call.name} {first}".strip()
 
 
-class Fitting(Steering):
+class Fitting:
     """Every request within the window, whatever the strategy."""
 
-    def _recall(self, query: str, limit: int) -> list[RecallHit]:
+    def __init__(self, core: AgentCore, steering: Steering, lease: WriterLease) -> None:
+        self.core = core
+        self.steering = steering
+        self.lease = lease
+
+    def recall(self, query: str, limit: int) -> list[RecallHit]:
         """The round's set-aside observations that match ``query`` (every word, else any word;
         most words first), then the archive's hits: what a pointer names stays findable."""
         words = [w.casefold() for w in re.findall(r"\w+", query)]
         hits: list[tuple[int, RecallHit]] = []
-        if words and self.current_round is not None:
-            ids = {m.meta.tool_use_id: m.id for m in self._round_messages() if m.role == "tool"}
+        if words and self.core.current_round is not None:
+            ids = {m.meta.tool_use_id: m.id for m in self.core.round_messages() if m.role == "tool"}
             found_aside = (
-                self.store.observation_for(self.session_id, r.tool_use_id)
-                for step in self.scratchpad
+                self.core.store.observation_for(self.core.session_id, r.tool_use_id)
+                for step in self.core.scratchpad
                 for r in step.results
                 if r.text.startswith(SET_ASIDE)
             )
@@ -91,7 +95,7 @@ class Fitting(Steering):
                     hit = RecallHit(
                         message_id=ids.get(obs.tool_use_id) or 0,
                         segment_id=None,
-                        round=self.current_round,
+                        round=self.core.current_round,
                         role="tool",
                         tool_name=obs.tool_name,
                         snippet=snippet(obs.text, words),
@@ -102,10 +106,12 @@ class Fitting(Steering):
                     break
         ranked = [h for _, h in sorted(hits, key=lambda fh: -fh[0])][:limit]
         return (
-            ranked + super()._recall(query, limit - len(ranked)) if len(ranked) < limit else ranked
+            ranked + self.core.recall_archive(query, limit - len(ranked))
+            if len(ranked) < limit
+            else ranked
         )
 
-    def _fit(self, built: BuiltContext) -> BuiltContext | None:
+    def fit(self, built: BuiltContext) -> BuiltContext | None:
         """``built``, or the request rebuilt small enough (see the module docstring); None
         when nothing more can be set aside or archived."""
         window = self._room()
@@ -117,8 +123,8 @@ class Fitting(Steering):
             return built
         before = built.total
         shrunk: list[str] = []
-        newest = self.scratchpad[-1:] if self.scratchpad else []
-        built = self._set_aside(built, self.scratchpad[:-1], window, shrunk)
+        newest = self.core.scratchpad[-1:] if self.core.scratchpad else []
+        built = self._set_aside(built, self.core.scratchpad[:-1], window, shrunk)
         archived = 0
         if built.total > window and self._emergency_spares(newest):
             built, archived = self._archive_earlier(built)
@@ -135,12 +141,12 @@ class Fitting(Steering):
             parts.append(f"set aside {len(shrunk)} observations of this round ({named})")
         if archived:
             parts.append(
-                f"archived {archived} earlier messages ({self.strategy.name}'s emergency cut)"
+                f"archived {archived} earlier messages ({self.core.strategy.name}'s emergency cut)"
             )
         fits = built.total <= window
-        prefix = self.extra_prefix_tokens  # said with the figures, which count it (issue 39)
+        prefix = self.core.extra_prefix_tokens  # said with the figures, which count it (issue 39)
         with_prefix = f" (the recorded agent's {prefix:,}-token prefix included)" if prefix else ""
-        self.events(
+        self.core.events(
             Notice(
                 message=f"The next request needed {before + prefix:,} tokens{with_prefix}, "
                 f"over the {window + prefix:,}-token window: "
@@ -154,16 +160,7 @@ class Fitting(Steering):
         """The window less what every request is taken to carry beyond what ctxscope builds
         (:attr:`~engine.session.core.AgentCore.extra_prefix_tokens`, a replay's hidden prefix):
         what ctxscope's own request may hold."""
-        return self.settings.context_window - self.extra_prefix_tokens
-
-    _excess = 0
-    """While the last resort runs: how far over the window the request is (the strategy's
-    emergency cut may take just enough)."""
-
-    def _view(self, user_input: str, built: BuiltContext | None) -> PolicyView:
-        view = super()._view(user_input, built)
-        view.excess = self._excess
-        return view
+        return self.core.settings.context_window - self.core.extra_prefix_tokens
 
     def _emergency_spares(self, newest: list[ScratchStep]) -> bool:
         """Whether the strategy's emergency cut archives something and leaves the round's
@@ -178,16 +175,16 @@ class Fitting(Steering):
         archived = 0
         window = self._room()
         while built.total > window:
-            with self.writing("compaction"):
+            with self.lease.writing("compaction"):
                 draft = self._shrinking_draft(built.total - window)
                 if isinstance(draft, CompactionResult):
                     result = draft
                 else:
-                    result = self.commit_compaction(draft, trigger=Trigger.EMERGENCY)
+                    result = self.steering.commit_compaction(draft, trigger=Trigger.EMERGENCY)
             if result.segment is None:
                 break
             archived += len(result.segment.messages)
-            built = self._build(self.current_question)
+            built = self.core.build(self.core.current_question)
         return built, archived
 
     def _shrinking_draft(self, excess: int) -> CompactionDraft | CompactionResult:
@@ -208,23 +205,14 @@ class Fitting(Steering):
                     return draft
                 excess = 2 * excess + record.tokens_after - record.tokens_before
 
-    @contextmanager
-    def _over_by(self, excess: int) -> Iterator[None]:
-        """The strategy's views say the request is ``excess`` tokens over the window."""
-        self._excess = excess
-        try:
-            yield
-        finally:
-            self._excess = 0
-
     def _emergency_draft(self, excess: int) -> CompactionDraft | CompactionResult:
-        with self._over_by(excess):
-            return self.prepare_compaction(trigger=Trigger.EMERGENCY)
+        with self.steering.over_by(excess):
+            return self.steering.prepare_compaction(trigger=Trigger.EMERGENCY)
 
     def _emergency_cut(self, excess: int) -> list[Message]:
         """What the strategy's emergency cut takes for ``excess`` tokens (a plan, no summary)."""
-        with self._over_by(excess):
-            return self.strategy.plan(self._view("", None), emergency=True).cut
+        with self.steering.over_by(excess):
+            return self.core.strategy.plan(self.steering.view("", None), emergency=True).cut
 
     def _set_aside(
         self, built: BuiltContext, steps: list[ScratchStep], window: int, shrunk: list[str]
@@ -253,7 +241,7 @@ class Fitting(Steering):
                     changed = True
             if not changed:
                 break
-            built = self._build(self.current_question)
+            built = self.core.build(self.core.current_question)
         return built
 
 

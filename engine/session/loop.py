@@ -1,9 +1,9 @@
 """The ReAct loop (seed 000 A2, D3): one round from a user input to the final answer.
 
-``Agent.run`` preprocesses the input (@file), checks the budget and compacts first when it
-fires, opens the round, then repeats steps — build the context (earlier rounds from history,
-this round from the scratchpad with full observations), call the provider, store the assistant
-step at once, run its tools, keep the full result in the scratchpad and the observations
+``RoundLoop.run`` (``Agent.run``) preprocesses the input (@file), checks the budget and compacts
+first when it fires, opens the round, then repeats steps — build the context (earlier rounds from
+history, this round from the scratchpad with full observations), call the provider, store the
+assistant step at once, run its tools, keep the full result in the scratchpad and the observations
 table and the compressed one in history — until the model answers without a tool call.
 
 The agent is headless: it reports through typed events and never prints. ``cancel`` may be
@@ -58,88 +58,102 @@ from engine.models import (
 )
 from engine.session.core import (
     INTERRUPTED_ANSWER,
+    AgentCore,
     InvalidRequest,
     RoundOutcome,
 )
 from engine.session.fitting import Fitting
+from engine.session.steering import Steering
 from engine.session.workspace import why_no_workspace
+from engine.session.writer import WriterLease
 from tools.base import ToolResult
 
 
-class Agent(Fitting):
-    """A ReAct coding agent over one stored session."""
+class RoundLoop:
+    """The ReAct round: steps from a user input to the final answer, each request fitted to
+    the window, compacting where the strategy checks."""
+
+    def __init__(
+        self, core: AgentCore, lease: WriterLease, steering: Steering, fitting: Fitting
+    ) -> None:
+        self.core = core
+        self.lease = lease
+        self.steering = steering
+        self.fitting = fitting
 
     def run(self, user_input: str) -> RoundOutcome:
         """Run one round; returns when the model answers, fails, or is cancelled.
 
         The round holds the session's writer lease throughout (see :meth:`writing`).
         """
-        with self.writing("round"):
+        with self.lease.writing("round"):
             return self._run_round(user_input)
 
     def _run_round(self, user_input: str) -> RoundOutcome:
-        self._cancel.clear()
-        self.tool_ctx.cancel.clear()
-        pre = self.preprocessor.process(user_input)
-        if CheckPoint.BEFORE_ROUND in self.strategy.checks:
-            self._check(pre.text)
+        self.core.cancelled.clear()
+        self.core.tool_ctx.cancel.clear()
+        pre = self.core.preprocessor.process(user_input)
+        if CheckPoint.BEFORE_ROUND in self.core.strategy.checks:
+            self.steering.check(pre.text)
 
-        rnd, user_msg = self.history.open_round(pre.text)
-        self.current_round = rnd.index
-        self.current_question = pre.text
-        self.scratchpad = []
+        rnd, user_msg = self.core.history.open_round(pre.text)
+        self.core.current_round = rnd.index
+        self.core.current_question = pre.text
+        self.core.scratchpad = []
         self._clear_injections()
-        self.events(RoundStarted(round_index=rnd.index, user_message=user_msg))
+        self.core.events(RoundStarted(round_index=rnd.index, user_message=user_msg))
         try:
             outcome = self._steps(rnd.index)
         finally:
-            self.last_scratchpad = self.scratchpad
-            self.scratchpad = []
-            self.current_round = None
+            self.core.last_scratchpad = self.core.scratchpad
+            self.core.scratchpad = []
+            self.core.current_round = None
             self._clear_injections()
-        if self.strategy.keeps_execution_log:
+        if self.core.strategy.keeps_execution_log:
             self._log_run(outcome, user_input)
-        if CheckPoint.AFTER_ROUND in self.strategy.checks:
-            self._check()
+        if CheckPoint.AFTER_ROUND in self.core.strategy.checks:
+            self.steering.check()
         return outcome
 
     def _clear_injections(self) -> None:
         """What tools injected lasts one run (seed 003): none before it, none after."""
-        if self.tool_ctx.injections is not None:
-            self.tool_ctx.injections.clear()
+        if self.core.tool_ctx.injections is not None:
+            self.core.tool_ctx.injections.clear()
 
     def _log_run(self, outcome: RoundOutcome, user_input: str) -> None:
         """Seed 003's execution log: one entry per run (its calls summarised), windowed."""
         calls = []
-        for step in self.last_scratchpad:
+        for step in self.core.last_scratchpad:
             failed = {r.tool_use_id for r in step.results if r.is_error}
             answered = {r.tool_use_id for r in step.results}
             for c in step.assistant.tool_calls:
                 # a call the run never answered (interrupted) did not succeed either
                 calls.append((c.name, c.input, c.id in answered and c.id not in failed))
         entry = run_entry(
-            f"{self.session_id}-{outcome.round_index}", user_input, outcome.answer, calls
+            f"{self.core.session_id}-{outcome.round_index}", user_input, outcome.answer, calls
         )
-        window = self.settings.strategies.message_window.log_window
+        window = self.core.settings.strategies.message_window.log_window
         try:
-            append_run(self.execution_log_path, entry, window)
+            append_run(self.core.execution_log_path, entry, window)
         except OSError as exc:
-            self.events(ErrorEvent(message=f"execution log not written: {exc}", kind="log"))
+            self.core.events(ErrorEvent(message=f"execution log not written: {exc}", kind="log"))
 
     def _steps(self, index: int) -> RoundOutcome:
         emergency_done = False
         step = 0
-        while step < self.settings.max_steps:
-            if self._cancel.is_set():
+        while step < self.core.settings.max_steps:
+            if self.core.cancelled.is_set():
                 return self._interrupted(index, step)
             step += 1
-            built = self._build(self.current_question)
-            if CheckPoint.BEFORE_REQUEST in self.strategy.checks and self._check("", built):
-                built = self._build(self.current_question)
-            fitted = self._fit(built)
+            built = self.core.build(self.core.current_question)
+            if CheckPoint.BEFORE_REQUEST in self.core.strategy.checks and self.steering.check(
+                "", built
+            ):
+                built = self.core.build(self.core.current_question)
+            fitted = self.fitting.fit(built)
             if fitted is None:
-                window = self.settings.context_window
-                prefix = self.extra_prefix_tokens  # a replay's recorded agent's hidden prefix
+                window = self.core.settings.context_window
+                prefix = self.core.extra_prefix_tokens  # a replay's recorded agent's hidden prefix
                 with_prefix = (
                     f" (the recorded agent's {prefix:,}-token prefix included)" if prefix else ""
                 )
@@ -157,7 +171,7 @@ class Agent(Fitting):
             except ProviderError as exc:
                 if exc.kind == "prompt_too_long" and not emergency_done:
                     emergency_done = True
-                    self.compact(trigger=Trigger.EMERGENCY)
+                    self.steering.compact(trigger=Trigger.EMERGENCY)
                     step -= 1
                     continue
                 return self._failed(index, step, str(exc), exc.kind)
@@ -165,7 +179,7 @@ class Agent(Fitting):
 
             calls = response.tool_calls
             if not calls:
-                final = self.history.append(
+                final = self.core.history.append(
                     index,
                     Message(
                         role="assistant",
@@ -173,12 +187,12 @@ class Agent(Fitting):
                         meta=MessageMeta(step=step, final=True),
                     ),
                 )
-                self.events(StepStored(round_index=index, step=step, message=final))
-                self.history.finish_round(index, RoundStatus.FINISHED)
-                self.events(RoundFinished(round_index=index, answer=response.text, steps=step))
+                self.core.events(StepStored(round_index=index, step=step, message=final))
+                self.core.history.finish_round(index, RoundStatus.FINISHED)
+                self.core.events(RoundFinished(round_index=index, answer=response.text, steps=step))
                 return RoundOutcome(index, RoundStatus.FINISHED, response.text, step)
 
-            assistant = self.history.append(
+            assistant = self.core.history.append(
                 index,
                 Message(
                     role="assistant",
@@ -187,24 +201,24 @@ class Agent(Fitting):
                     meta=MessageMeta(step=step),
                 ),
             )
-            self.events(StepStored(round_index=index, step=step, message=assistant))
+            self.core.events(StepStored(round_index=index, step=step, message=assistant))
             scratch = ScratchStep(assistant=assistant, results=[])
-            self.scratchpad.append(scratch)
+            self.core.scratchpad.append(scratch)
             for call in calls:
-                if self._cancel.is_set():
+                if self.core.cancelled.is_set():
                     break
-                scratch.results.append(self._run_tool(call, index, step))
-            if self._cancel.is_set():
+                scratch.results.append(self.run_tool(call, index, step))
+            if self.core.cancelled.is_set():
                 return self._interrupted(index, step)
 
         message = (
-            f"Stopped after {self.settings.max_steps} steps without a final answer "
+            f"Stopped after {self.core.settings.max_steps} steps without a final answer "
             "(step limit; raise CTXSCOPE_MAX_STEPS to allow more)."
         )
         return self._failed(index, step, message, "step_limit")
 
     def _call(self, built: BuiltContext, index: int, step: int) -> ProviderResponse:
-        if self.settings.validate_requests:
+        if self.core.settings.validate_requests:
             problems = validate_request(built.request)
             if problems:
                 raise InvalidRequest(
@@ -214,9 +228,9 @@ class Agent(Fitting):
 
         def forward(event: StreamEvent) -> None:
             if isinstance(event, StreamText):
-                self.events(TextDelta(round_index=index, step=step, text=event.text))
+                self.core.events(TextDelta(round_index=index, step=step, text=event.text))
             elif isinstance(event, StreamRetry):
-                self.events(
+                self.core.events(
                     RetryWaiting(
                         attempt=event.attempt,
                         max_attempts=event.max_attempts,
@@ -225,16 +239,16 @@ class Agent(Fitting):
                     )
                 )
 
-        return self.provider.complete(built.request, forward, self._cancel)
+        return self.core.provider.complete(built.request, forward, self.core.cancelled)
 
     def _record_usage(
         self, response: ProviderResponse, built: BuiltContext, index: int, step: int
     ) -> None:
         if response.usage == Usage():
             return  # all zeros is no measurement: it must not become the last API usage
-        stored = self.store.add_usage(
+        stored = self.core.store.add_usage(
             UsageRecord(
-                session_id=self.session_id,
+                session_id=self.core.session_id,
                 round_index=index,
                 step=step,
                 usage=response.usage,
@@ -242,8 +256,8 @@ class Agent(Fitting):
                 source=response.usage_source,
             )
         )
-        self._usage_written(stored)
-        self.events(
+        self.core.usage_written(stored)
+        self.core.events(
             UsageUpdated(
                 round_index=index,
                 step=step,
@@ -253,29 +267,31 @@ class Agent(Fitting):
             )
         )
 
-    def _run_tool(self, call: ToolCall, index: int, step: int) -> ScratchResult:
-        self.events(ToolStarted(round_index=index, step=step, call=call))
-        if not self.registry.needs_workspace:
-            result = self.registry.run(call.name, call.input, self.tool_ctx)
-        elif self.workspace is None:
+    def run_tool(self, call: ToolCall, index: int, step: int) -> ScratchResult:
+        """Run ``call`` (the one place tools run) and store its result twice: compressed in
+        history, in full as an observation; the full text goes to the scratchpad."""
+        self.core.events(ToolStarted(round_index=index, step=step, call=call))
+        if not self.core.registry.needs_workspace:
+            result = self.core.registry.run(call.name, call.input, self.core.tool_ctx)
+        elif self.core.workspace is None:
             # A recording does not choose where tools run: nothing runs until the user gives
             # the session a workspace (issue 29).
-            session = self.store.get_session(self.session_id)
+            session = self.core.store.get_session(self.core.session_id)
             result = ToolResult.fail("no_workspace", why_no_workspace(session))
-        elif self.workspace.is_dir():
-            result = self.registry.run(call.name, call.input, self.tool_ctx)
+        elif self.core.workspace.is_dir():
+            result = self.core.registry.run(call.name, call.input, self.core.tool_ctx)
         else:
             # An imported session keeps the folder its agent worked in, often on another
             # machine: no tool may run against a folder that is not there.
             result = ToolResult.fail(
                 "no_workspace",
-                f"the session's workspace {self.workspace} does not exist on this machine; "
+                f"the session's workspace {self.core.workspace} does not exist on this machine; "
                 "point the session at a folder with `ctxscope ask INPUT --session "
-                f"{self.session_id} --workspace FOLDER --move-workspace`",
+                f"{self.core.session_id} --workspace FOLDER --move-workspace`",
             )
-        compressed = self.compressor.to_json(call.name, result)
+        compressed = self.core.compressor.to_json(call.name, result)
         text = result.text or compressed
-        tool_msg = self.history.append(
+        tool_msg = self.core.history.append(
             index,
             Message(
                 role="tool",
@@ -289,9 +305,9 @@ class Agent(Fitting):
             ),
         )
         tokens_full = count_text(text)
-        self.store.add_observation(
+        self.core.store.add_observation(
             Observation(
-                session_id=self.session_id,
+                session_id=self.core.session_id,
                 round_index=index,
                 step=step,
                 tool_use_id=call.id,
@@ -303,8 +319,8 @@ class Agent(Fitting):
                 message_id=tool_msg.id,
             )
         )
-        self.events(StepStored(round_index=index, step=step, message=tool_msg))
-        self.events(
+        self.core.events(StepStored(round_index=index, step=step, message=tool_msg))
+        self.core.events(
             ToolFinished(
                 round_index=index,
                 step=step,
@@ -321,16 +337,16 @@ class Agent(Fitting):
         )
 
     def _interrupted(self, index: int, step: int) -> RoundOutcome:
-        for msg in self.history.close_dangling(index, INTERRUPTED_RESULT, INTERRUPTED_ANSWER):
-            self.events(StepStored(round_index=index, step=step, message=msg))
-        self.history.finish_round(index, RoundStatus.INTERRUPTED, "interrupted by the user")
-        self.events(RoundInterrupted(round_index=index, reason="interrupted by the user"))
+        for msg in self.core.history.close_dangling(index, INTERRUPTED_RESULT, INTERRUPTED_ANSWER):
+            self.core.events(StepStored(round_index=index, step=step, message=msg))
+        self.core.history.finish_round(index, RoundStatus.INTERRUPTED, "interrupted by the user")
+        self.core.events(RoundInterrupted(round_index=index, reason="interrupted by the user"))
         return RoundOutcome(index, RoundStatus.INTERRUPTED, INTERRUPTED_ANSWER, step)
 
     def _failed(self, index: int, step: int, message: str, kind: str) -> RoundOutcome:
         answer = f"(round ended with an error: {message})"
-        for msg in self.history.close_dangling(index, message, answer):
-            self.events(StepStored(round_index=index, step=step, message=msg))
-        self.history.finish_round(index, RoundStatus.ERROR, message)
-        self.events(ErrorEvent(message=message, kind=kind))
+        for msg in self.core.history.close_dangling(index, message, answer):
+            self.core.events(StepStored(round_index=index, step=step, message=msg))
+        self.core.history.finish_round(index, RoundStatus.ERROR, message)
+        self.core.events(ErrorEvent(message=message, kind=kind))
         return RoundOutcome(index, RoundStatus.ERROR, answer, step, error=message)

@@ -4,7 +4,8 @@ help. Strategy-specific behaviour comes from the policy's attributes; no strateg
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from engine.compaction.policy import Plan, PolicyView
 from engine.context.builder import (
@@ -27,18 +28,37 @@ from engine.models import (
     History,
     Trigger,
 )
-from engine.session.core import fixed_tokens
+from engine.session.core import AgentCore, fixed_tokens
 from engine.session.writer import WriterLease
 
 
-class Steering(WriterLease):
+class Steering:
     """Compaction, undo and pins, on the policy's decision."""
+
+    def __init__(self, core: AgentCore, lease: WriterLease) -> None:
+        self.core = core
+        self.lease = lease
+        self.excess = 0
+        """While the engine's last resort runs (:class:`~engine.session.fitting.Fitting`): how
+        far over the window the request is (the strategy's emergency cut may take just
+        enough); 0 otherwise."""
+        self._window_told = ""
+        """The strategy's window notice last said (each is said once)."""
+
+    @contextmanager
+    def over_by(self, excess: int) -> Iterator[None]:
+        """The strategy's views say the request is ``excess`` tokens over the window."""
+        self.excess = excess
+        try:
+            yield
+        finally:
+            self.excess = 0
 
     def plan(self, user_input: str = "", built: BuiltContext | None = None) -> Plan:
         """The active strategy's decision now: what it measures, whether it would compact
         before the next request, and what it would cut. The gauge, the warnings and the agent
         all act on this one decision."""
-        return self.strategy.plan(self._view(user_input, built))
+        return self.core.strategy.plan(self.view(user_input, built))
 
     def compact(
         self,
@@ -50,7 +70,7 @@ class Steering(WriterLease):
         """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events.
         ``keep_rounds``: a cut chosen by hand (see :meth:`HistoryManager.prepare`);
         ``user_input``: the input the rule measured with, when it fired on it."""
-        with self.writing("compaction"):
+        with self.lease.writing("compaction"):
             draft = self.prepare_compaction(
                 focus, trigger, keep_rounds=keep_rounds, user_input=user_input
             )
@@ -71,13 +91,13 @@ class Steering(WriterLease):
         chosen by hand, every closed round but the last ``keep_rounds``. ``user_input``: the
         input the rule's measure counted (its record then says the measure that fired, not one
         taken again without the input: issue 39, ``"7,000 >= 8,000", fired: false``)."""
-        built = self._build(self.current_question) if self.current_round else None
-        view = self._view(user_input, built)
-        asks_live = self.strategy.live_summary_prompt is not None
+        built = self.core.build(self.core.current_question) if self.core.current_round else None
+        view = self.view(user_input, built)
+        asks_live = self.core.strategy.live_summary_prompt is not None
         live = self._live_summary_call(built) if asks_live else None
-        return self.history.prepare(
-            self.strategy,
-            self.summaries,
+        return self.core.history.prepare(
+            self.core.strategy,
+            self.core.summaries,
             trigger,
             focus,
             view,
@@ -93,11 +113,11 @@ class Steering(WriterLease):
         trigger: Trigger = Trigger.MANUAL,
     ) -> CompactionResult:
         """Store a prepared compaction; ``content`` is the user's edit of the draft summary."""
-        with self.writing("compaction"):
-            result = self.history.commit(draft, content)
-        if result.segment is not None and self.current_round is not None:
+        with self.lease.writing("compaction"):
+            result = self.core.history.commit(draft, content)
+        if result.segment is not None and self.core.current_round is not None:
             gone = {m.id for m in result.segment.messages}
-            self.scratchpad = [s for s in self.scratchpad if s.assistant.id not in gone]
+            self.core.scratchpad = [s for s in self.core.scratchpad if s.assistant.id not in gone]
         if trigger != Trigger.EMERGENCY:
             self._warn_if_stuck(self.plan())
         return result
@@ -105,30 +125,30 @@ class Steering(WriterLease):
     def uncompact(self, compaction_id: int | None = None) -> Compaction:
         """Reverse the latest compaction: its messages return to history (``ctxscope
         uncompact``); refused for any compaction but the latest one not yet undone."""
-        with self.writing("uncompact"):
-            return self.history.undo(compaction_id)
+        with self.lease.writing("uncompact"):
+            return self.core.history.undo(compaction_id)
 
     def pin(self, message_ids: list[int], pinned: bool = True) -> int:
         """Pin (or unpin) messages: no strategy archives a pinned message or its step."""
-        with self.writing("pin"):
-            changed = self.history.pin(message_ids, pinned)
+        with self.lease.writing("pin"):
+            changed = self.core.history.pin(message_ids, pinned)
         self._warn_if_pins_crowd()
         return changed
 
     def _warn_if_pins_crowd(self) -> None:
         """Say so when the pinned messages alone (with L1/L2) reach the threshold."""
-        pinned = self.history.pinned_ids
+        pinned = self.core.history.pinned_ids
         if not pinned:
             return
-        built = self._build_idle()
+        built = self.core.build_idle()
         tokens = fixed_tokens(built) + sum(
-            m.tokens or 0 for m in self.history.history.messages if m.id in pinned
+            m.tokens or 0 for m in self.core.history.history.messages if m.id in pinned
         )
         measure = self.plan().measure
         token_based = measure.source != "count"
-        threshold = int(measure.threshold) if token_based else self.settings.threshold_tokens
+        threshold = int(measure.threshold) if token_based else self.core.settings.threshold_tokens
         if tokens >= threshold:
-            self.events(
+            self.core.events(
                 BudgetWarning(
                     kept_tokens=tokens,
                     threshold=threshold,
@@ -140,46 +160,51 @@ class Steering(WriterLease):
                 )
             )
 
-    def _view(self, user_input: str, built: BuiltContext | None) -> PolicyView:
-        built = built or self._build_idle()
+    def view(self, user_input: str, built: BuiltContext | None) -> PolicyView:
+        """What the strategy sees now: the history as sent, the request's counts, the pins."""
+        built = built or self.core.build_idle()
         sent: dict[int, int] = {}
-        if self.current_round is not None:
+        if self.core.current_round is not None:
             # The round in progress sends full observations, not history's compressed copies.
-            full = {r.tool_use_id: r for step in self.scratchpad for r in step.results}
-            for msg in self._round_messages():
+            full = {r.tool_use_id: r for step in self.core.scratchpad for r in step.results}
+            for msg in self.core.round_messages():
                 result = full.get(msg.meta.tool_use_id or "")
                 if msg.id is not None and result is not None:
                     sent[msg.id] = result.tokens or BLOCK_OVERHEAD + count_text(result.text)
-        uses_api = self.strategy.uses_api_usage
-        record = self._last_record() if uses_api else None
+        uses_api = self.core.strategy.uses_api_usage
+        record = self.core.last_record() if uses_api else None
         return PolicyView(
-            history=self.history.sent_form(self.strategy),
-            in_progress=self.current_round,
-            request_tokens=built.total + self.extra_prefix_tokens,
-            fixed_tokens=fixed_tokens(built) + self.extra_prefix_tokens,
-            last_usage=self._fresh_usage(record) if uses_api else None,
+            history=self.core.history.sent_form(self.core.strategy),
+            in_progress=self.core.current_round,
+            request_tokens=built.total + self.core.extra_prefix_tokens,
+            fixed_tokens=fixed_tokens(built) + self.core.extra_prefix_tokens,
+            last_usage=self.core.fresh_usage(record) if uses_api else None,
             last_usage_source=record.source if record else "api",
             user_input=user_input,
             sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,
-            pinned=self.history.pinned_ids,
+            pinned=self.core.history.pinned_ids,
             count_request=self._request_tokens,
             head_messages=1 + bool(built.layers.get("L2 CODE_LAW")),
+            excess=self.excess,
         )
 
     def _request_tokens(self, hist: History) -> int:
         """The local count of the request ``hist`` would send now (as ``request_tokens``)."""
-        if self.current_round is not None:
-            return self._build(self.current_question, hist).total + self.extra_prefix_tokens
-        return self._build_idle("", hist).total + self.extra_prefix_tokens
+        if self.core.current_round is not None:
+            return (
+                self.core.build(self.core.current_question, hist).total
+                + self.core.extra_prefix_tokens
+            )
+        return self.core.build_idle("", hist).total + self.core.extra_prefix_tokens
 
     def _live_summary_call(self, built: BuiltContext | None) -> Callable[[float], str]:
         """Seed 002: the live conversation plus the strategy's (mock) user message, as the
         strategy asks it (:meth:`~engine.compaction.policy.CompactionPolicy.live_summary_request`),
         answered by the model."""
-        live = self.strategy.live_summary_request((built or self._build_idle()).request)
+        live = self.core.strategy.live_summary_request((built or self.core.build_idle()).request)
 
         def call(timeout: float) -> str:
-            response = self.provider.complete(live, lambda _event: None, self._cancel)
+            response = self.core.provider.complete(live, lambda _event: None, self.core.cancelled)
             if response.tool_calls:
                 raise ProviderError("bad_request", "the model answered with a tool call")
             return response.text
@@ -193,30 +218,27 @@ class Steering(WriterLease):
         compaction that cannot happen."""
         if not plan.measure.fires or plan.compacts or not plan.reason:
             return
-        if self.strategy.summary is None:
+        if self.core.strategy.summary is None:
             return
-        if self.strategy.keeps_recent_rounds:
+        if self.core.strategy.keeps_recent_rounds:
             self._warn_if_kept_rounds_exceed()
             return
-        self.events(
+        self.core.events(
             BudgetWarning(
-                kept_tokens=self.history.tokens(),
+                kept_tokens=self.core.history.tokens(),
                 threshold=int(plan.measure.threshold),
-                message=f"{plan.measure.describe()}, but {self.strategy.name} will not compact: "
-                f"{plan.reason}.",
+                message=f"{plan.measure.describe()}, but {self.core.strategy.name} will not "
+                f"compact: {plan.reason}.",
             )
         )
 
-    _window_told = ""
-    """The strategy's window notice last said (each is said once)."""
-
-    def _check(self, user_input: str = "", built: BuiltContext | None = None) -> bool:
+    def check(self, user_input: str = "", built: BuiltContext | None = None) -> bool:
         """Ask the strategy at one of its check points; compact when it says so."""
-        told = self.strategy.window_notice(self.settings.context_window)
+        told = self.core.strategy.window_notice(self.core.settings.context_window)
         if told and told != self._window_told:
-            self.events(Notice(message=told))
+            self.core.events(Notice(message=told))
         self._window_told = told
-        plan = self.strategy.plan(self._view(user_input, built))
+        plan = self.core.strategy.plan(self.view(user_input, built))
         if plan.compacts:
             self.compact(trigger=Trigger.AUTO, user_input=user_input)
             return True
@@ -228,12 +250,12 @@ class Steering(WriterLease):
 
         Compaction never goes below the last ``keep_rounds`` rounds, so it cannot help then.
         """
-        kept = fixed_tokens(self._build_idle()) + self.history.kept_tokens()
-        threshold = self.settings.threshold_tokens
+        kept = fixed_tokens(self.core.build_idle()) + self.core.history.kept_tokens()
+        threshold = self.core.settings.threshold_tokens
         if kept < threshold:
             return
-        keep = self.settings.keep_rounds
-        self.events(
+        keep = self.core.settings.keep_rounds
+        self.core.events(
             BudgetWarning(
                 kept_tokens=kept,
                 threshold=threshold,

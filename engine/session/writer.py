@@ -13,15 +13,23 @@ from engine.messages.tokens import (
 from engine.models import (
     RoundStatus,
 )
-from engine.session.core import CRASH_ANSWER, CRASH_RESULT, AgentCore
-from engine.store import SessionBusy
+from engine.session.core import CRASH_ANSWER, CRASH_RESULT, AgentCore, Known
+from engine.store import Lease, SessionBusy
 
 
-class WriterLease(AgentCore):
+class WriterLease:
     """The session's writer lease around every write of the agent."""
 
-    def _ready(self) -> None:
-        self.recover()
+    def __init__(self, core: AgentCore, wait: float = 0.0) -> None:
+        self.core = core
+        self.wait = wait
+        """Seconds ``run`` and ``compact`` wait for another writer of the session (0: refuse)."""
+        self._lease: Lease | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this agent holds the session's writer lease now."""
+        return self._lease is not None
 
     def recover(self) -> list[int]:
         """Close rounds left open by a crash — only when no live process writes the session.
@@ -29,12 +37,13 @@ class WriterLease(AgentCore):
         An open round whose writer still runs is live, not crashed: it is left alone. A
         read-only store never writes.
         """
+        store = self.core.store
         if self._lease is not None:
             return self._close_crashed_rounds()
-        if self.store.read_only:
+        if store.read_only:
             return []
         try:
-            lease = self.store.acquire_lease(self.session_id, "recovery")
+            lease = store.acquire_lease(self.core.session_id, "recovery")
         except SessionBusy:
             return []
         with lease:
@@ -42,27 +51,29 @@ class WriterLease(AgentCore):
 
     def _catch_up(self) -> None:
         """Reload what another process wrote while this agent was not the writer."""
-        hist = self.history.history
+        core = self.core
+        hist = core.history.history
         seen = (
             max((m.id or 0 for m in hist.messages), default=0),
             len(hist.messages),
             max((s.id or 0 for s in hist.summaries), default=0),
         )
-        if self.store.history_marker(self.session_id) != seen:
-            self.history.reload()
-        self.tool_ctx.todos = self.store.get_todos(self.session_id)
+        if core.store.history_marker(core.session_id) != seen:
+            core.history.reload()
+        core.tool_ctx.todos = core.store.get_todos(core.session_id)
 
     def _close_crashed_rounds(self) -> list[int]:
         """Mark open rounds as interrupted, pairing their tool calls (the lease is held)."""
+        core = self.core
         fixed = []
-        for rnd in self.store.open_rounds(self.session_id):
-            if rnd.index == self.current_round:
+        for rnd in core.store.open_rounds(core.session_id):
+            if rnd.index == core.current_round:
                 continue
-            self.history.close_dangling(rnd.index, CRASH_RESULT, CRASH_ANSWER)
-            self.history.finish_round(rnd.index, RoundStatus.INTERRUPTED, "crashed")
+            core.history.close_dangling(rnd.index, CRASH_RESULT, CRASH_ANSWER)
+            core.history.finish_round(rnd.index, RoundStatus.INTERRUPTED, "crashed")
             fixed.append(rnd.index)
         if fixed:
-            self.history.reload()
+            core.history.reload()
         return fixed
 
     @contextmanager
@@ -70,22 +81,23 @@ class WriterLease(AgentCore):
         """Hold the session's writer lease (one writer at a time; re-entrant).
 
         Raises :class:`~engine.store.SessionBusy` when another live process writes the
-        session and ``lease_wait`` runs out. On entry, rounds a dead writer left open are
+        session and ``wait`` runs out. On entry, rounds a dead writer left open are
         closed as crashed.
         """
         if self._lease is not None:
             yield
             return
-        self._lease = self.store.acquire_lease(self.session_id, purpose, wait=self.lease_wait)
+        core = self.core
+        self._lease = core.store.acquire_lease(core.session_id, purpose, wait=self.wait)
         # What the agent knows of the session's usage and compactions holds for this lease only.
-        self._usage_known = self._compaction_known = None
+        core.known = Known()
         try:
             self._catch_up()
             self._close_crashed_rounds()
             yield
         finally:
             lease, self._lease = self._lease, None
-            self._usage_known = self._compaction_known = None
+            core.known = None
             try:
                 self._keep_token_counts()
             finally:
@@ -94,9 +106,10 @@ class WriterLease(AgentCore):
     def _keep_token_counts(self) -> None:
         """Store the counts of the texts every request repeats that the database lacks, so
         the next ``context`` or workbench need not load the tokenizer."""
-        texts = [t for t in self.builder.repeated_texts() if t]
+        texts = [t for t in self.core.builder.repeated_texts() if t]
         counts = {text_digest(t): count_repeated(t) for t in texts}
-        new = {d: n for d, n in counts.items() if d not in self._stored_counts}
+        stored = self.core.stored_counts
+        new = {d: n for d, n in counts.items() if d not in stored}
         if new:
-            self.store.remember_token_counts(new)
-            self._stored_counts.update(new)
+            self.core.store.remember_token_counts(new)
+            stored.update(new)

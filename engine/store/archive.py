@@ -19,7 +19,6 @@ from engine.models import (
 )
 from engine.store import search
 from engine.store.access import reads, writes
-from engine.store.conversation import ConversationStore
 from engine.store.errors import StoreError
 from engine.store.models import (
     CompactionRow,
@@ -29,6 +28,7 @@ from engine.store.models import (
     SegmentRow,
     SummaryRow,
 )
+from engine.store.part import StorePart
 from engine.store.rows import (
     Select,
     compaction_model,
@@ -39,7 +39,7 @@ from engine.store.rows import (
 from prompts.agents_prompts.summary_prompt import RECALL_NOTE, SEGMENT_PENDING
 
 
-class ArchiveStore(ConversationStore):
+class ArchiveStore(StorePart):
     """Compactions, summaries, archived segments, pins and archive search."""
 
     # ------------------------------------------------------------------ compaction

@@ -18,13 +18,14 @@ from engine.models import (
     utcnow,
 )
 from engine.store import dialect, schema
-from engine.store.access import reads, writes
+from engine.store.access import StoreAccess, reads, writes
 from engine.store.models import (
     MessageRow,
     ObservationRow,
     RoundRow,
     SummaryRow,
 )
+from engine.store.part import StorePart
 from engine.store.rows import (
     Select,
     message_model,
@@ -39,14 +40,18 @@ from engine.store.rows import (
 from engine.store.sessions import SessionStore
 
 
-class ConversationStore(SessionStore):
+class ConversationStore(StorePart):
     """What was said: rounds, their messages, and the observations behind tool results."""
+
+    def __init__(self, access: StoreAccess, sessions: SessionStore) -> None:
+        super().__init__(access)
+        self.sessions = sessions
 
     # ------------------------------------------------------------------ rounds and messages
     @writes
     def open_round(self, session_id: int, user_message: Message) -> tuple[Round, Message]:
         """Start the next round with its user message; both committed together."""
-        self.get_session(session_id)
+        self.sessions.get_session(session_id)
         with self.together():
             index = self._last_round(session_id) + 1
             rnd = Round(session_id=session_id, index=index, started_at=utcnow())
@@ -182,7 +187,7 @@ class ConversationStore(SessionStore):
     @reads
     def history(self, session_id: int) -> History:
         """L3 as stored: summaries in order, then the messages not archived."""
-        self.get_session(session_id)
+        self.sessions.get_session(session_id)
         summaries = [
             summary_model(r)
             for r in SummaryRow.select()

@@ -11,8 +11,9 @@ from peewee import chunked
 
 from engine.exchanges import Exchange
 from engine.models import Usage, utcnow
-from engine.store.access import StoreAccess, reads, writes
+from engine.store.access import reads, writes
 from engine.store.models import ExchangeBlobRow, ExchangeRow, SessionRow
+from engine.store.part import StorePart
 
 BLOBS = "$blobs"
 """In a stored shape: the digests that stand for a list (system blocks, tools, messages)."""
@@ -40,7 +41,7 @@ def digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-class ExchangeStore(StoreAccess):
+class ExchangeStore(StorePart):
     """Proxied requests and the blobs they share."""
 
     _chains: dict[tuple[int, str], tuple[int, list[str], list[Any]]]

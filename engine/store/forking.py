@@ -15,8 +15,8 @@ from typing import Any
 
 from engine.models import Session, utcnow
 from engine.store import dialect, search
-from engine.store.access import writes
-from engine.store.archive import ArchiveStore
+from engine.store.access import StoreAccess, writes
+from engine.store.conversation import ConversationStore
 from engine.store.models import (
     BaseRow,
     CompactionRow,
@@ -29,7 +29,9 @@ from engine.store.models import (
     SummaryRow,
     UsageRow,
 )
+from engine.store.part import StorePart
 from engine.store.rows import session_model
+from engine.store.sessions import SessionStore
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,15 @@ Remap = dict[str, dict[Any, Any]]
 """For each reference column of a copied row: old id → the copy's id."""
 
 
-class ForkStore(ArchiveStore):
+class ForkStore(StorePart):
     """Copies of sessions (:meth:`fork_session`)."""
+
+    def __init__(
+        self, access: StoreAccess, sessions: SessionStore, conversation: ConversationStore
+    ) -> None:
+        super().__init__(access)
+        self.sessions = sessions
+        self.conversation = conversation
 
     @writes
     def fork_session(self, session_id: int, source: str) -> Fork:
@@ -68,7 +77,7 @@ class ForkStore(ArchiveStore):
         compactions, archive, observations, usage and strategy switches; ``source`` says what
         it is a fork of (``fork of #2 at round 6``). The copy is an ordinary session (no
         provider recorded): whatever runs it next names its own."""
-        self._session_row(session_id)  # SessionNotFound before anything is written
+        self.sessions.session_row(session_id)  # SessionNotFound before anything is written
         old = SessionRow.get_by_id(session_id)
         now = utcnow()
         row = SessionRow.create(
@@ -135,7 +144,7 @@ class ForkStore(ArchiveStore):
         recording stays as it was); None for any other session, which changes itself."""
         if not session.recorded or session.id is None:
             return None
-        rounds = self.rounds(session.id)
+        rounds = self.conversation.rounds(session.id)
         at = f"fork of #{session.id}" + (f" at round {rounds[-1].index}" if rounds else "")
         return self.fork_session(session.id, at)
 

@@ -14,7 +14,7 @@ from typing import Any
 from peewee import SQL, fn
 
 from engine.models import utcnow
-from engine.store.access import StoreAccess, reads, writes
+from engine.store.access import reads, writes
 from engine.store.models import (
     CompactionRow,
     ImportedFileRow,
@@ -23,6 +23,7 @@ from engine.store.models import (
     SessionRow,
     UsageRow,
 )
+from engine.store.part import StorePart
 from engine.store.rows import row_dicts
 
 LONG_REQUEST = 200_000
@@ -109,7 +110,7 @@ def _time(value: Any) -> datetime | None:
     return converted
 
 
-class HistoryStore(StoreAccess):
+class HistoryStore(StorePart):
     """The imported files' bookkeeping and the report's grouped reads."""
 
     # ------------------------------------------------------------------ imported files

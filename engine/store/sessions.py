@@ -26,7 +26,6 @@ from engine.store.access import (
     LEASE_HEARTBEAT,
     LEASE_POLL,
     LEASE_STALE_AFTER,
-    StoreAccess,
     reads,
     writes,
 )
@@ -45,6 +44,7 @@ from engine.store.models import (
     TokenCountRow,
     UsageRow,
 )
+from engine.store.part import StorePart
 from engine.store.rows import (
     Select,
     params_model,
@@ -53,7 +53,7 @@ from engine.store.rows import (
 )
 
 
-class SessionStore(StoreAccess):
+class SessionStore(StorePart):
     """Sessions and what belongs to a session as a whole."""
 
     # ------------------------------------------------------------------ the writer lease
@@ -242,9 +242,9 @@ class SessionStore(StoreAccess):
 
     @reads
     def get_session(self, session_id: int) -> Session:
-        return session_model(self._session_row(session_id))
+        return session_model(self.session_row(session_id))
 
-    def _session_row(self, session_id: int) -> Any:
+    def session_row(self, session_id: int) -> Any:
         """The session's row (plain SQL: every round and every write asks for it)."""
         row = _SESSION.first(self.db, (session_id,))
         if row is None:
@@ -489,7 +489,7 @@ class SessionStore(StoreAccess):
     # ------------------------------------------------------------------ todos
     @reads
     def get_todos(self, session_id: int) -> list[TodoItem]:
-        return [TodoItem.model_validate(t) for t in self._session_row(session_id).todos or []]
+        return [TodoItem.model_validate(t) for t in self.session_row(session_id).todos or []]
 
     @writes
     def set_todos(self, session_id: int, todos: Iterable[TodoItem]) -> None:

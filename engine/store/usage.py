@@ -5,10 +5,11 @@ from __future__ import annotations
 from engine.models import (
     UsageRecord,
 )
-from engine.store.access import StoreAccess, reads, writes
+from engine.store.access import reads, writes
 from engine.store.models import (
     UsageRow,
 )
+from engine.store.part import StorePart
 from engine.store.rows import (
     Select,
     table_columns,
@@ -17,7 +18,7 @@ from engine.store.rows import (
 )
 
 
-class UsageStore(StoreAccess):
+class UsageStore(StorePart):
     """Usage records, one per model call."""
 
     @writes

@@ -118,7 +118,7 @@ def test_a_tool_call_without_a_workspace_is_refused(env: Path, etc_like: Path) -
     rnd, _ = store.open_round(session.id or 0, Message(role="user", content="read passwd"))
     for path in ("passwd", str(etc_like / "passwd")):
         call = ToolCall(id=f"t{len(path)}", name="Read", input={"file_path": path})
-        done = agent._run_tool(call, rnd.index, 1)  # noqa: SLF001 - the one place tools run
+        done = agent.loop.run_tool(call, rnd.index, 1)  # the one place tools run
         assert done.is_error and done.text.startswith("Error [no_workspace]: session 1 was")
         assert SECRET_LINE not in done.text
     assert "CODE-LAW-FROM-THE-RECORDING" not in json.dumps(agent.preview().request.system)

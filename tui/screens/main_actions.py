@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from textual import on
+from textual.screen import Screen
 from textual.widget import Widget
 
 from engine.context.history import CompactionDraft, CompactionResult
@@ -26,7 +27,6 @@ from tui.screens.permission_modal import PermissionModal
 from tui.screens.report_screen import ReportScreen
 from tui.screens.requests_screen import RequestsScreen
 from tui.screens.sessions_screen import SessionsScreen
-from tui.screens.strategy_switch import StrategySwitching
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from engine.session import Agent
     from engine.store.forking import Fork
-    from tui.app import CtxscopeApp
+    from tui.host import Workbench
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block
     from tui.widgets.history_view import BlockMemo
@@ -177,7 +177,7 @@ IDLE_ONLY = {"compact", "sessions", "new_session", "undo_compaction", "toggle_pi
 """Actions refused while the agent works (they would race the round); they say so."""
 
 
-class MainActions(StrategySwitching):
+class MainActions(Screen[None]):
     """Actions of the main screen (the base class of MainScreen)."""
 
     if TYPE_CHECKING:
@@ -195,7 +195,7 @@ class MainActions(StrategySwitching):
         undoable: int | None
 
         @property
-        def ctx_app(self) -> CtxscopeApp: ...
+        def ctx_app(self) -> Workbench: ...
 
         def open(self, resume: Resume) -> None: ...
 

@@ -13,10 +13,11 @@ Below 110 columns the scratchpad, history and gauge share one column behind tabs
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import Reactive, reactive
@@ -37,6 +38,7 @@ from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_workers import MainWorkers
 from tui.screens.pane_keys import PaneKeys
 from tui.screens.search_modal import SearchHit, SearchModal
+from tui.screens.strategy_switch import StrategySwitch
 from tui.session_loader import Resume, layout_for
 from tui.text_wrap import plain
 from tui.widgets.block_view import Block, BlockView
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 
     from engine.session import Agent
     from engine.store.forking import Fork
-    from tui.app import CtxscopeApp
+    from tui.host import Workbench
 
 PANES = ("scratch", "history", "gauge")
 
@@ -71,8 +73,10 @@ FOOTER_DROP_ORDER = (
 """Footer keys left out first when the line is too narrow (all stay on F1 and Ctrl+P)."""
 
 
-class MainScreen(MainWorkers, PaneKeys):
-    """The workbench."""
+class MainScreen(MainWorkers):
+    """The workbench: its workers and actions (:class:`MainWorkers` over
+    :class:`~tui.screens.main_actions.MainActions`), and two parts it holds: the keys between
+    panes (:class:`PaneKeys`) and the strategy switch (:class:`StrategySwitch`)."""
 
     HORIZONTAL_BREAKPOINTS = [
         (0, "-narrow"),
@@ -101,9 +105,13 @@ class MainScreen(MainWorkers, PaneKeys):
     pane: Reactive[str] = reactive("history")
     """The pane shown in the narrow layout: ``scratch``, ``history`` or ``gauge``."""
 
-    def __init__(self, resume: Resume) -> None:
+    def __init__(self, resume: Resume, workbench: Workbench) -> None:
         super().__init__()
         self.resume = resume
+        self.workbench = workbench
+        """The application it runs in: the store, settings, workspace, opening a session."""
+        self.pane_keys = PaneKeys(self)
+        self.strategy_switch = StrategySwitch(self)
         self.agent: Agent | None = None
         self.memo = BlockMemo()
         """Message blocks of the open session, reused across redraws."""
@@ -131,12 +139,30 @@ class MainScreen(MainWorkers, PaneKeys):
         """The input box's hint when idle (a recording's says that typing forks it)."""
 
     @property
-    def ctx_app(self) -> CtxscopeApp:
-        from tui.app import CtxscopeApp
+    def ctx_app(self) -> Workbench:
+        return self.workbench
 
-        app = self.app
-        assert isinstance(app, CtxscopeApp)
-        return app
+    # The parts' keys and commands (Textual finds actions and handlers on the screen)
+
+    def action_cycle_pane(self) -> None:
+        """Ctrl+G: the focus to the next pane (:meth:`PaneKeys.cycle_pane`)."""
+        self.pane_keys.cycle_pane()
+
+    def action_focus_pane(self, name: str) -> None:
+        """Alt+1–4: jump to a pane (:meth:`PaneKeys.focus_pane`)."""
+        self.pane_keys.focus_pane(name)
+
+    def steer_typing(self, event: events.Key | events.Paste) -> None:
+        """Called by the app before a key or paste reaches the focused widget
+        (:meth:`PaneKeys.steer_typing`)."""
+        self.pane_keys.steer_typing(event)
+
+    def on_key(self, event: events.Key) -> None:
+        self.pane_keys.key(event)
+
+    def strategy_commands(self) -> Iterable[SystemCommand]:
+        """The palette's *Strategy: NAME* entries (:meth:`StrategySwitch.commands`)."""
+        return self.strategy_switch.commands()
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:

@@ -1,11 +1,12 @@
 """The main screen's workers and what their results change on screen.
 
 The base class of :class:`~tui.screens.main_screen.MainScreen` (over
-:class:`~tui.screens.main_actions.MainActions`), kept apart so each module stays small: the
-thread workers that open a session, run a round, compact, undo, pin, redraw and decide; their
-results and failures, handled in one place (:meth:`MainWorkers.on_worker_state_changed`, keyed
-on the worker group); and applying a measured :class:`~tui.session_loader.SessionView` to the
-history pane, the gauge, the todos and the subtitles.
+:class:`~tui.screens.main_actions.MainActions`), kept apart so each module stays small: the thread
+workers that open a session, run a round, compact, undo, pin, redraw and decide; their results,
+each a type of its own and dispatched on it, and failures, keyed on the worker group, handled in
+one place (:meth:`MainWorkers.on_worker_state_changed`); and applying a measured
+:class:`~tui.session_loader.SessionView` to the history pane, the gauge, the todos and the
+subtitles.
 """
 
 from __future__ import annotations
@@ -62,6 +63,55 @@ class RoundDone:
     view: SessionView
     title: str
     last_scratch: list[Block]
+
+
+@dataclass
+class Prepared:
+    """A compaction previewed (F5): its draft, or why there is none."""
+
+    draft: CompactionDraft | CompactionResult
+
+
+@dataclass
+class Measured:
+    """The session measured again (redrawn)."""
+
+    view: SessionView
+
+
+@dataclass
+class Compacted:
+    """A compaction stored, and the session measured after it."""
+
+    result: CompactionResult
+    view: SessionView
+
+
+@dataclass
+class Undone:
+    """A compaction undone, and the session measured after it."""
+
+    compaction: Compaction
+    view: SessionView
+
+
+@dataclass
+class Pinned:
+    """A message pinned or unpinned, and the session measured after it."""
+
+    pinned: bool
+    view: SessionView
+
+
+@dataclass
+class FilesListed:
+    """The workspace's files, for the input's @file suggestions."""
+
+    files: list[str]
+
+
+BUSY_GROUPS = ("open", "round", "prepare", "compact", "redraw", "undo", "pin")
+"""The workers that keep the agent busy (the history pane shows it loading) until they end."""
 
 
 class MainWorkers(MainActions):
@@ -138,56 +188,50 @@ class MainWorkers(MainActions):
             agent.store.db.close()
 
     @work(thread=True, exclusive=True, group="prepare", exit_on_error=False)
-    def prepare_worker(
-        self, agent: Agent, focus: str, keep: int | None
-    ) -> CompactionDraft | CompactionResult:
+    def prepare_worker(self, agent: Agent, focus: str, keep: int | None) -> Prepared:
         try:
-            return agent.prepare_compaction(focus or None, dry_run=True, keep_rounds=keep)
+            return Prepared(agent.prepare_compaction(focus or None, dry_run=True, keep_rounds=keep))
         finally:
             agent.store.db.close()
 
     @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
-    def compact_now_worker(
-        self, agent: Agent, memo: BlockMemo, focus: str, keep: int
-    ) -> tuple[CompactionResult, SessionView]:
+    def compact_now_worker(self, agent: Agent, memo: BlockMemo, focus: str, keep: int) -> Compacted:
         try:
             result = agent.compact(focus or None, keep_rounds=keep)
-            return result, measure(agent, memo)
+            return Compacted(result, measure(agent, memo))
         finally:
             agent.store.db.close()
 
     @work(thread=True, exclusive=True, group="undo", exit_on_error=False)
-    def undo_worker(self, agent: Agent, memo: BlockMemo) -> tuple[Compaction, SessionView]:
+    def undo_worker(self, agent: Agent, memo: BlockMemo) -> Undone:
         try:
             undone = agent.uncompact()
-            return undone, measure(agent, memo)
+            return Undone(undone, measure(agent, memo))
         finally:
             agent.store.db.close()
 
     @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
     def compact_worker(
         self, agent: Agent, memo: BlockMemo, draft: CompactionDraft, content: str | None
-    ) -> tuple[CompactionResult, SessionView]:
+    ) -> Compacted:
         try:
             result = agent.commit_compaction(draft, content)
-            return result, measure(agent, memo)
+            return Compacted(result, measure(agent, memo))
         finally:
             agent.store.db.close()
 
     @work(thread=True, exclusive=True, group="pin", exit_on_error=False)
-    def pin_worker(
-        self, agent: Agent, memo: BlockMemo, message_id: int, pinned: bool
-    ) -> tuple[bool, SessionView]:
+    def pin_worker(self, agent: Agent, memo: BlockMemo, message_id: int, pinned: bool) -> Pinned:
         try:
             agent.pin([message_id], pinned)
-            return pinned, measure(agent, memo)
+            return Pinned(pinned, measure(agent, memo))
         finally:
             agent.store.db.close()
 
     @work(thread=True, exclusive=True, group="redraw", exit_on_error=False)
-    def redraw_worker(self, agent: Agent, memo: BlockMemo) -> SessionView:
+    def redraw_worker(self, agent: Agent, memo: BlockMemo) -> Measured:
         try:
-            return measure(agent, memo)
+            return Measured(measure(agent, memo))
         finally:
             agent.store.db.close()
 
@@ -199,39 +243,42 @@ class MainWorkers(MainActions):
             agent.store.db.close()
 
     @work(thread=True, exclusive=True, group="files", exit_on_error=False)
-    def load_files(self) -> list[str]:
-        return workspace_files(self.ctx_app.workspace)
+    def load_files(self) -> FilesListed:
+        return FilesListed(workspace_files(self.ctx_app.workspace))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker: Worker[Any] = event.worker
-        group = worker.group
         if event.state == WorkerState.ERROR:
-            self._worker_failed(group, worker.error)
-        elif event.state == WorkerState.SUCCESS and worker.result is not None:
-            result = worker.result
-            if group == "open":
-                self._opened(result)
-            elif group == "round":
-                self._round_done(result)
-            elif group == "prepare":
-                self._prepared(result)
-            elif group == "redraw":
-                self.apply_view(result, scroll_end=False)
-            elif group == "compact":
-                self._compacted(*result)
-            elif group == "undo":
-                self._undone(*result)
-            elif group == "pin":
-                self._pinned(*result)
-            elif group == "decide":
-                if self.busy is None and self.presenter is not None:
-                    self.presenter.decided(result)
-            elif group == "files":
-                self.query_one(ChatInput).workspace_suggester.set_files(result)
+            self._worker_failed(worker.group, worker.error)
+        elif event.state == WorkerState.SUCCESS:
+            self._show_result(worker.result)
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
-            if group in ("open", "round", "prepare", "compact", "redraw", "undo", "pin"):
+            if worker.group in BUSY_GROUPS:
                 self.busy = None
                 self.query_one(HistoryView).loading = False
+
+    def _show_result(self, result: object) -> None:
+        """What a worker's result changes on screen, by its type."""
+        match result:
+            case OpenedSession():
+                self._opened(result)
+            case RoundDone():
+                self._round_done(result)
+            case Prepared(draft=draft):
+                self._prepared(draft)
+            case Measured(view=view):
+                self.apply_view(view, scroll_end=False)
+            case Compacted(result=compacted, view=view):
+                self._compacted(compacted, view)
+            case Undone(compaction=compaction, view=view):
+                self._undone(compaction, view)
+            case Pinned(pinned=pinned, view=view):
+                self._pinned(pinned, view)
+            case Decision():
+                if self.busy is None and self.presenter is not None:
+                    self.presenter.decided(result)
+            case FilesListed(files=files):
+                self.query_one(ChatInput).workspace_suggester.set_files(files)
 
     def _worker_failed(self, group: str, error: BaseException | None) -> None:
         what = {

@@ -1,19 +1,21 @@
-"""Keys that move between the panes and the text box (the base class of
-:class:`~tui.screens.main_screen.MainScreen`): typing in a pane goes to the box, a burst
-whole and in order; Ctrl+G and Alt+1–4 jump between the panes; Ctrl+T says how to pin."""
+"""Keys that move between the panes and the text box (a part of
+:class:`~tui.screens.main_screen.MainScreen`, handed the screen): typing in a pane goes to the
+box, a burst whole and in order; Ctrl+G and Alt+1–4 jump between the panes; Ctrl+T says how to
+pin."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from textual import events
-from textual.reactive import Reactive
-from textual.screen import Screen
 from textual.widgets import Input
 
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import FocusInput
 from tui.widgets.history_view import HistoryView
+
+if TYPE_CHECKING:
+    from tui.screens.main_screen import MainScreen
 
 
 def typed_character(event: events.Key) -> bool:
@@ -25,46 +27,45 @@ def typed_character(event: events.Key) -> bool:
     )
 
 
-class PaneKeys(Screen[None]):
+class PaneKeys:
     """The main screen's keys between panes and the text box."""
 
-    _jumped: str | None = None
-    """The pane Ctrl+G went to last (the gauge takes no focus to tell)."""
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
+        self._jumped: str | None = None
+        """The pane Ctrl+G went to last (the gauge takes no focus to tell)."""
 
-    if TYPE_CHECKING:
-        pane: Reactive[str]
-        cutting: bool
-
-        def action_toggle_pin(self) -> None: ...
-
-    def action_cycle_pane(self) -> None:
+    def cycle_pane(self) -> None:
         """Ctrl+G: the focus to the next pane — chat, scratchpad, history, then (narrow
         layout) the gauge — a key that reaches the app under tmux, where Alt+digit arrives as
         a character (``£``, ``™``)."""
-        order = ["chat", "scratch", "history"] + (["gauge"] if self.has_class("-narrow") else [])
-        focused = self.focused.id if self.focused is not None else None
+        screen = self.screen
+        order = ["chat", "scratch", "history"] + (["gauge"] if screen.has_class("-narrow") else [])
+        focused = screen.focused.id if screen.focused is not None else None
         if focused in order:
             now = focused
-        elif self._jumped == "gauge" and "gauge" in order and self.pane == "gauge":
+        elif self._jumped == "gauge" and "gauge" in order and screen.pane == "gauge":
             now = "gauge"  # the gauge takes no focus: where the last jump went
         else:
             now = "chat"  # the input box, or nothing: the chat column
         self._jumped = order[(order.index(now) + 1) % len(order)]
-        self.action_focus_pane(self._jumped)
+        self.focus_pane(self._jumped)
 
-    def action_focus_pane(self, name: str) -> None:
+    def focus_pane(self, name: str) -> None:
         """Jump to a pane (Alt+1–4, Ctrl+G); in the narrow layout its tab comes to the
         front."""
-        if name != "chat" and self.has_class("-narrow"):
-            self.pane = name
+        screen = self.screen
+        if name != "chat" and screen.has_class("-narrow"):
+            screen.pane = name
         target = {"chat": "#chat", "scratch": "#scratch", "history": "#history"}.get(name)
         if target is not None:
-            self.query_one(target).focus()
+            screen.query_one(target).focus()
 
     def text_box(self) -> Input:
         """Where typing goes: the compaction bar's focus box while F5 is on, else the
         question box."""
-        return self.query_one(FocusInput) if self.cutting else self.query_one(ChatInput)
+        screen = self.screen
+        return screen.query_one(FocusInput) if screen.cutting else screen.query_one(ChatInput)
 
     def steer_typing(self, event: events.Key | events.Paste) -> None:
         """Called by the app for each key and paste *before* it is handed to the focused
@@ -75,23 +76,25 @@ class PaneKeys(Screen[None]):
         Deciding later, when the pane handles the key, is too late for a burst: the app hands
         keys to the widget focused when it reads them, so a paste or fast typing would queue
         the rest of the burst in the pane (letters lost, Enter opening the pane's item)."""
-        if isinstance(self.focused, Input) or self.app.screen is not self:
+        screen = self.screen
+        if isinstance(screen.focused, Input) or screen.app.screen is not screen:
             return
         if isinstance(event, events.Key) and not typed_character(event):
             return
         box = self.text_box()
         if not box.disabled:
-            self.set_focus(box, scroll_visible=False)
+            screen.set_focus(box, scroll_visible=False)
 
-    def on_key(self, event: events.Key) -> None:
+    def key(self, event: events.Key) -> None:
         # A printable key that reached a pane all the same (a pane focused by the mouse while
         # keys were queued) goes to the text box: no pane takes a printable key.
-        if event.key == "ctrl+t" and self.query_one(HistoryView).selected_message() is None:
+        screen = self.screen
+        if event.key == "ctrl+t" and screen.query_one(HistoryView).selected_message() is None:
             # The pin binding is off without a selection: say how instead of nothing.
             event.stop()
-            self.action_toggle_pin()
+            screen.action_toggle_pin()
             return
-        if isinstance(self.focused, Input) or not typed_character(event):
+        if isinstance(screen.focused, Input) or not typed_character(event):
             return
         box = self.text_box()
         if box.disabled:

@@ -1,5 +1,5 @@
 """The session's strategy switched from the workbench: the command palette's *Strategy: NAME*
-entries (the base class of :class:`~tui.screens.main_actions.MainActions`)."""
+entries (a part of :class:`~tui.screens.main_screen.MainScreen`, handed the screen)."""
 
 from __future__ import annotations
 
@@ -7,69 +7,65 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
-from textual.screen import Screen
 
 from engine.compaction.strategies import STRATEGIES, get_strategy
 from engine.params import strategy_params
 from engine.store import SessionBusy, StoreError
 
 if TYPE_CHECKING:
-    from engine.session import Agent
-    from tui.app import CtxscopeApp
-    from tui.session_loader import Resume
+    from tui.screens.main_screen import MainScreen
 
 
-class StrategySwitching(Screen[None]):
-    """Switching the open session's strategy, as ``ctxscope strategy ID NAME`` does."""
+class StrategySwitch:
+    """Switching the open session's strategy, as ``ctxscope strategy ID NAME`` does: what it
+    asks of the screen is its agent, its settings, whether it is busy, to notify and to open
+    the session again."""
 
-    if TYPE_CHECKING:
-        agent: Agent | None
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
 
-        @property
-        def ctx_app(self) -> CtxscopeApp: ...
-
-        def open(self, resume: Resume) -> None: ...
-
-        def _refuse_when_busy(self) -> bool: ...
-
-    def strategy_commands(self) -> Iterable[SystemCommand]:
+    def commands(self) -> Iterable[SystemCommand]:
         """The palette's *Strategy: NAME* entries, one per strategy but the session's own."""
-        current = self.agent.strategy.name if self.agent is not None else None
+        screen = self.screen
+        current = screen.agent.strategy.name if screen.agent is not None else None
         for name in STRATEGIES:
             if name == current:
                 continue
-            policy = get_strategy(name, self.ctx_app.settings)
+            policy = get_strategy(name, screen.ctx_app.settings)
             yield SystemCommand(
                 f"Strategy: {name}",
                 f"Switch this session to {name} (seed {policy.seed[:3]}); recorded, as "
                 "`ctxscope strategy ID NAME` does",
-                lambda name=name: self.call_later(self.action_switch_strategy, name),
+                lambda name=name: screen.call_later(self.switch, name),
             )
 
-    def action_switch_strategy(self, name: str) -> None:
+    def switch(self, name: str) -> None:
         """Make ``name`` the session's strategy (recorded with its numbers, in the session's
         own window, as ``ctxscope strategy ID NAME``), then open the session again under it."""
-        if self._refuse_when_busy() or self.agent is None:
+        screen = self.screen
+        if screen._refuse_when_busy() or screen.agent is None:
             return
-        agent = self.agent
+        agent = screen.agent
         if agent.strategy.name == name:
-            self.notify(f"This session already uses {name}.", title="Strategy")
+            screen.notify(f"This session already uses {name}.", title="Strategy")
             return
         store, sid = agent.store, agent.session_id
         try:
             session = store.get_session(sid)
-            params = strategy_params(self.ctx_app.settings, name)
+            params = strategy_params(screen.ctx_app.settings, name)
             if session.params is not None:
                 window = session.params.context_window
                 params = params.model_copy(update={"context_window": window})
             with store.acquire_lease(sid, "strategy switch"):
                 store.switch_strategy(sid, name, params)
         except (SessionBusy, StoreError) as exc:
-            self.notify(f"The strategy was not switched: {exc}", title="Strategy", severity="error")
+            screen.notify(
+                f"The strategy was not switched: {exc}", title="Strategy", severity="error"
+            )
             return
-        self.notify(
+        screen.notify(
             f"Session {sid} switched from {agent.strategy.name} to {name}; it opens again "
             "under it.",
             title="Strategy",
         )
-        self.open(sid)
+        screen.open(sid)

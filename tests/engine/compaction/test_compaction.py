@@ -15,6 +15,7 @@ from engine.context.history import HistoryManager
 from engine.events import CompactionFailed, CompactionFinished, Event, Notice
 from engine.models import Message, Outcome, Trigger
 from engine.store import Store
+from engine.store.archive import ArchiveStore
 from prompts.agents_prompts.summary_prompt import SUMMARY_HEADING
 from tests.engine.builders import write_round
 
@@ -183,7 +184,7 @@ def test_store_failure_leaves_history_unchanged(
     def boom(self, message_ids, segment):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(Store, "_archive_messages", boom)
+    monkeypatch.setattr(ArchiveStore, "_archive_messages", boom)  # the store's archive part
     result = compact(manager, settings)
     assert result.compaction.outcome is Outcome.FAILED
     assert "disk full" in (result.compaction.error or "")

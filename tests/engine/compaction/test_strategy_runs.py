@@ -290,6 +290,7 @@ CRASH = textwrap.dedent(
     from engine.llm.offline import OfflineProvider
     from engine.models import Trigger
     from engine.store import Store
+    from engine.store.archive import ArchiveStore
 
     def die(self, message_ids, segment):
         os._exit(9)  # summary, compaction and segment rows written; the archive is next
@@ -306,7 +307,7 @@ CRASH = textwrap.dedent(
     for i in range(4):
         agent.run(f"read mod{i}.py")
     print(session.id, flush=True)
-    Store._archive_messages = die
+    ArchiveStore._archive_messages = die  # the store's archive part writes the archive
     # masking archives only on the emergency path
     agent.compact(trigger=Trigger.EMERGENCY if name == "masking" else Trigger.MANUAL)
     """

@@ -210,7 +210,7 @@ def test_tools_refuse_a_recorded_workspace_that_is_not_here(tmp_path: Path) -> N
     session = store.create_session(workspace="/nowhere/on/this/machine", title="x")
     agent = Agent(store, session, Settings(), OfflineProvider(Settings()), Path(session.workspace))
     rnd, _ = store.open_round(session.id or 0, Message(role="user", content="hi"))
-    done = agent._run_tool(ToolCall(id="t1", name="LS", input={"path": "."}), rnd.index, 1)
+    done = agent.loop.run_tool(ToolCall(id="t1", name="LS", input={"path": "."}), rnd.index, 1)
     assert done.is_error
     assert done.text.startswith("Error [no_workspace]: the session's workspace /nowhere/on")
     assert f"ctxscope ask INPUT --session {session.id} --workspace FOLDER --move-workspace" in (

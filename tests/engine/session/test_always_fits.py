@@ -253,7 +253,7 @@ def test_too_long_counts_the_recorded_agents_prefix(workspace: Path, tmp_path: P
     agent = Agent(store, session, settings, Recording(settings), workspace)
     question = "read f1.py"
     # room beside the prefix for what cannot shrink (system, tools, the input) and 50 more
-    fixed = sum(agent._build(question).layers[k] for k in SET_ASIDE_NOT)
+    fixed = sum(agent.core.build(question).layers[k] for k in SET_ASIDE_NOT)
     prefix = WINDOW - fixed - 50
     agent.extra_prefix_tokens = prefix
     outcome = agent.run(question)

@@ -18,6 +18,7 @@ CHILD = textwrap.dedent(
     from engine.context.history import HistoryManager
     from engine.models import Trigger
     from engine.store import Store
+    from engine.store.archive import ArchiveStore
     from engine.compaction.strategies.layered import LayeredStrategy
     from engine.compaction.extractive import extractive_summary
     from engine.compaction.summary import SummaryCompressor
@@ -32,7 +33,7 @@ CHILD = textwrap.dedent(
         # The summary, compaction and segment rows are written; the history change is next.
         os._exit(9)
 
-    Store._archive_messages = die
+    ArchiveStore._archive_messages = die  # the store's archive part writes the archive
     store = Store.open(sys.argv[1])
     settings = Settings(keep_rounds=3)
     manager = HistoryManager(store, int(sys.argv[2]), settings)
