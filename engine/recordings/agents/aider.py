@@ -14,10 +14,9 @@ from engine.config import Settings
 from engine.recordings import aider
 from engine.recordings.agents.protocol import (
     ContextRules,
-    Folder,
     Head,
     Recorded,
-    TailParser,
+    Standalone,
     model_window,
     no_trigger,
 )
@@ -25,12 +24,11 @@ from engine.recordings.base import ImportError_, Parsed
 from engine.recordings.writer import check
 
 
-class Aider:
+class Aider(Standalone):
     """aider chat histories."""
 
     name = aider.FORMAT
     label = "aider"
-    follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         if head.starts_as_json or not aider.looks_like(head.raw):
@@ -44,21 +42,6 @@ class Aider:
             if problems:
                 raise ImportError_(problems, parsed.fmt)
         return sessions
-
-    def tail_parser(self, path: Path) -> TailParser | None:
-        return None
-
-    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
-        return []
-
-    def companions(self, path: Path) -> list[Path]:
-        return []
-
-    def is_companion(self, relative: Path) -> bool:
-        return False
-
-    def orphaned(self, path: Path) -> bool:
-        return False
 
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]

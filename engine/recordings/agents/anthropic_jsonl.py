@@ -14,22 +14,20 @@ from engine.config import Settings
 from engine.recordings import anthropic_jsonl
 from engine.recordings.agents.protocol import (
     ContextRules,
-    Folder,
     Head,
     Recorded,
-    TailParser,
+    Standalone,
+    checked,
     model_window,
 )
-from engine.recordings.base import ImportError_, Parsed
-from engine.recordings.writer import check
+from engine.recordings.base import Parsed
 
 
-class AnthropicJsonl:
+class AnthropicJsonl(Standalone):
     """JSON lines of Anthropic messages."""
 
     name = anthropic_jsonl.FORMAT
     label = "Anthropic messages"
-    follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return next(
@@ -38,25 +36,7 @@ class AnthropicJsonl:
 
     def parse(self, path: Path, text: str) -> list[Parsed]:
         parsed = anthropic_jsonl.parse(text, path.name)
-        problems = check(parsed)
-        if problems:
-            raise ImportError_(problems, parsed.fmt)
-        return [parsed]
-
-    def tail_parser(self, path: Path) -> TailParser | None:
-        return None
-
-    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
-        return []
-
-    def companions(self, path: Path) -> list[Path]:
-        return []
-
-    def is_companion(self, relative: Path) -> bool:
-        return False
-
-    def orphaned(self, path: Path) -> bool:
-        return False
+        return checked(parsed)
 
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]

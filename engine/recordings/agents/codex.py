@@ -32,10 +32,11 @@ from engine.recordings.agents.protocol import (
     Head,
     Recorded,
     TailParser,
+    checked,
     home_of,
     model_window,
 )
-from engine.recordings.base import ImportError_, JsonLines, NotRead, Parsed
+from engine.recordings.base import JsonLines, NotRead, Parsed
 from engine.recordings.writer import check
 
 EFFECTIVE_PERCENT = 95
@@ -56,10 +57,7 @@ class Codex:
 
     def parse(self, path: Path, text: str) -> list[Parsed]:
         parsed = codex.parse(text, path.name)
-        problems = check(parsed)
-        if problems:
-            raise ImportError_(problems, parsed.fmt)
-        return [parsed]
+        return checked(parsed)
 
     def tail_parser(self, path: Path) -> TailParser | None:
         return CodexTail(path.name)

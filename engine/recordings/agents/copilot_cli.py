@@ -25,11 +25,12 @@ from engine.recordings.agents.protocol import (
     Head,
     Recorded,
     TailParser,
+    checked,
     home_of,
     model_window,
     no_trigger,
 )
-from engine.recordings.base import ImportError_, JsonLines, NotRead, Parsed
+from engine.recordings.base import JsonLines, NotRead, Parsed
 from engine.recordings.writer import check
 
 
@@ -46,10 +47,7 @@ class CopilotCli:
 
     def parse(self, path: Path, text: str) -> list[Parsed]:
         parsed = copilot_cli.parse(text, path.name)
-        problems = check(parsed)
-        if problems:
-            raise ImportError_(problems, parsed.fmt)
-        return [parsed]
+        return checked(parsed)
 
     def tail_parser(self, path: Path) -> TailParser | None:
         return CopilotTail(path.name)

@@ -27,13 +27,13 @@ from engine.recordings.agents.protocol import (
     Folder,
     Head,
     Recorded,
-    TailParser,
+    Standalone,
+    checked,
     count_surrogates,
     home_of,
     load_document,
 )
-from engine.recordings.base import ImportError_, Parsed
-from engine.recordings.writer import check
+from engine.recordings.base import Parsed
 
 DEFAULT_TOKEN_LIMIT = 1_048_576
 """Gemini CLI's ``DEFAULT_TOKEN_LIMIT`` (``packages/core/src/core/tokenLimits.ts``)."""
@@ -42,12 +42,11 @@ COMPRESSION_THRESHOLD = 0.5
 ``model.compressionThreshold`` in its settings)."""
 
 
-class GeminiCli:
+class GeminiCli(Standalone):
     """Gemini CLI saved chats (and the API messages it is refused for)."""
 
     name = gemini.FORMAT
     label = "Gemini CLI"
-    follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         whole = head.whole
@@ -65,28 +64,13 @@ class GeminiCli:
         if not gemini.looks_like(whole):
             raise gemini.refuse_contents()
         parsed = count_surrogates(gemini.parse(whole, path.name), surrogates)
-        problems = check(parsed)
-        if problems:
-            raise ImportError_(problems, parsed.fmt)
-        return [parsed]
-
-    def tail_parser(self, path: Path) -> TailParser | None:
-        return None
+        return checked(parsed)
 
     def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
         tmp = home_of(env) / ".gemini" / "tmp"
         if not tmp.is_dir():
             return []
         return [Folder(p, self.name) for p in sorted(tmp.glob("*/chats"))]
-
-    def companions(self, path: Path) -> list[Path]:
-        return []
-
-    def is_companion(self, relative: Path) -> bool:
-        return False
-
-    def orphaned(self, path: Path) -> bool:
-        return False
 
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]

@@ -17,48 +17,28 @@ from engine.config import Settings
 from engine.recordings import anthropic_jsonl, managed_agents
 from engine.recordings.agents.protocol import (
     ContextRules,
-    Folder,
     Head,
     Recorded,
-    TailParser,
+    Standalone,
+    checked,
     model_window,
     no_trigger,
 )
-from engine.recordings.base import ImportError_, Parsed
-from engine.recordings.writer import check
+from engine.recordings.base import Parsed
 
 
-class ManagedAgents:
+class ManagedAgents(Standalone):
     """Claude Managed Agents event streams."""
 
     name = managed_agents.FORMAT
     label = "Claude Managed Agents"
-    follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return next((n for n, r in enumerate(head.records) if managed_agents.is_event(r)), None)
 
     def parse(self, path: Path, text: str) -> list[Parsed]:
         parsed = anthropic_jsonl.parse(text, path.name)
-        problems = check(parsed)
-        if problems:
-            raise ImportError_(problems, parsed.fmt)
-        return [parsed]
-
-    def tail_parser(self, path: Path) -> TailParser | None:
-        return None
-
-    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
-        return []
-
-    def companions(self, path: Path) -> list[Path]:
-        return []
-
-    def is_companion(self, relative: Path) -> bool:
-        return False
-
-    def orphaned(self, path: Path) -> bool:
-        return False
+        return checked(parsed)
 
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]

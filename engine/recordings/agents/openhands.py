@@ -14,25 +14,23 @@ from engine.config import Settings
 from engine.recordings import openhands
 from engine.recordings.agents.protocol import (
     ContextRules,
-    Folder,
     Head,
     Recorded,
-    TailParser,
+    Standalone,
+    checked,
     count_surrogates,
     load_document,
     model_window,
     no_trigger,
 )
-from engine.recordings.base import ImportError_, Parsed
-from engine.recordings.writer import check
+from engine.recordings.base import Parsed
 
 
-class OpenHands:
+class OpenHands(Standalone):
     """OpenHands event lists."""
 
     name = openhands.FORMAT
     label = "OpenHands"
-    follow_glob: str | None = None
 
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return 0 if openhands.looks_like(head.whole) else None
@@ -40,25 +38,7 @@ class OpenHands:
     def parse(self, path: Path, text: str) -> list[Parsed]:
         whole, surrogates = load_document(text)
         parsed = count_surrogates(openhands.parse(whole, path.name), surrogates)
-        problems = check(parsed)
-        if problems:
-            raise ImportError_(problems, parsed.fmt)
-        return [parsed]
-
-    def tail_parser(self, path: Path) -> TailParser | None:
-        return None
-
-    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
-        return []
-
-    def companions(self, path: Path) -> list[Path]:
-        return []
-
-    def is_companion(self, relative: Path) -> bool:
-        return False
-
-    def orphaned(self, path: Path) -> bool:
-        return False
+        return checked(parsed)
 
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.config import Settings
-from engine.recordings.base import NotRead, Parsed, numbered_lines, without_surrogates
+from engine.recordings.base import (
+    ImportError_,
+    NotRead,
+    Parsed,
+    numbered_lines,
+    without_surrogates,
+)
 
 HEAD_RECORDS = 50
 """Lines of a JSON-lines file the sniffer reads for a record it knows (the importer's rule)."""
@@ -147,6 +153,41 @@ def load_document(text: str) -> tuple[Any, int]:
     ``json.JSONDecodeError`` as ``json.loads`` does."""
     text = text.removeprefix("\ufeff")
     return without_surrogates(text, json.loads(text))
+
+
+def checked(*sessions: Parsed) -> list[Parsed]:
+    """``sessions`` as an agent's ``parse`` returns them: each checked as the importer stores
+    it (:func:`engine.recordings.writer.check`); raises :class:`ImportError_` with the first
+    session's problems."""
+    from engine.recordings.writer import check
+
+    for parsed in sessions:
+        problems = check(parsed)
+        if problems:
+            raise ImportError_(problems, parsed.fmt)
+    return list(sessions)
+
+
+class Standalone:
+    """What an agent without the rest has: not followed, no home folder ctxscope reads, no
+    companion files. An agent module takes these from here and defines what it has."""
+
+    follow_glob: str | None = None
+
+    def tail_parser(self, path: Path) -> TailParser | None:
+        return None
+
+    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
+        return []
+
+    def companions(self, path: Path) -> list[Path]:
+        return []
+
+    def is_companion(self, relative: Path) -> bool:
+        return False
+
+    def orphaned(self, path: Path) -> bool:
+        return False
 
 
 def count_surrogates(parsed: Parsed, found: int) -> Parsed:

@@ -15,23 +15,20 @@ from engine.config import Settings
 from engine.recordings import trajectories
 from engine.recordings.agents.protocol import (
     ContextRules,
-    Folder,
     Head,
     Recorded,
-    TailParser,
+    Standalone,
+    checked,
     count_surrogates,
     load_document,
     model_window,
     no_trigger,
 )
-from engine.recordings.base import ImportError_, Parsed
-from engine.recordings.writer import check
+from engine.recordings.base import Parsed
 
 
-class Trajectory:
+class Trajectory(Standalone):
     """One trajectory format."""
-
-    follow_glob: str | None = None
 
     def __init__(
         self,
@@ -51,25 +48,7 @@ class Trajectory:
     def parse(self, path: Path, text: str) -> list[Parsed]:
         whole, surrogates = load_document(text)
         parsed = count_surrogates(self._read(whole, path.name), surrogates)
-        problems = check(parsed)
-        if problems:
-            raise ImportError_(problems, parsed.fmt)
-        return [parsed]
-
-    def tail_parser(self, path: Path) -> TailParser | None:
-        return None
-
-    def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
-        return []
-
-    def companions(self, path: Path) -> list[Path]:
-        return []
-
-    def is_companion(self, relative: Path) -> bool:
-        return False
-
-    def orphaned(self, path: Path) -> bool:
-        return False
+        return checked(parsed)
 
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
