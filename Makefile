@@ -49,7 +49,7 @@ no-databases:  ## refuse a database file tracked by git
 
 check: lint test  ## lint, import contract and tests
 
-docs: $(STAMP)  ## regenerate docs/settings.md from the Settings model (engine/config.py)
+docs: $(STAMP)  ## regenerate docs/settings.md from the Settings model (engine/settings/config.py)
 	$(BIN)/python docs/gen_settings.py
 
 bench: $(STAMP)

@@ -66,10 +66,10 @@ class Report:
 
 def contend(workdir: Path, workers: int, asks: int, sessions: int) -> Report:
     """Run ``workers`` processes of ``asks`` asks each over ``sessions`` shared sessions."""
-    from engine.config import Settings
     from engine.context.builder import validate_request
     from engine.llm.offline import OfflineProvider
     from engine.session import Agent
+    from engine.settings.config import Settings
     from engine.store import Store
 
     workspace = workdir / "ws"

@@ -30,7 +30,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.config import Settings  # noqa: E402
 from engine.context.builder import ContextBuilder, ScratchResult, ScratchStep, validate_request  # noqa: E402
 from engine.messages.tokens import (  # noqa: E402
     MESSAGE_OVERHEAD,
@@ -41,6 +40,7 @@ from engine.messages.tokens import (  # noqa: E402
     ensure_counted_all,
 )
 from engine.models import History, Message, MessageMeta, ToolCall  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 
 TARGET_FULL_MS = 500.0
 TARGET_STEP_MS = 5.0

@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from doc_section import write_section  # noqa: E402
 
-from engine.config import Settings  # noqa: E402
 from engine.recordings import follow  # noqa: E402
 from engine.recordings.claude_code_follow import TailParser  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 
 MAROT = ROOT / "tests/data/corpus/marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 DOC = ROOT / "docs/benchmarks.md"

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.make_history import make_history  # noqa: E402
-from engine.config import Settings  # noqa: E402
 from engine.recordings.history import default_folders, default_jobs, import_history  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 from engine.store import Store  # noqa: E402
 
 DOCS = ROOT / "docs" / "benchmarks.md"

@@ -72,7 +72,7 @@ import json, resource, sys, time
 from pathlib import Path
 
 def main():
-    from engine.config import Settings
+    from engine.settings.config import Settings
     from engine.recordings.history import default_folders, import_history
     from engine.store import Store
 

@@ -35,9 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.config import Settings  # noqa: E402
 from engine.messages.tokens import encoding  # noqa: E402
 from engine.recordings.importing import import_session  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 from engine.store import Store  # noqa: E402
 
 TARGET_RATIO = 2.0

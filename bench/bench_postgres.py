@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.config import Settings  # noqa: E402
 from engine.recordings.importing import parse_path  # noqa: E402
 from engine.recordings.writer import write  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 from engine.store import Store  # noqa: E402
 from tests.postgres_server import PostgresServer, binaries  # noqa: E402
 

@@ -41,7 +41,7 @@ WORKBENCH = """
 import sys
 from pathlib import Path
 import tui.app
-from engine.config import load_settings
+from engine.settings.config import load_settings
 from tui.app import CtxscopeApp
 
 class Timed(CtxscopeApp):

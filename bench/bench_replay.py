@@ -41,12 +41,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_engine import make_round  # noqa: E402
 
 from engine.compaction.strategies import STRATEGIES  # noqa: E402
-from engine.config import Settings  # noqa: E402
 from engine.context.history import HistoryManager  # noqa: E402
 from engine.messages.tokens import count_text  # noqa: E402
 from engine.models import Observation, RoundStatus  # noqa: E402
 from engine.replay.parallel import default_jobs, fewer_collections, replay_strategies  # noqa: E402
 from engine.replay.runner import replay  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 from engine.store import Store  # noqa: E402
 
 SIZES = (500, 1_000, 2_000)

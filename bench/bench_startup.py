@@ -257,8 +257,8 @@ async def workbench_times(db: Path, workspace: Path, resume: int | None) -> tupl
     """(first usable frame, session shown) in seconds from the app's start."""
     from textual.widgets import Input
 
-    from engine.config import Settings
     from engine.llm.offline import OfflineProvider
+    from engine.settings.config import Settings
     from tui.app import CtxscopeApp
     from tui.screens.main_screen import MainScreen
 

@@ -35,10 +35,10 @@ from bench_engine import make_round  # noqa: E402
 
 from engine.compaction.policy import PolicyView  # noqa: E402
 from engine.compaction.strategies import STRATEGIES, get_strategy  # noqa: E402
-from engine.config import Settings  # noqa: E402
 from engine.context.builder import ContextBuilder  # noqa: E402
 from engine.messages.tokens import ensure_counted  # noqa: E402
 from engine.models import History  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 from tools.registry import default_registry  # noqa: E402
 
 ROUNDS = 2_000

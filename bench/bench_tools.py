@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.config import Settings  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 from tools.base import ToolContext, ToolResult  # noqa: E402
 from tools.grep import GrepInput, GrepTool, find_rg  # noqa: E402
 from tools.registry import default_registry  # noqa: E402

@@ -36,11 +36,11 @@ sys.path.insert(0, str(ROOT))
 
 from textual import __version__ as TEXTUAL_VERSION  # noqa: E402
 
-from engine.config import Settings  # noqa: E402
 from engine.context.history import HistoryManager  # noqa: E402
 from engine.llm.base import OFFLINE_NAME  # noqa: E402
 from engine.llm.offline import OfflineProvider  # noqa: E402
 from engine.models import Message, MessageMeta, RoundStatus, ToolCall, Usage, UsageRecord  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 from engine.store import Store  # noqa: E402
 from tui.app import CtxscopeApp  # noqa: E402
 from tui.widgets.chat_view import ChatView  # noqa: E402

@@ -23,11 +23,11 @@ sys.path.insert(0, str(ROOT))
 
 from engine.compaction.ledger import KINDS  # noqa: E402
 from engine.compaction.strategies import STRATEGIES  # noqa: E402
-from engine.config import Settings  # noqa: E402
 from engine.llm.offline import OfflineProvider  # noqa: E402
 from engine.recordings.importing import import_session  # noqa: E402
 from engine.replay.runner import replay  # noqa: E402
 from engine.session import Agent  # noqa: E402
+from engine.settings.config import Settings  # noqa: E402
 from engine.store import Store  # noqa: E402
 
 ROUNDS = 120

@@ -24,11 +24,11 @@ from cli.common import (
     session_to_change,
     silence_stdout,
 )
-from engine.config import Settings, session_origin, workspace_folder
 from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from engine.models import RoundStatus, Session
-from engine.params import strategy_params
 from engine.session.workspace import session_workspace, why_no_workspace
+from engine.settings.config import Settings, session_origin, workspace_folder
+from engine.settings.params import strategy_params
 from engine.store import Store
 from engine.terminal_text import json_printable, printable
 from engine.validation import workspace_refusal

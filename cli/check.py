@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from cli.common import EXIT_ERROR, UsageError, db_path, emit
-from engine.config import Settings
+from engine.settings.config import Settings
 
 SHOWN_PROBLEMS = 20
 """At most this many of SQLite's lines are printed (``--json`` has them all, up to 100)."""

@@ -18,7 +18,7 @@ from cli.arguments import EXIT_USAGE as EXIT_USAGE
 from cli.arguments import CliError as CliError
 from cli.arguments import UsageError as UsageError
 from cli.arguments import silence_stdout as silence_stdout
-from engine.config import Settings, database_file, load_settings
+from engine.settings.config import Settings, database_file, load_settings
 from engine.terminal_text import json_printable, printable
 from engine.validation import database_path
 
@@ -215,9 +215,9 @@ def make_agent(
     """An agent over ``session``, planning with the numbers the session stores (imported
     lazily: the listing commands need no provider)."""
     from engine.llm.factory import make_provider
-    from engine.params import session_settings
     from engine.session import Agent
     from engine.session.workspace import session_workspace
+    from engine.settings.params import session_settings
 
     workspace = session_workspace(session)  # None: recorded elsewhere, none given yet
     settings = session_settings(settings, session)  # the provider refuses what the window does

@@ -19,11 +19,11 @@ from cli.common import (
     stderr_warnings,
 )
 from engine.compaction.ledger import fidelity_line
-from engine.config import Settings
 from engine.context.history import CompactionResult
 from engine.events import Event
 from engine.messages.tokens import count_text
 from engine.models import PROXY_PROVIDER, Trigger
+from engine.settings.config import Settings
 from tools.recall import MAX_LIMIT as RECALL_MAX_LIMIT
 from tools.recall import hit_line
 

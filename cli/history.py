@@ -9,7 +9,6 @@ import time
 from typing import TextIO
 
 from cli.common import EXIT_INTERRUPTED, CliError, UsageError, emit, open_store
-from engine.config import Settings, workspace_folder
 from engine.recordings import agents
 from engine.recordings.base import ImportError_
 from engine.recordings.history import (
@@ -22,6 +21,7 @@ from engine.recordings.history import (
     unique_folders,
 )
 from engine.recordings.retention import HookError, hook_payload
+from engine.settings.config import Settings, workspace_folder
 from engine.terminal_text import printable
 
 MB = 1_000_000

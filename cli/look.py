@@ -18,15 +18,15 @@ from cli.common import (
 from engine.compaction.ledger import fidelity_line
 from engine.compaction.losses import lost_lines, session_losses
 from engine.compaction.policy import Plan
-from engine.config import Settings
 from engine.figures import SessionFigures
 from engine.models import Session
-from engine.params import describe_params
 from engine.recordings.base import recorded_compaction
 from engine.recordings.degenerate import session_flags
 from engine.recordings.figures import session_figures
 from engine.recordings.hidden import hidden_prefix
 from engine.recordings.own_agent import OwnAgentView
+from engine.settings.config import Settings
+from engine.settings.params import describe_params
 from engine.terminal_text import printable
 
 if TYPE_CHECKING:  # each command imports what it uses: `sessions` needs no builder

@@ -50,7 +50,7 @@ from cli.arguments import (
 )
 
 if TYPE_CHECKING:
-    from engine.config import Settings
+    from engine.settings.config import Settings
 
 SESSION_ID = checked(session_ref)
 """A session id argument: a whole number within SQLite's range, or an agent's own session id
@@ -587,7 +587,7 @@ def _run(
     run_tui: Callable[[argparse.Namespace, Settings], int] | None,
 ) -> int:
     from cli.common import settings_for  # parsed: now the engine is needed
-    from engine.config import SettingsError
+    from engine.settings.config import SettingsError
     from engine.store import StoreError
     from engine.terminal_text import printable
 

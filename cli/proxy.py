@@ -22,13 +22,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cli.common import CliError, UsageError, db_path, open_store, shown_database
-from engine.config import Settings
 from engine.exchanges import Exchange
-from engine.prices import price_for
+from engine.figures.prices import price_for
 from engine.proxy.identity import api_of
 from engine.proxy.recorder import Recorder
 from engine.proxy.server import DEFAULT_UPSTREAM, Proxy, ProxyConfig, ProxyThread, serve
 from engine.proxy.steer_live import LiveSteering
+from engine.settings.config import Settings
 from engine.terminal_text import cut, json_printable
 
 FIRST_PARTY_HOSTS = ("api.anthropic.com",)

@@ -14,9 +14,9 @@ from cli.common import (
     get_session,
     open_store,
 )
-from engine.config import Settings, workspace_folder
 from engine.recordings.export import export_jsonl, export_markdown
 from engine.recordings.importing import import_parsed, parse_path
+from engine.settings.config import Settings, workspace_folder
 from engine.terminal_text import printable
 
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from cli.common import UsageError, emit, open_store
 from cli.replay_setup import replay_names, replay_setup
-from engine.config import Settings
 from engine.report import SinceError, build_report, parse_since
+from engine.settings.config import Settings
 from engine.terminal_text import printable
 
 SUMMED = ("steps", "compactions", "total_input", "cache_read", "cache_write")

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from cli.common import CliError, UsageError
 from engine.compaction.strategies import STRATEGIES
-from engine.config import Settings
 from engine.models import Session
-from engine.params import (
+from engine.session.workspace import NO_FOLDER, session_workspace
+from engine.settings.config import Settings
+from engine.settings.params import (
     ParamsError,
     changed_params,
     session_settings,
     strategy_params,
     with_params,
 )
-from engine.session.workspace import NO_FOLDER, session_workspace
 
 if TYPE_CHECKING:
     from engine.recordings.own_agent import OwnAgentView

@@ -10,8 +10,8 @@ from typing import Any
 from cli.common import UsageError, emit, open_store
 from engine.compaction.ledger import KINDS
 from engine.compaction.losses import lost_lines
-from engine.config import Settings
 from engine.report import TOKEN_KINDS, Figures, Report, SinceError, build_report, parse_since
+from engine.settings.config import Settings
 from engine.terminal_text import printable
 
 SHOWN = 15

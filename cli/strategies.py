@@ -17,9 +17,9 @@ from cli.common import (
 )
 from cli.replay_setup import parse_overrides, replay_names, replay_setup
 from engine.compaction.strategies import STRATEGIES, get_strategy
-from engine.config import Settings
 from engine.models import Session, StrategyParams
-from engine.params import (
+from engine.settings.config import Settings
+from engine.settings.params import (
     ParamsError,
     changed_params,
     describe_params,

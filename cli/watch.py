@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import CliError, db_path, get_session, open_store, silence_stdout
-from engine.config import Settings
-from engine.params import session_settings
 from engine.recordings.figures import session_figures
 from engine.recordings.follow import Figures, Follower, Update
 from engine.recordings.watching import NoSuchTarget, Target, follow
+from engine.settings.config import Settings
+from engine.settings.params import session_settings
 from engine.terminal_text import printable
 
 EVENTS = ("compaction", "subagent", "warning")
@@ -135,7 +135,7 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _workbench(args: argparse.Namespace, settings: Settings, target: Target, store: Any) -> int:
-    from engine.config import workspace_folder
+    from engine.settings.config import workspace_folder
     from tui.watch import WatchApp
 
     path = target.current()

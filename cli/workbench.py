@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from cli.arguments import CliError, UsageError
 
 if TYPE_CHECKING:  # the engine is imported once the arguments are parsed (``--help`` needs none)
-    from engine.config import Settings
+    from engine.settings.config import Settings
 
 Resume = int | Literal["latest"] | None
 """What ``--resume`` asks for: nothing, ``"latest"`` or a session id."""
@@ -38,7 +38,7 @@ def parse_resume(value: str | None) -> Resume:
 def run_tui(args: argparse.Namespace, settings: Settings) -> int:
     """Open the workbench for ``ctxscope [--workspace W] [--resume [ID]] [--db F]``."""
     from cli.common import db_path
-    from engine.config import workspace_folder
+    from engine.settings.config import workspace_folder
     from engine.store import StoreError
     from engine.validation import workspace_refusal
 

@@ -265,7 +265,7 @@ class Observation(BaseModel):
 
 class StrategyParams(BaseModel):
     """The numbers a session's strategy plans with, stored with the session and with every
-    recorded switch (``engine.params`` says which numbers they are)."""
+    recorded switch (``engine.settings.params`` says which numbers they are)."""
 
     context_window: int
     """The context window the session plans in (``Settings.context_window``)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import engine.config
+import engine.settings.config
 from tests.postgres_server import PostgresServer, binaries
 
 
@@ -24,7 +24,7 @@ def _default_database_in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     """A command run without ``--db`` in a test uses a database under ``tmp_path``: ctxscope
     runs as an installed package would (not from this checkout, whose ``sessions/`` would be
     the default) with its user data folder in ``tmp_path``."""
-    monkeypatch.setattr(engine.config, "SOURCE_ROOT", tmp_path / "site-packages")
+    monkeypatch.setattr(engine.settings.config, "SOURCE_ROOT", tmp_path / "site-packages")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))  # no user settings
 

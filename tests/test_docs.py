@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
+from engine.settings.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -34,7 +34,7 @@ def load_generator() -> ModuleType:
 
 def test_settings_page_is_what_the_generator_writes() -> None:
     """docs/settings.md is exactly ``render()``'s output: run ``make docs`` after changing
-    engine/config.py."""
+    engine/settings/config.py."""
     generated = load_generator().render()
     assert (DOCS / "settings.md").read_text(encoding="utf-8") == generated
 

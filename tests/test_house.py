@@ -206,6 +206,19 @@ def test_the_import_graph_is_the_projects() -> None:
     assert len(imports) > 200
 
 
+MAX_ROOT_MODULES = 5
+
+
+def test_the_engines_root_keeps_at_most_five_shared_modules() -> None:
+    """Issue 43: the engine's root holds at most five shared modules (``__init__`` aside);
+    everything else lives in the folder named for what it does (settings in
+    ``engine/settings/``, prices with the figures they make)."""
+    root = sorted(p.stem for p in (ROOT / "engine").glob("*.py") if p.stem != "__init__")
+    assert len(root) <= MAX_ROOT_MODULES, root
+    assert not (ROOT / "engine" / "config.py").exists()
+    assert (ROOT / "engine" / "settings" / "config.py").exists()
+
+
 if __name__ == "__main__":
     limit = int(sys.argv[1]) if len(sys.argv) > 1 else MAX_FUNCTION_LINES
     offenders = long_functions([ROOT / p for p in PACKAGES], limit)

@@ -2,7 +2,7 @@
 
 The tools sit below the engine: they import nothing from ``engine`` (an import-linter layers
 contract checks it). The settings they read are described by :class:`ToolSettings`, which
-``engine.config.Settings`` provides; the todo item lives here and the engine re-exports it.
+``engine.settings.config.Settings`` provides; the todo item lives here and the engine re-exports it.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class RecallHit(BaseModel):
 
 
 class ToolSettings(Protocol):
-    """The settings the tools read; ``engine.config.Settings`` has them all (and documents
+    """The settings the tools read; ``engine.settings.config.Settings`` has them all (and documents
     them)."""
 
     @property

@@ -17,9 +17,9 @@ from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from engine.config import Settings
 from engine.events import EventSink
 from engine.llm.base import Provider
+from engine.settings.config import Settings
 from engine.store import Store
 from tools.base import Asker
 from tui.formatting import Clock, wall_clock

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from engine.config import Settings
 from engine.events import EventSink
+from engine.settings.config import Settings
 from engine.store import Store
 from tools.base import Asker
 from tui.formatting import Clock

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Literal
 
 from engine.compaction.policy import Plan
-from engine.config import Settings, session_origin, workspace_folder
 from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
 from engine.events import EventSink
 from engine.llm.base import OFFLINE_NAME, Provider
@@ -27,10 +26,11 @@ from engine.models import (
     Session,
     TodoItem,
 )
-from engine.params import session_settings, strategy_params
 from engine.recordings.own_agent import own_agent_view
 from engine.session import Agent
 from engine.session.workspace import session_workspace
+from engine.settings.config import Settings, session_origin, workspace_folder
+from engine.settings.params import session_settings, strategy_params
 from engine.store import Store, StoreError
 from engine.store.forking import Fork
 from tools.base import Asker

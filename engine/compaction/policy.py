@@ -31,10 +31,10 @@ from functools import cached_property
 from typing import ClassVar, Literal
 
 from engine.compaction.summary import SummarySpec
-from engine.config import Settings
 from engine.messages.request import ProviderRequest
 from engine.messages.scratchpad import ScratchStep
 from engine.models import History, Message, Placement, Summary
+from engine.settings.config import Settings
 from tools.base import Tool
 
 

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from engine.compaction.summary import render_messages_for_summary, time_label
-from engine.config import Settings
 from engine.llm.base import Provider, ProviderError
 from engine.models import Message
+from engine.settings.config import Settings
 
 _MIN_SUMMARY_CHUNK_CHARS = 1_000
 """Chunks never get smaller than this, so a tiny window cannot split a segment forever."""

@@ -4,7 +4,7 @@ The model saw the whole result in the scratchpad; history keeps a rule-based sum
 ``status`` always, ``error`` (code and message, whole) on errors, and ``data`` compressed per
 tool. ``text``, ``stats`` and ``context`` are dropped. Whenever something is cut the form says
 so with ``truncated: true`` and a count of what was left out (``omitted`` entries, matches,
-lines...). Every limit comes from :class:`~engine.config.Settings`.
+lines...). Every limit comes from :class:`~engine.settings.config.Settings`.
 
 | tool | kept |
 |---|---|
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.compaction.ledger import error_line
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import ToolResult
 from tools.recall import hit_line
 

@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.compaction.placement import IN_SYSTEM, leading_messages, system_text
-from engine.config import Settings
 from engine.context.code_law import NotReadable, read_workspace_text
 from engine.llm.base import MAX_CACHE_BREAKPOINTS, ProviderRequest
 from engine.messages.render import render_messages, render_react, render_scratchpad
@@ -70,6 +69,7 @@ from engine.messages.wire_check import (
     validate_request,
 )
 from engine.models import History, Message
+from engine.settings.config import Settings
 from prompts.system_prompt import SYSTEM_PROMPT
 
 __all__ = [

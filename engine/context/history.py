@@ -18,7 +18,6 @@ from engine.compaction.placement import summary_tokens
 from engine.compaction.policy import CompactionPolicy, PolicyView, ResultForm, before_last_rounds
 from engine.compaction.strategies.layered import keep_zone_tokens
 from engine.compaction.summary import SummaryCompressor, SummaryOutcome
-from engine.config import Settings
 from engine.context.compaction_records import (
     NOT_COMPACTED,
     CompactionDraft,
@@ -50,6 +49,7 @@ from engine.models import (
     Summary,
     Trigger,
 )
+from engine.settings.config import Settings
 from engine.store import Store
 
 __all__ = [  # the records of a compaction live next door; their users find them here too

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from engine.config import Settings
+from engine.settings.config import Settings
 
 MENTION_PATTERN = re.compile(r"@([a-zA-Z0-9/._-]+(?:\.[a-zA-Z0-9]+)?)")
 """The seed's MVP pattern (A7/C3/E4)."""

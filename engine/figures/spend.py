@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engine.config import Settings
-from engine.prices import Pricing, price_for
+from engine.figures.prices import Pricing, price_for
+from engine.settings.config import Settings
 from engine.store.history import LONG_REQUEST, UsageGroup
 
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")

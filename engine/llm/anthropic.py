@@ -39,7 +39,6 @@ import anthropic
 import httpx2
 import pydantic
 
-from engine.config import Settings
 from engine.llm.anthropic_errors import (
     Failure,
     StreamGarbled,
@@ -60,6 +59,7 @@ from engine.llm.base import (
     with_unique_tool_ids,
 )
 from engine.models import ToolCall, Usage
+from engine.settings.config import Settings
 from tools.secrets import Redactor, url_credentials
 
 T = TypeVar("T")

@@ -15,9 +15,9 @@ import functools
 import threading
 from collections.abc import Callable
 
-from engine.config import Settings
 from engine.llm.base import Provider, ProviderRequest, ProviderResponse, StreamEvent
 from engine.llm.offline import OfflineProvider
+from engine.settings.config import Settings
 from tools.secrets import credential
 
 OFFLINE_MODEL = "offline"

@@ -29,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.config import Settings
 from engine.llm.base import (
     OFFLINE_NAME,
     Cancelled,
@@ -42,6 +41,7 @@ from engine.llm.base import (
 )
 from engine.messages.tokens import count_blocks, count_request
 from engine.models import ToolCall, Usage
+from engine.settings.config import Settings
 
 _REMINDER = re.compile(r"<system-reminder>(.*?)</system-reminder>", re.S)
 _MENTION_LINE = re.compile(r"^\s*The user mentioned (@.*)$", re.M)

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.config import Settings
 from engine.models import Message, Summary
+from engine.settings.config import Settings
 
 if TYPE_CHECKING:
     import tiktoken

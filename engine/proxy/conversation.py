@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine.config import Settings
 from engine.exchanges import Exchange
 from engine.models import Message, Observation, Usage
 from engine.proxy.identity import (
@@ -38,6 +37,7 @@ from engine.proxy.identity import (
 from engine.recordings.anthropic_jsonl import check_blocks, items_of
 from engine.recordings.base import Item, Parsed
 from engine.recordings.writer import Resume, check, write
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.exchanges import canonical, digest
 

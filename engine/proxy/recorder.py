@@ -21,13 +21,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
 from engine.exchanges import Exchange, ExchangeKind
 from engine.models import Usage, utcnow
 from engine.proxy import identity
 from engine.proxy.conversation import SessionConversation, build, pinned_texts, save
 from engine.proxy.identity import api_of
 from engine.proxy.stream import decompressed, reassemble, responses_stream, responses_usage
+from engine.settings.config import Settings
 from engine.store import Store
 
 log = logging.getLogger(__name__)

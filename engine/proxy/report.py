@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.config import Settings
 from engine.exchanges import Exchange
+from engine.figures.prices import price_for
 from engine.messages.tokens import (
     MESSAGE_OVERHEAD,
     compact_json,
@@ -23,8 +23,8 @@ from engine.messages.tokens import (
     count_text,
     count_tools,
 )
-from engine.prices import price_for
 from engine.proxy.identity import api_of, continues_after_compaction, texts, without_cache_control
+from engine.settings.config import Settings
 from engine.store.exchanges import canonical, digest
 from engine.terminal_text import cut
 
@@ -234,7 +234,7 @@ def request_report(exchanges: list[Exchange], settings: Settings) -> list[dict[s
         usage = exchange.usage
         priced = api_of(exchange.path) == "messages"  # the project prices Claude models only
         # None: a request without usage, of another API, or of a model without a known price
-        # (engine/prices.py); the running cost adds only what has a price.
+        # (engine/figures/prices.py); the running cost adds only what has a price.
         cost = (
             price_for(settings, exchange.model).usage_cost(usage)
             if usage is not None and priced

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.config import Settings
+from engine.figures.prices import price_for
 from engine.models import Usage
-from engine.prices import price_for
 from engine.proxy.cache_sim import BlockReader, CacheUse, WireCache
 from engine.proxy.conversation import pinned_texts
 from engine.proxy.identity import api_of
 from engine.proxy.steering import RULES, SteerConfig, Steerer
 from engine.recordings.export import export_jsonl
 from engine.recordings.hidden import hidden_prefix
+from engine.settings.config import Settings
 from engine.store import Store
 
 COMPACT_PROMPT = (

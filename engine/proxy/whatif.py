@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.compaction.strategies import STRATEGIES
-from engine.config import Settings
 from engine.exchanges import Exchange
-from engine.prices import price_for
+from engine.figures.prices import price_for
 from engine.proxy.identity import api_of, without_cache_control
 from engine.recordings.anthropic_jsonl import BLOCK_TYPES
 from engine.recordings.importing import import_session
 from engine.replay.parallel import replay_strategies
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.exchanges import canonical
 

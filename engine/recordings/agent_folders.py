@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from engine.config import Settings
 from engine.recordings import agents
 from engine.recordings.agents.protocol import Folder as Folder
 from engine.recordings.importing import SUFFIXES
+from engine.settings.config import Settings
 from engine.store.history import ImportedFile
 
 HEAD_BYTES = 4096

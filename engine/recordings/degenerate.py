@@ -19,7 +19,7 @@ flag with what it cost where the recording tells:
   from: the next call's input against the recorded ``preTokens`` (recorded), tokens after
   against before (ctxscope's own).
 
-A cost is at list price (:mod:`engine.prices`); None when the calls it counts are not in the
+A cost is at list price (:mod:`engine.figures.prices`); None when the calls it counts are not in the
 recording or the model has no price.
 """
 
@@ -30,10 +30,10 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import Settings
+from engine.figures.prices import Pricing, price_for
 from engine.models import Compaction, Outcome, Usage, UsageRecord
-from engine.prices import Pricing, price_for
 from engine.recordings.codex import SERVER_SUMMARY
+from engine.settings.config import Settings
 from engine.store import Store
 
 KINDS = ("empty", "opaque", "envelope_only", "duplicate_agents", "spiral", "freed_little")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.config import Settings
 from engine.figures import Call, Rules, SessionFigures, WindowRules, figures_from_calls
 from engine.figures.spend import Spend, priced, prices
 from engine.models import Compaction, Outcome, Session
-from engine.params import session_settings
+from engine.settings.config import Settings
+from engine.settings.params import session_settings
 from engine.store import Store
 
 

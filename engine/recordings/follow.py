@@ -38,10 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.compaction.ledger import FILE_KINDS
-from engine.config import Settings, session_origin
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
-from engine.params import strategy_params
 from engine.recordings import agents, claude_code
 from engine.recordings.agents.protocol import HEAD_RECORDS, AgentFormat, ContextRules, TailParser
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
@@ -49,6 +47,8 @@ from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.file_tail import FileTail
 from engine.recordings.own_agent import context_of
 from engine.recordings.writer import Resume, archives_earlier_file, recorded_model, write
+from engine.settings.config import Settings, session_origin
+from engine.settings.params import strategy_params
 from engine.store import Store
 
 

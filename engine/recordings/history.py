@@ -33,7 +33,6 @@ from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 
-from engine.config import Settings
 from engine.messages.tokens import counts_of, given_counts
 from engine.recordings.agent_folders import (
     Folder,
@@ -53,6 +52,7 @@ from engine.recordings.importing import (
     unreadable,
 )
 from engine.recordings.writer import Resume, texts_to_count, write
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.errors import SessionNotFound
 from engine.store.history import ImportedFile

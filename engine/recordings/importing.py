@@ -28,7 +28,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.config import Settings
 from engine.recordings import agents, entire
 from engine.recordings.base import (
     ImportError_,
@@ -37,6 +36,7 @@ from engine.recordings.base import (
 )
 from engine.recordings.files import read_session, special_mode
 from engine.recordings.writer import write
+from engine.settings.config import Settings
 from engine.store import Store, StoreError
 
 __all__ = [

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.config import Settings
 from engine.figures import SessionFigures
 from engine.models import Session, Usage
 from engine.recordings.hidden import hidden_prefix
+from engine.settings.config import Settings
 from engine.store import Store
 
 

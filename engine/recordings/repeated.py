@@ -22,9 +22,9 @@ from collections.abc import Iterable
 
 from engine.compaction.placement import IN_SYSTEM, leading_messages, system_text
 from engine.compaction.strategies import get_strategy
-from engine.config import Settings
 from engine.messages.tokens import count_repeated, text_digest, tool_text
 from engine.models import Summary
+from engine.settings.config import Settings
 from engine.store import Store
 from prompts.system_prompt import SYSTEM_PROMPT
 from tools.base import Tool

@@ -17,9 +17,9 @@ from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
 from engine.recordings import agents
 from engine.recordings.follow import Follower, Update
+from engine.settings.config import Settings
 
 SWITCH_CHECK = 2.0
 """Seconds between two looks for a newer session in a watched folder."""

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from engine.compaction.ledger import fidelity, fidelity_json
 from engine.compaction.tool_results import ToolResultCompressor
-from engine.config import Settings, session_origin
 from engine.messages.tokens import (
     BLOCK_OVERHEAD,
     compact_json,
@@ -44,11 +43,12 @@ from engine.models import (
     Trigger,
     UsageRecord,
 )
-from engine.params import strategy_params
 from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
 from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.envelopes import envelope
 from engine.recordings.repeated import remember_repeated, repeated_texts
+from engine.settings.config import Settings, session_origin
+from engine.settings.params import strategy_params
 from engine.store import Store, StoreError
 
 CONTINUED = "(The conversation continues after a compaction.)"

@@ -3,7 +3,7 @@
 Beside each strategy's replay, ``replay`` shows the session as its own agent ran it: every
 recorded API call's tokens as the API reported them (input, cache read, cache write, output),
 its cost at list price by the lifetime of each cache write and the price of its day
-(:mod:`engine.prices`), and the compactions the agent made, where they fell. Nothing is
+(:mod:`engine.figures.prices`), and the compactions the agent made, where they fell. Nothing is
 replayed: the figures are the stored usage, so a strategy is compared with what really
 happened.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from engine.config import Settings
+from engine.figures.prices import price_for
 from engine.models import UsageRecord
-from engine.prices import price_for
 from engine.replay.cache_model import CacheUse
 from engine.replay.runner import CompactionFigures, ReplayResult, StepFigures
+from engine.settings.config import Settings
 from engine.store import Store
 
 AS_RECORDED = "as-recorded"

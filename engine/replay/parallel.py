@@ -28,11 +28,11 @@ from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
 from engine.replay.runner import ReplayResult, replay
 from engine.replay.shared import GC_THRESHOLDS as GC_THRESHOLDS
 from engine.replay.shared import ReplayCancelled as ReplayCancelled
 from engine.replay.shared import fewer_collections as fewer_collections
+from engine.settings.config import Settings
 from engine.store import Store
 
 Progress = Callable[[str, int, int], None]

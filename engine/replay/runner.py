@@ -39,18 +39,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.compaction.ledger import KINDS, extract_ledger
-from engine.config import Settings
 from engine.events import CompactionFailed, CompactionFinished, Event
+from engine.figures.prices import Pricing, price_for
 from engine.llm.base import ProviderRequest
 from engine.messages.tokens import count_blocks
 from engine.models import Compaction, Usage
-from engine.prices import Pricing, price_for
 from engine.recordings.hidden import hidden_prefix
 from engine.replay.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.replay.recall import LedgerRecall
 from engine.replay.recorded import RecordedProvider, RecordedTools, recorded_rounds
+from engine.settings.config import Settings
+from engine.settings.strategies import MOCK_USER_PROFILES
 from engine.store import Store
-from engine.strategy_settings import MOCK_USER_PROFILES
 
 if TYPE_CHECKING:
     from engine.session import Agent
@@ -83,7 +83,7 @@ class StepFigures:
     cache: CacheUse
     output: int
     cost: float | None
-    """Dollars at list price; None for a model without a price (:mod:`engine.prices`)."""
+    """Dollars at list price; None for a model without a price (:mod:`engine.figures.prices`)."""
     compactions: int = 0
     """Compactions that fired just before this request."""
     recall: dict[str, float | None] | None = None

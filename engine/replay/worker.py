@@ -16,10 +16,10 @@ from typing import Any
 
 import engine.compaction.strategies  # noqa: F401  (imported to be forked from)
 import engine.session  # noqa: F401
-from engine.config import Settings
 from engine.messages.tokens import encoding
 from engine.replay.runner import ReplayResult, replay
 from engine.replay.shared import GC_THRESHOLDS, ReplayCancelled
+from engine.settings.config import Settings
 from engine.store import Store
 
 encoding()

@@ -3,9 +3,9 @@ often it compacted, what each compaction's summary kept and what the compaction 
 which tools' results fill the context, how much subagents did.
 
 Usage is read summed per session, day and side of the long-context line (the store groups it),
-priced at the session's model's list price of that day (:mod:`engine.prices`): a model without
-a price costs ``None`` and gets a note. Every total is the sum of the per-session figures the
-report also lists (``sessions``), so the two always agree.
+priced at the session's model's list price of that day (:mod:`engine.figures.prices`): a model
+without a price costs ``None`` and gets a note. Every total is the sum of the per-session
+figures the report also lists (``sessions``), so the two always agree.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from engine.compaction.ledger import KINDS
 from engine.compaction.losses import CompactionLosses, HistoryLosses, item_json, session_losses
-from engine.config import Settings
 from engine.context.sources import request_breakdown
 from engine.models import Usage
 from engine.recordings.degenerate import KINDS as FLAG_KINDS
 from engine.recordings.degenerate import Flag, session_flags
 from engine.report.figures import Figures, Prices, priced
 from engine.report.figures import prices as process_prices
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.history import CompactionFacts, SessionFacts
 

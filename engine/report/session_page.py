@@ -18,8 +18,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from engine.compaction.losses import NAMES, CompactionLosses, session_losses, where
-from engine.config import Settings
 from engine.context.sources import Breakdown, session_breakdown
+from engine.figures.prices import price_for
 from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, QUEUED, kind_of
 from engine.models import (
     Compaction,
@@ -31,8 +31,6 @@ from engine.models import (
     Summary,
     UsageRecord,
 )
-from engine.params import session_settings
-from engine.prices import price_for
 from engine.recordings.degenerate import Flag, session_flags
 from engine.recordings.export import transcript_parts
 from engine.recordings.own_agent import context_of, own_agent_view
@@ -48,6 +46,8 @@ from engine.report.html import (
     table,
     tokens,
 )
+from engine.settings.config import Settings
+from engine.settings.params import session_settings
 from engine.store import Store
 
 FOLD_CHARS = 2_000

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from engine.compaction.policy import CompactionPolicy, Plan
 from engine.compaction.summary import SummaryCompressor
-from engine.config import Settings
 from engine.context.builder import BuiltContext, ContextBuilder, ScratchStep
 from engine.context.compaction_records import CompactionDraft, CompactionResult
 from engine.context.history import HistoryManager
@@ -33,6 +32,7 @@ from engine.session.fitting import Fitting
 from engine.session.loop import RoundLoop
 from engine.session.steering import Steering
 from engine.session.writer import WriterLease
+from engine.settings.config import Settings
 from engine.store import Store
 from tools.base import Asker, ToolContext
 from tools.registry import ToolRegistry

@@ -16,7 +16,6 @@ from engine.compaction.strategies import get_strategy
 from engine.compaction.summary import SummaryCompressor
 from engine.compaction.summary_call import ProviderSummariser
 from engine.compaction.tool_results import ToolResultCompressor
-from engine.config import Settings, data_folder
 from engine.context.builder import (
     BuiltContext,
     ContextBuilder,
@@ -48,8 +47,9 @@ from engine.models import (
     TodoItem,
     UsageRecord,
 )
-from engine.params import session_settings
 from engine.session.workspace import NO_FOLDER
+from engine.settings.config import Settings, data_folder
+from engine.settings.params import session_settings
 from engine.store import Store
 from engine.validation import workspace_refusal
 from tools.base import Asker, RecallHit, ToolContext
@@ -139,7 +139,7 @@ class AgentCore:
         settings = session_settings(settings, session)
         self.settings = settings
         """The process' settings with the numbers the session stores in place
-        (:func:`engine.params.session_settings`)."""
+        (:func:`engine.settings.params.session_settings`)."""
         self.provider = provider
         self.workspace = workspace
         """The folder its tools work in; None: the session has none it may use (recorded by

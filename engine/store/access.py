@@ -227,7 +227,7 @@ class StoreAccess:
         tables, migrated when older, refused when it holds another program's tables. Creating
         and migrating hold the database's write lock, so two clients starting at once create
         it once."""
-        from engine.config import default_database
+        from engine.settings.config import default_database
 
         db = postgres.connect(url, read_only=read_only, busy_timeout=busy_timeout)
         name = urlsplit(url).path.strip("/") or "postgres"

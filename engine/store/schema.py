@@ -208,8 +208,8 @@ def _session_params(db: SqliteDatabase) -> None:
 
     from playhouse.migrate import SqliteMigrator, migrate
 
-    from engine.config import Settings
-    from engine.params import ParamsError, strategy_params
+    from engine.settings.config import Settings
+    from engine.settings.params import ParamsError, strategy_params
     from engine.store.models import SessionRow, StrategySwitchRow
 
     migrator = SqliteMigrator(db)

@@ -209,9 +209,9 @@ class SessionStore(StorePart):
     ) -> Session:
         """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
         ``source`` names the recording a watched session follows; ``params`` are the numbers
-        its strategy plans with (``engine.params.strategy_params``; None stores none, and the
-        session plans with the settings of whichever process opens it); ``origin`` the user
-        and machine it comes from (``engine.config.session_origin``; None: not stored).
+        its strategy plans with (``engine.settings.params.strategy_params``; None stores none, and
+        the session plans with the settings of whichever process opens it); ``origin`` the user
+        and machine it comes from (``engine.settings.config.session_origin``; None: not stored).
 
         ``workspace_given``: the user gave ``workspace`` (``Session.workspace_given``); by
         default, unless the session is recorded by another agent (``provider="import"``).

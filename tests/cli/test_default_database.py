@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import engine.config
+import engine.settings.config
 from cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,8 +22,8 @@ RECORDED = ROOT / "tests" / "data" / "recorded_session.jsonl"
 RUNNER = """
 import sys
 from pathlib import Path
-import engine.config
-engine.config.SOURCE_ROOT = Path(sys.argv[1])  # where ctxscope's packages are
+import engine.settings.config
+engine.settings.config.SOURCE_ROOT = Path(sys.argv[1])  # where ctxscope's packages are
 from cli.main import main
 sys.exit(main(sys.argv[2:]))
 """
@@ -71,7 +71,7 @@ def test_a_source_checkout_keeps_it_in_its_sessions_folder(
     checkout = tmp_path / "ctxscope-checkout"
     (checkout / "sessions").mkdir(parents=True)
     (checkout / "pyproject.toml").write_text("[project]\nname = 'ctxscope'\n")
-    monkeypatch.setattr(engine.config, "SOURCE_ROOT", checkout)
+    monkeypatch.setattr(engine.settings.config, "SOURCE_ROOT", checkout)
     assert main(["import", str(RECORDED)]) == 0
     assert list(elsewhere.iterdir()) == []
     assert (checkout / "sessions" / "ctxscope.db").is_file()

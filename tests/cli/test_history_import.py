@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings.export import export_jsonl
 from engine.recordings.history import Folder, import_history
 from engine.recordings.importing import import_session
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.cli_run import run_main as run
 from tests.engine.recordings.corpus import CORPUS, MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
@@ -316,7 +316,7 @@ def test_counts_made_in_the_workers_are_the_writers_own(tmp_path: Path) -> None:
     script = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from engine.config import Settings\n"
+        "from engine.settings.config import Settings\n"
         "from engine.messages import tokens\n"
         "from engine.recordings.history import Folder, import_history\n"
         "from engine.store import Store\n"

@@ -22,8 +22,8 @@ import pytest
 
 from cli.main import main
 from engine.compaction.strategies import STRATEGIES
-from engine.config import Settings
 from engine.replay.parallel import replay_strategies
+from engine.settings.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 MAROT = (

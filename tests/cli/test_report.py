@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from cli.main import main
-from engine.config import Settings
 from engine.recordings.history import Folder, import_history
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
 

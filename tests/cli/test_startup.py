@@ -20,7 +20,7 @@ from engine.recordings.export import FORMATS
 ROOT = Path(__file__).resolve().parents[2]
 
 NOT_NEEDED = (
-    "pydantic_settings",  # the settings read their sources themselves (engine.settings_sources)
+    "pydantic_settings",  # the settings read their sources themselves (engine.settings.sources)
     "dotenv",
     "anthropic",  # no request is sent
     "engine.recordings.export",  # only `export` writes a transcript

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.context.history import HistoryManager
+from engine.settings.config import Settings
 from engine.store import Store
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import SettingsError, load_settings
+from engine.settings.config import SettingsError, load_settings
 
 
 def test_seed_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

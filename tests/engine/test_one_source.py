@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.llm.offline import OfflineProvider
 from engine.models import Outcome
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
-"""``engine.params``: which numbers a session plans with, read from and put into settings, and
-the agent over a session planning with them rather than with the process' settings."""
+"""``engine.settings.params``: which numbers a session plans with, read from and put into
+settings, and the agent over a session planning with them rather than with the process' settings."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.llm.offline import OfflineProvider
 from engine.models import StrategyParams
-from engine.params import (
+from engine.session import Agent
+from engine.settings.config import Settings
+from engine.settings.params import (
     ParamsError,
     changed_params,
     describe_params,
     strategy_params,
     with_params,
 )
-from engine.session import Agent
 from engine.store import Store
 
 

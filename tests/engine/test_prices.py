@@ -25,9 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from engine.config import ModelPrice, Settings
+from engine.figures.prices import price_for
 from engine.models import Usage, UsageRecord
-from engine.prices import price_for
+from engine.settings.config import ModelPrice, Settings
 from tests.engine.recordings.corpus import MAROT
 
 M = 1_000_000
@@ -293,7 +293,7 @@ def test_one_price_per_model_for_the_process(monkeypatch: pytest.MonkeyPatch) ->
     call's list price (Sonnet 4.5: the module docstring's figures)."""
     from genai_prices.types import ModelPrice as ListPrice
 
-    from engine.prices import _list_pricing
+    from engine.figures.prices import _list_pricing
 
     _list_pricing.cache_clear()
     asked: list[int] = []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings, SettingsError, load_settings
+from engine.settings.config import Settings, SettingsError, load_settings
 
 
 @pytest.fixture(autouse=True)

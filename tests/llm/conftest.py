@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401  (the fixture)
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
 from engine.llm.anthropic import AnthropicProvider
 from engine.llm.base import (
     Cancelled,
@@ -20,6 +19,7 @@ from engine.llm.base import (
     StreamText,
     StreamToolUse,
 )
+from engine.settings.config import Settings
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,
     error_reply,

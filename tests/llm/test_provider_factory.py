@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.llm.anthropic import AnthropicProvider
 from engine.llm.base import OFFLINE_NAME, ProviderRequest
 from engine.llm.factory import DeferredAnthropic, make_provider, ready
 from engine.llm.offline import OfflineProvider
+from engine.settings.config import Settings
 from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply
 
 
@@ -98,7 +98,7 @@ def test_looking_at_a_request_with_a_key_does_not_import_the_sdk(tmp_path: Path)
         "ask = ['ask', 'ls .', '--workspace', sys.argv[2], '--model', 'offline']\n"
         "assert main([*ask, *args]) == 0\n"
         "os.environ['ANTHROPIC_API_KEY'] = 'sk-test'\n"
-        "from engine.config import Settings\n"
+        "from engine.settings.config import Settings\n"
         "from engine.llm.factory import make_provider\n"
         "assert make_provider(Settings()).name == 'anthropic'  # the key is taken\n"
         "assert main(['context', '1', '--json', *args]) == 0\n"

@@ -10,7 +10,6 @@ import pytest
 
 from engine.compaction.summary import SummaryCompressor
 from engine.compaction.summary_call import ProviderSummariser
-from engine.config import Settings
 from engine.context.preprocess import InputPreprocessor
 from engine.llm.base import (
     OFFLINE_NAME,
@@ -25,6 +24,7 @@ from engine.llm.base import (
 from engine.llm.offline import CAPABILITIES, OfflineProvider, describe_result, split_requests
 from engine.messages.tokens import count_blocks, count_request
 from engine.models import Message, ToolCall
+from engine.settings.config import Settings
 
 SYSTEM = [{"type": "text", "text": "You are a coding agent."}]
 TOOLS = [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("LS", "Read")]

@@ -8,10 +8,10 @@ import time
 import pytest
 
 from engine.compaction.summary_call import ProviderSummariser, summarize_in_chunks
-from engine.config import Settings
 from engine.llm.anthropic import AnthropicProvider
 from engine.llm.base import ProviderError
 from engine.models import Message, ToolCall
+from engine.settings.config import Settings
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,
     RecordedRequest,

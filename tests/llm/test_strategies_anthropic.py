@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.compaction.placement import MOCK_USER_PROMPT
-from engine.config import Settings
 from engine.llm.anthropic import AnthropicProvider
 from engine.models import Outcome, Placement, RoundStatus
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
 from engine.llm.anthropic import AnthropicProvider
 from engine.llm.base import ProviderError, ProviderRequest, StreamEvent, StreamRetry
 from engine.models import RoundStatus
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply
 

@@ -298,11 +298,11 @@ def test_requests_rebuilt_from_a_corpus_session_give_back_its_conversation(
     messages' compressed forms differ: the import knew Claude Code's structured results.)"""
     from datetime import UTC, datetime, timedelta
 
-    from engine.config import Settings
     from engine.exchanges import Exchange
     from engine.proxy.conversation import build
     from engine.proxy.steer_check import imported_steps
     from engine.recordings.importing import import_session
+    from engine.settings.config import Settings
 
     store = Store.open(tmp_path / "c.db")
     corpus = Path("tests/data/corpus/yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl")

@@ -332,8 +332,8 @@ def test_steer_check_on_a_proxied_session_replays_its_requests_as_sent(
 ) -> None:
     """A proxied session's sequence is its requests as stored: three here; the row of what
     the API reported is the fake's usage summed; dups would replace the repeated read."""
-    from engine.config import Settings
     from engine.proxy.steer_check import steer_check
+    from engine.settings.config import Settings
 
     fake_anthropic.cache = FakePromptCache(min_tokens=100)
     bodies = requests([FILE, FILE, "ok"])

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
 from engine.proxy.identity import client_session, is_compaction
 from engine.proxy.report import request_report
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply, tool_reply
 from tests.postgres_server import PostgresServer

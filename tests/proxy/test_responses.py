@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
 from engine.proxy.report import request_report
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.proxy.conftest import RunningProxy
 from tests.proxy.responses_fake import USAGE, FakeResponsesServer, events

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
 from engine.proxy.identity import without_cache_control
 from engine.proxy.steer_check import run, steps_of
 from engine.proxy.steering import PIN_ASK, PIN_HEADING, SteerConfig, Steerer, parse_rules
 from engine.recordings.importing import import_session
+from engine.settings.config import Settings
 from engine.store import Store
 
 FILE = "".join(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tests.security.conftest import SECRET
 from tools.base import ToolContext, ToolResult
 from tools.registry import default_registry
@@ -68,7 +68,7 @@ def test_auto_picks_the_sandbox_this_machine_can_run(workspace: Path) -> None:
 RUN_BASH_AS_CTXSCOPE = """
 import json, os, sys
 from pathlib import Path
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
 me = os.getpid()

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tests.security import test_bash_sandbox
 from tools.base import ToolContext, ToolResult
 from tools.registry import default_registry

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from cli.proxy import _printer
-from engine.config import Settings
 from engine.proxy.recorder import Recorder
 from engine.proxy.server import Proxy, ProxyConfig, ProxyThread
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.fakes.anthropic_server import (
     FAKE_API_KEY,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.llm.offline import OfflineProvider
 from engine.models import Message, ToolCall
 from engine.session import Agent
 from engine.session.workspace import session_workspace
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.models import SessionRow
 from engine.validation import workspace_refusal

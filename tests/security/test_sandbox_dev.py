@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tests.security import test_bash_sandbox
 from tools import cgroup
 from tools.base import ToolContext

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.config import Settings, SettingsError, load_settings
+from engine.settings.config import Settings, SettingsError, load_settings
 from tests.security import test_bash_sandbox
 from tools.base import ToolContext
 from tools.registry import default_registry

@@ -16,8 +16,8 @@ import json
 import os
 from pathlib import Path
 
-from engine.config import Settings
 from engine.context.code_law import NotReadable, read_workspace_text
+from engine.settings.config import Settings
 from tests.security.conftest import SECRET, Flipper
 from tools.base import Fingerprint, ToolContext, ToolResult
 from tools.grep import Engine, GrepTool

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
 

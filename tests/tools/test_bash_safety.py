@@ -72,7 +72,7 @@ def test_a_setsid_child_does_not_outlive_a_finished_call(call: Any) -> None:
 RUN_BASH_THEN_HANG = """
 import sys
 from pathlib import Path
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
 settings = Settings(bash_policy="allow", bash_sandbox="none")  # host pids: the guard
@@ -104,7 +104,7 @@ def test_the_command_dies_when_ctxscope_is_killed(workspace: Path) -> None:
 RUN_COMPOUND_THEN_HANG = """
 import sys
 from pathlib import Path
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
 settings = Settings(bash_policy="allow", bash_sandbox="none")  # host pids: the guard

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import ToolContext, ToolResult
 from tools.registry import default_registry
 from tools.secrets import EnvironmentPolicy, Redactor

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import ToolContext, ToolResult
 from tools.context_loading import AgentLoadContextTool, ChatLoadHistoryTool
 from tools.injection import Injections

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import ToolContext, ToolResult
 from tools.grep import GrepInput, GrepTool, find_rg
 

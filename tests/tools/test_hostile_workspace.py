@@ -60,9 +60,9 @@ def test_glob_does_not_list_a_fifo(call: Any, workspace: Path) -> None:
 
 @pytest.mark.usefixtures("fifo")
 def test_an_at_mention_of_a_fifo_does_not_hang_the_agent(workspace: Path, tmp_path: Path) -> None:
-    from engine.config import Settings
     from engine.llm.offline import OfflineProvider
     from engine.session import Agent
+    from engine.settings.config import Settings
     from engine.store import Store
 
     store = Store.open(tmp_path / "a.db")

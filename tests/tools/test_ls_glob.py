@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
+from engine.settings.config import Settings
 from tools.base import PermissionAnswer, PermissionRequest, ToolContext
 from tools.registry import default_registry
 

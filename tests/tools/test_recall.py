@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.compaction.tool_results import ToolResultCompressor
-from engine.config import Settings
 from engine.llm.offline import PlannedCall, parse_command
 from engine.models import RecallHit
+from engine.settings.config import Settings
 from tools.base import ToolContext
 from tools.registry import default_registry
 

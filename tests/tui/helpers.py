@@ -22,7 +22,6 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Input
 
-from engine.config import Settings
 from engine.llm.base import (
     OFFLINE_NAME,
     ProviderRequest,
@@ -32,6 +31,7 @@ from engine.llm.base import (
 from engine.llm.offline import OfflineProvider
 from engine.models import Message
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.models import (
     CompactionRow,

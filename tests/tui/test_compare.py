@@ -148,8 +148,8 @@ async def test_f9_on_a_recording_has_its_as_recorded_row(
 ) -> None:
     """Issue 39: F9 had no as-recorded row (``replay`` has one): a recording's own requests
     come first, with its recorded steps (one per usage record the import stored)."""
-    from engine.config import Settings
     from engine.recordings.importing import import_session
+    from engine.settings.config import Settings
     from engine.store import Store
 
     recording = Path(__file__).parents[1] / "data" / "claude_code" / "resumed_session.jsonl"

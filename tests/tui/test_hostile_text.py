@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings.importing import import_session
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.security.hostile_recording import ATTACKER_TITLE, MARKUP, write_hostile_recording
 from tests.tui.conftest import AppFactory

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings.importing import import_session
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import ask, messages_in, opened

@@ -13,11 +13,11 @@ from textual.app import App, ComposeResult
 from cli.common import CliError
 from cli.workbench import parse_resume
 from cli.workbench import run_tui as run
-from engine.config import Settings
 from engine.events import Notice, TextDelta
 from engine.llm.base import OFFLINE_NAME
 from engine.messages.tokens import BudgetCheck
 from engine.models import Compaction, Trigger, Usage, UsageRecord
+from engine.settings.config import Settings
 from tests.tui.helpers import WORKSPACE_FILES
 from tui.bridge import EngineBridge
 from tui.formatting import provider_label, relative_time, strip_reminders

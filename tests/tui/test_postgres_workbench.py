@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Input, Markdown
 
-from engine.config import Settings
 from engine.llm.offline import OfflineProvider
 from engine.models import RecallHit, RoundStatus
 from engine.recordings.importing import import_session
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.postgres_server import PostgresServer
 from tests.tui.helpers import (

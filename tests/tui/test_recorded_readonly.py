@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.config import Settings
 from engine.recordings.importing import import_session
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import ask, opened, settle, wait_until

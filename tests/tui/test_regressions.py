@@ -342,8 +342,8 @@ async def test_thinking_of_an_imported_session_is_shown_beside_the_layers(
     (Let · me · look · at · the · test · first · .)."""
     import json
 
-    from engine.config import Settings
     from engine.recordings.importing import import_session
+    from engine.settings.config import Settings
 
     lines = [
         {"role": "user", "content": "Fix the failing test."},

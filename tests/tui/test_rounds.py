@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
-from engine.config import Settings
 from engine.llm.base import (
     ProviderError,
     ProviderRequest,
@@ -25,6 +24,7 @@ from engine.llm.base import (
 )
 from engine.llm.offline import OfflineProvider
 from engine.models import RoundStatus, Usage
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.params import changed_params, strategy_params
+from engine.settings.params import changed_params, strategy_params
 from engine.store import Store
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import offline_settings, opened

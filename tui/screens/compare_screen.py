@@ -28,12 +28,12 @@ from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine.compaction.strategies import STRATEGIES
-from engine.config import Settings
 from engine.recordings.own_agent import own_agent_view
 from engine.replay.as_recorded import as_recorded
 from engine.replay.parallel import ReplayCancelled, default_jobs, replay_strategies
 from engine.replay.runner import ReplayResult, compared_steps, replay
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.terminal_text import printable
 from tui.formatting import tokens

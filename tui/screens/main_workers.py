@@ -22,7 +22,7 @@ from textual.worker import Worker, WorkerState
 from engine.context.builder import BuiltContext
 from engine.context.history import CompactionDraft, CompactionResult
 from engine.models import Compaction, Session
-from engine.params import describe_params, strategy_params
+from engine.settings.params import describe_params, strategy_params
 from engine.store.forking import Fork
 from tui.formatting import plural, tokens, workspace_label
 from tui.gauge_state import Decision

@@ -19,8 +19,8 @@ from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState
 
 from engine.compaction.ledger import KIND_NAMES
-from engine.config import Settings
 from engine.report import Report, build_report
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.terminal_text import printable
 from tui.formatting import one_line

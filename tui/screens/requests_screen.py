@@ -27,12 +27,12 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Label, Static
 
-from engine.config import Settings
 from engine.exchanges import Exchange
 from engine.proxy.identity import texts
 from engine.proxy.report import request_report
 from engine.proxy.request_text import diff_text, find, request_diff, request_text
 from engine.proxy.whatif import NoConversation, what_if_lines, what_if_table
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.terminal_text import cut
 from tui.formatting import short_tokens

@@ -23,12 +23,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState
 
-from engine.config import Settings
 from engine.figures import SessionFigures
 from engine.models import SessionInfo
-from engine.params import session_settings
 from engine.recordings.figures import session_figures
 from engine.session.workspace import NO_FOLDER, session_workspace
+from engine.settings.config import Settings
+from engine.settings.params import session_settings
 from engine.store import Store
 from engine.store.lease import SessionBusy
 from tui.formatting import (

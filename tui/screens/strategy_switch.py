@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from textual.app import SystemCommand
 
 from engine.compaction.strategies import STRATEGIES, get_strategy
-from engine.params import strategy_params
+from engine.settings.params import strategy_params
 from engine.store import SessionBusy, StoreError
 
 if TYPE_CHECKING:

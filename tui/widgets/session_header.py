@@ -32,7 +32,8 @@ class HeaderInfo:
     strategy: str = ""
     offline: bool = False
     numbers: str = ""
-    """The numbers the session's strategy plans with (``engine.params.describe_params``)."""
+    """The numbers the session's strategy plans with
+    (``engine.settings.params.describe_params``)."""
     recorded_by: str = ""
     """For a recorded session: the agent that recorded it (``Claude Code``); the header then
     names it and the recorded model, says it is read-only, and gives its ``cost``."""

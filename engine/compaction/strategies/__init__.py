@@ -11,8 +11,8 @@ from collections.abc import Iterator, Mapping
 from typing import get_args
 
 from engine.compaction.policy import CompactionPolicy
-from engine.config import Settings
-from engine.strategy_settings import StrategyName
+from engine.settings.config import Settings
+from engine.settings.strategies import StrategyName
 
 _CLASSES = {
     "layered": ("layered", "LayeredStrategy"),

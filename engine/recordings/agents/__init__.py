@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
 from engine.models import Session
 from engine.recordings.agents import (
     aider,
@@ -42,6 +41,7 @@ from engine.recordings.agents.protocol import (
     recorded_of_parsed,
 )
 from engine.recordings.base import Parsed
+from engine.settings.config import Settings
 from engine.store import Store
 
 __all__ = [

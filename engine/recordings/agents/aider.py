@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from engine.config import Settings
 from engine.recordings import aider
 from engine.recordings.agents.protocol import (
     ContextRules,
@@ -22,6 +21,7 @@ from engine.recordings.agents.protocol import (
 )
 from engine.recordings.base import ImportError_, Parsed
 from engine.recordings.writer import check
+from engine.settings.config import Settings
 
 
 class Aider(Standalone):

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from engine.config import Settings
 from engine.recordings import anthropic_jsonl
 from engine.recordings.agents.protocol import (
     ContextRules,
@@ -21,6 +20,7 @@ from engine.recordings.agents.protocol import (
     model_window,
 )
 from engine.recordings.base import Parsed
+from engine.settings.config import Settings
 
 
 class AnthropicJsonl(Standalone):

@@ -40,8 +40,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from engine.config import Settings
-from engine.prices import listed_context_window, long_context_priced
+from engine.figures.prices import listed_context_window, long_context_priced
 from engine.recordings import claude_code
 from engine.recordings.agents.claude_code_settings import ClaudeSettings, flag, tokens
 from engine.recordings.agents.protocol import (
@@ -56,6 +55,7 @@ from engine.recordings.base import ImportError_, Parsed
 from engine.recordings.claude_code_follow import TailParser as ClaudeTail
 from engine.recordings.files import read_session_text
 from engine.recordings.writer import check
+from engine.settings.config import Settings
 
 STANDARD_WINDOW = 200_000
 """Claude Code's standard window (its docs: "200K tokens"; the 2.1.2xx binary's default

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
 from engine.recordings import codex
 from engine.recordings.agents.protocol import (
     ContextRules,
@@ -38,6 +37,7 @@ from engine.recordings.agents.protocol import (
 )
 from engine.recordings.base import JsonLines, NotRead, Parsed
 from engine.recordings.writer import check
+from engine.settings.config import Settings
 
 EFFECTIVE_PERCENT = 95
 """Codex's default ``effective_context_window_percent``: the share of the raw window it

@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
 from engine.recordings import copilot_cli
 from engine.recordings.agents.protocol import (
     ContextRules,
@@ -32,6 +31,7 @@ from engine.recordings.agents.protocol import (
 )
 from engine.recordings.base import JsonLines, NotRead, Parsed
 from engine.recordings.writer import check
+from engine.settings.config import Settings
 
 
 class CopilotCli:

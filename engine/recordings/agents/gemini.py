@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
-from engine.prices import listed_context_window
+from engine.figures.prices import listed_context_window
 from engine.recordings import gemini
 from engine.recordings.agents.protocol import (
     ContextRules,
@@ -34,6 +33,7 @@ from engine.recordings.agents.protocol import (
     load_document,
 )
 from engine.recordings.base import Parsed
+from engine.settings.config import Settings
 
 DEFAULT_TOKEN_LIMIT = 1_048_576
 """Gemini CLI's ``DEFAULT_TOKEN_LIMIT`` (``packages/core/src/core/tokenLimits.ts``)."""

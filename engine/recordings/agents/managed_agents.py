@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from engine.config import Settings
 from engine.recordings import anthropic_jsonl, managed_agents
 from engine.recordings.agents.protocol import (
     ContextRules,
@@ -25,6 +24,7 @@ from engine.recordings.agents.protocol import (
     no_trigger,
 )
 from engine.recordings.base import Parsed
+from engine.settings.config import Settings
 
 
 class ManagedAgents(Standalone):

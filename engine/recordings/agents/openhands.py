@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from engine.config import Settings
 from engine.recordings import openhands
 from engine.recordings.agents.protocol import (
     ContextRules,
@@ -24,6 +23,7 @@ from engine.recordings.agents.protocol import (
     no_trigger,
 )
 from engine.recordings.base import Parsed
+from engine.settings.config import Settings
 
 
 class OpenHands(Standalone):

@@ -24,7 +24,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.config import Settings
 from engine.recordings.base import (
     ImportError_,
     NotRead,
@@ -32,6 +31,7 @@ from engine.recordings.base import (
     numbered_lines,
     without_surrogates,
 )
+from engine.settings.config import Settings
 
 HEAD_RECORDS = 50
 """Lines of a JSON-lines file the sniffer reads for a record it knows (the importer's rule)."""
@@ -290,7 +290,7 @@ def home_of(env: Mapping[str, str]) -> Path:
 def model_window(model: str, settings: Settings) -> tuple[int, str]:
     """A model's window from the price data (genai-prices knows each model's), else
     ``watch_context_window`` named as the documented default."""
-    from engine.prices import listed_context_window
+    from engine.figures.prices import listed_context_window
 
     window = listed_context_window(model)
     if window:

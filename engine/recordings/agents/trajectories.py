@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
 from engine.recordings import trajectories
 from engine.recordings.agents.protocol import (
     ContextRules,
@@ -25,6 +24,7 @@ from engine.recordings.agents.protocol import (
     no_trigger,
 )
 from engine.recordings.base import Parsed
+from engine.settings.config import Settings
 
 
 class Trajectory(Standalone):

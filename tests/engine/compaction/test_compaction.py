@@ -10,10 +10,10 @@ from engine.compaction.extractive import extractive_summary
 from engine.compaction.policy import PolicyView
 from engine.compaction.strategies.layered import LayeredStrategy
 from engine.compaction.summary import TIMEOUT_NOTICE, SummaryCompressor
-from engine.config import Settings
 from engine.context.history import HistoryManager
 from engine.events import CompactionFailed, CompactionFinished, Event, Notice
 from engine.models import Message, Outcome, Trigger
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.archive import ArchiveStore
 from prompts.agents_prompts.summary_prompt import SUMMARY_HEADING

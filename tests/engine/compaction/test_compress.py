@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from engine.compaction.tool_results import ToolResultCompressor
-from engine.config import Settings
 from engine.messages.tokens import count_text
+from engine.settings.config import Settings
 from tools.base import ToolContext, ToolError, ToolResult
 from tools.registry import default_registry
 

@@ -13,9 +13,9 @@ from cli.main import main
 from engine.compaction.losses import session_losses
 from engine.compaction.strategies.layered import LayeredStrategy
 from engine.compaction.summary import SummaryCompressor
-from engine.config import Settings
 from engine.context.history import HistoryManager
 from engine.models import Message, MessageMeta, RoundStatus, ToolCall, Trigger
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.cli_run import run_main as run
 from tests.engine.builders import write_round

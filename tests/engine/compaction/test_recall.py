@@ -14,10 +14,10 @@ import pytest
 
 from engine.compaction.strategies.layered import LayeredStrategy
 from engine.compaction.summary import SummaryCompressor
-from engine.config import Settings
 from engine.context.history import CompactionDraft, HistoryManager
 from engine.llm.offline import OfflineProvider
 from engine.models import Message, MessageMeta, Observation, RoundStatus, ToolCall, Trigger
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store import search as fts
 from engine.store.schema import SCHEMA_VERSION
@@ -180,7 +180,7 @@ def test_undo_unindexes_the_segment(session: tuple[Store, HistoryManager]) -> No
 CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from engine.config import Settings
+    from engine.settings.config import Settings
     from engine.context.history import HistoryManager
     from engine.llm.offline import OfflineProvider
     from engine.models import Trigger

@@ -14,11 +14,11 @@ import pytest
 from engine.compaction.strategies.formats import RESET_HINT_SPEC
 from engine.compaction.summary import SummaryCompressor
 from engine.compaction.summary_call import ProviderSummariser
-from engine.config import Settings
 from engine.events import CompactionFinished, Event, Notice
 from engine.llm.anthropic import AnthropicProvider
 from engine.models import Message, MessageMeta, Outcome, Placement
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,

@@ -18,7 +18,6 @@ from engine.compaction.policy import PolicyView
 from engine.compaction.strategies import get_strategy
 from engine.compaction.strategies.mock_user import MockUserStrategy
 from engine.compaction.summary import SummaryCompressor
-from engine.config import Settings
 from engine.context.history import HistoryManager
 from engine.events import BudgetWarning, CompactionFailed, Event, Notice
 from engine.llm.anthropic import AnthropicProvider
@@ -26,6 +25,7 @@ from engine.llm.offline import OfflineProvider
 from engine.messages.tokens import count_request
 from engine.models import Message, MessageMeta, Outcome, RoundStatus, ToolCall, Trigger
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.builders import write_round
 from tests.fakes.anthropic_server import (

@@ -19,7 +19,6 @@ from engine.compaction.execution_log import append_run, read_log, run_entry
 from engine.compaction.policy import PolicyView
 from engine.compaction.strategies import get_strategy
 from engine.compaction.strategies.message_window import seed_message_count
-from engine.config import Settings
 from engine.context.builder import ContextBuilder, validate_request
 from engine.context.history import HistoryManager
 from engine.llm.anthropic import AnthropicProvider
@@ -27,6 +26,7 @@ from engine.llm.base import ProviderRequest
 from engine.messages.tokens import count_request
 from engine.models import History, Message, MessageMeta, RoundStatus, ToolCall
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.compaction.scripted import Scripted, answer, tool_use
 from tests.fakes.anthropic_server import (  # noqa: F401  (the fixture)

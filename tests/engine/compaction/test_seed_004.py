@@ -16,7 +16,6 @@ import pytest
 from engine.compaction.strategies import get_strategy
 from engine.compaction.summary import SummaryCompressor
 from engine.compaction.summary_call import ProviderSummariser
-from engine.config import Settings
 from engine.context.history import HistoryManager
 from engine.events import CompactionFailed, Event, Notice
 from engine.llm.anthropic import AnthropicProvider
@@ -31,6 +30,7 @@ from engine.models import (
     Trigger,
 )
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.builders import write_round
 from tests.fakes.anthropic_server import FakeAnthropicServer, error_reply, text_reply

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.llm.base import ProviderRequest
 from engine.models import Trigger
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.compaction.scripted import Scripted, answer, tool_use
 

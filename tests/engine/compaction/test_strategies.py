@@ -18,10 +18,10 @@ from engine.compaction.strategies import STRATEGIES, get_strategy
 from engine.compaction.strategies.formats import check_xml, extractive_json, extractive_xml
 from engine.compaction.strategies.mock_user import cut_long_result
 from engine.compaction.summary import SummaryCompressor
-from engine.config import Settings
 from engine.context.builder import ContextBuilder, ScratchResult, ScratchStep, validate_request
 from engine.context.history import HistoryManager
 from engine.models import Message, MessageMeta, Outcome, Placement, Summary, ToolCall, Trigger
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.builders import write_round
 

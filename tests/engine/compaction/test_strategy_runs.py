@@ -18,13 +18,13 @@ import pytest
 
 from cli.main import main
 from engine.compaction.placement import MOCK_USER_PROMPT
-from engine.config import Settings
 from engine.context.builder import validate_request
 from engine.llm.base import ProviderError, ProviderRequest, ProviderResponse, StreamText
 from engine.llm.offline import OfflineProvider
 from engine.messages.tokens import count_request
 from engine.models import Outcome, RoundStatus
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 
 WINDOW = 30_000
@@ -286,7 +286,7 @@ CRASH = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from engine.session import Agent
-    from engine.config import Settings
+    from engine.settings.config import Settings
     from engine.llm.offline import OfflineProvider
     from engine.models import Trigger
     from engine.store import Store

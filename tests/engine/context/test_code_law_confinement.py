@@ -6,9 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from engine.config import Settings
 from engine.context.builder import ContextBuilder
 from engine.models import History
+from engine.settings.config import Settings
 
 SYSTEM = "You are a coding agent."
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
 from engine.context import builder as context_module
 from engine.context.builder import (
     LAYERS,
@@ -24,6 +23,7 @@ from engine.context.builder import (
 )
 from engine.messages.tokens import count_message, count_request
 from engine.models import MISSING_RESULT, History, Message, MessageMeta, Summary, ToolCall
+from engine.settings.config import Settings
 
 TOOLS: list[dict[str, Any]] = [
     {

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
 from engine.context.builder import BuiltContext, ContextBuilder, ScratchStep, validate_request
 from engine.llm.offline import OfflineProvider
 from engine.messages import wire as wire_module
 from engine.models import History, Message, MessageMeta, RoundStatus, ToolCall
 from engine.replay.runner import replay
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 
 TOOLS: list[dict[str, Any]] = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import Settings
 from engine.context.preprocess import InputPreprocessor, find_mentions, render_reminder
+from engine.settings.config import Settings
 
 TEMPLATE = (
     "<system-reminder>\n"

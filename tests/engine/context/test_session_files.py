@@ -13,12 +13,12 @@ from pathlib import Path
 
 from engine.compaction.strategies import get_strategy
 from engine.compaction.summary import SummaryCompressor
-from engine.config import Settings
 from engine.context.history import HistoryManager
 from engine.context.session_files import database_key, session_file, session_folder
 from engine.llm.offline import OfflineProvider
 from engine.models import Trigger
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.builders import write_round
 

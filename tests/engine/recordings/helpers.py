@@ -6,9 +6,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.config import Settings
 from engine.models import Message, UsageRecord
 from engine.recordings.importing import ImportReport, import_parsed, parse_path
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import CORPUS as CORPUS  # the tests import it from here
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings import agents
 from engine.recordings.agents.protocol import AgentFormat
 from engine.recordings.follow import Follower, figures
 from engine.recordings.importing import parse_sessions
+from engine.settings.config import Settings
 from tests.engine.recordings.helpers import CORPUS, FIXTURES
 
 DATA = CORPUS.parent

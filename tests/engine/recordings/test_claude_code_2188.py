@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.config import Settings
 from engine.recordings.follow import Follower
 from engine.recordings.importing import parse_sessions
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import MAROT, MOREDIP_AGENT
 

@@ -32,10 +32,10 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.config import Settings
 from engine.recordings import claude_code
 from engine.recordings.follow import Follower
 from engine.recordings.writer import CONTINUED, check, write
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.helpers import FIXTURES, import_all
 from tests.engine.recordings.test_claude_code_follow import follow_both

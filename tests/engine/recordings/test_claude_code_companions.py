@@ -162,8 +162,8 @@ def test_the_side_question_is_its_own_turn_only(tmp_path: Path, store: Store) ->
 def test_watch_counts_the_side_question_as_import_does(tmp_path: Path) -> None:
     """``watch`` of the parent follows the aside_question file as a subagent: the same 2
     messages and 1 usage record (output 120) as the import above, not the 6 copied records."""
-    from engine.config import Settings
     from engine.recordings.follow import Follower
+    from engine.settings.config import Settings
 
     session = project(tmp_path)
     store = Store.open(tmp_path / "w.db")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.config import ModelPrice
 from engine.models import Usage
+from engine.settings.config import ModelPrice
 from engine.store import Store
 from tests.cli_run import run_main as run
 from tests.engine.recordings.corpus import MAROT, MOREDIP, MOREDIP_AGENT, YOAVF
@@ -201,10 +201,10 @@ def test_show_observations_prints_full_results(
 def test_tools_refuse_a_recorded_workspace_that_is_not_here(tmp_path: Path) -> None:
     """An imported session keeps its recorded cwd; with that folder absent a tool call is
     refused with a message naming --workspace, and nothing runs."""
-    from engine.config import Settings
     from engine.llm.offline import OfflineProvider
     from engine.models import Message, ToolCall
     from engine.session import Agent
+    from engine.settings.config import Settings
 
     store = Store.open(tmp_path / "w.db")
     session = store.create_session(workspace="/nowhere/on/this/machine", title="x")

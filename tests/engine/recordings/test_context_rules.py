@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.models import Usage
 from engine.recordings.agents import context_rules_for_parsed, context_rules_for_session
 from engine.recordings.base import Item, Parsed
 from engine.recordings.importing import ParsedFiles, import_parsed, parse_sessions
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.helpers import CORPUS
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import tiktoken
 
-from engine.config import Settings
 from engine.recordings.agent_folders import default_folders
 from engine.recordings.follow import Follower
 from engine.recordings.importing import parse_sessions
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.helpers import FIXTURES, import_all
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings.degenerate import session_flags
 from engine.recordings.follow import Follower
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.cli_run import run_main as run
 from tests.engine.recordings.corpus import MAROT, MOREDIP_AGENT

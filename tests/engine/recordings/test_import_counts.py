@@ -16,8 +16,8 @@ import pytest
 
 from cli.common import make_agent
 from cli.main import main
-from engine.config import Settings
 from engine.recordings.repeated import repeated_texts
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import MAROT
 

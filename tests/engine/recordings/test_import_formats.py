@@ -15,12 +15,12 @@ import pytest
 
 from cli.common import make_agent
 from engine.compaction.tool_results import ToolResultCompressor
-from engine.config import Settings
 from engine.messages.tokens import count_text
 from engine.messages.wire_check import validate_request
 from engine.models import Message, RoundStatus, Trigger
 from engine.recordings.envelopes import ERROR_CAP
 from engine.recordings.importing import import_session
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.cli_run import run_main as run
 from tools.base import ToolError, ToolResult

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings import anthropic_jsonl
 from engine.recordings.base import ImportError_
 from engine.recordings.importing import ParsedFiles, import_parsed, parse_path
+from engine.settings.config import Settings
 from engine.store import Store
 
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
-from engine.prices import price_for
+from engine.figures.prices import price_for
 from engine.report.card import build_report
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.helpers import import_all
 

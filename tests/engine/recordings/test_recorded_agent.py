@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
-from engine.prices import price_for
+from engine.figures.prices import price_for
 from engine.recordings.agents import context_rules_for_session
 from engine.recordings.follow import Follower
 from engine.recordings.importing import ParsedFiles, import_parsed, parse_sessions
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 from tests.engine.recordings.helpers import CORPUS

@@ -31,10 +31,10 @@ import tiktoken
 
 from cli.main import main
 from cli.watch import EVENTS, update_json
-from engine.config import Settings
 from engine.recordings import claude_code
 from engine.recordings.follow import FileTail, Follower
 from engine.recordings.writer import check, write
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import MAROT
 

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings import codex
 from engine.recordings.follow import Follower
 from engine.recordings.watching import Target
 from engine.recordings.writer import write
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import CORPUS, MAROT
 from tests.engine.recordings.test_watch import ROOT, _lines, _read_until

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings.follow import Follower
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.helpers import CORPUS, FIXTURES, import_all
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from cli.watch import notice_json, update_json
-from engine.config import Settings
 from engine.recordings import file_tail
 from engine.recordings.base import ImportError_
 from engine.recordings.follow import Follower
 from engine.recordings.importing import parse_sessions
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import MAROT, MOREDIP, YOAVF
 from tests.engine.recordings.test_watch import _lines, _watch

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings import claude_code
 from engine.recordings.follow import Follower
 from engine.recordings.writer import WrittenElsewhere, check, write
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import MAROT
 

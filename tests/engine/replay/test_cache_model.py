@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import Settings
-from engine.prices import price_for
+from engine.figures.prices import price_for
 from engine.replay.cache_model import Block, CacheUse, PromptCache
 from engine.replay.runner import call_cost
+from engine.settings.config import Settings
 
 
 def blocks(*spec: tuple[str, int, bool]) -> list[Block]:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from engine.compaction.strategies import STRATEGIES
-from engine.config import Settings
 from engine.replay.parallel import GC_THRESHOLDS, ReplayCancelled, replay_strategies
 from engine.replay.runner import replay
+from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.errors import StoreError
 from tests.engine.replay import test_replay

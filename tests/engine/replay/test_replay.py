@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.config import Settings
 from engine.llm.offline import OfflineProvider
 from engine.models import RoundStatus
 from engine.replay.runner import replay
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 
 ASKS = [

@@ -17,9 +17,9 @@ import pytest
 
 from cli.main import main
 from engine.compaction.strategies import STRATEGIES
-from engine.config import Settings
 from engine.recordings.importing import import_session
 from engine.replay.runner import replay
+from engine.settings.config import Settings
 from engine.store import Store
 
 CALLS = 145

@@ -18,9 +18,9 @@ import pytest
 
 from cli.main import main
 from engine.compaction.strategies import STRATEGIES
-from engine.config import Settings
 from engine.recordings.importing import import_session
 from engine.replay.runner import in_window, replay
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.builders import round_with_an_answer_in_the_middle
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from engine.compaction.extractive import extractive_summary
-from engine.config import Settings
 from engine.context.builder import validate_conversation
 from engine.events import (
     BudgetWarning,
@@ -24,6 +23,7 @@ from engine.events import (
 from engine.llm.base import ProviderError, ProviderRequest, ProviderResponse, StreamText
 from engine.models import Message, MessageMeta, RoundStatus, ToolCall, Trigger, Usage
 from engine.session import CRASH_ANSWER, Agent
+from engine.settings.config import Settings
 from engine.store import Store
 
 

@@ -7,12 +7,12 @@ import threading
 import time
 from pathlib import Path
 
-from engine.config import Settings
 from engine.context.builder import validate_conversation
 from engine.events import CompactionFinished, Event, ToolStarted
 from engine.llm.offline import OfflineProvider
 from engine.models import RoundStatus, Trigger, Usage, UsageRecord
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from engine.config import Settings
 from engine.context.builder import validate_request
 from engine.events import Event, Notice
 from engine.llm.base import ProviderError
@@ -25,6 +24,7 @@ from engine.models import Outcome, RoundStatus
 from engine.session import Agent
 from engine.session.fitting import SET_ASIDE
 from engine.session.fitting import UNSHRINKABLE as SET_ASIDE_NOT
+from engine.settings.config import Settings
 from engine.store import Store
 
 WINDOW = 30_000

@@ -14,7 +14,7 @@ from tests.engine.builders import write_round
 CHILD = textwrap.dedent(
     """
     import os, sys
-    from engine.config import Settings
+    from engine.settings.config import Settings
     from engine.context.history import HistoryManager
     from engine.models import Trigger
     from engine.store import Store
@@ -47,7 +47,7 @@ def test_process_killed_between_archive_and_history_update(tmp_path: Path) -> No
     store = Store.open(db)
     sid = store.create_session(str(tmp_path)).id
     assert sid is not None
-    from engine.config import Settings
+    from engine.settings.config import Settings
 
     manager = HistoryManager(store, sid, Settings(keep_rounds=3))
     for n in range(1, 7):

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from cli.main import main
-from engine.config import Settings
 from engine.context.builder import validate_request
 from engine.context.history import CompactionDraft
 from engine.llm.offline import OfflineProvider
 from engine.models import Outcome, RoundStatus, Trigger
 from engine.session import Agent
+from engine.settings.config import Settings
 from engine.store import Store, StoreError
 
 WINDOW = 30_000

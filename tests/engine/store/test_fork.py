@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.config import Settings
 from engine.recordings.importing import import_session
+from engine.settings.config import Settings
 from engine.store import Store
 
 MAROT = (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.config import Settings, session_origin
+from engine.settings.config import Settings, session_origin
 from engine.store import Store, dialect
 from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import psycopg
 
-from engine.config import Settings
 from engine.recordings.importing import ParsedFiles, import_parsed, parse_sessions
+from engine.settings.config import Settings
 from engine.store import Store, dialect
 from tests.engine.recordings.corpus import CORPUS
 from tests.postgres_server import PostgresServer

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.models import Compaction, Summary, Trigger
 from engine.recordings.importing import import_parsed, parse_path
+from engine.settings.config import Settings
 from engine.store import Store, dialect
 from engine.store.search import terms
 from tests.engine.recordings.corpus import CORPUS

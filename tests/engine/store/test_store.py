@@ -148,9 +148,9 @@ def test_rounds_are_grouped_by_their_round_not_by_user_messages() -> None:
 def test_delete_session_removes_everything_stored_for_it(
     tmp_path: Path, database: Path | str
 ) -> None:
-    from engine.config import Settings
     from engine.llm.offline import OfflineProvider
     from engine.session import Agent
+    from engine.settings.config import Settings
     from engine.store.models import (
         CompactionRow,
         MessageRow,

@@ -4,8 +4,8 @@ The prices are genai-prices' (Pydantic's price data for Anthropic, OpenAI, Googl
 kept up to date with each release of the package). ctxscope reads the data bundled with the
 installed package and never starts the package's ``UpdatePrices`` updater, the one part of it
 that downloads: a price is what the installed version knows, offline. A ``[prices.<model>]``
-section in the settings (:class:`~engine.config.ModelPrice`) is used over it, for a model the
-data does not know or a negotiated price.
+section in the settings (:class:`~engine.settings.config.ModelPrice`) is used over it, for a
+model the data does not know or a negotiated price.
 
 Each call is priced as the API bills it: input not read from the cache at the input price,
 cache writes at the price of the lifetime they were written with (Anthropic: 5 minutes 1.25x
@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Protocol
 
-from engine.config import ModelPrice, Settings
 from engine.models import Usage
+from engine.settings.config import ModelPrice, Settings
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -1,9 +1,10 @@
 """The strategies' own settings (``[strategies.<name>]`` of ``ctxscope.toml``), one section per
 seed, and the strict section model every settings section shares.
 
-Apart from ``engine.config`` so that the one settings model stays readable: this module holds
-the numbers each alternative strategy's seed gives (001-004, and masking), ``engine.config``
-the engine's own (seed 000) and where they come from. ``engine.config`` re-exports them.
+Apart from ``engine.settings.config`` so that the one settings model stays readable: this
+module holds the numbers each alternative strategy's seed gives (001-004, and masking),
+``engine.settings.config`` the engine's own (seed 000) and where they come from.
+``engine.settings.config`` re-exports them.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Values come, in increasing priority, from the defaults below, the user's own settings file
 (``~/.config/ctxscope/ctxscope.toml``), an optional ``ctxscope.toml`` where ctxscope starts
-(which may only tighten safety settings: :mod:`engine.safety_settings`) and ``CTXSCOPE_*``
+(which may only tighten safety settings: :mod:`engine.settings.safety`) and ``CTXSCOPE_*``
 environment variables (``CTXSCOPE_CONTEXT_WINDOW=30000``). Bad values are refused at start-up
 with a :class:`SettingsError` that names the setting.
 """
@@ -25,9 +25,9 @@ from pydantic import (
     model_validator,
 )
 
-from engine.safety_settings import SAFETY_RULES, user_settings_file, weakening
-from engine.settings_sources import SourceError, merged_values, toml_values
-from engine.strategy_settings import Section, StrategyName, StrategySettings, no_bool_as_number
+from engine.settings.safety import SAFETY_RULES, user_settings_file, weakening
+from engine.settings.sources import SourceError, merged_values, toml_values
+from engine.settings.strategies import Section, StrategyName, StrategySettings, no_bool_as_number
 from tools.secrets import DEFAULT_SECRET_PATTERNS
 
 ENV_PREFIX = "CTXSCOPE_"
@@ -39,7 +39,7 @@ Policy = Literal["ask", "allow", "deny"]
 class ModelPrice(Section):
     """A model's price set in the settings, dollars per million tokens, and its minimum
     cacheable prefix: for a model genai-prices does not know, or a price other than its list
-    price (``engine/prices.py``). The ratios default to Anthropic's: a 5-minute cache write
+    price (``engine/figures/prices.py``). The ratios default to Anthropic's: a 5-minute cache write
     1.25x the input price, a 1-hour one 2x, a cache read 0.1x.
     """
 
@@ -87,7 +87,7 @@ class Settings(BaseModel):
     """Every limit, threshold and timeout of the engine (seed 000 defaults).
 
     Built like any model, ``Settings(keep_rounds=2)``, it also reads the environment and
-    ``./ctxscope.toml`` (or ``_toml_file``) through :mod:`engine.settings_sources`: keywords
+    ``./ctxscope.toml`` (or ``_toml_file``) through :mod:`engine.settings.sources`: keywords
     win over ``CTXSCOPE_*`` variables, which win over the file.
     """
 
@@ -98,7 +98,7 @@ class Settings(BaseModel):
         try:
             merged = merged_values(model, values, ENV_PREFIX, _toml_file, under=user)
             # The workspace file's safety settings that nothing above it sets: each must be
-            # at least as tight as what the user's own sources give (engine.safety_settings).
+            # at least as tight as what the user's own sources give (engine.settings.safety).
             checked = set(SAFETY_RULES) & set(toml_values(model, Path(_toml_file)))
             checked -= set(merged_values(model, values, ENV_PREFIX, None))
             trusted = merged_values(model, values, ENV_PREFIX, None, under=user) if checked else {}

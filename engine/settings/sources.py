@@ -1,8 +1,8 @@
 """Where a setting's value comes from: keyword arguments, ``CTXSCOPE_*`` environment variables
 and ``ctxscope.toml``, merged in that order of priority.
 
-This is what ``pydantic-settings`` did for :class:`engine.config.Settings`, for the field types
-the settings use: text, numbers, booleans, literals and paths are passed to pydantic as
+This is what ``pydantic-settings`` did for :class:`engine.settings.config.Settings`, for the
+field types the settings use: text, numbers, booleans, literals and paths are passed to pydantic as
 written; a field holding a model, a dict or a list is read from its variable as JSON, and
 nested values can also be set one by one with ``__`` (``CTXSCOPE_STRATEGIES__RESET_HINT__
 CONTEXT_LIMIT=5000``, ``CTXSCOPE_PRICES__MY_MODEL__INPUT=1``). Variable names and top-level keys

@@ -23,9 +23,9 @@ from typing import Annotated, Any, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from engine.config import Settings
 from engine.models import Session, StrategyParams
-from engine.strategy_settings import StrategySettings
+from engine.settings.config import Settings
+from engine.settings.strategies import StrategySettings
 
 LAYERED_NUMBERS = ("threshold_ratio", "keep_rounds", "min_messages")
 """Seed 000's own numbers besides the window: top-level settings, not a ``[strategies.*]``
