@@ -1,30 +1,21 @@
-"""Where an agent keeps its sessions on this machine, the session files there, and whether a
-file changed since the last import (``ctxscope import`` without a path: :mod:`.history`).
-
-A file is known by its size, modification time and a hash of its first bytes (a Claude Code
-session also by its subagent files'): the same in all of these is unchanged; the same first
-bytes and more of them is a file that grew; anything else was rewritten.
+"""Where an agent keeps its sessions on this machine and the session files there (``ctxscope
+import`` without a path: :mod:`.history`); whether a file changed since the last import is
+:mod:`.identity`'s.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
 from engine.recordings import agents
 from engine.recordings.agents.protocol import Folder as Folder
 from engine.recordings.importing import SUFFIXES
 from engine.settings.config import Settings
-from engine.store.history import ImportedFile
 
-HEAD_BYTES = 4096
 """How much of a file's start is hashed: other bytes there mean the file was rewritten."""
-
-State = Literal["new", "grown", "rewritten", "unchanged"]
 
 
 def default_folders(
@@ -77,47 +68,3 @@ def session_files(folder: Path) -> tuple[list[Path], Counter[str]]:
         else:
             files.append(file)
     return files, skipped
-
-
-def _head_hash(path: Path, length: int) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read(length)).hexdigest()
-
-
-def _companions(path: Path) -> str:
-    """The files read with ``path`` (Claude Code's subagents): name, size, time each."""
-    parts = []
-    for file in agents.companions(path):
-        st = file.stat()
-        parts.append(f"{file.name}:{st.st_size}:{st.st_mtime_ns}")
-    return ";".join(parts)
-
-
-def fingerprint(path: Path) -> ImportedFile:
-    """What ``path`` is now (no sessions yet)."""
-    st = path.stat()
-    return ImportedFile(
-        path=str(path),
-        size=st.st_size,
-        mtime_ns=st.st_mtime_ns,
-        head=_head_hash(path, HEAD_BYTES),
-        companions=_companions(path),
-    )
-
-
-def state_of(path: Path, now: ImportedFile, before: ImportedFile | None) -> State:
-    """How ``path`` differs from what the last import saw."""
-    if before is None:
-        return "new"
-    if (now.size, now.mtime_ns, now.head, now.companions) == (
-        before.size,
-        before.mtime_ns,
-        before.head,
-        before.companions,
-    ):
-        return "unchanged"
-    # ``before.head`` hashed its first min(size, HEAD_BYTES) bytes: the same bytes now, and
-    # more of them, is a file that grew.
-    if now.size >= before.size and _head_hash(path, min(before.size, HEAD_BYTES)) == before.head:
-        return "grown"
-    return "rewritten"

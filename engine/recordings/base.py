@@ -465,6 +465,8 @@ class ImportReport:
     """Tokens of history as stored (tool results in their A3 form; thinking not counted)."""
     thinking_tokens: int = 0
     warnings: list[str] = field(default_factory=list)
+    stored_before: bool = False
+    """The same bytes were stored before (``session`` holds them); nothing was written."""
     problems: list[str] = field(default_factory=list)
     children: list[ImportReport] = field(default_factory=list)
     """The subagents stored as sessions linked to this one."""

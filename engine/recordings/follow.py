@@ -45,6 +45,8 @@ from engine.recordings.agents.protocol import HEAD_RECORDS, AgentFormat, Context
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
 from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.file_tail import FileTail
+from engine.recordings.identity import stored_recording, watched_source
+from engine.recordings.importing import drop_session, imported_source
 from engine.recordings.own_agent import context_of
 from engine.recordings.writer import Resume, archives_earlier_file, recorded_model, write
 from engine.settings.config import Settings, session_origin
@@ -139,11 +141,6 @@ def with_files(fidelity: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]
 def _tokens(item: Item) -> int:
     calls = sum(count_text(json.dumps(c.input)) for c in item.calls)
     return count_text(item.text) + calls
-
-
-def source_key(path: Path, session_id: str) -> str:
-    """What a watched session is found again by: the file and its recorded session id."""
-    return f"{path.resolve()}#{session_id}"
 
 
 def _signature(item: Item) -> tuple[Any, ...]:
@@ -461,8 +458,8 @@ class Follower:
             common += 1
         with store.begin_write():
             if self.session is None:
-                key = source_key(self.path, parsed.source_session)
-                self.session = store.session_for_source(key) or store.create_session(
+                key = watched_source(self.path, parsed.source_session)
+                self.session = self._held(parsed, key) or store.create_session(
                     workspace=parsed.cwd or self.workspace,
                     title=f"watch: {parsed.title[:60]}",
                     provider="import",
@@ -531,6 +528,23 @@ class Follower:
         self._facts = copy.deepcopy((parsed.recorded, parsed.hidden))
         self._resume_from(parsed.items)
         return whole
+
+    def _held(self, parsed: Parsed, key: str) -> Session | None:
+        """The session already holding this file's recording (one recording, one session):
+        the one a watch of it stored, or the one an import stored it in — followed from now
+        on (found again by ``key``), its subagents followed again from their own files."""
+        store = self.store
+        assert store is not None
+        if self.parent is not None:  # a subagent's file: found by its own key only
+            return store.session_for_source(key)
+        held = stored_recording(
+            store, self.path, 0, parsed.source_session, imported_source(self.path, 0)
+        )
+        if held is None or held.id is None or held.source == key:
+            return held
+        for child in store.child_sessions(held.id):
+            drop_session(store, child)
+        return store.update_session(held.id, source=key)
 
     @property
     def _sid(self) -> int:

@@ -36,25 +36,24 @@ from pathlib import Path
 from engine.messages.tokens import counts_of, given_counts
 from engine.recordings.agent_folders import (
     Folder,
-    State,
     default_folders,
-    fingerprint,
     session_files,
-    state_of,
     unique_folders,
 )
 from engine.recordings.base import ImportError_, ImportReport, Parsed
+from engine.recordings.identity import State, fingerprint, state_of, stored_recording
 from engine.recordings.importing import (
     DATA_ERRORS,
     UnknownFormat,
+    drop_session,
     imported_source,
     parse_sessions,
+    store_again,
     unreadable,
 )
-from engine.recordings.writer import Resume, texts_to_count, write
+from engine.recordings.writer import texts_to_count
 from engine.settings.config import Settings
 from engine.store import Store
-from engine.store.errors import SessionNotFound
 from engine.store.history import ImportedFile
 
 
@@ -366,10 +365,10 @@ def store_file(
         reports = [] if old else _stored_before(store, keys, sessions, claimed)
         if not reports:
             for n, parsed in enumerate(sessions):
-                sid = old[n] if n < len(old) else None
-                reports.append(_store_session(store, sid, parsed, workspace, settings, keys[n]))
+                sid = old[n] if n < len(old) else _held(store, Path(now.path), n, parsed, claimed)
+                reports.append(store_again(store, sid, parsed, workspace, settings, keys[n]))
         for sid in old[len(sessions) :]:
-            _drop(store, sid)
+            drop_session(store, sid)
         for report in reports:
             report.path = now.path
         store.remember_file(
@@ -381,6 +380,14 @@ def store_file(
             )
         )
     return reports
+
+
+def _held(
+    store: Store, path: Path, index: int, parsed: Parsed, claimed: set[int] | frozenset[int]
+) -> int | None:
+    """The session a ``watch`` of this file stored its recording in (not another file's)."""
+    held = stored_recording(store, path, index, parsed.source_session)
+    return held.id if held is not None and held.id not in claimed else None
 
 
 def _stored_before(
@@ -403,47 +410,6 @@ def _stored_before(
         )
         reports.append(report)
     return reports
-
-
-def _store_session(
-    store: Store,
-    sid: int | None,
-    parsed: Parsed,
-    workspace: str,
-    settings: Settings,
-    source: str | None = None,
-) -> ImportReport:
-    if sid is not None:
-        try:
-            session = store.get_session(sid)
-        except SessionNotFound:  # deleted since: a new one
-            sid = None
-    if sid is None:
-        return write(store, parsed, workspace, settings, recorded_cwd=True, source=source)
-    for child in store.child_sessions(sid):
-        _drop(store, child)
-    store.clear_session(sid)
-    report = write(
-        store, parsed, workspace, settings, recorded_cwd=True, resume=Resume(session, 0, [], [])
-    )
-    model = parsed.model or next((i.model for i in parsed.items if i.model), "")
-    report.session = store.update_session(
-        sid,
-        title=f"import: {parsed.title[:60]}",
-        model=model,
-        workspace=parsed.cwd or workspace,
-        source=source,
-    )
-    return report
-
-
-def _drop(store: Store, sid: int) -> None:
-    try:
-        for child in store.child_sessions(sid):
-            _drop(store, child)
-        store.delete_session(sid)
-    except SessionNotFound:
-        pass
 
 
 __all__ = [

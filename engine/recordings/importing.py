@@ -25,7 +25,7 @@ import hashlib
 import os
 import stat
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from engine.recordings import agents, entire
@@ -35,9 +35,11 @@ from engine.recordings.base import (
     Parsed,
 )
 from engine.recordings.files import read_session, special_mode
-from engine.recordings.writer import write
+from engine.recordings.identity import fingerprint, stored_recording
+from engine.recordings.writer import Resume, write
 from engine.settings.config import Settings
 from engine.store import Store, StoreError
+from engine.store.errors import SessionNotFound
 
 __all__ = [
     "FORMATS",
@@ -47,6 +49,8 @@ __all__ = [
     "detect_format",
     "import_parsed",
     "import_session",
+    "store_again",
+    "drop_session",
     "parse_path",
     "parse_sessions",
 ]
@@ -229,13 +233,22 @@ def import_parsed(
     nth: Counter[Path] = Counter()
     with store.transaction():  # a held lock or a full disk: one line, nothing stored
         for path, one in parsed.files:
-            key = imported_source(path, nth[path])
+            index = nth[path]
+            key = imported_source(path, index)
             nth[path] += 1
             found = store.session_for_source(key) if key else None
+            held = None if found else stored_recording(store, path, index, one.source_session)
             if found is not None:
                 report = ImportReport(session=found, fmt=one.fmt, records=one.records)
+                report.stored_before = True
                 report.warnings.append(
                     f"already stored as session {found.id} (the same file); not stored again"
+                )
+            elif held is not None:  # the file grew or changed since it was stored, or watched
+                report = store_again(store, held.id, one, workspace, settings, key, recorded_cwd)
+                report.warnings.append(
+                    f"stored again into session {held.id}, which held this recording before "
+                    "it changed (one recording, one session)"
                 )
             elif len(parsed.files) == 1:
                 report = write(store, one, workspace, settings, recorded_cwd, source=key)
@@ -253,7 +266,78 @@ def import_parsed(
             report.path = str(path)
             add_not_read(report, one)
             reports.append(report)
+        _remember(store, reports)
     return reports
+
+
+def _remember(store: Store, reports: list[ImportReport]) -> None:
+    """Each file as it is now and the sessions it became, so that the file is known again
+    however it is next read (grown: ``import``, ``watch``, the whole-history import)."""
+    sessions: dict[str, list[int]] = {}
+    fmts: dict[str, str] = {}
+    claimed: set[int] | None = None
+    for report in reports:
+        if report.stored_before:
+            # Bytes stored before: remembered under this path unless another path holds them
+            # (a copy stays its own recording once it grows).
+            if claimed is None:
+                claimed = {sid for f in store.imported_files().values() for sid in f.sessions}
+            if report.session.id in claimed:
+                continue
+        if report.path and report.session.id is not None:
+            sessions.setdefault(report.path, []).append(report.session.id)
+            fmts[report.path] = report.fmt
+    for name, ids in sessions.items():
+        try:
+            now = fingerprint(Path(name).absolute())
+        except OSError:  # gone since it was read: nothing to know it by
+            continue
+        store.remember_file(replace(now, fmt=fmts[name], sessions=tuple(ids)))
+
+
+def store_again(
+    store: Store,
+    sid: int | None,
+    parsed: Parsed,
+    workspace: str,
+    settings: Settings,
+    source: str | None = None,
+    recorded_cwd: bool = True,
+) -> ImportReport:
+    """``parsed`` stored into session ``sid``, its content and subagents replaced (a file that
+    grew or was rewritten since it was stored); a new session when ``sid`` is None or gone."""
+    if sid is not None:
+        try:
+            session = store.get_session(sid)
+        except SessionNotFound:  # deleted since: a new one
+            sid = None
+    if sid is None:
+        return write(store, parsed, workspace, settings, recorded_cwd, source=source)
+    for child in store.child_sessions(sid):
+        drop_session(store, child)
+    store.clear_session(sid)
+    report = write(
+        store, parsed, workspace, settings, recorded_cwd, resume=Resume(session, 0, [], [])
+    )
+    model = parsed.model or next((i.model for i in parsed.items if i.model), "")
+    report.session = store.update_session(
+        sid,
+        title=f"import: {parsed.title[:60]}",
+        model=model,
+        workspace=(parsed.cwd if recorded_cwd else "") or workspace,
+        source=source,
+    )
+    return report
+
+
+def drop_session(store: Store, sid: int) -> None:
+    """Session ``sid`` and its subagents deleted (already gone: nothing to do)."""
+    try:
+        for child in store.child_sessions(sid):
+            drop_session(store, child)
+        store.delete_session(sid)
+    except SessionNotFound:
+        pass
 
 
 def imported_source(path: Path, index: int) -> str | None:

@@ -110,26 +110,34 @@ def _time(value: Any) -> datetime | None:
     return converted
 
 
+def _imported_file(r: dict[str, Any]) -> ImportedFile:
+    return ImportedFile(
+        path=r["path"],
+        size=r["size"],
+        mtime_ns=r["mtime_ns"],
+        head=r["head"],
+        companions=r["companions"],
+        fmt=r["fmt"],
+        sessions=tuple(r["sessions"] or ()),
+        refused=r["refused"],
+    )
+
+
 class HistoryStore(StorePart):
     """The imported files' bookkeeping and the report's grouped reads."""
 
     # ------------------------------------------------------------------ imported files
     @reads
     def imported_files(self) -> dict[str, ImportedFile]:
-        """Every file an import without a path read, by path."""
-        return {
-            r["path"]: ImportedFile(
-                path=r["path"],
-                size=r["size"],
-                mtime_ns=r["mtime_ns"],
-                head=r["head"],
-                companions=r["companions"],
-                fmt=r["fmt"],
-                sessions=tuple(r["sessions"] or ()),
-                refused=r["refused"],
-            )
-            for r in row_dicts(ImportedFileRow.select().dicts())
-        }
+        """Every file an import read, by path."""
+        return {r["path"]: _imported_file(r) for r in row_dicts(ImportedFileRow.select().dicts())}
+
+    @reads
+    def imported_file(self, *paths: str) -> ImportedFile | None:
+        """What an import remembered of the first of ``paths`` (names of one file) it knows."""
+        query = ImportedFileRow.select().where(ImportedFileRow.path.in_(paths)).dicts()
+        rows = {r["path"]: r for r in row_dicts(query)}
+        return next((_imported_file(rows[p]) for p in paths if p in rows), None)
 
     @writes
     def remember_file(self, file: ImportedFile) -> None:

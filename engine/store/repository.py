@@ -390,6 +390,9 @@ class Store(StoreAccess):
     def imported_files(self) -> dict[str, ImportedFile]:
         return self.import_history.imported_files()
 
+    def imported_file(self, *paths: str) -> ImportedFile | None:
+        return self.import_history.imported_file(*paths)
+
     def remember_file(self, file: ImportedFile) -> None:
         return self.import_history.remember_file(file)
 

@@ -222,9 +222,9 @@ def test_folder_with_a_path_is_refused_in_one_line(
 
 
 def test_a_file_is_stored_once_by_import_file_and_by_the_history_import(tmp_path: Path) -> None:
-    """``import FILE`` keys a file by its bytes' SHA-256; the history import keys it by path,
-    size and time. Each sees what the other stored: neither stores the same bytes twice, and a
-    file that grew still goes into the same session."""
+    """``import FILE`` keys a file by its bytes' SHA-256 and remembers its path, size and time
+    as the history import does. Each sees what the other stored: neither stores the same bytes
+    twice, and a file that grew still goes into the same session."""
     folder = tmp_path / "projects" / "p"
     folder.mkdir(parents=True)
     file = folder / "s.jsonl"
@@ -236,10 +236,9 @@ def test_a_file_is_stored_once_by_import_file_and_by_the_history_import(tmp_path
     sid = by_path.session.id
     assert sid is not None and by_path.warnings == []
 
-    # the history import finds those bytes stored: the same session, nothing stored again
+    # the history import knows the file as `import FILE` left it: unchanged, nothing stored
     first = import_history(store, [Folder(folder, "claude-code")], "/ws", settings, jobs=1)
-    assert [r.session.id for r in first.reports] == [sid]
-    assert f"already stored as session {sid}" in " ".join(first.reports[0].warnings)
+    assert first.states["unchanged"] == 1 and first.reports == []
     assert len(store.list_sessions()) == 1
 
     with open(file, "ab") as f:  # the agent goes on: the file grows

@@ -1,0 +1,117 @@
+"""Which stored session already holds a recording: one recording, one session.
+
+A file imported with ``import FILE``, imported again after it grew, followed by ``watch``, or
+read by the whole-history import (``import`` without a path) is one recording, stored in the
+session that first held it: a second session of it would count its requests and cost twice in
+every total (``report`` sums every session). It is found again by
+
+- the digest of its bytes (``import FILE``'s ``source``: the same bytes under any name),
+- the path an import remembered (:class:`~engine.store.history.ImportedFile`: what the file
+  was then, so that it is known as unchanged, grown or rewritten), or
+- the path and the recorded session id a ``watch`` follows (:func:`watched_source`).
+
+A file is known by its size, modification time and a hash of its first bytes (a Claude Code
+session also by its subagent files'): the same in all of these is unchanged; the same first
+bytes and more of them is a file that grew; anything else was rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+from engine.models import Session
+from engine.recordings import agents
+from engine.store import Store
+from engine.store.errors import SessionNotFound
+from engine.store.history import ImportedFile
+
+HEAD_BYTES = 4096
+State = Literal["new", "grown", "rewritten", "unchanged"]
+
+
+def watched_source(path: Path, session_id: str) -> str:
+    """What a watched session is found again by: the file and its recorded session id."""
+    return f"{path.resolve()}#{session_id}"
+
+
+def remembered(store: Store, path: Path) -> ImportedFile | None:
+    """What an import remembered of ``path`` (by the name it was given, or the file's own)."""
+    return store.imported_file(
+        *dict.fromkeys((str(path), str(path.absolute()), str(path.resolve())))
+    )
+
+
+def stored_recording(
+    store: Store, path: Path, index: int, session_id: str, digest_key: str | None = None
+) -> Session | None:
+    """The session holding the ``index``-th recording of ``path`` already, if any: by its
+    bytes (``digest_key``), the path an import remembered, or the path a watch follows
+    (``session_id``: the session id the recording names)."""
+    candidates: list[Session | None] = []
+    if digest_key:
+        candidates.append(store.session_for_source(digest_key))
+    before = remembered(store, path)
+    if before is not None and index < len(before.sessions):
+        try:
+            candidates.append(store.get_session(before.sessions[index]))
+        except SessionNotFound:  # deleted since
+            pass
+    candidates.append(store.session_for_source(watched_source(path, session_id)))
+    return next((c for c in candidates if c is not None), None)
+
+
+def _head_hash(path: Path, length: int) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read(length)).hexdigest()
+
+
+def _companions(path: Path) -> str:
+    """The files read with ``path`` (Claude Code's subagents): name, size, time each."""
+    parts = []
+    for file in agents.companions(path):
+        st = file.stat()
+        parts.append(f"{file.name}:{st.st_size}:{st.st_mtime_ns}")
+    return ";".join(parts)
+
+
+def fingerprint(path: Path) -> ImportedFile:
+    """What ``path`` is now (no sessions yet)."""
+    st = path.stat()
+    return ImportedFile(
+        path=str(path),
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        head=_head_hash(path, HEAD_BYTES),
+        companions=_companions(path),
+    )
+
+
+def state_of(path: Path, now: ImportedFile, before: ImportedFile | None) -> State:
+    """How ``path`` differs from what the last import saw."""
+    if before is None:
+        return "new"
+    if (now.size, now.mtime_ns, now.head, now.companions) == (
+        before.size,
+        before.mtime_ns,
+        before.head,
+        before.companions,
+    ):
+        return "unchanged"
+    # ``before.head`` hashed its first min(size, HEAD_BYTES) bytes: the same bytes now, and
+    # more of them, is a file that grew.
+    if now.size >= before.size and _head_hash(path, min(before.size, HEAD_BYTES)) == before.head:
+        return "grown"
+    return "rewritten"
+
+
+__all__ = [
+    "HEAD_BYTES",
+    "State",
+    "fingerprint",
+    "remembered",
+    "state_of",
+    "stored_recording",
+    "watched_source",
+]
