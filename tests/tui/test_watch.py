@@ -174,7 +174,11 @@ async def test_a_burst_of_1000_records_keeps_the_workbench_answering(
     its first 863 records are there when the workbench opens, then the other 1,000 (the
     compaction among them) arrive in one write. Keys typed while the worker reads, parses,
     stores and redraws are each answered within ANSWER_BOUND, and the burst is one update (a
-    reader can catch the write half-way: two at most)."""
+    reader can catch the write half-way: two at most).
+
+    On a loaded machine every key is slower, burst or not: the bound is ANSWER_BOUND or 5x the
+    slowest of five keys answered just before the burst, in this run, whichever is larger (a
+    worker holding the event loop takes seconds, far over either)."""
     full = MAROT.read_bytes()
     lines = marot_lines()
     head = sum(len(line) + 1 for line in lines[:863])
@@ -187,6 +191,11 @@ async def test_a_burst_of_1000_records_keeps_the_workbench_answering(
         box = main_screen(app).query_one(ChatInput)
         await wait_until(pilot, lambda: not box.disabled)
         updates = app.updates
+        calm = []
+        for n in range(5):
+            calm.append(await answer_time(app, box, "xy"[n % 2]))
+            await asyncio.sleep(0.05)
+        bound = max(ANSWER_BOUND, 5 * max(calm))
         with open(f, "ab") as out:
             out.write(full[head:])  # 1,000 records in one write
         took: list[float] = []
@@ -199,7 +208,7 @@ async def test_a_burst_of_1000_records_keeps_the_workbench_answering(
             during += busy
             await asyncio.sleep(0.05)
         assert during >= 3, "no key was pressed while the burst was processed"
-        assert max(took) <= ANSWER_BOUND, [round(t, 3) for t in took]
+        assert max(took) <= bound, ([round(t, 3) for t in took], [round(t, 3) for t in calm])
         assert 1 <= app.updates - updates <= 2
         assert app.records_seen == 1000
         assert app.figures is not None and app.figures.compactions == 1
