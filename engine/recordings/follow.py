@@ -155,6 +155,7 @@ def _signature(item: Item) -> tuple[Any, ...]:
         repr(usage),
         item.pre_tokens,
         repr(item.origin),
+        repr(item.recorded_call),  # the call that wrote a summary, once its file is read
     )
 
 

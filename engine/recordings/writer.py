@@ -41,6 +41,7 @@ from engine.models import (
     Summary,
     ToolCall,
     Trigger,
+    Usage,
     UsageRecord,
 )
 from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
@@ -343,6 +344,9 @@ def write(
                     open_round(item, before_file(item), {"synthetic": True, "before_file": True})
                     close_round(True)
                     write_ended()
+                calls = _compaction_calls(item, sid, index)
+                usages += calls
+                report.usage_records += len(calls)
                 if live:
                     _compact(store, sid, item, live, observations, report, settings, parsed.cwd)
                 else:
@@ -528,6 +532,27 @@ def _first_origin(parsed: Parsed) -> dict[str, object] | None:
     if parsed.hidden:
         origin["hidden_prefix"] = parsed.hidden
     return origin or None
+
+
+def _compaction_calls(item: Item, sid: int, index: int) -> list[UsageRecord]:
+    """The requests that wrote a recorded compaction's summary (Claude Code's
+    ``agent-acompact-*`` file: its own call, the copies of the parent's context left out;
+    another call for the same boundary too): real calls, billed with the session."""
+    call = item.recorded_call or {}
+    calls = [call, *call.get("duplicate_calls", [])]
+    return [
+        UsageRecord(
+            session_id=sid,
+            round_index=index or None,
+            step=None,
+            usage=Usage(**c["usage"]),
+            source="import",
+            created_at=item.created_at,
+            model=c.get("model") or "",
+        )
+        for c in calls
+        if c.get("usage")
+    ]
 
 
 def _compact(

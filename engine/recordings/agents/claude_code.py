@@ -37,8 +37,10 @@ window less the 20 000. ``DISABLE_AUTO_COMPACT`` or ``autoCompactEnabled: false`
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from engine.figures.prices import listed_context_window, long_context_priced
 from engine.recordings import claude_code
@@ -51,7 +53,7 @@ from engine.recordings.agents.protocol import (
     TailParser,
     home_of,
 )
-from engine.recordings.base import ImportError_, Parsed
+from engine.recordings.base import ImportError_, NotRead, Parsed
 from engine.recordings.claude_code_follow import TailParser as ClaudeTail
 from engine.recordings.files import read_session_text
 from engine.recordings.writer import check
@@ -94,7 +96,7 @@ class ClaudeCode:
         return [parsed]
 
     def tail_parser(self, path: Path) -> TailParser | None:
-        return ClaudeTail(path.name)
+        return _FollowedSession(path)
 
     def home_folders(self, env: Mapping[str, str], settings: Settings) -> list[Folder]:
         wanted = []
@@ -219,6 +221,52 @@ class ClaudeCode:
                 continue
             child.agent_id = child.agent_id or file.stem.removeprefix("agent-")
             parsed.children.append(child)
+
+
+class _FollowedSession:
+    """``watch``'s parse of a session file: Claude Code's tail parser, and the calls that
+    wrote its compactions' summaries (``agent-acompact-*`` beside it) attached as ``import``
+    attaches them, each file parsed again only when it changed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tail = ClaudeTail(path.name)
+        self._calls: dict[Path, tuple[tuple[int, int], Parsed | None]] = {}
+
+    def parse(
+        self,
+        records: list[tuple[int, dict[str, Any]]],
+        lines: int,
+        skipped: Counter[str],
+        warnings: list[str],
+        not_read: NotRead,
+    ) -> Parsed:
+        parsed = self.tail.parse(records, lines, skipped, warnings, not_read)
+        summaries = [i for i in parsed.items if i.kind == "summary"]
+        if summaries:
+            for summary in summaries:  # the parser may keep items between looks: anew each time
+                summary.recorded_call = None
+            for file in AGENT.companions(self.path):
+                if file.name.startswith("agent-acompact"):
+                    call = self._call(file, parsed)
+                    if call is not None:
+                        _attach_compaction_call(parsed, call, file.name)
+        return parsed
+
+    def check(self, parsed: Parsed) -> list[str]:
+        return self.tail.check(parsed)
+
+    def _call(self, file: Path, parsed: Parsed) -> Parsed | None:
+        try:
+            st = file.stat()
+            stamp = (st.st_size, st.st_mtime_ns)
+            cached = self._calls.get(file)
+            if cached is None or cached[0] != stamp:
+                text = read_session_text(file)[0]
+                self._calls[file] = (stamp, claude_code.parse(text, file.name, parsed.record_keys))
+        except (ImportError_, OSError, UnicodeDecodeError):
+            self._calls[file] = ((-1, -1), None)  # read again once it changes
+        return self._calls[file][1]
 
 
 def _attach_compaction_call(parsed: Parsed, call: Parsed, name: str) -> None:

@@ -138,9 +138,10 @@ def test_the_side_question_is_its_own_turn_only(tmp_path: Path, store: Store) ->
     """The aside_question file as a subagent: its own question and answer, 1 round, 2
     messages, 1 usage record (output 120, cache read 18,000), no tool call (the parent's
     Bash call is a copy); the 6 copied records counted as ``copied_from_parent`` and named
-    in a warning. The parent keeps its own 3 responses (outputs 50 + 80 + 30 = 160)."""
+    in a warning. The parent keeps its own 3 responses (outputs 50 + 80 + 30 = 160) and the
+    call that wrote its compaction's summary (output 2,100): 2,260."""
     (parent,) = import_all(store, project(tmp_path))
-    assert sum(u.usage.output_tokens for u in parent.usages) == 160
+    assert sum(u.usage.output_tokens for u in parent.usages) == 160 + 2_100
     (child,) = parent.report.children
     assert child.session.agent_id == "aside_question-9c2b"
     assert child.session.parent_session_id == parent.report.session.id
@@ -178,3 +179,29 @@ def test_watch_counts_the_side_question_as_import_does(tmp_path: Path) -> None:
         "Hidden files.",
     ]
     assert [u.usage.output_tokens for u in store.usages(sid)] == [120]
+
+
+def test_the_compaction_call_is_billed_once_by_import_and_by_watch(tmp_path: Path) -> None:
+    """The request that wrote the summary is a real call: the session's figures count the
+    parent's 3 responses and that one call — 4 requests, input 12 + 40,000, cache read 3,300,
+    output 160 + 2,100 — on import and on watch alike. At Claude Sonnet 4.6's list prices
+    ($3 / MTok input, $0.30 cache read, $15 output: anthropic.com/pricing): the parent's
+    12 x 3 + 3,300 x 0.3 + 160 x 15 = 3,426 millionths, the call's 40,000 x 3 + 2,100 x 15 =
+    151,500: $0.154926 (the copies counted again would add nothing here, and are not)."""
+    from engine.recordings.figures import session_figures
+    from engine.recordings.follow import Follower
+    from engine.settings.config import Settings
+
+    session = project(tmp_path)
+    imported = Store.open(tmp_path / "i.db")
+    (one,) = import_all(imported, session)
+    watched = Store.open(tmp_path / "w.db")
+    follower = Follower(session, Settings(), watched)
+    follower.poll()
+    assert follower.session is not None
+    for store, stored in ((imported, one.report.session), (watched, follower.session)):
+        figures = session_figures(store, stored, Settings())
+        assert figures.requests == 4
+        assert (figures.tokens.input, figures.tokens.cache_read) == (40_012, 3_300)
+        assert figures.tokens.output == 2_260
+        assert figures.cost == 0.154926
