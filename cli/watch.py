@@ -64,11 +64,13 @@ def notice_json(text: str, path: Path, follower: Follower) -> dict[str, Any]:
 
 def state_json(fig: Figures) -> dict[str, Any]:
     """The state every ``--jsonl`` line carries: the context as the agent's last usage reports
-    it, the countdown to its own auto-compaction, whether it is past the warning ratio."""
+    it (the ``figures``' own), the next request estimated, the countdown to its own
+    auto-compaction, whether it is past the warning ratio."""
     return {
         "messages": fig.messages,
         "tool_calls": fig.tool_calls,
         "context_tokens": fig.context_tokens,
+        "next_request_tokens": fig.next_request_tokens,
         "context_window": fig.context_window,
         "percent": fig.percent,
         "until_compact": fig.until_compact,

@@ -369,7 +369,12 @@ def watched_figures(transcript: Path, db: Path) -> dict[str, Any]:
             assert line, "watch ended before an update"
             data = json.loads(line)
             if data.get("event") != "notice" and "figures" in data:
-                return dict(data["figures"])
+                # the line's own state says what its figures say (one truth on one line)
+                figures = dict(data["figures"])
+                assert data["context_tokens"] == figures["context_tokens"]
+                assert data["until_compact"] == figures["until_auto_compact"]
+                assert data["context_window"] == figures["context_window"]
+                return figures
     finally:  # how watch ends is tested in tests/engine/recordings/test_watch.py
         proc.terminate()
         try:

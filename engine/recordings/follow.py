@@ -61,8 +61,12 @@ class Figures:
     messages: int = 0
     tool_calls: int = 0
     context_tokens: int = 0
-    """The next request as the agent will send it: its last response's usage (input, cache
-    read, cache write, output) plus what was recorded after it (counted locally)."""
+    """The context at the agent's last API call as recorded (input, cache read, cache write,
+    output: the figure every surface prints, :class:`engine.figures.SessionFigures`); after a
+    compaction with no call since, the summary and what followed it, counted locally."""
+    next_request_tokens: int = 0
+    """The next request as the agent will send it, estimated: the context above plus what was
+    recorded after the last call (results, the user's next message), counted locally."""
     context_window: int = 0
     until_compact: int = 0
     """Tokens left before the agent's own auto-compaction fires."""
@@ -118,7 +122,9 @@ def figures(
         base = context_of(usage)
     elif last >= 0:
         base = count_text(items[last].text)
-    out.context_tokens = base + sum(_tokens(i) for i in items[last + 1 :])
+    out.next_request_tokens = base + sum(_tokens(i) for i in items[last + 1 :])
+    measured = last >= 0 and items[last].kind == "assistant"
+    out.context_tokens = base if measured else out.next_request_tokens
     # An agent that does not compact on its own: its window is where the context ends.
     out.compact_at = rules.auto_compact_at or rules.window
     out.until_compact = max(0, out.compact_at - out.context_tokens)
