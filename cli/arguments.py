@@ -17,7 +17,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 EXIT_ERROR = 1
 
@@ -127,3 +127,36 @@ def session_ref(text: str) -> int | str:
     if AGENT_SESSION.fullmatch(text.strip()):
         return text.strip()
     return int(row_id(text))
+
+
+SESSION_ID = checked(session_ref)
+"""A session id argument: a whole number within SQLite's range, or an agent's own session id
+(a UUID: a proxied session, found by it when the command runs), else argparse's one line."""
+
+
+def session_reference(text: str) -> int | str:
+    """A session as the user names it: its number, or a recording's file or the recording
+    agent's own session id (looked up once the database is open)."""
+    if re.fullmatch(r"\s*[+-]?\d+\s*", text):  # a number: a row id, or refused as one
+        number: int = row_id(text)
+        return number
+    if not text.strip():
+        raise ValueError("give a session number, a recording's file or its session id")
+    return text
+
+
+SESSION_REF = checked(session_reference)
+"""``show``'s session: a number (as :data:`SESSION_ID`), else a file or an agent's id."""
+
+
+Subcommands = Any
+"""argparse's subparsers action (``parser.add_subparsers()``), whose ``add_parser`` makes a
+subcommand's parser; :func:`cli.main.described` adds its description and example."""
+
+
+class Parents(NamedTuple):
+    """The options a subcommand's parser inherits: ``--db`` and ``--config`` (``plain``), and
+    those with ``--json`` (``with_json``)."""
+
+    plain: list[argparse.ArgumentParser]
+    with_json: list[argparse.ArgumentParser]

@@ -4,38 +4,63 @@ line, then a ``result`` line)."""
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cli.common import (
+from cli.arguments import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
+    SESSION_ID,
     CliError,
+    Parents,
+    Subcommands,
     UsageError,
-    get_session,
-    make_agent,
-    open_store,
-    session_to_change,
+    add_wait,
+    checked,
     silence_stdout,
+    workspace,
 )
-from engine.events import Event, RoundStarted, TextDelta, ToolFinished, ToolStarted
-from engine.models import RoundStatus, Session
-from engine.session.workspace import session_workspace, why_no_workspace
-from engine.settings.config import Settings, session_origin, workspace_folder
-from engine.settings.params import strategy_params
-from engine.store import Store
-from engine.terminal_text import json_printable, printable
-from engine.validation import workspace_refusal
-from tools.sandbox import choose
+
+if TYPE_CHECKING:
+    from engine.events import Event
+    from engine.models import Session
+    from engine.settings.config import Settings
+    from engine.store import Store
+
+
+def add_ask_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser("ask", parents=parents.with_json, help="run one round headless")
+    p.add_argument("input", help="the user input")
+    p.add_argument("--session", type=SESSION_ID, metavar="ID", help="continue this session")
+    p.add_argument("--workspace", type=checked(workspace), default=argparse.SUPPRESS)
+    p.add_argument(
+        "--move-workspace",
+        action="store_true",
+        help="with --session: let --workspace change the session's recorded workspace",
+    )
+    p.add_argument("--model", default=argparse.SUPPRESS)
+    p.add_argument("--strategy", default=argparse.SUPPRESS)
+    p.add_argument("--allow-bash", action="store_true", help="let the agent run Bash")
+    p.add_argument("--allow-edits", action="store_true", help="let the agent change files")
+    add_wait(p)
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from cli.common import get_session, make_agent, open_store, session_to_change
+    from engine.events import RoundStarted, TextDelta, ToolFinished, ToolStarted
+    from engine.models import RoundStatus
+    from engine.settings.config import session_origin, workspace_folder
+    from engine.settings.params import strategy_params
+    from engine.terminal_text import json_printable, printable
+    from engine.validation import workspace_refusal
+    from tools.sandbox import choose
+
     store = open_store(args, settings)
     if args.session is not None:
         session = get_session(store, args.session)
@@ -149,6 +174,8 @@ def _check_move(session: Session, wanted: Path | None, move: bool) -> None:
     by another agent, or one that names ``/`` or the home folder) given none — a recording
     never chooses the folder the agent works in (issue 29) — and a different workspace
     without ``--move-workspace`` (it would silently point the session's files elsewhere)."""
+    from engine.session.workspace import session_workspace, why_no_workspace
+
     if session_workspace(session) is None:
         if wanted is None:
             raise UsageError(why_no_workspace(session))
@@ -163,6 +190,8 @@ def _check_move(session: Session, wanted: Path | None, move: bool) -> None:
 def _moved(store: Store, session: Session, wanted: Path | None) -> Session:
     """The session in ``wanted``, once :func:`_check_move` allowed it: a move asked for with
     ``--move-workspace``, or the first workspace of a session that had none it may use."""
+    from engine.session.workspace import session_workspace
+
     if wanted is None or (session_workspace(session) and str(wanted) == session.workspace):
         return session
     return store.update_session(session.id or 0, workspace=str(wanted))
@@ -171,6 +200,7 @@ def _moved(store: Store, session: Session, wanted: Path | None) -> Session:
 @contextmanager
 def _cancel_on_signals(agent: Any) -> Iterator[None]:
     """SIGINT and SIGTERM interrupt the round cleanly (its Bash command ends with it)."""
+    import threading
 
     def interrupt(signum: int, frame: object) -> None:
         agent.cancel()

@@ -9,15 +9,32 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cli.common import EXIT_ERROR, UsageError, db_path, emit
-from engine.settings.config import Settings
+from cli.arguments import (
+    EXIT_ERROR,
+    Parents,
+    Subcommands,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from engine.settings.config import Settings
 
 SHOWN_PROBLEMS = 20
 """At most this many of SQLite's lines are printed (``--json`` has them all, up to 100)."""
 
 
+def add_check_parser(sub: Subcommands, parents: Parents) -> None:
+    sub.add_parser(
+        "check",
+        parents=parents.with_json,
+        help="check the database file's integrity (every page read; nothing written)",
+    )
+
+
 def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import db_path, emit
     from engine.store import schema
 
     target = db_path(args, settings)

@@ -5,30 +5,44 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cli.common import (
+from cli.arguments import (
     EXIT_ERROR,
+    SESSION_ID,
     CliError,
+    Parents,
+    Subcommands,
     UsageError,
-    emit,
-    get_session,
-    make_agent,
-    open_store,
-    session_to_change,
-    stderr_warnings,
+    add_wait,
+    checked,
+    count,
+    row_id,
 )
-from engine.compaction.ledger import fidelity_line
-from engine.context.history import CompactionResult
-from engine.events import Event
-from engine.messages.tokens import count_text
-from engine.models import PROXY_PROVIDER, Trigger
-from engine.settings.config import Settings
-from tools.recall import MAX_LIMIT as RECALL_MAX_LIMIT
-from tools.recall import hit_line
+
+if TYPE_CHECKING:
+    from engine.events import Event
+    from engine.settings.config import Settings
+
+
+def add_compact_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser("compact", parents=parents.with_json, help="compact a session now")
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument("--focus", help="what the summary must keep")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what would be archived and the draft summary; change nothing",
+    )
+    add_wait(p)
 
 
 def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, get_session, make_agent, open_store, session_to_change
+    from engine.compaction.ledger import fidelity_line
+    from engine.context.history import CompactionResult
+    from engine.models import Trigger
+
     store = open_store(args, settings)
     session = get_session(store, args.session)
 
@@ -84,6 +98,11 @@ def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
 
 def _dry_run(args: argparse.Namespace, agent: Any) -> int:
     """``compact --dry-run``: the draft, stored nowhere."""
+    from cli.common import emit
+    from engine.compaction.ledger import fidelity_line
+    from engine.context.history import CompactionResult
+    from engine.messages.tokens import count_text
+
     draft = agent.prepare_compaction(focus=args.focus, dry_run=True)
     if isinstance(draft, CompactionResult):
         reason = draft.compaction.error
@@ -134,7 +153,24 @@ def _dry_run(args: argparse.Namespace, agent: Any) -> int:
     return 0
 
 
+def add_uncompact_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "uncompact",
+        parents=parents.with_json,
+        help="undo the latest compaction: its messages return to history",
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument(
+        "--compaction",
+        type=checked(row_id, "compaction id"),
+        metavar="N",
+        help="the compaction to undo (must be the latest)",
+    )
+
+
 def cmd_uncompact(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, get_session, make_agent, open_store, session_to_change
+
     store = open_store(args, settings)
     session = get_session(store, args.session)
     compaction = args.compaction
@@ -164,7 +200,22 @@ def cmd_uncompact(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def add_recall_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "recall",
+        parents=parents.with_json,
+        help="search a session's archived segments (what the Recall tool sees)",
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument("query", help="the words to look for")
+    p.add_argument("--limit", type=checked(count), default=5, help="passages to return (default 5)")
+
+
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, get_session, open_store
+    from tools.recall import MAX_LIMIT as RECALL_MAX_LIMIT
+    from tools.recall import hit_line
+
     if not 1 <= args.limit <= RECALL_MAX_LIMIT:
         raise UsageError(f"--limit must be between 1 and {RECALL_MAX_LIMIT}, got {args.limit}")
     store = open_store(args, settings, read_only=True)
@@ -178,7 +229,26 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def add_pin_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "pin", parents=parents.with_json, help="pin a message or a round: never archived"
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument("target", metavar="MSG|rN", help="a message id, or rN for round N")
+    p.add_argument("--unpin", action="store_true", help="unpin instead")
+
+
 def cmd_pin(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import (
+        emit,
+        get_session,
+        make_agent,
+        open_store,
+        session_to_change,
+        stderr_warnings,
+    )
+    from engine.models import PROXY_PROVIDER
+
     store = open_store(args, settings)
     session = get_session(store, args.session)
     history = store.history(args.session).messages

@@ -3,40 +3,44 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from cli.common import (
+from cli.arguments import (
+    SESSION_ID,
+    SESSION_REF,
     CliError,
-    emit,
-    find_session,
-    get_session,
-    make_agent,
-    open_store,
+    Parents,
+    Subcommands,
+    checked,
+    row_id,
 )
-from engine.compaction.ledger import fidelity_line
-from engine.compaction.losses import lost_lines, session_losses
-from engine.compaction.policy import Plan
-from engine.figures import SessionFigures
-from engine.models import Session
-from engine.recordings.base import recorded_compaction
-from engine.recordings.degenerate import session_flags
-from engine.recordings.figures import session_figures
-from engine.recordings.hidden import hidden_prefix
-from engine.recordings.own_agent import OwnAgentView
-from engine.settings.config import Settings
-from engine.settings.params import describe_params
-from engine.terminal_text import printable
 
-if TYPE_CHECKING:  # each command imports what it uses: `sessions` needs no builder
+if TYPE_CHECKING:
+    from engine.compaction.policy import Plan
     from engine.context.sources import Breakdown
+    from engine.figures import SessionFigures
+    from engine.models import Compaction, Session
+    from engine.settings.config import Settings
 
 LOST_NAMED = 5
 """Lost items ``show`` names per compaction and kind (``--json`` has them all)."""
 
 
+def add_sessions_parser(sub: Subcommands, parents: Parents) -> None:
+    sessions = sub.add_parser("sessions", parents=parents.with_json, help="list stored sessions")
+    for flag, what in (
+        ("--user", "made by this login name (stored with record_origin on)"),
+        ("--machine", "made on this machine (host name; stored with record_origin on)"),
+        ("--project", "working in this folder: its path, or its last part"),
+    ):
+        sessions.add_argument(flag, default=None, help=f"only the sessions {what}")
+
+
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, open_store
+    from engine.recordings.figures import session_figures
+
     store = open_store(args, settings, read_only=True)
     infos = [i for i in store.list_sessions() if _wanted(i.session, args)]
     figs = {info.session.id: session_figures(store, info.session, settings) for info in infos}
@@ -84,12 +88,52 @@ def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
     """What a session's model calls cost at list price (:class:`SessionFigures`' ``cost``):
     the calls an API billed, each at its own model's price, never the offline provider's
     local counts; None without such calls or without a price."""
+    from engine.recordings.figures import session_figures
+
     cost = session_figures(store, session, settings).cost
     return None if cost is None else round(cost, 6)
 
 
+def add_show_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser("show", parents=parents.with_json, help="a session as stored")
+    p.add_argument(
+        "session",
+        type=SESSION_REF,
+        metavar="ID",
+        help="its number, or a recording's file, or the recording agent's own session id",
+    )
+    p.add_argument(
+        "--observations",
+        action="store_true",
+        help="also print each tool result's full text, as the model saw it",
+    )
+    p.add_argument(
+        "--what-ifs",
+        action="store_true",
+        help="a proxied session: its conversation replayed under each strategy (docs/proxy.md)",
+    )
+    p.add_argument(
+        "--request",
+        type=checked(row_id, "request number"),
+        metavar="N",
+        help="a proxied session: request #N's body exactly as sent (docs/proxy.md)",
+    )
+    p.add_argument(
+        "--diff",
+        type=checked(row_id, "request number"),
+        metavar="N",
+        help="a proxied session: the text request #N changed since the request before",
+    )
+
+
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, find_session, open_store
+    from engine.compaction.losses import lost_lines, session_losses
     from engine.messages.render import render_react
+    from engine.recordings.degenerate import session_flags
+    from engine.recordings.figures import session_figures
+    from engine.settings.params import describe_params
+    from engine.terminal_text import printable
 
     store = open_store(args, settings, read_only=True)
     session = find_session(store, args.session)
@@ -173,19 +217,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     flags = session_flags(store, sid, settings)
     data["degenerate"] = [f.as_json() for f in flags]
     for c in compactions:
-        lines.append(
-            f"compaction {c.id} ({c.strategy}, {c.placement or 'no summary'}): {c.trigger} "
-            f"{c.outcome} {c.tokens_before} → {c.tokens_after} tokens, {c.rounds_compacted} "
-            f"rounds / {c.messages_compacted} messages archived"
-            + (f" ({c.error})" if c.error else "")
-            + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
-            + (
-                "; recorded: made by the original agent"
-                + "".join(f" ({w})" for w in [recorded_compaction(c.stats)] if w)
-                if c.stats.get("recorded")
-                else ""
-            )
-        )
+        lines.append(compaction_line(c))
         if c.id in losses and c.undone_at is None:
             # What it lost by name (the figure line above stays as it is); --json has them all.
             lines += [f"  {line}" for line in lost_lines(losses[c.id], LOST_NAMED)]
@@ -208,8 +240,30 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def compaction_line(c: Compaction) -> str:
+    """``show``'s line for one compaction: strategy, trigger, outcome, sizes, what the summary
+    keeps, and whether the recorded agent made it."""
+    from engine.compaction.ledger import fidelity_line
+    from engine.recordings.base import recorded_compaction
+
+    return (
+        f"compaction {c.id} ({c.strategy}, {c.placement or 'no summary'}): {c.trigger} "
+        f"{c.outcome} {c.tokens_before} → {c.tokens_after} tokens, {c.rounds_compacted} "
+        f"rounds / {c.messages_compacted} messages archived"
+        + (f" ({c.error})" if c.error else "")
+        + (f"; the summary keeps {fidelity_line(c.fidelity)}" if c.fidelity else "")
+        + (
+            "; recorded: made by the original agent"
+            + "".join(f" ({w})" for w in [recorded_compaction(c.stats)] if w)
+            if c.stats.get("recorded")
+            else ""
+        )
+    )
+
+
 def show_request(args: argparse.Namespace, exchanges: list[Any]) -> int:
     """``show ID --request N`` (the body as sent) or ``--diff N`` (what it changed)."""
+    from cli.common import emit
     from engine.proxy.request_text import (
         NoSuchRequest,
         diff_text,
@@ -232,9 +286,23 @@ def show_request(args: argparse.Namespace, exchanges: list[Any]) -> int:
     return 0
 
 
+def add_context_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "context", parents=parents.with_json, help="the exact request the next step would send"
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument("--input", default="", help="a next user input to include")
+
+
 def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from cli.common import emit, get_session, make_agent, open_store
     from engine.context.builder import LAYERS
     from engine.context.sources import session_breakdown
+    from engine.recordings.figures import session_figures
+    from engine.recordings.hidden import hidden_prefix
+    from engine.recordings.own_agent import OwnAgentView
 
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
@@ -318,6 +386,8 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
 
 def source_line(b: Breakdown) -> str:
     """``by source (exact): system prompt 3,100 · MCP github 4,000 (3 tools) · …``."""
+    from engine.terminal_text import printable
+
     parts = []
     for s in sorted(b.sources, key=lambda s: -s.tokens)[:12]:
         items = f" ({len(s.items)} tools)" if s.kind in ("mcp", "tools") and s.items else ""
@@ -328,6 +398,8 @@ def source_line(b: Breakdown) -> str:
 def one_line(text: str) -> str:
     """A recorded title or name for one line of text output: newlines shown escaped too (the
     rest of the text is made printable as a whole by :func:`cli.common.emit`)."""
+    from engine.terminal_text import printable
+
     return printable(text, one_line=True)
 
 
@@ -376,6 +448,8 @@ def recorded_context(data: dict[str, Any], own: SessionFigures, hidden: int) -> 
 
 def own_line(own: SessionFigures) -> str:
     """The first line of ``context`` for a recorded session: its own agent's figures."""
+    from engine.terminal_text import printable
+
     return printable(
         f"recorded by {who(own)} ({own.model}): {own.context_line()} (its last API call as "
         "recorded)",

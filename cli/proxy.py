@@ -12,24 +12,28 @@ and exits with CMD's exit code.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
+import importlib
 import os
 import signal
-import subprocess
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from cli.common import CliError, UsageError, db_path, open_store, shown_database
-from engine.exchanges import Exchange
-from engine.figures.prices import price_for
-from engine.proxy.identity import api_of
-from engine.proxy.recorder import Recorder
-from engine.proxy.server import DEFAULT_UPSTREAM, Proxy, ProxyConfig, ProxyThread, serve
-from engine.proxy.steer_live import LiveSteering
-from engine.settings.config import Settings
-from engine.terminal_text import cut, json_printable
+from cli.arguments import (
+    SESSION_ID,
+    CliError,
+    Parents,
+    Subcommands,
+    UsageError,
+    checked,
+    count,
+)
+
+if TYPE_CHECKING:
+    from engine.exchanges import Exchange
+    from engine.proxy.recorder import Recorder
+    from engine.proxy.steer_live import LiveSteering
+    from engine.settings.config import Settings
 
 FIRST_PARTY_HOSTS = ("api.anthropic.com",)
 """Upstreams that are Anthropic's own API (Claude Code keeps its 1M window behind a proxy to
@@ -38,6 +42,8 @@ them only when told so)."""
 
 def upstream_url(text: str) -> str:
     """The ``--upstream`` URL, checked: http or https, with a host."""
+    from engine.proxy.server import DEFAULT_UPSTREAM
+
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--upstream {text!r} is not an http(s) URL such as {DEFAULT_UPSTREAM}")
@@ -48,6 +54,9 @@ def upstream_url(text: str) -> str:
 
 def exchange_line(exchange: Exchange, settings: Settings) -> dict[str, Any]:
     """``proxy --jsonl``'s line for one stored request."""
+    from engine.figures.prices import price_for
+    from engine.proxy.identity import api_of
+
     usage = exchange.usage
     priced = api_of(exchange.path) == "messages"  # the project prices Claude models only
     cost = price_for(settings, exchange.model).usage_cost(usage) if usage and priced else None
@@ -89,6 +98,10 @@ def steering_summary(steering: dict[str, Any]) -> dict[str, Any]:
 
 
 def _printer(args: argparse.Namespace, settings: Settings) -> Any:
+    import json
+
+    from engine.terminal_text import cut, json_printable
+
     def printed(exchange: Exchange) -> None:
         line = exchange_line(exchange, settings)
         if args.jsonl:
@@ -116,6 +129,8 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Any:
 
 def steered_text(summary: dict[str, Any] | None) -> str:
     """The short line's steering part: ``; steered: dups 1 (-612 tok)``."""
+    from engine.terminal_text import cut
+
     if summary is None:
         return ""
     if summary["failed"]:
@@ -135,13 +150,79 @@ loop forwarding the next request could wait up to 5 ms for it each time."""
 
 
 def _recorder(args: argparse.Namespace, settings: Settings, quiet: bool) -> Recorder:
+    from cli.common import db_path, open_store
+    from engine.proxy.recorder import Recorder
+
     open_store(args, settings).close()  # refuse a foreign or damaged file before listening
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     on_stored = None if quiet else _printer(args, settings)
     return Recorder(db_path(args, settings), on_stored=on_stored, settings=settings)
 
 
+def add_proxy_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "proxy",
+        parents=parents.plain,
+        help="record every Messages API request an agent sends (docs/proxy.md)",
+    )
+    _add_proxy_options(p, 8787)
+
+
+def _add_proxy_options(p: argparse.ArgumentParser, port: int) -> None:
+    """What ``proxy`` and ``run`` both take: the port, the upstream, ``--jsonl``, ``--steer``."""
+    p.add_argument(
+        "--port",
+        type=checked(port_number),
+        default=port,
+        help=f"port on 127.0.0.1 (default {port or 'a free one'})",
+    )
+    p.add_argument(
+        "--upstream",
+        default="https://api.anthropic.com",
+        help="the API to forward to (default https://api.anthropic.com)",
+    )
+    p.add_argument("--jsonl", action="store_true", help="print one JSON line per request")
+    p.add_argument(
+        "--steer",
+        type=checked(steer_rules),
+        default=(),
+        metavar="RULES",
+        help="rewrite requests in flight, cache-aware: dups, stale, pins or all "
+        "(default: none, every request passes as sent; docs/proxy.md)",
+    )
+
+
+def steer_rules(text: str) -> tuple[str, ...]:
+    """``--steer`` / ``--rules``: steering rules by name (the engine's list, imported now)."""
+    rules: tuple[str, ...] = importlib.import_module("engine.proxy.steering").parse_rules(text)
+    return rules
+
+
+def share(text: str) -> float:
+    """A number from 0 up (``--horizon``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1e6:
+        raise ValueError(f"{text} must be 0 or more")
+    return value
+
+
+def port_number(text: str) -> int:
+    """A TCP port: 0 (a free one) to 65535."""
+    value = int(text) if text.isdigit() else -1
+    if not 0 <= value <= 65535:
+        raise ValueError(f"{text} is not a port (0 to 65535)")
+    return value
+
+
 def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
+    from cli.common import db_path, shown_database
+    from engine.proxy.server import Proxy, ProxyConfig, serve
+
     upstream = upstream_url(args.upstream)
     recorder = _recorder(args, settings, quiet=False)
     proxy = Proxy(
@@ -180,6 +261,8 @@ def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
 
 def steering(args: argparse.Namespace, recorder: Recorder) -> LiveSteering | None:
     """``--steer RULES``: the proxy's steering, its pins read by the recorder."""
+    from engine.proxy.steer_live import LiveSteering
+
     rules: tuple[str, ...] = tuple(getattr(args, "steer", ()) or ())
     if not rules:
         return None
@@ -195,7 +278,22 @@ def child_env(proxy_url: str, upstream: str) -> dict[str, str]:
     return env
 
 
+def add_run_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "run",
+        parents=parents.plain,
+        help="run a command with its Messages API requests recorded through the proxy",
+    )
+    _add_proxy_options(p, 0)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
+
+
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    import subprocess
+
+    from engine.proxy.server import Proxy, ProxyConfig, ProxyThread
+    from engine.terminal_text import cut
+
     command = list(args.cmd)
     if command and command[0] == "--":
         command = command[1:]
@@ -233,6 +331,8 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 def recorded_lines(recorder: Recorder) -> list[str]:
     """What ``run`` says when the command has ended: each conversation it recorded, by
     ctxscope's id and the agent's own, and how to open it."""
+    from engine.terminal_text import cut
+
     lines = []
     for sid, source in recorder.conversations.items():
         agent = source.removeprefix("proxy:")
@@ -245,8 +345,40 @@ def recorded_lines(recorder: Recorder) -> list[str]:
     return lines
 
 
+def add_steer_check_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "steer-check",
+        parents=parents.with_json,
+        help="a session's requests under steering rules against a model of the prompt cache, "
+        "beside them passed through (docs/proxy.md)",
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument(
+        "--rules",
+        type=checked(steer_rules),
+        default=("dups", "stale", "pins"),
+        metavar="RULES",
+        help="dups, stale, pins (comma-separated) or all (default: all)",
+    )
+    p.add_argument(
+        "--stale-turns",
+        type=checked(count),
+        default=10,
+        metavar="N",
+        help="a tool result older than N assistant turns is stale (default 10)",
+    )
+    p.add_argument(
+        "--horizon",
+        type=checked(share),
+        default=0.25,
+        metavar="H",
+        help="the stale rule expects H times as many more requests as the session has had "
+        "(default 0.25; 0: it clears only when the cache is written again anyway)",
+    )
+
+
 def cmd_steer_check(args: argparse.Namespace, settings: Settings) -> int:
-    from cli.common import emit, get_session
+    from cli.common import emit, get_session, open_store
     from engine.proxy.steer_check import NoRequests, check_lines, steer_check
 
     store = open_store(args, settings, read_only=True)

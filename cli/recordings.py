@@ -5,24 +5,34 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cli.arguments import STORED
-from cli.common import (
+from cli.arguments import (
+    SESSION_ID,
+    STORED,
     CliError,
-    emit,
-    get_session,
-    open_store,
+    Parents,
+    Subcommands,
+    checked,
+    count,
+    output_file,
+    workspace,
 )
-from engine.recordings.export import export_jsonl, export_markdown
-from engine.recordings.importing import import_parsed, parse_path
-from engine.settings.config import Settings, workspace_folder
-from engine.terminal_text import printable
+
+if TYPE_CHECKING:
+    from engine.settings.config import Settings
+
+
+EXPORT_FORMATS = ("anthropic-jsonl", "markdown", "html")
+"""``export --format``'s choices: :data:`engine.recordings.export.FORMATS`, written out so that
+building the parser does not import the exporter (a test checks they agree)."""
 
 
 def _summary_line(path: Path, reports: list[Any]) -> str:
     """Several sessions from one folder or file (an aider history holds hundreds): one line of
     sums (issue 39: 702 sessions printed 702 lines); ``--verbose`` gives one line each."""
+    from engine.terminal_text import printable
+
     formats = ", ".join(sorted({r.fmt for r in reports}))
     ids = [r.session.id for r in reports]
     warned = sum(len(r.warnings) + len(r.not_read_sentences) for r in reports)
@@ -44,9 +54,60 @@ def _summary_line(path: Path, reports: list[Any]) -> str:
     return text + " (--verbose: one line per session)"
 
 
+def add_import_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "import",
+        parents=parents.with_json,
+        help="store recorded sessions: Claude Code, Codex CLI, Gemini CLI, OpenHands, aider, "
+        "Anthropic-messages JSONL, mini-swe-agent / SWE-agent trajectories, or a directory "
+        "of them",
+    )
+    p.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE|DIR",
+        nargs="?",
+        help="without it: every agent's default folders, incremental (docs/cli.md)",
+    )
+    p.add_argument(
+        "--workspace",
+        type=checked(workspace),
+        default=argparse.SUPPRESS,
+        help="the folder its tools work in (default: the folder the recording names)",
+    )
+    p.add_argument(
+        "--hook",
+        action="store_true",
+        help="read a Claude Code hook's JSON on stdin (SessionEnd) and import the session it "
+        "names (docs/importing.md#a-history-that-stays)",
+    )
+    p.add_argument(
+        "--folder",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="without FILE: read this folder too (aider histories; repeatable)",
+    )
+    p.add_argument(
+        "--jobs", type=checked(count), default=None, help="processes parsing (default: every core)"
+    )
+    p.add_argument(
+        "--progress", action="store_true", help="show progress on stderr even off a terminal"
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="a folder or a file of several sessions: one line per session (default: one line)",
+    )
+
+
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     # The whole history (every agent's folders, incremental): cli/history.py.
+    from cli.common import emit, open_store
     from cli.history import cmd_import_history, cmd_import_hook, history_options_alone
+    from engine.recordings.importing import import_parsed, parse_path
+    from engine.settings.config import workspace_folder
+    from engine.terminal_text import printable
 
     if getattr(args, "hook", False):
         return cmd_import_hook(args, settings)
@@ -114,7 +175,31 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def add_export_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "export",
+        parents=parents.plain,
+        help="write a session as Anthropic-messages JSON lines (re-importable), Markdown, or an "
+        "HTML page (one file, no script: the conversation, compactions and what each lost, "
+        "the context over time, the cost)",
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="anthropic-jsonl")
+    p.add_argument(
+        "--include-archived",
+        action="store_true",
+        help="also write the messages compactions archived (before their summaries)",
+    )
+    p.add_argument(
+        "-o", "--output", type=checked(output_file), metavar="FILE", help="write here, not stdout"
+    )
+
+
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import get_session, open_store
+    from engine.recordings.export import export_jsonl, export_markdown
+    from engine.terminal_text import printable
+
     store = open_store(args, settings, read_only=True)
     get_session(store, args.session)
     if args.format == "html":

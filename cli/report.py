@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from statistics import median
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cli.common import UsageError, emit, open_store
-from engine.compaction.ledger import KINDS
-from engine.compaction.losses import lost_lines
-from engine.report import TOKEN_KINDS, Figures, Report, SinceError, build_report, parse_since
-from engine.settings.config import Settings
-from engine.terminal_text import printable
+from cli.arguments import (
+    Parents,
+    Subcommands,
+    UsageError,
+    checked,
+    output_file,
+)
+
+if TYPE_CHECKING:
+    from engine.report import Figures, Report
+    from engine.settings.config import Settings
 
 SHOWN = 15
 """Rows of a group, tool or session list in the text form (``--json`` has them all)."""
@@ -31,7 +35,32 @@ NAMES = {
 }
 
 
+def add_report_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "report",
+        parents=parents.with_json,
+        help="a report card of every session: usage, cost, compactions and what they kept",
+    )
+    p.add_argument("--since", help="from this date (2026-02-01, 20260201), time or days ago (7d)")
+    p.add_argument(
+        "--by",
+        choices=("project", "day", "agent", "model", "session"),
+        help="figures per project, day, agent, model or session",
+    )
+    p.add_argument(
+        "--html",
+        action="store_true",
+        help="write the report card as an HTML page (one file, no script; to stdout or -o)",
+    )
+    p.add_argument(
+        "-o", "--output", type=checked(output_file), metavar="FILE", help="write here, not stdout"
+    )
+
+
 def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, open_store
+    from engine.report import SinceError, build_report, parse_since
+
     try:
         since = parse_since(args.since) if args.since else None
     except SinceError as exc:
@@ -62,10 +91,15 @@ def dollars(value: float | None) -> str:
 
 
 def _tokens(f: Figures) -> str:
+    from engine.report import TOKEN_KINDS
+
     return " · ".join(f"{k.replace('_', ' ')} {f.tokens[k]:,}" for k in TOKEN_KINDS)
 
 
 def text_lines(r: Report) -> list[str]:
+    from engine.report import TOKEN_KINDS, Figures
+    from engine.terminal_text import printable
+
     t = r.totals
     out = [
         f"{len(r.sessions)} sessions ({len(r.subagents)} subagents) · {t.requests:,} requests · "
@@ -114,6 +148,12 @@ def text_lines(r: Report) -> list[str]:
 
 
 def _compaction_lines(r: Report) -> list[str]:
+    from statistics import median
+
+    from engine.compaction.ledger import KINDS
+    from engine.compaction.losses import lost_lines
+    from engine.terminal_text import printable
+
     comps = r.compactions
     if not comps:
         return ["compactions: none recorded"]
@@ -176,6 +216,8 @@ def _compaction_lines(r: Report) -> list[str]:
 
 
 def _tool_lines(tools: list[dict[str, Any]]) -> list[str]:
+    from engine.terminal_text import printable
+
     if not tools:
         return ["tool results: none recorded"]
     out = ["tool results by the context they take (tokens in full → as history keeps them):"]

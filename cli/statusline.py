@@ -19,14 +19,16 @@ printing (exact, slower: for scripts and tests).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from cli.arguments import (
+    Parents,
+    Subcommands,
+)
 
 MAX_INPUT = 1 << 20
 """What is read of stdin at most: Claude Code's status JSON is a few hundred bytes."""
@@ -60,6 +62,8 @@ def cache_dir() -> Path:
 def cache_file(transcript: str, db: str | None) -> Path:
     """The cache of one transcript (and database): named by a digest, never by the path
     itself, so nothing the status JSON says chooses where a file is written."""
+    import hashlib
+
     key = hashlib.sha256(f"{transcript}\0{db or ''}".encode("utf-8", "replace")).hexdigest()
     return cache_dir() / f"{key[:32]}.json"
 
@@ -74,6 +78,8 @@ def stamp(path: Path) -> list[int] | None:
 
 
 def read_cache(file: Path) -> dict[str, Any] | None:
+    import json
+
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -83,6 +89,8 @@ def read_cache(file: Path) -> dict[str, Any] | None:
 
 def write_cache(file: Path, data: dict[str, Any]) -> None:
     """Whole or not at all: a reader never sees half a file."""
+    import json
+
     file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = file.with_name(f".{file.name}.{os.getpid()}")
     tmp.write_text(json.dumps(data), encoding="utf-8")
@@ -135,6 +143,8 @@ def _args(argv: list[str]) -> tuple[str | None, bool, str | None]:
 
 def main(argv: list[str]) -> int:
     """``ctxscope statusline`` (``argv`` after the word ``statusline``)."""
+    import json
+
     db, wait, refresh_of = _args(argv)
     if refresh_of is not None:
         linger = os.environ.get("CTXSCOPE_STATUSLINE_LINGER", "")
@@ -169,6 +179,8 @@ def main(argv: list[str]) -> int:
 
 def _start_refresher(path: Path, db: str | None, file: Path) -> None:
     """One refresher at a time per transcript, in the background, its output discarded."""
+    import subprocess
+
     lock = file.with_suffix(".lock")
     try:
         file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -267,6 +279,16 @@ class _Following:
 
         assert self.follower.session is not None
         return session_figures(self.store, self.follower.session, self.settings).to_json()
+
+
+def add_statusline_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "statusline",
+        parents=parents.plain,
+        help="one line for Claude Code's statusLine: context, until auto-compact, cost "
+        "(the status JSON on stdin; docs/cli.md#statusline)",
+    )
+    p.add_argument("--wait", action="store_true", help="read the session before printing")
 
 
 def cmd_statusline(args: Any, settings: Any) -> int:

@@ -5,30 +5,57 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cli.common import (
+from cli.arguments import (
+    SESSION_ID,
     CliError,
+    Parents,
+    Subcommands,
     UsageError,
-    emit,
-    get_session,
-    open_store,
-    session_to_change,
+    checked,
+    count,
+    output_file,
+    window,
 )
-from cli.replay_setup import parse_overrides, replay_names, replay_setup
-from engine.compaction.strategies import STRATEGIES, get_strategy
-from engine.models import Session, StrategyParams
-from engine.settings.config import Settings
-from engine.settings.params import (
-    ParamsError,
-    changed_params,
-    describe_params,
-    strategy_params,
-)
-from engine.terminal_text import printable
+
+if TYPE_CHECKING:
+    from engine.models import Session, StrategyParams
+    from engine.settings.config import Settings
+
+
+def add_strategy_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "strategy",
+        parents=parents.with_json,
+        help="show a session's compaction strategy and its numbers, or switch them "
+        "(the switch is recorded)",
+    )
+    p.add_argument("session", type=SESSION_ID, metavar="ID")
+    p.add_argument("name", nargs="?", help="the strategy to switch to (default: the session's own)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one of the strategy's numbers for this session, e.g. trigger_tokens=20000 "
+        "(recorded with the switch)",
+    )
+    p.add_argument(
+        "--window",
+        type=checked(window),
+        metavar="N",
+        help="the context window the session plans in, in tokens",
+    )
 
 
 def cmd_strategy(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, get_session, open_store, session_to_change
+    from cli.replay_setup import parse_overrides
+    from engine.compaction.strategies import STRATEGIES
+    from engine.settings.params import describe_params
+
     changing = args.name is not None or bool(args.overrides) or args.window is not None
     store = open_store(args, settings, read_only=not changing)
     session = get_session(store, args.session)
@@ -76,6 +103,8 @@ def _new_params(
     """The numbers ``session`` plans with under ``name`` after the switch: its own when the
     strategy stays, else the new strategy's from the settings (``--config``) in the session's
     window; then ``--set`` and ``--window``."""
+    from engine.settings.params import ParamsError, changed_params, strategy_params
+
     if session.params is not None and name == session.strategy:
         base = session.params
     else:
@@ -88,7 +117,16 @@ def _new_params(
         raise UsageError(f"--set: {exc}") from None
 
 
+def add_strategies_parser(sub: Subcommands, parents: Parents) -> None:
+    sub.add_parser(
+        "strategies", parents=parents.with_json, help="the compaction strategies and their parts"
+    )
+
+
 def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit
+    from engine.compaction.strategies import STRATEGIES, get_strategy
+
     rows = [get_strategy(name, settings).describe() for name in STRATEGIES]
     keys = ["name", "checks", "summary", "placement", "lifecycle", "seed"]
     width = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
@@ -98,10 +136,67 @@ def cmd_strategies(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def add_replay_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "replay",
+        parents=parents.with_json,
+        help="replay a stored session under other strategies and compare them",
+    )
+    p.add_argument(
+        "session",
+        type=SESSION_ID,
+        metavar="ID",
+        nargs="?",
+        help="the session; without it, every recorded session --since/--project select",
+    )
+    p.add_argument(
+        "--since",
+        metavar="DATE|Nd",
+        help="replay every recorded session with calls since then (as `report --since`)",
+    )
+    p.add_argument(
+        "--project",
+        metavar="NAME",
+        help="only sessions of this project (its folder, or the folder's last name)",
+    )
+    p.add_argument(
+        "--strategy",
+        dest="replay_strategies",
+        default="all",
+        help="strategies to replay, comma-separated, or all",
+    )
+    p.add_argument(
+        "--csv", type=checked(output_file), metavar="FILE", help="also write the table as CSV"
+    )
+    p.add_argument(
+        "--window",
+        type=checked(window),
+        metavar="N",
+        help="replay in a context window of N tokens (default: the configured one)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="STRATEGY.KEY=VALUE",
+        help="a strategy's number for this replay, e.g. mock-user.trigger_tokens=20000",
+    )
+    p.add_argument(
+        "--jobs",
+        type=checked(count, "--jobs"),
+        metavar="N",
+        help="replay N strategies at once, one process each (default: one per core)",
+    )
+
+
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.common import emit, get_session, open_store
+    from cli.replay_setup import replay_names, replay_setup
     from engine.replay.as_recorded import as_recorded
     from engine.replay.parallel import default_jobs, replay_strategies
     from engine.replay.runner import compared_steps
+    from engine.terminal_text import printable
 
     if args.session is None:
         from cli.replay_selection import cmd_replay_selection

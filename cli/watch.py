@@ -23,21 +23,26 @@ workbench as a notification.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
-import threading
 import time
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cli.common import CliError, db_path, get_session, open_store, silence_stdout
-from engine.recordings.figures import session_figures
-from engine.recordings.follow import Figures, Follower, Update
-from engine.recordings.watching import NoSuchTarget, Target, follow
-from engine.settings.config import Settings
-from engine.settings.params import session_settings
-from engine.terminal_text import printable
+from cli.arguments import (
+    SESSION_ID,
+    CliError,
+    Parents,
+    Subcommands,
+    silence_stdout,
+)
+
+if TYPE_CHECKING:
+    import threading
+
+    from engine.recordings.follow import Figures, Follower, Update
+    from engine.recordings.watching import Target
+    from engine.settings.config import Settings
 
 EVENTS = ("compaction", "subagent", "warning")
 """An update's ``event``: the first of these it holds, else ``update``."""
@@ -46,6 +51,8 @@ EVENTS = ("compaction", "subagent", "warning")
 def target(path: Path | None, settings: Settings) -> Target:
     """The file to follow (:class:`engine.recordings.watching.Target`), or a line saying why
     there is none."""
+    from engine.recordings.watching import NoSuchTarget, Target
+
     try:
         return Target(path, settings)
     except NoSuchTarget as exc:
@@ -102,7 +109,33 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
+def add_watch_parser(sub: Subcommands, parents: Parents) -> None:
+    p = sub.add_parser(
+        "watch",
+        parents=parents.plain,
+        help="follow a Claude Code session while its agent works (see docs/watch.md)",
+    )
+    p.add_argument(
+        "path",
+        type=Path,
+        nargs="?",
+        metavar="PATH",
+        help="a session file or a project folder (default: the newest session)",
+    )
+    p.add_argument("--jsonl", action="store_true", help="one JSON object per update, no screen")
+    p.add_argument(
+        "--session", type=SESSION_ID, metavar="ID", help="follow a ctxscope session (read-only)"
+    )
+
+
 def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+    import threading
+
+    from cli.common import open_store
+    from engine.recordings.figures import session_figures
+    from engine.recordings.watching import follow
+
     stop = threading.Event()
     if args.session is not None:
         return _watch_stored(args, settings, stop)
@@ -137,7 +170,10 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _workbench(args: argparse.Namespace, settings: Settings, target: Target, store: Any) -> int:
+    from cli.common import db_path
+    from engine.recordings.follow import Follower
     from engine.settings.config import workspace_folder
+    from engine.terminal_text import printable
     from tui.watch import WatchApp
 
     path = target.current()
@@ -171,6 +207,11 @@ def _workbench(args: argparse.Namespace, settings: Settings, target: Target, sto
 
 def _watch_stored(args: argparse.Namespace, settings: Settings, stop: threading.Event) -> int:
     """A session another ctxscope process writes: its figures whenever its history changes."""
+    import json
+
+    from cli.common import get_session, open_store
+    from engine.settings.params import session_settings
+
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
     assert session.id is not None

@@ -11,8 +11,8 @@ long inheritance chains, and no import circle between ctxscope's modules.
 A violation in code this pass could not change is listed below as a named, dated exception
 with its reason; a test fails when an exception is no longer needed, so the list only shrinks.
 
-Function length (none over 120 lines) is measured, not yet enforced: ``python
-tests/test_house.py`` prints the functions over the limit.
+- **No function over 120 lines** (decorators and docstring included), measured with :mod:`ast`;
+  ``python tests/test_house.py [LIMIT]`` prints the functions over a limit, longest first.
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ CHAIN_EXCEPTIONS: dict[str, str] = {}
 
 CIRCLE_EXCEPTIONS: dict[frozenset[str], str] = {}
 """Import circles left, by their modules, with why (to remove)."""
+
+LONG_FUNCTION_EXCEPTIONS: dict[str, str] = {
+    "engine/recordings/writer.py write": "being split on branch house-engine (2026-11-28)",
+    "engine/context/history.py prepare": "being split on branch house-engine (2026-11-28)",
+    "engine/replay/runner.py replay": "being split on branch house-engine (2026-11-28)",
+}
+"""Functions over :data:`MAX_FUNCTION_LINES`, by ``path name``, with why (to remove)."""
 
 
 def project_chain(cls: type, packages: Iterable[str] = PACKAGES) -> list[type]:
@@ -204,6 +211,19 @@ def test_the_import_graph_is_the_projects() -> None:
     assert {"engine.session.core", "engine.session.loop"} <= imports["engine.session.agent"]
     assert "engine.session.core" in imports["engine.session.writer"]
     assert len(imports) > 200
+
+
+def test_no_function_is_longer_than_120_lines() -> None:
+    """Issue 43: a function a reader can hold in their head; the parser is built from each
+    command module's own parsers, Bash's call is its named steps."""
+    found = {
+        f"{where.split(':')[0]} {where.split()[-1]}": length
+        for where, length in long_functions([ROOT / p for p in PACKAGES])
+    }
+    new = {name: n for name, n in found.items() if name not in LONG_FUNCTION_EXCEPTIONS}
+    assert new == {}, "split it into named steps (docs/development.md)"
+    gone = sorted(set(LONG_FUNCTION_EXCEPTIONS) - set(found))
+    assert gone == [], "no longer too long: remove from LONG_FUNCTION_EXCEPTIONS"
 
 
 MAX_ROOT_MODULES = 5

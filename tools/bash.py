@@ -55,7 +55,7 @@ from tools.cgroup import CallGroup
 from tools.common import BaseTool, ToolFailure, ToolInput
 from tools.paths import workspace_root
 from tools.permissions import require_permission
-from tools.sandbox import Limits, choose, seccomp_pipe, wrap
+from tools.sandbox import Limits, Sandbox, choose, seccomp_pipe, wrap
 from tools.sandbox_init import SECCOMP_SUPPORTED
 from tools.secrets import EnvironmentPolicy
 
@@ -228,103 +228,24 @@ class BashTool(BaseTool):
     input_model = BashInput
 
     def execute(self, args: BashInput, ctx: ToolContext) -> ToolResult:
+        """Ask, start the call, wait for it (or its timeout, or a cancel), end every process
+        it left, and say what it did."""
         settings = ctx.settings
         timeout = min(args.timeout or settings.bash_timeout, settings.bash_max_timeout)
-        first_line = args.command.strip().splitlines()[0] if args.command.strip() else ""
-        summary = f"{first_line} — {args.description}" if args.description else first_line
-        require_permission(ctx, "bash", self.name, summary, args.command)
+        require_permission(ctx, "bash", self.name, _summary(args), args.command)
         bash = shutil.which("bash")
         if bash is None:
             raise ToolFailure("bash_not_found", "bash is not installed on this machine.")
-        # No credentials in the command's environment (names like *KEY*, *TOKEN*, *_PAT,
-        # values like scheme://user:password@host): tools.secrets.
-        env = EnvironmentPolicy.from_settings(settings).environment(os.environ)
         tag = secrets.token_hex(8)
-        env |= {"PAGER": "cat", "GIT_PAGER": "cat", CALL_TAG: tag}
         sandbox = choose(settings.bash_sandbox)  # type: ignore[arg-type]
-        unix_sockets = settings.bash_unix_sockets
-        # The filter is written for x86_64 (tools.sandbox_init): elsewhere bwrap runs without.
-        with_filter = sandbox == "bwrap" and SECCOMP_SUPPORTED
-        seccomp_fd = seccomp_pipe(unix_sockets=unix_sockets) if with_filter else None
-        argv = wrap(
-            sandbox,
-            workspace_root(ctx),
-            [bash, "-c", args.command],
-            network=settings.bash_network,
-            limits=Limits.from_settings(settings),
-            unix_sockets=unix_sockets,
-            seccomp_fd=seccomp_fd,
-        )
-        # Processes bounded for root too (the kernel skips RLIMIT_NPROC for uid 0): a cgroup
-        # of the call's own where one can be made (tools.cgroup).
-        limits = Limits.from_settings(settings)
-        group = None
-        if sandbox != "none":
-            group = CallGroup.make(limits.processes, limits.memory)
-        if group is not None:
-            argv = group.joined(argv, bash)
-        started = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                _command_line(argv),
-                cwd=workspace_root(ctx),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                env=env,
-                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
-                # only an async-signal-safe prctl and getppid run between fork and exec
-                preexec_fn=_guard_dies_with_parent(os.getpid()),  # noqa: PLW1509
-            )
-        except OSError as exc:
-            if group is not None:
-                group.remove()
-            raise ToolFailure("spawn_failed", f"Could not start bash: {exc}.") from None
-        finally:
-            if seccomp_fd is not None:
-                os.close(seccomp_fd)
-        assert proc.stdout is not None and proc.stderr is not None
-        out = StreamCapture(os.dup(proc.stdout.fileno()), settings.bash_output_cap)
-        err = StreamCapture(os.dup(proc.stderr.fileno()), settings.bash_output_cap)
-        proc.stdout.close()
-        proc.stderr.close()
-        out.thread.start()
-        err.thread.start()
-
-        timed_out = interrupted = False
-        deadline = started + timeout
-        while True:
-            try:
-                proc.wait(timeout=POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if ctx.cancel.is_set():
-                interrupted = True
-                break
-            if time.monotonic() >= deadline:
-                timed_out = True
-                break
-        if timed_out or interrupted:
-            _stop(proc)
-        # Background children may still hold the pipes: give them a moment, then end them.
-        linger_until = time.monotonic() + PIPE_LINGER_SECONDS
-        for capture in (out, err):
-            capture.thread.join(max(0.0, linger_until - time.monotonic()))
-        _kill_group(proc.pid, signal.SIGKILL)
-        _kill_call(tag)
-        if group is not None:
-            group.remove()
-        for capture in (out, err):
-            # A process that left the group (setsid) could hold a pipe forever; don't wait.
-            capture.thread.join(TERM_GRACE_SECONDS)
-        exit_code = proc.returncode
+        proc, group, started = _start(bash, args.command, ctx, sandbox, tag)
+        out, err = _captures(proc, settings.bash_output_cap)
+        timed_out, interrupted = _wait(proc, ctx, started + timeout)
+        _end_call(proc, (out, err), tag, group)
         duration = time.monotonic() - started
-
         data: dict[str, Any] = {
             "command": args.command,
-            "exit_code": exit_code,
+            "exit_code": proc.returncode,
             "stdout": out.text(),
             "stderr": err.text(),
             "timed_out": timed_out,
@@ -338,20 +259,7 @@ class BashTool(BaseTool):
             "stderr_truncated": err.dropped > 0,
             "sandbox": sandbox,
         }
-        error: ToolError | None = None
-        if timed_out:
-            error = ToolError(
-                code="timeout",
-                message=f"The command timed out after {timeout:g} s and was killed with every "
-                f"process it started. Allow a longer timeout (at most "
-                f"{settings.bash_max_timeout:g} s) or run something shorter.",
-            )
-        elif interrupted:
-            error = ToolError(
-                code="interrupted", message="The command was interrupted by the user."
-            )
-        elif exit_code != 0:
-            error = ToolError(code="nonzero_exit", message=_exit_message(exit_code))
+        error = _error(proc.returncode, timed_out, interrupted, timeout, settings.bash_max_timeout)
         result = ToolResult(
             status="error" if error else "success",
             data=data,
@@ -360,6 +268,139 @@ class BashTool(BaseTool):
         )
         result.stats["process_ms"] = round(duration * 1000, 1)
         return result
+
+
+def _summary(args: BashInput) -> str:
+    """What the permission question shows: the command's first line, and what it is for."""
+    first_line = args.command.strip().splitlines()[0] if args.command.strip() else ""
+    return f"{first_line} — {args.description}" if args.description else first_line
+
+
+def _start(
+    bash: str, command: str, ctx: ToolContext, sandbox: Sandbox, tag: str
+) -> tuple[subprocess.Popen[bytes], CallGroup | None, float]:
+    """Start ``bash -c command`` in the workspace: in the sandbox chosen, under the limits,
+    with the environment's credentials left out and the call's tag; the process, its cgroup
+    (where one was made) and when it started."""
+    settings = ctx.settings
+    # No credentials in the command's environment (names like *KEY*, *TOKEN*, *_PAT,
+    # values like scheme://user:password@host): tools.secrets.
+    env = EnvironmentPolicy.from_settings(settings).environment(os.environ)
+    env |= {"PAGER": "cat", "GIT_PAGER": "cat", CALL_TAG: tag}
+    unix_sockets = settings.bash_unix_sockets
+    # The filter is written for x86_64 (tools.sandbox_init): elsewhere bwrap runs without.
+    with_filter = sandbox == "bwrap" and SECCOMP_SUPPORTED
+    seccomp_fd = seccomp_pipe(unix_sockets=unix_sockets) if with_filter else None
+    argv = wrap(
+        sandbox,
+        workspace_root(ctx),
+        [bash, "-c", command],
+        network=settings.bash_network,
+        limits=Limits.from_settings(settings),
+        unix_sockets=unix_sockets,
+        seccomp_fd=seccomp_fd,
+    )
+    # Processes bounded for root too (the kernel skips RLIMIT_NPROC for uid 0): a cgroup
+    # of the call's own where one can be made (tools.cgroup).
+    limits = Limits.from_settings(settings)
+    group = None
+    if sandbox != "none":
+        group = CallGroup.make(limits.processes, limits.memory)
+    if group is not None:
+        argv = group.joined(argv, bash)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            _command_line(argv),
+            cwd=workspace_root(ctx),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=env,
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+            # only an async-signal-safe prctl and getppid run between fork and exec
+            preexec_fn=_guard_dies_with_parent(os.getpid()),  # noqa: PLW1509
+        )
+    except OSError as exc:
+        if group is not None:
+            group.remove()
+        raise ToolFailure("spawn_failed", f"Could not start bash: {exc}.") from None
+    finally:
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
+    return proc, group, started
+
+
+def _captures(proc: subprocess.Popen[bytes], cap: int) -> tuple[StreamCapture, StreamCapture]:
+    """stdout and stderr, each read by a thread of its own (started), capped at ``cap``."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out = StreamCapture(os.dup(proc.stdout.fileno()), cap)
+    err = StreamCapture(os.dup(proc.stderr.fileno()), cap)
+    proc.stdout.close()
+    proc.stderr.close()
+    out.thread.start()
+    err.thread.start()
+    return out, err
+
+
+def _wait(proc: subprocess.Popen[bytes], ctx: ToolContext, deadline: float) -> tuple[bool, bool]:
+    """Wait for the command to end, or stop it at ``deadline`` or on a cancel: whether it
+    timed out, and whether it was interrupted."""
+    timed_out = interrupted = False
+    while True:
+        try:
+            proc.wait(timeout=POLL_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if ctx.cancel.is_set():
+            interrupted = True
+            break
+        if time.monotonic() >= deadline:
+            timed_out = True
+            break
+    if timed_out or interrupted:
+        _stop(proc)
+    return timed_out, interrupted
+
+
+def _end_call(
+    proc: subprocess.Popen[bytes],
+    captures: tuple[StreamCapture, StreamCapture],
+    tag: str,
+    group: CallGroup | None,
+) -> None:
+    """The command has ended: end whatever it left behind and finish reading its output."""
+    # Background children may still hold the pipes: give them a moment, then end them.
+    linger_until = time.monotonic() + PIPE_LINGER_SECONDS
+    for capture in captures:
+        capture.thread.join(max(0.0, linger_until - time.monotonic()))
+    _kill_group(proc.pid, signal.SIGKILL)
+    _kill_call(tag)
+    if group is not None:
+        group.remove()
+    for capture in captures:
+        # A process that left the group (setsid) could hold a pipe forever; don't wait.
+        capture.thread.join(TERM_GRACE_SECONDS)
+
+
+def _error(
+    exit_code: int, timed_out: bool, interrupted: bool, timeout: float, max_timeout: float
+) -> ToolError | None:
+    """The call's error, if it is one: a timeout, an interrupt, or a non-zero exit."""
+    if timed_out:
+        return ToolError(
+            code="timeout",
+            message=f"The command timed out after {timeout:g} s and was killed with every "
+            f"process it started. Allow a longer timeout (at most "
+            f"{max_timeout:g} s) or run something shorter.",
+        )
+    if interrupted:
+        return ToolError(code="interrupted", message="The command was interrupted by the user.")
+    if exit_code != 0:
+        return ToolError(code="nonzero_exit", message=_exit_message(exit_code))
+    return None
 
 
 def _exit_message(code: int) -> str:

@@ -71,3 +71,45 @@ def test_a_folder_import_prints_one_summary_line(
     assert main(["import", str(folder), "--db", str(root / "c.db"), "--verbose"]) == 0
     verbose = capsys.readouterr().out.splitlines()
     assert len([line for line in verbose if line.startswith("imported ")]) == 3
+
+
+LISTED = (
+    "sessions show steer-check context compact uncompact pin import report check export "
+    "strategy strategies replay recall watch proxy run statusline ask"
+).split()
+"""The subcommands as ``ctxscope --help`` listed them before each command module made its own
+parser (issue 43), copied from that output in its order."""
+
+
+def test_each_command_module_makes_its_own_parser_in_the_old_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The parser is built from each command module's ``add_<name>_parser``; ``--help`` lists
+    the same subcommands in the same order, and a few options keep their defaults and help."""
+    import importlib
+    import re
+
+    from cli.main import COMMANDS
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    listed = out.split("  COMMAND\n")[1].split("\n\noptions:")[0]
+    assert re.findall(r"^    (\S+)", listed, re.M) == LISTED
+    for name, module in COMMANDS.items():
+        runs = importlib.import_module(f"cli.{module}")
+        assert callable(getattr(runs, f"add_{name.replace('-', '_')}_parser"))
+        assert callable(getattr(runs, f"cmd_{name.replace('-', '_')}"))
+    parser = build_parser()
+    assert parser.parse_args(["run", "--", "claude", "-p", "x"]).port == 0
+    assert parser.parse_args(["proxy"]).port == 8787
+    assert parser.parse_args(["steer-check", "3"]).rules == ("dups", "stale", "pins")
+    assert parser.parse_args(["steer-check", "3"]).horizon == 0.25
+    assert parser.parse_args(["replay", "3"]).replay_strategies == "all"
+    assert parser.parse_args(["export", "3"]).format == "anthropic-jsonl"
+    assert not hasattr(parser.parse_args(["export", "3"]), "json")  # export takes no --json
+    with pytest.raises(SystemExit):
+        main(["steer-check", "--help"])
+    assert "a tool result older than N assistant turns is stale (default 10)" in " ".join(
+        capsys.readouterr().out.split()
+    )

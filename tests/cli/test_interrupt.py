@@ -141,15 +141,16 @@ def test_an_interrupt_after_the_import_committed_says_what_was_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Stored is stored: an interrupt while the report prints names the sessions kept."""
-    import cli.recordings
+    import cli.common
 
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.setattr(cli.recordings, "emit", interrupt)
     db = tmp_path / "k.db"
-    assert main(["import", str(MAROT), "--db", str(db), "--workspace", str(tmp_path)]) == 130
+    with monkeypatch.context() as patched:
+        patched.setattr(cli.common, "emit", interrupt)  # `import` prints through it
+        assert main(["import", str(MAROT), "--db", str(db), "--workspace", str(tmp_path)]) == 130
     assert capsys.readouterr().err == "ctxscope: interrupted; kept: imported as session 1\n"
     # the next command starts afresh
     assert main(["sessions", "--db", str(db)]) == 0

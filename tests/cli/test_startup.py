@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import EXPORT_FORMATS, main
+from cli.main import main
+from cli.recordings import EXPORT_FORMATS
 from engine.recordings.export import FORMATS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -278,6 +278,10 @@ def test_the_workbench_and_watch_jsonl_run_the_engines_one_loop() -> None:
     import tui.watch
     from engine.recordings import watching
 
-    assert cli.watch.follow is tui.watch.follow is watching.follow
+    # cli.watch imports the loop when `watch` runs (its module stays light for the parser)
+    source = inspect.getsource(cli.watch.cmd_watch)
+    assert "from engine.recordings.watching import follow" in source
+    assert "follow(" in source
+    assert tui.watch.follow is watching.follow
     worker = ast.parse(textwrap.dedent(inspect.getsource(tui.watch.WatchApp.follow_worker)))
     assert not any(isinstance(node, ast.While) for node in ast.walk(worker))

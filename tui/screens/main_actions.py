@@ -1,18 +1,18 @@
 """The main screen's actions (keys and command palette) and its permission dialogs.
 
-The base class of :class:`~tui.screens.main_screen.MainScreen`, kept apart so each module stays
-small: compact now, sessions, archive, context inspector, the last scratchpad, the narrow
-layout's pane switch, new session, interrupt; and the bridge between the agent's blocking
-permission questions and :class:`~tui.screens.permission_modal.PermissionModal`.
+A part :class:`~tui.screens.main_screen.MainScreen` holds (:class:`MainActions`, handed the
+screen): compact now (the cut by hand, F5, and its preview), undo, pin, sessions, archive,
+context inspector, the last scratchpad, the narrow layout's pane switch, new session,
+interrupt; and the bridge between the agent's blocking permission questions and
+:class:`~tui.screens.permission_modal.PermissionModal`. Every action is declared once in
+:data:`MAIN_ACTIONS` (its key, footer label and palette entry).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from textual import on
-from textual.screen import Screen
 from textual.widget import Widget
 
 from engine.context.history import CompactionDraft, CompactionResult
@@ -33,14 +33,7 @@ from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index,
 from tui.widgets.scratchpad_view import ScratchpadView
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from engine.session import Agent
-    from engine.store.forking import Fork
-    from tui.host import Workbench
-    from tui.session_loader import Resume
-    from tui.widgets.block_view import Block
-    from tui.widgets.history_view import BlockMemo
+    from tui.screens.main_screen import MainScreen
 
 
 @dataclass(frozen=True)
@@ -177,103 +170,76 @@ IDLE_ONLY = {"compact", "sessions", "new_session", "undo_compaction", "toggle_pi
 """Actions refused while the agent works (they would race the round); they say so."""
 
 
-class MainActions(Screen[None]):
-    """Actions of the main screen (the base class of MainScreen)."""
+class MainActions:
+    """The main screen's actions (its keys and palette entries), the compaction cut by hand
+    (F5) and the permission dialogs: a part :class:`~tui.screens.main_screen.MainScreen`
+    holds, handed the screen; the screen's ``action_*`` methods and message handlers are
+    one-line calls into it."""
 
-    if TYPE_CHECKING:
-        agent: Agent | None
-        session_id: int | None
-        busy: str | None
-        pane: str
-        gate: PermissionGate
-        memo: BlockMemo
-        last_scratch: list[Block]
-        _permission_modals: dict[int, Any]
-        cutting: bool
-        cut_base: HistoryLayout | None
-        manual_keep: int | None
-        undoable: int | None
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
+        self.cutting = False
+        """F5 is on: the compaction bar is shown and the history shows the cut by hand."""
+        self.cut_base: HistoryLayout | None = None
+        """The history as it was before F5 (drawn again when the cut is left)."""
+        self.manual_keep: int | None = None
+        """The rounds kept by the compaction by hand being previewed (Ctrl+E)."""
+        self._permission_modals: dict[int, PermissionModal] = {}
 
-        @property
-        def ctx_app(self) -> Workbench: ...
-
-        def open(self, resume: Resume) -> None: ...
-
-        def prepare_worker(self, agent: Agent, focus: str, keep: int | None) -> Any: ...
-
-        def compact_now_worker(
-            self, agent: Agent, memo: BlockMemo, focus: str, keep: int
-        ) -> Any: ...
-
-        def undo_worker(self, agent: Agent, memo: BlockMemo) -> Any: ...
-
-        def pin_worker(
-            self, agent: Agent, memo: BlockMemo, message_id: int, pinned: bool
-        ) -> Any: ...
-
-        def redraw_worker(self, agent: Agent, memo: BlockMemo) -> Any: ...
-
-        def compact_worker(
-            self, agent: Agent, memo: BlockMemo, draft: CompactionDraft, content: str | None
-        ) -> Any: ...
-
-        def _update_subtitles(self) -> None: ...
-
-        def leave_session(self) -> None: ...
-
-        def fork_first(self, then: Callable[[Fork], None]) -> bool: ...
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def check(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides a key that does nothing here (F7 in the wide layout, Esc between
         # rounds); None shows it disabled (kept in the palette, left out of the footer). Keys
         # refused while the agent works stay active: the action says why.
+        screen = self.screen
         if self.cutting and action not in ("keys", "toggle_maximize"):
             return False  # the compaction bar's keys are the ones that matter now
         if action == "next_pane":
-            return self.has_class("-narrow")
+            return screen.has_class("-narrow")
         if action == "interrupt":
-            return self.busy == "round"
+            return screen.busy == "round"
         if (
             action in ("archive", "inspect", "execution_log", "compare", "requests")
-            and self.agent is None
+            and screen.agent is None
         ):
             return None
         if action == "undo_compaction":
-            return True if self.undoable is not None else None
+            return True if screen.undoable is not None else None
         if action == "toggle_pin":
             # In the footer while a history message is selected (cursor moves redraw it).
-            return True if self.query_one(HistoryView).selected_message() else None
+            return True if screen.query_one(HistoryView).selected_message() else None
         return True
 
-    def _refuse_when_busy(self) -> bool:
-        if self.busy is None and self.agent is not None:
+    def refuse_when_busy(self) -> bool:
+        screen = self.screen
+        if screen.busy is None and screen.agent is not None:
             return False
         doing = {
             "round": "a round is running; wait for its answer or press Esc to interrupt it",
             "compacting": "a compaction is running; wait for it to finish",
-        }.get(self.busy or "", "the session is still opening; wait a moment")
-        self.notify(f"Not now: {doing}.", title="Busy", severity="warning")
+        }.get(screen.busy or "", "the session is still opening; wait a moment")
+        screen.notify(f"Not now: {doing}.", title="Busy", severity="warning")
         return True
 
     # ------------------------------------------------------------------ compaction
-    def action_compact(self) -> None:
+    def compact(self) -> None:
         """F5: show the cut in the history pane and the compaction bar (Enter compacts)."""
-        if self._refuse_when_busy():
+        screen = self.screen
+        if self.refuse_when_busy():
             return
-        history = self.query_one(HistoryView)
+        history = screen.query_one(HistoryView)
         layout = history.layout_data
         if layout is None:
             return
         groups = layout.history.rounds()
         rounds = len(groups)
         if rounds == 0:
-            self.notify("Nothing to compact yet: no round is in the history.", title="Compact")
+            screen.notify("Nothing to compact yet: no round is in the history.", title="Compact")
             return
         self.cut_base = layout
         self.cutting = True
-        if self.has_class("-narrow"):
-            self.pane = "history"
-        self.query_one(CompactBar).start(rounds, default_keep(groups))
+        if screen.has_class("-narrow"):
+            screen.pane = "history"
+        screen.query_one(CompactBar).start(rounds, default_keep(groups))
 
     def manual_layout(self, keep: int) -> HistoryLayout | None:
         """The history with the cut above its last ``keep`` rounds."""
@@ -289,250 +255,272 @@ class MainActions(Screen[None]):
             by_hand=True,
         )
 
-    @on(CompactBar.CutMoved)
-    def _cut_moved(self, event: CompactBar.CutMoved) -> None:
+    def cut_moved(self, event: CompactBar.CutMoved) -> None:
+        screen = self.screen
         layout = self.manual_layout(event.keep)
         if layout is None:
             return
-        history = self.query_one(HistoryView)
-        blocks = history_blocks(layout, self.memo)
+        history = screen.query_one(HistoryView)
+        blocks = history_blocks(layout, screen.memo)
         history.show(layout, blocks, scroll_end=False)
         mark = cut_mark_index(blocks)
         if mark is not None:
             history.scroll_to_region(
                 history.block_region(mark), animate=False, immediate=True, center=True
             )
-        self.query_one(CompactBar).describe(cut_plan(layout))
+        screen.query_one(CompactBar).describe(cut_plan(layout))
 
     def _leave_cut(self) -> None:
         """Back from the cut: the bar goes, the history shows the strategy's own marks."""
+        screen = self.screen
         self.cutting = False
-        self.query_one(CompactBar).display = False
+        screen.query_one(CompactBar).display = False
         if self.cut_base is not None:
-            self.query_one(HistoryView).show(
-                self.cut_base, history_blocks(self.cut_base, self.memo), scroll_end=False
+            screen.query_one(HistoryView).show(
+                self.cut_base, history_blocks(self.cut_base, screen.memo), scroll_end=False
             )
         self.cut_base = None
-        self.query_one(ChatInput).focus()
+        screen.query_one(ChatInput).focus()
 
-    @on(CompactBar.Cancelled)
-    def _cut_cancelled(self) -> None:
+    def cut_cancelled(self) -> None:
+        screen = self.screen
         self._leave_cut()
-        self.notify("Compaction cancelled; nothing was changed.", title="Compact")
+        screen.notify("Compaction cancelled; nothing was changed.", title="Compact")
 
-    @on(CompactBar.Confirmed)
-    def _cut_confirmed(self, event: CompactBar.Confirmed) -> None:
+    def cut_confirmed(self, event: CompactBar.Confirmed) -> None:
+        screen = self.screen
         self._leave_cut()
-        if self.agent is None or self.busy is not None:
+        if screen.agent is None or screen.busy is not None:
             return
-        if self.fork_first(lambda _fork: self._cut_confirmed(event)):
+        if screen.session_workers.fork_first(lambda _fork: self.cut_confirmed(event)):
             return
-        self.busy = "compacting"
+        screen.busy = "compacting"
         self.manual_keep = event.keep
         if event.edit:
-            self.prepare_worker(self.agent, event.focus, event.keep)
+            screen.session_workers.prepare_worker(screen.agent, event.focus, event.keep)
         else:
-            self.compact_now_worker(self.agent, self.memo, event.focus, event.keep)
+            screen.session_workers.compact_now_worker(
+                screen.agent, screen.memo, event.focus, event.keep
+            )
 
-    def _prepared(self, draft: CompactionDraft | CompactionResult) -> None:
-        self.busy = None
+    def prepared(self, draft: CompactionDraft | CompactionResult) -> None:
+        screen = self.screen
+        screen.busy = None
         if isinstance(draft, CompactionResult):
-            self.notify(
+            screen.notify(
                 draft.compaction.error or "nothing to compact",
                 title="Nothing to compact",
                 severity="warning",
             )
             return
-        if self.agent is None:
+        if screen.agent is None:
             return
-        self.app.push_screen(
-            CompactPreviewModal(draft, self.agent.strategy.name),
+        screen.app.push_screen(
+            CompactPreviewModal(draft, screen.agent.strategy.name),
             lambda choice: self._preview_answer(draft, choice),
         )
 
     def _preview_answer(self, draft: CompactionDraft, choice: Commit | Regenerate | None) -> None:
+        screen = self.screen
         if choice is None:
-            self.notify("Compaction abandoned; nothing was changed.", title="Compaction")
+            screen.notify("Compaction abandoned; nothing was changed.", title="Compaction")
         elif isinstance(choice, Regenerate):
-            if self.agent is not None and self.busy is None:
-                self.busy = "compacting"
-                self.prepare_worker(self.agent, choice.focus, self.manual_keep)
-        elif self.agent is not None and self.busy is None:
-            self.busy = "compacting"
-            self.compact_worker(self.agent, self.memo, draft, choice.content)
+            if screen.agent is not None and screen.busy is None:
+                screen.busy = "compacting"
+                screen.session_workers.prepare_worker(screen.agent, choice.focus, self.manual_keep)
+        elif screen.agent is not None and screen.busy is None:
+            screen.busy = "compacting"
+            screen.session_workers.compact_worker(screen.agent, screen.memo, draft, choice.content)
 
-    def action_undo_compaction(self) -> None:
+    def undo_compaction(self) -> None:
         """Ctrl+Z: the same as the archive's undo and ``ctxscope uncompact``."""
-        if self._refuse_when_busy():
+        screen = self.screen
+        if self.refuse_when_busy():
             return
-        if self.undoable is None or self.agent is None:
-            self.notify("No compaction to undo in this session.", title="Undo")
+        if screen.undoable is None or screen.agent is None:
+            screen.notify("No compaction to undo in this session.", title="Undo")
             return
-        if self.fork_first(lambda _fork: self.action_undo_compaction()):
+        if screen.session_workers.fork_first(lambda _fork: self.undo_compaction()):
             return
-        self.busy = "compacting"
-        self.undo_worker(self.agent, self.memo)
+        screen.busy = "compacting"
+        screen.session_workers.undo_worker(screen.agent, screen.memo)
 
-    def action_toggle_pin(self) -> None:
+    def toggle_pin(self) -> None:
         """Ctrl+T: pin or unpin the message selected in the history pane."""
-        msg = self.query_one(HistoryView).selected_message()
+        screen = self.screen
+        msg = screen.query_one(HistoryView).selected_message()
         if msg is None or msg.id is None:
-            self.notify(
+            screen.notify(
                 "Nothing to pin: select a message in the history pane first (Ctrl+G or Tab "
                 "to reach it, then ↑ ↓), then press Ctrl+T.",
                 title="Pin",
             )
             return
-        if self._refuse_when_busy() or self.agent is None:
+        if self.refuse_when_busy() or screen.agent is None:
             return
         message_id, pinned = msg.id, not msg.pinned
-        if self.fork_first(lambda fork: self._pin(fork.messages[message_id], pinned)):
+        if screen.session_workers.fork_first(
+            lambda fork: self._pin(fork.messages[message_id], pinned)
+        ):
             return
         self._pin(message_id, pinned)
 
     def _pin(self, message_id: int, pinned: bool) -> None:
-        if self._refuse_when_busy() or self.agent is None:
+        screen = self.screen
+        if self.refuse_when_busy() or screen.agent is None:
             return
-        self.busy = "compacting"
-        self.pin_worker(self.agent, self.memo, message_id, pinned)
+        screen.busy = "compacting"
+        screen.session_workers.pin_worker(screen.agent, screen.memo, message_id, pinned)
 
     # ------------------------------------------------------------------ other screens
-    def action_sessions(self) -> None:
-        if self._refuse_when_busy():
+    def sessions(self) -> None:
+        screen = self.screen
+        if self.refuse_when_busy():
             return
-        app = self.ctx_app
+        app = screen.ctx_app
         workspace = str(
-            self.agent.workspace if self.agent and self.agent.workspace else app.workspace
+            screen.agent.workspace if screen.agent and screen.agent.workspace else app.workspace
         )
         fixed = app.workspace_label
         label = (lambda _path: fixed) if fixed else workspace_label
-        self.app.push_screen(
-            SessionsScreen(app.store, app.clock, self.session_id, workspace, label, app.settings),
+        screen.app.push_screen(
+            SessionsScreen(app.store, app.clock, screen.session_id, workspace, label, app.settings),
             self._resume,
         )
 
     def _resume(self, session_id: int | None) -> None:
-        if session_id is None or session_id == self.session_id or self.busy is not None:
+        screen = self.screen
+        if session_id is None or session_id == screen.session_id or screen.busy is not None:
             return
-        self.open(session_id)
+        screen.open(session_id)
 
-    def action_keys(self) -> None:
-        self.app.push_screen(KeysModal([(a.key, a.help) for a in MAIN_ACTIONS]))
+    def keys(self) -> None:
+        screen = self.screen
+        screen.app.push_screen(KeysModal([(a.key, a.help) for a in MAIN_ACTIONS]))
 
     # The screens a key opens are imported when it is pressed: the workbench starts without
     # them (the compare screen alone brings the replay machinery and a plotting library).
-    def action_archive(self) -> None:
+    def archive(self) -> None:
+        screen = self.screen
         from tui.screens.archive_screen import ArchiveScreen
 
-        if self.session_id is None:
+        if screen.session_id is None:
             return
         # a recording's compactions are undone on a fork, with Ctrl+Z, never in place
-        agent = self.agent
-        writable = agent is not None and self.busy is None and not agent.session.recorded
+        agent = screen.agent
+        writable = agent is not None and screen.busy is None and not agent.session.recorded
         undo = agent.uncompact if agent is not None and writable else None
-        self.app.push_screen(
-            ArchiveScreen(self.ctx_app.store, self.session_id, undo), self._archive_closed
+        screen.app.push_screen(
+            ArchiveScreen(screen.ctx_app.store, screen.session_id, undo), self._archive_closed
         )
 
     def _archive_closed(self, changed: bool | None) -> None:
         """A compaction was undone in the archive: history and gauge are redrawn."""
-        if changed and self.agent is not None and self.busy is None:
-            self.busy = "compacting"
-            self.redraw_worker(self.agent, self.memo)
+        screen = self.screen
+        if changed and screen.agent is not None and screen.busy is None:
+            screen.busy = "compacting"
+            screen.session_workers.redraw_worker(screen.agent, screen.memo)
 
-    def action_inspect(self) -> None:
+    def inspect(self) -> None:
+        screen = self.screen
         from tui.screens.inspector_screen import InspectorScreen
 
-        if self.agent is not None:
-            settings = self.agent.settings
-            self.app.push_screen(
-                InspectorScreen(self.agent, settings.context_window, settings.threshold_tokens)
+        if screen.agent is not None:
+            settings = screen.agent.settings
+            screen.app.push_screen(
+                InspectorScreen(screen.agent, settings.context_window, settings.threshold_tokens)
             )
 
-    def action_compare(self) -> None:
+    def compare(self) -> None:
+        screen = self.screen
         from tui.screens.compare_screen import CompareScreen
 
-        if self.agent is not None and self.session_id is not None:
-            agent = self.agent
-            self.app.push_screen(
+        if screen.agent is not None and screen.session_id is not None:
+            agent = screen.agent
+            screen.app.push_screen(
                 # Without a workspace a replay reads no CODE_LAW.md either (NO_FOLDER).
                 CompareScreen(
-                    agent.store, self.session_id, agent.settings, agent.workspace or NO_FOLDER
+                    agent.store, screen.session_id, agent.settings, agent.workspace or NO_FOLDER
                 )
             )
 
-    def action_requests(self) -> None:
-        if self.agent is not None and self.session_id is not None:
-            agent = self.agent
-            self.app.push_screen(RequestsScreen(agent.store, self.session_id, agent.settings))
+    def requests(self) -> None:
+        screen = self.screen
+        if screen.agent is not None and screen.session_id is not None:
+            agent = screen.agent
+            screen.app.push_screen(RequestsScreen(agent.store, screen.session_id, agent.settings))
 
-    def action_report(self) -> None:
-        if self._refuse_when_busy():
+    def report(self) -> None:
+        screen = self.screen
+        if self.refuse_when_busy():
             return
-        app = self.ctx_app
-        self.app.push_screen(ReportScreen(app.store, app.settings), self._resume)
+        app = screen.ctx_app
+        screen.app.push_screen(ReportScreen(app.store, app.settings), self._resume)
 
-    def action_execution_log(self) -> None:
+    def execution_log(self) -> None:
+        screen = self.screen
         from tui.screens.execution_log_screen import ExecutionLogScreen
 
-        if self.agent is not None:
-            self.app.push_screen(ExecutionLogScreen(self.agent.execution_log_path))
+        if screen.agent is not None:
+            screen.app.push_screen(ExecutionLogScreen(screen.agent.execution_log_path))
 
-    def action_new_session(self) -> None:
-        if self._refuse_when_busy():
+    def new_session(self) -> None:
+        screen = self.screen
+        if self.refuse_when_busy():
             return
-        self.open(None)
+        screen.open(None)
 
     # ------------------------------------------------------------------ panes
-    def action_last_scratchpad(self) -> None:
-        scratch = self.query_one(ScratchpadView)
+    def last_scratchpad(self) -> None:
+        screen = self.screen
+        scratch = screen.query_one(ScratchpadView)
         if scratch.showing_last:
             scratch.show_live()
         else:
-            if not self.last_scratch:
-                self.notify("No round has finished in this session yet.", title="Scratchpad")
-            scratch.show_last(self.last_scratch)
-            if self.has_class("-narrow"):
-                self.pane = "scratch"
-        self._update_subtitles()
+            if not screen.last_scratch:
+                screen.notify("No round has finished in this session yet.", title="Scratchpad")
+            scratch.show_last(screen.last_scratch)
+            if screen.has_class("-narrow"):
+                screen.pane = "scratch"
+        screen.session_workers.update_subtitles()
 
-    def action_toggle_maximize(self) -> None:
-        if self.maximized is not None:
-            self.minimize()
+    def toggle_maximize(self) -> None:
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
             return
-        focused = self.focused
+        focused = screen.focused
         pane = (
             next((a for a in focused.ancestors if a.has_class("pane")), None) if focused else None
         )
         if pane is None or not isinstance(pane, Widget):
-            self.notify("Focus a pane first (1–4 or Tab), then F8.", title="Maximise")
+            screen.notify("Focus a pane first (1–4 or Tab), then F8.", title="Maximise")
             return
-        self.maximized = pane
+        screen.maximized = pane
 
-    def action_next_pane(self) -> None:
+    def next_pane(self) -> None:
+        screen = self.screen
         panes = ("scratch", "history", "gauge")
-        self.pane = panes[(panes.index(self.pane) + 1) % len(panes)]
+        screen.pane = panes[(panes.index(screen.pane) + 1) % len(panes)]
 
-    def action_interrupt(self) -> None:
-        if self.busy != "round" or self.agent is None:
+    def interrupt(self) -> None:
+        screen = self.screen
+        if screen.busy != "round" or screen.agent is None:
             return
-        self.gate.cancel()
-        self.agent.cancel()
-        self.notify("Interrupting the round…", title="Esc")
+        screen.gate.cancel()
+        screen.agent.cancel()
+        screen.notify("Interrupting the round…", title="Esc")
 
     def stop_agent(self) -> None:
         """Cancel whatever runs (the app is closing): no worker may wait for an answer."""
-        self.gate.cancel()
-        if self.agent is not None:
-            self.agent.cancel()
-
-    def on_unmount(self) -> None:
-        self.stop_agent()
-        self.leave_session()
+        screen = self.screen
+        screen.gate.cancel()
+        if screen.agent is not None:
+            screen.agent.cancel()
 
     # ------------------------------------------------------------------ permissions
-    @on(PermissionGate.PermissionRequested)
-    def _permission_requested(self, message: PermissionGate.PermissionRequested) -> None:
+    def permission_requested(self, message: PermissionGate.PermissionRequested) -> None:
+        screen = self.screen
         reply = message.reply
         if reply.done.is_set():
             return
@@ -543,11 +531,11 @@ class MainActions(Screen[None]):
             self._permission_modals.pop(id(reply), None)
             reply.answer_with(answer or "deny")
 
-        self.app.push_screen(modal, answered)
+        screen.app.push_screen(modal, answered)
 
-    @on(PermissionGate.PermissionWithdrawn)
-    def _permission_withdrawn(self, message: PermissionGate.PermissionWithdrawn) -> None:
+    def permission_withdrawn(self, message: PermissionGate.PermissionWithdrawn) -> None:
+        screen = self.screen
         reply: PermissionReply = message.reply
         modal = self._permission_modals.pop(id(reply), None)
-        if modal is not None and self.app.screen is modal:
+        if modal is not None and screen.app.screen is modal:
             modal.dismiss("deny")

@@ -1,12 +1,15 @@
 """MainScreen: chat, live scratchpad, compressed history and token gauge, side by side.
 
-The screen owns the session's :class:`~engine.session.Agent`. Everything slow runs in thread
-workers (opening a session, a round, a compaction, listing workspace files); the panes change
-only from engine events (through :class:`~tui.bridge.EngineBridge` and the
-:class:`~tui.presenter.Presenter`) and from the workers' results, handled in one place,
-:meth:`~tui.screens.main_workers.MainWorkers.on_worker_state_changed` (the workers and what
-their results change on screen are in :mod:`tui.screens.main_workers`), keyed on the worker
-group.
+The screen owns the session's :class:`~engine.session.Agent` and holds its parts, each a class
+of its own handed the screen: :class:`~tui.screens.main_actions.MainActions` (the keys and
+palette entries, the cut by hand, the permission dialogs), :class:`~tui.screens.main_workers.
+SessionWorkers` (the workers and what their results change), :class:`~tui.screens.pane_keys.
+PaneKeys` and :class:`~tui.screens.strategy_switch.StrategySwitch`. Textual finds actions and
+message handlers on the screen: each is a one-line call into its part. Everything slow runs in
+thread workers (opening a session, a round, a compaction, listing workspace files); the panes
+change only from engine events (through :class:`~tui.bridge.EngineBridge` and the
+:class:`~tui.presenter.Presenter`) and from the workers' results, each a type of its own,
+handled in one place (:meth:`~tui.screens.main_workers.SessionWorkers.state_changed`).
 
 Below 110 columns the scratchpad, history and gauge share one column behind tabs.
 """
@@ -14,14 +17,16 @@ Below 110 columns the scratchpad, history and gauge share one column behind tabs
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import Reactive, reactive
+from textual.screen import Screen
 from textual.widgets import Input, ProgressBar, Static, Tab, Tabs
+from textual.worker import Worker
 
 from engine.context.builder import BuiltContext
 from engine.models import Message, Summary, TodoItem
@@ -34,18 +39,18 @@ from tui.screens.detail_modal import (
     parts_for_message,
     parts_for_summary,
 )
-from tui.screens.main_actions import MAIN_ACTIONS
-from tui.screens.main_workers import MainWorkers
+from tui.screens.main_actions import MAIN_ACTIONS, MainActions
+from tui.screens.main_workers import SessionWorkers
 from tui.screens.pane_keys import PaneKeys
 from tui.screens.search_modal import SearchHit, SearchModal
 from tui.screens.strategy_switch import StrategySwitch
-from tui.session_loader import Resume, layout_for
+from tui.session_loader import Resume, SessionView, layout_for
 from tui.text_wrap import plain
 from tui.widgets.block_view import Block, BlockView
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.chat_view import ChatView, Example
 from tui.widgets.compact_bar import CompactBar
-from tui.widgets.history_view import BlockMemo, HistoryLayout, HistoryView, history_blocks
+from tui.widgets.history_view import BlockMemo, HistoryView, history_blocks
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.scratchpad_view import ScratchpadView
 from tui.widgets.session_header import SessionHeader
@@ -73,9 +78,9 @@ FOOTER_DROP_ORDER = (
 """Footer keys left out first when the line is too narrow (all stay on F1 and Ctrl+P)."""
 
 
-class MainScreen(MainWorkers):
-    """The workbench: its workers and actions (:class:`MainWorkers` over
-    :class:`~tui.screens.main_actions.MainActions`), and two parts it holds: the keys between
+class MainScreen(Screen[None]):
+    """The workbench: the panes, the session's state, and the four parts it holds — its
+    actions (:class:`MainActions`), its workers (:class:`SessionWorkers`), the keys between
     panes (:class:`PaneKeys`) and the strategy switch (:class:`StrategySwitch`)."""
 
     HORIZONTAL_BREAKPOINTS = [
@@ -110,6 +115,8 @@ class MainScreen(MainWorkers):
         self.resume = resume
         self.workbench = workbench
         """The application it runs in: the store, settings, workspace, opening a session."""
+        self.actions = MainActions(self)
+        self.session_workers = SessionWorkers(self)
         self.pane_keys = PaneKeys(self)
         self.strategy_switch = StrategySwitch(self)
         self.agent: Agent | None = None
@@ -124,13 +131,6 @@ class MainScreen(MainWorkers):
         self.idle_built: BuiltContext | None = None
         """The idle request of the last measure, reused by the strategy's decision as one
         types (the history has not changed in between)."""
-        self._permission_modals: dict[int, Any] = {}
-        self.cutting = False
-        """F5 is on: the compaction bar is shown and the history shows the cut by hand."""
-        self.cut_base: HistoryLayout | None = None
-        """The history as it was before F5 (drawn again when the cut is left)."""
-        self.manual_keep: int | None = None
-        """The rounds kept by the compaction by hand being previewed (Ctrl+E)."""
         self.undoable: int | None = None
         """The compaction Ctrl+Z would undo (the latest one not undone), or None."""
         self.after_fork: Callable[[Fork], None] | None = None
@@ -163,6 +163,105 @@ class MainScreen(MainWorkers):
     def strategy_commands(self) -> Iterable[SystemCommand]:
         """The palette's *Strategy: NAME* entries (:meth:`StrategySwitch.commands`)."""
         return self.strategy_switch.commands()
+
+    # The parts' actions and handlers, where Textual looks for them: on the screen.
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.actions.check(action, parameters)
+
+    def action_keys(self) -> None:
+        self.actions.keys()
+
+    def action_sessions(self) -> None:
+        self.actions.sessions()
+
+    def action_archive(self) -> None:
+        self.actions.archive()
+
+    def action_inspect(self) -> None:
+        self.actions.inspect()
+
+    def action_compact(self) -> None:
+        self.actions.compact()
+
+    def action_undo_compaction(self) -> None:
+        self.actions.undo_compaction()
+
+    def action_toggle_pin(self) -> None:
+        self.actions.toggle_pin()
+
+    def action_last_scratchpad(self) -> None:
+        self.actions.last_scratchpad()
+
+    def action_next_pane(self) -> None:
+        self.actions.next_pane()
+
+    def action_execution_log(self) -> None:
+        self.actions.execution_log()
+
+    def action_compare(self) -> None:
+        self.actions.compare()
+
+    def action_requests(self) -> None:
+        self.actions.requests()
+
+    def action_report(self) -> None:
+        self.actions.report()
+
+    def action_toggle_maximize(self) -> None:
+        self.actions.toggle_maximize()
+
+    def action_new_session(self) -> None:
+        self.actions.new_session()
+
+    def action_interrupt(self) -> None:
+        self.actions.interrupt()
+
+    @on(CompactBar.CutMoved)
+    def _cut_moved(self, event: CompactBar.CutMoved) -> None:
+        self.actions.cut_moved(event)
+
+    @on(CompactBar.Cancelled)
+    def _cut_cancelled(self) -> None:
+        self.actions.cut_cancelled()
+
+    @on(CompactBar.Confirmed)
+    def _cut_confirmed(self, event: CompactBar.Confirmed) -> None:
+        self.actions.cut_confirmed(event)
+
+    @on(PermissionGate.PermissionRequested)
+    def _permission_requested(self, message: PermissionGate.PermissionRequested) -> None:
+        self.actions.permission_requested(message)
+
+    @on(PermissionGate.PermissionWithdrawn)
+    def _permission_withdrawn(self, message: PermissionGate.PermissionWithdrawn) -> None:
+        self.actions.permission_withdrawn(message)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.session_workers.state_changed(event)
+
+    # What the app, the watch and the parts ask of the screen
+
+    def open(self, resume: Resume) -> None:
+        """Open a session (or a new one: None) in place of this one."""
+        self.session_workers.open(resume)
+
+    def leave_session(self) -> None:
+        self.session_workers.leave_session()
+
+    def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
+        self.session_workers.apply_view(view, scroll_end=scroll_end)
+
+    def stop_agent(self) -> None:
+        """Cancel whatever runs (the app is closing): no worker may wait for an answer."""
+        self.actions.stop_agent()
+
+    def on_unmount(self) -> None:
+        self.stop_agent()
+        self.leave_session()
+
+    def _history_cursor_moved(self, _cursor: int | None) -> None:
+        self.refresh_bindings()
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -226,7 +325,7 @@ class MainScreen(MainWorkers):
 
     def _open_after_first_frame(self) -> None:
         self.open(self.resume)
-        self.load_files()
+        self.session_workers.load_files()
 
     def on_resize(self, event: events.Resize) -> None:
         # The breakpoint class (-narrow / -wide) decides whether F7 does anything: show it
@@ -326,11 +425,11 @@ class MainScreen(MainWorkers):
         text = event.text.strip()
         if self.agent is None or self.busy is not None:  # ChatInput.refusal covers this
             return
-        if self.fork_first(lambda _fork: self._sent(event)):
+        if self.session_workers.fork_first(lambda _fork: self._sent(event)):
             return  # a recording: the fork is opened, then this input is sent there
         if self.agent.workspace is None:
             # Recorded by another agent: the user gives the folder first (or none: no tool).
-            self.ask_for_workspace(lambda: self._start_round(text))
+            self.session_workers.ask_for_workspace(lambda: self._start_round(text))
             return
         self._start_round(text)
 
@@ -340,14 +439,14 @@ class MainScreen(MainWorkers):
         self.gate.reset()
         title = "" if self.query_one(SessionHeader).info.title else one_line(text, 60)
         self.busy = "round"
-        self.round_worker(self.agent, self.memo, text, title)
+        self.session_workers.round_worker(self.agent, self.memo, text, title)
 
     @on(Input.Changed, "#input")
     def _typing(self, event: Input.Changed) -> None:
         if self.presenter is not None:
             self.presenter.typing(len(event.value))
         if self.agent is not None and self.busy is None:
-            self.decide_worker(self.agent, event.value, self.idle_built)
+            self.session_workers.decide_worker(self.agent, event.value, self.idle_built)
 
     # ------------------------------------------------------------------ engine messages
     @on(EngineBridge.EventReceived)
@@ -355,7 +454,7 @@ class MainScreen(MainWorkers):
         if self.presenter is not None:
             self.presenter.apply(message.event)
             if message.event.type in ("round_finished", "round_interrupted"):
-                self._update_subtitles()
+                self.session_workers.update_subtitles()
 
     @on(EngineBridge.TextStreamed)
     def _text(self, message: EngineBridge.TextStreamed) -> None:

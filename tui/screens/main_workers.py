@@ -1,10 +1,11 @@
 """The main screen's workers and what their results change on screen.
 
-The base class of :class:`~tui.screens.main_screen.MainScreen` (over
-:class:`~tui.screens.main_actions.MainActions`), kept apart so each module stays small: the thread
-workers that open a session, run a round, compact, undo, pin, redraw and decide; their results,
-each a type of its own and dispatched on it, and failures, keyed on the worker group, handled in
-one place (:meth:`MainWorkers.on_worker_state_changed`); and applying a measured
+A part :class:`~tui.screens.main_screen.MainScreen` holds (:class:`SessionWorkers`, handed the
+screen): the thread workers that open a session, run a round, compact, undo, pin, redraw and
+decide, run on the screen; their results, each a type of its own and dispatched on it with
+``match``, and failures, keyed on the worker group, handled in one place
+(:meth:`SessionWorkers.state_changed`, called by the screen's ``on_worker_state_changed``); and
+applying a measured
 :class:`~tui.session_loader.SessionView` to the history pane, the gauge, the todos and the
 subtitles.
 """
@@ -13,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial, update_wrapper
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from textual import work
 from textual.worker import Worker, WorkerState
 
 from engine.context.builder import BuiltContext
@@ -26,7 +27,6 @@ from engine.settings.params import describe_params, strategy_params
 from engine.store.forking import Fork
 from tui.formatting import plural, tokens, workspace_label
 from tui.gauge_state import Decision
-from tui.screens.main_actions import MainActions
 from tui.screens.workspace_modal import WorkspaceModal, suggested_folder
 from tui.session_loader import (
     OpenedSession,
@@ -48,9 +48,11 @@ from tui.widgets.session_header import HeaderInfo, SessionHeader
 
 if TYPE_CHECKING:
     from engine.session import Agent
-    from tui.bridge import EngineBridge
-    from tui.presenter import Presenter
+    from tui.screens.main_screen import MainScreen
 
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 RECORDED_PLACEHOLDER = "Typing here forks this recording into a new session (it stays as it was)"
 """The input box of a recorded session: what sending there does."""
@@ -110,43 +112,67 @@ class FilesListed:
     files: list[str]
 
 
+def in_thread(
+    group: str,
+) -> Callable[
+    [Callable[Concatenate[SessionWorkers, P], R]], Callable[Concatenate[SessionWorkers, P], None]
+]:
+    """Textual's ``@work(thread=True, exclusive=True, group=group, exit_on_error=False)`` for a
+    method of the part: the worker runs on the part's screen, so its end (result or failure)
+    reaches :meth:`SessionWorkers.state_changed` through the screen."""
+
+    def decorator(
+        method: Callable[Concatenate[SessionWorkers, P], R],
+    ) -> Callable[Concatenate[SessionWorkers, P], None]:
+        def start(part: SessionWorkers, /, *args: P.args, **kwargs: P.kwargs) -> None:
+            part.screen.run_worker(
+                partial(method, part, *args, **kwargs),
+                name=method.__name__,
+                group=group,
+                exclusive=True,
+                thread=True,
+                exit_on_error=False,
+            )
+
+        update_wrapper(start, method)
+        return start
+
+    return decorator
+
+
 BUSY_GROUPS = ("open", "round", "prepare", "compact", "redraw", "undo", "pin")
 """The workers that keep the agent busy (the history pane shows it loading) until they end."""
 
 
-class MainWorkers(MainActions):
-    """The main screen's workers and their results (the base class of MainScreen)."""
+class SessionWorkers:
+    """The main screen's workers and what their results change on screen: a part
+    :class:`~tui.screens.main_screen.MainScreen` holds, handed the screen."""
 
-    if TYPE_CHECKING:
-        bridge: EngineBridge
-        presenter: Presenter | None
-        idle_built: BuiltContext | None
-        after_fork: Callable[[Fork], None] | None
-        input_placeholder: str
-
-        def show_banner(self, text: str, in_progress: bool) -> None: ...
-
-        def show_todos(self, todos: list[Any]) -> None: ...
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
 
     # ------------------------------------------------------------------ workers
     def leave_session(self) -> None:
         """The open session is being left: if nothing was ever sent in it, it is not kept
         (every launch used to store an empty "(untitled)" session)."""
-        if self.session_id is not None and self.busy is None:
-            forget_if_empty(self.ctx_app.store, self.session_id)
+        screen = self.screen
+        if screen.session_id is not None and screen.busy is None:
+            forget_if_empty(screen.ctx_app.store, screen.session_id)
 
     def open(self, resume: Resume) -> None:
-        if resume != self.session_id:
+        screen = self.screen
+        if resume != screen.session_id:
             self.leave_session()
-        self.busy = "opening"
-        self.query_one(HistoryView).loading = True
+        screen.busy = "opening"
+        screen.query_one(HistoryView).loading = True
         self.open_worker(resume)
 
-    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    @in_thread(group="open")
     def open_worker(self, resume: Resume) -> OpenedSession:
-        app = self.ctx_app
+        screen = self.screen
+        app = screen.ctx_app
         try:
-            return app.open_session(resume, self.bridge, self.gate)
+            return app.open_session(resume, screen.bridge, screen.gate)
         finally:
             app.store.db.close()
 
@@ -154,27 +180,29 @@ class MainWorkers(MainActions):
         """A recorded session (imported, watched) is read-only: a change to it goes to a fork,
         opened in its place, and ``then`` runs on the fork. True when a fork is being made
         (the caller stops there); False when the session can change itself."""
-        agent = self.agent
-        if agent is None or not agent.session.recorded or self.busy is not None:
+        screen = self.screen
+        agent = screen.agent
+        if agent is None or not agent.session.recorded or screen.busy is not None:
             return False
-        self.busy = "opening"
-        self.after_fork = then
+        screen.busy = "opening"
+        screen.after_fork = then
         self.fork_worker(agent.session)
         return True
 
-    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    @in_thread(group="open")
     def fork_worker(self, session: Session) -> OpenedSession:
-        app = self.ctx_app
+        screen = self.screen
+        app = screen.ctx_app
         try:
             fork = app.store.fork_to_change(session)
             assert fork is not None and fork.session.id is not None
-            opened = app.open_session(fork.session.id, self.bridge, self.gate)
+            opened = app.open_session(fork.session.id, screen.bridge, screen.gate)
             opened.fork = fork
             return opened
         finally:
             app.store.db.close()
 
-    @work(thread=True, exclusive=True, group="round", exit_on_error=False)
+    @in_thread(group="round")
     def round_worker(self, agent: Agent, memo: BlockMemo, text: str, title: str) -> RoundDone:
         try:
             if title:
@@ -187,14 +215,14 @@ class MainWorkers(MainActions):
         finally:
             agent.store.db.close()
 
-    @work(thread=True, exclusive=True, group="prepare", exit_on_error=False)
+    @in_thread(group="prepare")
     def prepare_worker(self, agent: Agent, focus: str, keep: int | None) -> Prepared:
         try:
             return Prepared(agent.prepare_compaction(focus or None, dry_run=True, keep_rounds=keep))
         finally:
             agent.store.db.close()
 
-    @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
+    @in_thread(group="compact")
     def compact_now_worker(self, agent: Agent, memo: BlockMemo, focus: str, keep: int) -> Compacted:
         try:
             result = agent.compact(focus or None, keep_rounds=keep)
@@ -202,7 +230,7 @@ class MainWorkers(MainActions):
         finally:
             agent.store.db.close()
 
-    @work(thread=True, exclusive=True, group="undo", exit_on_error=False)
+    @in_thread(group="undo")
     def undo_worker(self, agent: Agent, memo: BlockMemo) -> Undone:
         try:
             undone = agent.uncompact()
@@ -210,7 +238,7 @@ class MainWorkers(MainActions):
         finally:
             agent.store.db.close()
 
-    @work(thread=True, exclusive=True, group="compact", exit_on_error=False)
+    @in_thread(group="compact")
     def compact_worker(
         self, agent: Agent, memo: BlockMemo, draft: CompactionDraft, content: str | None
     ) -> Compacted:
@@ -220,7 +248,7 @@ class MainWorkers(MainActions):
         finally:
             agent.store.db.close()
 
-    @work(thread=True, exclusive=True, group="pin", exit_on_error=False)
+    @in_thread(group="pin")
     def pin_worker(self, agent: Agent, memo: BlockMemo, message_id: int, pinned: bool) -> Pinned:
         try:
             agent.pin([message_id], pinned)
@@ -228,25 +256,27 @@ class MainWorkers(MainActions):
         finally:
             agent.store.db.close()
 
-    @work(thread=True, exclusive=True, group="redraw", exit_on_error=False)
+    @in_thread(group="redraw")
     def redraw_worker(self, agent: Agent, memo: BlockMemo) -> Measured:
         try:
             return Measured(measure(agent, memo))
         finally:
             agent.store.db.close()
 
-    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
+    @in_thread(group="decide")
     def decide_worker(self, agent: Agent, text: str, built: BuiltContext | None) -> Decision:
         try:
             return decide(agent, text, built)
         finally:
             agent.store.db.close()
 
-    @work(thread=True, exclusive=True, group="files", exit_on_error=False)
+    @in_thread(group="files")
     def load_files(self) -> FilesListed:
-        return FilesListed(workspace_files(self.ctx_app.workspace))
+        screen = self.screen
+        return FilesListed(workspace_files(screen.ctx_app.workspace))
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+    def state_changed(self, event: Worker.StateChanged) -> None:
+        screen = self.screen
         worker: Worker[Any] = event.worker
         if event.state == WorkerState.ERROR:
             self._worker_failed(worker.group, worker.error)
@@ -254,18 +284,19 @@ class MainWorkers(MainActions):
             self._show_result(worker.result)
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             if worker.group in BUSY_GROUPS:
-                self.busy = None
-                self.query_one(HistoryView).loading = False
+                screen.busy = None
+                screen.query_one(HistoryView).loading = False
 
     def _show_result(self, result: object) -> None:
         """What a worker's result changes on screen, by its type."""
+        screen = self.screen
         match result:
             case OpenedSession():
                 self._opened(result)
             case RoundDone():
                 self._round_done(result)
             case Prepared(draft=draft):
-                self._prepared(draft)
+                screen.actions.prepared(draft)
             case Measured(view=view):
                 self.apply_view(view, scroll_end=False)
             case Compacted(result=compacted, view=view):
@@ -275,12 +306,13 @@ class MainWorkers(MainActions):
             case Pinned(pinned=pinned, view=view):
                 self._pinned(pinned, view)
             case Decision():
-                if self.busy is None and self.presenter is not None:
-                    self.presenter.decided(result)
+                if screen.busy is None and screen.presenter is not None:
+                    screen.presenter.decided(result)
             case FilesListed(files=files):
-                self.query_one(ChatInput).workspace_suggester.set_files(files)
+                screen.query_one(ChatInput).workspace_suggester.set_files(files)
 
     def _worker_failed(self, group: str, error: BaseException | None) -> None:
+        screen = self.screen
         what = {
             "open": "Cannot open the session",
             "round": "The round stopped",
@@ -293,22 +325,25 @@ class MainWorkers(MainActions):
             "decide": "Cannot work out the strategy's decision",
         }.get(group, "Something failed")
         detail = f"{type(error).__name__}: {error}" if error else "unknown error"
-        self.notify(detail, title=what, severity="error", timeout=10)
+        screen.notify(detail, title=what, severity="error", timeout=10)
 
     # ------------------------------------------------------------------ results
     def _opened(self, opened: OpenedSession) -> None:
-        self.agent = opened.agent
-        self.memo = opened.memo
-        self.session_id = opened.agent.session_id
+        screen = self.screen
+        screen.agent = opened.agent
+        screen.memo = opened.memo
+        screen.session_id = opened.agent.session_id
         session = opened.session
         if opened.workspace is None:
             label = f"no workspace (recorded in {workspace_label(session.workspace) or '?'})"
         else:
-            label = self.ctx_app.workspace_label or workspace_label(opened.workspace)
+            label = screen.ctx_app.workspace_label or workspace_label(opened.workspace)
         own = opened.view.gauge.own
-        self.input_placeholder = RECORDED_PLACEHOLDER if own is not None else ChatInput.PLACEHOLDER
-        self.query_one(ChatInput).placeholder = self.input_placeholder
-        self.query_one(SessionHeader).info = HeaderInfo(
+        screen.input_placeholder = (
+            RECORDED_PLACEHOLDER if own is not None else ChatInput.PLACEHOLDER
+        )
+        screen.query_one(ChatInput).placeholder = screen.input_placeholder
+        screen.query_one(SessionHeader).info = HeaderInfo(
             session_id=session.id,
             title=session.title,
             workspace=label,
@@ -320,64 +355,69 @@ class MainWorkers(MainActions):
             recorded_by="" if own is None else own.agent or "recorded",
             cost="" if own is None else own.cost_text,
         )
-        self.query_one(ChatView).load(opened.chat, offline=is_offline(session.provider))
-        self.query_one(ScratchpadView).end_round()
-        self.last_scratch = opened.last_scratch
-        self.show_banner("", False)
+        screen.query_one(ChatView).load(opened.chat, offline=is_offline(session.provider))
+        screen.query_one(ScratchpadView).end_round()
+        screen.last_scratch = opened.last_scratch
+        screen.show_banner("", False)
         self.apply_view(opened.view)
         for notice in opened.notices:
-            self.notify(notice, title="Workspace", severity="warning")
+            screen.notify(notice, title="Workspace", severity="warning")
         if opened.workspace is None:
             recorded = session.workspace or "no folder"
-            self.notify(
+            screen.notify(
                 f"Recorded by another agent in {recorded}: no tool runs until you give this "
                 "session a workspace (asked when you send a message).",
                 title="Workspace",
                 severity="warning",
             )
-        then, self.after_fork = self.after_fork, None
+        then, screen.after_fork = screen.after_fork, None
         if opened.fork is not None:
-            self.notify(opened.fork.note, title="Fork")
+            screen.notify(opened.fork.note, title="Fork")
             if then is not None:
                 fork = opened.fork
-                self.call_later(lambda: then(fork))  # once the opening is over (busy is None)
+                screen.call_later(lambda: then(fork))  # once the opening is over (busy is None)
 
     def ask_for_workspace(self, then: Callable[[], None]) -> None:
         """A session recorded by another agent, about to run a round: ask the user for its
         folder, naming the recorded one (issue 29); ``then`` runs either way (without a
         folder, its tools refuse)."""
-        agent = self.agent
+        screen = self.screen
+        agent = screen.agent
         if agent is None:
             return
         session = agent.store.get_session(agent.session_id)
-        suggestion = suggested_folder(session.workspace, self.ctx_app.workspace)
+        suggestion = suggested_folder(session.workspace, screen.ctx_app.workspace)
 
         def given(folder: Path | None) -> None:
-            if folder is not None and self.agent is agent:
+            if folder is not None and screen.agent is agent:
                 agent.give_workspace(folder)
-                header = self.query_one(SessionHeader)
-                label = self.ctx_app.workspace_label or workspace_label(folder)
+                header = screen.query_one(SessionHeader)
+                label = screen.ctx_app.workspace_label or workspace_label(folder)
                 header.info = HeaderInfo(**{**header.info.__dict__, "workspace": label})
-                self.notify(f"Session #{agent.session_id} works in {folder}.", title="Workspace")
+                screen.notify(f"Session #{agent.session_id} works in {folder}.", title="Workspace")
             then()
 
-        self.app.push_screen(WorkspaceModal(agent.session_id, session.workspace, suggestion), given)
+        screen.app.push_screen(
+            WorkspaceModal(agent.session_id, session.workspace, suggestion), given
+        )
 
     def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         """Show a measured session: the history pane, the gauge, the todos, what Ctrl+Z would
         undo and the panes' subtitles (after a worker's measure, or a watched file's redraw)."""
-        history = self.query_one(HistoryView)
+        screen = self.screen
+        history = screen.query_one(HistoryView)
         history.show(view.layout, view.blocks, scroll_end=scroll_end)
-        assert self.presenter is not None
-        self.idle_built = view.built
-        self.presenter.set_gauge(view.gauge)
-        self.show_todos(view.todos)
-        self.undoable = view.undoable
-        self.refresh_bindings()
-        self._update_subtitles()
+        assert screen.presenter is not None
+        screen.idle_built = view.built
+        screen.presenter.set_gauge(view.gauge)
+        screen.show_todos(view.todos)
+        screen.undoable = view.undoable
+        screen.refresh_bindings()
+        self.update_subtitles()
 
-    def _update_subtitles(self) -> None:
-        history = self.query_one(HistoryView)
+    def update_subtitles(self) -> None:
+        screen = self.screen
+        history = screen.query_one(HistoryView)
         layout = history.layout_data
         if layout is not None:
             hist = layout.history
@@ -385,14 +425,14 @@ class MainWorkers(MainActions):
             messages = sum(m.tokens or 0 for m in hist.messages)
             # Each figure says what it counts (stored counts, without the request's framing:
             # the gauge's "L3 history" layer is the same messages as sent).
-            self.query_one("#history-pane").border_subtitle = (
+            screen.query_one("#history-pane").border_subtitle = (
                 f"{plural(len(hist.summaries), 'summary', 'summaries')}"
                 f" {tokens(summaries)} tok · {plural(len(hist.messages), 'message')}"
                 f" {tokens(messages)} tok"
             )
-        scratch = self.query_one(ScratchpadView)
-        pad = self.query_one("#scratch-pane")
-        self.set_class(scratch.showing_last, "-pad-last")
+        scratch = screen.query_one(ScratchpadView)
+        pad = screen.query_one("#scratch-pane")
+        screen.set_class(scratch.showing_last, "-pad-last")
         if scratch.showing_last:
             pad.border_title = "Scratchpad · last round"
             pad.border_subtitle = "F6: back to live"
@@ -401,52 +441,53 @@ class MainWorkers(MainActions):
             pad.border_subtitle = "F6: last round"
 
     def _round_done(self, done: RoundDone) -> None:
-        self.last_scratch = done.last_scratch
+        screen = self.screen
+        screen.last_scratch = done.last_scratch
         if done.title:
-            header = self.query_one(SessionHeader)
+            header = screen.query_one(SessionHeader)
             info = header.info
             header.info = HeaderInfo(**{**info.__dict__, "title": done.title})
         self.apply_view(done.view)
 
     def _compacted(self, result: CompactionResult, view: SessionView) -> None:
+        screen = self.screen
         self.apply_view(view, scroll_end=False)
         record = result.compaction
         if result.segment is None:
-            self.notify(
+            screen.notify(
                 record.error or "nothing to compact", title="Nothing compacted", severity="warning"
             )
             return
-        self.notify(
+        screen.notify(
             f"{plural(record.messages_compacted, 'message')} of "
             f"{plural(record.rounds_compacted, 'round')} archived; history "
             f"{tokens(record.tokens_before)} → {tokens(record.tokens_after)} tok. "
             "Ctrl+Z undoes it.",
             title="Compacted",
         )
-        history = self.query_one(HistoryView)
+        history = screen.query_one(HistoryView)
         history.scroll_home(animate=False, immediate=True)
         if result.summary is not None and view.layout.history.summaries:
             history.cursor = len(view.layout.history.summaries) - 1
 
-    def _history_cursor_moved(self, _cursor: int | None) -> None:
-        self.refresh_bindings()
-
     def _undone(self, undone: Compaction, view: SessionView) -> None:
-        self.show_banner("", False)  # the banner told of the compaction just undone
+        screen = self.screen
+        screen.show_banner("", False)  # the banner told of the compaction just undone
         self.apply_view(view, scroll_end=False)
-        self.notify(
+        screen.notify(
             f"Compaction #{undone.id} undone: {plural(undone.messages_compacted, 'message')} "
             "are back in the history.",
             title="Undo",
         )
 
     def _pinned(self, pinned: bool, view: SessionView) -> None:
-        history = self.query_one(HistoryView)
+        screen = self.screen
+        history = screen.query_one(HistoryView)
         cursor = history.cursor
         self.apply_view(view, scroll_end=False)
         if cursor is not None and cursor < len(history.blocks):
             history.cursor = cursor
-        self.notify(
+        screen.notify(
             "Pinned: no compaction archives this message (Ctrl+T again unpins it)."
             if pinned
             else "Unpinned: a compaction may archive this message again.",

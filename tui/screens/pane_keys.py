@@ -65,7 +65,9 @@ class PaneKeys:
         """Where typing goes: the compaction bar's focus box while F5 is on, else the
         question box."""
         screen = self.screen
-        return screen.query_one(FocusInput) if screen.cutting else screen.query_one(ChatInput)
+        return (
+            screen.query_one(FocusInput) if screen.actions.cutting else screen.query_one(ChatInput)
+        )
 
     def steer_typing(self, event: events.Key | events.Paste) -> None:
         """Called by the app for each key and paste *before* it is handed to the focused

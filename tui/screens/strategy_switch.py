@@ -43,7 +43,7 @@ class StrategySwitch:
         """Make ``name`` the session's strategy (recorded with its numbers, in the session's
         own window, as ``ctxscope strategy ID NAME``), then open the session again under it."""
         screen = self.screen
-        if screen._refuse_when_busy() or screen.agent is None:
+        if screen.actions.refuse_when_busy() or screen.agent is None:
             return
         agent = screen.agent
         if agent.strategy.name == name:
