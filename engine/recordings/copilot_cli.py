@@ -47,6 +47,7 @@ from engine.recordings.base import (
 )
 
 FORMAT = "copilot-cli"
+Record = tuple[int, dict[str, Any]]
 EVENT_TYPES = {
     "session.start",
     "session.resume",
@@ -67,6 +68,9 @@ EVENT_TYPES = {
     "tool.execution_partial_result",
     "tool.execution_complete",
     "tool.user_requested",
+    "subagent.started",
+    "subagent.completed",
+    "subagent.failed",
     "abort",
 }
 """Event kinds of Copilot CLI's ``events.jsonl`` (read, or counted for what they are)."""
@@ -97,10 +101,65 @@ def parse(raw: str, name: str) -> Parsed:
 
 def parse_records(records: list[tuple[int, dict[str, Any]]], given: JsonLines, name: str) -> Parsed:
     """The session from its lines read as JSON (a whole file, or what ``watch`` read so far:
-    the reader's bookkeeping is copied, never changed)."""
+    the reader's bookkeeping is copied, never changed), with the subagents its ``task`` calls
+    started (:func:`split_subagents`) as its children."""
     reader = JsonLines()
     reader.lines, reader.warnings = given.lines, list(given.warnings)
     reader.skipped, reader.not_read = Counter(given.skipped), given.not_read.copy()
+    main, groups, names = split_subagents(records)
+    parsed = _thread(main, reader, name)
+    for call_id, group in groups.items():
+        agent = names.get(call_id, "subagent")
+        try:
+            child = _thread(group, JsonLines(), f"{name} ({agent})")
+        except ImportError_ as exc:
+            parsed.warnings.append(f"subagent {agent} ({call_id}): not imported: {exc}")
+            parsed.skipped["subagent event"] += len(group)
+            continue
+        child.agent_id = call_id
+        parsed.children.append(child)
+    return parsed
+
+
+def split_subagents(
+    records: list[tuple[int, dict[str, Any]]],
+) -> tuple[list[Record], dict[str, list[Record]], dict[str, str]]:
+    """The session's own events, and each subagent's, by the ``task`` call that started it.
+
+    A subagent writes into its parent's file, its events between the parent's (a background
+    one goes on while the parent works): its ``assistant.message`` and ``tool.execution_*``
+    events name the call in ``parentToolCallId``; its prompt, a ``user.message`` with
+    ``parentAgentTaskId`` (``source: "agent-<session id>"``), follows the ``subagent.started``
+    ``{toolCallId, agentName}`` that announced it. Read as the parent's, its results answer
+    calls the parent never made (polecatspeaks/StarCar's real file, tests/data/corpus)."""
+    main: list[Record] = []
+    groups: dict[str, list[Record]] = {}
+    names: dict[str, str] = {}
+    started = ""
+    for number, obj in records:
+        data = obj.get("data")
+        owner = data.get("parentToolCallId") if isinstance(data, dict) else None
+        if isinstance(data, dict) and obj.get("type") == "subagent.started":
+            call = data.get("toolCallId")
+            if isinstance(call, str) and call:
+                started = call
+                agent = data.get("agentName")
+                names[call] = agent if isinstance(agent, str) and agent else "subagent"
+        elif isinstance(data, dict) and obj.get("type") == "user.message" and started:
+            source = data.get("source")
+            if "parentAgentTaskId" in data or (
+                isinstance(source, str) and source.startswith("agent-")
+            ):
+                owner = started
+        if isinstance(owner, str) and owner:
+            groups.setdefault(owner, []).append((number, obj))
+        else:
+            main.append((number, obj))
+    return main, groups, names
+
+
+def _thread(records: list[Record], reader: JsonLines, name: str) -> Parsed:
+    """One conversation (the session's, or one subagent's) from its events."""
     items: list[Item] = []
     skipped: Counter[str] = Counter(reader.skipped)
     recorded: dict[str, Any] = {}
