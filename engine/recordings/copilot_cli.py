@@ -8,8 +8,12 @@ the event shapes other readers of real files test with: copilot-usage, agentsvie
   working directory, the agent's version (:attr:`Parsed.agent_version`) and first model;
   ``session.model_change`` ``{newModel}`` and ``session.resume`` ``{selectedModel}`` change
   the model the next requests are answered by.
-- ``user.message`` ``{content, transformedContent, attachments}``: a user input (its
-  ``content``: what the user typed; ``transformedContent`` adds what the CLI wraps around it).
+- ``user.message`` ``{content, transformedContent, attachments, source}``: a user input (its
+  ``content``: what the user typed; ``transformedContent`` adds what the CLI wraps around it);
+  one with ``source: "system"`` (a ``<system_reminder>`` the CLI adds) is marked as the
+  harness's, not the user's words; one with ``source: "agent-…"`` is a subagent's prompt.
+- A subagent (``task`` call) writes into the same file: its events are read as its own session
+  (:func:`split_subagents`), a child of this one.
 - ``assistant.message`` ``{messageId, content, toolRequests: [{toolCallId, name, arguments}],
   reasoningText, outputTokens, model}``: one model response, a step; its tool requests are its
   calls (``arguments`` an object or a JSON string), ``reasoningText`` its thinking.
@@ -35,6 +39,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from engine.messages.harness import INPUT_KEY
 from engine.messages.tokens import count_text
 from engine.models import ToolCall, Usage, utcnow
 from engine.recordings.base import (
@@ -129,9 +134,10 @@ def split_subagents(
     A subagent writes into its parent's file, its events between the parent's (a background
     one goes on while the parent works): its ``assistant.message`` and ``tool.execution_*``
     events name the call in ``parentToolCallId``; its prompt, a ``user.message`` with
-    ``parentAgentTaskId`` (``source: "agent-<session id>"``), follows the ``subagent.started``
+    ``source: "agent-<session id>"``, follows the ``subagent.started``
     ``{toolCallId, agentName}`` that announced it. Read as the parent's, its results answer
-    calls the parent never made (polecatspeaks/StarCar's real file, tests/data/corpus)."""
+    calls the parent never made (polecatspeaks/StarCar's real file, tests/data/corpus). The
+    user's own prompt carries a ``parentAgentTaskId`` too: only ``source`` tells them apart."""
     main: list[Record] = []
     groups: dict[str, list[Record]] = {}
     names: dict[str, str] = {}
@@ -147,9 +153,7 @@ def split_subagents(
                 names[call] = agent if isinstance(agent, str) and agent else "subagent"
         elif isinstance(data, dict) and obj.get("type") == "user.message" and started:
             source = data.get("source")
-            if "parentAgentTaskId" in data or (
-                isinstance(source, str) and source.startswith("agent-")
-            ):
+            if isinstance(source, str) and source.startswith("agent-"):
                 owner = started
         if isinstance(owner, str) and owner:
             groups.setdefault(owner, []).append((number, obj))
@@ -191,7 +195,10 @@ def _thread(records: list[Record], reader: JsonLines, name: str) -> Parsed:
             if not isinstance(text, str):
                 reader.not_read.line("unexpected shape: user.message", number)
                 continue
-            items.append(Item("user", number, created, text=text))
+            item = Item("user", number, created, text=text)
+            if data.get("source") == "system":  # the CLI's own reminder, not the user's words
+                item.origin = {INPUT_KEY: "harness"}
+            items.append(item)
             context += count_text(text)
         elif kind == "assistant.message":
             step = _step(data, number, created, model, calls)

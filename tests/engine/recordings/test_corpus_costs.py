@@ -127,7 +127,7 @@ HAND: dict[str, Hand] = {
     ),  # $2.2298: output only, the file records no input
 }
 COPILOT_SUBAGENT = Hand(2, "claude-sonnet-5", 0, 0, 0, 0, 652, SONNET_5)
-"""The Copilot file's background subagent (``task`` call toolu_01838…): 519 + 133 output."""
+"""The Copilot file's background subagent (``task`` call toolu_01838…): 133 + 519 output."""
 
 
 def test_every_corpus_file_has_a_row() -> None:
