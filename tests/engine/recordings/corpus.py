@@ -3,7 +3,8 @@
 Eight files are byte-for-byte copies of the team's ``shared/corpus``, four more (this month's
 Claude Code, Codex and Copilot CLI, from public Entire checkpoint branches) were added here; each
 file's git blob is the one its README names (``test_corpus_copy.py`` checks), kept in the
-repository so that a clean clone tests against them. ``CTXSCOPE_CORPUS`` points the tests at another copy.
+repository so that a clean clone tests against them. ``CTXSCOPE_CORPUS`` points the tests at
+another copy.
 """
 
 from __future__ import annotations
