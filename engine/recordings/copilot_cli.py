@@ -23,8 +23,11 @@ the event shapes other readers of real files test with: copilot-usage, agentsvie
 - ``session.shutdown`` ``{modelMetrics: {<model>: {requests: {count, cost}, usage:
   {inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens}}}, totalPremiumRequests}``:
   the session's own totals, kept in ``recorded`` (``model_metrics``) to compare.
+- ``system.message`` ``{role, content}``: the system prompt the CLI sends, kept as the hidden
+  prefix (``Parsed.hidden``), not conversation.
 - The other events (``assistant.turn_start`` / ``turn_end``, ``tool.execution_start``,
-  ``session.info``, ``session.error``, ``abort``…) are counted by kind.
+  ``session.info``, ``session.error``, ``hook.start`` / ``hook.end`` (the user's hooks running),
+  ``session.mode_changed``, ``session.permissions_changed``, ``abort``…) are counted by kind.
 
 **No input tokens.** Copilot CLI writes only each response's ``outputTokens``: what each request
 sent is not recorded (only the shutdown's total by model). Each step's usage is its output;
@@ -76,6 +79,11 @@ EVENT_TYPES = {
     "subagent.started",
     "subagent.completed",
     "subagent.failed",
+    "session.mode_changed",
+    "session.permissions_changed",
+    "hook.start",
+    "hook.end",
+    "system.message",
     "abort",
 }
 """Event kinds of Copilot CLI's ``events.jsonl`` (read, or counted for what they are)."""
@@ -173,6 +181,7 @@ def _thread(records: list[Record], reader: JsonLines, name: str) -> Parsed:
     last_time = utcnow()
     context = 0  # ctxscope's count of the conversation so far (the input estimate)
     estimates: list[int] = []
+    hidden: list[dict[str, Any]] = []
     for number, obj in records:
         kind = obj.get("type")
         data = obj.get("data")
@@ -226,6 +235,13 @@ def _thread(records: list[Record], reader: JsonLines, name: str) -> Parsed:
                 step.model = answered
                 if answered not in models:
                     models.append(answered)
+        elif kind == "system.message":
+            # The system prompt the CLI sends: context, not conversation (kept as Codex's
+            # developer messages are, with the first user message).
+            skipped[kind] += 1
+            text = data.get("content")
+            if isinstance(text, str) and text:
+                hidden.append({"line": number, "role": "system", "text": text})
         elif kind == "session.shutdown":
             skipped[kind] += 1
             metrics = data.get("modelMetrics")
@@ -258,6 +274,7 @@ def _thread(records: list[Record], reader: JsonLines, name: str) -> Parsed:
         recorded=recorded,
         not_read=reader.not_read,
         agent_version=version,
+        hidden=hidden,
     )
 
 

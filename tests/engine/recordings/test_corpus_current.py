@@ -85,6 +85,14 @@ def test_copilot_cli_1_0_74_with_a_background_subagent(store: Store) -> None:
     (one,) = import_all(store, STARCAR_COPILOT)
     report = one.report
     assert report.agent_version == "1.0.74"
+    # Event kinds counted (the user's hooks: 144 ``hook.start``, 143 ``hook.end``), none unread;
+    # the system prompt (line 8, ``system.message``) kept as the hidden prefix.
+    assert (report.skipped["hook.start"], report.skipped["hook.end"]) == (144, 143)
+    assert report.not_read.as_json()["kinds"] == {}
+    origin = one.role("user")[0].meta.origin or {}
+    [prompt] = origin["hidden_prefix"]
+    assert (prompt["line"], prompt["role"]) == (8, "system")
+    assert prompt["text"].startswith("You are the GitHub Copilot CLI")
     users = one.role("user")
     assert [u.content for u in users][0] == "pick up where we left off"
     assert [(u.meta.origin or {}).get(INPUT_KEY) for u in users][1:] == ["harness", "harness"]
