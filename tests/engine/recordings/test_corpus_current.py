@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from engine.config import Settings
 from engine.messages.harness import INPUT_KEY
+from engine.recordings.figures import session_figures
 from engine.store import Store
 from tests.engine.recordings.corpus import ENTIRE_CODEX, OMP_BOUNDARY, OMP_MANUAL, STARCAR_COPILOT
 from tests.engine.recordings.helpers import import_all
@@ -108,6 +110,20 @@ def test_copilot_cli_1_0_74_with_a_background_subagent(store: Store) -> None:
     assert sub[0].content.startswith("You are Car 51-fix-car-r1")
     outputs = [u.usage.output_tokens for u in store.usages(child.session.id)]
     assert outputs == [133, 519]
+
+
+def test_copilot_cli_context_is_the_estimate_said_so(store: Store) -> None:
+    """The file records no input: the gauge's context is ctxscope's estimate of the last
+    request's input (its usage record's ``local_estimate``) + the output that request recorded,
+    437 (``outputTokens`` of the last ``assistant.message``, line 625), and says so; not the
+    437 alone as if it were the whole request."""
+    (one,) = import_all(store, STARCAR_COPILOT)
+    last = one.usages[-1]
+    assert (last.usage.input_tokens, last.usage.output_tokens) == (0, 437)
+    assert last.local_estimate is not None and last.local_estimate > 437
+    figures = session_figures(store, one.report.session, Settings())
+    assert figures.context_tokens == last.local_estimate + 437
+    assert figures.context_source.startswith("ctxscope's estimate of the last API call's input")
 
 
 def test_codex_0_130_usage_on_its_own_call(store: Store) -> None:
