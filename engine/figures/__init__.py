@@ -70,6 +70,9 @@ class Call:
     billed: bool = True
     """Counted by the API that billed it; False for ctxscope's own local count (the offline
     provider), which measures the context but costs nothing."""
+    input_estimate: int | None = None
+    """ctxscope's count of what the call sent, where the agent records no input (Copilot CLI
+    records only each response's output): the context then is this estimate + the output."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,11 @@ def figures_from_calls(
     billed = [c for c in measured if c.billed]
     models = tuple(dict.fromkeys(c.model for c in billed if c.model))
     cost = spend.total_cost if spend.requests else None
+    context = None if last is None else context_of(last.usage)
+    estimated = last is not None and last.usage.input_side == 0 and last.input_estimate is not None
+    if estimated:
+        assert last is not None and last.input_estimate is not None
+        context = last.input_estimate + last.usage.output_tokens
     return SessionFigures(
         agent=agent,
         model=(last.model if last is not None and last.model else model),
@@ -227,7 +235,7 @@ def figures_from_calls(
         window_source=rules.window_source,
         auto_compact_at=rules.auto_compact_at,
         trigger_source=rules.trigger_source,
-        context_tokens=None if last is None else context_of(last.usage),
+        context_tokens=context,
         history_tokens=history_tokens,
         compactions=compactions,
         requests=spend.requests,
@@ -235,7 +243,14 @@ def figures_from_calls(
         cost=cost,
         cost_note=cost_note if billed else "no billed calls",
         unpriced_requests=spend.unpriced_requests,
+        **({"context_source": ESTIMATED_CONTEXT} if estimated else {}),
     )
+
+
+ESTIMATED_CONTEXT = (
+    "ctxscope's estimate of the last API call's input (the agent records none) + its "
+    "recorded output"
+)
 
 
 def _tokens(usages: Iterable[Usage]) -> Tokens:

@@ -482,17 +482,37 @@ def _queued(
 
 
 def _user_texts(records: list[Record], kept: set[int]) -> set[str]:
-    """The texts of the conversation's user records (each text block, stripped)."""
+    """The texts of the conversation's user records (each text block, stripped); a slash
+    command's record also as the user typed it, ``/name args`` (an input queued as
+    ``/compact keep the plan`` is written as ``<command-name>/compact</command-name>`` …
+    ``<command-args>keep the plan</command-args>``)."""
     texts = set()
     for _, rec in records:
         if id(rec) in kept and rec["type"] == "user":
             content = rec["message"].get("content")
             if isinstance(content, str):
                 texts.add(content.strip())
+                typed = slash_command(content)
+                if typed:
+                    texts.add(typed)
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") == "text":
                     texts.add(str(block.get("text", "")).strip())
     return texts
+
+
+COMMAND = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+
+
+def slash_command(text: str) -> str:
+    """A slash command's record as the user typed it (``/compact keep the plan``), or ""."""
+    name = COMMAND.search(text)
+    if name is None:
+        return ""
+    args = ARGS.search(text)
+    typed = f"{name.group(1)} {args.group(1).strip()}" if args else name.group(1)
+    return typed.strip()
 
 
 def _deliver(items: list[Item], queued: list[Queued]) -> list[Item]:

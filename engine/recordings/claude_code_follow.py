@@ -167,8 +167,11 @@ class TailParser:
         return True
 
     def _still_under(self, records: list[Record]) -> bool:
+        queued = {i.text.strip() for i in self._prefix if "queued_line" in (i.origin or {})}
         for n, rec in records[self._checked :]:
-            if not self._fits(n, rec):
+            if not self._fits(n, rec) or (queued and not queued.isdisjoint(_texts(rec))):
+                # A user record holding an input the part before delivered from the queue:
+                # the whole parser now reads it as that record, not from the queue.
                 self._drop()
                 return False
         self._checked = len(records)
@@ -336,18 +339,37 @@ def _anchors(item: Item) -> bool:
 def _queue_open(records: list[Record]) -> bool:
     """Whether the queue still holds an input the user typed when ``records`` end: a parse
     that starts after them would not see it enqueued (:func:`claude_code._queued`)."""
-    own = 0
+    pending: list[str] = []
     for _, rec in records:
         if rec["type"] != "queue-operation":
             continue
         operation, content = rec.get("operation"), rec.get("content")
         if operation == "enqueue" and isinstance(content, str) and content.strip():
-            own += input_kind(content) != "task-notification"
-        elif operation in ("remove", "dequeue"):
-            own = max(own - 1, 0)
+            pending.append(content.strip())
+        elif operation in ("remove", "dequeue") and pending:
+            # The input it takes, as claude_code._queued takes it: the one it names, else the
+            # oldest of the user's own (a task's notice waits for the agent to be idle).
+            named = [p for p in pending if isinstance(content, str) and p == content.strip()]
+            own = [p for p in pending if input_kind(p) != "task-notification"]
+            pending.remove((named or own or pending)[0])
         elif operation == "popAll":
-            own = 0
-    return own > 0
+            pending.clear()
+    return any(input_kind(p) != "task-notification" for p in pending)
+
+
+def _texts(rec: dict[str, Any]) -> set[str]:
+    """A user record's texts, stripped, as :func:`claude_code._user_texts` reads them."""
+    if rec.get("type") != "user" or not is_message(rec):
+        return set()
+    content = rec["message"].get("content")
+    if isinstance(content, str):
+        return {content.strip(), claude_code.slash_command(content)} - {""}
+    blocks = content if isinstance(content, list) else []
+    return {
+        str(b.get("text", "")).strip()
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "text"
+    }
 
 
 def _call_ids(rec: dict[str, Any]) -> list[str]:

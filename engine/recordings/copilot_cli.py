@@ -8,8 +8,12 @@ the event shapes other readers of real files test with: copilot-usage, agentsvie
   working directory, the agent's version (:attr:`Parsed.agent_version`) and first model;
   ``session.model_change`` ``{newModel}`` and ``session.resume`` ``{selectedModel}`` change
   the model the next requests are answered by.
-- ``user.message`` ``{content, transformedContent, attachments}``: a user input (its
-  ``content``: what the user typed; ``transformedContent`` adds what the CLI wraps around it).
+- ``user.message`` ``{content, transformedContent, attachments, source}``: a user input (its
+  ``content``: what the user typed; ``transformedContent`` adds what the CLI wraps around it);
+  one with ``source: "system"`` (a ``<system_reminder>`` the CLI adds) is marked as the
+  harness's, not the user's words; one with ``source: "agent-…"`` is a subagent's prompt.
+- A subagent (``task`` call) writes into the same file: its events are read as its own session
+  (:func:`split_subagents`), a child of this one.
 - ``assistant.message`` ``{messageId, content, toolRequests: [{toolCallId, name, arguments}],
   reasoningText, outputTokens, model}``: one model response, a step; its tool requests are its
   calls (``arguments`` an object or a JSON string), ``reasoningText`` its thinking.
@@ -19,8 +23,11 @@ the event shapes other readers of real files test with: copilot-usage, agentsvie
 - ``session.shutdown`` ``{modelMetrics: {<model>: {requests: {count, cost}, usage:
   {inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens}}}, totalPremiumRequests}``:
   the session's own totals, kept in ``recorded`` (``model_metrics``) to compare.
+- ``system.message`` ``{role, content}``: the system prompt the CLI sends, kept as the hidden
+  prefix (``Parsed.hidden``), not conversation.
 - The other events (``assistant.turn_start`` / ``turn_end``, ``tool.execution_start``,
-  ``session.info``, ``session.error``, ``abort``…) are counted by kind.
+  ``session.info``, ``session.error``, ``hook.start`` / ``hook.end`` (the user's hooks running),
+  ``session.mode_changed``, ``session.permissions_changed``, ``abort``…) are counted by kind.
 
 **No input tokens.** Copilot CLI writes only each response's ``outputTokens``: what each request
 sent is not recorded (only the shutdown's total by model). Each step's usage is its output;
@@ -35,6 +42,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from engine.messages.harness import INPUT_KEY
 from engine.messages.tokens import count_text
 from engine.models import ToolCall, Usage, utcnow
 from engine.recordings.base import (
@@ -47,6 +55,7 @@ from engine.recordings.base import (
 )
 
 FORMAT = "copilot-cli"
+Record = tuple[int, dict[str, Any]]
 EVENT_TYPES = {
     "session.start",
     "session.resume",
@@ -67,6 +76,14 @@ EVENT_TYPES = {
     "tool.execution_partial_result",
     "tool.execution_complete",
     "tool.user_requested",
+    "subagent.started",
+    "subagent.completed",
+    "subagent.failed",
+    "session.mode_changed",
+    "session.permissions_changed",
+    "hook.start",
+    "hook.end",
+    "system.message",
     "abort",
 }
 """Event kinds of Copilot CLI's ``events.jsonl`` (read, or counted for what they are)."""
@@ -97,10 +114,64 @@ def parse(raw: str, name: str) -> Parsed:
 
 def parse_records(records: list[tuple[int, dict[str, Any]]], given: JsonLines, name: str) -> Parsed:
     """The session from its lines read as JSON (a whole file, or what ``watch`` read so far:
-    the reader's bookkeeping is copied, never changed)."""
+    the reader's bookkeeping is copied, never changed), with the subagents its ``task`` calls
+    started (:func:`split_subagents`) as its children."""
     reader = JsonLines()
     reader.lines, reader.warnings = given.lines, list(given.warnings)
     reader.skipped, reader.not_read = Counter(given.skipped), given.not_read.copy()
+    main, groups, names = split_subagents(records)
+    parsed = _thread(main, reader, name)
+    for call_id, group in groups.items():
+        agent = names.get(call_id, "subagent")
+        try:
+            child = _thread(group, JsonLines(), f"{name} ({agent})")
+        except ImportError_ as exc:
+            parsed.warnings.append(f"subagent {agent} ({call_id}): not imported: {exc}")
+            parsed.skipped["subagent event"] += len(group)
+            continue
+        child.agent_id = call_id
+        parsed.children.append(child)
+    return parsed
+
+
+def split_subagents(
+    records: list[tuple[int, dict[str, Any]]],
+) -> tuple[list[Record], dict[str, list[Record]], dict[str, str]]:
+    """The session's own events, and each subagent's, by the ``task`` call that started it.
+
+    A subagent writes into its parent's file, its events between the parent's (a background
+    one goes on while the parent works): its ``assistant.message`` and ``tool.execution_*``
+    events name the call in ``parentToolCallId``; its prompt, a ``user.message`` with
+    ``source: "agent-<session id>"``, follows the ``subagent.started``
+    ``{toolCallId, agentName}`` that announced it. Read as the parent's, its results answer
+    calls the parent never made (polecatspeaks/StarCar's real file, tests/data/corpus). The
+    user's own prompt carries a ``parentAgentTaskId`` too: only ``source`` tells them apart."""
+    main: list[Record] = []
+    groups: dict[str, list[Record]] = {}
+    names: dict[str, str] = {}
+    started = ""
+    for number, obj in records:
+        data = obj.get("data")
+        owner = data.get("parentToolCallId") if isinstance(data, dict) else None
+        if isinstance(data, dict) and obj.get("type") == "subagent.started":
+            call = data.get("toolCallId")
+            if isinstance(call, str) and call:
+                started = call
+                agent = data.get("agentName")
+                names[call] = agent if isinstance(agent, str) and agent else "subagent"
+        elif isinstance(data, dict) and obj.get("type") == "user.message" and started:
+            source = data.get("source")
+            if isinstance(source, str) and source.startswith("agent-"):
+                owner = started
+        if isinstance(owner, str) and owner:
+            groups.setdefault(owner, []).append((number, obj))
+        else:
+            main.append((number, obj))
+    return main, groups, names
+
+
+def _thread(records: list[Record], reader: JsonLines, name: str) -> Parsed:
+    """One conversation (the session's, or one subagent's) from its events."""
     items: list[Item] = []
     skipped: Counter[str] = Counter(reader.skipped)
     recorded: dict[str, Any] = {}
@@ -110,6 +181,7 @@ def parse_records(records: list[tuple[int, dict[str, Any]]], given: JsonLines, n
     last_time = utcnow()
     context = 0  # ctxscope's count of the conversation so far (the input estimate)
     estimates: list[int] = []
+    hidden: list[dict[str, Any]] = []
     for number, obj in records:
         kind = obj.get("type")
         data = obj.get("data")
@@ -132,7 +204,10 @@ def parse_records(records: list[tuple[int, dict[str, Any]]], given: JsonLines, n
             if not isinstance(text, str):
                 reader.not_read.line("unexpected shape: user.message", number)
                 continue
-            items.append(Item("user", number, created, text=text))
+            item = Item("user", number, created, text=text)
+            if data.get("source") == "system":  # the CLI's own reminder, not the user's words
+                item.origin = {INPUT_KEY: "harness"}
+            items.append(item)
             context += count_text(text)
         elif kind == "assistant.message":
             step = _step(data, number, created, model, calls)
@@ -160,6 +235,13 @@ def parse_records(records: list[tuple[int, dict[str, Any]]], given: JsonLines, n
                 step.model = answered
                 if answered not in models:
                     models.append(answered)
+        elif kind == "system.message":
+            # The system prompt the CLI sends: context, not conversation (kept as Codex's
+            # developer messages are, with the first user message).
+            skipped[kind] += 1
+            text = data.get("content")
+            if isinstance(text, str) and text:
+                hidden.append({"line": number, "role": "system", "text": text})
         elif kind == "session.shutdown":
             skipped[kind] += 1
             metrics = data.get("modelMetrics")
@@ -192,6 +274,7 @@ def parse_records(records: list[tuple[int, dict[str, Any]]], given: JsonLines, n
         recorded=recorded,
         not_read=reader.not_read,
         agent_version=version,
+        hidden=hidden,
     )
 
 

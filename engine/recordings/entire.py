@@ -23,13 +23,21 @@ transcript's usage: a difference is named in a warning.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
 
 from engine.recordings.base import Parsed
 
 FORMAT = "entire-checkpoint"
+BRANCH = "entire/checkpoints/v1"
+REFS = (f"refs/heads/{BRANCH}", f"refs/remotes/origin/{BRANCH}")
+"""Where a repository keeps the branch: its own, else the one fetched from ``origin``."""
+TRANSCRIPTS = ("full.jsonl", "raw_transcript")
+"""A session's native transcript: ``full.jsonl`` (v1 layout), ``raw_transcript`` (the newer
+layout, beside Entire's own condensed ``transcript.jsonl``, which is not the agent's file)."""
+READ_FROM_BRANCH = ("metadata.json", *TRANSCRIPTS)
 USAGE_FIELDS = {
     "input_tokens": "input_tokens",
     "cache_creation_tokens": "cache_creation_input_tokens",
@@ -83,7 +91,7 @@ def _session_folders(checkpoint: Path, meta: dict[str, Any]) -> list[Path]:
 
 def _transcript(folder: Path, meta: dict[str, Any]) -> Path | None:
     named = meta.get("transcript_path")
-    for name in ("full.jsonl", Path(named).name if isinstance(named, str) and named else ""):
+    for name in (*TRANSCRIPTS, Path(named).name if isinstance(named, str) and named else ""):
         if name and (folder / name).is_file():
             return folder / name
     return None
@@ -168,3 +176,91 @@ def _said(usage: dict[str, int]) -> str:
         f"{usage['cache_creation_tokens']:,} cache write, {usage['cache_read_tokens']:,} "
         f"cache read, {usage['output_tokens']:,} output"
     )
+
+
+def is_repository(folder: Path) -> bool:
+    """Whether ``folder`` is a git work tree's top (``.git`` in it) or a bare repository."""
+    return (folder / ".git").exists() or (
+        (folder / "HEAD").is_file() and (folder / "objects").is_dir()
+    )
+
+
+def branch_ref(repo: Path) -> str | None:
+    """The ref of Entire's checkpoint branch in the repository ``repo`` (:data:`REFS`), or
+    None: no such branch, or no ``git`` to ask."""
+    for ref in REFS:
+        done = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}")
+        if done is not None and done.returncode == 0:
+            return ref
+    return None
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def read_branch(repo: Path, ref: str, into: Path) -> int:
+    """The checkpoint files of ``ref``'s tree written under ``into`` at their paths in the
+    tree, read with git's plumbing (``ls-tree``, then one ``cat-file --batch``), nothing
+    checked out: each checkpoint's and session's ``metadata.json`` and each session's
+    transcript (:data:`READ_FROM_BRANCH`). Returns how many files were written.
+
+    Only regular files at a checkpoint's depth are taken (``<id[:2]>/<id[2:]>/metadata.json``,
+    ``<id[:2]>/<id[2:]>/<n>/<file>``); a path with ``..`` or a link is not."""
+    listing = _git(repo, "ls-tree", "-r", "-z", "--full-tree", ref)
+    if listing is None or listing.returncode != 0:
+        return 0
+    wanted: list[tuple[PurePosixPath, str]] = []
+    for entry in listing.stdout.split(b"\0"):
+        head, _, name = entry.partition(b"\t")
+        fields = head.split()
+        if len(fields) != 3 or fields[0] not in (b"100644", b"100755"):
+            continue
+        path = PurePosixPath(name.decode("utf-8", "surrogateescape"))
+        if path.name in READ_FROM_BRANCH and len(path.parts) in (3, 4) and ".." not in path.parts:
+            wanted.append((path, fields[2].decode()))
+    if not wanted:
+        return 0
+    try:
+        proc = subprocess.Popen(
+            ["git", "-C", str(repo), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return 0
+    assert proc.stdin is not None and proc.stdout is not None
+    written = 0
+    try:
+        for path, sha in wanted:  # one object at a time: the pipes never fill
+            proc.stdin.write(sha.encode() + b"\n")
+            proc.stdin.flush()
+            body = _batch_object(proc.stdout)
+            if body is None:
+                continue
+            target = into.joinpath(*path.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(body)
+            written += 1
+    finally:
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.wait(timeout=60)
+    return written
+
+
+def _batch_object(out: IO[bytes]) -> bytes | None:
+    """One answer of ``git cat-file --batch``: ``<sha> blob <size>``, the bytes and a newline
+    (None for ``<sha> missing`` or another kind)."""
+    header = out.readline().split()
+    if len(header) != 3:
+        return None
+    body = out.read(int(header[2]))
+    out.read(1)
+    return body if header[1] == b"blob" else None

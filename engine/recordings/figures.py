@@ -64,6 +64,7 @@ def session_figures(
             model=_normal(getattr(u, "model", None) or model),
             created_at=u.created_at,
             billed=u.source != "local",
+            input_estimate=u.local_estimate,
         )
         for u in store.usages(sid)
     ]

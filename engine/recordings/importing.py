@@ -24,6 +24,7 @@ import functools
 import hashlib
 import os
 import stat
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -72,6 +73,9 @@ class ParsedFiles:
     """Files of a directory that could not be imported, with the reason, left out."""
     notes: list[str] = field(default_factory=list)
     """Lines about what a directory walk left out (a symlink out of the folder, a FIFO)."""
+    holding: object = None
+    """What must outlive the parse until the files are stored (the temporary copy of an
+    Entire branch's checkpoints, :func:`_entire_branch`); dropped with these files."""
 
 
 def detect_format(raw: str) -> str | None:
@@ -114,6 +118,24 @@ def parse_sessions(path: Path) -> list[Parsed]:
     return sessions
 
 
+def _entire_branch(repo: Path) -> ParsedFiles | None:
+    """A git repository with Entire's ``entire/checkpoints/v1`` branch: its checkpoints read
+    from the branch with git's plumbing (no checkout, :func:`entire.read_branch`) into a
+    temporary folder, imported as a checked-out tree would be; None without the branch (or
+    with no checkpoint on it): the folder is walked as any other."""
+    ref = entire.branch_ref(repo)
+    if ref is None:
+        return None
+    holder = tempfile.TemporaryDirectory(prefix="ctxscope-entire-")
+    root = Path(holder.name) / f"{repo.resolve().name}@{entire.BRANCH.replace('/', '-')}"
+    if not entire.read_branch(repo, ref, root) or not entire.checkpoints(root):
+        holder.cleanup()
+        return None
+    out = ParsedFiles(entire.parse_checkpoints(root, parse_sessions), holding=holder)
+    out.notes.append(f"{repo}: the checkpoints of its {ref} branch, read with git (not the files)")
+    return out
+
+
 def _unknown(raw: str, long_lines: list[int]) -> str:
     """Why a file is in no known format, saying what it looked like."""
     expected = "expected " + ", ".join(FORMATS) + f"; see {DOCS}"
@@ -139,6 +161,10 @@ def parse_path(path: Path) -> ParsedFiles:
         return ParsedFiles([(path, one) for one in parse_sessions(path)])
     if entire.checkpoints(path):  # Entire checkpoints: each session's transcript, its figures
         return ParsedFiles(entire.parse_checkpoints(path, parse_sessions))
+    if entire.is_repository(path):
+        branch = _entire_branch(path)
+        if branch is not None:
+            return branch
     out = ParsedFiles([])
     root = path.resolve()
     for file in sorted(path.rglob("*")):

@@ -1,0 +1,144 @@
+"""This month's real recordings (tests/data/corpus, from public Entire checkpoint branches)
+imported, against counts worked out once over each file with Python's ``json`` alone.
+
+The requests, tokens and costs of these files are in ``test_corpus_costs.py``; here the
+conversation: compactions with their recorded figures, tool calls live and compacted away,
+messages, subagents, usage on its own call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from engine.config import Settings
+from engine.messages.harness import INPUT_KEY
+from engine.recordings.figures import session_figures
+from engine.store import Store
+from tests.engine.recordings.corpus import ENTIRE_CODEX, OMP_BOUNDARY, OMP_MANUAL, STARCAR_COPILOT
+from tests.engine.recordings.helpers import import_all
+
+
+def test_claude_code_2_1_219_beginning_at_its_compaction(store: Store) -> None:
+    """By hand: line 5 is the file's only ``compact_boundary`` (``parentUuid`` null, its
+    ``logicalParentUuid`` in no record of the file): ``compactMetadata`` trigger auto,
+    ``preTokens`` 998,659, ``postTokens`` 18,101, ``durationMs`` 156,437,
+    ``cumulativeDroppedTokens`` 2,052,198, so 2,052,198 − (998,659 − 18,101) = 1,071,640
+    tokens were dropped by compactions before the file; line 6 the ``isCompactSummary``
+    message. 250 distinct assistant ``message.id`` (356 records), 245 ``tool_use`` ids, each
+    answered by one ``tool_result``; all after the boundary, so all live."""
+    (one,) = import_all(store, OMP_BOUNDARY)
+    report, sid = one.report, one.report.session.id
+    assert sid is not None
+    assert report.agent_version == "2.1.219"
+    [comp] = store.compactions(sid)
+    assert comp.trigger.value == "auto"
+    assert (
+        comp.stats["recorded_pre_tokens"],
+        comp.stats["recorded_post_tokens"],
+        comp.stats["recorded_duration_ms"],
+        comp.stats["recorded_cumulative_dropped_tokens"],
+    ) == (998_659, 18_101, 156_437, 2_052_198)
+    assert report.recorded["compacted_before_file"] == 1_071_640
+    history = store.history(sid)
+    [summary] = history.summaries
+    assert summary.content.startswith("This session is being continued")
+    roles = Counter(m.role for m in one.messages)
+    assert (roles["assistant"], roles["tool"]) == (250, 245)
+    assert sum(len(m.tool_calls) for m in history.messages) == 245
+    assert len(one.usages) == 250
+
+
+def test_claude_code_2_1_217_manual_compact_mid_file(store: Store) -> None:
+    """By hand: line 543 is a manual ``compact_boundary`` (297,190 → 16,970 tokens,
+    ``durationMs`` 174,437, ``cumulativeDroppedTokens`` 280,220 = 297,190 − 16,970: the
+    session's first); its ``preservedSegment`` names lines 536 (head), 544 (anchor: the summary)
+    and 542 (tail), and the records after the summary hang off the tail. ``tool_use`` ids in
+    lines 1-542: 129 (125 distinct responses), after line 543: 85 (83 responses); none of the
+    129 is in ``preservedMessages``. So 129 calls are compacted away and 85 live."""
+    (one,) = import_all(store, OMP_MANUAL)
+    sid = one.report.session.id
+    assert sid is not None
+    assert one.report.agent_version == "2.1.217"
+    [comp] = store.compactions(sid)
+    assert comp.trigger.value == "manual"
+    assert (
+        comp.stats["recorded_pre_tokens"],
+        comp.stats["recorded_post_tokens"],
+        comp.stats["recorded_duration_ms"],
+        comp.stats["recorded_cumulative_dropped_tokens"],
+    ) == (297_190, 16_970, 174_437, 280_220)
+    history = store.history(sid)
+    assert len(history.summaries) == 1
+    live = {m.id for m in history.messages}
+    assert sum(len(m.tool_calls) for m in history.messages) == 85
+    assert sum(len(m.tool_calls) for m in one.messages if m.id not in live) == 129
+    assert sum(1 for m in one.messages if m.role == "assistant") == 125 + 83
+    assert "compacted before this file begins" not in " ".join(one.report.warnings)
+
+
+def test_copilot_cli_1_0_74_with_a_background_subagent(store: Store) -> None:
+    """By hand over the 627 events: ``user.message`` at lines 9 (typed: "pick up where we left
+    off"), 13 and 14 (``source: "system"``: an empty steering message, a
+    ``<system_reminder>``) and 585 (``source: "agent-…"``: the subagent's prompt, after
+    ``subagent.started`` for ``toolu_01838…`` at 581); ``assistant.message`` 59, of which 2
+    carry ``parentToolCallId`` (the subagent's, claude-sonnet-5, outputs 133 at line 590 and
+    519 at line 597); their ``toolRequests``: 73 in the session's own messages (powershell 44,
+    grep 10, view 9, …), 5 in the subagent's; ``tool.execution_complete`` 73 + 5."""
+    (one,) = import_all(store, STARCAR_COPILOT)
+    report = one.report
+    assert report.agent_version == "1.0.74"
+    # Event kinds counted (the user's hooks: 144 ``hook.start``, 143 ``hook.end``), none unread;
+    # the system prompt (line 8, ``system.message``) kept as the hidden prefix.
+    assert (report.skipped["hook.start"], report.skipped["hook.end"]) == (144, 143)
+    assert report.not_read.as_json()["kinds"] == {}
+    origin = one.role("user")[0].meta.origin or {}
+    [prompt] = origin["hidden_prefix"]
+    assert (prompt["line"], prompt["role"]) == (8, "system")
+    assert prompt["text"].startswith("You are the GitHub Copilot CLI")
+    users = one.role("user")
+    assert [u.content for u in users][0] == "pick up where we left off"
+    assert [(u.meta.origin or {}).get(INPUT_KEY) for u in users][1:] == ["harness", "harness"]
+    assert Counter(m.role for m in one.messages) == Counter(user=3, assistant=57, tool=73)
+    calls = one.calls()
+    assert sum(calls.values()) == 73
+    assert (calls["powershell"], calls["grep"], calls["view"]) == (44, 10, 9)
+    [child] = report.children
+    assert child.session.agent_id == "toolu_01838NQjBeRWEtQvqP6L5B5o"
+    assert child.session.id is not None
+    sub = store.all_messages(child.session.id)
+    assert Counter(m.role for m in sub) == Counter(user=1, assistant=2, tool=5)
+    assert sub[0].content.startswith("You are Car 51-fix-car-r1")
+    outputs = [u.usage.output_tokens for u in store.usages(child.session.id)]
+    assert outputs == [133, 519]
+
+
+def test_copilot_cli_context_is_the_estimate_said_so(store: Store) -> None:
+    """The file records no input: the gauge's context is ctxscope's estimate of the last
+    request's input (its usage record's ``local_estimate``) + the output that request recorded,
+    437 (``outputTokens`` of the last ``assistant.message``, line 625), and says so; not the
+    437 alone as if it were the whole request."""
+    (one,) = import_all(store, STARCAR_COPILOT)
+    last = one.usages[-1]
+    assert (last.usage.input_tokens, last.usage.output_tokens) == (0, 437)
+    assert last.local_estimate is not None and last.local_estimate > 437
+    figures = session_figures(store, one.report.session, Settings())
+    assert figures.context_tokens == last.local_estimate + 437
+    assert figures.context_source.startswith("ctxscope's estimate of the last API call's input")
+
+
+def test_codex_0_130_usage_on_its_own_call(store: Store) -> None:
+    """By hand: 19 lines; the step's reasoning and two ``exec_command`` ``function_call``s
+    (lines 11-12), then its ``token_count`` (line 13: last input 28,356, cached 2,432, output
+    1,088), then the two outputs; the final answer (line 17) and its ``token_count`` (line 18:
+    32,962, cached 28,032, output 1,117). A ``token_count`` with ``info: null`` (line 10) is no
+    call. So the step with the calls carries 1,088 output tokens, the answer 1,117."""
+    (one,) = import_all(store, ENTIRE_CODEX)
+    assert one.report.agent_version == "0.130.0"
+    assert Counter(m.role for m in one.messages) == Counter(user=1, assistant=2, tool=2)
+    steps = one.role("assistant")
+    assert [c.name for c in steps[0].tool_calls] == ["exec_command", "exec_command"]
+    assert steps[1].tool_calls == []
+    assert [
+        (u.usage.input_tokens, u.usage.cache_read_input_tokens, u.usage.output_tokens)
+        for u in one.usages
+    ] == [(28_356 - 2_432, 2_432, 1_088), (32_962 - 28_032, 28_032, 1_117)]
