@@ -222,11 +222,8 @@ def figures_from_calls(
     billed = [c for c in measured if c.billed]
     models = tuple(dict.fromkeys(c.model for c in billed if c.model))
     cost = spend.total_cost if spend.requests else None
-    context = None if last is None else context_of(last.usage)
-    estimated = last is not None and last.usage.input_side == 0 and last.input_estimate is not None
-    if estimated:
-        assert last is not None and last.input_estimate is not None
-        context = last.input_estimate + last.usage.output_tokens
+    context = None if last is None else call_context(last.usage, last.input_estimate)
+    estimated = last is not None and context != context_of(last.usage)
     return SessionFigures(
         agent=agent,
         model=(last.model if last is not None and last.model else model),
@@ -245,6 +242,15 @@ def figures_from_calls(
         unpriced_requests=spend.unpriced_requests,
         **({"context_source": ESTIMATED_CONTEXT} if estimated else {}),
     )
+
+
+def call_context(usage: Usage, input_estimate: int | None = None) -> int:
+    """The context of one call: what it sent and what it answered, as the API counted them;
+    where the agent records no input (Copilot CLI records only each response's output),
+    ctxscope's own count of what it sent (``input_estimate``) + the output."""
+    if usage.input_side == 0 and input_estimate is not None:
+        return input_estimate + usage.output_tokens
+    return context_of(usage)
 
 
 ESTIMATED_CONTEXT = (

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.compaction.ledger import FILE_KINDS
+from engine.figures import call_context
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
 from engine.models import Session
 from engine.recordings import agents, claude_code
@@ -47,7 +48,6 @@ from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.file_tail import FileTail
 from engine.recordings.identity import stored_recording, watched_source
 from engine.recordings.importing import drop_session, imported_source
-from engine.recordings.own_agent import context_of
 from engine.recordings.writer import Resume, archives_earlier_file, recorded_model, write
 from engine.settings.config import Settings, session_origin
 from engine.settings.params import strategy_params
@@ -119,7 +119,7 @@ def figures(
             "cache_write": usage.cache_creation_input_tokens,
             "output": usage.output_tokens,
         }
-        base = context_of(usage)
+        base = call_context(usage, items[last].input_estimate)
     elif last >= 0:
         base = count_text(items[last].text)
     out.next_request_tokens = base + sum(_tokens(i) for i in items[last + 1 :])

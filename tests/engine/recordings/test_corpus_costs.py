@@ -49,8 +49,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.recordings.figures import session_figures
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.helpers import CORPUS, import_all
 

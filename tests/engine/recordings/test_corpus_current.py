@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from engine.config import Settings
 from engine.messages.harness import INPUT_KEY
 from engine.recordings.figures import session_figures
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import ENTIRE_CODEX, OMP_BOUNDARY, OMP_MANUAL, STARCAR_COPILOT
 from tests.engine.recordings.helpers import import_all

@@ -18,9 +18,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from engine.config import Settings
 from engine.recordings.entire import BRANCH
 from engine.recordings.importing import import_parsed, parse_path
+from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import ENTIRE_CODEX
 from tests.engine.recordings.helpers import FIXTURES, import_all
