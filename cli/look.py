@@ -15,22 +15,15 @@ from cli.common import (
     make_agent,
     open_store,
 )
-from engine.compaction.ledger import fidelity_line
-from engine.compaction.losses import lost_lines, session_losses
-from engine.compaction.policy import Plan
-from engine.figures import SessionFigures
-from engine.models import Session
-from engine.recordings.base import recorded_compaction
-from engine.recordings.degenerate import session_flags
-from engine.recordings.figures import session_figures
-from engine.recordings.hidden import hidden_prefix
-from engine.recordings.own_agent import OwnAgentView
-from engine.settings.config import Settings
-from engine.settings.params import describe_params
+from engine.recordings.figures import session_figures, sessions_figures
 from engine.terminal_text import printable
 
 if TYPE_CHECKING:  # each command imports what it uses: `sessions` needs no builder
+    from engine.compaction.policy import Plan
     from engine.context.sources import Breakdown
+    from engine.figures import SessionFigures
+    from engine.models import Session
+    from engine.settings.config import Settings
 
 LOST_NAMED = 5
 """Lost items ``show`` names per compaction and kind (``--json`` has them all)."""
@@ -38,8 +31,15 @@ LOST_NAMED = 5
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings, read_only=True)
-    infos = [i for i in store.list_sessions() if _wanted(i.session, args)]
-    figs = {info.session.id: session_figures(store, info.session, settings) for info in infos}
+    every = store.list_sessions()
+    infos = [i for i in every if _wanted(i.session, args)]
+    figs = sessions_figures(
+        store,
+        [i.session for i in infos],
+        settings,
+        sums={i.session.id: (i.current_tokens, i.compactions) for i in infos if i.session.id},
+        every=len(infos) == len(every),
+    )
     data = [
         {
             **info.session.model_dump(mode="json"),
@@ -47,10 +47,11 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
             "messages": info.messages,
             "current_tokens": info.current_tokens,
             "compactions": info.compactions,
-            "cost": figs[info.session.id].to_json()["cost"],
-            "figures": figs[info.session.id].to_json(),
+            "cost": figures["cost"],
+            "figures": figures,
         }
         for info in infos
+        for figures in [figs[info.session.id or 0].to_json()]
     ]
     rows = [
         f"{'ID':>4}  {'UPDATED':16}  {'AGENT':11}  {'ROUNDS':>6}  {'CONTEXT':>9}  "
@@ -58,7 +59,7 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     ]
     for info in infos:
         s = info.session
-        fig = figs[s.id]
+        fig = figs[s.id or 0]
         context = "–" if fig.context_tokens is None else f"{fig.context_tokens:,}"
         rows.append(
             f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {one_line(fig.agent)[:11]:11}  "
@@ -89,7 +90,12 @@ def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.compaction.ledger import fidelity_line
+    from engine.compaction.losses import lost_lines, session_losses
     from engine.messages.render import render_react
+    from engine.recordings.base import recorded_compaction
+    from engine.recordings.degenerate import session_flags
+    from engine.settings.params import describe_params
 
     store = open_store(args, settings, read_only=True)
     session = find_session(store, args.session)
@@ -235,6 +241,8 @@ def show_request(args: argparse.Namespace, exchanges: list[Any]) -> int:
 def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     from engine.context.builder import LAYERS
     from engine.context.sources import session_breakdown
+    from engine.recordings.hidden import hidden_prefix
+    from engine.recordings.own_agent import OwnAgentView
 
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
