@@ -330,7 +330,7 @@ def main() -> int:
         help="run the budget rows' commands from this checkout (a before / after)",
     )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as name:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as name:
         tmp = Path(name)
         print(
             f'median of {args.runs} runs; baseline `python -c "{BUDGET_BASELINE}"`, '
