@@ -90,11 +90,7 @@ def session_cost(store: Any, settings: Settings, session: Any) -> float | None:
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
-    from engine.compaction.ledger import fidelity_line
-    from engine.compaction.losses import lost_lines, session_losses
     from engine.messages.render import render_react
-    from engine.recordings.base import recorded_compaction
-    from engine.recordings.degenerate import session_flags
     from engine.settings.params import describe_params
 
     store = open_store(args, settings, read_only=True)
@@ -174,10 +170,42 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         "",
         render_react(history),
     ]
+    data["losses"], data["degenerate"] = [], []
+    if compactions:  # what a compaction lost, and its flags: loaded for a session that has one
+        lines += compaction_lines(store, sid, compactions, settings, data)
+    if exchanges:
+        lines.extend(request_lines(data["requests"]))
+    if "what_ifs" in data:
+        from engine.proxy.whatif import what_if_lines
+
+        lines.extend(what_if_lines(data["what_ifs"]))
+    for o in observations:
+        lines.append(
+            f"\n--- observation {one_line(o.tool_use_id)} ({one_line(o.tool_name)}), "
+            f"round {o.round_index} "
+            f"step {o.step}, {o.tokens_full} tokens ---\n{o.text}"
+        )
+    if todos:
+        lines.append("todo: " + "; ".join(f"[{t.status}] {t.content}" for t in todos))
+    emit(args, data, "\n".join(lines))
+    return 0
+
+
+def compaction_lines(
+    store: Any, sid: int, compactions: list[Any], settings: Settings, data: dict[str, Any]
+) -> list[str]:
+    """``show``'s line per compaction, with what it lost by name and its degenerate flags
+    (``data``'s ``losses`` and ``degenerate`` filled in)."""
+    from engine.compaction.ledger import fidelity_line
+    from engine.compaction.losses import lost_lines, session_losses
+    from engine.recordings.base import recorded_compaction
+    from engine.recordings.degenerate import session_flags
+
     losses = {loss.compaction_id: loss for loss in session_losses(store, sid)}
     data["losses"] = [loss.as_json() for loss in losses.values()]
     flags = session_flags(store, sid, settings)
     data["degenerate"] = [f.as_json() for f in flags]
+    lines: list[str] = []
     for c in compactions:
         lines.append(
             f"compaction {c.id} ({c.strategy}, {c.placement or 'no summary'}): {c.trigger} "
@@ -196,22 +224,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             # What it lost by name (the figure line above stays as it is); --json has them all.
             lines += [f"  {line}" for line in lost_lines(losses[c.id], LOST_NAMED)]
         lines += [f"  degenerate: {f.line()}" for f in flags if f.compaction_id == c.id]
-    if exchanges:
-        lines.extend(request_lines(data["requests"]))
-    if "what_ifs" in data:
-        from engine.proxy.whatif import what_if_lines
-
-        lines.extend(what_if_lines(data["what_ifs"]))
-    for o in observations:
-        lines.append(
-            f"\n--- observation {one_line(o.tool_use_id)} ({one_line(o.tool_name)}), "
-            f"round {o.round_index} "
-            f"step {o.step}, {o.tokens_full} tokens ---\n{o.text}"
-        )
-    if todos:
-        lines.append("todo: " + "; ".join(f"[{t.status}] {t.content}" for t in todos))
-    emit(args, data, "\n".join(lines))
-    return 0
+    return lines
 
 
 def show_request(args: argparse.Namespace, exchanges: list[Any]) -> int:
