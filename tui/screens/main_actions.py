@@ -21,12 +21,8 @@ from engine.session.workspace import NO_FOLDER
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
-from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
-from tui.screens.report_screen import ReportScreen
-from tui.screens.requests_screen import RequestsScreen
-from tui.screens.sessions_screen import SessionsScreen
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
@@ -38,6 +34,7 @@ if TYPE_CHECKING:
     from engine.session import Agent
     from engine.store.forking import Fork
     from tui.host import Workbench
+    from tui.screens.compact_preview_modal import Commit, Regenerate
     from tui.session_loader import Resume
     from tui.widgets.block_view import Block
     from tui.widgets.history_view import BlockMemo
@@ -345,12 +342,16 @@ class MainActions(Screen[None]):
             return
         if self.agent is None:
             return
+        from tui.screens.compact_preview_modal import CompactPreviewModal  # when first asked
+
         self.app.push_screen(
             CompactPreviewModal(draft, self.agent.strategy.name),
             lambda choice: self._preview_answer(draft, choice),
         )
 
     def _preview_answer(self, draft: CompactionDraft, choice: Commit | Regenerate | None) -> None:
+        from tui.screens.compact_preview_modal import Regenerate
+
         if choice is None:
             self.notify("Compaction abandoned; nothing was changed.", title="Compaction")
         elif isinstance(choice, Regenerate):
@@ -406,6 +407,9 @@ class MainActions(Screen[None]):
         )
         fixed = app.workspace_label
         label = (lambda _path: fixed) if fixed else workspace_label
+        from tui.screens.sessions_screen import SessionsScreen  # the rest of the screens (the
+        # sessions, requests and report screens, the compaction preview) load when first opened
+
         self.app.push_screen(
             SessionsScreen(app.store, app.clock, self.session_id, workspace, label, app.settings),
             self._resume,
@@ -463,12 +467,16 @@ class MainActions(Screen[None]):
 
     def action_requests(self) -> None:
         if self.agent is not None and self.session_id is not None:
+            from tui.screens.requests_screen import RequestsScreen
+
             agent = self.agent
             self.app.push_screen(RequestsScreen(agent.store, self.session_id, agent.settings))
 
     def action_report(self) -> None:
         if self._refuse_when_busy():
             return
+        from tui.screens.report_screen import ReportScreen
+
         app = self.ctx_app
         self.app.push_screen(ReportScreen(app.store, app.settings), self._resume)
 
