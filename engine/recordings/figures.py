@@ -4,6 +4,13 @@ The one door every surface goes through: ``session_figures(store, session, setti
 recording is measured by its own agent's rules (the agents' registry:
 :func:`engine.recordings.agents.context_rules_for_session`); ctxscope's own session by seed
 000's (its ``context_window``, compacting at ``threshold_ratio`` of it).
+
+The figures are made here (:func:`made_figures`) and stored (schema 21): a listing reads the
+stored copy while it was made with what is in force now (:func:`figures_key`: the price data's
+version, the ``[prices]`` sections, what the agents' rules read), and makes and keeps them
+again otherwise; every write that changes them clears them in its own transaction
+(docs/storage.md). So ``sessions``, ``show`` and ``context`` need neither the usage rows nor
+genai-prices for a session whose figures are stored.
 """
 
 from __future__ import annotations
