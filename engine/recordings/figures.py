@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.figures import Call, Rules, SessionFigures, WindowRules, figures_from_calls
-from engine.models import Compaction, Outcome, Session
+from engine.models import Compaction, Outcome, Session, UsageRecord
 from engine.settings.config import Settings
 from engine.settings.params import session_settings
 from engine.store import Store
 
 if TYPE_CHECKING:  # pricing is imported when figures are made, not when they are read
     from engine.figures.spend import Spend
+    from engine.store.history import UsageGroup
     from engine.store.usage import StoredFigures
 
 
@@ -44,15 +45,19 @@ def own_rules(settings: Settings) -> Rules:
 
 
 def rules_for(
-    store: Store, session: Session, settings: Settings, env: Mapping[str, str] | None = None
+    store: Store,
+    session: Session,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    usages: Sequence[UsageRecord] | None = None,
 ) -> WindowRules:
     """The rules a session is measured by: its own agent's for a recording, seed 000's for
-    ctxscope's own."""
+    ctxscope's own (``usages``: its usage records, when the caller has read them)."""
     if not session.recorded:
         return own_rules(session_settings(settings, session))
     from engine.recordings.agents import context_rules_for_session
 
-    return context_rules_for_session(store, session, settings, env)
+    return context_rules_for_session(store, session, settings, env, usages)
 
 
 def counted(compaction: Compaction) -> bool:
@@ -178,7 +183,7 @@ def sessions_figures(
     ids = [s.id for s in sessions if s.id is not None]
     stored = store.stored_figures(None if every else ids)
     out: dict[int, SessionFigures] = {}
-    made: list[tuple[StoredFigures, str, dict[str, Any]]] = []
+    to_make: list[Session] = []
     for session in sessions:
         assert session.id is not None
         sid = session.id
@@ -192,7 +197,28 @@ def sessions_figures(
                 continue
             except (KeyError, TypeError):  # kept by another version: made again
                 pass
-        out[sid] = made_figures(store, session, settings, env)
+        to_make.append(session)
+    # Many to make (the first listing after an import of a whole history): every session's
+    # usage sums in one query, not one each.
+    groups: dict[int, list[UsageGroup]] | None = None
+    if len(to_make) > 1:
+        groups = {s.id: [] for s in to_make if s.id is not None}
+        for group in store.usage_groups():
+            if group.session_id in groups:
+                groups[group.session_id].append(group)
+    made: list[tuple[StoredFigures, str, dict[str, Any]]] = []
+    for session in to_make:
+        assert session.id is not None
+        sid = session.id
+        out[sid] = made_figures(
+            store,
+            session,
+            settings,
+            env,
+            groups=None if groups is None else groups[sid],
+            sums=sums.get(sid) if sums else None,
+        )
+        read = stored.get(sid)
         if read is not None:
             made.append((read, key, out[sid].stored()))
     store.keep_figures(made)
@@ -209,12 +235,17 @@ def made_figures(
     settings: Settings,
     env: Mapping[str, str] | None = None,
     rules: WindowRules | None = None,
+    *,
+    groups: Sequence[UsageGroup] | None = None,
+    sums: tuple[int, int] | None = None,
 ) -> SessionFigures:
     """The figures of a stored session made from its calls, rules and prices (what the stored
-    figures are a copy of)."""
+    figures are a copy of). ``groups`` (its usage sums) and ``sums`` (its history tokens and
+    counted compactions) where the caller has read them, else they are read here."""
     assert session.id is not None
     sid = session.id
     model = session.model or ("" if session.recorded else settings.model)
+    usages = store.usages(sid)
     calls = [
         Call(
             usage=u.usage,
@@ -222,13 +253,13 @@ def made_figures(
             created_at=u.created_at,
             billed=u.source != "local",
         )
-        for u in store.usages(sid)
+        for u in usages
     ]
-    history_tokens, compactions = _sums(store, sid)
-    spend, note = session_spend(store, sid, session.model, settings)
+    history_tokens, compactions = _sums(store, sid) if sums is None else sums
+    spend, note = session_spend(store, sid, session.model, settings, groups)
     return figures_from_calls(
         calls,
-        rules if rules is not None else rules_for(store, session, settings, env),
+        rules if rules is not None else rules_for(store, session, settings, env, usages),
         spend,
         note,
         agent=agent_label(session),
@@ -238,15 +269,22 @@ def made_figures(
     )
 
 
-def session_spend(store: Store, sid: int, model: str, settings: Settings) -> tuple[Spend, str]:
+def session_spend(
+    store: Store,
+    sid: int,
+    model: str,
+    settings: Settings,
+    groups: Sequence[UsageGroup] | None = None,
+) -> tuple[Spend, str]:
     """What a session's billed calls cost, summed and priced as the report card does: each
-    request at the model that answered it (one that names none: the session's ``model``)."""
+    request at the model that answered it (one that names none: the session's ``model``);
+    ``groups``: its usage sums (:meth:`Store.usage_groups`), when the caller has them."""
     from engine.figures.spend import Spend, priced, prices
 
     known = prices(settings)
     spend = Spend()
     used: dict[str, None] = {}
-    for group in store.usage_groups(session=sid):
+    for group in store.usage_groups(session=sid) if groups is None else groups:
         answered = group.model or model
         used[answered] = None
         spend.add(priced(group, known.rates_for(answered, group.day, group.long)))
