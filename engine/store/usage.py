@@ -144,17 +144,22 @@ class UsageStore(StorePart):
         self.bind()
         # A store opened to look has SQLite's query_only set against writing a session by
         # mistake; this one write, of figures made from what it read, lifts it for its time.
-        looking = self.read_only and not dialect.is_postgres(self.db)
+        sqlite = not dialect.is_postgres(self.db)
+        looking = self.read_only and sqlite
         try:
             if looking:
                 dialect.sql(self.db, "PRAGMA query_only = 0")
             if self.db.in_transaction():
                 return write()
+            if sqlite:  # a cache never waits for a writer (a long import): kept next time
+                dialect.sql(self.db, "PRAGMA busy_timeout = 0")
             with self.begin_write():
                 return write()
         except DatabaseError:  # read-only file, locked, a read-only PostgreSQL session
             return None
         finally:
+            if sqlite:
+                dialect.sql(self.db, f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             if looking:
                 dialect.sql(self.db, "PRAGMA query_only = 1")
 

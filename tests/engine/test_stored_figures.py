@@ -143,3 +143,26 @@ def test_the_key_names_every_variable_and_setting_the_rules_read() -> None:
     named = set(re.findall(r"\bsettings\.([a-z_]+)\b(?!\.json)", text))
     named -= {"json", "local", "config", "prices"}  # file names in prose; prices: its own digest
     assert named and named <= set(RULE_SETTINGS)
+
+
+def test_a_listing_does_not_wait_for_a_writer_to_keep_figures(tmp_path: Path) -> None:
+    """While another connection holds the write lock (a long import), a listing makes the
+    figures, prints them and keeps none, at once: its busy timeout (30 s here) is not waited
+    out for a cache."""
+    import time
+
+    db = imported(MAROT, tmp_path)
+    Store.open(db).stored_figures()  # the row exists; its figures are kept by import
+    writer = Store.open(db)
+    looking = Store.open(db, read_only=True, busy_timeout=30)
+    settings = Settings()
+    (session,) = [i.session for i in looking.list_sessions()]
+    assert session.id is not None
+    other_key = figures_key(settings) + " (another)"
+    with writer.begin_write():  # BEGIN IMMEDIATE: the write lock, held
+        start = time.monotonic()
+        read = looking.stored_figures([session.id])[session.id]
+        kept = looking.keep_figures([(read, other_key, {"cost": 1.0})])
+        waited = time.monotonic() - start
+    assert kept == 0 and waited < 10
+    assert looking.stored_figures([session.id])[session.id].priced_with != other_key
