@@ -39,11 +39,18 @@ def add_sessions_parser(sub: Subcommands, parents: Parents) -> None:
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     from cli.common import emit, open_store
-    from engine.recordings.figures import session_figures
+    from engine.recordings.figures import sessions_figures
 
     store = open_store(args, settings, read_only=True)
-    infos = [i for i in store.list_sessions() if _wanted(i.session, args)]
-    figs = {info.session.id: session_figures(store, info.session, settings) for info in infos}
+    every = store.list_sessions()
+    infos = [i for i in every if _wanted(i.session, args)]
+    figs = sessions_figures(
+        store,
+        [i.session for i in infos],
+        settings,
+        sums={i.session.id: (i.current_tokens, i.compactions) for i in infos if i.session.id},
+        every=len(infos) == len(every),
+    )
     data = [
         {
             **info.session.model_dump(mode="json"),
@@ -51,10 +58,11 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
             "messages": info.messages,
             "current_tokens": info.current_tokens,
             "compactions": info.compactions,
-            "cost": figs[info.session.id].to_json()["cost"],
-            "figures": figs[info.session.id].to_json(),
+            "cost": figures["cost"],
+            "figures": figures,
         }
         for info in infos
+        for figures in [figs[info.session.id or 0].to_json()]
     ]
     rows = [
         f"{'ID':>4}  {'UPDATED':16}  {'AGENT':11}  {'ROUNDS':>6}  {'CONTEXT':>9}  "
@@ -62,7 +70,7 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     ]
     for info in infos:
         s = info.session
-        fig = figs[s.id]
+        fig = figs[s.id or 0]
         context = "–" if fig.context_tokens is None else f"{fig.context_tokens:,}"
         rows.append(
             f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {one_line(fig.agent)[:11]:11}  "
@@ -128,9 +136,7 @@ def add_show_parser(sub: Subcommands, parents: Parents) -> None:
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     from cli.common import emit, find_session, open_store
-    from engine.compaction.losses import lost_lines, session_losses
     from engine.messages.render import render_react
-    from engine.recordings.degenerate import session_flags
     from engine.recordings.figures import session_figures
     from engine.settings.params import describe_params
     from engine.terminal_text import printable
@@ -212,16 +218,9 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         "",
         render_react(history),
     ]
-    losses = {loss.compaction_id: loss for loss in session_losses(store, sid)}
-    data["losses"] = [loss.as_json() for loss in losses.values()]
-    flags = session_flags(store, sid, settings)
-    data["degenerate"] = [f.as_json() for f in flags]
-    for c in compactions:
-        lines.append(compaction_line(c))
-        if c.id in losses and c.undone_at is None:
-            # What it lost by name (the figure line above stays as it is); --json has them all.
-            lines += [f"  {line}" for line in lost_lines(losses[c.id], LOST_NAMED)]
-        lines += [f"  degenerate: {f.line()}" for f in flags if f.compaction_id == c.id]
+    data["losses"], data["degenerate"] = [], []
+    if compactions:  # what a compaction lost, and its flags: loaded for a session that has one
+        lines += compaction_lines(store, sid, compactions, settings, data)
     if exchanges:
         lines.extend(request_lines(data["requests"]))
     if "what_ifs" in data:
@@ -238,6 +237,28 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         lines.append("todo: " + "; ".join(f"[{t.status}] {t.content}" for t in todos))
     emit(args, data, "\n".join(lines))
     return 0
+
+
+def compaction_lines(
+    store: Any, sid: int, compactions: list[Any], settings: Settings, data: dict[str, Any]
+) -> list[str]:
+    """``show``'s line per compaction, with what it lost by name and its degenerate flags
+    (``data``'s ``losses`` and ``degenerate`` filled in)."""
+    from engine.compaction.losses import lost_lines, session_losses
+    from engine.recordings.degenerate import session_flags
+
+    losses = {loss.compaction_id: loss for loss in session_losses(store, sid)}
+    data["losses"] = [loss.as_json() for loss in losses.values()]
+    flags = session_flags(store, sid, settings)
+    data["degenerate"] = [f.as_json() for f in flags]
+    lines: list[str] = []
+    for c in compactions:
+        lines.append(compaction_line(c))
+        if c.id in losses and c.undone_at is None:
+            # What it lost by name (the figure line above stays as it is); --json has them all.
+            lines += [f"  {line}" for line in lost_lines(losses[c.id], LOST_NAMED)]
+        lines += [f"  degenerate: {f.line()}" for f in flags if f.compaction_id == c.id]
+    return lines
 
 
 def compaction_line(c: Compaction) -> str:

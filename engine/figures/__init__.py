@@ -23,8 +23,8 @@ registry's business (:mod:`engine.recordings.figures` joins the two).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -169,6 +169,26 @@ class SessionFigures:
             "cost_note": self.cost_note,
             "unpriced_requests": self.unpriced_requests,
         }
+
+    def stored(self) -> dict[str, Any]:
+        """What the store keeps of these figures (:meth:`Store.keep_figures`): all but
+        ``history_tokens`` and ``compactions``, which the store sums as it lists sessions."""
+        kept = {f.name: getattr(self, f.name) for f in fields(self)}
+        del kept["history_tokens"], kept["compactions"]
+        kept["models"] = list(self.models)
+        kept["tokens"] = {f.name: getattr(self.tokens, f.name) for f in fields(Tokens)}
+        return kept
+
+    @classmethod
+    def from_stored(
+        cls, kept: Mapping[str, Any], *, history_tokens: int, compactions: int
+    ) -> SessionFigures:
+        """The figures :meth:`stored` kept, with the two the store sums. Raises ``KeyError``
+        or ``TypeError`` for a record of another shape (made by another version)."""
+        values = dict(kept)
+        values["models"] = tuple(values["models"])
+        values["tokens"] = Tokens(**values["tokens"])
+        return cls(**values, history_tokens=history_tokens, compactions=compactions)
 
     def context_line(self) -> str:
         """``context 54,242 / 1,000,000 (5.4%) · 912,758 until auto-compact at 967,000``: the

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache, partial
 from typing import Any
 
 from engine.figures.prices import Pricing, price_for
@@ -118,11 +120,13 @@ def session_flags(store: Store, session_id: int, settings: Settings) -> list[Fla
         return []
     usages: list[UsageRecord] = sorted(store.usages(session_id), key=lambda u: u.created_at)
     times = [u.created_at for u in usages]
-    price = price_for(settings, model)
+    price = cache(partial(price_for, settings, model))  # priced when a flag says a cost
     out: list[Flag] = []
     for k, c in enumerate(compactions):
-        call = _call_cost(settings, model, c)
-        call_of = "the compaction call" + ("" if call is not None else ", not recorded")
+        call = cache(partial(_call_cost, settings, model, c))
+
+        def call_of(call: Callable[[], float | None] = call) -> str:
+            return "the compaction call" + ("" if call() is not None else ", not recorded")
 
         def flag(
             kind: str, detail: str, cost: float | None, cost_of: str, c: Compaction = c
@@ -132,15 +136,15 @@ def session_flags(store: Store, session_id: int, settings: Settings) -> list[Fla
         text = store.summary(c.summary_id).content if c.summary_id is not None else ""
         if not text.strip():
             flag("empty", f"the summary is empty: {c.messages_compacted} messages went with "
-                 "nothing in their place", call, call_of)  # fmt: skip
+                 "nothing in their place", call(), call_of())  # fmt: skip
         elif opaque(text):
             flag("opaque", "the summary cannot be read (encrypted, or no readable text "
-                 "recorded)", call, call_of)  # fmt: skip
+                 "recorded)", call(), call_of())  # fmt: skip
         history = c.stats.get("replacement_history")
         if isinstance(history, dict) and not history.get("conversation"):
             items = history.get("items", 0)
             flag("envelope_only", f"the replacement history holds {items} items, all start-up "
-                 "envelope: none of the conversation", call, call_of)  # fmt: skip
+                 "envelope: none of the conversation", call(), call_of())  # fmt: skip
         extra = c.stats.get("duplicate_calls")
         if isinstance(extra, list) and extra:
             costs = [
@@ -158,14 +162,14 @@ def session_flags(store: Store, session_id: int, settings: Settings) -> list[Fla
             first, last = bisect_left(times, before.created_at), bisect_left(times, c.created_at)
             between = usages[first:last]
             if len(between) <= settings.degenerate_spiral_requests:
-                cost = _sum([price.total_cost(between) if between else 0.0, call])
+                cost = _sum([price().total_cost(between) if between else 0.0, call()])
                 flag("spiral", f"{len(between)} API calls after compaction {before.id}",
                      cost, "the calls since the last compaction and this one's")  # fmt: skip
         freed = _freed(c, usages, times)
         if freed is not None and freed[0] < settings.degenerate_min_freed:
             share, start, after = freed
             flag("freed_little", f"freed {share:.0%} of {start:,} tokens ({after:,} after)",
-                 call, call_of)  # fmt: skip
+                 call(), call_of())  # fmt: skip
     return out
 
 

@@ -4,18 +4,34 @@ The one door every surface goes through: ``session_figures(store, session, setti
 recording is measured by its own agent's rules (the agents' registry:
 :func:`engine.recordings.agents.context_rules_for_session`); ctxscope's own session by seed
 000's (its ``context_window``, compacting at ``threshold_ratio`` of it).
+
+The figures are made here (:func:`made_figures`) and stored (schema 21): a listing reads the
+stored copy while it was made with what is in force now (:func:`figures_key`: the price data's
+version, the ``[prices]`` sections, what the agents' rules read), and makes and keeps them
+again otherwise; every write that changes them clears them in its own transaction
+(docs/storage.md). So ``sessions``, ``show`` and ``context`` need neither the usage rows nor
+genai-prices for a session whose figures are stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engine.figures import Call, Rules, SessionFigures, WindowRules, figures_from_calls
-from engine.figures.spend import Spend, priced, prices
-from engine.models import Compaction, Outcome, Session
+from engine.models import Compaction, Outcome, Session, UsageRecord
 from engine.settings.config import Settings
 from engine.settings.params import session_settings
 from engine.store import Store
+
+if TYPE_CHECKING:  # pricing is imported when figures are made, not when they are read
+    from engine.figures.spend import Spend
+    from engine.store.history import UsageGroup
+    from engine.store.usage import StoredFigures
 
 
 def own_rules(settings: Settings) -> Rules:
@@ -29,15 +45,19 @@ def own_rules(settings: Settings) -> Rules:
 
 
 def rules_for(
-    store: Store, session: Session, settings: Settings, env: Mapping[str, str] | None = None
+    store: Store,
+    session: Session,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    usages: Sequence[UsageRecord] | None = None,
 ) -> WindowRules:
     """The rules a session is measured by: its own agent's for a recording, seed 000's for
-    ctxscope's own."""
+    ctxscope's own (``usages``: its usage records, when the caller has read them)."""
     if not session.recorded:
         return own_rules(session_settings(settings, session))
     from engine.recordings.agents import context_rules_for_session
 
-    return context_rules_for_session(store, session, settings, env)
+    return context_rules_for_session(store, session, settings, env, usages)
 
 
 def counted(compaction: Compaction) -> bool:
@@ -47,6 +67,89 @@ def counted(compaction: Compaction) -> bool:
     )
 
 
+RULE_VARIABLES = (
+    "HOME",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "COPILOT_HOME",
+    "ANTHROPIC_BETAS",
+    "CLAUDE_CODE_DISABLE_1M_CONTEXT",
+    "CLAUDE_CODE_AUTO_COMPACT_WINDOW",
+    "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
+    "DISABLE_AUTO_COMPACT",
+)
+"""The environment variables the agents' rules read (``context_rules`` in
+``engine/recordings/agents/``; tests/engine/test_stored_figures.py checks the list against
+their modules): a change to one makes the stored figures be made again."""
+
+RULE_SETTINGS = (
+    "model",
+    "context_window",
+    "threshold_ratio",
+    "watch_context_window",
+    "watch_compact_reserve",
+    "watch_codex_compact_ratio",
+    "watch_codex_dir",
+    "watch_claude_dir",
+)
+"""The settings the figures are made with besides ``[prices]`` (checked the same way)."""
+
+
+def figures_key(settings: Settings, env: Mapping[str, str] | None = None) -> str:
+    """What stored figures were made with, as one string: genai-prices' version, a digest of
+    the ``[prices]`` sections, and a digest of what the agents' rules read outside the
+    database (:data:`RULE_VARIABLES`, :data:`RULE_SETTINGS`, the user's Claude Code
+    ``settings.json`` and Codex ``config.toml`` by size and time). Figures stored under
+    another key are made again. A project's own ``.claude/settings.json`` is not in it: a
+    change there shows once the session is written again (docs/storage.md)."""
+    environ = os.environ if env is None else env
+    home = Path(environ.get("HOME") or Path.home())
+    claude = (
+        Path(environ["CLAUDE_CONFIG_DIR"]) if environ.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+    )
+    codex = (
+        settings.watch_codex_dir.parent
+        if settings.watch_codex_dir is not None
+        else Path(environ["CODEX_HOME"])
+        if environ.get("CODEX_HOME")
+        else home / ".codex"
+    )
+    files = [_stat(claude / "settings.json"), _stat(codex / "config.toml")]
+    prices = sorted((k, v.model_dump_json()) for k, v in settings.prices.items())
+    rules = (
+        [environ.get(n) for n in RULE_VARIABLES],
+        [str(getattr(settings, n)) for n in RULE_SETTINGS],
+        files,
+    )
+    return (
+        f"genai-prices {_price_data_version()}"
+        f"; prices {_digest(repr(prices))}; rules {_digest(repr(rules))}"
+    )
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+@cache
+def _price_data_version() -> str:
+    """The installed genai-prices' version, from its metadata (importing it costs 0.1 s)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("genai-prices")
+    except PackageNotFoundError:
+        return "absent"
+
+
 def session_figures(
     store: Store,
     session: Session,
@@ -54,10 +157,95 @@ def session_figures(
     env: Mapping[str, str] | None = None,
     rules: WindowRules | None = None,
 ) -> SessionFigures:
-    """The figures of a stored session, as every surface prints them."""
+    """The figures of a stored session, as every surface prints them: the stored ones while
+    they hold (:func:`sessions_figures`), else made and kept; with ``rules`` (a caller's own),
+    made and not kept."""
+    assert session.id is not None
+    if rules is not None:
+        return made_figures(store, session, settings, env, rules)
+    return sessions_figures(store, [session], settings, env)[session.id]
+
+
+def sessions_figures(
+    store: Store,
+    sessions: Sequence[Session],
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    sums: Mapping[int, tuple[int, int]] | None = None,
+    every: bool = False,
+) -> dict[int, SessionFigures]:
+    """The figures of ``sessions``, by id: each session's stored figures when they were made
+    with what is in force now (:func:`figures_key`), else made (:func:`made_figures`) and
+    kept. ``sums`` are each session's history tokens and counted compactions where the caller
+    has them (:meth:`Store.list_sessions` sums both), else they are read; ``every``: the
+    sessions are every session of the store (one query for their stored figures)."""
+    key = figures_key(settings, env)
+    ids = [s.id for s in sessions if s.id is not None]
+    stored = store.stored_figures(None if every else ids)
+    out: dict[int, SessionFigures] = {}
+    to_make: list[Session] = []
+    for session in sessions:
+        assert session.id is not None
+        sid = session.id
+        read = stored.get(sid)
+        if read is not None and read.figures is not None and read.priced_with == key:
+            history, compactions = sums[sid] if sums and sid in sums else _sums(store, sid)
+            try:
+                out[sid] = SessionFigures.from_stored(
+                    read.figures, history_tokens=history, compactions=compactions
+                )
+                continue
+            except (KeyError, TypeError):  # kept by another version: made again
+                pass
+        to_make.append(session)
+    # Many to make (the first listing after an import of a whole history): every session's
+    # usage sums in one query, not one each.
+    groups: dict[int, list[UsageGroup]] | None = None
+    if len(to_make) > 1:
+        groups = {s.id: [] for s in to_make if s.id is not None}
+        for group in store.usage_groups():
+            if group.session_id in groups:
+                groups[group.session_id].append(group)
+    made: list[tuple[StoredFigures, str, dict[str, Any]]] = []
+    for session in to_make:
+        assert session.id is not None
+        sid = session.id
+        out[sid] = made_figures(
+            store,
+            session,
+            settings,
+            env,
+            groups=None if groups is None else groups[sid],
+            sums=sums.get(sid) if sums else None,
+        )
+        read = stored.get(sid)
+        if read is not None:
+            made.append((read, key, out[sid].stored()))
+    store.keep_figures(made)
+    return out
+
+
+def _sums(store: Store, sid: int) -> tuple[int, int]:
+    return store.history_tokens(sid), sum(1 for c in store.compactions(sid) if counted(c))
+
+
+def made_figures(
+    store: Store,
+    session: Session,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    rules: WindowRules | None = None,
+    *,
+    groups: Sequence[UsageGroup] | None = None,
+    sums: tuple[int, int] | None = None,
+) -> SessionFigures:
+    """The figures of a stored session made from its calls, rules and prices (what the stored
+    figures are a copy of). ``groups`` (its usage sums) and ``sums`` (its history tokens and
+    counted compactions) where the caller has read them, else they are read here."""
     assert session.id is not None
     sid = session.id
     model = session.model or ("" if session.recorded else settings.model)
+    usages = store.usages(sid)
     calls = [
         Call(
             usage=u.usage,
@@ -66,29 +254,38 @@ def session_figures(
             billed=u.source != "local",
             input_estimate=u.local_estimate,
         )
-        for u in store.usages(sid)
+        for u in usages
     ]
-    history_tokens = store.history_tokens(sid)
-    spend, note = session_spend(store, sid, session.model, settings)
+    history_tokens, compactions = _sums(store, sid) if sums is None else sums
+    spend, note = session_spend(store, sid, session.model, settings, groups)
     return figures_from_calls(
         calls,
-        rules if rules is not None else rules_for(store, session, settings, env),
+        rules if rules is not None else rules_for(store, session, settings, env, usages),
         spend,
         note,
         agent=agent_label(session),
         model=model,
         history_tokens=history_tokens,
-        compactions=sum(1 for c in store.compactions(sid) if counted(c)),
+        compactions=compactions,
     )
 
 
-def session_spend(store: Store, sid: int, model: str, settings: Settings) -> tuple[Spend, str]:
+def session_spend(
+    store: Store,
+    sid: int,
+    model: str,
+    settings: Settings,
+    groups: Sequence[UsageGroup] | None = None,
+) -> tuple[Spend, str]:
     """What a session's billed calls cost, summed and priced as the report card does: each
-    request at the model that answered it (one that names none: the session's ``model``)."""
+    request at the model that answered it (one that names none: the session's ``model``);
+    ``groups``: its usage sums (:meth:`Store.usage_groups`), when the caller has them."""
+    from engine.figures.spend import Spend, priced, prices
+
     known = prices(settings)
     spend = Spend()
     used: dict[str, None] = {}
-    for group in store.usage_groups(session=sid):
+    for group in store.usage_groups(session=sid) if groups is None else groups:
         answered = group.model or model
         used[answered] = None
         spend.add(priced(group, known.rates_for(answered, group.day, group.long)))

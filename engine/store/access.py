@@ -29,6 +29,7 @@ from engine.store.errors import StoreError
 from engine.store.models import (
     TABLES,
     BaseRow,
+    FiguresRow,
     RoundRow,
     SessionRow,
 )
@@ -349,9 +350,17 @@ class StoreAccess:
             self.db.close()
 
     def _touch(self, session_id: int) -> None:
-        """Bump the session's ``updated_at`` (every write of a step does: plain SQL)."""
+        """Bump the session's ``updated_at`` (every write of a step does: plain SQL), and
+        mark its stored figures out of date (:meth:`_figures_changed`)."""
         sql, values = update_statement(SessionRow, ("updated_at",))
         schema.sql(self.db, sql, values(utcnow(), id=session_id))
+        self._figures_changed(session_id)
+
+    def _figures_changed(self, session_id: int) -> None:
+        """The session's stored figures (:class:`~engine.store.models.FiguresRow`) no longer
+        hold: cleared, and their generation moved on, in the transaction of the write that
+        changed them, so figures made from what was read before it are never kept."""
+        schema.sql(self.db, _FIGURES_CHANGED, (session_id,))
 
     def _insert_rows(self, table: type[BaseRow], rows: Sequence[dict[str, Any]]) -> None:
         """INSERT ``rows`` (values by field name, alike in their keys) with one prepared
@@ -388,6 +397,11 @@ class StoreAccess:
             raise StoreError(f"session {session_id} has no round {round_index}")
         return found
 
+
+_FIGURES_CHANGED = (
+    f'UPDATE "{FiguresRow._meta.table_name}" SET generation = generation + 1, figures = NULL '
+    "WHERE session_id = ?"
+)
 
 _ROUND = Select(RoundRow, "{session} = ? AND {number} = ?")
 _ROUND_ID = Select(RoundRow, "{session} = ? AND {number} = ?", fields=("id",))

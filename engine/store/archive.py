@@ -256,6 +256,7 @@ class ArchiveStore(StorePart):
             session=compaction.session_id,
             **compaction.model_dump(exclude={"id", "session_id", "summary_id"}),
         )
+        self.access._figures_changed(compaction.session_id)
         return compaction_model(row)
 
     @reads

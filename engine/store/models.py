@@ -316,6 +316,24 @@ class ExchangeRow(BaseRow):
     came."""
 
 
+class FiguresRow(BaseRow):
+    """A session's figures as a listing prints them (requests, tokens by kind, cost, context
+    at its last call, window, agent, dates: :class:`engine.figures.SessionFigures` without the
+    figures :meth:`list_sessions` sums), stored so that ``sessions`` and ``show`` need neither
+    the usage rows nor the price data. ``generation`` goes up, and ``figures`` is cleared, in
+    the transaction of every write that changes what they are made of (a usage row, a
+    compaction, the session); figures made from an older generation are not kept."""
+
+    session = ForeignKeyField(SessionRow, unique=True, on_delete="CASCADE")
+    session_id: int
+    generation = IntegerField(default=0)
+    priced_with = TextField(default="")
+    """What the figures were made with: genai-prices' version, the ``[prices]`` digest and
+    the agents' rules' inputs (:func:`engine.recordings.figures.figures_key`)."""
+    figures = JSONField(null=True)
+    """None: not made since the last change."""
+
+
 class ImportedFileRow(BaseRow):
     """A file ``ctxscope import`` (without a path) read: what it was then, and the sessions it
     became, so that a later run skips it while it is unchanged."""
@@ -351,4 +369,5 @@ TABLES: list[type[BaseRow]] = [
     ExchangeBlobRow,
     ExchangeRow,
     ImportedFileRow,
+    FiguresRow,
 ]

@@ -53,7 +53,7 @@ from engine.store.history import (
 )
 from engine.store.lease import Holder
 from engine.store.sessions import Lease, SessionStore
-from engine.store.usage import UsageStore
+from engine.store.usage import StoredFigures, UsageStore
 from tools.base import RecallHit
 
 __all__ = ["Lease", "SessionNotFound", "Store", "StoreAccess", "StoreError"]
@@ -359,6 +359,14 @@ class Store(StoreAccess):
 
     def last_usage(self, session_id: int) -> UsageRecord | None:
         return self.usage.last_usage(session_id)
+
+    def stored_figures(
+        self, session_ids: Collection[int] | None = None
+    ) -> dict[int, StoredFigures]:
+        return self.usage.stored_figures(session_ids)
+
+    def keep_figures(self, made: Sequence[tuple[StoredFigures, str, dict[str, Any]]]) -> int:
+        return self.usage.keep_figures(made)
 
     # ExchangeStore (proxied requests and their blobs)
     def add_exchange(

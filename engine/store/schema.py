@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from playhouse.migrate import SchemaMigrator
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -426,6 +426,15 @@ def _fork_copies(db: Database) -> None:
             )
 
 
+def _stored_figures(db: Database) -> None:
+    """20 -> 21: a session's figures (requests, tokens, cost, context, window) are stored, so
+    a listing reads them instead of pricing every usage row again (issue 44). The table starts
+    empty: each session's figures are made, and kept, the first time they are asked for."""
+    from engine.store.models import FiguresRow
+
+    db.create_tables([FiguresRow], safe=True)
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -446,6 +455,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     17: _source_gone,
     18: _steered_requests,
     19: _fork_copies,
+    20: _stored_figures,
 }
 
 

@@ -289,6 +289,7 @@ class SessionStore(StorePart):
         SessionRow.update(updated_at=utcnow(), **fields).where(
             SessionRow.id == session_id
         ).execute()
+        self.access._figures_changed(session_id)
         return self.get_session(session_id)
 
     @reads
@@ -407,6 +408,7 @@ class SessionStore(StorePart):
             RoundRow.delete().where(
                 (RoundRow.session == session_id) & (RoundRow.number >= first_round)
             ).execute()
+            self.access._figures_changed(session_id)
 
     def _delete_content(self, session_id: int) -> None:
         # Children before parents: some links are RESTRICT (a segment's summary, an
@@ -419,6 +421,7 @@ class SessionStore(StorePart):
         SegmentRow.delete().where(SegmentRow.compaction.in_(compactions)).execute()
         for parent in (CompactionRow, SummaryRow, RoundRow):
             parent.delete().where(parent.session == session_id).execute()
+        self.access._figures_changed(session_id)
 
     @writes
     def switch_strategy(
@@ -431,6 +434,7 @@ class SessionStore(StorePart):
         if session.strategy == strategy and session.params == params:
             return session
         with self.together():
+            self.access._figures_changed(session_id)
             StrategySwitchRow.create(
                 session=session_id,
                 previous=session.strategy,

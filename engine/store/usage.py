@@ -1,12 +1,23 @@
-"""Usage: what each model call used and cost, as the provider reported it."""
+"""Usage: what each model call used and cost, as the provider reported it; and each session's
+figures made from it, stored (:class:`~engine.store.models.FiguresRow`)."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from peewee import DatabaseError
 
 from engine.models import (
     UsageRecord,
 )
+from engine.store import dialect
 from engine.store.access import reads, writes
 from engine.store.models import (
+    FiguresRow,
+    SessionRow,
     UsageRow,
 )
 from engine.store.part import StorePart
@@ -18,18 +29,32 @@ from engine.store.rows import (
 )
 
 
+@dataclass(frozen=True)
+class StoredFigures:
+    """A session's stored figures as read: ``figures`` None when not made since the last
+    change; keep new ones with the ``generation`` read here."""
+
+    session_id: int
+    generation: int
+    priced_with: str
+    figures: dict[str, Any] | None
+
+
 class UsageStore(StorePart):
-    """Usage records, one per model call."""
+    """Usage records, one per model call, and the figures each session's make."""
 
     @writes
     def add_usage(self, record: UsageRecord) -> UsageRecord:
         new_id = self._insert_row(UsageRow, usage_row(record))
+        self.access._figures_changed(record.session_id)
         return record.model_copy(update={"id": new_id})
 
     @writes
     def add_usages(self, records: list[UsageRecord]) -> None:
         """Write several usage records at once (an import's batch)."""
         self._insert_rows(UsageRow, [usage_row(r) for r in records])
+        for session_id in {r.session_id for r in records}:
+            self.access._figures_changed(session_id)
 
     @reads
     def usages(self, session_id: int) -> list[UsageRecord]:
@@ -46,6 +71,97 @@ class UsageStore(StorePart):
         not one and is passed over."""
         row = _LAST_USAGE.first(self.db, (session_id,))
         return None if row is None else usage_model(row)
+
+    def stored_figures(
+        self, session_ids: Collection[int] | None = None
+    ) -> dict[int, StoredFigures]:
+        """The stored figures of ``session_ids`` (every session's when None), by session.
+
+        A session without a row is given one first (generation 0, no figures), where the
+        database can be written, even by a command that opened it only to look: figures are
+        kept against a generation read *before* they were made, so a write between the read
+        and the keeping (which moves the generation on) makes them be thrown away. A session
+        missing from the answer has no row (the database could not be written): its figures
+        are made each time and not kept."""
+        self._hold(session_ids)
+        self.bind()
+        q = FiguresRow.select(
+            FiguresRow.session, FiguresRow.generation, FiguresRow.priced_with, FiguresRow.figures
+        )
+        if session_ids is not None:
+            q = q.where(FiguresRow.session.in_(list(session_ids)))
+        out = {}
+        rows: list[Any] = list(q.tuples())
+        for sid, generation, priced_with, figures in rows:
+            if isinstance(figures, str):  # PostgreSQL hands TEXT back as it is
+                figures = json.loads(figures)
+            out[sid] = StoredFigures(sid, generation, priced_with or "", figures)
+        return out
+
+    def keep_figures(self, made: Sequence[tuple[StoredFigures, str, dict[str, Any]]]) -> int:
+        """Store figures made from what was read at each :class:`StoredFigures`' generation,
+        with what they were priced with: ``(read, priced_with, figures)``. Figures whose
+        session changed since are not kept. A cache: a database that cannot be written now
+        (read-only, locked) keeps none, and says how many it kept."""
+        if not made:
+            return 0
+
+        def keep() -> int:
+            kept = 0
+            for read, priced_with, figures in made:
+                kept += (
+                    FiguresRow.update(priced_with=priced_with, figures=figures)
+                    .where(
+                        (FiguresRow.session == read.session_id)
+                        & (FiguresRow.generation == read.generation)
+                    )
+                    .execute()
+                )
+            return kept
+
+        return self._cache_write(keep) or 0
+
+    def _hold(self, session_ids: Collection[int] | None) -> None:
+        """A figures row for each of ``session_ids`` (every session) without one."""
+        table, sessions = FiguresRow._meta.table_name, SessionRow._meta.table_name
+        only = (
+            "" if session_ids is None else f" AND s.id IN ({', '.join('?' for _ in session_ids)})"
+        )
+        statement = (
+            f'INSERT INTO "{table}" (session_id, generation, priced_with) '
+            f"SELECT s.id, 0, '' FROM \"{sessions}\" s WHERE NOT EXISTS "
+            f'(SELECT 1 FROM "{table}" f WHERE f.session_id = s.id){only} '
+            "ON CONFLICT DO NOTHING"
+        )
+        params = () if session_ids is None else tuple(session_ids)
+        self._cache_write(lambda: dialect.sql(self.db, statement, params))
+
+    def _cache_write(self, write: Any) -> Any:
+        """Run ``write`` in a write transaction of its own (inside the caller's, when one is
+        open); None when the database cannot be written now."""
+        if self.access.read_only_reason is not None:
+            return None
+        self.bind()
+        # A store opened to look has SQLite's query_only set against writing a session by
+        # mistake; this one write, of figures made from what it read, lifts it for its time.
+        sqlite = not dialect.is_postgres(self.db)
+        looking = self.read_only and sqlite
+        try:
+            if looking:
+                dialect.sql(self.db, "PRAGMA query_only = 0")
+            if self.db.in_transaction():
+                return write()
+            if sqlite:  # a cache never waits for a writer (a long import): kept next time
+                dialect.sql(self.db, "PRAGMA busy_timeout = 0")
+            with self.begin_write():
+                return write()
+        except DatabaseError:  # read-only file, locked, a read-only PostgreSQL session
+            return None
+        finally:
+            if sqlite:
+                dialect.sql(self.db, f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            if looking:
+                dialect.sql(self.db, "PRAGMA query_only = 1")
 
 
 _LAST_USAGE = Select(

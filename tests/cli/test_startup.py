@@ -198,3 +198,37 @@ def test_an_argument_error_needs_only_the_checks(
     assert done.returncode == 2
     assert len(refusal) == 1 and error in refusal[0], refusal
     assert set(_heavy(modules)) <= {"engine", "engine.validation", "engine.terminal_text"}
+
+
+NOT_FOR_STORED_FIGURES = ("genai_prices", "psycopg", "textual", "tiktoken", "httpx", "anthropic")
+"""What `sessions`, `show` and `context` (text and --json) need none of once a session's
+figures are stored (issue 44): the price data (genai-prices and its updater's httpx), a server
+driver, the workbench, the tokenizer (a recording's counts are stored at import), a client."""
+
+
+def test_with_stored_figures_the_looking_commands_load_no_prices(tmp_path: Path) -> None:
+    """The corpus' Claude Code session (one compaction, a degenerate-flag check) imported, and
+    ctxscope's own session from `ask` listed once (the listing keeps its figures): then each
+    command, text and --json, in a fresh interpreter, loads none of the above."""
+    db = tmp_path / "s.db"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# hello\n", encoding="utf-8")
+    corpus = ROOT / "tests" / "data" / "corpus"
+    marot = corpus / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    assert main(["import", str(marot), "--db", str(db)]) == 0
+    assert main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)]) == 0
+    assert main(["sessions", "--db", str(db)]) == 0  # makes and keeps the new session's
+    for args in (
+        ["sessions"],
+        ["sessions", "--json"],
+        ["show", "1"],
+        ["show", "1", "--json"],
+        ["show", "2"],
+        ["context", "1"],
+        ["context", "1", "--json"],
+        ["context", "2", "--json"],
+    ):
+        modules = _modules_after(args, db, tmp_path)
+        assert "engine.store" in modules, args
+        assert _loaded(modules, NOT_FOR_STORED_FIGURES) == [], args

@@ -21,18 +21,15 @@ from engine.session.workspace import NO_FOLDER
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
-from tui.screens.compact_preview_modal import Commit, CompactPreviewModal, Regenerate
 from tui.screens.keys_modal import KeysModal
 from tui.screens.permission_modal import PermissionModal
-from tui.screens.report_screen import ReportScreen
-from tui.screens.requests_screen import RequestsScreen
-from tui.screens.sessions_screen import SessionsScreen
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
 from tui.widgets.scratchpad_view import ScratchpadView
 
 if TYPE_CHECKING:
+    from tui.screens.compact_preview_modal import Commit, Regenerate
     from tui.screens.main_screen import MainScreen
 
 
@@ -315,12 +312,16 @@ class MainActions:
             return
         if screen.agent is None:
             return
+        from tui.screens.compact_preview_modal import CompactPreviewModal  # when first asked
+
         screen.app.push_screen(
             CompactPreviewModal(draft, screen.agent.strategy.name),
             lambda choice: self._preview_answer(draft, choice),
         )
 
     def _preview_answer(self, draft: CompactionDraft, choice: Commit | Regenerate | None) -> None:
+        from tui.screens.compact_preview_modal import Regenerate
+
         screen = self.screen
         if choice is None:
             screen.notify("Compaction abandoned; nothing was changed.", title="Compaction")
@@ -383,6 +384,9 @@ class MainActions:
         )
         fixed = app.workspace_label
         label = (lambda _path: fixed) if fixed else workspace_label
+        from tui.screens.sessions_screen import SessionsScreen  # the rest of the screens (the
+        # sessions, requests and report screens, the compaction preview) load when first opened
+
         screen.app.push_screen(
             SessionsScreen(app.store, app.clock, screen.session_id, workspace, label, app.settings),
             self._resume,
@@ -447,6 +451,8 @@ class MainActions:
     def requests(self) -> None:
         screen = self.screen
         if screen.agent is not None and screen.session_id is not None:
+            from tui.screens.requests_screen import RequestsScreen
+
             agent = screen.agent
             screen.app.push_screen(RequestsScreen(agent.store, screen.session_id, agent.settings))
 
@@ -454,6 +460,8 @@ class MainActions:
         screen = self.screen
         if self.refuse_when_busy():
             return
+        from tui.screens.report_screen import ReportScreen
+
         app = screen.ctx_app
         screen.app.push_screen(ReportScreen(app.store, app.settings), self._resume)
 

@@ -15,11 +15,11 @@ tests and its doc section (docs/development.md, "How to add an agent").
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.models import Session
+from engine.models import Session, UsageRecord
 from engine.recordings.agents import (
     aider,
     anthropic_jsonl,
@@ -168,11 +168,16 @@ def context_rules_for_parsed(
 
 
 def context_rules_for_session(
-    store: Store, session: Session, settings: Settings, env: Mapping[str, str] | None = None
+    store: Store,
+    session: Session,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    usages: Sequence[UsageRecord] | None = None,
 ) -> ContextRules:
     """The window and auto-compact point of a stored recorded session, by its agent's rule,
-    from what the store kept of its recording."""
-    return _rules(agent_of(session), recorded_of_session(store, session), settings, env)
+    from what the store kept of its recording (``usages``: its usage records, when the caller
+    has read them)."""
+    return _rules(agent_of(session), recorded_of_session(store, session, usages), settings, env)
 
 
 def agent_of(session: Session) -> str:
@@ -181,16 +186,17 @@ def agent_of(session: Session) -> str:
     return session.agent
 
 
-def recorded_of_session(store: Store, session: Session) -> Recorded:
+def recorded_of_session(
+    store: Store, session: Session, usages: Sequence[UsageRecord] | None = None
+) -> Recorded:
     """The facts the context rules read, from a stored session: its model, its largest
     recorded request, its recorded compactions' context before them, and what its first user
     message kept of the recording (``meta.origin["recorded"]``)."""
     if session.id is None:
         return Recorded(model=session.model)
     sid = session.id
-    largest = max(
-        (u.usage.input_side + u.usage.output_tokens for u in store.usages(sid)), default=0
-    )
+    records = store.usages(sid) if usages is None else usages
+    largest = max((u.usage.input_side + u.usage.output_tokens for u in records), default=0)
     pre = [c.stats.get("recorded_pre_tokens") for c in store.compactions(sid)]
     first = store.first_message(sid)
     origin = (first.meta.origin if first is not None else None) or {}

@@ -1,0 +1,168 @@
+"""A session's figures are stored when written and read back by a listing (issue 44): the
+stored copy equals the figures made from the calls for every corpus file, a change to the
+session or to what the figures were priced with makes them be made again, and a listing reads
+the stored copy rather than the usage rows."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from engine.figures import SessionFigures
+from engine.models import Usage, UsageRecord
+from engine.recordings import figures as stored_figures
+from engine.recordings.figures import (
+    RULE_SETTINGS,
+    RULE_VARIABLES,
+    figures_key,
+    made_figures,
+    sessions_figures,
+)
+from engine.settings.config import Settings
+from engine.store import Store
+from tests.cli_run import run_redirected as run
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "data" / "corpus"
+MAIN_FILES = sorted(
+    p.name
+    for p in CORPUS.iterdir()
+    if p.suffix in (".jsonl", ".json", ".traj") and "__subagents__" not in p.name
+)
+MAROT = "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+
+
+def imported(name: str, tmp: Path) -> Path:
+    db = tmp / "figures.db"
+    code, _, err = run("import", str(CORPUS / name), "--db", str(db))
+    assert code == 0, err
+    return db
+
+
+@pytest.mark.parametrize("name", MAIN_FILES)
+def test_the_stored_figures_are_the_made_ones(name: str, tmp_path: Path) -> None:
+    store = Store.open(imported(name, tmp_path))
+    settings = Settings()
+    sessions = [i.session for i in store.list_sessions()]
+    listed = sessions_figures(store, sessions, settings, every=True)
+    kept = store.stored_figures()
+    for session in sessions:
+        assert session.id is not None
+        made = made_figures(store, session, settings)
+        read = kept[session.id]
+        assert read.figures is not None and read.priced_with == figures_key(settings)
+        again = SessionFigures.from_stored(
+            read.figures, history_tokens=made.history_tokens, compactions=made.compactions
+        )
+        assert again == made == listed[session.id]
+
+
+def _tamper(db: Path, cost: float) -> None:
+    """Write ``cost`` into the stored figures by hand, to see which copy a listing prints."""
+    store = Store.open(db)
+    read = store.stored_figures()
+    (sid,) = read
+    assert read[sid].figures is not None
+    store.bind()
+    from engine.store.models import FiguresRow
+
+    figures = dict(read[sid].figures or {}) | {"cost": cost}
+    FiguresRow.update(figures=figures).where(FiguresRow.session == sid).execute()
+
+
+def _listed_cost(db: Path) -> float:
+    code, out, err = run("sessions", "--db", str(db), "--json")
+    assert code == 0, err
+    (session,) = json.loads(out)
+    return float(session["figures"]["cost"])
+
+
+def test_a_listing_prints_the_stored_figures_while_the_price_data_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The marot session costs $11.853923 at list price (tests/test_one_truth.py); a stored
+    cost written by hand is what ``sessions`` prints while the key holds, and the made figure
+    again (and stored again) once genai-prices' version is another."""
+    db = imported(MAROT, tmp_path)
+    assert round(_listed_cost(db), 2) == 11.85
+    _tamper(db, 1234.5)
+    assert _listed_cost(db) == 1234.5
+    monkeypatch.setattr(stored_figures, "_price_data_version", lambda: "99.0.0")
+    assert round(_listed_cost(db), 2) == 11.85
+    read = Store.open(db).stored_figures()
+    (row,) = read.values()
+    assert row.priced_with.startswith("genai-prices 99.0.0;")
+    assert row.figures is not None and round(row.figures["cost"], 2) == 11.85
+
+
+def test_a_prices_section_or_a_rule_variable_changes_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings()
+    key = figures_key(settings, {})
+    assert figures_key(settings, {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000"}) != key
+    assert figures_key(settings, {"SOME_OTHER_VARIABLE": "1"}) == key
+    priced = Settings(prices={"claude-opus-4-6": {"input": 1.0, "output": 2.0}})
+    assert figures_key(priced, {}) != key
+    assert figures_key(Settings(watch_context_window=123_456), {}) != key
+
+
+def test_a_usage_row_clears_the_stored_figures_in_its_transaction(tmp_path: Path) -> None:
+    db = imported(MAROT, tmp_path)
+    store = Store.open(db)
+    settings = Settings()
+    (session,) = [i.session for i in store.list_sessions()]
+    assert session.id is not None
+    sessions_figures(store, [session], settings)
+    before = store.stored_figures()[session.id]
+    assert before.figures is not None
+    usage = Usage(input_tokens=10, output_tokens=5)
+    record = UsageRecord(
+        session_id=session.id, round_index=None, step=None, usage=usage, model="claude-opus-4-6"
+    )
+    store.add_usage(record)
+    after = store.stored_figures()[session.id]
+    assert after.figures is None and after.generation == before.generation + 1
+    # figures made from what was read before the write are not kept
+    assert store.keep_figures([(before, before.priced_with, before.figures)]) == 0
+    fresh = sessions_figures(store, [session], settings)[session.id]
+    assert fresh.requests == made_figures(store, session, settings).requests
+    assert store.stored_figures()[session.id].figures == fresh.stored()
+
+
+def test_the_key_names_every_variable_and_setting_the_rules_read() -> None:
+    """Every ``variable("X")`` / ``env.get("X")`` / ``env["X"]`` in the agents' modules and
+    every ``settings.x`` there is in the key, so a change to one makes the figures again."""
+    agents = ROOT / "engine" / "recordings" / "agents"
+    text = "\n".join(p.read_text() for p in agents.glob("*.py"))
+    variables = set(re.findall(r'(?:variable\(|env\.get\(|env\[)"([A-Z_0-9]+)"', text))
+    assert variables and variables <= set(RULE_VARIABLES)
+    named = set(re.findall(r"\bsettings\.([a-z_]+)\b(?!\.json)", text))
+    named -= {"json", "local", "config", "prices"}  # file names in prose; prices: its own digest
+    assert named and named <= set(RULE_SETTINGS)
+
+
+def test_a_listing_does_not_wait_for_a_writer_to_keep_figures(tmp_path: Path) -> None:
+    """While another connection holds the write lock (a long import), a listing makes the
+    figures, prints them and keeps none, at once: its busy timeout (30 s here) is not waited
+    out for a cache."""
+    import time
+
+    db = imported(MAROT, tmp_path)
+    Store.open(db).stored_figures()  # the row exists; its figures are kept by import
+    writer = Store.open(db)
+    looking = Store.open(db, read_only=True, busy_timeout=30)
+    settings = Settings()
+    (session,) = [i.session for i in looking.list_sessions()]
+    assert session.id is not None
+    other_key = figures_key(settings) + " (another)"
+    with writer.begin_write():  # BEGIN IMMEDIATE: the write lock, held
+        start = time.monotonic()
+        read = looking.stored_figures([session.id])[session.id]
+        kept = looking.keep_figures([(read, other_key, {"cost": 1.0})])
+        waited = time.monotonic() - start
+    assert kept == 0 and waited < 10
+    assert looking.stored_figures([session.id])[session.id].priced_with != other_key
