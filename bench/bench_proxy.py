@@ -9,6 +9,9 @@ one kept-alive connection each (http.client):
 - **round trip**: a non-streamed request of a small body (a one-line question), then of a
   large one (a ~150k-token conversation, 600 KB), median over ``--requests`` each;
   the target: through the proxy ≤ 1.1× direct.
+- **8 concurrent clients**: eight kept-alive connections each sending the small body at
+  once, ``--requests`` rounds, a round direct then a round through the proxy (taking turns);
+  the median of every request's time each way; the target: through the proxy ≤ 1.1× direct.
 - **first event**: a streamed request, from sending to reading the first event's bytes;
   the target: ≤ 5 ms added at the median.
 - **steering on**: the same round trips through a second proxy started with ``--steer all``,
@@ -150,6 +153,7 @@ def start_proxy(upstream: int, db: Path, *options: str) -> tuple[subprocess.Pope
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        cwd=ROOT,
     )
     assert process.stderr is not None
     banner = process.stderr.readline()
@@ -254,6 +258,40 @@ class Client:
         }
 
 
+CONCURRENT = 8
+"""Clients sending at once in the concurrent measurement."""
+
+
+def concurrent(direct: int, proxied: int, body: bytes, rounds: int) -> tuple[float, float]:
+    """Medians of each request's time, :data:`CONCURRENT` clients sending ``body`` at once,
+    a round direct then a round through the proxy (after warm-ups), on kept-alive
+    connections (an aiohttp client in this thread's own event loop)."""
+    import aiohttp
+
+    async def main() -> tuple[float, float]:
+        times: dict[int, list[float]] = {direct: [], proxied: []}
+        headers = Client(direct)._headers()
+        connector = aiohttp.TCPConnector(limit_per_host=CONCURRENT)
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            async def one(port: int) -> float:
+                started = time.perf_counter()
+                async with session.post(
+                    f"http://127.0.0.1:{port}/v1/messages", data=body, headers=headers
+                ) as response:
+                    await response.read()
+                return time.perf_counter() - started
+
+            for i in range(rounds + WARM_UP):
+                for port in (direct, proxied):
+                    took = await asyncio.gather(*(one(port) for _ in range(CONCURRENT)))
+                    if i >= WARM_UP:
+                        times[port] += took
+        return statistics.median(times[direct]), statistics.median(times[proxied])
+
+    return asyncio.run(main())
+
+
 def rss_kib(pid: int) -> int:
     status = Path(f"/proc/{pid}/status").read_text()
     found = re.search(r"VmRSS:\s+(\d+) kB", status)
@@ -296,6 +334,7 @@ def main() -> None:
     parser.add_argument("--growing", type=int, default=1000)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
+    load_start = os.getloadavg()[0]
     upstream = start_upstream()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
@@ -308,6 +347,8 @@ def main() -> None:
             for label, body in (("small body", small), ("150k-token body (600 KB)", large)):
                 d, p = paired(direct, proxied, "round_trip", body, args.requests)
                 rows.append((label, d, p))
+            d, p = concurrent(upstream, port, small, args.requests)
+            rows.append((f"small body, {CONCURRENT} clients at once", d, p))
             steered_rows = []
             steered_process, steered_port = start_proxy(
                 upstream, Path(tmp) / "steered.db", "--steer", "all"
@@ -359,7 +400,8 @@ def main() -> None:
         f"`python bench/bench_proxy.py --requests {args.requests} --growing {args.growing}` on "
         f"CPython {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPU(s); "
         f"upstream answers after {DELAY * 1000:.0f} ms; medians over {args.requests} requests "
-        f"each way, alternating; load average at the end {os.getloadavg()[0]:.2f}.",
+        f"each way, alternating; load average {load_start:.2f} at the start, "
+        f"{os.getloadavg()[0]:.2f} at the end.",
         "",
         "| measure | direct | through the proxy | ratio / added | target |",
         "|---|---:|---:|---:|---:|",

@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from engine.exchanges import Exchange, ExchangeKind
 from engine.models import Usage, utcnow
@@ -77,11 +77,31 @@ class Capture:
             self.chunks.append(chunk)
 
 
+class CaptureSink(Protocol):
+    """What the proxy hands its captures to: a :class:`Recorder` (a thread) or a
+    :class:`~engine.proxy.recorder_process.RecorderProcess`."""
+
+    def submit(self, capture: Capture) -> object: ...
+
+    def close(self) -> None: ...
+
+
 def recorded_path(method: str, path: str) -> bool:
     """The requests the proxy records: Messages calls (not ``count_tokens``, not models), and
     the OpenAI Responses API's (``…/responses``, Codex; ``…/responses/compact``, its
     compaction)."""
     return method == "POST" and api_of(path) != ""
+
+
+def pins_in(path: Path | str, client: str) -> list[str]:
+    """The texts pinned in the conversation the agent's session id ``client`` names, in the
+    database at ``path`` (a read of its own)."""
+    store = Store.open(path, read_only=True)
+    try:
+        sid = store.proxy_session(f"proxy:{client}")
+        return [] if sid is None else pinned_texts(store, sid)
+    finally:
+        store.close()
 
 
 class Recorder:
@@ -109,21 +129,28 @@ class Recorder:
         calls'): session id → the source it was recorded under (``proxy:<agent's id>``)."""
         self.failures: deque[str] = deque(maxlen=100)
         """Why the latest requests that could not be stored were not (they were forwarded)."""
+        self.failed = 0
+        """How many failures there were in all (the deque keeps the latest 100)."""
 
     def submit(self, capture: Capture) -> Future[Exchange | None]:
-        return self._executor.submit(self._record, capture)
+        """Store ``capture`` on the recorder's thread; returns at once."""
+        return self._executor.submit(self.record, capture)
 
     def close(self) -> None:
         """Wait for every capture handed over to be stored, then close the database."""
-        self._executor.submit(self._close_store)
+        self._executor.submit(self.close_store)
         self._executor.shutdown(wait=True)
 
-    def _close_store(self) -> None:
+    def close_store(self) -> None:
+        """Close the database, in the thread that recorded (peewee's connections are per
+        thread)."""
         if self._store is not None:
             self._store.close()
             self._store = None
 
-    def _record(self, capture: Capture) -> Exchange | None:
+    def record(self, capture: Capture) -> Exchange | None:
+        """Store ``capture`` in the calling thread (what :meth:`submit` runs); what cannot be
+        stored is said in :attr:`failures`."""
         try:
             exchange, where = self.exchange_of(capture)
             if exchange is None:
@@ -133,7 +160,7 @@ class Recorder:
             stored = self._store.add_exchange(exchange, **where)
         except Exception as exc:  # noqa: BLE001 - a request the recorder cannot store is still forwarded
             log.warning("ctxscope proxy: a request was forwarded but not stored: %s", exc)
-            self.failures.append(str(exc))
+            self._fail(str(exc))
             return None
         if stored.kind in ("main", "compaction") and stored.session_id is not None:
             self.conversations.setdefault(stored.session_id, str(where.get("source", "")))
@@ -158,18 +185,17 @@ class Recorder:
                 self._conversations.popitem(last=False)
         except Exception as exc:  # noqa: BLE001 - the request is stored; its reading is not
             log.warning("ctxscope proxy: session %s: conversation not built: %s", sid, exc)
-            self.failures.append(f"session {sid}: conversation not built: {exc}")
+            self._fail(f"session {sid}: conversation not built: {exc}")
+
+    def _fail(self, why: str) -> None:
+        self.failures.append(why)
+        self.failed += 1
 
     def pins_of(self, client: str) -> list[str]:
         """The texts pinned in the conversation an agent's session id names (the ``pins``
         steering rule asks at a compaction call and the request after it only: a read of its
         own, off the recorder's thread)."""
-        store = Store.open(self.path, read_only=True)
-        try:
-            sid = store.proxy_session(f"proxy:{client}")
-            return [] if sid is None else pinned_texts(store, sid)
-        finally:
-            store.close()
+        return pins_in(self.path, client)
 
     def exchange_of(self, capture: Capture) -> tuple[Exchange | None, dict[str, Any]]:
         """The exchange a capture records, and where it goes (its session's source)."""
