@@ -133,8 +133,12 @@ def start_upstream() -> int:
     return ready[0]
 
 
+PROXY_ROOT = ROOT
+"""The checkout whose ``ctxscope proxy`` is measured (``--proxy-root``)."""
+
+
 def start_proxy(upstream: int, db: Path, *options: str) -> tuple[subprocess.Popen[str], int]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(PROXY_ROOT)}
     process = subprocess.Popen(
         [
             sys.executable,
@@ -153,7 +157,7 @@ def start_proxy(upstream: int, db: Path, *options: str) -> tuple[subprocess.Pope
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-        cwd=ROOT,
+        cwd=PROXY_ROOT,
     )
     assert process.stderr is not None
     banner = process.stderr.readline()
@@ -293,9 +297,14 @@ def concurrent(direct: int, proxied: int, body: bytes, rounds: int) -> tuple[flo
 
 
 def rss_kib(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    found = re.search(r"VmRSS:\s+(\d+) kB", status)
-    return int(found.group(1)) if found else 0
+    """The resident memory of process ``pid`` and of its children (the recorder's)."""
+    total = 0
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for one in [pid, *map(int, children)]:
+        status = Path(f"/proc/{one}/status").read_text()
+        found = re.search(r"VmRSS:\s+(\d+) kB", status)
+        total += int(found.group(1)) if found else 0
+    return total
 
 
 def db_bytes(db: Path) -> int:
@@ -333,7 +342,18 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--growing", type=int, default=1000)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--proxy-root",
+        type=Path,
+        default=ROOT,
+        help="measure the proxy of another checkout (a before), e.g. one made with "
+        "`git worktree add /tmp/before COMMIT`; the figures are printed, not written",
+    )
     args = parser.parse_args()
+    global PROXY_ROOT
+    PROXY_ROOT = args.proxy_root.resolve()
+    if PROXY_ROOT != ROOT:
+        args.no_write = True
     load_start = os.getloadavg()[0]
     upstream = start_upstream()
     with tempfile.TemporaryDirectory() as tmp:
@@ -397,7 +417,9 @@ def main() -> None:
     first_half = (size_half - size_early) / (half - tenth)
     second_half = (size_end - size_half) / (args.growing - half)
     lines = [
-        f"`python bench/bench_proxy.py --requests {args.requests} --growing {args.growing}` on "
+        f"`python bench/bench_proxy.py --requests {args.requests} --growing {args.growing}"
+        + ("" if PROXY_ROOT == ROOT else f" --proxy-root {PROXY_ROOT}")
+        + "` on "
         f"CPython {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPU(s); "
         f"upstream answers after {DELAY * 1000:.0f} ms; medians over {args.requests} requests "
         f"each way, alternating; load average {load_start:.2f} at the start, "

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 KEPT_HEADERS = ("anthropic-version", "anthropic-beta")
 """The request headers stored with a request: they decide what the API does with it (the
 ``context-1m`` beta gives a model its 1M window)."""
+CAPTURED_HEADERS = (*KEPT_HEADERS, "user-agent")
+"""The request headers a capture carries: the stored ones, and ``User-Agent``, read to tell
+the agent (Claude Code's ``claude-cli/…``) and then dropped."""
 
 CONVERSATIONS_KEPT = 32
 """Sessions whose conversation the recorder keeps building in memory; another is built
@@ -210,6 +213,10 @@ class Recorder:
         kind, thread, where = (
             self._place(body) if api == "messages" else self._place_responses(body, api)
         )
+        if api == "messages":
+            agent, version = identity.agent_of_request(capture.headers, body)
+            if agent:
+                where.update(agent=agent, agent_version=version)
         exchange = Exchange(
             kind=kind,
             thread=thread,

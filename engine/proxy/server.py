@@ -36,7 +36,7 @@ from engine.proxy.guard import (
     guard_middleware,
     one_line_logger,
 )
-from engine.proxy.recorder import KEPT_HEADERS, Capture, CaptureSink, recorded_path
+from engine.proxy.recorder import CAPTURED_HEADERS, Capture, CaptureSink, recorded_path
 from engine.proxy.steer_live import LiveSteering
 from engine.proxy.stream import DECODERS
 
@@ -205,7 +205,7 @@ class Proxy:
         record = self.recorder is not None and recorded_path(request.method, request.raw_path)
         if record and "accept-encoding" in headers:
             headers["accept-encoding"] = readable_encodings(headers["accept-encoding"])
-        kept = {k.lower(): v for k, v in request.headers.items() if k.lower() in KEPT_HEADERS}
+        kept = {k.lower(): v for k, v in request.headers.items() if k.lower() in CAPTURED_HEADERS}
         capture = Capture(request.method, request.raw_path, kept, body)
         if record and self.steering is not None:  # the capture keeps the agent's own body
             body, capture.steering, capture.parsed = self.steering.rewrite(request.raw_path, body)
