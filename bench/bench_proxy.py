@@ -12,6 +12,9 @@ one kept-alive connection each (http.client):
 - **8 concurrent clients**: eight kept-alive connections each sending the small body at
   once, ``--requests`` rounds, a round direct then a round through the proxy (taking turns);
   the median of every request's time each way; the target: through the proxy ≤ 1.1× direct.
+- **one huge body**: a 450 MB request (Content-Length, then chunked), which the proxy
+  refuses over 32 MiB (413) without forwarding or holding it; the peak resident memory of the
+  proxy and its recorder (``VmHWM``) after it, against the 500 MB bound.
 - **first event**: a streamed request, from sending to reading the first event's bytes;
   the target: ≤ 5 ms added at the median.
 - **steering on**: the same round trips through a second proxy started with ``--steer all``,
@@ -44,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -296,6 +300,52 @@ def concurrent(direct: int, proxied: int, body: bytes, rounds: int) -> tuple[flo
     return asyncio.run(main())
 
 
+HUGE_MB = 450
+"""The size of the one huge request body sent (the proxy refuses one over 32 MiB)."""
+HUGE_BOUND_MB = 500
+"""The documented bound on memory for one huge line or body (docs/benchmarks.md)."""
+
+
+def peak_kib(pid: int) -> int:
+    """The peak resident memory (``VmHWM``) of process ``pid`` and of its children."""
+    total = 0
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for one in [pid, *map(int, children)]:
+        found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{one}/status").read_text())
+        total += int(found.group(1)) if found else 0
+    return total
+
+
+def huge_body(port: int, size: int, chunked: bool) -> int:
+    """Send one request body of ``size`` bytes (a JSON message whose text is that long), with
+    a Content-Length or chunked, in 1 MiB pieces; the status the proxy answered."""
+    head = b'{"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"'
+    tail = b'"}]}'
+
+    def pieces() -> Iterator[bytes]:
+        yield head
+        left = size - len(head) - len(tail)
+        piece = b"x" * (1 << 20)
+        while left > 0:
+            yield piece[: min(left, len(piece))]
+            left -= len(piece)
+        yield tail
+
+    headers = Client(port)._headers()
+    if not chunked:
+        headers["content-length"] = str(size)
+    con = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    try:
+        con.request("POST", "/v1/messages", body=pieces(), headers=headers, encode_chunked=chunked)
+        response = con.getresponse()
+        response.read()
+        return response.status
+    except (ConnectionError, http.client.HTTPException):
+        return 0  # the proxy closed the connection on the rest of the body
+    finally:
+        con.close()
+
+
 def rss_kib(pid: int) -> int:
     """The resident memory of process ``pid`` and of its children (the recorder's)."""
     total = 0
@@ -387,6 +437,10 @@ def main() -> None:
             finally:
                 steered_process.terminate()
                 steered_process.wait(timeout=30)
+            huge_rows = []
+            for chunked in (False, True):
+                status = huge_body(port, HUGE_MB << 20, chunked)
+                huge_rows.append((chunked, status, peak_kib(process.pid)))
             stream = body_of([{"role": "user", "content": "Say hi"}], stream=True)
             first_d, first_p = paired(direct, proxied, "first_event", stream, args.requests)
             # A conversation growing by one exchange (about 620 bytes new) a request.
@@ -461,6 +515,13 @@ def main() -> None:
         f"{second_half:,.0f} B ({half}–{args.growing}) | "
         f"{second_half / first_half:.2f}× | flat (∝ what is new) |"
     )
+    for chunked, status, peak in huge_rows:
+        ok &= peak / 1024 <= HUGE_BOUND_MB
+        lines.append(
+            f"| one {HUGE_MB} MB request body ({'chunked' if chunked else 'Content-Length'}): "
+            f"answered {status or 'by closing'} | — | peak {peak / 1024:.0f} MiB (proxy and "
+            f"recorder, since start) | — | ≤ {HUGE_BOUND_MB} MB |"
+        )
     lines += [
         "",
         f"The database holds {stored} requests and {blob_bytes / 1024:.0f} KB of distinct "
