@@ -44,8 +44,9 @@ CONVERSATIONS_KEPT = 32
 again from its stored requests when its next request comes."""
 
 RECORD_LIMIT = 32 * 1024 * 1024
-"""Bytes of one answer the recorder keeps; a longer answer is forwarded whole but stored
-without its body."""
+"""Bytes of one answer the recorder keeps (``ProxyConfig.record_limit``); a longer answer is
+forwarded whole but stored without its body, as ``{"_not_recorded": {"bytes": …, "limit":
+…}}``: named, with its size."""
 
 
 @dataclass
@@ -69,11 +70,14 @@ class Capture:
     """What ``--steer`` changed before sending (the body above is the agent's)."""
     parsed: dict[str, Any] | None = None
     """The body's JSON as steering read it (never changed), so it is not parsed twice."""
+    limit: int = RECORD_LIMIT
+    """Bytes of the answer kept at most (:data:`RECORD_LIMIT`)."""
 
     def add(self, chunk: bytes) -> None:
-        """Keep a piece of the answer, up to :data:`RECORD_LIMIT` bytes in all."""
+        """Keep a piece of the answer, up to :attr:`limit` bytes in all (the memory one answer
+        can take in the proxy)."""
         self.size += len(chunk)
-        if self.size > RECORD_LIMIT:
+        if self.size > self.limit:
             self.overflow = True
             self.chunks.clear()
         elif not self.overflow:
@@ -241,8 +245,12 @@ class Recorder:
         self, capture: Capture
     ) -> tuple[dict[str, Any] | None, Usage | None, dict[str, int], str]:
         outcome = capture.outcome
-        if capture.overflow or capture.status == 0:
-            return None, None, {}, outcome if capture.status else "error"
+        if capture.overflow:
+            # Forwarded whole; its body not kept: said, with its size.
+            kept = {"_not_recorded": {"bytes": capture.size, "limit": capture.limit}}
+            return kept, None, {}, outcome
+        if capture.status == 0:
+            return None, None, {}, "error"
         try:
             data = decompressed(capture.chunks, capture.content_encoding)
         except (ValueError, OSError) as exc:

@@ -87,7 +87,14 @@ class RecorderProcess:
         if self._loop is None:  # else the loop is already waiting for room in the pipe
             self._flush()
             if self._pending:
-                self._loop = asyncio.get_running_loop()
+                try:
+                    self._loop = asyncio.get_running_loop()
+                except RuntimeError:  # not on an event loop: wait for room in the pipe
+                    os.set_blocking(self._fd, True)
+                    self._write_all(bytes(self._pending))
+                    self._pending.clear()
+                    os.set_blocking(self._fd, False)
+                    return
                 self._loop.add_writer(self._fd, self._drained)
 
     def _drained(self) -> None:

@@ -36,7 +36,13 @@ from engine.proxy.guard import (
     guard_middleware,
     one_line_logger,
 )
-from engine.proxy.recorder import CAPTURED_HEADERS, Capture, CaptureSink, recorded_path
+from engine.proxy.recorder import (
+    CAPTURED_HEADERS,
+    RECORD_LIMIT,
+    Capture,
+    CaptureSink,
+    recorded_path,
+)
 from engine.proxy.steer_live import LiveSteering
 from engine.proxy.stream import DECODERS
 
@@ -107,6 +113,9 @@ class ProxyConfig:
     header_timeout: float = HEADER_TIMEOUT
     body_timeout: float = BODY_TIMEOUT
     max_connections: int = MAX_CONNECTIONS
+    record_limit: int = RECORD_LIMIT
+    """Bytes of one answer the recorder keeps; a longer one is forwarded whole and stored
+    named with its size, without its body."""
 
 
 class Proxy:
@@ -206,7 +215,9 @@ class Proxy:
         if record and "accept-encoding" in headers:
             headers["accept-encoding"] = readable_encodings(headers["accept-encoding"])
         kept = {k.lower(): v for k, v in request.headers.items() if k.lower() in CAPTURED_HEADERS}
-        capture = Capture(request.method, request.raw_path, kept, body)
+        capture = Capture(
+            request.method, request.raw_path, kept, body, limit=self.config.record_limit
+        )
         if record and self.steering is not None:  # the capture keeps the agent's own body
             body, capture.steering, capture.parsed = self.steering.rewrite(request.raw_path, body)
         started = time.perf_counter()
