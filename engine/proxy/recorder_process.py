@@ -40,8 +40,8 @@ from engine.settings.config import Settings
 
 PIPE_BYTES = 1 << 20
 """The pipe's size asked for (Linux: at most /proc/sys/fs/pipe-max-size, 1 MiB by default,
-without privileges): a 600 KB request goes in
-one write, not sixteen waits for the child to drain 64 KiB."""
+without privileges): a 600 KB request goes in one write, not sixteen waits for the child to
+drain 64 KiB."""
 ROOT = Path(__file__).resolve().parents[2]
 """The folder ``engine`` is imported from (the child imports it from there too)."""
 
