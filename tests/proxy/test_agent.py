@@ -12,6 +12,7 @@ Claude." (tests/proxy/shapes.py).
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 
 from engine.proxy.identity import agent_of_request
 from engine.store import Store
+from engine.store.schema import MIGRATIONS
 from tests.cli_run import run
 from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply
 from tests.proxy import shapes
@@ -130,3 +132,39 @@ def test_another_clients_session_keeps_no_agent_and_no_trigger(
     store = Store.open(db, read_only=True)
     assert store.get_session(figures["sid"]).agent == ""
     store.close()
+
+
+def test_proxied_sessions_stored_before_get_claude_code_by_its_beta(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """A database at schema 20 with two proxied sessions and no recorded agent: the one whose
+    request named the ``claude-code-20250219`` beta (stored with the request) becomes Claude
+    Code's; the other client's keeps none."""
+    db = tmp_path / "old.db"
+    record_one(fake_anthropic, db, CLAUDE_HEADERS)
+    fake_anthropic.script([text_reply("done", usage=USAGE)])
+    proxy = RunningProxy(fake_anthropic.url, db)
+    try:
+        client(proxy.url).messages.create(
+            model="claude-sonnet-4-6",
+            max_tokens=10,
+            system="You are a helpful assistant.",
+            messages=[{"role": "user", "content": "hi"}],
+        )
+    finally:
+        proxy.stop()
+    before = next(v for v, step in MIGRATIONS.items() if step.__name__ == "_proxied_agents")
+    con = sqlite3.connect(db)
+    con.execute("UPDATE session_row SET recorded_agent = NULL, recorded_agent_version = NULL")
+    con.execute(f"PRAGMA user_version = {before}")
+    con.commit()
+    con.close()
+    store = Store.open(db)
+    agents = {
+        store.get_session(sid).source: store.get_session(sid).agent
+        for sid in store.proxied_sessions()
+    }
+    store.close()
+    claude = f"proxy:{shapes.SESSION}"
+    assert agents.pop(claude) == "claude-code"
+    assert list(agents.values()) == [""]  # the other client's session
