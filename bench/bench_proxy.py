@@ -9,6 +9,12 @@ one kept-alive connection each (http.client):
 - **round trip**: a non-streamed request of a small body (a one-line question), then of a
   large one (a ~150k-token conversation, 600 KB), median over ``--requests`` each;
   the target: through the proxy ≤ 1.1× direct.
+- **8 concurrent clients**: eight kept-alive connections each sending the small body at
+  once, ``--requests`` rounds, a round direct then a round through the proxy (taking turns);
+  the median of every request's time each way; the target: through the proxy ≤ 1.1× direct.
+- **one huge body**: a 450 MB request (Content-Length, then chunked), which the proxy
+  refuses over 32 MiB (413) without forwarding or holding it; the peak resident memory of the
+  proxy and its recorder (``VmHWM``) after it, against the 500 MB bound.
 - **first event**: a streamed request, from sending to reading the first event's bytes;
   the target: ≤ 5 ms added at the median.
 - **steering on**: the same round trips through a second proxy started with ``--steer all``,
@@ -41,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +137,12 @@ def start_upstream() -> int:
     return ready[0]
 
 
+PROXY_ROOT = ROOT
+"""The checkout whose ``ctxscope proxy`` is measured (``--proxy-root``)."""
+
+
 def start_proxy(upstream: int, db: Path, *options: str) -> tuple[subprocess.Popen[str], int]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(PROXY_ROOT)}
     process = subprocess.Popen(
         [
             sys.executable,
@@ -150,6 +161,7 @@ def start_proxy(upstream: int, db: Path, *options: str) -> tuple[subprocess.Pope
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        cwd=PROXY_ROOT,
     )
     assert process.stderr is not None
     banner = process.stderr.readline()
@@ -254,10 +266,95 @@ class Client:
         }
 
 
+CONCURRENT = 8
+"""Clients sending at once in the concurrent measurement."""
+
+
+def concurrent(direct: int, proxied: int, body: bytes, rounds: int) -> tuple[float, float]:
+    """Medians of each request's time, :data:`CONCURRENT` clients sending ``body`` at once,
+    a round direct then a round through the proxy (after warm-ups), on kept-alive
+    connections (an aiohttp client in this thread's own event loop)."""
+    import aiohttp
+
+    async def main() -> tuple[float, float]:
+        times: dict[int, list[float]] = {direct: [], proxied: []}
+        headers = Client(direct)._headers()
+        connector = aiohttp.TCPConnector(limit_per_host=CONCURRENT)
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            async def one(port: int) -> float:
+                started = time.perf_counter()
+                async with session.post(
+                    f"http://127.0.0.1:{port}/v1/messages", data=body, headers=headers
+                ) as response:
+                    await response.read()
+                return time.perf_counter() - started
+
+            for i in range(rounds + WARM_UP):
+                for port in (direct, proxied):
+                    took = await asyncio.gather(*(one(port) for _ in range(CONCURRENT)))
+                    if i >= WARM_UP:
+                        times[port] += took
+        return statistics.median(times[direct]), statistics.median(times[proxied])
+
+    return asyncio.run(main())
+
+
+HUGE_MB = 450
+"""The size of the one huge request body sent (the proxy refuses one over 32 MiB)."""
+HUGE_BOUND_MB = 500
+"""The documented bound on memory for one huge line or body (docs/benchmarks.md)."""
+
+
+def peak_kib(pid: int) -> int:
+    """The peak resident memory (``VmHWM``) of process ``pid`` and of its children."""
+    total = 0
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for one in [pid, *map(int, children)]:
+        found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{one}/status").read_text())
+        total += int(found.group(1)) if found else 0
+    return total
+
+
+def huge_body(port: int, size: int, chunked: bool) -> int:
+    """Send one request body of ``size`` bytes (a JSON message whose text is that long), with
+    a Content-Length or chunked, in 1 MiB pieces; the status the proxy answered."""
+    head = b'{"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"'
+    tail = b'"}]}'
+
+    def pieces() -> Iterator[bytes]:
+        yield head
+        left = size - len(head) - len(tail)
+        piece = b"x" * (1 << 20)
+        while left > 0:
+            yield piece[: min(left, len(piece))]
+            left -= len(piece)
+        yield tail
+
+    headers = Client(port)._headers()
+    if not chunked:
+        headers["content-length"] = str(size)
+    con = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    try:
+        con.request("POST", "/v1/messages", body=pieces(), headers=headers, encode_chunked=chunked)
+        response = con.getresponse()
+        response.read()
+        return response.status
+    except (ConnectionError, http.client.HTTPException):
+        return 0  # the proxy closed the connection on the rest of the body
+    finally:
+        con.close()
+
+
 def rss_kib(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    found = re.search(r"VmRSS:\s+(\d+) kB", status)
-    return int(found.group(1)) if found else 0
+    """The resident memory of process ``pid`` and of its children (the recorder's)."""
+    total = 0
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for one in [pid, *map(int, children)]:
+        status = Path(f"/proc/{one}/status").read_text()
+        found = re.search(r"VmRSS:\s+(\d+) kB", status)
+        total += int(found.group(1)) if found else 0
+    return total
 
 
 def db_bytes(db: Path) -> int:
@@ -295,7 +392,19 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--growing", type=int, default=1000)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--proxy-root",
+        type=Path,
+        default=ROOT,
+        help="measure the proxy of another checkout (a before), e.g. one made with "
+        "`git worktree add /tmp/before COMMIT`; the figures are printed, not written",
+    )
     args = parser.parse_args()
+    global PROXY_ROOT
+    PROXY_ROOT = args.proxy_root.resolve()
+    if PROXY_ROOT != ROOT:
+        args.no_write = True
+    load_start = os.getloadavg()[0]
     upstream = start_upstream()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
@@ -308,6 +417,8 @@ def main() -> None:
             for label, body in (("small body", small), ("150k-token body (600 KB)", large)):
                 d, p = paired(direct, proxied, "round_trip", body, args.requests)
                 rows.append((label, d, p))
+            d, p = concurrent(upstream, port, small, args.requests)
+            rows.append((f"small body, {CONCURRENT} clients at once", d, p))
             steered_rows = []
             steered_process, steered_port = start_proxy(
                 upstream, Path(tmp) / "steered.db", "--steer", "all"
@@ -326,6 +437,10 @@ def main() -> None:
             finally:
                 steered_process.terminate()
                 steered_process.wait(timeout=30)
+            huge_rows = []
+            for chunked in (False, True):
+                status = huge_body(port, HUGE_MB << 20, chunked)
+                huge_rows.append((chunked, status, peak_kib(process.pid)))
             stream = body_of([{"role": "user", "content": "Say hi"}], stream=True)
             first_d, first_p = paired(direct, proxied, "first_event", stream, args.requests)
             # A conversation growing by one exchange (about 620 bytes new) a request.
@@ -356,10 +471,13 @@ def main() -> None:
     first_half = (size_half - size_early) / (half - tenth)
     second_half = (size_end - size_half) / (args.growing - half)
     lines = [
-        f"`python bench/bench_proxy.py --requests {args.requests} --growing {args.growing}` on "
+        f"`python bench/bench_proxy.py --requests {args.requests} --growing {args.growing}"
+        + ("" if PROXY_ROOT == ROOT else f" --proxy-root {PROXY_ROOT}")
+        + "` on "
         f"CPython {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPU(s); "
         f"upstream answers after {DELAY * 1000:.0f} ms; medians over {args.requests} requests "
-        f"each way, alternating; load average at the end {os.getloadavg()[0]:.2f}.",
+        f"each way, alternating; load average {load_start:.2f} at the start, "
+        f"{os.getloadavg()[0]:.2f} at the end.",
         "",
         "| measure | direct | through the proxy | ratio / added | target |",
         "|---|---:|---:|---:|---:|",
@@ -397,6 +515,13 @@ def main() -> None:
         f"{second_half:,.0f} B ({half}–{args.growing}) | "
         f"{second_half / first_half:.2f}× | flat (∝ what is new) |"
     )
+    for chunked, status, peak in huge_rows:
+        ok &= peak / 1024 <= HUGE_BOUND_MB
+        lines.append(
+            f"| one {HUGE_MB} MB request body ({'chunked' if chunked else 'Content-Length'}): "
+            f"answered {status or 'by closing'} | — | peak {peak / 1024:.0f} MiB (proxy and "
+            f"recorder, since start) | — | ≤ {HUGE_BOUND_MB} MB |"
+        )
     lines += [
         "",
         f"The database holds {stored} requests and {blob_bytes / 1024:.0f} KB of distinct "

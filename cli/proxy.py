@@ -12,6 +12,7 @@ and exits with CMD's exit code.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import signal
@@ -30,8 +31,11 @@ from cli.arguments import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.exchanges import Exchange
     from engine.proxy.recorder import Recorder
+    from engine.proxy.recorder_process import RecorderProcess
     from engine.proxy.steer_live import LiveSteering
     from engine.settings.config import Settings
 
@@ -97,34 +101,38 @@ def steering_summary(steering: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _printer(args: argparse.Namespace, settings: Settings) -> Any:
+def _printer(args: argparse.Namespace, settings: Settings) -> Callable[[Exchange], None]:
+    """What prints each stored request's line: a module-level function with its options
+    bound, so that the recorder's process can be handed it."""
+    return functools.partial(printed_line, jsonl=bool(args.jsonl), settings=settings)
+
+
+def printed_line(exchange: Exchange, jsonl: bool, settings: Settings) -> None:
+    """Print the line of one stored request (``--jsonl``: its JSON)."""
     import json
 
     from engine.terminal_text import cut, json_printable
 
-    def printed(exchange: Exchange) -> None:
-        line = exchange_line(exchange, settings)
-        if args.jsonl:
-            # The model name and path are the request's: DEL, C1 and bidi controls escaped.
-            text = json_printable(json.dumps(line, ensure_ascii=False))
-        else:
-            usage = line["usage"] or {}
-            text = (
-                f"#{line['id']} session {line['session_id']} {line['kind']} "
-                f"{cut(line['model'], 40)} {line['status']} {line['outcome']}: "
-                f"{line['messages']} messages, in {usage.get('input_tokens', 0):,} "
-                f"cache read {usage.get('cache_read_input_tokens', 0):,} write "
-                f"{usage.get('cache_creation_input_tokens', 0):,} out "
-                f"{usage.get('output_tokens', 0):,}, "
-                + ("no price" if line["cost"] is None else f"${line['cost']:.4f}")
-                + steered_text(line["steering"])
-            )
-        try:
-            print(text, flush=True)
-        except BrokenPipeError:
-            pass
-
-    return printed
+    line = exchange_line(exchange, settings)
+    if jsonl:
+        # The model name and path are the request's: DEL, C1 and bidi controls escaped.
+        text = json_printable(json.dumps(line, ensure_ascii=False))
+    else:
+        usage = line["usage"] or {}
+        text = (
+            f"#{line['id']} session {line['session_id']} {line['kind']} "
+            f"{cut(line['model'], 40)} {line['status']} {line['outcome']}: "
+            f"{line['messages']} messages, in {usage.get('input_tokens', 0):,} "
+            f"cache read {usage.get('cache_read_input_tokens', 0):,} write "
+            f"{usage.get('cache_creation_input_tokens', 0):,} out "
+            f"{usage.get('output_tokens', 0):,}, "
+            + ("no price" if line["cost"] is None else f"${line['cost']:.4f}")
+            + steered_text(line["steering"])
+        )
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        pass
 
 
 def steered_text(summary: dict[str, Any] | None) -> str:
@@ -145,18 +153,20 @@ def steered_text(summary: dict[str, Any] | None) -> str:
 
 GIL_SWITCH_INTERVAL = 0.0005
 """Seconds a thread holds the GIL before another may take it (Python's default is 0.005).
-The recorder parses and hashes a long request on its own thread; with the default, the event
-loop forwarding the next request could wait up to 5 ms for it each time."""
+The thread that hands captures to the recorder's process pickles a long request; with the
+default, the event loop forwarding the next request could wait up to 5 ms for it."""
 
 
-def _recorder(args: argparse.Namespace, settings: Settings, quiet: bool) -> Recorder:
+def _recorder(args: argparse.Namespace, settings: Settings, quiet: bool) -> RecorderProcess:
+    """The recorder, in a process of its own (engine/proxy/recorder_process.py): storing a
+    request never holds the forwarding process's interpreter."""
     from cli.common import db_path, open_store
-    from engine.proxy.recorder import Recorder
+    from engine.proxy.recorder_process import RecorderProcess
 
     open_store(args, settings).close()  # refuse a foreign or damaged file before listening
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     on_stored = None if quiet else _printer(args, settings)
-    return Recorder(db_path(args, settings), on_stored=on_stored, settings=settings)
+    return RecorderProcess(db_path(args, settings), on_stored=on_stored, settings=settings)
 
 
 def add_proxy_parser(sub: Subcommands, parents: Parents) -> None:
@@ -259,7 +269,7 @@ def cmd_proxy(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def steering(args: argparse.Namespace, recorder: Recorder) -> LiveSteering | None:
+def steering(args: argparse.Namespace, recorder: RecorderProcess) -> LiveSteering | None:
     """``--steer RULES``: the proxy's steering, its pins read by the recorder."""
     from engine.proxy.steer_live import LiveSteering
 
@@ -328,7 +338,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     return code if code >= 0 else 128 - code
 
 
-def recorded_lines(recorder: Recorder) -> list[str]:
+def recorded_lines(recorder: Recorder | RecorderProcess) -> list[str]:
     """What ``run`` says when the command has ended: each conversation it recorded, by
     ctxscope's id and the agent's own, and how to open it."""
     from engine.terminal_text import cut

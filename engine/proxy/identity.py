@@ -15,9 +15,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from engine.store.exchanges import canonical, digest
+
+CLAUDE_CODE = "claude-code"
+"""The agents' registry name of Claude Code (``engine.recordings.agents``)."""
+_CLAUDE_CLI = re.compile(r"^claude-cli/([0-9][0-9A-Za-z.+-]*)")
+CLAUDE_CODE_BETA = "claude-code-20250219"
+"""The beta Claude Code names in ``anthropic-beta`` on its Messages calls."""
+CLAUDE_CODE_SYSTEM = "You are Claude Code, Anthropic's official CLI for Claude"
+"""How Claude Code's system prompt opens (its own or the Agent SDK's: "…, running within the
+Claude Agent SDK")."""
 
 _LEGACY_SESSION = re.compile(r"_session_([0-9A-Za-z-]+)$")
 _COMPACTION = re.compile(r"create a detailed summary of the\b[^.]{0,40}\bconversation", re.I)
@@ -40,6 +50,28 @@ def client_session(body: dict[str, Any]) -> str | None:
         return session if isinstance(session, str) and session else None
     match = _LEGACY_SESSION.search(user_id)
     return match.group(1) if match else None
+
+
+def agent_of_request(headers: Mapping[str, str], body: dict[str, Any]) -> tuple[str, str]:
+    """The agent that sent a Messages request, and its version where it says it: Claude Code
+    by its ``User-Agent`` (``claude-cli/2.1.92 (external, cli)``; ``sdk-cli``,
+    ``claude-vscode`` and the Agent SDK's too), else by the ``claude-code-20250219`` beta
+    in ``anthropic-beta``, else by its system prompt's opening; ``("", "")`` for another
+    client. ``headers`` are lower-cased names."""
+    found = _CLAUDE_CLI.match(headers.get("user-agent", ""))
+    if found:
+        return CLAUDE_CODE, found.group(1)
+    betas = {b.strip() for b in headers.get("anthropic-beta", "").split(",")}
+    if CLAUDE_CODE_BETA in betas:
+        return CLAUDE_CODE, ""
+    system = body.get("system")
+    blocks = [{"content": system}] if isinstance(system, str) else system
+    if isinstance(blocks, list):
+        for block in blocks[:3]:  # after a billing line, Claude Code's opening comes first
+            text = block.get("text", block.get("content")) if isinstance(block, dict) else None
+            if isinstance(text, str) and text.lstrip().startswith(CLAUDE_CODE_SYSTEM):
+                return CLAUDE_CODE, ""
+    return "", ""
 
 
 def texts(message: Any) -> list[str]:

@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from engine.exchanges import Exchange, ExchangeKind
 from engine.models import Usage, utcnow
@@ -35,14 +35,18 @@ log = logging.getLogger(__name__)
 KEPT_HEADERS = ("anthropic-version", "anthropic-beta")
 """The request headers stored with a request: they decide what the API does with it (the
 ``context-1m`` beta gives a model its 1M window)."""
+CAPTURED_HEADERS = (*KEPT_HEADERS, "user-agent")
+"""The request headers a capture carries: the stored ones, and ``User-Agent``, read to tell
+the agent (Claude Code's ``claude-cli/…``) and then dropped."""
 
 CONVERSATIONS_KEPT = 32
 """Sessions whose conversation the recorder keeps building in memory; another is built
 again from its stored requests when its next request comes."""
 
 RECORD_LIMIT = 32 * 1024 * 1024
-"""Bytes of one answer the recorder keeps; a longer answer is forwarded whole but stored
-without its body."""
+"""Bytes of one answer the recorder keeps (``ProxyConfig.record_limit``); a longer answer is
+forwarded whole but stored without its body, as ``{"_not_recorded": {"bytes": …, "limit":
+…}}``: named, with its size."""
 
 
 @dataclass
@@ -66,15 +70,27 @@ class Capture:
     """What ``--steer`` changed before sending (the body above is the agent's)."""
     parsed: dict[str, Any] | None = None
     """The body's JSON as steering read it (never changed), so it is not parsed twice."""
+    limit: int = RECORD_LIMIT
+    """Bytes of the answer kept at most (:data:`RECORD_LIMIT`)."""
 
     def add(self, chunk: bytes) -> None:
-        """Keep a piece of the answer, up to :data:`RECORD_LIMIT` bytes in all."""
+        """Keep a piece of the answer, up to :attr:`limit` bytes in all (the memory one answer
+        can take in the proxy)."""
         self.size += len(chunk)
-        if self.size > RECORD_LIMIT:
+        if self.size > self.limit:
             self.overflow = True
             self.chunks.clear()
         elif not self.overflow:
             self.chunks.append(chunk)
+
+
+class CaptureSink(Protocol):
+    """What the proxy hands its captures to: a :class:`Recorder` (a thread) or a
+    :class:`~engine.proxy.recorder_process.RecorderProcess`."""
+
+    def submit(self, capture: Capture) -> object: ...
+
+    def close(self) -> None: ...
 
 
 def recorded_path(method: str, path: str) -> bool:
@@ -82,6 +98,17 @@ def recorded_path(method: str, path: str) -> bool:
     the OpenAI Responses API's (``…/responses``, Codex; ``…/responses/compact``, its
     compaction)."""
     return method == "POST" and api_of(path) != ""
+
+
+def pins_in(path: Path | str, client: str) -> list[str]:
+    """The texts pinned in the conversation the agent's session id ``client`` names, in the
+    database at ``path`` (a read of its own)."""
+    store = Store.open(path, read_only=True)
+    try:
+        sid = store.proxy_session(f"proxy:{client}")
+        return [] if sid is None else pinned_texts(store, sid)
+    finally:
+        store.close()
 
 
 class Recorder:
@@ -109,21 +136,28 @@ class Recorder:
         calls'): session id → the source it was recorded under (``proxy:<agent's id>``)."""
         self.failures: deque[str] = deque(maxlen=100)
         """Why the latest requests that could not be stored were not (they were forwarded)."""
+        self.failed = 0
+        """How many failures there were in all (the deque keeps the latest 100)."""
 
     def submit(self, capture: Capture) -> Future[Exchange | None]:
-        return self._executor.submit(self._record, capture)
+        """Store ``capture`` on the recorder's thread; returns at once."""
+        return self._executor.submit(self.record, capture)
 
     def close(self) -> None:
         """Wait for every capture handed over to be stored, then close the database."""
-        self._executor.submit(self._close_store)
+        self._executor.submit(self.close_store)
         self._executor.shutdown(wait=True)
 
-    def _close_store(self) -> None:
+    def close_store(self) -> None:
+        """Close the database, in the thread that recorded (peewee's connections are per
+        thread)."""
         if self._store is not None:
             self._store.close()
             self._store = None
 
-    def _record(self, capture: Capture) -> Exchange | None:
+    def record(self, capture: Capture) -> Exchange | None:
+        """Store ``capture`` in the calling thread (what :meth:`submit` runs); what cannot be
+        stored is said in :attr:`failures`."""
         try:
             exchange, where = self.exchange_of(capture)
             if exchange is None:
@@ -133,7 +167,7 @@ class Recorder:
             stored = self._store.add_exchange(exchange, **where)
         except Exception as exc:  # noqa: BLE001 - a request the recorder cannot store is still forwarded
             log.warning("ctxscope proxy: a request was forwarded but not stored: %s", exc)
-            self.failures.append(str(exc))
+            self._fail(str(exc))
             return None
         if stored.kind in ("main", "compaction") and stored.session_id is not None:
             self.conversations.setdefault(stored.session_id, str(where.get("source", "")))
@@ -158,18 +192,17 @@ class Recorder:
                 self._conversations.popitem(last=False)
         except Exception as exc:  # noqa: BLE001 - the request is stored; its reading is not
             log.warning("ctxscope proxy: session %s: conversation not built: %s", sid, exc)
-            self.failures.append(f"session {sid}: conversation not built: {exc}")
+            self._fail(f"session {sid}: conversation not built: {exc}")
+
+    def _fail(self, why: str) -> None:
+        self.failures.append(why)
+        self.failed += 1
 
     def pins_of(self, client: str) -> list[str]:
         """The texts pinned in the conversation an agent's session id names (the ``pins``
         steering rule asks at a compaction call and the request after it only: a read of its
         own, off the recorder's thread)."""
-        store = Store.open(self.path, read_only=True)
-        try:
-            sid = store.proxy_session(f"proxy:{client}")
-            return [] if sid is None else pinned_texts(store, sid)
-        finally:
-            store.close()
+        return pins_in(self.path, client)
 
     def exchange_of(self, capture: Capture) -> tuple[Exchange | None, dict[str, Any]]:
         """The exchange a capture records, and where it goes (its session's source)."""
@@ -184,6 +217,10 @@ class Recorder:
         kind, thread, where = (
             self._place(body) if api == "messages" else self._place_responses(body, api)
         )
+        if api == "messages":
+            agent, version = identity.agent_of_request(capture.headers, body)
+            if agent:
+                where.update(agent=agent, agent_version=version)
         exchange = Exchange(
             kind=kind,
             thread=thread,
@@ -208,8 +245,12 @@ class Recorder:
         self, capture: Capture
     ) -> tuple[dict[str, Any] | None, Usage | None, dict[str, int], str]:
         outcome = capture.outcome
-        if capture.overflow or capture.status == 0:
-            return None, None, {}, outcome if capture.status else "error"
+        if capture.overflow:
+            # Forwarded whole; its body not kept: said, with its size.
+            kept = {"_not_recorded": {"bytes": capture.size, "limit": capture.limit}}
+            return kept, None, {}, outcome
+        if capture.status == 0:
+            return None, None, {}, "error"
         try:
             data = decompressed(capture.chunks, capture.content_encoding)
         except (ValueError, OSError) as exc:

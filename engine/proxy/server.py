@@ -36,7 +36,13 @@ from engine.proxy.guard import (
     guard_middleware,
     one_line_logger,
 )
-from engine.proxy.recorder import KEPT_HEADERS, Capture, Recorder, recorded_path
+from engine.proxy.recorder import (
+    CAPTURED_HEADERS,
+    RECORD_LIMIT,
+    Capture,
+    CaptureSink,
+    recorded_path,
+)
 from engine.proxy.steer_live import LiveSteering
 from engine.proxy.stream import DECODERS
 
@@ -46,6 +52,11 @@ KEEPALIVE_TIMEOUT = 75.0
 """Seconds an idle kept-alive connection stays open (aiohttp's default is an hour)."""
 MAX_BODY = 32 * 1024 * 1024
 """The largest request body forwarded (the Messages API's own limit is 32 MB)."""
+WHOLE_ANSWER = 1024 * 1024
+"""An answer that is not an event stream and says it is at most this long (Content-Length)
+is read whole and sent back in one write, its headers with it: one socket write per answer
+instead of two (headers, then body). Under load each write can cost the proxy a wake-up of
+the other side and a turn of the scheduler (issue 44: about 1 ms each on a busy machine)."""
 
 HOP_BY_HOP = frozenset(
     {
@@ -102,6 +113,9 @@ class ProxyConfig:
     header_timeout: float = HEADER_TIMEOUT
     body_timeout: float = BODY_TIMEOUT
     max_connections: int = MAX_CONNECTIONS
+    record_limit: int = RECORD_LIMIT
+    """Bytes of one answer the recorder keeps; a longer one is forwarded whole and stored
+    named with its size, without its body."""
 
 
 class Proxy:
@@ -110,7 +124,7 @@ class Proxy:
     def __init__(
         self,
         config: ProxyConfig,
-        recorder: Recorder | None = None,
+        recorder: CaptureSink | None = None,
         steering: LiveSteering | None = None,
     ) -> None:
         self.config = config
@@ -200,8 +214,10 @@ class Proxy:
         record = self.recorder is not None and recorded_path(request.method, request.raw_path)
         if record and "accept-encoding" in headers:
             headers["accept-encoding"] = readable_encodings(headers["accept-encoding"])
-        kept = {k.lower(): v for k, v in request.headers.items() if k.lower() in KEPT_HEADERS}
-        capture = Capture(request.method, request.raw_path, kept, body)
+        kept = {k.lower(): v for k, v in request.headers.items() if k.lower() in CAPTURED_HEADERS}
+        capture = Capture(
+            request.method, request.raw_path, kept, body, limit=self.config.record_limit
+        )
         if record and self.steering is not None:  # the capture keeps the agent's own body
             body, capture.steering, capture.parsed = self.steering.rewrite(request.raw_path, body)
         started = time.perf_counter()
@@ -231,6 +247,8 @@ class Proxy:
             capture.status = upstream.status
             capture.content_type = upstream.headers.get("content-type", "")
             capture.content_encoding = upstream.headers.get("content-encoding", "")
+            if whole_answer(upstream):
+                return await self._relay_whole(request, upstream, capture)
             response = web.StreamResponse(
                 status=upstream.status, reason=upstream.reason, headers=end_to_end(upstream.headers)
             )
@@ -254,6 +272,37 @@ class Proxy:
                 return response
             await response.write_eof()
             return response
+
+    async def _relay_whole(
+        self, request: web.Request, upstream: aiohttp.ClientResponse, capture: Capture
+    ) -> web.StreamResponse:
+        """A short answer of known length, read whole and answered in one write."""
+        try:
+            body = await upstream.read()
+        except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError):
+            # The upstream broke off before its declared length: the client's connection is
+            # ended the same way, not answered with a shorter body.
+            capture.outcome = "incomplete"
+            transport = request.transport
+            if transport is not None:
+                transport.abort()
+            return web.Response(status=upstream.status)
+        capture.add(body)
+        headers = end_to_end(upstream.headers)
+        headers.popall("content-length", None)  # the same length, set for the same bytes
+        return web.Response(
+            status=upstream.status, reason=upstream.reason, body=body, headers=headers
+        )
+
+
+def whole_answer(upstream: aiohttp.ClientResponse) -> bool:
+    """Whether an answer is read whole before it is sent on (:data:`WHOLE_ANSWER`)."""
+    length = upstream.content_length
+    return (
+        length is not None
+        and length <= WHOLE_ANSWER
+        and not upstream.headers.get("content-type", "").startswith("text/event-stream")
+    )
 
 
 async def serve(proxy: Proxy, stop: asyncio.Event, started: asyncio.Event | None = None) -> None:

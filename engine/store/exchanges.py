@@ -62,10 +62,16 @@ class ExchangeStore(StorePart):
         title: str = "",
         parent_source: str | None = None,
         agent_id: str | None = None,
+        agent: str = "",
+        agent_version: str = "",
     ) -> Exchange:
         """Store ``exchange`` in the session recorded from ``source`` (created on its first
-        request, under the session of ``parent_source`` for a subagent), in one transaction."""
-        session_id = self._proxy_session(source, title, exchange.model, parent_source, agent_id)
+        request, under the session of ``parent_source`` for a subagent), in one transaction;
+        ``agent`` (the agents' registry name, ``claude-code``) is the recorded agent of the
+        session, told from the request (``engine.proxy.identity.agent_of_request``)."""
+        session_id = self._proxy_session(
+            source, title, exchange.model, parent_source, agent_id, agent, agent_version
+        )
         body = exchange.request
         shape: dict[str, Any] = dict(body)
         new_blobs: dict[str, str] = {}
@@ -129,9 +135,27 @@ class ExchangeStore(StorePart):
         model: str,
         parent_source: str | None,
         agent_id: str | None,
+        agent: str = "",
+        agent_version: str = "",
     ) -> int:
-        row = SessionRow.select(SessionRow.id).where(SessionRow.source == source).first()
+        row = (
+            SessionRow.select(
+                SessionRow.id, SessionRow.recorded_agent, SessionRow.recorded_agent_version
+            )
+            .where(SessionRow.source == source)
+            .first()
+        )
         if row is not None:
+            if agent and (row.recorded_agent, row.recorded_agent_version) != (
+                agent,
+                agent_version or row.recorded_agent_version,
+            ):
+                # A session made before its agent was told (a side call came first, an older
+                # ctxscope recorded it), or a newer version of the agent: said from now on.
+                SessionRow.update(
+                    recorded_agent=agent,
+                    recorded_agent_version=agent_version or row.recorded_agent_version,
+                ).where(SessionRow.id == row.id).execute()
             return int(row.id)
         parent_id = None
         if parent_source is not None:
@@ -141,7 +165,7 @@ class ExchangeStore(StorePart):
             # A side call can come before the conversation's first request: the
             # conversation's session is made now, and its first request finds it.
             parent_id = (
-                self._proxy_session(parent_source, "", model, None, None)
+                self._proxy_session(parent_source, "", model, None, None, agent, agent_version)
                 if parent is None
                 else int(parent.id)
             )
@@ -157,6 +181,8 @@ class ExchangeStore(StorePart):
             parent_session_id=parent_id,
             agent_id=agent_id,
             source=source,
+            recorded_agent=agent or None,
+            recorded_agent_version=agent_version or None,
         )
         return int(created.id)
 

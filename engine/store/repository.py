@@ -376,8 +376,12 @@ class Store(StoreAccess):
         title: str = "",
         parent_source: str | None = None,
         agent_id: str | None = None,
+        agent: str = "",
+        agent_version: str = "",
     ) -> Exchange:
-        return self.proxy_requests.add_exchange(exchange, source, title, parent_source, agent_id)
+        return self.proxy_requests.add_exchange(
+            exchange, source, title, parent_source, agent_id, agent, agent_version
+        )
 
     def exchanges(self, session_id: int) -> list[Exchange]:
         return self.proxy_requests.exchanges(session_id)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from playhouse.migrate import SchemaMigrator
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -435,6 +435,35 @@ def _stored_figures(db: Database) -> None:
     db.create_tables([FiguresRow], safe=True)
 
 
+def _proxied_agents(db: Database) -> None:
+    """21 -> 22: a proxied session records the agent that sent it (issue 44: a proxied Claude
+    Code session was measured by no agent's rule, so no trigger). The proxied sessions stored
+    so far, with no agent, are Claude Code's when one of their requests named its beta
+    (``claude-code-20250219`` in the stored ``anthropic-beta`` header, which every Claude Code
+    sends); its version was never stored."""
+    from engine.store.models import ExchangeRow, SessionRow
+
+    sessions = SessionRow._meta.table_name
+    exchanges = ExchangeRow._meta.table_name
+    sql(
+        db,
+        f'UPDATE "{sessions}" SET recorded_agent = ? '
+        "WHERE provider = ? AND recorded_agent IS NULL AND id IN ("
+        f'SELECT session_id FROM "{exchanges}" WHERE headers LIKE ?)',
+        ("claude-code", "proxy", "%claude-code-20250219%"),
+    )
+    # Their figures were made without the agent's rules (schema 21 stores them): made again.
+    from engine.store.models import FiguresRow
+
+    figures = FiguresRow._meta.table_name
+    sql(
+        db,
+        f'DELETE FROM "{figures}" WHERE session_id IN '
+        f'(SELECT id FROM "{sessions}" WHERE provider = ? AND recorded_agent = ?)',
+        ("proxy", "claude-code"),
+    )
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -456,6 +485,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     18: _steered_requests,
     19: _fork_copies,
     20: _stored_figures,
+    21: _proxied_agents,
 }
 
 

@@ -21,12 +21,20 @@ from tests.fakes.anthropic_server import (
 class RunningProxy:
     """A proxy listening in a thread; ``stop()`` waits for its records to be stored."""
 
-    def __init__(self, upstream: str, db: Path | str, max_body: int | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        db: Path | str,
+        max_body: int | None = None,
+        record_limit: int | None = None,
+    ) -> None:
         self.db = db
         self.recorder = Recorder(db)
         config = ProxyConfig(upstream=upstream, port=0)
         if max_body is not None:
             config.max_body = max_body
+        if record_limit is not None:
+            config.record_limit = record_limit
         self.proxy = Proxy(config, self.recorder)
         self._thread = ProxyThread(self.proxy).start()
         self.stopped = False

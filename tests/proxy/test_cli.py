@@ -9,6 +9,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -205,3 +208,98 @@ def test_a_port_in_use_is_one_line_and_no_banner(tmp_path: Path) -> None:
     (line,) = done.stderr.strip().splitlines()  # one line, no banner, no warning after it
     assert line.startswith(f"ctxscope: cannot listen on 127.0.0.1:{port}: ")
     assert "address already in use" in line
+
+
+def start_proxy(upstream: str, db: Path) -> tuple[subprocess.Popen[str], str]:
+    """``ctxscope proxy`` on a free port, and its URL (from its banner)."""
+    process = subprocess.Popen(
+        ctxscope("proxy", "--port", "0", "--jsonl", "--upstream", upstream, db=db),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
+    assert process.stderr is not None
+    banner = process.stderr.readline()
+    url = re.search(r"http://127\.0\.0\.1:\d+", banner)
+    assert url, banner
+    return process, url.group(0)
+
+
+def test_a_request_in_flight_at_sigterm_is_answered_and_stored(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """SIGTERM while the upstream is still answering (it waits 1.5 s): the proxy lets the
+    request end, the client gets its answer, and the recorder's process stores it before the
+    proxy exits (with 0)."""
+    fake_anthropic.script([text_reply("late answer", delay=1.5)])
+    db = tmp_path / "inflight.db"
+    process, url = start_proxy(fake_anthropic.url, db)
+    answers: list[str] = []
+    try:
+
+        def ask() -> None:
+            answer = client(url).messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=5,
+                messages=[{"role": "user", "content": "hi"}],
+            )
+            answers.append(answer.content[0].text)  # type: ignore[union-attr]
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        wait_until(lambda: len(fake_anthropic.requests) == 1)  # at the upstream: in flight
+        process.send_signal(signal.SIGTERM)
+        asking.join(timeout=30)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert answers == ["late answer"]
+    store = Store.open(db)
+    (exchange,) = store.exchanges(store.proxied_sessions()[0])
+    assert exchange.outcome == "complete"
+    assert exchange.response is not None
+    assert exchange.response["content"][0]["text"] == "late answer"
+
+
+def test_what_the_recorder_was_handed_is_stored_when_the_proxy_is_killed(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """SIGKILL to the proxy (no chance to close) right after an answer: the recorder's process
+    stores what it was handed, sees the proxy gone, and ends."""
+    fake_anthropic.script([text_reply("one"), text_reply("two")])
+    db = tmp_path / "killed.db"
+    process, url = start_proxy(fake_anthropic.url, db)
+    try:
+        sdk = client(url)
+        for _ in range(2):
+            sdk.messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=5,
+                messages=[{"role": "user", "content": "hi"}],
+            )
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+    def stored() -> list[str]:
+        if not db.exists():
+            return []
+        store = Store.open(db, read_only=True)
+        try:
+            sessions = store.proxied_sessions()
+            exchanges = store.exchanges(sessions[0]) if sessions else []
+            return [e.response["content"][0]["text"] for e in exchanges if e.response]
+        finally:
+            store.close()
+
+    wait_until(lambda: stored() == ["one", "two"])
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Wait for ``condition`` to hold (checked every 20 ms), failing after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the state waited for never came"
+        time.sleep(0.02)

@@ -329,3 +329,31 @@ def test_the_sdk_gets_its_answers_through_the_proxy(
     with sdk.messages.stream(**BODY) as stream:
         assert "".join(stream.text_stream) == "streamed"
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answer_over_the_record_limit_is_forwarded_whole_and_stored_named(
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stream: bool,
+) -> None:
+    """With the recorder keeping at most 2,000 bytes of an answer, a 6,000-character answer
+    reaches the client byte for byte (the same bytes as direct) and is stored without its
+    body, named with its size: the length of the answer the client got."""
+    proxy = RunningProxy(fake_anthropic.url, tmp_path / "capped.db", record_limit=2000)
+    try:
+        body = json.dumps({**BODY, "stream": stream}).encode()
+        reply = text_reply("z" * 6000)
+        direct, proxied = both_ways(fake_anthropic, proxy, [reply], body, monkeypatch)
+    finally:
+        proxy.stop()
+    assert proxied[0] == direct[0] == 200
+    assert proxied[2] == direct[2]
+    assert len(direct[2]) > 6000
+    store = Store.open(tmp_path / "capped.db")
+    (exchange,) = store.exchanges(store.proxied_sessions()[0])
+    assert exchange.response == {"_not_recorded": {"bytes": len(direct[2]), "limit": 2000}}
+    assert exchange.usage is None
+    assert exchange.outcome == "complete"
+    assert list(proxy.recorder.failures) == []
