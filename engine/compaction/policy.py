@@ -283,6 +283,14 @@ def before_last_rounds(view: PolicyView, keep: int) -> list[Message]:
     return cut_before(messages, keep_from, view.protected())
 
 
+def keep_zone_tokens(history: History, keep_rounds: int) -> int:
+    """Tokens of the active summaries plus the last ``keep_rounds`` rounds (cached counts)."""
+    groups = history.rounds()[-keep_rounds:]
+    return sum(s.tokens or 0 for s in history.summaries) + sum(
+        m.tokens or 0 for g in groups for m in g
+    )
+
+
 def round_indices(history: History) -> list[int]:
     """The round indices present in history, in order (messages carry ``meta.round``)."""
     seen: dict[int, None] = {}

@@ -1,6 +1,6 @@
 """What a compaction worked out comes to: the draft it would store
-(:meth:`engine.context.history.HistoryManager.prepare`), what storing it gave, and the figures a
-skipped one reports."""
+(:meth:`engine.compaction.executor.CompactionExecutor.prepare`), what storing it gave, and the
+figures a skipped one reports."""
 
 from __future__ import annotations
 
