@@ -30,7 +30,6 @@ request, as before.
 
 from __future__ import annotations
 
-import math
 import tempfile
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -49,7 +48,6 @@ from engine.replay.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.replay.recall import LedgerRecall
 from engine.replay.recorded import RecordedProvider, RecordedTools, recorded_rounds
 from engine.settings.config import Settings
-from engine.settings.strategies import MOCK_USER_PROFILES
 from engine.store import Store
 
 if TYPE_CHECKING:
@@ -236,19 +234,11 @@ def compared_steps(results: Sequence[ReplayResult]) -> int | None:
 
 def in_window(settings: Settings, window: int) -> Settings:
     """``settings`` for a replay in a ``window``-token context window: the session's window,
-    and the strategies' own windows with it — seed 001's ``context_limit``, seed 002's profile
-    window with its trigger at the same share of it (init: 150 000 of 200 000, 75 %); seed
-    004's limit follows the session's window unless set. Numbers set explicitly in a
-    strategy's section are kept."""
-    own = settings.strategies
-    profile_window, trigger, _ = MOCK_USER_PROFILES[own.mock_user.profile]
-    mock = {"context_window": own.mock_user.context_window or window}
-    if own.mock_user.trigger_tokens is None:
-        mock["trigger_tokens"] = math.floor(window * trigger / profile_window)
-    reset = own.reset_hint.model_copy(update={"context_limit": window})
-    strategies = own.model_copy(
-        update={"reset_hint": reset, "mock_user": own.mock_user.model_copy(update=mock)}
-    )
+    and the strategies' own windows with it, as each strategy's section scales itself
+    (:meth:`engine.settings.strategies.StrategySettings.in_window`: seed 001's
+    ``context_limit``, seed 002's profile window with its trigger at the same share of it).
+    Numbers set explicitly in a strategy's section are kept."""
+    strategies = settings.strategies.in_window(window)
     return settings.model_copy(update={"context_window": window, "strategies": strategies})
 
 
