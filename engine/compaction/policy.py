@@ -17,9 +17,9 @@ policy model"):
 - **projection** (:meth:`CompactionPolicy.project`): how older history is sent without being
   archived (seed 002's dropped tool results, observation masking).
 
-A policy decides; :class:`engine.context.history.HistoryManager` carries the compaction out
-(summary,
-archive, one transaction) and :class:`engine.session.Agent` asks at the policy's check points.
+A policy decides; :class:`engine.compaction.executor.CompactionExecutor` carries the compaction
+out (summary, archive, one transaction) and :class:`engine.session.Agent` asks at the policy's
+check points.
 """
 
 from __future__ import annotations

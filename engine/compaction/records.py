@@ -32,7 +32,7 @@ def messages_as_sent(messages: list[Message]) -> int:
 
 @dataclass
 class CompactionDraft:
-    """A compaction worked out and not yet stored (:meth:`HistoryManager.prepare`)."""
+    """A compaction worked out and not yet stored (:meth:`CompactionExecutor.prepare`)."""
 
     record: Compaction
     summary: Summary | None

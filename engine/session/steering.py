@@ -68,7 +68,8 @@ class Steering:
         user_input: str = "",
     ) -> CompactionResult:
         """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events.
-        ``keep_rounds``: a cut chosen by hand (see :meth:`HistoryManager.prepare`);
+        ``keep_rounds``: a cut chosen by hand (see
+        :meth:`engine.compaction.executor.CompactionExecutor.prepare`);
         ``user_input``: the input the rule measured with, when it fired on it."""
         with self.lease.writing("compaction"):
             draft = self.prepare_compaction(
