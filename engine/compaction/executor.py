@@ -177,7 +177,7 @@ class CompactionExecutor:
             tokens_before=before,
             tokens_after=before,
             messages_retained=len(history.messages),
-        )
+        )  # what a skipped one records; a stored one adds its figures (_record)
         plan = policy.plan(view, emergency=trigger == Trigger.EMERGENCY)
         cut = self._cut(plan, view, keep_rounds)
         if not cut.segment:  # F-008: "未执行压缩时，统计字段全部为 0 或 null"
@@ -212,24 +212,8 @@ class CompactionExecutor:
             # nothing is stored (issue 39: ratios 1.0191, 1.0007 were stored)
             return self._refused(base, _not_shrinking(figures), began, stats=NOT_COMPACTED)
         stats = _stats(plan, view, summarised, figures, retired, outcome, keep_rounds)
-        record = base.model_copy(
-            update={
-                "tokens_after": figures.after,
-                "messages_compacted": len(cut.segment),
-                "messages_retained": len(figures.kept),
-                "rounds_compacted": len(cut.rounds),
-                "duration_ms": (time.monotonic() - began) * 1000,
-                "outcome": Outcome.FALLBACK if outcome and outcome.fallback else Outcome.SUCCESS,
-                "error": outcome.error if outcome else None,
-                "placement": summary.placement if summary else None,
-                "stats": stats,
-                "fidelity": measure_fidelity(
-                    self.store, stored, summary.content if summary else None
-                ),
-            }
-        )
         return CompactionDraft(
-            record=record,
+            record=self._record(base, cut, figures, summary, outcome, stats, began, stored),
             summary=summary,
             messages=cut.segment,
             summarised=summarised,
@@ -338,6 +322,35 @@ class CompactionExecutor:
         original = view.request_tokens if request_after is not None else before
         compacted = request_after(summary) if request_after is not None else after
         return _After(kept, kept_tokens, after, original, compacted, request_after)
+
+    def _record(
+        self,
+        base: Compaction,
+        cut: _Cut,
+        figures: _After,
+        summary: Summary | None,
+        outcome: SummaryOutcome | None,
+        stats: dict[str, Any],
+        began: float,
+        stored: list[Message],
+    ) -> Compaction:
+        """The record of a compaction worked out: its figures, outcome and fidelity."""
+        return base.model_copy(
+            update={
+                "tokens_after": figures.after,
+                "messages_compacted": len(cut.segment),
+                "messages_retained": len(figures.kept),
+                "rounds_compacted": len(cut.rounds),
+                "duration_ms": (time.monotonic() - began) * 1000,
+                "outcome": Outcome.FALLBACK if outcome and outcome.fallback else Outcome.SUCCESS,
+                "error": outcome.error if outcome else None,
+                "placement": summary.placement if summary else None,
+                "stats": stats,
+                "fidelity": measure_fidelity(
+                    self.store, stored, summary.content if summary else None
+                ),
+            }
+        )
 
     def _archived_messages(self) -> list[Message]:
         """Every message the session's active segments hold, oldest first: only the ids are
