@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from engine.exchanges import Exchange
     from engine.proxy.recorder import Recorder
     from engine.proxy.recorder_process import RecorderProcess
+    from engine.proxy.request_row import RequestRow
     from engine.proxy.steer_live import LiveSteering
     from engine.settings.config import Settings
 
@@ -56,51 +57,6 @@ def upstream_url(text: str) -> str:
     return text.rstrip("/")
 
 
-def exchange_line(exchange: Exchange, settings: Settings) -> dict[str, Any]:
-    """``proxy --jsonl``'s line for one stored request."""
-    from engine.figures.prices import price_for
-    from engine.proxy.identity import api_of
-
-    usage = exchange.usage
-    priced = api_of(exchange.path) == "messages"  # the project prices Claude models only
-    cost = price_for(settings, exchange.model).usage_cost(usage) if usage and priced else None
-    messages = exchange.request.get("messages", exchange.request.get("input"))
-    return {
-        "id": exchange.id,
-        "session_id": exchange.session_id,
-        "kind": exchange.kind,
-        "path": exchange.path,
-        "model": exchange.model,
-        "status": exchange.status,
-        "outcome": exchange.outcome,
-        "stream": exchange.stream,
-        "messages": len(messages) if isinstance(messages, list) else 0,
-        "usage": None
-        if usage is None
-        else {**usage.model_dump(), "cache_creation": exchange.cache_creation},
-        "cost": None if cost is None else round(cost, 6),
-        "duration_ms": round(exchange.duration_ms, 1),
-        "steering": None if exchange.steering is None else steering_summary(exchange.steering),
-    }
-
-
-def steering_summary(steering: dict[str, Any]) -> dict[str, Any]:
-    """What ``--steer`` did to a request, in short: each rule's rewrites and tokens removed."""
-    rules: dict[str, dict[str, int]] = {}
-    for r in steering.get("rewrites", []):
-        rule = rules.setdefault(r["rule"], {"rewrites": 0, "carried": 0, "tokens_removed": 0})
-        if r.get("first"):
-            rule["rewrites"] += 1
-            rule["tokens_removed"] += r["tokens_before"] - r["tokens_after"]
-        else:
-            rule["carried"] += 1
-    return {
-        "floor": steering.get("floor"),
-        "rules": rules,
-        "failed": steering.get("failed") or None,
-    }
-
-
 def _printer(args: argparse.Namespace, settings: Settings) -> Callable[[Exchange], None]:
     """What prints each stored request's line: a module-level function with its options
     bound, so that the recorder's process can be handed it."""
@@ -108,31 +64,37 @@ def _printer(args: argparse.Namespace, settings: Settings) -> Callable[[Exchange
 
 
 def printed_line(exchange: Exchange, jsonl: bool, settings: Settings) -> None:
-    """Print the line of one stored request (``--jsonl``: its JSON)."""
+    """Print the line of one stored request (``--jsonl``: its JSON), from its one row."""
     import json
 
-    from engine.terminal_text import cut, json_printable
+    from engine.proxy.request_row import RequestRow
+    from engine.terminal_text import json_printable
 
-    line = exchange_line(exchange, settings)
-    if jsonl:
-        # The model name and path are the request's: DEL, C1 and bidi controls escaped.
-        text = json_printable(json.dumps(line, ensure_ascii=False))
-    else:
-        usage = line["usage"] or {}
-        text = (
-            f"#{line['id']} session {line['session_id']} {line['kind']} "
-            f"{cut(line['model'], 40)} {line['status']} {line['outcome']}: "
-            f"{line['messages']} messages, in {usage.get('input_tokens', 0):,} "
-            f"cache read {usage.get('cache_read_input_tokens', 0):,} write "
-            f"{usage.get('cache_creation_input_tokens', 0):,} out "
-            f"{usage.get('output_tokens', 0):,}, "
-            + ("no price" if line["cost"] is None else f"${line['cost']:.4f}")
-            + steered_text(line["steering"])
-        )
+    row = RequestRow.of(exchange, settings)
+    # The model name and path are the request's: DEL, C1 and bidi controls escaped.
+    text = json_printable(json.dumps(row.line(), ensure_ascii=False)) if jsonl else row_text(row)
     try:
         print(text, flush=True)
     except BrokenPipeError:
         pass
+
+
+def row_text(row: RequestRow) -> str:
+    """``proxy``'s short line for one stored request."""
+    from engine.terminal_text import cut
+
+    usage = row.usage_json or {}
+    cost = row.cost_json
+    return (
+        f"#{row.id} session {row.session_id} {row.kind} "
+        f"{cut(row.model, 40)} {row.status} {row.outcome}: "
+        f"{row.messages} messages, in {usage.get('input_tokens', 0):,} "
+        f"cache read {usage.get('cache_read_input_tokens', 0):,} write "
+        f"{usage.get('cache_creation_input_tokens', 0):,} out "
+        f"{usage.get('output_tokens', 0):,}, "
+        + ("no price" if cost is None else f"${cost:.4f}")
+        + steered_text(row.steering)
+    )
 
 
 def steered_text(summary: dict[str, Any] | None) -> str:

@@ -38,11 +38,7 @@ CHAIN_EXCEPTIONS: dict[str, str] = {}
 CIRCLE_EXCEPTIONS: dict[frozenset[str], str] = {}
 """Import circles left, by their modules, with why (to remove)."""
 
-LONG_FUNCTION_EXCEPTIONS: dict[str, str] = {
-    "engine/recordings/writer.py write": "being split on branch house-engine (2026-11-28)",
-    "engine/context/history.py prepare": "being split on branch house-engine (2026-11-28)",
-    "engine/replay/runner.py replay": "being split on branch house-engine (2026-11-28)",
-}
+LONG_FUNCTION_EXCEPTIONS: dict[str, str] = {}
 """Functions over :data:`MAX_FUNCTION_LINES`, by ``path name``, with why (to remove)."""
 
 

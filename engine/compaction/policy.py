@@ -17,9 +17,9 @@ policy model"):
 - **projection** (:meth:`CompactionPolicy.project`): how older history is sent without being
   archived (seed 002's dropped tool results, observation masking).
 
-A policy decides; :class:`engine.context.history.HistoryManager` carries the compaction out
-(summary,
-archive, one transaction) and :class:`engine.session.Agent` asks at the policy's check points.
+A policy decides; :class:`engine.compaction.executor.CompactionExecutor` carries the compaction
+out (summary, archive, one transaction) and :class:`engine.session.Agent` asks at the policy's
+check points.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from engine.messages.scratchpad import ScratchStep
 from engine.models import History, Message, Placement, Summary
 from engine.settings.config import Settings
 from tools.base import Tool
+from tools.injection import Injections
 
 
 class CheckPoint(StrEnum):
@@ -283,6 +284,14 @@ def before_last_rounds(view: PolicyView, keep: int) -> list[Message]:
     return cut_before(messages, keep_from, view.protected())
 
 
+def keep_zone_tokens(history: History, keep_rounds: int) -> int:
+    """Tokens of the active summaries plus the last ``keep_rounds`` rounds (cached counts)."""
+    groups = history.rounds()[-keep_rounds:]
+    return sum(s.tokens or 0 for s in history.summaries) + sum(
+        m.tokens or 0 for g in groups for m in g
+    )
+
+
 def round_indices(history: History) -> list[int]:
     """The round indices present in history, in order (messages carry ``meta.round``)."""
     seen: dict[int, None] = {}
@@ -312,14 +321,22 @@ class CompactionPolicy:
     def measure(self, view: PolicyView) -> Measure:
         raise NotImplementedError
 
+    def execution_log_window(self) -> int | None:
+        """Entries of the session's execution log kept (seed 003: an entry per run in the
+        session's ``agent-context.jsonl``); None: this strategy keeps no log."""
+        return None
+
+    def injections(self) -> Injections | None:
+        """Where this strategy's tools (:attr:`extra_tools`) put the texts they inject into a
+        run, with its limits (seed 003's loading tools); None: no tool of it injects."""
+        return None
+
     def select(self, view: PolicyView, *, emergency: bool = False) -> list[Message]:
         """The messages a compaction archives now (whole steps, oldest first)."""
         raise NotImplementedError
 
     uses_api_usage: ClassVar[bool] = False
     """Whether the measure reads the last API usage (the agent looks it up only then)."""
-    keeps_execution_log: ClassVar[bool] = False
-    """Seed 003: an entry per run in the session's ``agent-context.jsonl``."""
     extra_tools: ClassVar[tuple[type[Tool], ...]] = ()
     """Tools the agent offers, after its own, while this strategy is on (seed 003: the two
     loading tools, ``chat_load_history`` and ``agent_load_context``)."""

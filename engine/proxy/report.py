@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from engine.exchanges import Exchange
-from engine.figures.prices import price_for
 from engine.messages.tokens import (
     MESSAGE_OVERHEAD,
     compact_json,
@@ -23,7 +22,8 @@ from engine.messages.tokens import (
     count_text,
     count_tools,
 )
-from engine.proxy.identity import api_of, continues_after_compaction, texts, without_cache_control
+from engine.proxy.identity import continues_after_compaction, texts, without_cache_control
+from engine.proxy.request_row import RequestRow
 from engine.settings.config import Settings
 from engine.store.exchanges import canonical, digest
 from engine.terminal_text import cut
@@ -231,40 +231,31 @@ def request_report(exchanges: list[Exchange], settings: Settings) -> list[dict[s
     previous_total = 0
     for exchange in exchanges:
         tokens, source = layers(exchange, counter)
-        usage = exchange.usage
-        priced = api_of(exchange.path) == "messages"  # the project prices Claude models only
-        # None: a request without usage, of another API, or of a model without a known price
-        # (engine/figures/prices.py); the running cost adds only what has a price.
-        cost = (
-            price_for(settings, exchange.model).usage_cost(usage)
-            if usage is not None and priced
-            else None
-        )
-        running += cost or 0.0
+        row = RequestRow.of(exchange, settings)
+        # the running cost adds only what has a price (RequestRow.cost)
+        running += row.cost or 0.0
         total = sum(tokens.values())
         response = exchange.response or {}
         out.append(
             {
-                "id": exchange.id,
-                "kind": exchange.kind,
-                "model": exchange.model,
-                "path": exchange.path,
-                "status": exchange.status,
-                "outcome": exchange.outcome,
-                "stream": exchange.stream,
-                "created_at": exchange.created_at.isoformat(),
-                "duration_ms": round(exchange.duration_ms, 1),
+                "id": row.id,
+                "kind": row.kind,
+                "model": row.model,
+                "path": row.path,
+                "status": row.status,
+                "outcome": row.outcome,
+                "stream": row.stream,
+                "created_at": row.created_at.isoformat(),
+                "duration_ms": round(row.duration_ms, 1),
                 "layers": [{"name": n, "tokens": tokens[n]} for n in LAYERS],
                 "tokens_from": source,
                 "input_tokens": total,
-                "output_tokens": usage.output_tokens if usage is not None else 0,
-                "usage": None
-                if usage is None
-                else {**usage.model_dump(), "cache_creation": exchange.cache_creation},
+                "output_tokens": row.usage.output_tokens if row.usage is not None else 0,
+                "usage": row.usage_json,
                 "stop_reason": response.get("stop_reason"),
                 "shrank": previous is not None and total < previous_total,
                 **diff(previous, exchange),
-                "cost": None if cost is None else round(cost, 6),
+                "cost": row.cost_json,
                 "running_cost": round(running, 6),
             }
         )

@@ -203,249 +203,18 @@ def write(
     is the folder the user gave. With ``resume`` the items go on into that session after its
     stored rounds.
     """
-    compressor = ToolResultCompressor(settings)
     with store.begin_write():
         if resume is not None:
             session = resume.session
         else:
-            session = store.create_session(
-                workspace=parsed.cwd if recorded_cwd else workspace,
-                workspace_given=not recorded_cwd,
-                title=f"import: {parsed.title[:60]}",
-                provider="import",
-                model=recorded_model(parsed),
-                strategy=settings.strategy,
-                parent_session_id=parent,
-                agent_id=parsed.agent_id,
-                params=strategy_params(settings, settings.strategy),
-                source=source,
-                origin=session_origin(settings),
-                agent=parsed.fmt,
-                agent_version=parsed.agent_version,
-            )
+            folder = parsed.cwd if recorded_cwd else workspace
+            session = _new_session(store, parsed, folder, settings, recorded_cwd, parent, source)
         assert session.id is not None
-        sid = session.id
         if resume is not None:
-            _check_unchanged(store, sid, resume.rounds)
-        report = ImportReport(session=session, fmt=parsed.fmt, records=parsed.records)
-        report.skipped = dict(parsed.skipped)
-        report.warnings = list(parsed.warnings)
-        report.recorded = dict(parsed.recorded)
-        index = resume.rounds if resume else 0
-        step = 0
-        last_final = False
-        live: list[Message] = list(resume.live) if resume else []
-        pending: dict[str, ToolCall] = {}
-        position = 0  # of the item being written, in parsed.items
-        demos: list[Item] = []
-
-        # Ended rounds wait in ``ended`` and are written together (a few statements for the
-        # whole session, see Store.append_rounds) before a compaction, which archives them by
-        # id, and at the end; so do the observations (linked to their messages by id) and
-        # the usage records.
-        batch: list[Message] = []
-        batch_obs: list[tuple[int, Observation]] = []
-        ended: list[tuple[list[Message], RoundStatus, list[tuple[int, Observation]]]] = []
-        usages: list[UsageRecord] = []
-        observations: list[Observation] = list(resume.observations) if resume else []
-        stored_observations = len(observations)
-        round_open = False
-
-        def append(msg: Message) -> int:
-            tokens = ensure_counted(msg)
-            if msg.role != "tool":
-                # A recorded text or step costs what its wire form costs; results are added
-                # at their full size below.
-                report.tokens_raw += tokens
-            batch.append(msg)
-            report.messages += 1
-            return len(batch) - 1
-
-        def close_round(finished: bool) -> None:
-            nonlocal round_open, batch, batch_obs
-            if not round_open:
-                return
-            status = RoundStatus.FINISHED if finished else RoundStatus.INTERRUPTED
-            ended.append((batch, status, batch_obs))
-            batch, batch_obs = [], []
-            round_open = False
-
-        def write_ended() -> None:
-            if not ended:
-                return
-            written = store.append_rounds(sid, [(msgs, status) for msgs, status, _ in ended])
-            for (_, stored), (_, _, round_obs) in zip(written, ended, strict=True):
-                live.extend(stored)
-                for i, obs in round_obs:
-                    obs.message_id = stored[i].id
-                    observations.append(obs)
-            assert written[-1][0].index == index, (written[-1][0].index, index)
-            ended.clear()
-
-        def pair_missing() -> None:
-            for call in pending.values():
-                append(
-                    Message(
-                        role="tool",
-                        content=compressor.to_json(
-                            call.name, envelope(call.name, call.input, MISSING_RESULT, True, None)
-                        ),
-                        meta=MessageMeta(
-                            step=step,
-                            tool_name=call.name,
-                            tool_use_id=call.id,
-                            is_error=True,
-                            interrupted=True,
-                        ),
-                    )
-                )
-                report.missing_results += 1
-            pending.clear()
-
-        def open_round(item: Item, text: str, origin: dict[str, object] | None) -> None:
-            nonlocal index, step, last_final, round_open
-            pair_missing()
-            close_round(last_final)
-            index, step, last_final, round_open = index + 1, 0, False, True
-            msg = Message(role="user", content=text, created_at=item.created_at, meta=MessageMeta())
-            msg.meta.origin = origin
-            append(msg)
-            report.rounds += 1
-            report.round_starts.append(position)
-
-        for n, item in enumerate(parsed.items):
-            position = n  # read by open_round
-            if item.kind == "user":
-                if item.demonstration:
-                    demos.append(item)
-                    if not round_open:
-                        continue  # they wait for the task, which opens the round
-                else:
-                    first = _first_origin(parsed) if not index else None
-                    merged = {**first, **item.origin} if first and item.origin else None
-                    open_round(item, item.text, merged or first or item.origin)
-                for demo in demos:
-                    append(
-                        Message(
-                            role="user",
-                            content=f"[demonstration]\n{demo.text}",
-                            meta=MessageMeta(origin={"demonstration": True}),
-                            created_at=demo.created_at,
-                        )
-                    )
-                demos.clear()
-            elif item.kind == "summary":
-                pair_missing()
-                close_round(last_final)  # the next step needs a round of its own
-                write_ended()
-                if not live and archives_earlier_file(item):
-                    # The file begins at the agent's compaction: what it compacted is in an
-                    # earlier file. A round saying so is what the compaction archives.
-                    open_round(item, before_file(item), {"synthetic": True, "before_file": True})
-                    close_round(True)
-                    write_ended()
-                calls = _compaction_calls(item, sid, index)
-                usages += calls
-                report.usage_records += len(calls)
-                if live:
-                    _compact(store, sid, item, live, observations, report, settings, parsed.cwd)
-                else:
-                    # A session continued from another starts with the summary of the
-                    # earlier one: nothing here to archive, so it is the first input.
-                    open_round(item, item.text, {"compact_summary": True})
-            elif item.kind == "assistant":
-                if not round_open:
-                    open_round(item, CONTINUED, {"synthetic": True})
-                pair_missing()
-                step += 1
-                last_final = not item.calls
-                origin: dict[str, object] | None = None
-                if item.thinking:
-                    origin = {"thinking": item.thinking}
-                    thought = count_thinking(item.thinking)
-                    report.thinking_tokens += thought
-                    report.tokens_raw += thought
-                append(
-                    Message(
-                        role="assistant",
-                        content=item.text,
-                        tool_calls=item.calls,
-                        meta=MessageMeta(step=step, final=last_final, origin=origin),
-                        created_at=item.created_at,
-                    )
-                )
-                pending.update({c.id: c for c in item.calls})
-                if item.usage is not None:
-                    usages.append(
-                        UsageRecord(
-                            session_id=sid,
-                            round_index=index,
-                            step=step,
-                            usage=item.usage,
-                            source="import",
-                            created_at=item.created_at,
-                            model=item.model,
-                            local_estimate=item.input_estimate,
-                        )
-                    )
-                    report.usage_records += 1
-            else:  # result
-                call = pending.pop(item.tool_use_id)
-                result = envelope(call.name, call.input, item.text, item.is_error, item.recorded)
-                compressed = compressor.to_json(call.name, result)
-                at = append(
-                    Message(
-                        role="tool",
-                        content=compressed,
-                        meta=MessageMeta(
-                            step=step,
-                            tool_name=call.name,
-                            tool_use_id=call.id,
-                            is_error=item.is_error,
-                        ),
-                        created_at=item.created_at,
-                    )
-                )
-                full = count_text(item.text)
-                report.tokens_raw += full
-                batch_obs.append(
-                    (
-                        at,
-                        Observation(
-                            session_id=sid,
-                            round_index=index,
-                            step=step,
-                            tool_use_id=call.id,
-                            tool_name=call.name,
-                            result=result.model_dump(mode="json"),
-                            text=item.text,
-                            tokens_full=full,
-                            tokens_compressed=batch[at].tokens or 0,
-                        ),
-                    )
-                )
-                report.observations += 1
-                if item.closes_round:
-                    last_final = True
-        pair_missing()
-        close_round(parsed.finished if parsed.finished is not None else last_final)
-        write_ended()
-        store.add_usages(usages)
-        store.add_observations(observations[stored_observations:])
-        # History as stored: what no compaction archived, under the summaries still active.
-        report.tokens_stored = sum(m.tokens or 0 for m in live)
-        active = [s for s in store.summaries(sid) if s.active] if report.compactions else []
-        report.tokens_stored += sum(count_summary(s) for s in active)
-        # What every request of it repeats, so that its `context` needs no tokenizer.
-        strategy = session.strategy or settings.strategy
-        remember_repeated(store, repeated_texts(strategy, settings, active))
-        # and the thinking it keeps, which the workbench's gauge shows (issue 30: no tokenizer)
-        thoughts = [(m.meta.origin or {}).get("thinking", []) for m in live]
-        remember_repeated(store, [t for blocks in thoughts for t in thinking_texts(blocks)])
-        _warn_if_thin(parsed, report)
-        if report.compactions:
-            # Empty, opaque, spiralling... compactions said at once (docs/importing.md).
-            report.warnings += warning_lines(session_flags(store, sid, settings))
+            _check_unchanged(store, session.id, resume.rounds)
+        items = _ItemWriter(store, parsed, session, settings, resume)
+        items.write_all()
+        report = items.finish()
         for child in parsed.children:
             problems = check(child)
             if problems:
@@ -454,8 +223,307 @@ def write(
                 )
                 report.skipped["subagent"] = report.skipped.get("subagent", 0) + 1
                 continue
-            report.children.append(write(store, child, workspace, settings, recorded_cwd, sid))
+            report.children.append(
+                write(store, child, workspace, settings, recorded_cwd, session.id)
+            )
     return report
+
+
+def _new_session(
+    store: Store,
+    parsed: Parsed,
+    workspace: str,
+    settings: Settings,
+    recorded_cwd: bool,
+    parent: int | None,
+    source: str | None,
+) -> Session:
+    """The session a recording is written into (in the caller's transaction)."""
+    return store.create_session(
+        workspace=workspace,
+        workspace_given=not recorded_cwd,
+        title=f"import: {parsed.title[:60]}",
+        provider="import",
+        model=recorded_model(parsed),
+        strategy=settings.strategy,
+        parent_session_id=parent,
+        agent_id=parsed.agent_id,
+        params=strategy_params(settings, settings.strategy),
+        source=source,
+        origin=session_origin(settings),
+        agent=parsed.fmt,
+        agent_version=parsed.agent_version,
+    )
+
+
+class _ItemWriter:
+    """Writes a recording's items into one session, item by item: rounds opened and closed,
+    steps, tool pairs (a call without a result paired with a missing one), observations, usage,
+    the recorded compactions; :meth:`finish` stores what waits and the figures after.
+
+    Ended rounds wait in ``ended`` and are written together (a few statements for the whole
+    session, see Store.append_rounds) before a compaction, which archives them by id, and at
+    the end; so do the observations (linked to their messages by id) and the usage records.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        parsed: Parsed,
+        session: Session,
+        settings: Settings,
+        resume: Resume | None,
+    ) -> None:
+        assert session.id is not None
+        self.store, self.parsed, self.session, self.settings = store, parsed, session, settings
+        self.sid = session.id
+        self.compressor = ToolResultCompressor(settings)
+        report = ImportReport(session=session, fmt=parsed.fmt, records=parsed.records)
+        report.skipped = dict(parsed.skipped)
+        report.warnings = list(parsed.warnings)
+        report.recorded = dict(parsed.recorded)
+        self.report = report
+        self.index = resume.rounds if resume else 0
+        self.step = 0
+        self.last_final = False
+        self.live: list[Message] = list(resume.live) if resume else []
+        """The stored messages no compaction archived."""
+        self.pending: dict[str, ToolCall] = {}
+        """Calls of the current step without a result yet."""
+        self.position = 0
+        """Of the item being written, in ``parsed.items``."""
+        self.demos: list[Item] = []
+        self.batch: list[Message] = []
+        """The open round's messages."""
+        self.batch_obs: list[tuple[int, Observation]] = []
+        """The open round's observations, by their message's place in ``batch``."""
+        self.ended: list[tuple[list[Message], RoundStatus, list[tuple[int, Observation]]]] = []
+        self.usages: list[UsageRecord] = []
+        self.observations: list[Observation] = list(resume.observations) if resume else []
+        self.stored_observations = len(self.observations)
+        self.round_open = False
+
+    def write_all(self) -> None:
+        for n, item in enumerate(self.parsed.items):
+            self.position = n  # read by open_round
+            if item.kind == "user":
+                self.user(item)
+            elif item.kind == "summary":
+                self.summary(item)
+            elif item.kind == "assistant":
+                self.assistant(item)
+            else:
+                self.result(item)
+
+    # ------------------------------------------------------------------ rounds
+    def append(self, msg: Message) -> int:
+        tokens = ensure_counted(msg)
+        if msg.role != "tool":
+            # A recorded text or step costs what its wire form costs; results are added
+            # at their full size below.
+            self.report.tokens_raw += tokens
+        self.batch.append(msg)
+        self.report.messages += 1
+        return len(self.batch) - 1
+
+    def close_round(self, finished: bool) -> None:
+        if not self.round_open:
+            return
+        status = RoundStatus.FINISHED if finished else RoundStatus.INTERRUPTED
+        self.ended.append((self.batch, status, self.batch_obs))
+        self.batch, self.batch_obs = [], []
+        self.round_open = False
+
+    def write_ended(self) -> None:
+        ended = self.ended
+        if not ended:
+            return
+        written = self.store.append_rounds(self.sid, [(msgs, status) for msgs, status, _ in ended])
+        for (_, stored), (_, _, round_obs) in zip(written, ended, strict=True):
+            self.live.extend(stored)
+            for i, obs in round_obs:
+                obs.message_id = stored[i].id
+                self.observations.append(obs)
+        assert written[-1][0].index == self.index, (written[-1][0].index, self.index)
+        ended.clear()
+
+    def pair_missing(self) -> None:
+        for call in self.pending.values():
+            self.append(
+                Message(
+                    role="tool",
+                    content=self.compressor.to_json(
+                        call.name, envelope(call.name, call.input, MISSING_RESULT, True, None)
+                    ),
+                    meta=MessageMeta(
+                        step=self.step,
+                        tool_name=call.name,
+                        tool_use_id=call.id,
+                        is_error=True,
+                        interrupted=True,
+                    ),
+                )
+            )
+            self.report.missing_results += 1
+        self.pending.clear()
+
+    def open_round(self, item: Item, text: str, origin: dict[str, object] | None) -> None:
+        self.pair_missing()
+        self.close_round(self.last_final)
+        self.index, self.step, self.last_final, self.round_open = self.index + 1, 0, False, True
+        msg = Message(role="user", content=text, created_at=item.created_at, meta=MessageMeta())
+        msg.meta.origin = origin
+        self.append(msg)
+        self.report.rounds += 1
+        self.report.round_starts.append(self.position)
+
+    # ------------------------------------------------------------------ items
+    def user(self, item: Item) -> None:
+        if item.demonstration:
+            self.demos.append(item)
+            if not self.round_open:
+                return  # they wait for the task, which opens the round
+        else:
+            first = _first_origin(self.parsed) if not self.index else None
+            merged = {**first, **item.origin} if first and item.origin else None
+            self.open_round(item, item.text, merged or first or item.origin)
+        for demo in self.demos:
+            self.append(
+                Message(
+                    role="user",
+                    content=f"[demonstration]\n{demo.text}",
+                    meta=MessageMeta(origin={"demonstration": True}),
+                    created_at=demo.created_at,
+                )
+            )
+        self.demos.clear()
+
+    def summary(self, item: Item) -> None:
+        self.pair_missing()
+        self.close_round(self.last_final)  # the next step needs a round of its own
+        self.write_ended()
+        if not self.live and archives_earlier_file(item):
+            # The file begins at the agent's compaction: what it compacted is in an
+            # earlier file. A round saying so is what the compaction archives.
+            self.open_round(item, before_file(item), {"synthetic": True, "before_file": True})
+            self.close_round(True)
+            self.write_ended()
+        calls = _compaction_calls(item, self.sid, self.index)
+        self.usages += calls
+        self.report.usage_records += len(calls)
+        if self.live:
+            _compact(
+                self.store,
+                self.sid,
+                item,
+                self.live,
+                self.observations,
+                self.report,
+                self.settings,
+                self.parsed.cwd,
+            )
+        else:
+            # A session continued from another starts with the summary of the
+            # earlier one: nothing here to archive, so it is the first input.
+            self.open_round(item, item.text, {"compact_summary": True})
+
+    def assistant(self, item: Item) -> None:
+        if not self.round_open:
+            self.open_round(item, CONTINUED, {"synthetic": True})
+        self.pair_missing()
+        self.step += 1
+        self.last_final = not item.calls
+        origin: dict[str, object] | None = None
+        if item.thinking:
+            origin = {"thinking": item.thinking}
+            thought = count_thinking(item.thinking)
+            self.report.thinking_tokens += thought
+            self.report.tokens_raw += thought
+        self.append(
+            Message(
+                role="assistant",
+                content=item.text,
+                tool_calls=item.calls,
+                meta=MessageMeta(step=self.step, final=self.last_final, origin=origin),
+                created_at=item.created_at,
+            )
+        )
+        self.pending.update({c.id: c for c in item.calls})
+        if item.usage is not None:
+            self.usages.append(
+                UsageRecord(
+                    session_id=self.sid,
+                    round_index=self.index,
+                    step=self.step,
+                    usage=item.usage,
+                    source="import",
+                    created_at=item.created_at,
+                    model=item.model,
+                    local_estimate=item.input_estimate,
+                )
+            )
+            self.report.usage_records += 1
+
+    def result(self, item: Item) -> None:
+        call = self.pending.pop(item.tool_use_id)
+        result = envelope(call.name, call.input, item.text, item.is_error, item.recorded)
+        compressed = self.compressor.to_json(call.name, result)
+        at = self.append(
+            Message(
+                role="tool",
+                content=compressed,
+                meta=MessageMeta(
+                    step=self.step,
+                    tool_name=call.name,
+                    tool_use_id=call.id,
+                    is_error=item.is_error,
+                ),
+                created_at=item.created_at,
+            )
+        )
+        full = count_text(item.text)
+        self.report.tokens_raw += full
+        observation = Observation(
+            session_id=self.sid,
+            round_index=self.index,
+            step=self.step,
+            tool_use_id=call.id,
+            tool_name=call.name,
+            result=result.model_dump(mode="json"),
+            text=item.text,
+            tokens_full=full,
+            tokens_compressed=self.batch[at].tokens or 0,
+        )
+        self.batch_obs.append((at, observation))
+        self.report.observations += 1
+        if item.closes_round:
+            self.last_final = True
+
+    # ------------------------------------------------------------------ the end
+    def finish(self) -> ImportReport:
+        """Close the last round, store what waits, and the figures and warnings after."""
+        store, sid, report, settings = self.store, self.sid, self.report, self.settings
+        parsed = self.parsed
+        self.pair_missing()
+        self.close_round(parsed.finished if parsed.finished is not None else self.last_final)
+        self.write_ended()
+        store.add_usages(self.usages)
+        store.add_observations(self.observations[self.stored_observations :])
+        # History as stored: what no compaction archived, under the summaries still active.
+        report.tokens_stored = sum(m.tokens or 0 for m in self.live)
+        active = [s for s in store.summaries(sid) if s.active] if report.compactions else []
+        report.tokens_stored += sum(count_summary(s) for s in active)
+        # What every request of it repeats, so that its `context` needs no tokenizer.
+        strategy = self.session.strategy or settings.strategy
+        remember_repeated(store, repeated_texts(strategy, settings, active))
+        # and the thinking it keeps, which the workbench's gauge shows (issue 30: no tokenizer)
+        thoughts = [(m.meta.origin or {}).get("thinking", []) for m in self.live]
+        remember_repeated(store, [t for blocks in thoughts for t in thinking_texts(blocks)])
+        _warn_if_thin(parsed, report)
+        if report.compactions:
+            # Empty, opaque, spiralling... compactions said at once (docs/importing.md).
+            report.warnings += warning_lines(session_flags(store, sid, settings))
+        return report
 
 
 _PATH_KEYS = ("file_path", "path", "notebook_path")

@@ -30,7 +30,6 @@ request, as before.
 
 from __future__ import annotations
 
-import math
 import tempfile
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -43,13 +42,12 @@ from engine.events import CompactionFailed, CompactionFinished, Event
 from engine.figures.prices import Pricing, price_for
 from engine.llm.base import ProviderRequest
 from engine.messages.tokens import count_blocks
-from engine.models import Compaction, Usage
+from engine.models import Compaction, Message, Usage
 from engine.recordings.hidden import hidden_prefix
 from engine.replay.cache_model import BlockCounter, CacheUse, PromptCache
 from engine.replay.recall import LedgerRecall
 from engine.replay.recorded import RecordedProvider, RecordedTools, recorded_rounds
 from engine.settings.config import Settings
-from engine.settings.strategies import MOCK_USER_PROFILES
 from engine.store import Store
 
 if TYPE_CHECKING:
@@ -236,19 +234,11 @@ def compared_steps(results: Sequence[ReplayResult]) -> int | None:
 
 def in_window(settings: Settings, window: int) -> Settings:
     """``settings`` for a replay in a ``window``-token context window: the session's window,
-    and the strategies' own windows with it — seed 001's ``context_limit``, seed 002's profile
-    window with its trigger at the same share of it (init: 150 000 of 200 000, 75 %); seed
-    004's limit follows the session's window unless set. Numbers set explicitly in a
-    strategy's section are kept."""
-    own = settings.strategies
-    profile_window, trigger, _ = MOCK_USER_PROFILES[own.mock_user.profile]
-    mock = {"context_window": own.mock_user.context_window or window}
-    if own.mock_user.trigger_tokens is None:
-        mock["trigger_tokens"] = math.floor(window * trigger / profile_window)
-    reset = own.reset_hint.model_copy(update={"context_limit": window})
-    strategies = own.model_copy(
-        update={"reset_hint": reset, "mock_user": own.mock_user.model_copy(update=mock)}
-    )
+    and the strategies' own windows with it, as each strategy's section scales itself
+    (:meth:`engine.settings.strategies.StrategySettings.in_window`: seed 001's
+    ``context_limit``, seed 002's profile window with its trigger at the same share of it).
+    Numbers set explicitly in a strategy's section are kept."""
+    strategies = settings.strategies.in_window(window)
     return settings.model_copy(update={"context_window": window, "strategies": strategies})
 
 
@@ -270,154 +260,200 @@ def replay(
     :meth:`~engine.session.Agent.preview` is that request (the workbench opens it in the context
     inspector); returning True stops the replay there.
     """
-    from engine.session import Agent  # the agent imports strategies; keep this module light
-
-    messages, observations = store.all_messages(session_id), store.observations(session_id)
-    rounds = recorded_rounds(messages, observations)
-    original = store.get_session(session_id)
-    workspace = workspace or Path(original.workspace or ".")
-    price = price or price_for(settings, original.model or settings.model)
-    result = ReplayResult(strategy, window=settings.context_window, price_note=price.note)
-    cache = PromptCache(price.min_cacheable)
-    counter = BlockCounter()
-    recall = LedgerRecall(extract_ledger(messages, observations).items)
-    total_steps = sum(max(1, len(r.assistants)) for r in rounds)
-    result.total_steps = total_steps
-    state = {"step": 0, "round": 0, "upto": 0, "fixed": 0}
-    hidden = hidden_prefix(store, session_id)
-    pending: list[Compaction] = []
-
-    def on_event(event: Event) -> None:
-        if isinstance(event, CompactionFinished | CompactionFailed):
-            pending.append(event.compaction)
-
-    holder: dict[str, Any] = {}
-
+    run = _Replay(store, session_id, strategy, settings, price, on_step, at_step)
     with tempfile.TemporaryDirectory(prefix="ctxscope-replay-") as tmp:
         # A scratch file, thrown away at the end: no need to flush each step to the disk.
         scratch = Store.open(Path(tmp) / "replay.db", durable=False)
+        try:
+            agent = run.start(scratch, workspace or Path(run.workspace or "."), Path(tmp))
+            # The replay is the scratch session's only writer from start to end: one lease
+            # (rounds would each take it, and reload what no other process wrote).
+            with agent.writing("replay"):
+                run.play_rounds(agent)
+            measure = agent.plan().measure
+            if measure.source != "count":
+                run.result.threshold = measure.threshold
+        finally:
+            scratch.close()
+    return run.result
+
+
+class _Replay:
+    """One replay's recorded material, its running figures and its phases: :meth:`start` the
+    scratch agent, :meth:`play_rounds` (each request measured by :meth:`on_request`)."""
+
+    def __init__(
+        self,
+        store: Store,
+        session_id: int,
+        strategy: str,
+        settings: Settings,
+        price: Pricing | None,
+        on_step: Callable[[int, int], None] | None,
+        at_step: Callable[[int, Agent], bool] | None,
+    ) -> None:
+        messages, observations = store.all_messages(session_id), store.observations(session_id)
+        self.rounds = recorded_rounds(messages, observations)
+        self.strategy = strategy
+        self.settings = settings
+        original = store.get_session(session_id)
+        self.workspace = original.workspace
+        """The recorded session's workspace: the scratch agent's, unless the caller names one."""
+        self.price = price or price_for(settings, original.model or settings.model)
+        self.on_step = on_step
+        self.at_step = at_step
+        self.result = ReplayResult(
+            strategy, window=settings.context_window, price_note=self.price.note
+        )
+        self.cache = PromptCache(self.price.min_cacheable)
+        self.counter = BlockCounter()
+        self.recall = LedgerRecall(extract_ledger(messages, observations).items)
+        self.total_steps = sum(max(1, len(r.assistants)) for r in self.rounds)
+        self.result.total_steps = self.total_steps
+        self.hidden = hidden_prefix(store, session_id)
+        self.pending: list[Compaction] = []
+        """Compactions reported since the last request."""
+        self.step = 0
+        self.round = 0
+        self.upto = 0
+        """The last recorded message of the round being played."""
+        self.fixed = 0
+        """L1 + L2: what every request carries around the conversation."""
+        self.provider = RecordedProvider(self.on_request)
+        self.tools = RecordedTools()
+        self.agent: Agent | None = None
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, CompactionFinished | CompactionFailed):
+            self.pending.append(event.compaction)
+
+    def start(self, scratch: Store, workspace: Path, tmp: Path) -> Agent:
+        """The agent of a new scratch session under the replayed strategy."""
+        from engine.session import Agent  # the agent imports strategies; keep this module light
+
         # The scratch session's files (seed 004's raw middles, seed 003's execution log) go
         # to the scratch folder too, whatever data_dir the user set: there they would land
         # among the user's own sessions' files, under the scratch session's id.
         # Every recorded call is replayed: the runaway guard must not cut a long round.
-        longest = max((len(r.assistants) for r in rounds), default=0) + 1
-        scratch_settings = settings.model_copy(
+        longest = max((len(r.assistants) for r in self.rounds), default=0) + 1
+        scratch_settings = self.settings.model_copy(
             update={
-                "data_dir": Path(tmp) / "data",
-                "max_steps": max(settings.max_steps, longest),
+                "data_dir": tmp / "data",
+                "max_steps": max(self.settings.max_steps, longest),
             }
         )
-        try:
-            session = scratch.create_session(str(workspace), "replay", strategy=strategy)
-            tools = RecordedTools()
+        session = scratch.create_session(str(workspace), "replay", strategy=self.strategy)
+        agent = Agent(
+            scratch,
+            session,
+            scratch_settings,
+            self.provider,
+            workspace,
+            events=self.on_event,
+            registry=self.tools,
+        )
+        self.agent = agent
+        # L1 + L2: what every request carries around the conversation (the empty request)
+        self.fixed = agent.preview().total
+        hidden = self.hidden
+        if hidden is not None and hidden.tokens < self.settings.context_window:
+            # A recorded session: every strategy plans with the request as the recorded
+            # agent's would be (its hidden prefix in place of ctxscope's own L1 + L2), so
+            # it triggers at the same real context size. A prefix the window cannot hold
+            # would leave no request that fits: then ctxscope's own request is planned.
+            agent.extra_prefix_tokens = hidden.tokens - self.fixed
+            self.result.agent_prefix = agent.extra_prefix_tokens
+        agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
+        return agent
 
-            def on_request(request: ProviderRequest) -> int:
-                state["step"] += 1
-                use = cache.use(counter.blocks(request), counter.kept)
-                tokens = use.total  # the blocks' tokens: = count_request, new blocks only
-                # Compactions since the last request, as the agent reported them (events, not a
-                # query of every compaction at every step).
-                fired = len(pending)
-                for comp in pending:
-                    result.compactions.append(
-                        CompactionFigures(
-                            state["step"],
-                            comp.trigger,
-                            comp.tokens_before,
-                            comp.tokens_after,
-                            comp.outcome,
-                        )
-                    )
-                pending.clear()
-                original = None
-                if hidden is not None:
-                    original = hidden.tokens + tokens - state["fixed"]
-                figures = StepFigures(
-                    original=original,
-                    step=state["step"],
-                    round=state["round"],
-                    tokens=tokens,
-                    cache=use,
-                    output=0,
-                    cost=0.0 if price.known else None,
-                    compactions=fired,
-                )
-                last = state["step"] == total_steps
-                if fired or last or state["step"] % RECALL_EVERY == 0:
-                    # what this request can hold: every message before the output it asks for
-                    upcoming = provider.queue[0].id if provider.queue else None
-                    upto = upcoming - 1 if upcoming else state["upto"]
-                    figures.recall = recall.measure(upto, holder["agent"])
-                result.steps.append(figures)
-                if on_step is not None:
-                    on_step(state["step"], total_steps)
-                if at_step is not None and at_step(state["step"], holder["agent"]):
-                    raise _Stopped
-                # the usage the recorded agent's API would report: its budget's last API usage
-                return tokens + int(holder["agent"].extra_prefix_tokens)
-
-            provider = RecordedProvider(on_request)
-            agent = Agent(
-                scratch,
-                session,
-                scratch_settings,
-                provider,
-                workspace,
-                events=on_event,
-                registry=tools,
+    def play_rounds(self, agent: Agent) -> None:
+        """Each recorded round's input, answered with its recorded outputs and results."""
+        provider, result = self.provider, self.result
+        for number, rnd in enumerate(self.rounds, 1):
+            self.round = number
+            provider.queue = deque(rnd.assistants)
+            self.tools.queue = deque(
+                rnd.results[c.id]
+                for a in rnd.assistants
+                for c in a.tool_calls
+                if c.id in rnd.results
             )
-            holder["agent"] = agent
-            # L1 + L2: what every request carries around the conversation (the empty request)
-            state["fixed"] = agent.preview().total
-            if hidden is not None and hidden.tokens < settings.context_window:
-                # A recorded session: every strategy plans with the request as the recorded
-                # agent's would be (its hidden prefix in place of ctxscope's own L1 + L2), so
-                # it triggers at the same real context size. A prefix the window cannot hold
-                # would leave no request that fits: then ctxscope's own request is planned.
-                agent.extra_prefix_tokens = hidden.tokens - state["fixed"]
-                result.agent_prefix = agent.extra_prefix_tokens
-            agent.preprocessor.process = _as_recorded  # type: ignore[method-assign]
-            # The replay is the scratch session's only writer from start to end: one lease
-            # (rounds would each take it, and reload what no other process wrote).
-            with agent.writing("replay"):
-                for number, rnd in enumerate(rounds, 1):
-                    state["round"] = number
-                    provider.queue = deque(rnd.assistants)
-                    tools.queue = deque(
-                        rnd.results[c.id]
-                        for a in rnd.assistants
-                        for c in a.tool_calls
-                        if c.id in rnd.results
-                    )
-                    state["upto"] = rnd.last_id
-                    before = len(result.steps)
-                    try:
-                        outcome = agent.run(rnd.text)
-                    except _Stopped:
-                        break
-                    if provider.queue:  # the round ended before its recorded calls did
-                        reason = outcome.error or (
-                            f"the round ended ({outcome.status.value}) at a recorded answer "
-                            "without a tool call"
-                        )
-                        result.stops.append(
-                            Stop(state["step"], number, len(provider.queue), reason)
-                        )
-                    for s, msg in zip(result.steps[before:], rnd.assistants, strict=False):
-                        s.output = count_blocks(
-                            [{"type": "text", "text": msg.content or " "}]
-                            + [
-                                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
-                                for c in msg.tool_calls
-                            ]
-                        )
-                        s.cost = call_cost(price, s.cache, s.output, settings.cache_lifetime)
-            measure = agent.plan().measure
-            if measure.source != "count":
-                result.threshold = measure.threshold
-        finally:
-            scratch.close()
-    return result
+            self.upto = rnd.last_id
+            before = len(result.steps)
+            try:
+                outcome = agent.run(rnd.text)
+            except _Stopped:
+                break
+            if provider.queue:  # the round ended before its recorded calls did
+                reason = outcome.error or (
+                    f"the round ended ({outcome.status.value}) at a recorded answer "
+                    "without a tool call"
+                )
+                result.stops.append(Stop(self.step, number, len(provider.queue), reason))
+            for figures, msg in zip(result.steps[before:], rnd.assistants, strict=False):
+                figures.output = _output_tokens(msg)
+                figures.cost = call_cost(
+                    self.price, figures.cache, figures.output, self.settings.cache_lifetime
+                )
+
+    def on_request(self, request: ProviderRequest) -> int:
+        """One request as the strategy sends it: its figures recorded; returns the usage the
+        recorded agent's API would report (its budget's last API usage)."""
+        assert self.agent is not None
+        self.step += 1
+        use = self.cache.use(self.counter.blocks(request), self.counter.kept)
+        tokens = use.total  # the blocks' tokens: = count_request, new blocks only
+        fired = self._compactions_fired()
+        original = None
+        if self.hidden is not None:
+            original = self.hidden.tokens + tokens - self.fixed
+        figures = StepFigures(
+            original=original,
+            step=self.step,
+            round=self.round,
+            tokens=tokens,
+            cache=use,
+            output=0,
+            cost=0.0 if self.price.known else None,
+            compactions=fired,
+        )
+        last = self.step == self.total_steps
+        if fired or last or self.step % RECALL_EVERY == 0:
+            # what this request can hold: every message before the output it asks for
+            queue = self.provider.queue
+            upcoming = queue[0].id if queue else None
+            upto = upcoming - 1 if upcoming else self.upto
+            figures.recall = self.recall.measure(upto, self.agent)
+        self.result.steps.append(figures)
+        if self.on_step is not None:
+            self.on_step(self.step, self.total_steps)
+        if self.at_step is not None and self.at_step(self.step, self.agent):
+            raise _Stopped
+        return tokens + int(self.agent.extra_prefix_tokens)
+
+    def _compactions_fired(self) -> int:
+        """Compactions since the last request, as the agent reported them (events, not a
+        query of every compaction at every step), added to the result."""
+        fired = len(self.pending)
+        for comp in self.pending:
+            self.result.compactions.append(
+                CompactionFigures(
+                    self.step, comp.trigger, comp.tokens_before, comp.tokens_after, comp.outcome
+                )
+            )
+        self.pending.clear()
+        return fired
+
+
+def _output_tokens(msg: Message) -> int:
+    """A recorded answer's output tokens: its text and tool calls, counted as blocks."""
+    return count_blocks(
+        [{"type": "text", "text": msg.content or " "}]
+        + [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
+            for c in msg.tool_calls
+        ]
+    )
 
 
 class _Stopped(Exception):

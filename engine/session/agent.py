@@ -18,9 +18,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from engine.compaction.policy import CompactionPolicy, Plan
+from engine.compaction.records import CompactionDraft, CompactionResult
 from engine.compaction.summary import SummaryCompressor
 from engine.context.builder import BuiltContext, ContextBuilder, ScratchStep
-from engine.context.compaction_records import CompactionDraft, CompactionResult
 from engine.context.history import HistoryManager
 from engine.context.preprocess import InputPreprocessor
 from engine.events import EventSink, ignore_events

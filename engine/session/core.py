@@ -53,7 +53,6 @@ from engine.settings.params import session_settings
 from engine.store import Store
 from engine.validation import workspace_refusal
 from tools.base import Asker, RecallHit, ToolContext
-from tools.injection import Injections
 from tools.registry import ToolRegistry, default_registry
 from tools.todo import todo_recap
 
@@ -166,10 +165,7 @@ class AgentCore:
             recall=self.recall_archive,  # Agent hands it Fitting.recall, which adds the set-aside
             chat_transcript=self.chat_transcript,
             execution_log=lambda: read_log(self.execution_log_path),
-            injections=Injections(
-                max_messages=settings.strategies.message_window.max_injected_messages,
-                max_chars=settings.strategies.message_window.injected_max_chars,
-            ),
+            injections=self.strategy.injections(),
         )
         self._injected: dict[str, Message] = {}
         """The assistant messages made of injected texts, by text (counted once per run)."""

@@ -26,8 +26,8 @@ import json
 import re
 from dataclasses import replace
 
+from engine.compaction.records import CompactionDraft, CompactionResult
 from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
-from engine.context.compaction_records import CompactionDraft, CompactionResult
 from engine.events import Notice
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text
 from engine.models import Message, ToolCall, Trigger

@@ -109,8 +109,9 @@ class RoundLoop:
             self.core.scratchpad = []
             self.core.current_round = None
             self._clear_injections()
-        if self.core.strategy.keeps_execution_log:
-            self._log_run(outcome, user_input)
+        log_window = self.core.strategy.execution_log_window()
+        if log_window is not None:
+            self._log_run(outcome, user_input, log_window)
         if CheckPoint.AFTER_ROUND in self.core.strategy.checks:
             self.steering.check()
         return outcome
@@ -120,7 +121,7 @@ class RoundLoop:
         if self.core.tool_ctx.injections is not None:
             self.core.tool_ctx.injections.clear()
 
-    def _log_run(self, outcome: RoundOutcome, user_input: str) -> None:
+    def _log_run(self, outcome: RoundOutcome, user_input: str, window: int) -> None:
         """Seed 003's execution log: one entry per run (its calls summarised), windowed."""
         calls = []
         for step in self.core.last_scratchpad:
@@ -132,7 +133,6 @@ class RoundLoop:
         entry = run_entry(
             f"{self.core.session_id}-{outcome.round_index}", user_input, outcome.answer, calls
         )
-        window = self.core.settings.strategies.message_window.log_window
         try:
             append_run(self.core.execution_log_path, entry, window)
         except OSError as exc:

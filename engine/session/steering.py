@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from engine.compaction.policy import Plan, PolicyView
+from engine.compaction.records import CompactionDraft, CompactionResult
 from engine.context.builder import (
     BuiltContext,
 )
-from engine.context.compaction_records import CompactionDraft, CompactionResult
 from engine.events import (
     BudgetWarning,
     Notice,
@@ -68,7 +68,8 @@ class Steering:
         user_input: str = "",
     ) -> CompactionResult:
         """Compact now (manual ``compact``, or the strategy's rule); synchronous, with events.
-        ``keep_rounds``: a cut chosen by hand (see :meth:`HistoryManager.prepare`);
+        ``keep_rounds``: a cut chosen by hand (see
+        :meth:`engine.compaction.executor.CompactionExecutor.prepare`);
         ``user_input``: the input the rule measured with, when it fired on it."""
         with self.lease.writing("compaction"):
             draft = self.prepare_compaction(
@@ -95,7 +96,7 @@ class Steering:
         view = self.view(user_input, built)
         asks_live = self.core.strategy.live_summary_prompt is not None
         live = self._live_summary_call(built) if asks_live else None
-        return self.core.history.prepare(
+        return self.core.history.compactions.prepare(
             self.core.strategy,
             self.core.summaries,
             trigger,
@@ -114,7 +115,7 @@ class Steering:
     ) -> CompactionResult:
         """Store a prepared compaction; ``content`` is the user's edit of the draft summary."""
         with self.lease.writing("compaction"):
-            result = self.core.history.commit(draft, content)
+            result = self.core.history.compactions.commit(draft, content)
         if result.segment is not None and self.core.current_round is not None:
             gone = {m.id for m in result.segment.messages}
             self.core.scratchpad = [s for s in self.core.scratchpad if s.assistant.id not in gone]

@@ -9,7 +9,8 @@ module holds the numbers each alternative strategy's seed gives (001-004, and ma
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+import math
+from typing import Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
@@ -45,13 +46,27 @@ class Section(BaseModel):
         return no_bool_as_number(value, info, cls.model_fields)
 
 
-class ResetHintSettings(Section):
+class StrategySection(Section):
+    """A strategy's own section: its numbers, and how they follow the session's window."""
+
+    def in_window(self, window: int) -> Self:
+        """The section for a session in a ``window``-token context window (a replay's
+        ``--window``); this one keeps its numbers (its strategy reads the session's window
+        itself, or none). Numbers set explicitly in the section are kept."""
+        return self
+
+
+class ResetHintSettings(StrategySection):
     """Seed 001 (mini-claude-code): ``MODEL_CONTEXT_LIMIT`` and ``COMPRESS_THRESHOLD``."""
 
     context_limit: int = Field(128_000, gt=0)
     """The model's context limit the threshold is a share of (001: 128 000)."""
     threshold_ratio: float = Field(0.8, gt=0, le=1)
     """Compaction fires when the last API prompt tokens are *over* this share (001: 0.8)."""
+
+    def in_window(self, window: int) -> Self:
+        """Seed 001's ``context_limit`` is the session's window."""
+        return self.model_copy(update={"context_limit": window})
 
 
 MOCK_USER_PROFILES: dict[str, tuple[int, int, int]] = {
@@ -61,7 +76,7 @@ MOCK_USER_PROFILES: dict[str, tuple[int, int, int]] = {
 """Seed 002's two agents: (context window, compact trigger, keep recent steps)."""
 
 
-class MockUserSettings(Section):
+class MockUserSettings(StrategySection):
     """Seed 002 (Init / Execute agents): a profile, each of its numbers overridable."""
 
     profile: Literal["init", "execute"] = "init"
@@ -97,8 +112,17 @@ class MockUserSettings(Section):
             self.keep_recent_steps or keep,
         )
 
+    def in_window(self, window: int) -> Self:
+        """Seed 002's profile window is the session's, its trigger at the same share of it
+        (init: 150 000 of 200 000, 75 %), unless set."""
+        profile_window, trigger, _ = MOCK_USER_PROFILES[self.profile]
+        update: dict[str, Any] = {"context_window": self.context_window or window}
+        if self.trigger_tokens is None:
+            update["trigger_tokens"] = math.floor(window * trigger / profile_window)
+        return self.model_copy(update=update)
 
-class MessageWindowSettings(Section):
+
+class MessageWindowSettings(StrategySection):
     """Seed 003 (ship.json ``context``)."""
 
     max_messages: int = Field(60, ge=1)
@@ -114,7 +138,7 @@ class MessageWindowSettings(Section):
     the seed sets none)."""
 
 
-class HeadMiddleTailSettings(Section):
+class HeadMiddleTailSettings(StrategySection):
     """Seed 004 (the Context Compact PRD)."""
 
     context_limit: int | None = Field(None, gt=0)
@@ -129,7 +153,7 @@ class HeadMiddleTailSettings(Section):
     """``COMPACT_MAX_RETRIES``: further summary attempts before the compaction is skipped."""
 
 
-class MaskingSettings(Section):
+class MaskingSettings(StrategySection):
     """Observation masking (JetBrains, "The Complexity Trap"; OpenHands' masking condenser)."""
 
     keep_last_observations: int = Field(10, ge=1)
@@ -149,3 +173,10 @@ class StrategySettings(Section):
         default_factory=HeadMiddleTailSettings, alias="head-middle-tail"
     )
     masking: MaskingSettings = Field(default_factory=MaskingSettings)
+
+    def in_window(self, window: int) -> StrategySettings:
+        """Every section for a session in a ``window``-token context window, each scaled as its
+        own :meth:`StrategySection.in_window` says (seed 004's limit follows the session's
+        window unless set, by itself)."""
+        sections = {name: getattr(self, name).in_window(window) for name in type(self).model_fields}
+        return self.model_copy(update=sections)

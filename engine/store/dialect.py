@@ -39,6 +39,38 @@ def is_postgres(db: Database) -> bool:
     return isinstance(db, PostgresqlDatabase)
 
 
+class Dialect:
+    """What the store does differently on one database, beyond its SQL (above): this is
+    SQLite's; a database of another kind carries its own as ``db.dialect``
+    (:class:`engine.store.postgres.PostgresDialect`), found by :func:`dialect_of`."""
+
+    full_text: str = "fts5"
+    """The full-text index this database has (:mod:`engine.store.search` keeps one of each
+    kind): SQLite's FTS5 table, or PostgreSQL's ``tsvector`` column (``"tsvector"``)."""
+
+    def stored_version(self, db: Database, application_id: int) -> int | None:
+        """The schema version ``db`` records (SQLite: ``PRAGMA user_version``); None for a
+        database that records none yet."""
+        return int(sql(db, "PRAGMA user_version").fetchone()[0])
+
+    def set_version(self, db: Database, version: int) -> None:
+        db.pragma("user_version", version)  # type: ignore[attr-defined]
+
+    def session_lock_held(self, db: Database, session_id: int) -> bool | None:
+        """Does a live client hold the session's lease lock? None: the database has no such
+        lock (SQLite: the lease row's process and heartbeat say)."""
+        return None
+
+
+SQLITE = Dialect()
+
+
+def dialect_of(db: Database) -> Dialect:
+    """``db``'s dialect: the one it carries, SQLite's otherwise."""
+    found: Dialect = getattr(db, "dialect", SQLITE)
+    return found
+
+
 @functools.lru_cache(maxsize=4096)
 def for_postgres(statement: str) -> str:
     """``statement`` with its ``?`` placeholders as ``%s`` and its ``%`` doubled (psycopg's

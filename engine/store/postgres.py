@@ -13,9 +13,10 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from peewee import Database as PeeweeDatabase
 from peewee import PostgresqlDatabase, Psycopg3Adapter
 
-from engine.store.dialect import sql, without_nul
+from engine.store.dialect import Dialect, sql, without_nul
 from engine.store.errors import StoreError
 from tools.secrets import QUERY_PASSWORD, url_credentials
 
@@ -98,12 +99,29 @@ class Psycopg3(Psycopg3Adapter):
         return conn.cursor(name=str(uuid.uuid1()), withhold=not in_txn)
 
 
+class PostgresDialect(Dialect):
+    """What the store does differently on PostgreSQL: the schema version in
+    :data:`VERSION_TABLE`, the lease as an advisory lock, the full-text index a ``tsvector``."""
+
+    full_text = "tsvector"
+
+    def stored_version(self, db: PeeweeDatabase, application_id: int) -> int | None:
+        return version(db, application_id)  # type: ignore[arg-type]
+
+    def set_version(self, db: PeeweeDatabase, version: int) -> None:
+        set_version(db, version)  # type: ignore[arg-type]
+
+    def session_lock_held(self, db: PeeweeDatabase, session_id: int) -> bool:
+        return session_lock_held(db, session_id)  # type: ignore[arg-type]
+
+
 class Database(PostgresqlDatabase):
     """peewee's PostgreSQL database, each text parameter without NUL characters, through
     :class:`Psycopg3` whichever drivers peewee found at its import."""
 
     psycopg2_adapter = Psycopg3
     psycopg3_adapter = Psycopg3
+    dialect = PostgresDialect()
 
     def execute_sql(self, sql: str, params: Any = None) -> Any:
         if params:

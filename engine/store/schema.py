@@ -669,15 +669,11 @@ DDL_LOCK_TIMEOUT = 60.0
 
 
 def stored_version(db: Database) -> int:
-    """The schema version ``db`` holds (SQLite: ``PRAGMA user_version``)."""
-    if dialect.is_postgres(db):
-        found = postgres.version(db, APPLICATION_ID)  # type: ignore[arg-type]
-        return SCHEMA_VERSION if found is None else found
-    return int(sql(db, "PRAGMA user_version").fetchone()[0])
+    """The schema version ``db`` holds (:meth:`engine.store.dialect.Dialect.stored_version`);
+    one that records none yet is taken as current."""
+    found = dialect.dialect_of(db).stored_version(db, APPLICATION_ID)
+    return SCHEMA_VERSION if found is None else found
 
 
 def set_version(db: Database, version: int) -> None:
-    if dialect.is_postgres(db):
-        postgres.set_version(db, version)  # type: ignore[arg-type]
-    else:
-        db.pragma("user_version", version)  # type: ignore[attr-defined]
+    dialect.dialect_of(db).set_version(db, version)

@@ -23,7 +23,7 @@ from typing import Any
 from peewee import Database
 
 from engine.models import RecallHit
-from engine.store.dialect import is_postgres, sql
+from engine.store.dialect import dialect_of, sql
 
 TABLE = "archive_fts"
 CREATE = (
@@ -39,11 +39,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 def create(db: Database) -> None:
     """Create the index table (idempotent)."""
-    if is_postgres(db):
-        for statement in PG_CREATE:
-            sql(db, statement)
-    else:
-        sql(db, CREATE)
+    _index(db).create(db)
 
 
 def _body(
@@ -73,19 +69,7 @@ def index_segment(db: Database, segment_id: int) -> int:
         tool_calls = json.loads(calls) if calls else []
         tool_name = (json.loads(meta) if meta else {}).get("tool_name")
         body = _body(role, content, tool_calls, observation)
-        sql(
-            db,
-            PG_INSERT if is_postgres(db) else INSERT,
-            (
-                *((body, *tsvector(body)) if is_postgres(db) else (body,)),
-                sid,
-                segment_id,
-                mid,
-                number,
-                role,
-                tool_name,
-            ),
-        )
+        _index(db).insert(db, body, (sid, segment_id, mid, number, role, tool_name))
     return len(rows)
 
 
@@ -115,24 +99,9 @@ def search(db: Database, session_id: int, query: str, limit: int) -> list[Recall
     or on PostgreSQL the same formula over the same figures).
     """
     for any_word in (False, True):
-        if is_postgres(db):
-            phrases = query_phrases(query)
-            if not phrases:
-                return []
-            rows = _pg_search(db, session_id, query, phrases, any_word, limit)
-        else:
-            expression = match_expression(query, any_word)
-            if not expression:
-                return []
-            rows = sql(
-                db,
-                f"SELECT message_id, segment_id, round, role, tool_name, "
-                f"snippet({TABLE}, 0, '[', ']', '…', {SNIPPET_TOKENS}), bm25({TABLE}) "
-                f"FROM {TABLE} WHERE {TABLE} MATCH ? AND session_id = ? "
-                f"ORDER BY bm25({TABLE}) LIMIT ?",
-                (expression, session_id, limit),
-            )
-            rows = rows.fetchall()
+        rows = _index(db).matches(db, session_id, query, any_word, limit)
+        if rows is None:
+            return []
         if rows:
             return [
                 RecallHit(
@@ -334,3 +303,61 @@ def fts5_snippet(body: str, query: str, any_word: bool) -> str:
     finally:
         con.execute("DELETE FROM t")
     return str(row[0]) if row else body[:200]
+
+
+# ---------------------------------------------------------------------- one index per kind
+Row = tuple[Any, ...]
+
+
+class _Fts5:
+    """SQLite's index: the FTS5 table :data:`CREATE` makes."""
+
+    def create(self, db: Database) -> None:
+        sql(db, CREATE)
+
+    def insert(self, db: Database, body: str, row: Row) -> None:
+        sql(db, INSERT, (body, *row))
+
+    def matches(
+        self, db: Database, session_id: int, query: str, any_word: bool, limit: int
+    ) -> list[Row] | None:
+        """The best ``limit`` hits (None: the query has no word)."""
+        expression = match_expression(query, any_word)
+        if not expression:
+            return None
+        rows: list[Row] = sql(
+            db,
+            f"SELECT message_id, segment_id, round, role, tool_name, "
+            f"snippet({TABLE}, 0, '[', ']', '…', {SNIPPET_TOKENS}), bm25({TABLE}) "
+            f"FROM {TABLE} WHERE {TABLE} MATCH ? AND session_id = ? "
+            f"ORDER BY bm25({TABLE}) LIMIT ?",
+            (expression, session_id, limit),
+        ).fetchall()
+        return rows
+
+
+class _Tsvector:
+    """PostgreSQL's index: the table of :data:`PG_CREATE`, FTS5's terms in a ``tsvector``."""
+
+    def create(self, db: Database) -> None:
+        for statement in PG_CREATE:
+            sql(db, statement)
+
+    def insert(self, db: Database, body: str, row: Row) -> None:
+        sql(db, PG_INSERT, (body, *tsvector(body), *row))
+
+    def matches(
+        self, db: Database, session_id: int, query: str, any_word: bool, limit: int
+    ) -> list[Row] | None:
+        phrases = query_phrases(query)
+        if not phrases:
+            return None
+        return _pg_search(db, session_id, query, phrases, any_word, limit)
+
+
+_INDEXES: dict[str, _Fts5 | _Tsvector] = {"fts5": _Fts5(), "tsvector": _Tsvector()}
+"""Each kind of full-text index a dialect may have (:attr:`Dialect.full_text`)."""
+
+
+def _index(db: Database) -> _Fts5 | _Tsvector:
+    return _INDEXES[dialect_of(db).full_text]

@@ -81,9 +81,8 @@ class SessionStore(StorePart):
         """Is the lease's holder alive? On PostgreSQL: does a client hold the session's lease
         lock (a dead client's connection, and its lock, are gone); on SQLite: is its process
         there, or its heartbeat recent."""
-        if dialect.is_postgres(self.db):
-            return postgres.session_lock_held(self.db, session_id)  # type: ignore[arg-type]
-        return is_alive(holder, stale_after)
+        held = dialect.dialect_of(self.db).session_lock_held(self.db, session_id)
+        return is_alive(holder, stale_after) if held is None else held
 
     @reads
     def writer_alive(self, session_id: int, stale_after: float = LEASE_STALE_AFTER) -> bool:

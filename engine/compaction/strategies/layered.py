@@ -24,20 +24,13 @@ from engine.compaction.policy import (
     Plan,
     PolicyView,
     cut_before,
+    keep_zone_tokens,
     round_indices,
     step_units,
 )
 from engine.compaction.summary import A5_SPEC
 from engine.messages.tokens import BudgetCheck, check_budget
-from engine.models import History, Message, Placement
-
-
-def keep_zone_tokens(history: History, keep_rounds: int) -> int:
-    """Tokens of the active summaries plus the last ``keep_rounds`` rounds (cached counts)."""
-    groups = history.rounds()[-keep_rounds:]
-    return sum(s.tokens or 0 for s in history.summaries) + sum(
-        m.tokens or 0 for g in groups for m in g
-    )
+from engine.models import Message, Placement
 
 
 class LayeredStrategy(CompactionPolicy):

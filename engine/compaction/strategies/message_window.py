@@ -33,6 +33,7 @@ from engine.compaction.strategies.formats import MESSAGE_WINDOW_SPEC
 from engine.models import Message, Placement
 from tools.base import Tool
 from tools.context_loading import AgentLoadContextTool, ChatLoadHistoryTool
+from tools.injection import Injections
 
 
 def _joins_previous(messages: list[Message], i: int) -> bool:
@@ -64,9 +65,15 @@ class MessageWindowStrategy(CompactionPolicy):
     placement = Placement.ASSISTANT_MESSAGE
     lifecycle = Lifecycle.RECOMPACT
     summary = MESSAGE_WINDOW_SPEC
-    keeps_execution_log = True
     tool_results = ResultForm.AS_RETURNED
     extra_tools: ClassVar[tuple[type[Tool], ...]] = (ChatLoadHistoryTool, AgentLoadContextTool)
+
+    def execution_log_window(self) -> int:
+        return self.settings.strategies.message_window.log_window
+
+    def injections(self) -> Injections:
+        own = self.settings.strategies.message_window
+        return Injections(max_messages=own.max_injected_messages, max_chars=own.injected_max_chars)
 
     def message_count(self, view: PolicyView) -> int:
         """Messages in the seed's in-memory history: each summary message counts as one, and

@@ -47,7 +47,7 @@ class BrokenSummariser:
 
 
 def compact(manager: HistoryManager, settings: Settings, summariser=None, **kw):  # type: ignore[no-untyped-def]
-    return manager.compact(
+    return manager.compactions.compact(
         LayeredStrategy(settings),
         SummaryCompressor(summariser or ExtractiveSummariser(), settings.summary_timeout),
         kw.pop("trigger", Trigger.MANUAL),

@@ -57,7 +57,7 @@ def test_own_compaction_names_what_neither_the_summary_nor_the_kept_rounds_hold(
     _edit_round(manager, "touch mod1 again", "src/mod1.py")
     write_round(manager, 7, tools=0)
     write_round(manager, 8, tools=0)
-    manager.compact(
+    manager.compactions.compact(
         LayeredStrategy(settings),
         SummaryCompressor(FixedSummariser(), settings.summary_timeout),
         Trigger.MANUAL,

@@ -66,7 +66,7 @@ def bash_round(manager: HistoryManager, store: Store, n: int, stderr: str) -> No
 
 
 def compact(manager: HistoryManager) -> None:
-    result = manager.compact(
+    result = manager.compactions.compact(
         LayeredStrategy(SETTINGS), SummaryCompressor(OfflineProvider(), 5), Trigger.MANUAL
     )
     assert result.compaction.outcome == "success"
@@ -203,7 +203,7 @@ CHILD = textwrap.dedent(
     settings = Settings(keep_rounds=2)
     manager = HistoryManager(store, int(sys.argv[2]), settings)
     if where == "compact":
-        manager.compact(
+        manager.compactions.compact(
             LayeredStrategy(settings), SummaryCompressor(OfflineProvider(), 5), Trigger.MANUAL
         )
     else:
@@ -338,7 +338,7 @@ def test_fidelity_measures_a_model_summary_and_an_edited_one(
     store, manager = session
     for n in range(1, 5):
         write_round(manager, n)
-    draft = manager.prepare(
+    draft = manager.compactions.prepare(
         LayeredStrategy(SETTINGS), SummaryCompressor(Forgetful(), 5), Trigger.MANUAL
     )
     assert isinstance(draft, CompactionDraft)
@@ -349,7 +349,7 @@ def test_fidelity_measures_a_model_summary_and_an_edited_one(
     # the user's edit adds round 2: the stored figure is the edit's, not the draft's
     assert draft.summary is not None
     edited = draft.summary.content + "\n* question 2: please edit src/mod2.py (done)"
-    result = manager.commit(draft, edited)
+    result = manager.compactions.commit(draft, edited)
     assert result.compaction.fidelity is not None
     assert result.compaction.fidelity["request"] == {"kept": 2, "total": 2}
     assert result.compaction.fidelity["file_changed"] == {"kept": 2, "total": 2}

@@ -129,7 +129,7 @@ def test_what_a_compaction_keeps_is_sent_cut(manager: HistoryManager, store: Sto
     long = "t" * 1000 + "m" * 6000 + "e" * 1000
     _long_round(manager, 3, long)
     strategy = mock_user(keep_recent_steps=2)
-    result = manager.compact(strategy, SummaryCompressor(_Offline(), 5), Trigger.MANUAL)
+    result = manager.compactions.compact(strategy, SummaryCompressor(_Offline(), 5), Trigger.MANUAL)
     assert result.compaction.outcome == Outcome.SUCCESS
     projected, _ = strategy.project(manager.history.messages, [], None)
     [kept] = [m.content for m in projected if m.role == "tool"]
@@ -170,8 +170,10 @@ def test_a_compaction_that_would_not_shrink_is_skipped_said_and_not_stored(
     before = [m.id for m in manager.history.messages]
     strategy = mock_user(keep_recent_steps=1)
     view = PolicyView(history=manager.history, request_tokens=200_000)  # over 150 000
-    result = manager.compact(strategy, SummaryCompressor(_Model(), 5), Trigger.AUTO, None,
-                             view, lambda _t: _summary(400))  # fmt: skip
+    compressor = SummaryCompressor(_Model(), 5)
+    result = manager.compactions.compact(
+        strategy, compressor, Trigger.AUTO, None, view, lambda _t: _summary(400)
+    )
 
     assert result.compaction.outcome == Outcome.SKIPPED and result.segment is None
     assert result.compaction.id is None and store.compactions(session_id) == []
@@ -197,8 +199,10 @@ def test_a_compaction_that_shrinks_is_stored(
     # no gain floor: the ~1,200 tokens freed here are under the default 7,500
     strategy = mock_user(keep_recent_steps=1, min_gain_ratio=0)
     view = PolicyView(history=manager.history, request_tokens=200_000)
-    result = manager.compact(strategy, SummaryCompressor(_Model(), 5), Trigger.AUTO, None,
-                             view, lambda _t: _summary(20))  # fmt: skip
+    compressor = SummaryCompressor(_Model(), 5)
+    result = manager.compactions.compact(
+        strategy, compressor, Trigger.AUTO, None, view, lambda _t: _summary(20)
+    )
     assert result.compaction.outcome == Outcome.SUCCESS and result.segment is not None
     assert [c.outcome for c in store.compactions(session_id)] == [Outcome.SUCCESS]
     assert manager.history.summaries[0].content == _summary(20)
@@ -375,8 +379,10 @@ def test_the_gain_floor_holds_for_what_is_stored(
     strategy = mock_user(keep_recent_steps=1, min_gain_ratio=1 / 150)
     view = PolicyView(history=manager.history, request_tokens=200_000)
     assert strategy.plan(view).compacts  # the floor before the call: cleared
-    result = manager.compact(strategy, SummaryCompressor(_Model(), 5), Trigger.AUTO, None,
-                             view, lambda _t: _summary(400))  # fmt: skip
+    compressor = SummaryCompressor(_Model(), 5)
+    result = manager.compactions.compact(
+        strategy, compressor, Trigger.AUTO, None, view, lambda _t: _summary(400)
+    )
     assert result.compaction.outcome == Outcome.SKIPPED and result.segment is None
     assert store.compactions(session_id) == [] and not manager.history.summaries
     [said] = [e for e in events if isinstance(e, CompactionFailed)]
@@ -384,6 +390,8 @@ def test_the_gain_floor_holds_for_what_is_stored(
     # a short summary clears it: stored
     strategy = mock_user(keep_recent_steps=1, min_gain_ratio=1 / 150)
     view = PolicyView(history=manager.history, request_tokens=200_000)
-    result = manager.compact(strategy, SummaryCompressor(_Model(), 5), Trigger.AUTO, None,
-                             view, lambda _t: _summary(20))  # fmt: skip
+    compressor = SummaryCompressor(_Model(), 5)
+    result = manager.compactions.compact(
+        strategy, compressor, Trigger.AUTO, None, view, lambda _t: _summary(20)
+    )
     assert [c.outcome for c in store.compactions(session_id)] == [Outcome.SUCCESS]

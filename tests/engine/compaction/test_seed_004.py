@@ -112,7 +112,7 @@ def test_the_raw_middle_holds_the_full_results_and_the_summary_as_a_user_message
     strategy = get_strategy("head-middle-tail", settings)
     model = _Recording()
 
-    first = manager.compact(strategy, SummaryCompressor(model, 5), Trigger.AUTO)
+    first = manager.compactions.compact(strategy, SummaryCompressor(model, 5), Trigger.AUTO)
     rows = json.loads(Path(first.compaction.stats["raw_middle_file"]).read_text())
     grep = next(r for r in rows if r["role"] == "tool")
     assert grep["content"] == full  # all 40 lines, not the compressed first five
@@ -122,7 +122,7 @@ def test_the_raw_middle_holds_the_full_results_and_the_summary_as_a_user_message
 
     for n in range(6, 10):
         write_round(manager, n, tools=3)
-    second = manager.compact(strategy, SummaryCompressor(model, 5), Trigger.AUTO)
+    second = manager.compactions.compact(strategy, SummaryCompressor(model, 5), Trigger.AUTO)
     rows = json.loads(Path(second.compaction.stats["raw_middle_file"]).read_text())
     assert first.summary is not None
     assert rows[0]["role"] == "user" and rows[0]["content"] == first.summary.content
@@ -181,7 +181,7 @@ def test_after_the_retries_the_notices_say_the_compaction_was_skipped(
         write_round(manager, n)
     before = store.history(session_id)
     strategy = get_strategy("head-middle-tail", settings)
-    result = manager.compact(
+    result = manager.compactions.compact(
         strategy, SummaryCompressor(_Broken(), 5, sleep=lambda _s: None), Trigger.AUTO
     )
 
@@ -237,7 +237,9 @@ def test_a_failing_summary_call_is_sent_three_times_in_all(
         write_round(manager, n)
     provider = AnthropicProvider(settings, api_key="sk-test", base_url=server.url)
     compressor = SummaryCompressor(ProviderSummariser(provider, settings), 5, sleep=lambda _s: None)
-    result = manager.compact(get_strategy("head-middle-tail", settings), compressor, Trigger.AUTO)
+    result = manager.compactions.compact(
+        get_strategy("head-middle-tail", settings), compressor, Trigger.AUTO
+    )
 
     assert len(server.requests) == 3
     assert result.compaction.outcome == Outcome.SKIPPED
@@ -266,11 +268,11 @@ def test_the_counts_include_the_recompacted_summary_and_the_head(
     for n in range(1, 6):
         write_round(manager, n, tools=3)
     strategy = get_strategy("head-middle-tail", settings)
-    first = manager.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
+    first = manager.compactions.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
     assert first.compaction.stats["compactedMessageCount"] == first.compaction.messages_compacted
     for n in range(6, 10):
         write_round(manager, n, tools=3)
-    second = manager.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
+    second = manager.compactions.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
 
     stats = second.compaction.stats
     rows = json.loads(Path(stats["raw_middle_file"]).read_text())
@@ -297,7 +299,9 @@ def test_the_summary_call_asks_the_configured_model(
         write_round(manager, n)
     provider = AnthropicProvider(settings, api_key="sk-test", base_url=server.url)
     compressor = SummaryCompressor(ProviderSummariser(provider, settings), 5)
-    result = manager.compact(get_strategy("head-middle-tail", settings), compressor, Trigger.AUTO)
+    result = manager.compactions.compact(
+        get_strategy("head-middle-tail", settings), compressor, Trigger.AUTO
+    )
 
     assert result.compaction.outcome == Outcome.SUCCESS
     [request] = server.requests
@@ -320,7 +324,9 @@ def test_with_no_retries_the_summary_call_is_sent_once(
         write_round(manager, n)
     provider = AnthropicProvider(settings, api_key="sk-test", base_url=server.url)
     compressor = SummaryCompressor(ProviderSummariser(provider, settings), 5, sleep=lambda _s: None)
-    result = manager.compact(get_strategy("head-middle-tail", settings), compressor, Trigger.AUTO)
+    result = manager.compactions.compact(
+        get_strategy("head-middle-tail", settings), compressor, Trigger.AUTO
+    )
 
     assert len(server.requests) == 1
     record = result.compaction
@@ -364,7 +370,7 @@ def test_a_steps_parallel_results_count_as_one_message(store: Store, session_id:
     for n in range(1, 6):
         _parallel_round(manager, n)
     strategy = get_strategy("head-middle-tail", settings)
-    result = manager.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
+    result = manager.compactions.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
     assert result.segment is not None
     stats = result.compaction.stats
     archived = result.segment.messages
@@ -386,7 +392,7 @@ def test_a_compaction_with_no_middle_stores_its_figures_at_zero_or_null(
                                       meta=MessageMeta(step=1, final=True)))  # fmt: skip
     manager.finish_round(rnd.index, RoundStatus.FINISHED)
     strategy = get_strategy("head-middle-tail", settings)
-    result = manager.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
+    result = manager.compactions.compact(strategy, SummaryCompressor(_Recording(), 5), Trigger.AUTO)
     assert result.compaction.outcome == Outcome.SKIPPED
     [stored] = store.compactions(session_id)
     assert stored.stats == {
@@ -423,7 +429,7 @@ def test_a_compaction_that_does_not_shrink_the_request_is_not_stored(
         write_round(manager, n)
     before = [m.id for m in manager.history.messages]
     strategy = get_strategy("head-middle-tail", settings)
-    result = manager.compact(strategy, SummaryCompressor(_Long(), 5), Trigger.AUTO)
+    result = manager.compactions.compact(strategy, SummaryCompressor(_Long(), 5), Trigger.AUTO)
     assert result.compaction.outcome == Outcome.SKIPPED and result.segment is None
     assert store.compactions(session_id) == []
     assert [m.id for m in manager.history.messages] == before and not manager.history.summaries

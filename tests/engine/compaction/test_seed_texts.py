@@ -114,7 +114,7 @@ def test_004_raw_middle_file_name(tmp_path: Path) -> None:
     """004 F-006 rules 1-3: "文件路径格式：``<outputDir>/<sessionId>/compact-<timestamp>-
     <sequence>.json``", "``timestamp`` 为 ISO 8601 格式（精确到秒）" and "``sequence`` 为自增序号
     （从 1 开始）": the file is named by the seed's pattern, its time ISO 8601 to the second."""
-    from engine.context.raw_middle import write_raw_middle
+    from engine.compaction.raw_middle import write_raw_middle
 
     text = seed("004")
     [pattern] = re.findall(r"`<outputDir>/<sessionId>/([^`]+)`", text)

@@ -73,9 +73,9 @@ def test_reset_hint_replaces_the_earlier_hint(
     strategy = get_strategy("reset-hint", settings)
     offline = _Offline()
     write_round(manager, 1)
-    first = manager.compact(strategy, SummaryCompressor(offline, 5), Trigger.AUTO)
+    first = manager.compactions.compact(strategy, SummaryCompressor(offline, 5), Trigger.AUTO)
     write_round(manager, 2)
-    second = manager.compact(strategy, SummaryCompressor(offline, 5), Trigger.AUTO)
+    second = manager.compactions.compact(strategy, SummaryCompressor(offline, 5), Trigger.AUTO)
     assert first.summary and second.summary
     active = manager.history.summaries
     assert [s.id for s in active] == [second.summary.id]  # the first hint is gone from L3
@@ -321,7 +321,7 @@ def test_head_middle_tail_retries_then_skips_leaving_history_untouched(
     waits: list[float] = []
     broken = _Broken()
     strategy = get_strategy("head-middle-tail", settings)
-    result = manager.compact(
+    result = manager.compactions.compact(
         strategy, SummaryCompressor(broken, 5, sleep=waits.append), Trigger.AUTO
     )
     assert broken.calls == 3  # COMPACT_MAX_RETRIES = 2: one call and two retries
@@ -337,7 +337,7 @@ def test_head_middle_tail_without_retries_fails_once(store: Store, session_id: i
     for n in (1, 2, 3):
         write_round(manager, n)
     broken = _Broken()
-    result = manager.compact(
+    result = manager.compactions.compact(
         get_strategy("head-middle-tail", s), SummaryCompressor(broken, 5), Trigger.AUTO
     )
     assert broken.calls == 1 and result.compaction.outcome == Outcome.SKIPPED
@@ -351,7 +351,7 @@ def test_head_middle_tail_summary_is_a_user_message_and_raw_middle_is_written(
     for n in range(1, 6):
         write_round(manager, n, tools=3)
     strategy = get_strategy("head-middle-tail", settings)
-    first = manager.compact(strategy, SummaryCompressor(_Offline(), 5), Trigger.AUTO)
+    first = manager.compactions.compact(strategy, SummaryCompressor(_Offline(), 5), Trigger.AUTO)
     assert first.summary is not None and first.summary.placement == Placement.USER_MESSAGE
     stats = first.compaction.stats
     assert stats["compactedMessageCount"] == first.compaction.messages_compacted > 0
@@ -371,7 +371,7 @@ def test_head_middle_tail_summary_is_a_user_message_and_raw_middle_is_written(
 
     for n in range(6, 9):
         write_round(manager, n, tools=3)
-    second = manager.compact(strategy, SummaryCompressor(_Offline(), 5), Trigger.AUTO)
+    second = manager.compactions.compact(strategy, SummaryCompressor(_Offline(), 5), Trigger.AUTO)
     assert second.compaction.stats["raw_middle_file"].endswith("-2.json")
     # UC-002: the earlier summary is part of the new middle, so only the new one is active
     assert [s.id for s in manager.history.summaries] == [second.summary.id]
@@ -392,7 +392,7 @@ def test_head_middle_tail_raw_middle_failure_does_not_block(
     manager = HistoryManager(store, session_id, settings, data_dir=blocked)
     for n in range(1, 6):
         write_round(manager, n, tools=3)
-    result = manager.compact(
+    result = manager.compactions.compact(
         get_strategy("head-middle-tail", settings), SummaryCompressor(_Offline(), 5), Trigger.AUTO
     )
     assert result.compaction.outcome == Outcome.SUCCESS

@@ -104,7 +104,9 @@ def test_raw_middles_of_two_databases_do_not_mix(tmp_path: Path) -> None:
         for n in range(1, 6):  # a middle its extractive summary shrinks (else nothing stored)
             write_round(manager, n, tools=3)
         strategy = get_strategy("head-middle-tail", settings)
-        result = manager.compact(strategy, SummaryCompressor(OfflineProvider(), 5), Trigger.AUTO)
+        result = manager.compactions.compact(
+            strategy, SummaryCompressor(OfflineProvider(), 5), Trigger.AUTO
+        )
         written.append(Path(result.compaction.stats["raw_middle_file"]))
         store.close()
     data = tmp_path / "data"

@@ -37,7 +37,8 @@ CHILD = textwrap.dedent(
     store = Store.open(sys.argv[1])
     settings = Settings(keep_rounds=3)
     manager = HistoryManager(store, int(sys.argv[2]), settings)
-    manager.compact(LayeredStrategy(settings), SummaryCompressor(Extractive(), 5), Trigger.MANUAL)
+    compressor = SummaryCompressor(Extractive(), 5)
+    manager.compactions.compact(LayeredStrategy(settings), compressor, Trigger.MANUAL)
     """
 )
 

@@ -1,6 +1,6 @@
 """What a compaction worked out comes to: the draft it would store
-(:meth:`engine.context.history.HistoryManager.prepare`), what storing it gave, and the figures a
-skipped one reports."""
+(:meth:`engine.compaction.executor.CompactionExecutor.prepare`), what storing it gave, and the
+figures a skipped one reports."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def messages_as_sent(messages: list[Message]) -> int:
 
 @dataclass
 class CompactionDraft:
-    """A compaction worked out and not yet stored (:meth:`HistoryManager.prepare`)."""
+    """A compaction worked out and not yet stored (:meth:`CompactionExecutor.prepare`)."""
 
     record: Compaction
     summary: Summary | None
