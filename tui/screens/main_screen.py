@@ -198,6 +198,9 @@ class MainScreen(MainWorkers):
         self.query_one("#history-pane").border_title = "History"
         self.query_one("#gauge-pane").border_title = "Token gauge"
         self.query_one("#compact-progress").display = False
+        # the narrow layout's tabs show the pane F7 and Alt+1-4 chose; a focus there showed
+        # in colour only, invisible in a plain capture (issue 39)
+        self.query_one("#pane-tabs", Tabs).can_focus = False
         self.query_one("#history-banner").display = False
         self.query_one(CompactBar).display = False
         self.show_todos([])
