@@ -221,6 +221,7 @@ def write(
                 origin=session_origin(settings),
                 agent=parsed.fmt,
                 agent_version=parsed.agent_version,
+                recorded_id=parsed.source_session,
             )
         assert session.id is not None
         sid = session.id

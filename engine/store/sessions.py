@@ -206,6 +206,7 @@ class SessionStore(StorePart):
         workspace_given: bool | None = None,
         agent: str = "",
         agent_version: str = "",
+        recorded_id: str = "",
     ) -> Session:
         """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
         ``source`` names the recording a watched session follows; ``params`` are the numbers
@@ -216,7 +217,7 @@ class SessionStore(StorePart):
         ``workspace_given``: the user gave ``workspace`` (``Session.workspace_given``); by
         default, unless the session is recorded by another agent (``provider="import"``).
         ``agent`` and ``agent_version``: the agent a recorded session comes from
-        (``Session.agent``)."""
+        (``Session.agent``); ``recorded_id`` that agent's own id of the session."""
         if workspace_given is None:
             workspace_given = provider != "import"
         now = utcnow()
@@ -237,6 +238,7 @@ class SessionStore(StorePart):
             workspace_given=workspace_given,
             recorded_agent=agent or None,
             recorded_agent_version=agent_version or None,
+            recorded_id=recorded_id or None,
         )
         return session_model(row)
 
@@ -250,6 +252,13 @@ class SessionStore(StorePart):
         if row is None:
             raise SessionNotFound(f"no session {session_id} in {self.where}")
         return row
+
+    @reads
+    def recorded_as(self, recorded_id: str) -> list[int]:
+        """The sessions imported from a recording whose agent named it ``recorded_id``
+        (its own session id), oldest first; the forks of them are not."""
+        q = SessionRow.select(SessionRow.id).where(SessionRow.recorded_id == recorded_id)
+        return [r.id for r in q.order_by(SessionRow.id)]
 
     @reads
     def session_for_source(self, source: str) -> Session | None:

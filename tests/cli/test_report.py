@@ -360,3 +360,33 @@ def test_tool_results_as_recorded_and_as_history_keeps_them(
     assert "(tokens as recorded → kept in history now):" in text
     assert re.search(r"Read +1 results +69 → +0\n", text)
     assert re.search(r"Write +1 results +35 → +35\n", text)
+
+
+MAROT_ID = "258c7280-ae70-4798-800f-63464d01a85d"
+"""The ``sessionId`` every record of marot's file carries (``jq -r .sessionId | sort -u`` over
+the file: this one id, and null on the file-history-snapshot records)."""
+
+
+def test_a_file_imported_by_path_opens_by_its_agents_id_and_after_it_grew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: a session imported with ``ctxscope import FILE`` did not open by the agent's
+    own session id (only a history import's file name was looked at), nor by its file once the
+    agent had written on (its bytes' digest no longer matched). The file here is named
+    ``transcript.jsonl``, so neither its name nor the id in the corpus's file name helps: the id
+    comes from the records, stored at import (schema 21)."""
+    monkeypatch.setenv("CTXSCOPE_DB", str(tmp_path / "db.sqlite"))
+    file = tmp_path / "transcript.jsonl"
+    shutil.copy(MAROT, file)
+    assert main(["import", str(file), "--json"]) == 0
+    capsys.readouterr()
+    imported = json.loads(run_show(capsys, "1"))["session"]
+    assert json.loads(run_show(capsys, MAROT_ID))["session"] == imported
+    with file.open("a", encoding="utf-8") as f:  # the agent writes one record more
+        f.write(MAROT.read_text(encoding="utf-8").splitlines()[-1] + "\n")
+    assert json.loads(run_show(capsys, str(file)))["session"] == imported
+    # the fork a change makes is not the recording: the id still opens the recording
+    monkeypatch.setenv("CTXSCOPE_PROVIDER", "offline")
+    assert main(["uncompact", MAROT_ID]) == 0
+    capsys.readouterr()
+    assert json.loads(run_show(capsys, MAROT_ID))["session"]["id"] == imported["id"]
