@@ -223,6 +223,10 @@ class MainActions(Screen[None]):
 
         def fork_first(self, then: Callable[[Fork], None]) -> bool: ...
 
+        trial_fork: Fork | None
+
+        def drop_trial_fork(self) -> None: ...
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides a key that does nothing here (F7 in the wide layout, Esc between
         # rounds); None shows it disabled (kept in the palette, left out of the footer). Keys
@@ -325,7 +329,7 @@ class MainActions(Screen[None]):
         self._leave_cut()
         if self.agent is None or self.busy is not None:
             return
-        if self.fork_first(lambda _fork: self._cut_confirmed(event)):
+        if self.fork_first(lambda fork: self._cut_confirmed_on(fork, event)):
             return
         self.busy = "compacting"
         self.manual_keep = event.keep
@@ -333,6 +337,12 @@ class MainActions(Screen[None]):
             self.prepare_worker(self.agent, event.focus, event.keep)
         else:
             self.compact_now_worker(self.agent, self.memo, event.focus, event.keep)
+
+    def _cut_confirmed_on(self, fork: Fork, event: CompactBar.Confirmed) -> None:
+        """The cut asked of a recording, on the fork just made for it: the fork stays only if
+        a compaction is stored (issue 39: a change that does nothing makes no fork)."""
+        self.trial_fork = fork
+        self._cut_confirmed(event)
 
     def _prepared(self, draft: CompactionDraft | CompactionResult) -> None:
         self.busy = None
@@ -342,6 +352,7 @@ class MainActions(Screen[None]):
                 title="Nothing to compact",
                 severity="warning",
             )
+            self.drop_trial_fork()
             return
         if self.agent is None:
             return
@@ -353,6 +364,7 @@ class MainActions(Screen[None]):
     def _preview_answer(self, draft: CompactionDraft, choice: Commit | Regenerate | None) -> None:
         if choice is None:
             self.notify("Compaction abandoned; nothing was changed.", title="Compaction")
+            self.drop_trial_fork()
         elif isinstance(choice, Regenerate):
             if self.agent is not None and self.busy is None:
                 self.busy = "compacting"

@@ -135,6 +135,9 @@ class MainScreen(MainWorkers):
         """The compaction Ctrl+Z would undo (the latest one not undone), or None."""
         self.after_fork: Callable[[Fork], None] | None = None
         """What a change asked of a recording does once its fork is open."""
+        self.trial_fork: Fork | None = None
+        """The fork made for a compaction asked of a recording, until one is stored: dropped
+        if none is (:meth:`drop_trial_fork`)."""
         self.input_placeholder = ChatInput.PLACEHOLDER
         """The input box's hint when idle (a recording's says that typing forks it)."""
 

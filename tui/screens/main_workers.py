@@ -122,6 +122,7 @@ class MainWorkers(MainActions):
         presenter: Presenter | None
         idle_built: BuiltContext | None
         after_fork: Callable[[Fork], None] | None
+        trial_fork: Fork | None
         input_placeholder: str
 
         def show_banner(self, text: str, in_progress: bool) -> None: ...
@@ -171,6 +172,35 @@ class MainWorkers(MainActions):
             opened = app.open_session(fork.session.id, self.bridge, self.gate)
             opened.fork = fork
             return opened
+        finally:
+            app.store.db.close()
+
+    def drop_trial_fork(self) -> None:
+        """The fork made for a compaction that stored nothing (nothing to compact, a skipped
+        summary, the preview abandoned) is deleted and the recording opened again: a change
+        that does nothing makes no fork (issue 39)."""
+        fork, self.trial_fork = self.trial_fork, None
+        if fork is None or self.session_id != fork.session.id:
+            return
+        self.notify(
+            f"Nothing was changed, so session {fork.session.id} ({fork.source}) was not kept; "
+            f"#{fork.of} is open again.",
+            title="Fork",
+        )
+        self.call_later(self._discard_fork, fork)  # once the worker that ended is over
+
+    def _discard_fork(self, fork: Fork) -> None:
+        self.busy = "opening"
+        self.query_one(HistoryView).loading = True
+        self.discard_fork_worker(fork)
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def discard_fork_worker(self, fork: Fork) -> OpenedSession:
+        app = self.ctx_app
+        try:
+            if fork.session.id is not None:
+                app.store.delete_session(fork.session.id)
+            return app.open_session(fork.of, self.bridge, self.gate)
         finally:
             app.store.db.close()
 
@@ -294,6 +324,8 @@ class MainWorkers(MainActions):
         }.get(group, "Something failed")
         detail = f"{type(error).__name__}: {error}" if error else "unknown error"
         self.notify(detail, title=what, severity="error", timeout=10)
+        if group in ("prepare", "compact"):
+            self.drop_trial_fork()  # the compaction a fork was made for stored nothing
 
     # ------------------------------------------------------------------ results
     def _opened(self, opened: OpenedSession) -> None:
@@ -415,7 +447,9 @@ class MainWorkers(MainActions):
             self.notify(
                 record.error or "nothing to compact", title="Nothing compacted", severity="warning"
             )
+            self.drop_trial_fork()
             return
+        self.trial_fork = None  # a compaction was stored: the fork it went to stays
         self.notify(
             f"{plural(record.messages_compacted, 'message')} of "
             f"{plural(record.rounds_compacted, 'round')} archived; history "
