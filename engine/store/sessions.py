@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable
+from datetime import datetime
 from typing import Any
 
 from peewee import (
@@ -320,11 +321,19 @@ class SessionStore(StorePart):
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, most recently updated first, with its figures."""
         rounds = (
-            RoundRow.select(RoundRow.session, fn.COUNT(RoundRow.id).alias("n"))
+            RoundRow.select(
+                RoundRow.session,
+                fn.COUNT(RoundRow.id).alias("n"),
+                fn.MIN(RoundRow.started_at).alias("first"),
+                fn.MAX(fn.COALESCE(RoundRow.finished_at, RoundRow.started_at)).alias("last"),
+            )
             .group_by(RoundRow.session)
             .dicts()
         )
-        n_rounds = {r["session"]: r["n"] for r in row_dicts(rounds)}
+        n_rounds, times = {}, {}
+        for r in row_dicts(rounds):
+            n_rounds[r["session"]] = r["n"]
+            times[r["session"]] = (_round_time(r["first"]), _round_time(r["last"]))
         msgs = (
             MessageRow.select(
                 MessageRow.session,
@@ -370,6 +379,8 @@ class SessionStore(StorePart):
                     messages=count,
                     current_tokens=live + summary_tokens.get(row.id, 0),
                     compactions=n_comps.get(row.id, 0),
+                    started_at=times.get(row.id, (None, None))[0],
+                    last_at=times.get(row.id, (None, None))[1],
                 )
             )
         return out
@@ -569,3 +580,11 @@ class Lease:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _round_time(value: Any) -> datetime | None:
+    """A round time an aggregate returned: converted by its field already, or the stored text."""
+    if value is None or isinstance(value, datetime):
+        return value
+    converted: datetime | None = RoundRow.started_at.python_value(value)
+    return converted
