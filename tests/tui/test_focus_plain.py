@@ -75,3 +75,25 @@ async def test_f8_on_the_history_keeps_its_right_edge_at_80_columns(
         assert top.startswith("┏━ History") and top[79] == "┓", top
         assert bottom[0] == "┗" and bottom[79] == "┛", bottom
         assert all(line[0] == "┃" and line[79] == "┃" for line in middle), middle
+
+
+async def test_f3_shows_whether_the_list_or_the_search_box_has_the_focus(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """F3 on marot's recording at 80 x 24: its search box and compaction list were both drawn
+    with the same tall lines, focused or not. The list opens with the focus: heavy (┏━), the
+    box tall (▔); typing moves the focus to the box (issue 39's F3 item), and the lines swap."""
+    sid = imported(db_path, workspace)
+    app = make_app(resume=sid)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pilot.press("f3")
+        await settle(pilot)
+        lines = screen_lines(app)
+        box_top, list_top = lines[1], lines[4]
+        assert box_top.startswith("▊▔▔") and list_top.startswith("┏━━"), lines[:6]
+        await pilot.press("b", "u", "g")
+        await settle(pilot)
+        lines = screen_lines(app)
+        assert lines[1].startswith("┏━━") and lines[4].startswith("▊▔▔"), lines[:6]
+        assert "bug" in lines[2]
