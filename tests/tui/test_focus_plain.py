@@ -1,5 +1,6 @@
 """Issue 39, at 80 x 24 as in a tmux pane: the focus shows in a plain capture (no colours), and
-F8 on the history fills the screen without cutting its right edge.
+F8 on the history fills the screen without cutting its right edge; F2 dates a recording by its
+own rounds.
 
 The screen is read as characters only (:func:`tests.tui.helpers.screen_lines`, the SVG
 export's text), as ``tmux capture-pane -p`` gives it: a focused pane is drawn with heavy lines
@@ -8,13 +9,16 @@ export's text), as ``tmux capture-pane -p`` gives it: a focused pane is drawn wi
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable
 
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import opened, screen_lines, settle, wait_until
 from tests.tui.test_recorded_readonly import imported
+from tui.screens.sessions_screen import SessionsScreen
 
 pytestmark = pytest.mark.anyio
 
@@ -97,3 +101,21 @@ async def test_f3_shows_whether_the_list_or_the_search_box_has_the_focus(
         lines = screen_lines(app)
         assert lines[1].startswith("┏━━") and lines[4].startswith("▊▔▔"), lines[:6]
         assert "bug" in lines[2]
+
+
+async def test_f2_says_when_a_recording_last_ran_not_when_it_was_imported(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """F2's time column is the session's own last round (issue 39: it was the import time, so
+    every imported session read "just now"). Marot's last record is 2026-02-11T21:46:25.781Z
+    (its raw file's latest timestamp); with the clock at 2026-02-12 21:46 that is 23 hours."""
+    sid = imported(db_path, workspace)
+    app = make_app(resume=sid, clock=lambda: datetime(2026, 2, 12, 21, 46, tzinfo=UTC))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+        table = app.screen.query_one(DataTable)
+        assert str(table.columns[table.ordered_columns[4].key].label) == "Last active"
+        assert str(table.get_row_at(0)[4]) == "23 h ago"
