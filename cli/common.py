@@ -160,8 +160,9 @@ def agent_session(args: argparse.Namespace, settings: Settings) -> int:
 
 def find_session(store: Store, ref: int | str) -> Session:
     """The session ``ref`` names: its number; or a recording's file (the session imported or
-    watched from it); or the recording agent's own session id (a file of that name imported
-    from the history, or a watched recording's id) — ``ctxscope show 8463c716-…`` and ``show
+    watched from it; a file its agent wrote on since, by the session id it records); or the
+    recording agent's own session id (stored at import, a file of that name imported from the
+    history, or a watched recording's id) — ``ctxscope show 8463c716-…`` and ``show
     ~/.claude/projects/…/8463c716-….jsonl`` as well as ``show 12``."""
     if isinstance(ref, int):
         return get_session(store, ref)
@@ -178,18 +179,36 @@ def find_session(store: Store, ref: int | str) -> Session:
         for sid, source in sources.items():
             if (digest and source.startswith(digest + "#")) or source.startswith(resolved + "#"):
                 return get_session(store, sid)
+        # the file grew since (its agent wrote on): the session its agent named in it
+        for recorded_id in _recorded_ids(file):
+            for sid in store.recorded_as(recorded_id):
+                return get_session(store, sid)
         raise CliError(f"no stored session was imported or watched from {ref} (import it first)")
     for sid, source in sources.items():
         if source.endswith("#" + ref) and not source.startswith("import:"):
             return get_session(store, sid)  # a watched recording's own id
+    for sid in store.recorded_as(ref):
+        return get_session(store, sid)  # an imported recording's own id
     for path, known in store.imported_files().items():
         if Path(path).stem == ref and known.sessions:
             return get_session(store, known.sessions[0])
     raise CliError(
         f"no stored session is {ref!r}: give its number (see `ctxscope sessions`), the "
-        "recording's file, or the agent's own session id of a recording imported from your "
-        "history (`ctxscope import`) or watched"
+        "recording's file, or the agent's own session id of a recording imported "
+        "(`ctxscope import`) or watched"
     )
+
+
+def _recorded_ids(file: Path) -> list[str]:
+    """The ids the recording agent gave the sessions of ``file``: its name first (Claude Code
+    names a transcript by its session id), then what its records say (read again)."""
+    from engine.recordings.importing import parse_sessions
+
+    try:
+        named = [p.source_session for p in parse_sessions(file) if p.source_session]
+    except (OSError, ValueError):  # ImportError_ is a ValueError: not a recording
+        named = []
+    return [file.stem, *named]
 
 
 def session_to_change(store: Store, session: Session, args: argparse.Namespace) -> Session:

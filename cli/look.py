@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from engine.compaction.policy import Plan
     from engine.context.sources import Breakdown
     from engine.figures import SessionFigures
-    from engine.models import Compaction, Session
+    from engine.models import Compaction, Session, SessionInfo
     from engine.settings.config import Settings
 
 LOST_NAMED = 5
@@ -58,6 +58,8 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
             "messages": info.messages,
             "current_tokens": info.current_tokens,
             "compactions": info.compactions,
+            "started_at": None if info.started_at is None else info.started_at.isoformat(),
+            "last_at": None if info.last_at is None else info.last_at.isoformat(),
             "cost": figures["cost"],
             "figures": figures,
         }
@@ -65,7 +67,7 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         for figures in [figs[info.session.id or 0].to_json()]
     ]
     rows = [
-        f"{'ID':>4}  {'UPDATED':16}  {'AGENT':11}  {'ROUNDS':>6}  {'CONTEXT':>9}  "
+        f"{'ID':>4}  {'STARTED':16}  {'LAST':11}  {'AGENT':11}  {'ROUNDS':>6}  {'CONTEXT':>9}  "
         f"{'WINDOW':>9}  {'COMP':>4}  {'COST':>8}  TITLE"
     ]
     for info in infos:
@@ -73,12 +75,22 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         fig = figs[s.id or 0]
         context = "–" if fig.context_tokens is None else f"{fig.context_tokens:,}"
         rows.append(
-            f"{s.id:>4}  {s.updated_at:%Y-%m-%d %H:%M}  {one_line(fig.agent)[:11]:11}  "
+            f"{s.id:>4}  {_own_dates(info)}  {one_line(fig.agent)[:11]:11}  "
             f"{info.rounds:>6}  {context:>9}  {fig.window:>9,}  {fig.compactions:>4}  "
             f"{fig.cost_text:>8}  {one_line(s.title) or '(untitled)'}"
         )
     emit(args, data, "\n".join(rows) if infos else "no sessions yet")
     return 0
+
+
+def _own_dates(info: SessionInfo) -> str:
+    """When the session itself began and last ran, in UTC (issue 39: ``sessions`` showed the
+    time a recording was imported): ``2026-02-11 20:36  21:46`` within a day, the last with its
+    date (``02-12 01:10``) on another; before its first round, when it was made."""
+    start = info.started_at or info.session.created_at
+    last = info.last_at or info.session.updated_at
+    last_text = f"{last:%H:%M}" if last.date() == start.date() else f"{last:%m-%d %H:%M}"
+    return f"{start:%Y-%m-%d %H:%M}  {last_text:11}"
 
 
 def _wanted(session: Session, args: argparse.Namespace) -> bool:

@@ -220,10 +220,10 @@ def _tool_lines(tools: list[dict[str, Any]]) -> list[str]:
 
     if not tools:
         return ["tool results: none recorded"]
-    out = ["tool results by the context they take (tokens in full → as history keeps them):"]
+    out = ["tool results by the context they take (tokens as recorded → kept in history now):"]
     for t in tools[:SHOWN]:
         out.append(
             f"  {printable(t['tool'], one_line=True)[:24]:24} {t['results']:>6} results  "
-            f"{t['tokens_full']:>10,} → {t['tokens_kept']:>10,}"
+            f"{t['tokens_recorded']:>10,} → {t['tokens_kept']:>10,}"
         )
     return out

@@ -349,6 +349,11 @@ class SessionInfo(BaseModel):
     current_tokens: int
     """Tokens of history as stored now (summaries + kept messages)."""
     compactions: int
+    started_at: datetime | None = None
+    """The session's own start: its first round's (a recording's as it recorded it, not the
+    time it was imported); None before its first round."""
+    last_at: datetime | None = None
+    """The session's own last moment: its last round's end (or start, while it runs)."""
 
 
 class History(BaseModel):

@@ -253,6 +253,7 @@ def _new_session(
         origin=session_origin(settings),
         agent=parsed.fmt,
         agent_version=parsed.agent_version,
+        recorded_id=parsed.source_session,
     )
 
 

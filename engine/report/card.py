@@ -391,15 +391,17 @@ def _sources(store: Store, sessions: set[int]) -> dict[str, Any]:
 
 
 def _tools(store: Store, sessions: set[int]) -> list[dict[str, Any]]:
-    """Tools by the tokens their results took, in full and as history kept them."""
+    """Tools by the tokens their results took as recorded, and as history keeps them after
+    the compactions (:class:`~engine.store.history.ToolFacts`): the second never over the
+    first."""
     sums: dict[str, Counter[str]] = defaultdict(Counter)
     for t in store.tool_result_sizes():
         if t.session_id in sessions:
             sums[t.tool].update(
-                results=t.results, tokens_full=t.tokens_full, tokens_kept=t.tokens_kept
+                results=t.results, tokens_recorded=t.tokens_recorded, tokens_kept=t.tokens_kept
             )
-    ranked = sorted(sums.items(), key=lambda kv: (-kv[1]["tokens_full"], kv[0]))
+    ranked = sorted(sums.items(), key=lambda kv: (-kv[1]["tokens_recorded"], kv[0]))
     return [
-        {"tool": name, **{k: c[k] for k in ("results", "tokens_full", "tokens_kept")}}
+        {"tool": name, **{k: c[k] for k in ("results", "tokens_recorded", "tokens_kept")}}
         for name, c in ranked
     ]

@@ -51,9 +51,14 @@ def report_html(r: Report) -> str:
         *_compactions(r),
         "<h2>Tool results by the context they take</h2>",
         table(
-            ["tool", "results", "tokens in full", "as history keeps them"],
+            ["tool", "results", "tokens as recorded", "as history keeps them"],
             [
-                [x["tool"], f"{x['results']:,}", f"{x['tokens_full']:,}", f"{x['tokens_kept']:,}"]
+                [
+                    x["tool"],
+                    f"{x['results']:,}",
+                    f"{x['tokens_recorded']:,}",
+                    f"{x['tokens_kept']:,}",
+                ]
                 for x in r.tools
             ],
             numeric={1, 2, 3},

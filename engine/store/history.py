@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from peewee import SQL, fn
+from peewee import JOIN, SQL, Case, fn
 
 from engine.models import utcnow
 from engine.store.access import reads, writes
 from engine.store.models import (
     CompactionRow,
     ImportedFileRow,
+    MessageRow,
     ObservationRow,
     RoundRow,
     SessionRow,
@@ -95,11 +96,17 @@ class CompactionFacts:
 
 @dataclass
 class ToolFacts:
+    """One session's results of one tool, and the context they take (``report``)."""
+
     session_id: int
     tool: str
     results: int
-    tokens_full: int
+    tokens_recorded: int
+    """Their messages' tokens as recorded: each result's tool message when it was stored."""
     tokens_kept: int
+    """The same messages as history holds them now, after the compactions still in force: an
+    archived one counts 0, one in history its tokens as stored. Never over
+    ``tokens_recorded``, so the arrow between them is what the compactions freed."""
 
 
 def _time(value: Any) -> datetime | None:
@@ -321,23 +328,29 @@ class HistoryStore(StorePart):
 
     @reads
     def tool_result_sizes(self) -> list[ToolFacts]:
-        """Per session and tool: how many results, their tokens in full and as kept."""
-        q = ObservationRow.select(
-            ObservationRow.session.alias("session_id"),
-            ObservationRow.tool_name,
-            fn.COUNT(ObservationRow.id).alias("n"),
-            fn.SUM(ObservationRow.tokens_full).alias("full"),
-            fn.SUM(ObservationRow.tokens_compressed).alias("kept"),
-        )
-        q = q.where(~ObservationRow.copied).group_by(
-            ObservationRow.session, ObservationRow.tool_name
+        """Per session and tool: how many results, the tokens their messages took as recorded
+        and as history keeps them now (:class:`ToolFacts`). The two figures count the same
+        messages in the same form (issue 39: the tool's raw text against the history's JSON
+        envelope made "in full → kept" grow for Read, 65,871 → 73,192)."""
+        live = MessageRow.id.is_null(False) & MessageRow.segment.is_null()
+        q = (
+            ObservationRow.select(
+                ObservationRow.session.alias("session_id"),
+                ObservationRow.tool_name,
+                fn.COUNT(ObservationRow.id).alias("n"),
+                fn.SUM(ObservationRow.tokens_compressed).alias("recorded"),
+                fn.SUM(Case(None, [(live, fn.COALESCE(MessageRow.tokens, 0))], 0)).alias("kept"),
+            )
+            .join(MessageRow, JOIN.LEFT_OUTER, on=ObservationRow.message == MessageRow.id)
+            .where(~ObservationRow.copied)
+            .group_by(ObservationRow.session, ObservationRow.tool_name)
         )
         return [
             ToolFacts(
                 session_id=r["session_id"],
                 tool=r["tool_name"],
                 results=int(r["n"]),
-                tokens_full=int(r["full"] or 0),
+                tokens_recorded=int(r["recorded"] or 0),
                 tokens_kept=int(r["kept"] or 0),
             )
             for r in row_dicts(q.dicts())

@@ -118,6 +118,10 @@ class SessionRow(BaseRow):
     source_gone_at = TimestampField(null=True)
     """When an import found the file this session was imported from gone (the agent deleted
     it); NULL while it is there, or for a session not imported from a file."""
+    recorded_id = TextField(null=True, index=True)
+    """The recording agent's own id of the session (Claude Code's ``sessionId``, Codex's
+    ``id``), stored at import: ``ctxscope show 8463c716-…`` finds it; NULL: none recorded,
+    ctxscope's own session, or imported before schema 21."""
 
 
 class RoundRow(BaseRow):

@@ -142,6 +142,7 @@ class Store(StoreAccess):
         workspace_given: bool | None = None,
         agent: str = "",
         agent_version: str = "",
+        recorded_id: str = "",
     ) -> Session:
         return self.sessions.create_session(
             workspace,
@@ -157,6 +158,7 @@ class Store(StoreAccess):
             workspace_given,
             agent,
             agent_version,
+            recorded_id,
         )
 
     def get_session(self, session_id: int) -> Session:
@@ -167,6 +169,9 @@ class Store(StoreAccess):
 
     def session_for_source(self, source: str) -> Session | None:
         return self.sessions.session_for_source(source)
+
+    def recorded_as(self, recorded_id: str) -> list[int]:
+        return self.sessions.recorded_as(recorded_id)
 
     def sources(self) -> dict[int, str]:
         return self.sessions.sources()

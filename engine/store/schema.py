@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from playhouse.migrate import SchemaMigrator
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -464,6 +464,23 @@ def _proxied_agents(db: Database) -> None:
     )
 
 
+def _recorded_ids(db: Database) -> None:
+    """22 -> 23: an imported session stores its recording agent's own session id, so that
+    ``ctxscope show ID`` and ``show FILE`` find a session imported with ``ctxscope import FILE``
+    (issue 39). The sessions imported so far have none (the id was not kept): they are found
+    as before, by their file's bytes or, from a history import, by their file's name."""
+    from playhouse.migrate import migrate
+
+    from engine.store.models import SessionRow
+
+    table = SessionRow._meta.table_name
+    if "recorded_id" not in {c.name for c in db.get_columns(table)}:
+        migrate(migrator(db).add_column(table, "recorded_id", SessionRow.recorded_id))
+    # an earlier step that rebuilt the table from the model made the index already
+    if not any(i.columns == ["recorded_id"] for i in db.get_indexes(table)):
+        migrate(migrator(db).add_index(table, ("recorded_id",)))
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -486,6 +503,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     19: _fork_copies,
     20: _stored_figures,
     21: _proxied_agents,
+    22: _recorded_ids,
 }
 
 

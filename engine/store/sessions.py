@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable
+from datetime import datetime
 from typing import Any
 
 from peewee import (
@@ -205,6 +206,7 @@ class SessionStore(StorePart):
         workspace_given: bool | None = None,
         agent: str = "",
         agent_version: str = "",
+        recorded_id: str = "",
     ) -> Session:
         """``parent_session_id`` and ``agent_id`` link an imported subagent to its parent;
         ``source`` names the recording a watched session follows; ``params`` are the numbers
@@ -215,7 +217,7 @@ class SessionStore(StorePart):
         ``workspace_given``: the user gave ``workspace`` (``Session.workspace_given``); by
         default, unless the session is recorded by another agent (``provider="import"``).
         ``agent`` and ``agent_version``: the agent a recorded session comes from
-        (``Session.agent``)."""
+        (``Session.agent``); ``recorded_id`` that agent's own id of the session."""
         if workspace_given is None:
             workspace_given = provider != "import"
         now = utcnow()
@@ -236,6 +238,7 @@ class SessionStore(StorePart):
             workspace_given=workspace_given,
             recorded_agent=agent or None,
             recorded_agent_version=agent_version or None,
+            recorded_id=recorded_id or None,
         )
         return session_model(row)
 
@@ -249,6 +252,13 @@ class SessionStore(StorePart):
         if row is None:
             raise SessionNotFound(f"no session {session_id} in {self.where}")
         return row
+
+    @reads
+    def recorded_as(self, recorded_id: str) -> list[int]:
+        """The sessions imported from a recording whose agent named it ``recorded_id``
+        (its own session id), oldest first; the forks of them are not."""
+        q = SessionRow.select(SessionRow.id).where(SessionRow.recorded_id == recorded_id)
+        return [r.id for r in q.order_by(SessionRow.id)]
 
     @reads
     def session_for_source(self, source: str) -> Session | None:
@@ -311,11 +321,19 @@ class SessionStore(StorePart):
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, most recently updated first, with its figures."""
         rounds = (
-            RoundRow.select(RoundRow.session, fn.COUNT(RoundRow.id).alias("n"))
+            RoundRow.select(
+                RoundRow.session,
+                fn.COUNT(RoundRow.id).alias("n"),
+                fn.MIN(RoundRow.started_at).alias("first"),
+                fn.MAX(fn.COALESCE(RoundRow.finished_at, RoundRow.started_at)).alias("last"),
+            )
             .group_by(RoundRow.session)
             .dicts()
         )
-        n_rounds = {r["session"]: r["n"] for r in row_dicts(rounds)}
+        n_rounds, times = {}, {}
+        for r in row_dicts(rounds):
+            n_rounds[r["session"]] = r["n"]
+            times[r["session"]] = (_round_time(r["first"]), _round_time(r["last"]))
         msgs = (
             MessageRow.select(
                 MessageRow.session,
@@ -361,6 +379,8 @@ class SessionStore(StorePart):
                     messages=count,
                     current_tokens=live + summary_tokens.get(row.id, 0),
                     compactions=n_comps.get(row.id, 0),
+                    started_at=times.get(row.id, (None, None))[0],
+                    last_at=times.get(row.id, (None, None))[1],
                 )
             )
         return out
@@ -563,3 +583,11 @@ class Lease:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _round_time(value: Any) -> datetime | None:
+    """A round time an aggregate returned: converted by its field already, or the stored text."""
+    if value is None or isinstance(value, datetime):
+        return value
+    converted: datetime | None = RoundRow.started_at.python_value(value)
+    return converted

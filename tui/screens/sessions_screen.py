@@ -113,7 +113,7 @@ class SessionsScreen(Screen[int | None]):
             id="sessions-table", cursor_type="row", zebra_stripes=True
         )
         table.add_columns(
-            "", "ID", "Title", "Workspace", "Updated", "Rounds", "Context", "Comp.", "Cost"
+            "", "ID", "Title", "Workspace", "Last active", "Rounds", "Context", "Comp.", "Cost"
         )
         yield table
         yield Static("", id="sessions-preview")
@@ -175,7 +175,8 @@ class SessionsScreen(Screen[int | None]):
                 str(s.id),
                 plain(one_line(s.title or "(untitled)", 40)),
                 plain(Path(s.workspace).name or s.workspace, one_line=True),
-                relative_time(s.updated_at, now),
+                # the session's own last round (a recording's as recorded, not its import)
+                relative_time(info.last_at or s.updated_at, now),
                 str(info.rounds),
                 _context(self.figures.get(s.id or 0)),
                 str(info.compactions),
