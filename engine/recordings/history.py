@@ -13,12 +13,13 @@ rewritten is parsed again whole and stored again *into the same sessions*, so th
 what a first import of the file as it is now stores (a faithful import needs the whole file:
 a compaction archives what came before it, a late tool result closes an early round).
 
-Parallel: files are parsed in a pool of processes (one per core) and stored by this process
+Parallel: files are read in a pool of processes (one per core) and stored by this process
 alone, one transaction per file, as each arrives: an interrupted import (Ctrl+C) leaves every
-file stored so far whole, and the next run goes on with the rest. The workers also count the
-tokens of every text the writer will store (:func:`engine.recordings.writer.texts_to_count`)
-and send the counts back by digest, so the writer neither loads the tokenizer nor tokenises
-(issue 44: token counting was a third of the writer's time, the tokenizer's load 0.3–1.5 s).
+file stored so far whole, and the next run goes on with the rest. A new file is written whole
+by its worker into a scratch database (:mod:`engine.recordings.history_workers`), whose rows
+this process copies in (:mod:`engine.store.staged`: issue 44, the writer's time per file went
+from its parse's size to a few statements); a file stored before is parsed there, its tokens
+counted, and stored here into the same sessions.
 """
 
 from __future__ import annotations
