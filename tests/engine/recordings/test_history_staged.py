@@ -17,6 +17,7 @@ from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.models import (
     TABLES,
+    BaseRow,
     CompactionRow,
     ImportedFileRow,
     SessionRow,
@@ -53,7 +54,7 @@ def dump(db: Path) -> dict[str, Any]:
             continue
         rank[table], seen = {}, dict[Any, int]()
 
-        def owner(row: sqlite3.Row) -> int:
+        def owner(row: sqlite3.Row, model: type[BaseRow] = model) -> int:
             if model is SessionRow:
                 return int(row["id"])
             if "session_id" in row.keys():
