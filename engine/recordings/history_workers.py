@@ -94,18 +94,21 @@ def stage_one(path: str) -> Parsing | Staged:
     """Parse one new file and write its sessions into a scratch database (in a worker
     process); the refusal as :func:`parse_one` gives it, or what the writer's own write
     refused (the file's content: the writer would refuse it alike)."""
-    assert _job is not None and _job.scratch is not None
+    job = _job
+    assert job is not None and job.scratch is not None
     sessions, why, unknown = _parsed(path)
     if sessions is None:
         return sessions, why, unknown, {}
     sources = [imported_source(Path(path), n) for n in range(len(sessions))]
-    scratch = _job.scratch / f"{os.getpid()}-{next(_made)}.sqlite"
-    shutil.copyfile(_template(_job.scratch), scratch)
+    scratch = job.scratch / f"{os.getpid()}-{next(_made)}.sqlite"
+    shutil.copyfile(_template(job.scratch), scratch)
     store = Store.open(scratch, durable=False)
     try:
         with store.transaction():
             reports = [
-                write(store, parsed, _job.workspace, _job.settings, True, source=sources[n])
+                write(
+                    store, parsed, job.workspace, job.settings, recorded_cwd=True, source=sources[n]
+                )
                 for n, parsed in enumerate(sessions)
             ]
     except DATA_ERRORS as exc:
