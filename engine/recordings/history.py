@@ -458,10 +458,12 @@ __all__ = [
     "HistoryResult",
     "Progress",
     "default_folders",
+    "default_jobs",
     "fingerprint",
     "import_history",
     "session_files",
     "state_of",
     "store_file",
+    "store_staged",
     "unique_folders",
 ]
