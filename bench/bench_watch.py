@@ -20,6 +20,14 @@ percentage of one core.
 
 Each figure is the median over ``--runs`` runs (3) of that run's median or 95th percentile.
 
+``--growth`` (issue 44) measures instead what one appended record costs the watcher as the
+file grows: marot made 1× and 8× as long (``bench_follow_parse.longer``: one conversation of
+k copies, fresh ids), with a record written twice under its uuid just before the appended part
+(``with_a_repeat``: a resumed or copied record, which once sent every look to the whole file),
+all but the last 400 lines in the file when the watcher starts, those 400 then appended 20 a
+second. Per record: the watcher's CPU (look, parse, figures, store, print; ``/proc``) from the
+first append to the last line reported, and the write → JSON line latency.
+
     python bench/bench_watch.py                 # prints, and rewrites the figures in
                                                 # docs/benchmarks.md (#watch)
     python bench/bench_watch.py --runs 1 --no-write
@@ -77,6 +85,8 @@ class Run:
     written: float
     """Seconds the writes took (the paced replay)."""
     idle_percent: float | None = None
+    cpu: float = 0.0
+    """The watcher's CPU seconds from the first write to the last line reported."""
 
 
 class Watcher:
@@ -117,7 +127,7 @@ class Watcher:
             if item is None:
                 raise SystemExit(f"watch ended early; see {self.stderr.name}")
             at, data = item
-            self.total += int(str(data["records"]))
+            self.total += int(str(data.get("records", 0)))  # a notice line has none
             self.reported.append((self.total, at))
 
     def cpu_seconds(self) -> float:
@@ -133,16 +143,25 @@ class Watcher:
             self.stderr.close()
 
 
-def replay(first: int, last: int, speed: float, cap: float, idle: float) -> Run:
+def replay(
+    first: int,
+    last: int,
+    speed: float,
+    cap: float,
+    idle: float,
+    source: tuple[list[bytes], list[float]] | None = None,
+) -> Run:
     """Write lines ``first:last`` (``[:first]`` already there) at ``speed`` × the recorded
-    pace, gaps capped at ``cap`` seconds; time each record to the line that reports it."""
-    lines, gaps = records()
+    pace, gaps capped at ``cap`` seconds; time each record to the line that reports it.
+    ``source``: other lines and gaps than marot's."""
+    lines, gaps = source or records()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / MAROT.name
         path.write_bytes(b"".join(line + b"\n" for line in lines[:first]))
         watcher = Watcher(path, Path(tmp) / "watch.db")
         try:
-            watcher.wait_for(first)
+            watcher.wait_for(first, timeout=60 if source is None else 900)
+            cpu_before = watcher.cpu_seconds()
             written_at: list[float] = []
             began = time.perf_counter()
             with open(path, "ab") as out:
@@ -152,7 +171,8 @@ def replay(first: int, last: int, speed: float, cap: float, idle: float) -> Run:
                     out.flush()
                     written_at.append(time.perf_counter())
             written = time.perf_counter() - began
-            watcher.wait_for(last)
+            watcher.wait_for(last, timeout=60 if source is None else 900)
+            cpu = watcher.cpu_seconds() - cpu_before
             latencies = []
             reported = iter(watcher.reported)
             total, at = next(reported)
@@ -160,7 +180,7 @@ def replay(first: int, last: int, speed: float, cap: float, idle: float) -> Run:
                 while total < k:
                     total, at = next(reported)
                 latencies.append(at - wrote)
-            run = Run(latencies, written)
+            run = Run(latencies, written, cpu=cpu)
             if idle:
                 before = watcher.cpu_seconds()
                 time.sleep(idle)
@@ -178,13 +198,62 @@ def ms(seconds: float) -> str:
     return f"{1000 * seconds:,.0f} ms"
 
 
+GROWTH_START, GROWTH_END = "<!-- watch-growth:start -->", "<!-- watch-growth:end -->"
+APPENDED, PACE = 400, 0.05
+
+
+def growth(runs: int) -> str:
+    """The watcher's CPU and latency per appended record at 1× and 8× marot, a uuid
+    repeated just before the appended part; a table."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_follow_parse import longer, with_a_repeat
+
+    rows, base = [], None
+    for k in (1, 8):
+        lines = [line.encode() for line in with_a_repeat(longer(k))]
+        gaps = [PACE] * len(lines)
+        first = len(lines) - APPENDED
+        done = [replay(first, len(lines), 1.0, 1.0, 0.0, (lines, gaps)) for _ in range(runs)]
+        cpu = statistics.median(r.cpu / APPENDED for r in done)
+        latency = statistics.median(statistics.median(r.latencies) for r in done)
+        base = base or (cpu, latency)
+        print(f"  {k}×: {cpu * 1000:.2f} ms CPU a record, latency {ms(latency)}", flush=True)
+        rows.append(
+            f"| {k}× | {len(lines):,} | {cpu * 1000:.2f} ms | {cpu / base[0]:.2f}× | "
+            f"{ms(latency)} | {latency / base[1]:.2f}× |"
+        )
+    return "\n".join(
+        [
+            "| length | lines | watcher CPU per appended record | × 1× | write → JSON line, "
+            "median | × 1× |",
+            "|---|---:|---:|---:|---:|---:|",
+            *rows,
+            "",
+            f"`python bench/bench_watch.py --growth --runs {runs}`: the last {APPENDED} lines "
+            f"appended {1 / PACE:g} a second, a uuid repeated just before them; medians over "
+            f"{runs} run(s); CPython {platform.python_version()}, {platform.machine()}, "
+            f"{os.cpu_count()} CPU(s), load average at the end {os.getloadavg()[0]:.1f}.",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cap", type=float, default=2.0, help="longest gap kept, in seconds")
     parser.add_argument("--idle", type=float, default=10.0, help="idle window, in seconds")
     parser.add_argument("--no-write", action="store_true", help="do not touch the docs")
+    parser.add_argument("--growth", action="store_true", help="CPU per record at 1× and 8×")
     args = parser.parse_args()
+    if args.growth:
+        table = growth(args.runs)
+        print(table)
+        if not args.no_write:
+            text = DOCS.read_text(encoding="utf-8")
+            head, rest = text.split(GROWTH_START, 1)
+            _, tail = rest.split(GROWTH_END, 1)
+            DOCS.write_text(f"{head}{GROWTH_START}\n{table}\n{GROWTH_END}{tail}", encoding="utf-8")
+        return
 
     rows: list[str] = []
     met = True

@@ -13,27 +13,25 @@ rewritten is parsed again whole and stored again *into the same sessions*, so th
 what a first import of the file as it is now stores (a faithful import needs the whole file:
 a compaction archives what came before it, a late tool result closes an early round).
 
-Parallel: files are parsed in a pool of processes (one per core) and stored by this process
+Parallel: files are read in a pool of processes (one per core) and stored by this process
 alone, one transaction per file, as each arrives: an interrupted import (Ctrl+C) leaves every
-file stored so far whole, and the next run goes on with the rest. The workers also count the
-tokens of every text the writer will store (:func:`engine.recordings.writer.texts_to_count`)
-and send the counts back by digest, so the writer neither loads the tokenizer nor tokenises
-(issue 44: token counting was a third of the writer's time, the tokenizer's load 0.3–1.5 s).
+file stored so far whole, and the next run goes on with the rest. A new file is written whole
+by its worker into a scratch database (:mod:`engine.recordings.history_workers`), whose rows
+this process copies in (:mod:`engine.store.staged`: issue 44, the writer's time per file went
+from its parse's size to a few statements); a file stored before is parsed there, its tokens
+counted, and stored here into the same sessions.
 """
 
 from __future__ import annotations
 
-import os
-import signal
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Generator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from multiprocessing import get_context
 from pathlib import Path
 
-from engine.messages.tokens import counts_of, given_counts
+from engine.messages.tokens import given_counts
 from engine.recordings.agent_folders import (
     Folder,
     default_folders,
@@ -41,17 +39,21 @@ from engine.recordings.agent_folders import (
     unique_folders,
 )
 from engine.recordings.base import ImportError_, ImportReport, Parsed
+from engine.recordings.history_workers import (
+    Parsing,
+    Staged,
+    default_jobs,
+    in_pool,
+    parse_one,
+)
 from engine.recordings.identity import State, fingerprint, state_of, stored_recording
 from engine.recordings.importing import (
     DATA_ERRORS,
-    UnknownFormat,
     drop_session,
     imported_source,
-    parse_sessions,
     store_again,
     unreadable,
 )
-from engine.recordings.writer import texts_to_count
 from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.history import ImportedFile
@@ -127,80 +129,6 @@ class HistoryResult:
         }
 
 
-Parsing = tuple[list[Parsed] | None, str | None, bool, dict[str, int]]
-"""A worker's answer: the sessions, or why not, whether the file is of no known format, and
-the token counts of the texts the writer will count (by digest; empty in process)."""
-
-_worker_settings: Settings | None = None
-"""The import's settings, in a worker process (what a tool result's history form depends on)."""
-
-
-def parse_one(path: str) -> Parsing:
-    """Parse one file (in a worker process): its sessions, or the refusal; and, in a worker,
-    the counts of what the writer will count."""
-    try:
-        sessions = parse_sessions(Path(path))
-    except UnknownFormat as exc:
-        return None, "; ".join(exc.problems), True, {}
-    except ImportError_ as exc:
-        return None, str(exc), False, {}
-    except Exception as exc:  # noqa: BLE001 - one file's surprise sinks no other file
-        return None, f"{path}: {unreadable(exc)}", False, {}
-    counts: dict[str, int] = {}
-    if _worker_settings is not None:
-        settings = _worker_settings
-        counts = counts_of(t for parsed in sessions for t in texts_to_count(parsed, settings))
-    return sessions, None, False, counts
-
-
-def _worker(settings: Settings) -> None:
-    # Ctrl+C reaches every process of the terminal's group: the main process alone answers
-    # it (it stops handing out files and keeps what was stored); workers just end.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    global _worker_settings
-    _worker_settings = settings
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _parsed_in_pool(
-    paths: list[Path], jobs: int, settings: Settings
-) -> Generator[tuple[Path, Parsing]]:
-    """Each file parsed (and its texts counted), in the order they finish; at most
-    ``2 * jobs`` waiting at once, so memory stays flat however many files there are."""
-    if jobs <= 1 or len(paths) <= 1:
-        for path in paths:
-            yield path, parse_one(str(path))
-        return
-    pool = ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=get_context("forkserver"),
-        initializer=_worker,
-        initargs=(settings,),
-    )
-    todo = iter(paths)
-    running: dict[Future[Parsing], Path] = {}
-    try:
-        while True:
-            while len(running) < 2 * jobs:
-                following = next(todo, None)
-                if following is None:
-                    break
-                running[pool.submit(parse_one, str(following))] = following
-            if not running:
-                break
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield running.pop(future), future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 def import_history(
     store: Store,
     folders: list[Folder],
@@ -247,34 +175,29 @@ def import_history(
     wanted = {path: (now, state) for path, now, state in todo}
     total = sum(now.size for _, now, _ in todo)
     tally = Progress(0, len(todo), 0, total, started)
-    parsed = _parsed_in_pool([p for p, _, _ in todo], jobs or default_jobs(), settings)
+    jobs = jobs or default_jobs()
+    # New files are written whole by the workers into scratch databases, which this process
+    # copies in (SQLite; on PostgreSQL, and on one core, every file is written here).
+    staging = jobs > 1 and len(todo) > 1 and store.url is None
+    scratch = tempfile.TemporaryDirectory(prefix="ctxscope-import-") if staging else None
+    new = {path for path, _, state in todo if state == "new"}
+    where = Path(scratch.name) if scratch is not None else None
+    answers = in_pool([p for p, _, _ in todo], jobs, settings, workspace, new, where)
     try:
-        for path, (sessions, why, unknown, counts) in parsed:
+        for path, answer in answers:
             now, state = wanted[path]
-            before = known.get(str(path))
-            if sessions is None:
-                reason = why or "cannot be imported"
-                if unknown and path.suffix == ".md":
-                    result.skipped_files["not a session file"] += 1
-                else:
-                    result.refused.append((str(path), reason))
-                kept = before.sessions if before else ()
-                store.remember_file(replace(now, sessions=kept, refused=reason))
-            else:
-                try:
-                    with given_counts(counts):
-                        stored = store_file(
-                            store, now, before, sessions, workspace, settings, claimed
-                        )
-                except DATA_ERRORS as exc:  # its transaction rolled back; the others go on
-                    reason = f"{path}: {unreadable(exc)}"
-                    result.refused.append((str(path), reason))
-                    kept = before.sessions if before else ()
-                    store.remember_file(replace(now, sessions=kept, refused=reason))
-                else:
-                    claimed.update(r.session.id for r in stored if r.session.id is not None)
-                    result.reports += stored
-                    result.states[state] += 1
+            _take(
+                store,
+                path,
+                answer,
+                now,
+                state,
+                known.get(str(path)),
+                workspace,
+                settings,
+                claimed,
+                result,
+            )
             tally.files_done += 1
             tally.bytes_done += now.size
             if progress is not None:
@@ -282,10 +205,57 @@ def import_history(
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
-        parsed.close()  # the pool ends here, whatever ended the loop
+        answers.close()  # the pool ends here, whatever ended the loop
+        if scratch is not None:
+            scratch.cleanup()
     result.bytes_read = tally.bytes_done
     result.seconds = time.monotonic() - started
     return result
+
+
+def _take(
+    store: Store,
+    path: Path,
+    answer: Parsing | Staged,
+    now: ImportedFile,
+    state: str,
+    before: ImportedFile | None,
+    workspace: str,
+    settings: Settings,
+    claimed: set[int],
+    result: HistoryResult,
+) -> None:
+    """Store what a worker made of one file (or remember why it could not be imported)."""
+    reason: str | None = None
+    stored: list[ImportReport] = []
+    try:
+        if isinstance(answer, Staged) and _watched(store, path, answer, claimed):
+            # A recording a watch stored already: stored again into that session, here.
+            answer.scratch.unlink(missing_ok=True)
+            answer = parse_one(str(path))
+        if isinstance(answer, Staged):
+            stored = store_staged(store, now, answer, claimed)
+        else:
+            sessions, why, unknown, counts = answer
+            if sessions is None and unknown and path.suffix == ".md":
+                result.skipped_files["not a session file"] += 1
+                reason = why or "cannot be imported"
+            elif sessions is None:
+                reason = why or "cannot be imported"
+                result.refused.append((str(path), reason))
+            else:
+                with given_counts(counts):
+                    stored = store_file(store, now, before, sessions, workspace, settings, claimed)
+    except DATA_ERRORS as exc:  # its transaction rolled back; the others go on
+        reason = f"{path}: {unreadable(exc)}"
+        result.refused.append((str(path), reason))
+    if reason is not None:
+        kept = before.sessions if before else ()
+        store.remember_file(replace(now, sessions=kept, refused=reason))
+        return
+    claimed.update(r.session.id for r in stored if r.session.id is not None)
+    result.reports += stored
+    result.states[state] += 1
 
 
 def import_one_file(
@@ -362,10 +332,15 @@ def store_file(
     old = list(before.sessions) if before else []
     keys = [imported_source(Path(now.path), n) for n in range(len(sessions))]  # hashed once
     with store.transaction():
-        reports = [] if old else _stored_before(store, keys, sessions, claimed)
+        kinds = [(parsed.fmt, parsed.records) for parsed in sessions]
+        reports = [] if old else _stored_before(store, keys, kinds, claimed)
         if not reports:
             for n, parsed in enumerate(sessions):
-                sid = old[n] if n < len(old) else _held(store, Path(now.path), n, parsed, claimed)
+                sid = (
+                    old[n]
+                    if n < len(old)
+                    else _held(store, Path(now.path), n, parsed.source_session, claimed)
+                )
                 reports.append(store_again(store, sid, parsed, workspace, settings, keys[n]))
         for sid in old[len(sessions) :]:
             drop_session(store, sid)
@@ -383,28 +358,80 @@ def store_file(
 
 
 def _held(
-    store: Store, path: Path, index: int, parsed: Parsed, claimed: set[int] | frozenset[int]
+    store: Store, path: Path, index: int, recorded: str, claimed: set[int] | frozenset[int]
 ) -> int | None:
-    """The session a ``watch`` of this file stored its recording in (not another file's)."""
-    held = stored_recording(store, path, index, parsed.source_session)
+    """The session a ``watch`` of this file stored its recording in (not another file's);
+    ``recorded``: the session's own id in the recording."""
+    held = stored_recording(store, path, index, recorded)
     return held.id if held is not None and held.id not in claimed else None
+
+
+def _watched(store: Store, path: Path, staged: Staged, claimed: set[int]) -> bool:
+    """Whether a ``watch`` of ``path`` stored one of its sessions already."""
+    return any(
+        _held(store, path, n, recorded, claimed) is not None
+        for n, recorded in enumerate(staged.recorded)
+    )
+
+
+def store_staged(
+    store: Store, now: ImportedFile, staged: Staged, claimed: set[int] | frozenset[int]
+) -> list[ImportReport]:
+    """Store a new file whose sessions a worker wrote into a scratch database: its rows
+    copied in, in one transaction with the file's record (:meth:`Store.copy_staged`); the
+    reports with the ids they have here. A file whose every session ``import FILE`` stored
+    already is taken as those sessions, as :func:`store_file` does."""
+    kinds = [(r.fmt, r.records) for r in staged.reports]
+    try:
+        with store.staged_file(staged.scratch), store.transaction():
+            reports = _stored_before(store, staged.sources, kinds, claimed)
+            if not reports:
+                shift = store.copy_staged()["session_row"]
+                reports = [_shifted(r, shift) for r in staged.reports]
+            for report in reports:
+                report.path = now.path
+            store.remember_file(
+                replace(
+                    now,
+                    fmt=staged.fmt,
+                    sessions=tuple(r.session.id for r in reports if r.session.id is not None),
+                    refused=None,
+                )
+            )
+    finally:
+        staged.scratch.unlink(missing_ok=True)
+    return reports
+
+
+def _shifted(report: ImportReport, shift: int) -> ImportReport:
+    """``report`` (and its subagents') with the session ids they were copied under."""
+    session = report.session
+    parent = session.parent_session_id
+    report.session = session.model_copy(
+        update={
+            "id": None if session.id is None else session.id + shift,
+            "parent_session_id": None if parent is None else parent + shift,
+        }
+    )
+    report.children = [_shifted(child, shift) for child in report.children]
+    return report
 
 
 def _stored_before(
     store: Store,
     keys: list[str | None],
-    sessions: list[Parsed],
+    kinds: list[tuple[str, int]],
     claimed: set[int] | frozenset[int],
 ) -> list[ImportReport]:
     """The reports of a file whose every session ``import FILE`` stored already (the same
     bytes); none when any is missing or kept for another file."""
     found = [store.session_for_source(key) if key else None for key in keys]
-    if not sessions or any(f is None or f.id in claimed for f in found):
+    if not kinds or any(f is None or f.id in claimed for f in found):
         return []
     reports = []
-    for session, parsed in zip(found, sessions, strict=True):
+    for session, (fmt, records) in zip(found, kinds, strict=True):
         assert session is not None
-        report = ImportReport(session=session, fmt=parsed.fmt, records=parsed.records)
+        report = ImportReport(session=session, fmt=fmt, records=records)
         report.warnings.append(
             f"already stored as session {session.id} (the same file); not stored again"
         )
@@ -417,10 +444,12 @@ __all__ = [
     "HistoryResult",
     "Progress",
     "default_folders",
+    "default_jobs",
     "fingerprint",
     "import_history",
     "session_files",
     "state_of",
     "store_file",
+    "store_staged",
     "unique_folders",
 ]

@@ -7,13 +7,16 @@ thousands of sessions reads a few rows per session, not every record.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from peewee import JOIN, SQL, Case, fn
 
 from engine.models import utcnow
+from engine.store import staged
 from engine.store.access import reads, writes
 from engine.store.models import (
     CompactionRow,
@@ -165,6 +168,19 @@ class HistoryStore(StorePart):
             )
             if not done:
                 ImportedFileRow.insert(path=file.path, **values).execute()
+
+    def staged_file(self, scratch: Path) -> AbstractContextManager[None]:
+        """A scratch database a history import's worker wrote a file's sessions into,
+        attached to this one until the block ends (:mod:`engine.store.staged`; SQLite only;
+        outside a transaction)."""
+        self.bind()
+        return staged.attached(self.db, scratch)
+
+    @writes
+    def copy_staged(self) -> dict[str, int]:
+        """Every row of the attached scratch database copied here, ids shifted past this
+        database's; the shift of each table's ids, by table name."""
+        return staged.copy_staged(self.db)
 
     @reads
     def sessions_source_gone(self) -> set[int]:

@@ -9,6 +9,7 @@ table, linked to the segment (and through it to the summary) that replaced them.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -412,6 +413,12 @@ class Store(StoreAccess):
 
     def remember_file(self, file: ImportedFile) -> None:
         return self.import_history.remember_file(file)
+
+    def staged_file(self, scratch: Path) -> AbstractContextManager[None]:
+        return self.import_history.staged_file(scratch)
+
+    def copy_staged(self) -> dict[str, int]:
+        return self.import_history.copy_staged()
 
     def sessions_source_gone(self) -> set[int]:
         return self.import_history.sessions_source_gone()

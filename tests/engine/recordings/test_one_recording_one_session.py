@@ -91,3 +91,30 @@ def test_a_copy_elsewhere_with_the_same_bytes_is_stored_once(tmp_path: Path) -> 
     (first,) = import_file(store, a)
     assert import_file(store, b) == [first]
     assert top_sessions(store) == [first]
+
+
+def test_the_whole_history_import_on_every_core_finds_a_watched_recording(tmp_path: Path) -> None:
+    """``import`` without a path, its new files written by worker processes into scratch
+    databases (``jobs=2`` and more than one file): a file a watch stored is stored again into
+    the watched session, not copied in as a second one; the other file is copied in."""
+    from engine.recordings.agents.protocol import Folder
+    from engine.recordings.history import import_history
+
+    folder = tmp_path / "projects" / "p"
+    folder.mkdir(parents=True)
+    f = folder / "s.jsonl"
+    lines = POMODORO.read_text().splitlines()
+    store = Store.open(tmp_path / "db.sqlite")
+    grow(f, lines[:100])
+    follower = Follower(f, Settings(), store)
+    follower.poll()
+    assert follower.session is not None
+    watched = follower.session.id
+    grow(f, lines)
+    other = CORPUS / "moredip__session-share__4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
+    (folder / "other.jsonl").write_bytes(other.read_bytes())
+    result = import_history(store, [Folder(folder, "claude-code")], "/ws", Settings(), jobs=2)
+    assert watched in [r.session.id for r in result.reports]
+    assert len(result.reports) == 2
+    assert len(top_sessions(store)) == 2 and watched in top_sessions(store)
+    assert len(store.usages(watched)) == CALLS_WHOLE

@@ -1,0 +1,137 @@
+"""A file's sessions staged in a scratch database, copied into this one in a few statements.
+
+The history import (issue 44) writes each new file's sessions in its worker processes, with
+the import's own writer (:func:`engine.recordings.writer.write`), into a scratch SQLite file
+of the same schema: the rows, their JSON columns, the archive of each recorded compaction and
+its search index are made there. The one process that writes the user's database then only
+copies them: ``ATTACH`` the scratch file and one ``INSERT … SELECT`` per table, every id
+shifted past the highest id of its table here (and every reference to it by the same), in the
+table order foreign keys want. Ids come out as the rows written here one by one would have
+got them (``MAX(id) + 1`` on, in the same order), so the content is the same either way
+(``tests/engine/recordings/test_history_staged.py`` compares both).
+
+SQLite only: a PostgreSQL database is written as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from peewee import Database, ForeignKeyField
+
+from engine.store import search
+from engine.store.dialect import sql
+from engine.store.models import (
+    TABLES,
+    BaseRow,
+    ExchangeBlobRow,
+    ImportedFileRow,
+    MessageRow,
+    SegmentRow,
+    SessionRow,
+    TokenCountRow,
+)
+
+SCHEMA = "staged"
+"""The name the scratch file is attached under."""
+
+_NOT_STAGED: tuple[type[BaseRow], ...] = (ImportedFileRow, ExchangeBlobRow)
+"""Tables a staged import never writes (the file's record is the writer's)."""
+
+_IDS_WITHOUT_KEY: dict[tuple[type[BaseRow], str], type[BaseRow]] = {
+    (SessionRow, "parent_session_id"): SessionRow
+}
+"""Columns holding another row's id without a foreign key, and the table of that row."""
+
+Shift = dict[str, int]
+"""What each table's staged ids were shifted by, by table name."""
+
+
+@contextmanager
+def attached(db: Database, scratch: Path) -> Iterator[None]:
+    """``scratch`` attached as :data:`SCHEMA` (outside a transaction: SQLite refuses ATTACH
+    inside one), detached after."""
+    sql(db, f"ATTACH DATABASE ? AS {SCHEMA}", (str(scratch),))
+    try:
+        yield
+    finally:
+        sql(db, f"DETACH DATABASE {SCHEMA}")
+
+
+def copy_staged(db: Database) -> Shift:
+    """Copy every row of the attached scratch database into this one (call inside a write
+    transaction); the shift of each table's ids. A table this does not know to copy, holding
+    rows, is an error: nothing would be lost silently."""
+    _refuse_unknown(db)
+    shift: Shift = {}
+    for model in TABLES:
+        table = model._meta.table_name
+        (top,) = sql(db, f'SELECT MAX("id") FROM main."{table}"').fetchone()
+        shift[table] = int(top or 0)
+    for model in TABLES:
+        table = model._meta.table_name
+        if model in _NOT_STAGED:
+            (rows,) = sql(db, f'SELECT COUNT(*) FROM {SCHEMA}."{table}"').fetchone()
+            if rows:
+                raise RuntimeError(f"a staged import wrote {table}, which it never writes")
+            continue
+        if model is TokenCountRow:  # by digest: a count known here already stays
+            sql(
+                db,
+                f'INSERT OR IGNORE INTO main."{table}" ("digest", "tokens") '
+                f'SELECT "digest", "tokens" FROM {SCHEMA}."{table}" ORDER BY "id"',
+            )
+            continue
+        columns, values = _shifted_columns(model, shift)
+        sql(
+            db,
+            f'INSERT INTO main."{table}" ({columns}) '
+            f'SELECT {values} FROM {SCHEMA}."{table}" ORDER BY "id"',
+        )
+    _copy_index(db, shift)
+    return shift
+
+
+def _shifted_columns(model: type[BaseRow], shift: Shift) -> tuple[str, str]:
+    """The column list of ``model`` and what each takes from the staged row: an id or a
+    reference to one plus its table's shift, anything else as it is."""
+    names, values = [], []
+    for field in model._meta.sorted_fields:
+        column = f'"{field.column_name}"'
+        target: type[BaseRow] | None = None
+        if field is model._meta.primary_key:
+            target = model
+        elif isinstance(field, ForeignKeyField):
+            target = field.rel_model
+        else:
+            target = _IDS_WITHOUT_KEY.get((model, field.column_name))
+        names.append(column)
+        values.append(column if target is None else f"{column} + {shift[target._meta.table_name]}")
+    return ", ".join(names), ", ".join(values)
+
+
+def _copy_index(db: Database, shift: Shift) -> None:
+    """The archive's search index rows, their ids shifted like the rows they name."""
+    s, seg, m = (shift[t._meta.table_name] for t in (SessionRow, SegmentRow, MessageRow))
+    sql(
+        db,
+        f"INSERT INTO main.{search.TABLE} "
+        "(body, session_id, segment_id, message_id, round, role, tool_name) "
+        f"SELECT body, session_id + {s}, segment_id + {seg}, message_id + {m}, round, role, "
+        f"tool_name FROM {SCHEMA}.{search.TABLE} ORDER BY rowid",
+    )
+
+
+def _refuse_unknown(db: Database) -> None:
+    known = {model._meta.table_name for model in TABLES} | {search.TABLE}
+    names = sql(
+        db, f"SELECT name FROM {SCHEMA}.sqlite_master WHERE type = 'table' AND sql IS NOT NULL"
+    ).fetchall()
+    for (name,) in names:
+        if name in known or name.startswith((f"{search.TABLE}_", "sqlite_")):
+            continue
+        (rows,) = sql(db, f'SELECT COUNT(*) FROM {SCHEMA}."{name}"').fetchone()
+        if rows:
+            raise RuntimeError(f"a staged import wrote {name}, which this copy does not know")
