@@ -53,6 +53,7 @@ class PostgresServer:
         self.user = "ctxscope"
         self._as_postgres = os.geteuid() == 0
         self._databases = 0
+        self._store_template: str | None = None
 
     def _run(self, *command: str) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if self._as_postgres else []
@@ -96,15 +97,29 @@ class PostgresServer:
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{dbname}"
 
-    def create_database(self, prefix: str = "t") -> str:
-        """A new empty database; its URL."""
+    def create_database(self, prefix: str = "t", template: str | None = None) -> str:
+        """A new database, empty or a copy of the database ``template`` (a name); its URL."""
         import psycopg
 
         self._databases += 1
         name = f"{prefix}_{os.getpid()}_{self._databases}"
+        copy = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(self.url(), autocommit=True) as con:
-            con.execute(f'CREATE DATABASE "{name}"')
+            con.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url(name)
+
+    def create_store_database(self) -> str:
+        """A new database holding what ``Store.open`` makes in an empty one (the schema at its
+        version): a copy of a template made once per server. Making the schema takes ~0.7 s
+        on the loaded build machine, copying the template none of it; a test of how a store
+        is made uses :meth:`create_database`."""
+        if self._store_template is None:
+            from engine.store import Store
+
+            url = self.create_database("store_template")
+            Store.open(url).close()
+            self._store_template = url.rsplit("/", 1)[1]
+        return self.create_database(template=self._store_template)
 
     def drop_database(self, url: str) -> None:
         import psycopg

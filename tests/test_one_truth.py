@@ -10,15 +10,20 @@ again would fail here. Two figures are also checked against the file itself, wor
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli import statusline as statusline_command
 from tests.cli_run import run_redirected as run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,12 +76,30 @@ def surfaces(name: str, tmp: Path) -> dict[str, dict[str, Any]]:
     return seen
 
 
+Surfaces = Callable[[str], dict[str, dict[str, Any]]]
+
+
+@pytest.fixture(scope="session")
+def corpus_surfaces(tmp_path_factory: pytest.TempPathFactory) -> Surfaces:
+    """:func:`surfaces` of a corpus file, run once per worker (the import and four commands
+    on its database): the tests of the command line, the status line and ``watch`` each
+    compare with the same figures, and only read them (each gets its own copy)."""
+    seen: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def of(name: str) -> dict[str, dict[str, Any]]:
+        if name not in seen:
+            seen[name] = surfaces(name, tmp_path_factory.mktemp("one-truth"))
+        return deepcopy(seen[name])
+
+    return of
+
+
 KEYS = ("context_window", "auto_compact_at", "context_tokens", "until_auto_compact", "cost")
 
 
 @pytest.mark.parametrize("name", MAIN_FILES)
-def test_every_command_gives_the_same_figures(name: str, tmp_path: Path) -> None:
-    seen = surfaces(name, tmp_path)
+def test_every_command_gives_the_same_figures(name: str, corpus_surfaces: Surfaces) -> None:
+    seen = corpus_surfaces(name)
     first = seen["import"]
     for surface, figures in seen.items():
         for key in KEYS:
@@ -88,13 +111,13 @@ def test_every_command_gives_the_same_figures(name: str, tmp_path: Path) -> None
         assert first["context_tokens"] <= first["context_window"]
 
 
-def test_marot_figures_are_the_files_own() -> None:
+def test_marot_figures_are_the_files_own(corpus_surfaces: Surfaces) -> None:
     """The corpus' Claude Code 2.1.39 session on claude-opus-4-6 (200,000 window): its last
     assistant record with usage (python over the jsonl) has input 3, cache read 77,272, cache
     write 59, output 85 → context 77,419; Claude Code compacts at 167,000 there (the file's own
     auto compaction fired at preTokens 167,094); its calls cost $11.853923 at list price
     (worked out by hand in tests/cli/test_recorded_figures.py)."""
-    seen = surfaces("marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl", _tmp())
+    seen = corpus_surfaces("marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl")
     figures = seen["import"]
     assert figures["context_tokens"] == 77_419
     assert figures["context_window"] == 200_000
@@ -103,14 +126,9 @@ def test_marot_figures_are_the_files_own() -> None:
     assert round(figures["cost"], 2) == 11.85
 
 
-def _tmp() -> Path:
-    import tempfile
-
-    return Path(tempfile.mkdtemp(prefix="one-truth-"))
-
-
 def statusline(transcript: Path, db: Path, cache: Path) -> str:
-    """``ctxscope statusline --wait`` as Claude Code runs it: the status JSON on stdin."""
+    """``ctxscope statusline --wait`` as Claude Code runs it, the status JSON on stdin, run by
+    its ``main`` in this process (the command as a process: tests/cli/test_statusline.py)."""
     status = {
         "hook_event_name": "Status",
         "session_id": "s",
@@ -119,22 +137,19 @@ def statusline(transcript: Path, db: Path, cache: Path) -> str:
         "model": {"id": "claude-opus-4-6", "display_name": "Opus"},
         "workspace": {"current_dir": str(transcript.parent)},
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "cli.workbench", "statusline", "--db", str(db), "--wait"],
-        input=json.dumps(status),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(cache)},
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as env, redirect_stdout(out):
+        env.setenv("XDG_CACHE_HOME", str(cache))
+        env.setattr(sys, "stdin", io.StringIO(json.dumps(status)))
+        assert statusline_command.main(["--db", str(db), "--wait"]) == 0
+    return out.getvalue().strip()
 
 
 @pytest.mark.parametrize("name", sorted(FOLLOWED))
-def test_the_status_line_prints_the_same_figures(name: str, tmp_path: Path) -> None:
-    figures = surfaces(name, tmp_path)["import"]
+def test_the_status_line_prints_the_same_figures(
+    name: str, tmp_path: Path, corpus_surfaces: Surfaces
+) -> None:
+    figures = corpus_surfaces(name)["import"]
     copy = tmp_path / "session.jsonl"
     copy.write_bytes((CORPUS / name).read_bytes())
     line = statusline(copy, tmp_path / "followed.db", tmp_path / "cache")
@@ -389,10 +404,12 @@ def watched_figures(transcript: Path, db: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", sorted(FOLLOWED))
-def test_watch_jsonl_prints_the_same_figures(name: str, tmp_path: Path) -> None:
+def test_watch_jsonl_prints_the_same_figures(
+    name: str, tmp_path: Path, corpus_surfaces: Surfaces
+) -> None:
     """A file watched (``watch --jsonl``, stored as it is read) and the same file imported:
     the same window, auto-compact point, context and cost."""
-    imported = surfaces(name, tmp_path)["import"]
+    imported = corpus_surfaces(name)["import"]
     copy = tmp_path / "session.jsonl"
     copy.write_bytes((CORPUS / name).read_bytes())
     watched = watched_figures(copy, tmp_path / "watched.db")

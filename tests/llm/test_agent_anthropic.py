@@ -1,15 +1,16 @@
 """The loop, the store and the Anthropic provider together: ``ctxscope ask`` against the
-local fake Messages API (a subprocess, as a user runs it)."""
+local fake Messages API (the command run in this process, as tests/cli_run.py runs it)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
+import pytest
+
 from engine.store import Store
+from tests.cli_run import run_redirected
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,
     error_reply,
@@ -22,32 +23,20 @@ from tests.fakes.anthropic_server import (
 def ask(
     server: FakeAnthropicServer, db: Path, workspace: Path, text: str, *extra: str
 ) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        **server.env(),
-        "CTXSCOPE_MAX_RETRIES": "2",
-        "CTXSCOPE_RETRY_BASE_DELAY": "0.01",
-        "CTXSCOPE_KEEP_ROUNDS": "1",
-    }
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cli.main",
-            "ask",
-            text,
-            "--db",
-            str(db),
-            "--workspace",
-            str(workspace),
-            "--json",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    """``ctxscope ask TEXT --json`` against ``server``, run by the CLI's ``main`` in this
+    process (a process start costs ~2.7 s of CPU; how the command starts and ends as a process
+    is tested in tests/cli and tests/security)."""
+    argv = ["ask", text, "--db", str(db), "--workspace", str(workspace), "--json", *extra]
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in {
+            **server.env(),
+            "CTXSCOPE_MAX_RETRIES": "2",
+            "CTXSCOPE_RETRY_BASE_DELAY": "0.01",
+            "CTXSCOPE_KEEP_ROUNDS": "1",
+        }.items():
+            env.setenv(name, value)
+        code, out, err = run_redirected(*argv)
+    return subprocess.CompletedProcess(["ctxscope", *argv], code, out, err)
 
 
 def events(proc: subprocess.CompletedProcess[str]) -> list[dict]:

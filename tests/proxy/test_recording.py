@@ -5,9 +5,6 @@ once; and ``show --json``'s ``requests[]`` built from them."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +15,7 @@ from engine.proxy.identity import client_session, is_compaction
 from engine.proxy.report import request_report
 from engine.settings.config import Settings
 from engine.store import Store
+from tests.cli_run import run_redirected
 from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply, tool_reply
 from tests.postgres_server import PostgresServer
 from tests.proxy import shapes
@@ -185,31 +183,21 @@ def test_each_piece_of_a_body_is_stored_once(
     assert store.exchange_blob_count() == len(distinct) == 13  # 3 system, 3 tools, 7 messages
 
 
+def show(*argv: str) -> str:
+    """What ``ctxscope show ARGS`` prints, run by the CLI's main in this process (a python
+    start costs ~1-2 s of CPU; nothing here is about the process)."""
+    code, out, err = run_redirected("show", *argv)
+    assert code == 0, err
+    return out
+
+
 def test_show_json_gives_the_requests_with_their_diffs_and_cost(
     recorded: tuple[list[dict[str, Any]], Store], proxy: RunningProxy
 ) -> None:
     _, store = recorded
     (session_id,) = store.proxied_sessions()
     store.close()
-    env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
-    shown = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cli.main",
-            "show",
-            str(session_id),
-            "--json",
-            "--db",
-            str(proxy.db),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=True,
-    )
-    requests = json.loads(shown.stdout)["requests"]
+    requests = json.loads(show(str(session_id), "--json", "--db", str(proxy.db)))["requests"]
     assert [r["appended"] for r in requests] == [1, 2, 2]
     assert [r["kept"] for r in requests] == [0, 1, 3]
     assert [r["appended_kinds"] for r in requests] == [
@@ -229,14 +217,7 @@ def test_show_json_gives_the_requests_with_their_diffs_and_cost(
     second = (30 * 3 + 40 * 3 * 1.25 + 5000 * 3 * 0.1 + 10 * 15) / 1e6
     assert requests[0]["cost"] == pytest.approx(first)
     assert requests[1]["running_cost"] == pytest.approx(first + second)
-    text = subprocess.run(
-        [sys.executable, "-m", "cli.main", "show", str(session_id), "--db", str(proxy.db)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=True,
-    ).stdout
+    text = show(str(session_id), "--db", str(proxy.db))
     assert "3 proxied requests:" in text
     assert "in 5,020 (tools" in text
 
@@ -349,17 +330,8 @@ def test_show_what_ifs_puts_the_recorded_row_beside_each_strategy(
     _, store = recorded
     (session_id,) = store.proxied_sessions()
     store.close()
-    env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
-    shown = subprocess.run(
-        [sys.executable, "-m", "cli.main", "show", str(session_id), "--json", "--what-ifs",
-         "--db", str(proxy.db)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=True,
-    )  # fmt: skip
-    rows = json.loads(shown.stdout)["what_ifs"]
+    shown = show(str(session_id), "--json", "--what-ifs", "--db", str(proxy.db))
+    rows = json.loads(shown)["what_ifs"]
     recorded_row = rows[0]
     assert recorded_row["strategy"] == "as recorded"
     inputs = [20 + 5000, 30 + 5000 + 40, 15 + 5040 + 25]  # uncached + cache read + cache write

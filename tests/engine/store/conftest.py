@@ -27,12 +27,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def database(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path | str]:
-    """What ``Store.open`` takes: a file in ``tmp_path``, or a fresh PostgreSQL database's URL."""
+    """What ``Store.open`` takes: a file in ``tmp_path``, or a fresh PostgreSQL database's URL
+    (empty; for a test of the ``store`` fixture, a copy of one ``Store.open`` has made: the
+    schema once per worker, not once per test)."""
     if backend == "sqlite":
         yield tmp_path / "test.db"
         return
     server: PostgresServer = request.getfixturevalue("postgres_server")
-    url = server.create_database()
+    url = (
+        server.create_store_database()
+        if "store" in request.fixturenames
+        else server.create_database()
+    )
     yield url
     server.drop_database(url)
 

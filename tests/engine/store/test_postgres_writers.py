@@ -56,12 +56,11 @@ def test_four_writers_store_every_session_once_and_whole(
     Store.open(url).close()  # created once, before the race (creating is tested elsewhere)
     shares = [FILES[0:3], FILES[2:5], FILES[5:7], [FILES[7], FILES[0]]]
     spawn = multiprocessing.get_context("spawn")
-    start = spawn.Event()
+    start = spawn.Barrier(len(shares) + 1)
     writers = [spawn.Process(target=_import, args=(url, files, start)) for files in shares]
     for w in writers:
         w.start()
-    time.sleep(1.0)  # every writer has parsed and connected by now; they start together
-    start.set()
+    start.wait(timeout=120)  # every writer has parsed and connected: they start together
     for w in writers:
         w.join(120)
         assert w.exitcode == 0
