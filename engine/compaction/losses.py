@@ -46,6 +46,10 @@ class LossSource(Protocol):
     def all_messages(self, session_id: int) -> list[Message]: ...
     def observations_for_messages(self, message_ids: list[int]) -> list[Observation]: ...
     def summary(self, summary_id: int) -> Summary: ...
+    def stored_losses(self, session_id: int) -> tuple[list[int], list[dict[str, Any]]] | None: ...
+    def keep_losses(
+        self, session_id: int, compactions: Sequence[int], losses: list[dict[str, Any]]
+    ) -> bool: ...
 
 
 @dataclass
@@ -82,6 +86,22 @@ class CompactionLosses:
             "lost_count": {kind: len(self.lost_of(kind)) for kind in KINDS},
             "lost": [item_json(item) for item in self.lost],
         }
+
+
+def losses_of_json(data: dict[str, Any]) -> CompactionLosses:
+    """:meth:`CompactionLosses.as_json` read back."""
+    first, last = data["rounds"]
+    return CompactionLosses(
+        compaction_id=data["compaction_id"],
+        session_id=data["session_id"],
+        recorded=data["recorded"],
+        first_round=first,
+        last_round=last,
+        covered=dict(data["covered"]),
+        kept=dict(data["kept"]),
+        carried=dict(data["carried"]),
+        lost=[LedgerItem(**item) for item in data["lost"]],
+    )
 
 
 def item_json(item: LedgerItem) -> dict[str, Any]:
@@ -147,11 +167,27 @@ def compaction_losses(
 
 def session_losses(store: LossSource, session_id: int) -> list[CompactionLosses]:
     """Every compaction of the session that archived something (oldest first), with what it
-    lost. Paths are compared relative to the session's folder, as the fidelity figures are."""
+    lost. Paths are compared relative to the session's folder, as the fidelity figures are.
+
+    Worked out once and stored (what a compaction archived does not change): read back while
+    the session's compactions are the ones it was made for."""
+    compactions = store.compactions(session_id)
+    ids = [c.id for c in compactions if c.id is not None]
+    stored = store.stored_losses(session_id)
+    if stored is not None and stored[0] == ids:
+        return [losses_of_json(data) for data in stored[1]]
+    out = _work_out_losses(store, session_id, compactions)
+    store.keep_losses(session_id, ids, [loss.as_json() for loss in out])
+    return out
+
+
+def _work_out_losses(
+    store: LossSource, session_id: int, compactions: list[Compaction]
+) -> list[CompactionLosses]:
     segments = store.segments(session_id)
     if not segments:
         return []
-    by_id = {c.id: c for c in store.compactions(session_id)}
+    by_id = {c.id: c for c in compactions}
     cwd = store.get_session(session_id).workspace
     # What a compaction kept is needed only when it kept something (a recorded compaction
     # archives everything before it): the session's messages are read only then.

@@ -38,9 +38,18 @@ def watched_source(path: Path, session_id: str) -> str:
 
 def remembered(store: Store, path: Path) -> ImportedFile | None:
     """What an import remembered of ``path`` (by the name it was given, or the file's own)."""
-    return store.imported_file(
-        *dict.fromkeys((str(path), str(path.absolute()), str(path.resolve())))
-    )
+    names = [n for n in (str(path), str(path.absolute()), str(path.resolve())) if storable(n)]
+    return store.imported_file(*dict.fromkeys(names)) if names else None
+
+
+def storable(text: str) -> bool:
+    """Whether ``text`` can be stored as it is: a file name that is not UTF-8 (its bytes
+    read as surrogates) cannot, and is not looked up or remembered."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def stored_recording(
@@ -50,6 +59,8 @@ def stored_recording(
     bytes (``digest_key``), the path an import remembered, or the path a watch follows
     (``session_id``: the session id the recording names)."""
     candidates: list[Session | None] = []
+    if not storable(str(path.resolve())):
+        return None
     if digest_key:
         candidates.append(store.session_for_source(digest_key))
     before = remembered(store, path)
@@ -111,6 +122,7 @@ __all__ = [
     "State",
     "fingerprint",
     "remembered",
+    "storable",
     "state_of",
     "stored_recording",
     "watched_source",

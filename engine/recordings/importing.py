@@ -36,7 +36,7 @@ from engine.recordings.base import (
     Parsed,
 )
 from engine.recordings.files import read_session, special_mode
-from engine.recordings.identity import fingerprint, stored_recording
+from engine.recordings.identity import fingerprint, storable, stored_recording
 from engine.recordings.writer import Resume, write
 from engine.settings.config import Settings
 from engine.store import Store, StoreError
@@ -314,6 +314,8 @@ def _remember(store: Store, reports: list[ImportReport]) -> None:
             sessions.setdefault(report.path, []).append(report.session.id)
             fmts[report.path] = report.fmt
     for name, ids in sessions.items():
+        if not storable(name):  # a name that is not UTF-8: not kept by name
+            continue
         try:
             now = fingerprint(Path(name).absolute())
         except OSError:  # gone since it was read: nothing to know it by

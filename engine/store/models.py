@@ -338,6 +338,20 @@ class FiguresRow(BaseRow):
     """None: not made since the last change."""
 
 
+class LossesRow(BaseRow):
+    """What a session's compactions lost (:func:`engine.compaction.losses.session_losses`,
+    each compaction's ledger against its archived part), stored once worked out: what a
+    compaction archived does not change, so the ledger holds while the session's compactions
+    are the ones it was made for (``compactions``, their ids); ``report`` over a whole history
+    no longer reads every archive again (issue 44)."""
+
+    session = ForeignKeyField(SessionRow, unique=True, on_delete="CASCADE")
+    session_id: int
+    compactions = TextField(default="")
+    """The ids of the session's compactions the ledger was made for, comma-separated."""
+    losses = JSONField(null=True)
+
+
 class ImportedFileRow(BaseRow):
     """A file ``ctxscope import`` (without a path) read: what it was then, and the sessions it
     became, so that a later run skips it while it is unchanged."""
@@ -374,4 +388,5 @@ TABLES: list[type[BaseRow]] = [
     ExchangeRow,
     ImportedFileRow,
     FiguresRow,
+    LossesRow,
 ]

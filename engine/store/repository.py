@@ -374,6 +374,14 @@ class Store(StoreAccess):
     def keep_figures(self, made: Sequence[tuple[StoredFigures, str, dict[str, Any]]]) -> int:
         return self.usage.keep_figures(made)
 
+    def stored_losses(self, session_id: int) -> tuple[list[int], list[dict[str, Any]]] | None:
+        return self.usage.stored_losses(session_id)
+
+    def keep_losses(
+        self, session_id: int, compactions: Sequence[int], losses: list[dict[str, Any]]
+    ) -> bool:
+        return self.usage.keep_losses(session_id, compactions, losses)
+
     # ExchangeStore (proxied requests and their blobs)
     def add_exchange(
         self,

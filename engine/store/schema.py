@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from playhouse.migrate import SchemaMigrator
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -481,6 +481,14 @@ def _recorded_ids(db: Database) -> None:
         migrate(migrator(db).add_index(table, ("recorded_id",)))
 
 
+def _stored_losses(db: Database) -> None:
+    """23 -> 24: what each session's compactions lost is stored once worked out (issue 44:
+    ``report`` read every compaction's archive again at every run). The table starts empty."""
+    from engine.store.models import LossesRow
+
+    db.create_tables([LossesRow], safe=True)
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -504,6 +512,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     20: _stored_figures,
     21: _proxied_agents,
     22: _recorded_ids,
+    23: _stored_losses,
 }
 
 

@@ -17,6 +17,7 @@ from engine.store import dialect
 from engine.store.access import reads, writes
 from engine.store.models import (
     FiguresRow,
+    LossesRow,
     SessionRow,
     UsageRow,
 )
@@ -120,6 +121,39 @@ class UsageStore(StorePart):
             return kept
 
         return self._cache_write(keep) or 0
+
+    @reads
+    def stored_losses(self, session_id: int) -> tuple[list[int], list[dict[str, Any]]] | None:
+        """The compactions' ledger stored for ``session_id`` and the ids of the compactions
+        it was made for; None when none is stored."""
+        row = (
+            LossesRow.select(LossesRow.compactions, LossesRow.losses)
+            .where(LossesRow.session == session_id)
+            .tuples()
+            .first()
+        )
+        if row is None or row[1] is None:
+            return None
+        ids, losses = row
+        if isinstance(losses, str):  # PostgreSQL hands TEXT back as it is
+            losses = json.loads(losses)
+        return [int(i) for i in ids.split(",") if i], losses
+
+    def keep_losses(
+        self, session_id: int, compactions: Sequence[int], losses: list[dict[str, Any]]
+    ) -> bool:
+        """Store the ledger of ``session_id``'s ``compactions`` (a cache: a database that
+        cannot be written now keeps none); True when kept."""
+
+        def keep() -> bool:
+            ids = ",".join(str(i) for i in compactions)
+            LossesRow.insert(session=session_id, compactions=ids, losses=losses).on_conflict(
+                conflict_target=[LossesRow.session],
+                update={LossesRow.compactions: ids, LossesRow.losses: losses},
+            ).execute()
+            return True
+
+        return bool(self._cache_write(keep))
 
     def _hold(self, session_ids: Collection[int] | None) -> None:
         """A figures row for each of ``session_ids`` (every session) without one."""

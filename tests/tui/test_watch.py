@@ -152,7 +152,10 @@ async def test_workbench_shows_each_record_once_and_the_compaction_as_it_lands(
         stored = app.store.all_messages(sid)
         assert sum(len(m.tool_calls) for m in stored) == 186
         assert len(app.store.compactions(sid)) == 1
-        assert app.updates <= len(cuts)
+        # one update per write, or two where a look caught a write of many pages half-way
+        # (a loaded machine does: seen once in a whole-suite run); a follower reporting at
+        # every look, or the same records again, would give hundreds
+        assert len(cuts) // 2 <= app.updates <= 2 * len(cuts)
 
 
 async def answer_time(app: WatchApp, box: ChatInput, key: str) -> float:

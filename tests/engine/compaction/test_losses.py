@@ -5,6 +5,7 @@ compaction (marot), checked by hand against the file."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,54 @@ def test_marot_show_and_report_name_what_was_lost(
     assert by_kind["request"]["sessions"] == []
     code, text, _ = run(capsys, "report", "--db", str(marot_db))
     assert "your compactions lost 33 % of the files read (8/24)" in text
+
+
+class _CountingStore:
+    """The store, counting the archives read (what working the ledger out costs)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store, self.segment_reads = store, 0
+
+    def segments(self, session_id: int):  # type: ignore[no-untyped-def]
+        self.segment_reads += 1
+        return self.store.segments(session_id)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.store, name)
+
+
+def test_marot_ledger_is_worked_out_once_then_read_back(marot_db: Path, tmp_path: Path) -> None:
+    """Issue 44: ``report`` read every compaction's archive again at every run. The ledger is
+    stored the first time (even by a command that opened the database to look) and read back
+    while the session's compactions are the ones it was made for: the same 8 lost reads and
+    42 lost commands as the hand check above, without reading the archive; a different set of
+    compactions works it out again."""
+    db = tmp_path / "m.db"
+    with sqlite3.connect(marot_db) as source, sqlite3.connect(db) as copy:
+        source.backup(copy)  # the write-ahead log's pages too
+        copy.execute("DELETE FROM losses_row")  # a ledger another test's look stored
+    first = Store.open(db, read_only=True)
+    try:
+        counted = _CountingStore(first)
+        (worked,) = session_losses(counted, 1)  # type: ignore[arg-type]
+        assert counted.segment_reads == 1
+    finally:
+        first.close()
+    again = Store.open(db, read_only=True)
+    try:
+        counted = _CountingStore(again)
+        (read,) = session_losses(counted, 1)  # type: ignore[arg-type]
+        assert counted.segment_reads == 0
+        assert read.as_json() == worked.as_json()
+        assert [i.key for i in read.lost_of("file_read")] == LOST_READS
+        assert len(read.lost_of("command")) == 42
+    finally:
+        again.close()
+    stale = Store.open(db)
+    try:
+        stale.keep_losses(1, [999], [])  # made for other compactions: not used
+        counted = _CountingStore(stale)
+        (redone,) = session_losses(counted, 1)  # type: ignore[arg-type]
+        assert counted.segment_reads == 1 and redone.as_json() == worked.as_json()
+    finally:
+        stale.close()

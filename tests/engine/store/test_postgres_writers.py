@@ -45,16 +45,18 @@ def _stored(store: Store) -> Counter[tuple[str | None, str, int, int]]:
 def test_four_writers_store_every_session_once_and_whole(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
-    assert len(FILES) == 8  # the corpus' session files (tests/data/corpus/README.md)
+    assert len(FILES) == 12  # the corpus' session files (tests/data/corpus/README.md)
     reference = Store.open(tmp_path / "one.db")
     _import(tmp_path / "one.db", FILES)
     expected = _stored(reference)
     reference.close()
-    assert sum(expected.values()) == 8 and max(expected.values()) == 1
+    # 12 files, 12 sessions and the Copilot CLI file's subagent
+    assert sum(expected.values()) == 13 and max(expected.values()) == 1
 
     url = postgres_server.create_database("writers")
     Store.open(url).close()  # created once, before the race (creating is tested elsewhere)
-    shares = [FILES[0:3], FILES[2:5], FILES[5:7], [FILES[7], FILES[0]]]
+    last = len(FILES) - 1
+    shares = [FILES[0:3], FILES[2:5], FILES[5:last], [FILES[last], FILES[0]]]
     spawn = multiprocessing.get_context("spawn")
     start = spawn.Barrier(len(shares) + 1)
     writers = [spawn.Process(target=_import, args=(url, files, start)) for files in shares]
