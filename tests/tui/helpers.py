@@ -21,6 +21,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Input
+from textual.worker import WorkerCancelled
 
 from engine.llm.base import (
     OFFLINE_NAME,
@@ -121,10 +122,20 @@ def main_screen(app: CtxscopeApp) -> MainScreen:
 
 async def settle(pilot: Pilot[Any]) -> None:
     """Wait for every worker, then let the messages they posted be handled."""
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    for _ in range(2):
+        await _workers_done(pilot.app)
+        await pilot.pause()
+
+
+async def _workers_done(app: Any) -> None:
+    """Every worker running now has ended. One cancelled is ended too: an exclusive worker
+    (the strategy's decision, a redraw) is cancelled when a newer one of its group starts,
+    which a loaded machine makes likelier (``wait_for_complete`` raised then)."""
+    for worker in list(app.workers):
+        try:
+            await worker.wait()
+        except WorkerCancelled:
+            pass
 
 
 ScreenT = TypeVar("ScreenT", bound=Screen[Any])
