@@ -36,6 +36,7 @@ async def test_the_workbench_shows_the_imported_figures(
         screen = await opened(pilot)
         header = str(screen.query_one(SessionHeader).render())
         gauge = str(screen.query_one(TokenGauge).query_one("#gauge-figures").render())
+        scale = str(screen.query_one(TokenGauge).query_one("#gauge-bar").render()).splitlines()[-1]
     cost = figures["cost"]
     assert ("–" if cost is None else f"${cost:,.2f}") in header
     if figures["context_tokens"] is None:
@@ -47,5 +48,9 @@ async def test_the_workbench_shows_the_imported_figures(
     if figures["auto_compact_at"] is not None:
         assert f"{figures['until_auto_compact']:,} until auto-compact" in gauge
         assert f"compacts at {figures['auto_compact_at']:,})" in gauge
+        # the bar's mark says it whole (at 967,000 of 1,000,000 the window's "1.0M" once
+        # overwrote its end: "967.1.0M")
+        label = f"auto-compact {figures['auto_compact_at'] / 1000:.1f}k"
+        assert label + " ▲" in scale or "▲ " + label in scale, scale
     else:
         assert "auto-compact point is not known" in gauge

@@ -73,8 +73,9 @@ class LayerBar(Widget):
         for i, c in enumerate(label):
             if 0 <= start + i < width:
                 scale[start + i] = c
-        for i, c in enumerate(right):
-            scale[width - len(right) + i] = c
+        if start + len(label) < width - len(right) - 1:  # else the mark's label says more
+            for i, c in enumerate(right):
+                scale[width - len(right) + i] = c
         bar.append("\n")
         bar.append("".join(scale), style="dim")
         return bar
