@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,37 @@ def imported(tmp_path: Path, lines: list[bytes], name: str) -> list[tuple[str, s
     want = stored(ref, report.session.id)
     ref.close()
     return want
+
+
+def wait_for(ready: Callable[[], bool], what: str, seconds: float = 120) -> None:
+    """Wait for a state (never a fixed time): ``ready()`` true, looked at every 50 ms."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert time.monotonic() < deadline, f"{what}: not in {seconds:.0f} s"
+        time.sleep(0.05)
+
+
+def _sessions(db: Path) -> int:
+    try:
+        store = Store.open(db, read_only=True)
+    except Exception:  # the first process is still creating the database
+        return 0
+    try:
+        return len(store.list_sessions())
+    finally:
+        store.close()
+
+
+def _stored_now(db: Path) -> list[tuple[str, str, int | None]] | None:
+    """The watched session's messages as stored now (None while there is no one session)."""
+    store = Store.open(db, read_only=True)
+    try:
+        infos = store.list_sessions()
+        if len(infos) != 1 or infos[0].session.id is None:
+            return None
+        return stored(store, infos[0].session.id)
+    finally:
+        store.close()
 
 
 def test_a_watcher_whose_session_was_rewritten_under_it_is_refused(tmp_path: Path) -> None:
@@ -111,14 +143,17 @@ def test_two_watch_processes_on_one_file_never_crash(tmp_path: Path) -> None:
         )
         for _ in range(2)
     ]
+    whole = imported(tmp_path, lines, f.name)
     try:
-        time.sleep(1.5)
+        # both have read the first 50 lines and stored them (the session is there)
+        wait_for(lambda: db.exists() and _sessions(db) == 1, "a watcher's first store")
         with open(f, "ab") as out:
             for start in range(50, 1300, 40):
                 out.write(b"\n".join(lines[start : start + 40]) + b"\n")
                 out.flush()
-                time.sleep(0.3)
-        time.sleep(3)
+                time.sleep(0.3)  # the pace that crashed one of them (the race is the point)
+        # one of them has stored the whole file (the other may be refused meanwhile)
+        wait_for(lambda: _stored_now(db) == whole, "the whole file stored")
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -138,5 +173,5 @@ def test_two_watch_processes_on_one_file_never_crash(tmp_path: Path) -> None:
     store = Store.open(db)
     [info] = store.list_sessions()
     assert info.session.id is not None
-    assert stored(store, info.session.id) == imported(tmp_path, lines, f.name)
+    assert stored(store, info.session.id) == whole
     store.close()
