@@ -16,8 +16,7 @@ from engine.recordings.agents.protocol import (
     Head,
     Recorded,
     Standalone,
-    model_window,
-    no_trigger,
+    window_without_trigger,
 )
 from engine.recordings.base import ImportError_, Parsed
 from engine.recordings.writer import check
@@ -46,8 +45,7 @@ class Aider(Standalone):
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
     ) -> ContextRules:
-        window, source = model_window(recorded.model, settings)
-        return ContextRules(window, None, source, no_trigger(self.label))
+        return window_without_trigger(self.label, recorded, settings)
 
 
 AGENT = Aider()

@@ -26,8 +26,7 @@ from engine.recordings.agents.protocol import (
     TailParser,
     checked,
     home_of,
-    model_window,
-    no_trigger,
+    window_without_trigger,
 )
 from engine.recordings.base import JsonLines, NotRead, Parsed
 from engine.recordings.writer import check
@@ -69,8 +68,7 @@ class CopilotCli:
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
     ) -> ContextRules:
-        window, source = model_window(recorded.model, settings)
-        return ContextRules(window, None, source, no_trigger(self.label))
+        return window_without_trigger(self.label, recorded, settings)
 
 
 class CopilotTail:
@@ -87,9 +85,7 @@ class CopilotTail:
         warnings: list[str],
         not_read: NotRead,
     ) -> Parsed:
-        reader = JsonLines()
-        reader.lines, reader.skipped = lines, skipped
-        reader.warnings, reader.not_read = warnings, not_read
+        reader = JsonLines.holding(lines, skipped, warnings, not_read)
         return copilot_cli.parse_records(list(records), reader, self.name)
 
     def check(self, parsed: Parsed) -> list[str]:

@@ -19,8 +19,7 @@ from engine.recordings.agents.protocol import (
     checked,
     count_surrogates,
     load_document,
-    model_window,
-    no_trigger,
+    window_without_trigger,
 )
 from engine.recordings.base import Parsed
 from engine.settings.config import Settings
@@ -43,8 +42,7 @@ class OpenHands(Standalone):
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
     ) -> ContextRules:
-        window, source = model_window(recorded.model, settings)
-        return ContextRules(window, None, source, no_trigger(self.label))
+        return window_without_trigger(self.label, recorded, settings)
 
 
 AGENT = OpenHands()

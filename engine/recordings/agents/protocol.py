@@ -304,3 +304,10 @@ def model_window(model: str, settings: Settings) -> tuple[int, str]:
 
 def no_trigger(label: str) -> str:
     return f"{label} has no auto compaction ctxscope knows of"
+
+
+def window_without_trigger(label: str, recorded: Recorded, settings: Settings) -> ContextRules:
+    """The rules of an agent that does not compact on its own (``label``): its model's window
+    (:func:`model_window`), and no trigger."""
+    window, source = model_window(recorded.model, settings)
+    return ContextRules(window, None, source, no_trigger(label))
