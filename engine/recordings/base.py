@@ -239,6 +239,17 @@ class JsonLines:
         """Non-blank lines seen."""
         self._seen: set[int] = set()
 
+    @classmethod
+    def holding(
+        cls, lines: int, skipped: Counter[str], warnings: list[str], not_read: NotRead
+    ) -> JsonLines:
+        """A reader holding what a follower's reader counted so far (a tail parser hands it
+        to the importer's parse, which adds to it)."""
+        reader = cls()
+        reader.lines, reader.skipped = lines, skipped
+        reader.warnings, reader.not_read = warnings, not_read
+        return reader
+
     def feed(self, number: int, text: str, last: bool = False) -> dict[str, Any] | None:
         """The object on line ``number``, or None (blank, or left out and named). ``last``:
         the file's last line, with no line end yet (a file still being written)."""

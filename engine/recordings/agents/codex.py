@@ -150,9 +150,7 @@ class CodexTail:
         not_read: NotRead,
     ) -> Parsed:
         kept = codex.known(list(records), not_read)
-        reader = JsonLines()
-        reader.lines, reader.skipped = lines, skipped
-        reader.warnings, reader.not_read = warnings, not_read
+        reader = JsonLines.holding(lines, skipped, warnings, not_read)
         return codex.parse_records(kept, reader, self.name)
 
     def check(self, parsed: Parsed) -> list[str]:
