@@ -12,6 +12,7 @@ from pathlib import Path
 
 from engine.recordings import agents
 from engine.recordings.agents.protocol import Folder as Folder
+from engine.recordings.identity import storable
 from engine.recordings.importing import SUFFIXES
 from engine.settings.config import Settings
 
@@ -65,6 +66,10 @@ def session_files(folder: Path) -> tuple[list[Path], Counter[str]]:
         elif agents.is_companion(file.relative_to(folder)):
             if agents.orphaned(file.relative_to(folder), file):
                 skipped["subagent transcript without its session"] += 1
+        elif not storable(str(file)):
+            # A name that is not UTF-8 cannot be remembered, so the import could not know the
+            # file again: passed over and counted (``import FILE`` still reads it).
+            skipped["file name not UTF-8"] += 1
         else:
             files.append(file)
     return files, skipped

@@ -118,3 +118,24 @@ def test_the_whole_history_import_on_every_core_finds_a_watched_recording(tmp_pa
     assert len(result.reports) == 2
     assert len(top_sessions(store)) == 2 and watched in top_sessions(store)
     assert len(store.usages(watched)) == CALLS_WHOLE
+
+
+def test_the_history_import_passes_over_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """A session file whose name is not UTF-8 (byte 0x9b) cannot be remembered by name: the
+    whole-history import counts it as passed over and stores the other file, where it used to
+    stop on the first such name ("surrogates not allowed")."""
+    import os
+
+    from engine.recordings.agents.protocol import Folder
+    from engine.recordings.history import import_history
+
+    folder = tmp_path / "projects" / "p"
+    folder.mkdir(parents=True)
+    (folder / "good.jsonl").write_bytes(POMODORO.read_bytes())
+    odd = os.fsencode(folder) + b"/a\x9b.jsonl"
+    with open(odd, "wb") as f:
+        f.write(POMODORO.read_bytes())
+    store = Store.open(tmp_path / "db.sqlite")
+    result = import_history(store, [Folder(folder, "claude-code")], "/ws", Settings(), jobs=1)
+    assert result.skipped_files["file name not UTF-8"] == 1
+    assert len(result.reports) == 1 and len(top_sessions(store)) == 1
