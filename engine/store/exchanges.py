@@ -313,6 +313,19 @@ class ExchangeStore(StorePart):
         return None if row is None else int(row.id)
 
     @reads
+    def latest_headers(self, session_id: int) -> dict[str, str]:
+        """The headers kept with the session's latest proxied request (``anthropic-beta``:
+        the ``context-1m`` beta decides its window); ``{}`` without one."""
+        row = (
+            ExchangeRow.select(ExchangeRow.headers)
+            .where(ExchangeRow.session == session_id)
+            .order_by(ExchangeRow.id.desc())
+            .first()
+        )
+        headers = row.headers if row is not None else None
+        return {str(k).lower(): str(v) for k, v in headers.items()} if headers else {}
+
+    @reads
     def exchange_count(self, session_id: int) -> int:
         """How many proxied requests the session holds (a screen following it asks often)."""
         return int(ExchangeRow.select().where(ExchangeRow.session == session_id).count())

@@ -403,6 +403,9 @@ class Store(StoreAccess):
     def proxy_session(self, source: str) -> int | None:
         return self.proxy_requests.proxy_session(source)
 
+    def latest_headers(self, session_id: int) -> dict[str, str]:
+        return self.proxy_requests.latest_headers(session_id)
+
     def exchange_count(self, session_id: int) -> int:
         return self.proxy_requests.exchange_count(session_id)
 

@@ -112,6 +112,41 @@ def test_a_proxied_claude_code_session_has_claude_codes_window_and_trigger(
     assert (session.agent, session.agent_version) == ("claude-code", "2.1.92")
 
 
+@pytest.mark.parametrize(
+    ("beta", "window", "at", "left", "words"),
+    [
+        (",context-1m-2025-08-07", 1_000_000, 967_000, 844_490,
+         "the context-1m-2025-08-07 beta in its latest request's anthropic-beta"),
+        ("", 200_000, 167_000, 44_490, "Claude Code's 200,000 window"),
+    ],
+)  # fmt: skip
+def test_the_context_1m_beta_a_request_sent_gives_the_1m_window(
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    beta: str,
+    window: int,
+    at: int,
+    left: int,
+    words: str,
+) -> None:
+    """Claude Code asks for claude-sonnet-4-6's 1M window with the ``context-1m-2025-08-07``
+    beta in ``anthropic-beta`` (Anthropic's "Context windows" page: the 1M window is a beta
+    opt-in for Sonnet 4.6 / Opus 4.6 through that header). With it: 1,000,000, auto-compact at
+    1,000,000 − 33,000 = 967,000, 967,000 − 122,510 = 844,490 left; without it, the same model
+    is gauged against its 200,000 (167,000; 44,490 left). The same on ``context``, ``show`` and
+    ``sessions``, and ``context`` names the header as the window's source."""
+    db = tmp_path / "proxy.db"
+    headers = {**CLAUDE_HEADERS, "anthropic-beta": CLAUDE_HEADERS["anthropic-beta"] + beta}
+    record_one(fake_anthropic, db, headers)
+    figures = figures_everywhere(db, capsys)
+    assert (figures["context_window"], figures["auto_compact_at"]) == (window, at)
+    assert figures["until_auto_compact"] == left
+    code, out, err = run(capsys, "context", str(figures["sid"]), "--db", str(db), "--json")
+    assert code == 0, err
+    assert words in json.loads(out)["figures"]["window_source"]
+
+
 def test_another_clients_session_keeps_no_agent_and_no_trigger(
     fake_anthropic: FakeAnthropicServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

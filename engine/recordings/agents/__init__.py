@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.models import Session, UsageRecord
+from engine.models import PROXY_PROVIDER, Session, UsageRecord
 from engine.recordings.agents import (
     aider,
     anthropic_jsonl,
@@ -209,7 +209,17 @@ def recorded_of_session(
         facts=facts,
         agent_version=version if isinstance(version, str) else "",
         cwd=_cwd(facts, session),
+        request_betas=_request_betas(store, session),
     )
+
+
+def _request_betas(store: Store, session: Session) -> tuple[str, ...]:
+    """The betas a proxied session's latest request named (its ``anthropic-beta`` header,
+    stored with the request); ``()`` for a session that is not proxied."""
+    if session.provider != PROXY_PROVIDER or session.id is None:
+        return ()
+    header = store.latest_headers(session.id).get("anthropic-beta", "")
+    return tuple(b.strip() for b in header.split(",") if b.strip())
 
 
 def _cwd(facts: Mapping[str, Any], session: Session) -> str:

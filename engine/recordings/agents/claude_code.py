@@ -13,6 +13,10 @@ directory), the user's ``settings.json`` (a file's ``env`` block counts as the e
 
 **Window** (first that applies):
 
+0. for a session recorded through ``ctxscope proxy``: the ``context-1m`` beta
+   (``context-1m-2025-08-07``) in its latest request's ``anthropic-beta`` header, stored with
+   the request: 1 000 000 (the header is what the API gave the window for; without it, the
+   rules below, so ``claude-sonnet-4-6`` has 200 000);
 1. ``CLAUDE_CODE_DISABLE_1M_CONTEXT`` set: the standard window, 200 000;
 2. a ``[1m]`` suffix on the model id (``claude-opus-4-7[1m]``): 1 000 000;
 3. the ``context-1m`` beta, where the recording names it (``betas``) or ``ANTHROPIC_BETAS``
@@ -141,6 +145,9 @@ class ClaudeCode:
         self, recorded: Recorded, settings: Settings, config: ClaudeSettings
     ) -> tuple[int, str]:
         model = recorded.model
+        asked_for = next((b for b in recorded.request_betas if BETA_1M in b), None)
+        if asked_for is not None:  # what the request sent is what the API gave it
+            return LONG_WINDOW, f"the {asked_for} beta in its latest request's anthropic-beta"
         disabled = config.variable("CLAUDE_CODE_DISABLE_1M_CONTEXT")
         if disabled and flag(disabled[0]):
             return STANDARD_WINDOW, f"{disabled[1]}: the 200,000 window"

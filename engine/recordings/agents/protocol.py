@@ -85,6 +85,9 @@ class Recorded:
     agent_version: str = ""
     cwd: str = ""
     """The working directory the session ran in (its project's agent settings are there)."""
+    request_betas: tuple[str, ...] = ()
+    """For a proxied session: the betas its latest request named in ``anthropic-beta`` (the
+    API gives a model its 1M window for ``context-1m-2025-08-07``); ``()`` for a recording."""
 
 
 def recorded_of_parsed(parsed: Parsed) -> Recorded:
