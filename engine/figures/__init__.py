@@ -49,6 +49,16 @@ class WindowRules(Protocol):
     @property
     def trigger_source(self) -> str: ...
 
+    @property
+    def project_files(self) -> tuple[str, ...]:
+        """The project's own settings files the rules read (``()``: none)."""
+        ...
+
+    @property
+    def project_fields(self) -> tuple[str, ...]:
+        """What the rules read of them, as dotted paths."""
+        ...
+
 
 @dataclass(frozen=True)
 class Rules:
@@ -58,6 +68,8 @@ class Rules:
     auto_compact_at: int | None
     window_source: str
     trigger_source: str
+    project_files: tuple[str, ...] = ()
+    project_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ recording is measured by its own agent's rules (the agents' registry:
 
 The figures are made here (:func:`made_figures`) and stored (schema 21): a listing reads the
 stored copy while it was made with what is in force now (:func:`figures_key`: the price data's
-version, the ``[prices]`` sections, what the agents' rules read), and makes and keeps them
-again otherwise; every write that changes them clears them in its own transaction
+version, the ``[prices]`` sections, what the agents' rules read; and, per session,
+:func:`project_part`: what the rules read of the project's own settings files), and makes and
+keeps them again otherwise; every write that changes them clears them in its own transaction
 (docs/storage.md). So ``sessions``, ``show`` and ``context`` need neither the usage rows nor
 genai-prices for a session whose figures are stored.
 """
@@ -16,6 +17,7 @@ genai-prices for a session whose figures are stored.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -94,14 +96,23 @@ RULE_SETTINGS = (
 )
 """The settings the figures are made with besides ``[prices]`` (checked the same way)."""
 
+KEY_FORM = 2
+"""The key's own form, in its rules digest: 2 since a session's key names what its rules read
+of the project's settings files (:func:`project_part`), so figures kept before are made again
+once."""
+
+PROJECT = "; project "
+"""Where a session's stored key goes on with its project part (:func:`project_part`)."""
+
 
 def figures_key(settings: Settings, env: Mapping[str, str] | None = None) -> str:
     """What stored figures were made with, as one string: genai-prices' version, a digest of
     the ``[prices]`` sections, and a digest of what the agents' rules read outside the
     database (:data:`RULE_VARIABLES`, :data:`RULE_SETTINGS`, the user's Claude Code
     ``settings.json`` and Codex ``config.toml`` by size and time). Figures stored under
-    another key are made again. A project's own ``.claude/settings.json`` is not in it: a
-    change there shows once the session is written again (docs/storage.md)."""
+    another key are made again. What a session's rules read of its project's own settings
+    (Claude Code's ``<cwd>/.claude/settings*.json``) follows it, per session
+    (:func:`project_part`)."""
     environ = os.environ if env is None else env
     home = Path(environ.get("HOME") or Path.home())
     claude = (
@@ -117,6 +128,7 @@ def figures_key(settings: Settings, env: Mapping[str, str] | None = None) -> str
     files = [_stat(claude / "settings.json"), _stat(codex / "config.toml")]
     prices = sorted((k, v.model_dump_json()) for k, v in settings.prices.items())
     rules = (
+        KEY_FORM,
         [environ.get(n) for n in RULE_VARIABLES],
         [str(getattr(settings, n)) for n in RULE_SETTINGS],
         files,
@@ -125,6 +137,60 @@ def figures_key(settings: Settings, env: Mapping[str, str] | None = None) -> str
         f"genai-prices {_price_data_version()}"
         f"; prices {_digest(repr(prices))}; rules {_digest(repr(rules))}"
     )
+
+
+def project_part(files: Sequence[str], fields: Sequence[str]) -> str:
+    """A session's key beyond :func:`figures_key`: the project settings files its rules read,
+    the fields they read there (dotted paths, ``*`` for every key) and a digest of those
+    fields' values now (a file that is not there, or not a JSON object: none); ``""`` for
+    rules that read no project file. Stored in the key, so a listing checks it again without
+    asking the agent (:func:`_still_holds`)."""
+    if not files:
+        return ""
+    read = [_fields_of(Path(f), fields) for f in files]
+    values = _digest(json.dumps(read, sort_keys=True, default=str))
+    return PROJECT + json.dumps({"files": list(files), "fields": list(fields), "read": values})
+
+
+def _fields_of(path: Path, fields: Sequence[str]) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {f: _at(data, f.split(".")) for f in fields}
+
+
+def _at(value: Any, path: list[str]) -> Any:
+    """The value at a dotted path (``*``: each key's, those that have one); None: none."""
+    if not path:
+        return value
+    if not isinstance(value, dict):
+        return None
+    head, rest = path[0], path[1:]
+    if head == "*":
+        found = {k: _at(v, rest) for k, v in value.items()}
+        return {k: v for k, v in found.items() if v is not None} or None
+    return _at(value.get(head), rest)
+
+
+def _still_holds(priced_with: str, key: str, checked: dict[str, bool]) -> bool:
+    """Figures stored under ``priced_with`` hold under ``key``: the same key, or the key and a
+    project part that :func:`project_part` gives again from the files as they are now
+    (``checked``: the parts seen in this listing, by their text)."""
+    if priced_with == key:
+        return True
+    if not priced_with.startswith(key + PROJECT):
+        return False
+    part = priced_with[len(key) :]
+    if part not in checked:
+        try:
+            spec = json.loads(part[len(PROJECT) :])
+            checked[part] = project_part(spec["files"], spec["fields"]) == part
+        except (ValueError, KeyError, TypeError):
+            checked[part] = False
+    return checked[part]
 
 
 def _digest(text: str) -> str:
@@ -184,11 +250,16 @@ def sessions_figures(
     stored = store.stored_figures(None if every else ids)
     out: dict[int, SessionFigures] = {}
     to_make: list[Session] = []
+    checked: dict[str, bool] = {}
     for session in sessions:
         assert session.id is not None
         sid = session.id
         read = stored.get(sid)
-        if read is not None and read.figures is not None and read.priced_with == key:
+        if (
+            read is not None
+            and read.figures is not None
+            and _still_holds(read.priced_with, key, checked)
+        ):
             history, compactions = sums[sid] if sums and sid in sums else _sums(store, sid)
             try:
                 out[sid] = SessionFigures.from_stored(
@@ -210,7 +281,7 @@ def sessions_figures(
     for session in to_make:
         assert session.id is not None
         sid = session.id
-        out[sid] = made_figures(
+        out[sid], rules = _made(
             store,
             session,
             settings,
@@ -220,7 +291,8 @@ def sessions_figures(
         )
         read = stored.get(sid)
         if read is not None:
-            made.append((read, key, out[sid].stored()))
+            part = project_part(rules.project_files, rules.project_fields)
+            made.append((read, key + part, out[sid].stored()))
     store.keep_figures(made)
     return out
 
@@ -242,6 +314,20 @@ def made_figures(
     """The figures of a stored session made from its calls, rules and prices (what the stored
     figures are a copy of). ``groups`` (its usage sums) and ``sums`` (its history tokens and
     counted compactions) where the caller has read them, else they are read here."""
+    return _made(store, session, settings, env, rules, groups=groups, sums=sums)[0]
+
+
+def _made(
+    store: Store,
+    session: Session,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    rules: WindowRules | None = None,
+    *,
+    groups: Sequence[UsageGroup] | None = None,
+    sums: tuple[int, int] | None = None,
+) -> tuple[SessionFigures, WindowRules]:
+    """:func:`made_figures`, and the rules they were made by."""
     assert session.id is not None
     sid = session.id
     model = session.model or ("" if session.recorded else settings.model)
@@ -258,9 +344,11 @@ def made_figures(
     ]
     history_tokens, compactions = _sums(store, sid) if sums is None else sums
     spend, note = session_spend(store, sid, session.model, settings, groups)
-    return figures_from_calls(
+    if rules is None:
+        rules = rules_for(store, session, settings, env, usages)
+    figures = figures_from_calls(
         calls,
-        rules if rules is not None else rules_for(store, session, settings, env, usages),
+        rules,
         spend,
         note,
         agent=agent_label(session),
@@ -268,6 +356,7 @@ def made_figures(
         history_tokens=history_tokens,
         compactions=compactions,
     )
+    return figures, rules
 
 
 def session_spend(

@@ -19,6 +19,8 @@ from engine.recordings.figures import (
     RULE_VARIABLES,
     figures_key,
     made_figures,
+    project_part,
+    rules_for,
     sessions_figures,
 )
 from engine.settings.config import Settings
@@ -53,7 +55,9 @@ def test_the_stored_figures_are_the_made_ones(name: str, tmp_path: Path) -> None
         assert session.id is not None
         made = made_figures(store, session, settings)
         read = kept[session.id]
-        assert read.figures is not None and read.priced_with == figures_key(settings)
+        rules = rules_for(store, session, settings)
+        project = project_part(rules.project_files, rules.project_fields)
+        assert read.figures is not None and read.priced_with == figures_key(settings) + project
         again = SessionFigures.from_stored(
             read.figures, history_tokens=made.history_tokens, compactions=made.compactions
         )
@@ -166,3 +170,76 @@ def test_a_listing_does_not_wait_for_a_writer_to_keep_figures(tmp_path: Path) ->
         waited = time.monotonic() - start
     assert kept == 0 and waited < 10
     assert looking.stored_figures([session.id])[session.id].priced_with != other_key
+
+
+def _context(db: Path) -> dict[str, object]:
+    code, out, err = run("sessions", "--db", str(db), "--json")
+    assert code == 0, err
+    (session,) = json.loads(out)
+    code, out, err = run("context", str(session["id"]), "--db", str(db), "--json")
+    assert code == 0, err
+    figures: dict[str, object] = json.loads(out)["figures"]
+    assert figures["auto_compact_at"] == session["figures"]["auto_compact_at"]
+    return figures
+
+
+def _priced_with(db: Path) -> str:
+    store = Store.open(db, read_only=True)
+    try:
+        (row,) = store.stored_figures().values()
+        return row.priced_with
+    finally:
+        store.close()
+
+
+def test_the_projects_own_claude_settings_are_in_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The marot session (claude-opus-4-6, Claude Code's 200,000 window) recorded in a folder
+    of ours: it compacts at 200,000 − 33,000 = 167,000 and those figures are stored. Then the
+    project's ``.claude/settings.json`` says ``autoCompactWindow: 150000`` (Claude Code's
+    setting; docs/watch.md): ``sessions`` and ``context`` print 150,000 − 33,000 = 117,000 at
+    once, not the stored 167,000; then ``.claude/settings.local.json`` (read first) says
+    ``DISABLE_AUTO_COMPACT=1`` in its ``env``: no trigger. A change to a field the rules do not
+    read (``permissions``) leaves the key as it was."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name in RULE_VARIABLES[1:]:
+        monkeypatch.delenv(name, raising=False)
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    text = (CORPUS / MAROT).read_text()
+    recorded = "/home/USER/projects/spotter-worktrees/spotter-gqc"
+    copy = tmp_path / MAROT
+    copy.write_text(text.replace(f'"cwd":"{recorded}"', f'"cwd":{json.dumps(str(project))}'))
+    db = tmp_path / "figures.db"
+    code, _, err = run("import", str(copy), "--db", str(db))
+    assert code == 0, err
+    assert _context(db)["auto_compact_at"] == 167_000
+    key = _priced_with(db)
+    assert str(project / ".claude" / "settings.json") in key
+    shared = project / ".claude" / "settings.json"
+    shared.write_text(json.dumps({"autoCompactWindow": 150_000}))
+    figures = _context(db)
+    assert figures["auto_compact_at"] == 117_000
+    assert "autoCompactWindow 150,000" in str(figures["trigger_source"])
+    key = _priced_with(db)
+    shared.write_text(json.dumps({"autoCompactWindow": 150_000, "permissions": {"allow": []}}))
+    assert _context(db)["auto_compact_at"] == 117_000
+    assert _priced_with(db) == key
+    local = project / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"env": {"DISABLE_AUTO_COMPACT": "1"}}))
+    assert _context(db)["auto_compact_at"] is None
+
+
+def test_the_project_fields_name_every_setting_claude_codes_rules_read() -> None:
+    """Every ``variable("X")``, ``value("X")`` and ``model_value(…, "X")`` of Claude Code's
+    rules is among the fields a project's files are keyed by."""
+    from engine.recordings.agents.claude_code_settings import WINDOW_FIELDS
+
+    text = (ROOT / "engine" / "recordings" / "agents" / "claude_code.py").read_text()
+    variables = set(re.findall(r'variable\("([A-Z_0-9]+)"', text))
+    values = set(re.findall(r'value\("([A-Za-z]+)"', text))
+    per_model = set(re.findall(r'model_value\(.*?"([A-Za-z]+)"\)', text))
+    assert variables and values and per_model
+    wanted = {f"env.{v}" for v in variables} | values | {f"modelSettings.*.{k}" for k in per_model}
+    assert wanted <= set(WINDOW_FIELDS)

@@ -48,7 +48,13 @@ from typing import Any
 
 from engine.figures.prices import listed_context_window, long_context_priced
 from engine.recordings import claude_code
-from engine.recordings.agents.claude_code_settings import ClaudeSettings, flag, tokens
+from engine.recordings.agents.claude_code_settings import (
+    WINDOW_FIELDS,
+    ClaudeSettings,
+    flag,
+    project_files,
+    tokens,
+)
 from engine.recordings.agents.protocol import (
     ContextRules,
     Folder,
@@ -139,7 +145,8 @@ class ClaudeCode:
         config = ClaudeSettings(env, recorded.cwd)
         window, window_source = self._window(recorded, settings, config)
         at, trigger_source = self._trigger(recorded.model, window, settings, config)
-        return ContextRules(window, at, window_source, trigger_source)
+        read = tuple(str(p) for p in project_files(recorded.cwd)) if recorded.cwd else ()
+        return ContextRules(window, at, window_source, trigger_source, read, WINDOW_FIELDS)
 
     def _window(
         self, recorded: Recorded, settings: Settings, config: ClaudeSettings

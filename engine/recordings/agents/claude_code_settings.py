@@ -18,6 +18,24 @@ from typing import Any
 
 from engine.recordings.agents.protocol import home_of
 
+WINDOW_VARIABLES = (
+    "ANTHROPIC_BETAS",
+    "CLAUDE_CODE_DISABLE_1M_CONTEXT",
+    "CLAUDE_CODE_AUTO_COMPACT_WINDOW",
+    "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
+    "DISABLE_AUTO_COMPACT",
+)
+"""The variables Claude Code's window and trigger rules read (:mod:`claude_code`: each
+``config.variable``), in the environment or a settings file's ``env`` block."""
+WINDOW_FIELDS = (
+    "autoCompactEnabled",
+    "autoCompactWindow",
+    "modelSettings.*.autoCompactWindow",
+    *(f"env.{name}" for name in WINDOW_VARIABLES),
+)
+"""What the rules read of a settings file, as dotted paths (``*``: every key): what a
+project's files are keyed by in the stored figures (``ContextRules.project_fields``)."""
+
 
 @dataclass(frozen=True)
 class Layer:
@@ -42,15 +60,18 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def project_files(cwd: str) -> list[Path]:
+    """The project's settings files in the session's working directory, highest first."""
+    project = Path(cwd) / ".claude"
+    return [project / "settings.local.json", project / "settings.json"]
+
+
 class ClaudeSettings:
     """The settings one Claude Code session ran with, as far as this machine still has them."""
 
     def __init__(self, env: Mapping[str, str], cwd: str = "") -> None:
         self.env = env
-        paths = []
-        if cwd:
-            project = Path(cwd) / ".claude"
-            paths += [project / "settings.local.json", project / "settings.json"]
+        paths = project_files(cwd) if cwd else []
         paths.append(user_settings_path(env))
         self.layers = [Layer(path, data) for path in paths if (data := read_json(path)) is not None]
         """The files found, highest precedence first."""

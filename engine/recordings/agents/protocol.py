@@ -51,6 +51,13 @@ class ContextRules:
     trigger_source: str
     """Where ``auto_compact_at`` comes from, e.g. ``CLAUDE_CODE_AUTO_COMPACT_WINDOW=400000,
     less 33,000 …``; or why there is none."""
+    project_files: tuple[str, ...] = ()
+    """The project's own settings files the rules read (Claude Code's
+    ``<cwd>/.claude/settings.local.json`` and ``settings.json``, there or not); ``()``: none."""
+    project_fields: tuple[str, ...] = ()
+    """What the rules read of those files, as dotted paths (``env.DISABLE_AUTO_COMPACT``,
+    ``modelSettings.*.autoCompactWindow``): the stored figures are keyed by these fields'
+    values (:func:`engine.recordings.figures.project_part`), not by the rest of a file."""
 
     def until(self, context_tokens: int) -> int | None:
         """Tokens left before the agent compacts, for a context of ``context_tokens``."""

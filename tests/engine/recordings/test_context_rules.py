@@ -213,11 +213,13 @@ def test_an_agent_without_a_trigger(tmp_path: Path) -> None:
 def test_a_stored_session_has_the_rules_of_its_parse(
     store: Store, tmp_path: Path, path: Path
 ) -> None:
-    """What the store keeps (model, usage, compactions, the recorded window) gives the same
-    rules as the parse."""
+    """What the store keeps (model, usage, compactions, the recorded window, the recorded
+    folder whose project settings the rules read) gives the same rules as the parse, for a
+    session imported as ``import FILE`` stores it (in its recorded folder)."""
     (parsed,) = parse_sessions(path)
     env = {"HOME": str(tmp_path)}
-    (report,) = import_parsed(store, ParsedFiles([(path, parsed)]), "/ws", Settings())
+    files = ParsedFiles([(path, parsed)])
+    (report,) = import_parsed(store, files, "/ws", Settings(), recorded_cwd=True)
     stored = context_rules_for_session(store, report.session, Settings(), env)
     assert stored == context_rules_for_parsed(parsed, Settings(), env)
 
