@@ -165,18 +165,23 @@ def compaction_losses(
     )
 
 
-def session_losses(store: LossSource, session_id: int) -> list[CompactionLosses]:
+def session_losses(
+    store: LossSource, session_id: int, compactions: Sequence[Compaction] | None = None
+) -> list[CompactionLosses]:
     """Every compaction of the session that archived something (oldest first), with what it
     lost. Paths are compared relative to the session's folder, as the fidelity figures are.
 
     Worked out once and stored (what a compaction archived does not change): read back while
-    the session's compactions are the ones it was made for."""
-    compactions = store.compactions(session_id)
-    ids = [c.id for c in compactions if c.id is not None]
+    the session's compactions are the ones it was made for. ``compactions``: every compaction
+    of the session (:meth:`Store.compactions`), where the caller has read them (``report``
+    reads all sessions' in one query): then a stored ledger costs its own read alone."""
     stored = store.stored_losses(session_id)
+    if compactions is None:
+        compactions = store.compactions(session_id)
+    ids = [c.id for c in compactions if c.id is not None]
     if stored is not None and stored[0] == ids:
         return [losses_of_json(data) for data in stored[1]]
-    out = _work_out_losses(store, session_id, compactions)
+    out = _work_out_losses(store, session_id, list(compactions))
     store.keep_losses(session_id, ids, [loss.as_json() for loss in out])
     return out
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any
@@ -104,14 +104,21 @@ def _sum(values: list[float | None]) -> float | None:
     return sum(known) if known else None
 
 
-def session_flags(store: Store, session_id: int, settings: Settings) -> list[Flag]:
-    """Every flag of the session's compactions that took effect, oldest first."""
+def session_flags(
+    store: Store,
+    session_id: int,
+    settings: Settings,
+    compactions: Sequence[Compaction] | None = None,
+) -> list[Flag]:
+    """Every flag of the session's compactions that took effect, oldest first
+    (``compactions``: every compaction of the session, where the caller has read them)."""
     session = store.get_session(session_id)
     model = session.model or settings.model
+    every = store.compactions(session_id) if compactions is None else compactions
     compactions = sorted(
         (
             c
-            for c in store.compactions(session_id)
+            for c in every
             if c.undone_at is None and c.outcome in (Outcome.SUCCESS, Outcome.FALLBACK)
         ),
         key=lambda c: (c.created_at, c.id or 0),

@@ -298,12 +298,17 @@ def build_report(
     losses: dict[int, CompactionLosses] = {}
     history = HistoryLosses()
     flags: list[Flag] = []
-    for c in store.all_compactions(since):
+    in_force = store.all_compactions(since)
+    # Every compaction of the sessions that have one, in one query: their ledgers and flags
+    # are read from these, not from a query per session.
+    every = store.compactions_of({c.session_id for c in in_force if c.session_id in facts})
+    for c in in_force:
         if c.session_id in facts:
             if line(c.session_id).compactions == 0:
-                for loss in session_losses(store, c.session_id):
+                of_session = every[c.session_id]
+                for loss in session_losses(store, c.session_id, of_session):
                     losses[loss.compaction_id] = loss
-                flags += session_flags(store, c.session_id, settings)
+                flags += session_flags(store, c.session_id, settings, of_session)
             line(c.session_id).compactions += 1
             compaction = _compaction_line(c, facts[c.session_id], prices)
             found = losses.get(c.id)

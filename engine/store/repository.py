@@ -331,6 +331,9 @@ class Store(StoreAccess):
     def compactions(self, session_id: int) -> list[Compaction]:
         return self.archive.compactions(session_id)
 
+    def compactions_of(self, session_ids: Collection[int]) -> dict[int, list[Compaction]]:
+        return self.archive.compactions_of(session_ids)
+
     def segment(self, segment_id: int) -> ArchivedSegment:
         return self.archive.segment(segment_id)
 

@@ -235,3 +235,36 @@ def test_marot_ledger_is_worked_out_once_then_read_back(marot_db: Path, tmp_path
         assert counted.segment_reads == 1 and redone.as_json() == worked.as_json()
     finally:
         stale.close()
+
+
+def test_the_report_reads_stored_ledgers_without_a_compaction_query_per_session(
+    marot_db: Path, tmp_path: Path
+) -> None:
+    """``report`` over two sessions with compactions (marot's, and oh-my-posh's that begins
+    at an auto compaction) whose ledgers are stored: every compaction is read in two queries
+    in all (the compactions in force, then every compaction of those sessions, for their
+    ledgers and flags), none per session — SQLite's own trace of the statements, not the
+    code's account of them. The ledger read back is marot's 56 lost items (above)."""
+    from engine.report.card import build_report
+    from engine.store.models import CompactionRow
+    from tests.engine.recordings.corpus import OMP_BOUNDARY
+
+    db = tmp_path / "two.db"
+    with sqlite3.connect(marot_db) as source, sqlite3.connect(db) as copy:
+        source.backup(copy)
+    assert main(["import", str(OMP_BOUNDARY), "--db", str(db), "--json"]) == 0
+    store = Store.open(db)
+    try:
+        build_report(store, Settings())  # works the ledgers out and stores them
+        statements: list[str] = []
+        store.db.connection().set_trace_callback(statements.append)
+        report = build_report(store, Settings())
+        store.db.connection().set_trace_callback(None)
+    finally:
+        store.close()
+    table = f'FROM "{CompactionRow._meta.table_name}"'
+    reads = [s for s in statements if table in s]
+    assert [s for s in reads if '"session_id" = ' in s] == []
+    assert len(reads) == 2
+    assert len({c.facts.session_id for c in report.compactions}) == 2
+    assert sorted(c.lost for c in report.compactions) == [0, 56]
