@@ -28,6 +28,7 @@ from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
+from engine.compaction.strategies import replay_order
 from engine.replay.runner import ReplayResult, replay
 from engine.replay.shared import GC_THRESHOLDS as GC_THRESHOLDS
 from engine.replay.shared import ReplayCancelled as ReplayCancelled
@@ -40,13 +41,6 @@ Progress = Callable[[str, int, int], None]
 
 PRELOAD = ["engine.replay.worker"]
 """What the forkserver imports before it forks a worker: the replay and the tokenizer."""
-
-
-SLOWEST_FIRST = ("message-window", "masking")
-"""Handed to the workers first when several replay side by side, so the others fill in around
-them: per step the slowest two (docs/benchmarks.md#replay: 3.9 and 3.0 ms against 2.0–2.5 on
-2 000 calls). Started in the order asked, the last to start was one of them and the other
-worker sat idle; this order changes the wall time, never a result."""
 
 
 def default_jobs(strategies: int) -> int:
@@ -100,7 +94,9 @@ def replay_strategies(
         ) as pool:
             futures: list[Future[ReplayResult]] = []
             try:
-                first = sorted(names, key=lambda n: n not in SLOWEST_FIRST)  # stable
+                # The slowest to replay first, so the others fill in around them (started in
+                # the order asked, the last to start was one of them and a worker sat idle).
+                first = replay_order(names)
                 submitted = {
                     name: pool.submit(worker.replay_one, db, session_id, name, settings, workspace)
                     for name in first

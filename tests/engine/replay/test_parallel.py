@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.compaction.strategies import STRATEGIES
+from engine.compaction.strategies import STRATEGIES, replay_order
 from engine.replay.parallel import GC_THRESHOLDS, ReplayCancelled, replay_strategies
 from engine.replay.runner import replay
 from engine.settings.config import Settings
@@ -127,3 +127,24 @@ def test_replays_here_collect_garbage_less_often_and_put_the_thresholds_back(
     with pytest.raises(ReplayCancelled):  # and after a replay that stopped half-way
         replay_strategies(db, sid, ["layered"], SETTINGS, workspace, jobs=1, cancelled=lambda: True)
     assert gc.get_threshold() == before
+
+
+def test_the_slowest_to_replay_are_handed_out_first_in_the_order_they_had() -> None:
+    """The order the pool was given the strategies in before the registry held it
+    (``sorted(names, key=lambda n: n not in ("message-window", "masking"))``, worked out once
+    for these inputs): message-window and masking first, each group in the order asked."""
+    assert replay_order(list(STRATEGIES)) == [
+        "message-window",
+        "masking",
+        "layered",
+        "reset-hint",
+        "mock-user",
+        "head-middle-tail",
+    ]
+    assert replay_order(["masking", "layered", "message-window", "mock-user"]) == [
+        "masking",
+        "message-window",
+        "layered",
+        "mock-user",
+    ]
+    assert replay_order(["reset-hint", "layered"]) == ["reset-hint", "layered"]
