@@ -23,9 +23,10 @@ MAROT = CORPUS / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 CODEX = CORPUS / "yoavf__ai-sessions__codex-pomodor-timer.jsonl"
 
 
-def imported(store: Store, path: Path) -> int:
+def imported(store: Store, path: Path, recorded_cwd: bool = False) -> int:
     (parsed,) = parse_sessions(path)
-    (report,) = import_parsed(store, ParsedFiles([(path, parsed)]), "/ws", Settings())
+    files = ParsedFiles([(path, parsed)])
+    (report,) = import_parsed(store, files, "/ws", Settings(), recorded_cwd=recorded_cwd)
     assert report.session.id is not None
     return report.session.id
 
@@ -128,7 +129,9 @@ def test_sessions_stored_before_get_their_agent_once_by_the_old_guess(tmp_path: 
 def test_a_watched_session_has_the_rules_of_its_import(path: Path, tmp_path: Path) -> None:
     """Watched from its first 12 lines on (the Codex rollout records its window only with
     its first token count, later), the stored session gives the window and the trigger the
-    import gives (272,000 / 244,800 and 200,000 / 167,000) and the watch bar shows."""
+    import gives (272,000 / 244,800 and 200,000 / 167,000) and the watch bar shows, the
+    recorded folder's project settings read by both (the import in its recorded folder, as
+    ``import FILE`` stores it)."""
     lines = path.read_bytes().split(b"\n")
     copy = tmp_path / path.name
     copy.write_bytes(b"\n".join(lines[:12]) + b"\n")
@@ -141,7 +144,7 @@ def test_a_watched_session_has_the_rules_of_its_import(path: Path, tmp_path: Pat
     follower.poll()
     assert follower.session is not None and follower.figures is not None
     watched = store.get_session(follower.session.id or 0)
-    once = store.get_session(imported(store, path))
+    once = store.get_session(imported(store, path, recorded_cwd=True))  # as `import FILE`
     rules = context_rules_for_session(store, watched, Settings(), env)
     assert rules == context_rules_for_session(store, once, Settings(), env)
     assert (follower.figures.context_window, follower.figures.compact_at) == (
