@@ -22,7 +22,8 @@ in ``payload``). Decisions:
 - Consecutive assistant-side items (``reasoning``, assistant ``message``, ``function_call``,
   ``custom_tool_call``, ``local_shell_call``) are one step: one model response. A
   ``reasoning`` item's summary texts are its thinking (``encrypted_content`` is opaque and
-  counted when it is all there is).
+  counted when it is all there is: ``reasoning_encrypted``; an item with neither, as Entire
+  stores them, ``reasoning_empty``).
 - ``function_call`` (arguments: a JSON string) and ``custom_tool_call`` (``input``: raw text,
   ``apply_patch``'s patch) are tool calls under their recorded names (``shell``,
   ``exec_command``, ``update_plan``, ``apply_patch``...); their ``*_output`` items the
@@ -42,8 +43,8 @@ in ``payload``). Decisions:
   itself at its first count: 0.47 writes a response's count before the response's items (the
   turn's first count comes before any step), so a count after a step's own items and outputs
   goes to the next step; newer versions write it after the response, before its tool outputs
-  (0.104-0.125) or after them (0.142), so a count goes to the latest step that has none (the
-  call it measures), never to the next one; a count when the latest step has one already is
+  (0.104-0.130) or after them (0.140, 0.142), so a count goes to the latest step that has none
+  (the call it measures), never to the next one; a count when the latest step has one already is
   the compaction's own call when a compaction follows (``recorded_call`` of its summary), else
   ``token_count_unmatched``.
 - Each step is answered by the model the last ``turn_context`` names (``Item.model``).
@@ -434,8 +435,10 @@ class _Reader:
             step = self.assistant(number, created)
             if texts:
                 step.thinking.append({"type": "thinking", "thinking": "\n".join(texts)})
-            else:
+            elif payload.get("encrypted_content"):
                 self.skipped["reasoning_encrypted"] += 1
+            else:  # nothing kept at all (Entire drops the encrypted part from its copies)
+                self.skipped["reasoning_empty"] += 1
         elif kind in _SERVER_ITEMS and (
             kind != "tool_search_call" or payload.get("execution") == "server"
         ):

@@ -32,7 +32,8 @@ List prices, USD per million tokens:
   $50 output; Claude Sonnet 5: $2 input, $10 output (its introductory price through August 31,
   2026; the session ran July 24).
 - OpenAI, developers.openai.com/api/docs/pricing (standard, short context): gpt-5.5 $5 input,
-  $0.50 cached input, $30 output; gpt-5-codex $1.25 / $0.125 / $10.
+  $0.50 cached input, $30 output; gpt-5.4 $2.50 / $0.25 / $15 (prompts under 272,000 tokens:
+  the largest here is 29,567); gpt-5-codex $1.25 / $0.125 / $10.
 - Google, ai.google.dev/gemini-api/docs/pricing: gemini-2.5-pro, prompts up to 200k tokens (the
   largest here is 12,707): $1.25 input, $0.125 context cache, $10 output (thinking included).
 - gpt-4-1106-preview (what SWE-agent's ``gpt4`` named in this run), OpenAI's price list of its
@@ -86,6 +87,7 @@ class Hand:
 OPUS = (5, 6.25, 10, 0.50, 25)
 SONNET_4_5 = (3, 3.75, 6, 0.30, 15)
 GPT_5_5 = (5, 0, 0, 0.50, 30)
+GPT_5_4 = (2.50, 0, 0, 0.25, 15)
 GPT_5_CODEX = (1.25, 0, 0, 0.125, 10)
 GEMINI_2_5_PRO = (1.25, 0, 0, 0.125, 10)
 FABLE_5 = (10, 12.50, 20, 1, 50)
@@ -116,6 +118,9 @@ HAND: dict[str, Hand] = {
     "entireio__cli__entire__1c_f96d1dbe7e_3_raw_transcript.jsonl": Hand(
         2, "gpt-5.5", 30_854, 30_464, 0, 0, 2_205, GPT_5_5
     ),  # $0.235652 (0.15427 + 0.015232 + 0.06615); Entire's metadata.json: the same tokens
+    "EntityProcess__agentv__entire__a3_92ff332928_0_full.jsonl": Hand(
+        10, "gpt-5.4", 36_058, 230_656, 0, 0, 2_958, GPT_5_4
+    ),  # $0.192179 (0.090145 + 0.057664 + 0.04437); Entire's metadata.json: the same tokens
     "yoavf__ai-sessions__gemini-cli-pomodoro-timer.json": Hand(
         13, "gemini-2.5-pro", 34_028, 86_702, 0, 0, 6_223, GEMINI_2_5_PRO
     ),  # $0.115603
