@@ -143,6 +143,24 @@ def test_codex_0_140_figures_are_the_files_own(corpus_surfaces: Surfaces) -> Non
     assert round(figures["cost"], 6) == 0.192179
 
 
+def test_codex_0_147_figures_are_the_files_own(corpus_surfaces: Surfaces) -> None:
+    """The corpus' Codex 0.147.0 MCP-server rollout on gpt-5.6-sol (teslamint/entirecontext):
+    its last ``token_count`` (line 63) has input 62,510, output 2,682 → context 65,192; every
+    count records ``model_context_window`` 353,400, 95 % of the raw 372,000; compaction at
+    90 % of it, 334,800 → 269,608 left; its 10 calls cost $0.748699 at the list price of the
+    day (test_corpus_costs.py)."""
+    seen = corpus_surfaces(
+        "teslamint__entirecontext__entire__P2_01M05FR2RHZ3ZR60MHZJ3273P2_0_full.jsonl"
+    )
+    figures = seen["import"]
+    assert figures["context_tokens"] == 65_192
+    assert figures["context_window"] == 372_000
+    assert figures["auto_compact_at"] == 334_800
+    assert figures["until_auto_compact"] == 334_800 - 65_192
+    assert figures["requests"] == 10
+    assert round(figures["cost"], 6) == 0.748699
+
+
 def statusline(transcript: Path, db: Path, cache: Path) -> str:
     """``ctxscope statusline --wait`` as Claude Code runs it, the status JSON on stdin, run by
     its ``main`` in this process (the command as a process: tests/cli/test_statusline.py)."""
