@@ -126,6 +126,41 @@ def test_marot_figures_are_the_files_own(corpus_surfaces: Surfaces) -> None:
     assert round(figures["cost"], 2) == 11.85
 
 
+def test_codex_0_140_figures_are_the_files_own(corpus_surfaces: Surfaces) -> None:
+    """The corpus' Codex 0.140.0 rollout on gpt-5.4 (EntityProcess/agentv): its last
+    ``token_count`` (line 87, python over the jsonl) has input 29,162 (cached 22,400 of it),
+    output 405 → context 29,567; every count records ``model_context_window`` 258,400, which
+    is 95 % of the raw 272,000 (Codex's effective_context_window_percent); Codex compacts at
+    90 % of the raw window, 244,800 → 215,233 left; its 10 calls cost $0.192179 at list price
+    (worked out by hand in tests/engine/recordings/test_corpus_costs.py)."""
+    seen = corpus_surfaces("EntityProcess__agentv__entire__a3_92ff332928_0_full.jsonl")
+    figures = seen["import"]
+    assert figures["context_tokens"] == 29_567
+    assert figures["context_window"] == 272_000
+    assert figures["auto_compact_at"] == 244_800
+    assert figures["until_auto_compact"] == 244_800 - 29_567
+    assert figures["requests"] == 10
+    assert round(figures["cost"], 6) == 0.192179
+
+
+def test_codex_0_147_figures_are_the_files_own(corpus_surfaces: Surfaces) -> None:
+    """The corpus' Codex 0.147.0 MCP-server rollout on gpt-5.6-sol (teslamint/entirecontext):
+    its last ``token_count`` (line 63) has input 62,510, output 2,682 → context 65,192; every
+    count records ``model_context_window`` 353,400, 95 % of the raw 372,000; compaction at
+    90 % of it, 334,800 → 269,608 left; its 10 calls cost $0.748699 at the list price of the
+    day (test_corpus_costs.py)."""
+    seen = corpus_surfaces(
+        "teslamint__entirecontext__entire__P2_01M05FR2RHZ3ZR60MHZJ3273P2_0_full.jsonl"
+    )
+    figures = seen["import"]
+    assert figures["context_tokens"] == 65_192
+    assert figures["context_window"] == 372_000
+    assert figures["auto_compact_at"] == 334_800
+    assert figures["until_auto_compact"] == 334_800 - 65_192
+    assert figures["requests"] == 10
+    assert round(figures["cost"], 6) == 0.748699
+
+
 def statusline(transcript: Path, db: Path, cache: Path) -> str:
     """``ctxscope statusline --wait`` as Claude Code runs it, the status JSON on stdin, run by
     its ``main`` in this process (the command as a process: tests/cli/test_statusline.py)."""

@@ -16,13 +16,15 @@ in ``payload``). Decisions:
   user message's ``meta.origin``); later ones are counted (``context_message``). So are the
   other user-role messages Codex marks as "not user intent" (``codex-rs/core``
   ``contextual_user_message.rs``: ``<skill>``, ``<user_shell_command>``,
-  ``<subagent_notification>``). A ``<turn_aborted>`` message (Codex's note to the model that
-  the user interrupted the turn) opens no round: it ends the step and is counted
-  (``turn_aborted``).
+  ``<subagent_notification>``, ``<additional_context>``), and a message any of whose content
+  items is one (0.147's ``<recommended_plugins>`` + AGENTS.md + environment message). A
+  ``<turn_aborted>`` message (Codex's note to the model that the user interrupted the turn)
+  opens no round: it ends the step and is counted (``turn_aborted``).
 - Consecutive assistant-side items (``reasoning``, assistant ``message``, ``function_call``,
   ``custom_tool_call``, ``local_shell_call``) are one step: one model response. A
   ``reasoning`` item's summary texts are its thinking (``encrypted_content`` is opaque and
-  counted when it is all there is).
+  counted when it is all there is: ``reasoning_encrypted``; an item with neither, as Entire
+  stores them, ``reasoning_empty``).
 - ``function_call`` (arguments: a JSON string) and ``custom_tool_call`` (``input``: raw text,
   ``apply_patch``'s patch) are tool calls under their recorded names (``shell``,
   ``exec_command``, ``update_plan``, ``apply_patch``...); their ``*_output`` items the
@@ -42,8 +44,8 @@ in ``payload``). Decisions:
   itself at its first count: 0.47 writes a response's count before the response's items (the
   turn's first count comes before any step), so a count after a step's own items and outputs
   goes to the next step; newer versions write it after the response, before its tool outputs
-  (0.104-0.125) or after them (0.142), so a count goes to the latest step that has none (the
-  call it measures), never to the next one; a count when the latest step has one already is
+  (0.104-0.130) or after them (0.140, 0.142), so a count goes to the latest step that has none
+  (the call it measures), never to the next one; a count when the latest step has one already is
   the compaction's own call when a compaction follows (``recorded_call`` of its summary), else
   ``token_count_unmatched``.
 - Each step is answered by the model the last ``turn_context`` names (``Item.model``).
@@ -93,6 +95,7 @@ _CONTEXT_PREFIXES = (
     "<skill>",
     "<user_shell_command>",
     "<subagent_notification>",
+    "<additional_context>",
 )
 TURN_ABORTED = "<turn_aborted>"
 """How Codex's note that the user interrupted a turn begins (a user-role message)."""
@@ -131,9 +134,19 @@ def _texts(content: Any) -> str:
     return "\n".join(parts)
 
 
-def is_context(role: str, text: str) -> bool:
-    """A message Codex writes itself (instructions, environment), not the user's input."""
-    return role in ("developer", "system") or text.lstrip().startswith(_CONTEXT_PREFIXES)
+def is_context(role: str, text: str, content: Any = None) -> bool:
+    """A message Codex writes itself (instructions, environment), not the user's input: as
+    Codex judges it (``is_contextual_user_fragment``), a message one of whose ``content`` items
+    is such a fragment is context as a whole (0.147 sends a plugin list, AGENTS.md and the
+    environment as three items of one user message)."""
+    if role in ("developer", "system") or text.lstrip().startswith(_CONTEXT_PREFIXES):
+        return True
+    return isinstance(content, list) and any(
+        isinstance(part, dict)
+        and isinstance(part.get("text"), str)
+        and part["text"].lstrip().startswith(_CONTEXT_PREFIXES)
+        for part in content
+    )
 
 
 def _usage(last: dict[str, Any]) -> Usage:
@@ -286,7 +299,15 @@ class _Reader:
     def session_meta(self, payload: dict[str, Any]) -> None:
         nested = payload.get("meta")
         meta: dict[str, Any] = nested if isinstance(nested, dict) else payload
-        for key in ("id", "session_id", "cwd", "cli_version", "originator", "model_provider"):
+        for key in (
+            "id",
+            "session_id",
+            "cwd",
+            "cli_version",
+            "originator",
+            "model_provider",
+            "history_mode",  # 0.144+: "legacy", or "paginated" (fewer event mirrors)
+        ):
             if isinstance(meta.get(key), str):
                 self.recorded["session_id" if key == "id" else key] = meta[key]
         source = meta.get("source")
@@ -380,7 +401,7 @@ class _Reader:
                     continue
                 role = str(entry.get("role", ""))
                 body = _texts(entry.get("content"))
-                if body and not is_context(role, body):
+                if body and not is_context(role, body, entry.get("content")):
                     kept.append(f"[{role}]\n{body}")
             text = "\n\n".join(kept) or text
         last = self.items[-1] if self.items else None
@@ -409,7 +430,7 @@ class _Reader:
                 self.awaiting.clear()
                 self.skipped["turn_aborted"] += 1
                 return
-            if is_context(role, text):
+            if is_context(role, text, payload.get("content")):
                 if self.started:
                     self.skipped["context_message"] += 1
                 else:
@@ -434,8 +455,10 @@ class _Reader:
             step = self.assistant(number, created)
             if texts:
                 step.thinking.append({"type": "thinking", "thinking": "\n".join(texts)})
-            else:
+            elif payload.get("encrypted_content"):
                 self.skipped["reasoning_encrypted"] += 1
+            else:  # nothing kept at all (Entire drops the encrypted part from its copies)
+                self.skipped["reasoning_empty"] += 1
         elif kind in _SERVER_ITEMS and (
             kind != "tool_search_call" or payload.get("execution") == "server"
         ):

@@ -14,7 +14,8 @@ How the files were counted:
   all 5-minute).
 - Codex: each ``token_count`` event with ``info`` whose ``total_token_usage`` changed (a repeat
   is the same call written again), its ``last_token_usage``: input less
-  ``cached_input_tokens``, cached, output (reasoning included in it).
+  ``cached_input_tokens``, cached, output (reasoning included in it); 0.147's
+  ``cache_write_input_tokens`` is 0 in every count here.
 - Gemini CLI: each ``gemini`` message's ``tokens``: input less ``cached``, cached, output +
   ``thoughts``; 14 messages carry ``tokens``, one all zeros (message 1), so 13 billed requests.
 - OpenHands: each ``tool_call_metadata.model_response`` once (by ``id``), ``usage``:
@@ -32,7 +33,12 @@ List prices, USD per million tokens:
   $50 output; Claude Sonnet 5: $2 input, $10 output (its introductory price through August 31,
   2026; the session ran July 24).
 - OpenAI, developers.openai.com/api/docs/pricing (standard, short context): gpt-5.5 $5 input,
-  $0.50 cached input, $30 output; gpt-5-codex $1.25 / $0.125 / $10.
+  $0.50 cached input, $30 output; gpt-5.4 $2.50 / $0.25 / $15 (prompts under 272,000 tokens:
+  the largest here is 29,567); gpt-5-codex $1.25 / $0.125 / $10; gpt-5.6-sol (its page,
+  developers.openai.com/api/docs/models/gpt-5.6-sol: now $4 / $0.40 / $20, "a 20 % cut in the
+  input and 33 % in the output price", made on 2026-08-21 by OpenAI's changelog): the
+  teslamint sessions ran on 2026-08-14 and 16, before it, at $5 / $0.50 / $30 (ccusage
+  20.0.24 prices them at today's $4 / $0.40 / $20: $0.107158 and $0.572031).
 - Google, ai.google.dev/gemini-api/docs/pricing: gemini-2.5-pro, prompts up to 200k tokens (the
   largest here is 12,707): $1.25 input, $0.125 context cache, $10 output (thinking included).
 - gpt-4-1106-preview (what SWE-agent's ``gpt4`` named in this run), OpenAI's price list of its
@@ -86,6 +92,9 @@ class Hand:
 OPUS = (5, 6.25, 10, 0.50, 25)
 SONNET_4_5 = (3, 3.75, 6, 0.30, 15)
 GPT_5_5 = (5, 0, 0, 0.50, 30)
+GPT_5_4 = (2.50, 0, 0, 0.25, 15)
+GPT_5_6_SOL_JULY = (5, 0, 0, 0.50, 30)
+"""gpt-5.6-sol from its launch (2026-07-09) to the price cut of 2026-08-21."""
 GPT_5_CODEX = (1.25, 0, 0, 0.125, 10)
 GEMINI_2_5_PRO = (1.25, 0, 0, 0.125, 10)
 FABLE_5 = (10, 12.50, 20, 1, 50)
@@ -116,6 +125,15 @@ HAND: dict[str, Hand] = {
     "entireio__cli__entire__1c_f96d1dbe7e_3_raw_transcript.jsonl": Hand(
         2, "gpt-5.5", 30_854, 30_464, 0, 0, 2_205, GPT_5_5
     ),  # $0.235652 (0.15427 + 0.015232 + 0.06615); Entire's metadata.json: the same tokens
+    "EntityProcess__agentv__entire__a3_92ff332928_0_full.jsonl": Hand(
+        10, "gpt-5.4", 36_058, 230_656, 0, 0, 2_958, GPT_5_4
+    ),  # $0.192179 (0.090145 + 0.057664 + 0.04437); Entire's metadata.json: the same tokens
+    "teslamint__entirecontext__entire__X5_01M05RN3X2Z7NSB62J6F0RH4X5_0_full.jsonl": Hand(
+        1, "gpt-5.6-sol", 24_519, 15_104, 0, 0, 152, GPT_5_6_SOL_JULY
+    ),  # $0.134707 (0.122595 + 0.007552 + 0.00456); Entire's metadata.json: the same tokens
+    "teslamint__entirecontext__entire__P2_01M05FR2RHZ3ZR60MHZJ3273P2_0_full.jsonl": Hand(
+        10, "gpt-5.6-sol", 67_799, 415_488, 0, 0, 6_732, GPT_5_6_SOL_JULY
+    ),  # $0.748699 (0.338995 + 0.207744 + 0.20196); Entire's metadata.json: the same tokens
     "yoavf__ai-sessions__gemini-cli-pomodoro-timer.json": Hand(
         13, "gemini-2.5-pro", 34_028, 86_702, 0, 0, 6_223, GEMINI_2_5_PRO
     ),  # $0.115603

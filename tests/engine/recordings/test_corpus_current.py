@@ -14,7 +14,15 @@ from engine.messages.harness import INPUT_KEY
 from engine.recordings.figures import session_figures
 from engine.settings.config import Settings
 from engine.store import Store
-from tests.engine.recordings.corpus import ENTIRE_CODEX, OMP_BOUNDARY, OMP_MANUAL, STARCAR_COPILOT
+from tests.engine.recordings.corpus import (
+    AGENTV_CODEX,
+    ENTIRE_CODEX,
+    OMP_BOUNDARY,
+    OMP_MANUAL,
+    STARCAR_COPILOT,
+    TESLAMINT_EXEC,
+    TESLAMINT_MCP,
+)
 from tests.engine.recordings.helpers import import_all
 
 
@@ -142,3 +150,143 @@ def test_codex_0_130_usage_on_its_own_call(store: Store) -> None:
         (u.usage.input_tokens, u.usage.cache_read_input_tokens, u.usage.output_tokens)
         for u in one.usages
     ] == [(28_356 - 2_432, 2_432, 1_088), (32_962 - 28_032, 28_032, 1_117)]
+
+
+def test_codex_0_140_usage_after_the_outputs_and_a_step_cut_by_the_commit(store: Store) -> None:
+    """By hand (``json`` over the 92 lines, once): ``session_meta`` cli_version 0.140.0,
+    originator ``codex-tui``; ``response_item`` messages: developer 1 (line 3), user 3 (line 4
+    ``# AGENTS.md instructions``, the typed prompts at lines 6 and 76), assistant 8;
+    ``function_call`` 22 (exec_command 20, update_plan 2) + ``custom_tool_call`` 1
+    (apply_patch); outputs 20 + 1: the calls of lines 91-92 have none (the file ends there, cut
+    by the commit that made Entire's checkpoint). Model responses (runs of reasoning / assistant
+    message / calls): 11, of which 10 are followed, after their outputs, by a ``token_count``
+    with ``info`` (lines 19 … 87, each ``total_token_usage`` new); the 11th (lines 88-92) has
+    none. Outputs saying ``Process exited with code`` ≠ 0: lines 29 (2), 41 (1), 62 (1).
+    Reasoning items: 9, each ``{"summary": [], "type": "reasoning"}``. The window as recorded:
+    ``task_started`` and every ``token_count`` say ``model_context_window`` 258,400; the last
+    count (line 87): input 29,162 (cached 22,400), output 405."""
+    (one,) = import_all(store, AGENTV_CODEX)
+    report = one.report
+    assert report.agent_version == "0.140.0"
+    assert report.recorded["originator"] == "codex-tui"
+    assert Counter(m.role for m in one.messages) == Counter(user=2, assistant=11, tool=23)
+    assert [m.content for m in one.role("user")] == [
+        "remove agentv-claude-trace plugin no longer needed, can merge directly",
+        "please push",
+    ]
+    origin = one.role("user")[0].meta.origin or {}
+    assert [(h["line"], h["role"]) for h in origin["hidden_prefix"]] == [
+        (3, "developer"),
+        (4, "user"),
+    ]
+    assert one.calls() == Counter(exec_command=20, update_plan=2, apply_patch=1)
+    assert [len(m.tool_calls) for m in one.role("assistant")] == [4, 1, 3, 3, 2, 1, 3, 1, 0, 3, 2]
+    # 21 recorded results (3 with an exit code above 0) and the 2 the file never got
+    assert report.missing_results == 2
+    assert sum(m.meta.is_error for m in one.role("tool")) == 3 + 2
+    # Each count goes to the step it measures (the one before its outputs), none to the next
+    assert len(one.usages) == 10
+    assert [u.usage.output_tokens for u in one.usages] == [
+        351,
+        177,
+        230,
+        301,
+        211,
+        676,
+        242,
+        162,
+        203,
+        405,
+    ]
+    last = one.usages[-1].usage
+    assert (last.input_tokens, last.cache_read_input_tokens) == (29_162 - 22_400, 22_400)
+    assert "token_count_unmatched" not in report.skipped
+    # Nothing unread; the reasoning items Entire emptied counted as what they are
+    assert report.not_read.as_json()["kinds"] == {}
+    assert report.skipped["reasoning_empty"] == 9
+    assert "reasoning_encrypted" not in report.skipped
+    assert report.recorded["context_window"] == 258_400
+    figures = session_figures(store, report.session, Settings())
+    assert figures.context_tokens == 29_162 + 405
+    # Codex records 95 % of the raw window (effective_context_window_percent): 258,400 / 0.95
+    assert figures.window == 272_000
+    assert "258,400" in figures.window_source
+
+
+def test_codex_0_147_exec_with_world_state(store: Store) -> None:
+    """By hand (``json`` over the 17 lines, once): ``session_meta`` 0.147.0, ``codex_exec``,
+    ``history_mode`` legacy, ``context_window.window_id``; line 7 a ``world_state`` record (a
+    kind this reader does not read); messages: developer at lines 3, 4, 5, 9 and 12, user at
+    line 6 (three ``input_text`` items: ``<recommended_plugins>``, ``# AGENTS.md instructions``,
+    ``<environment_context>``; no ``user_message`` event mirrors it) and line 10 (the prompt,
+    mirrored by the ``user_message`` event of line 11), assistant at line 15 (phase
+    ``final_answer``); one reasoning item with neither summary nor ``encrypted_content``; one
+    ``token_count`` (line 16): input 39,623 (cached 15,104, ``cache_write_input_tokens`` 0),
+    output 152; ``task_started`` and the count record ``model_context_window`` 353,400."""
+    (one,) = import_all(store, TESLAMINT_EXEC)
+    report = one.report
+    assert report.agent_version == "0.147.0"
+    assert (report.recorded["originator"], report.recorded["history_mode"]) == (
+        "codex_exec",
+        "legacy",
+    )
+    assert Counter(m.role for m in one.messages) == Counter(user=1, assistant=1)
+    [user] = one.role("user")
+    assert user.content.startswith("You are a futures analyst grounded in Kent Beck's \"Tidy")
+    hidden = (user.meta.origin or {})["hidden_prefix"]
+    assert [(h["line"], h["role"]) for h in hidden] == [
+        (3, "developer"),
+        (4, "developer"),
+        (5, "developer"),
+        (6, "user"),
+        (9, "developer"),
+    ]
+    assert report.skipped["context_message"] == 1  # line 12, after the prompt
+    assert report.not_read.as_json()["kinds"] == {"world_state": {"count": 1, "lines": [7]}}
+    assert report.skipped["reasoning_empty"] == 1
+    [usage] = one.usages
+    assert (
+        usage.usage.input_tokens,
+        usage.usage.cache_read_input_tokens,
+        usage.usage.cache_creation_input_tokens,
+        usage.usage.output_tokens,
+    ) == (39_623 - 15_104, 15_104, 0, 152)
+    assert report.recorded["context_window"] == 353_400
+    figures = session_figures(store, report.session, Settings())
+    assert figures.context_tokens == 39_623 + 152
+    assert figures.window == 372_000  # 353,400 is 95 % of it
+
+
+def test_codex_0_147_as_an_mcp_server_with_code_mode_exec(store: Store) -> None:
+    """By hand (``json`` over the 64 lines, once): ``session_meta`` 0.147.0, ``codex_cli_rs``,
+    ``source: "mcp"`` (no ``thread_source``), turn id ``"3"``; the same context messages as the
+    exec file (developer 3, 4, 5, 9, 12; user 6 with three context items; the prompt at line
+    10, mirrored at 11); 9 ``custom_tool_call`` ``exec`` (lines 16 … 53), each answered by a
+    ``custom_tool_call_output`` whose ``output`` is a list of ``input_text`` items beginning
+    ``Script completed`` (none records an exit code); assistant messages at lines 15, 25
+    (``commentary``) and 62 (``final_answer``); 17 reasoning items, all empty; 10
+    ``token_count`` events, each after the outputs of its response (lines 18 … 63), outputs
+    266, 184, 213, 123, 680, 1,375, 986, 104, 119, 2,682; the last input 62,510 (cached
+    62,208)."""
+    (one,) = import_all(store, TESLAMINT_MCP)
+    report = one.report
+    assert report.agent_version == "0.147.0"
+    assert (report.recorded["originator"], report.recorded["source"]) == ("codex_cli_rs", "mcp")
+    assert Counter(m.role for m in one.messages) == Counter(user=1, assistant=10, tool=9)
+    assert one.role("user")[0].content.startswith("Independently review only the staged diff")
+    assert one.calls() == Counter(exec=9)
+    assert [len(m.tool_calls) for m in one.role("assistant")] == [1] * 9 + [0]
+    tools = one.role("tool")
+    assert all("Script completed" in m.content for m in tools)
+    assert not any(m.meta.is_error for m in tools)
+    assert report.missing_results == 0
+    assert report.skipped["reasoning_empty"] == 17
+    assert report.not_read.as_json()["kinds"] == {"world_state": {"count": 1, "lines": [7]}}
+    assert [u.usage.output_tokens for u in one.usages] == [
+        266, 184, 213, 123, 680, 1_375, 986, 104, 119, 2_682
+    ]  # fmt: skip
+    last = one.usages[-1].usage
+    assert (last.input_tokens, last.cache_read_input_tokens) == (62_510 - 62_208, 62_208)
+    assert "token_count_unmatched" not in report.skipped
+    figures = session_figures(store, report.session, Settings())
+    assert figures.context_tokens == 62_510 + 2_682
