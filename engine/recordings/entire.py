@@ -18,13 +18,21 @@ add ../checkpoints entire/checkpoints/v1``), imports each session's transcript w
 agent's reader (sniffed from the content, as ``import`` does); the session metadata's
 ``token_usage`` is kept as Entire's own figure (``recorded["entire"]``) and compared with the
 transcript's usage: a difference is named in a warning.
+
+Entire 0.10 keeps each checkpoint on a ref of its own instead, ``refs/entire/checkpoints/
+<shard>/<ULID>`` with the shard the id's last two characters (entireio/cli's git-refs backend),
+whose tree is the checkpoint folder itself; a repository may hold both. Other refs under
+``refs/entire/checkpoints/`` (``v2/main``, ``v2/full/…``: another layout) are not read, and
+counted.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
@@ -102,9 +110,15 @@ def parse_checkpoints(
 ) -> list[tuple[Path, Parsed]]:
     """Every session of the checkpoints under ``folder``, each transcript read by ``parse``
     (the import's own, which sniffs the agent), with Entire's figures kept and compared.
-    A session folder without a transcript is named in the first session's warnings."""
+    A session folder without a transcript is named in the first session's warnings.
+
+    Entire copies a session's whole transcript into every checkpoint the session reaches, so
+    one session is often in several checkpoints, each copy the start of the next: it is read
+    once, from the longest copy (:func:`_read_once`), which names the others in a warning —
+    each copy imported would bill the session's first requests once per checkpoint."""
     out: list[tuple[Path, Parsed]] = []
     missing: list[str] = []
+    found: list[_Copy] = []
     for checkpoint in checkpoints(folder):
         meta = _json(checkpoint / "metadata.json") or {}
         for session in _session_folders(checkpoint, meta):
@@ -112,15 +126,68 @@ def parse_checkpoints(
             transcript = _transcript(session, session_meta)
             if transcript is None:
                 missing.append(str(session))
-                continue
-            for parsed in parse(transcript):
-                keep(parsed, meta, session_meta)
-                out.append((transcript, parsed))
+            else:
+                found.append(_Copy(transcript, meta, session_meta))
+    for copy, within in _read_once(found):
+        for parsed in parse(copy.transcript):
+            keep(parsed, copy.checkpoint, copy.session)
+            if within:
+                ids = ", ".join(
+                    str(c.checkpoint.get("checkpoint_id", c.transcript)) for c in within
+                )
+                parsed.warnings.append(
+                    f"the transcripts Entire kept of this session in {len(within)} other "
+                    f"checkpoint(s) ({ids}) are the start of this one: read once, here"
+                )
+            out.append((copy.transcript, parsed))
     if missing and out:
         out[0][1].warnings.append(
             f"{len(missing)} Entire session folder(s) without a transcript: " + ", ".join(missing)
         )
     return out
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """One checkpoint's copy of a session's transcript, with the checkpoint's and the
+    session's ``metadata.json``."""
+
+    transcript: Path
+    checkpoint: dict[str, Any]
+    session: dict[str, Any]
+
+
+def _read_once(copies: list[_Copy]) -> list[tuple[_Copy, list[_Copy]]]:
+    """The copies to read, in their order, each with the copies of the same session (by its
+    ``session_id``) whose bytes it begins with: those are not read. Copies that differ
+    otherwise (a session rewound, then gone on) are each read."""
+    by_session: dict[str, list[_Copy]] = {}
+    for copy in copies:
+        sid = copy.session.get("session_id")
+        if isinstance(sid, str) and sid:
+            by_session.setdefault(sid, []).append(copy)
+    within: dict[Path, list[_Copy]] = {}
+    held: set[Path] = set()
+    for group in by_session.values():
+        kept: list[_Copy] = []
+        for copy in sorted(group, key=lambda c: -c.transcript.stat().st_size):
+            longer = next((k for k in kept if _begins_with(k.transcript, copy.transcript)), None)
+            if longer is None:
+                kept.append(copy)
+            else:
+                within.setdefault(longer.transcript, []).append(copy)
+                held.add(copy.transcript)
+    return [(c, within.get(c.transcript, [])) for c in copies if c.transcript not in held]
+
+
+def _begins_with(longer: Path, start: Path, chunk: int = 1 << 20) -> bool:
+    """Whether the bytes of ``longer`` begin with all the bytes of ``start``, read a piece at
+    a time."""
+    with open(longer, "rb") as a, open(start, "rb") as b:
+        while piece := b.read(chunk):
+            if a.read(len(piece)) != piece:
+                return False
+    return True
 
 
 def keep(parsed: Parsed, checkpoint: dict[str, Any], session: dict[str, Any]) -> None:
@@ -143,7 +210,11 @@ def keep(parsed: Parsed, checkpoint: dict[str, Any], session: dict[str, Any]) ->
         facts["token_usage"] = figures
         own = transcript_usage(parsed)
         theirs = {k: figures.get(k, 0) for k in (*USAGE_FIELDS, "api_call_count")}
-        if own != theirs:
+        start = session.get("compact_transcript_start")
+        if isinstance(start, int) and _count(start) and start > 0:
+            # Entire counted this checkpoint's part: its condensed transcript from that line
+            facts["token_usage_from"] = start
+        elif own != theirs:
             parsed.warnings.append(
                 "Entire's metadata.json counts "
                 + _said(theirs)
@@ -195,6 +266,40 @@ def branch_ref(repo: Path) -> str | None:
     return None
 
 
+CHECKPOINT_REFS = "refs/entire/checkpoints/"
+ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+"""A checkpoint id on a ref of its own: a ULID (Crockford's base 32, 26 characters)."""
+
+
+def per_checkpoint_id(ref: str) -> str | None:
+    """The checkpoint id of an Entire 0.10 per-checkpoint ref
+    (``refs/entire/checkpoints/<id[-2:]>/<id>``), or None for any other ref."""
+    if not ref.startswith(CHECKPOINT_REFS):
+        return None
+    parts = ref[len(CHECKPOINT_REFS) :].split("/")
+    if len(parts) != 2 or not ULID.fullmatch(parts[1]) or parts[0] != parts[1][-2:]:
+        return None
+    return parts[1]
+
+
+def checkpoint_refs(repo: Path) -> tuple[list[tuple[str, PurePosixPath]], int]:
+    """The per-checkpoint refs of ``repo``, each with the folder its checkpoint is read into
+    (``<shard>/<id>``, a checkpoint's depth as on the branch), and how many other refs under
+    :data:`CHECKPOINT_REFS` were passed over."""
+    done = _git(repo, "for-each-ref", "--format=%(refname)", CHECKPOINT_REFS)
+    if done is None or done.returncode != 0:
+        return [], 0
+    found: list[tuple[str, PurePosixPath]] = []
+    other = 0
+    for ref in done.stdout.decode("utf-8", "surrogateescape").split():
+        checkpoint = per_checkpoint_id(ref)
+        if checkpoint is None:
+            other += 1
+        else:
+            found.append((ref, PurePosixPath(checkpoint[-2:], checkpoint)))
+    return found, other
+
+
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     try:
         return subprocess.run(
@@ -206,24 +311,23 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
 
 def read_branch(repo: Path, ref: str, into: Path) -> int:
     """The checkpoint files of ``ref``'s tree written under ``into`` at their paths in the
-    tree, read with git's plumbing (``ls-tree``, then one ``cat-file --batch``), nothing
-    checked out: each checkpoint's and session's ``metadata.json`` and each session's
-    transcript (:data:`READ_FROM_BRANCH`). Returns how many files were written.
+    tree (:func:`read_trees`). Returns how many files were written."""
+    return read_trees(repo, [(ref, PurePosixPath())], into)
+
+
+def read_trees(repo: Path, trees: list[tuple[str, PurePosixPath]], into: Path) -> int:
+    """The checkpoint files of each ref's tree written under ``into`` at the ref's folder joined
+    with their paths in the tree, read with git's plumbing (``ls-tree`` of each ref, then one
+    ``cat-file --batch`` for all), nothing checked out: each checkpoint's and session's
+    ``metadata.json`` and each session's transcript (:data:`READ_FROM_BRANCH`). Returns how
+    many files were written.
 
     Only regular files at a checkpoint's depth are taken (``<id[:2]>/<id[2:]>/metadata.json``,
-    ``<id[:2]>/<id[2:]>/<n>/<file>``); a path with ``..`` or a link is not."""
-    listing = _git(repo, "ls-tree", "-r", "-z", "--full-tree", ref)
-    if listing is None or listing.returncode != 0:
-        return 0
+    ``<id[:2]>/<id[2:]>/<n>/<file>``, the ref's folder counted); a path with ``..`` or a link
+    is not."""
     wanted: list[tuple[PurePosixPath, str]] = []
-    for entry in listing.stdout.split(b"\0"):
-        head, _, name = entry.partition(b"\t")
-        fields = head.split()
-        if len(fields) != 3 or fields[0] not in (b"100644", b"100755"):
-            continue
-        path = PurePosixPath(name.decode("utf-8", "surrogateescape"))
-        if path.name in READ_FROM_BRANCH and len(path.parts) in (3, 4) and ".." not in path.parts:
-            wanted.append((path, fields[2].decode()))
+    for ref, folder in trees:
+        wanted += _checkpoint_files(repo, ref, folder)
     if not wanted:
         return 0
     try:
@@ -253,6 +357,26 @@ def read_branch(repo: Path, ref: str, into: Path) -> int:
         proc.stdout.close()
         proc.wait(timeout=60)
     return written
+
+
+def _checkpoint_files(
+    repo: Path, ref: str, folder: PurePosixPath
+) -> list[tuple[PurePosixPath, str]]:
+    """The files of ``ref``'s tree to read (:func:`read_trees`), each at ``folder`` joined with
+    its path in the tree, with its blob's id."""
+    listing = _git(repo, "ls-tree", "-r", "-z", "--full-tree", ref)
+    if listing is None or listing.returncode != 0:
+        return []
+    wanted: list[tuple[PurePosixPath, str]] = []
+    for entry in listing.stdout.split(b"\0"):
+        head, _, name = entry.partition(b"\t")
+        fields = head.split()
+        if len(fields) != 3 or fields[0] not in (b"100644", b"100755"):
+            continue
+        path = folder / PurePosixPath(name.decode("utf-8", "surrogateescape"))
+        if path.name in READ_FROM_BRANCH and len(path.parts) in (3, 4) and ".." not in path.parts:
+            wanted.append((path, fields[2].decode()))
+    return wanted
 
 
 def _batch_object(out: IO[bytes]) -> bytes | None:

@@ -27,7 +27,7 @@ import stat
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from engine.recordings import agents, entire
 from engine.recordings.base import (
@@ -119,20 +119,35 @@ def parse_sessions(path: Path) -> list[Parsed]:
 
 
 def _entire_branch(repo: Path) -> ParsedFiles | None:
-    """A git repository with Entire's ``entire/checkpoints/v1`` branch: its checkpoints read
-    from the branch with git's plumbing (no checkout, :func:`entire.read_branch`) into a
-    temporary folder, imported as a checked-out tree would be; None without the branch (or
-    with no checkpoint on it): the folder is walked as any other."""
+    """A git repository with Entire's checkpoints — its ``entire/checkpoints/v1`` branch, its
+    per-checkpoint refs (Entire 0.10), or both: read with git's plumbing (no checkout,
+    :func:`entire.read_trees`) into a temporary folder, imported as a checked-out tree would
+    be; None with neither (or no checkpoint in them): the folder is walked as any other."""
     ref = entire.branch_ref(repo)
-    if ref is None:
+    refs, other = entire.checkpoint_refs(repo)
+    trees = [(ref, PurePosixPath())] if ref is not None else []
+    if not trees and not refs:
         return None
     holder = tempfile.TemporaryDirectory(prefix="ctxscope-entire-")
-    root = Path(holder.name) / f"{repo.resolve().name}@{entire.BRANCH.replace('/', '-')}"
-    if not entire.read_branch(repo, ref, root) or not entire.checkpoints(root):
+    root = Path(holder.name) / f"{repo.resolve().name}@entire-checkpoints"
+    if not entire.read_trees(repo, trees + refs, root) or not entire.checkpoints(root):
         holder.cleanup()
         return None
     out = ParsedFiles(entire.parse_checkpoints(root, parse_sessions), holding=holder)
-    out.notes.append(f"{repo}: the checkpoints of its {ref} branch, read with git (not the files)")
+    if ref is not None:
+        out.notes.append(
+            f"{repo}: the checkpoints of its {ref} branch, read with git (not the files)"
+        )
+    if refs:
+        out.notes.append(
+            f"{repo}: {len(refs)} checkpoint(s) on refs of their own ({entire.CHECKPOINT_REFS}"
+            "<shard>/<id>), read with git (not the files)"
+        )
+    if other:
+        out.notes.append(
+            f"{repo}: {other} other ref(s) under {entire.CHECKPOINT_REFS} not read (not one "
+            "checkpoint's ref)"
+        )
     return out
 
 

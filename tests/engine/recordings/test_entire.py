@@ -22,7 +22,7 @@ from engine.recordings.entire import BRANCH
 from engine.recordings.importing import import_parsed, parse_path
 from engine.settings.config import Settings
 from engine.store import Store
-from tests.engine.recordings.corpus import ENTIRE_CODEX
+from tests.engine.recordings.corpus import ENTIRE_CODEX, TESLAMINT_EXEC
 from tests.engine.recordings.helpers import FIXTURES, import_all
 
 TREE = FIXTURES / "entire-checkpoint"
@@ -74,17 +74,19 @@ def test_a_difference_with_entires_figures_is_named(tmp_path: Path) -> None:
     ) in parsed.warnings
 
 
-def git(repo: Path, *args: str) -> None:
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "PATH": os.environ["PATH"],
-    }
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    every = GIT_ENV | {"PATH": os.environ["PATH"]} | (env or {})
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=every)
 
 
 def repo_with_branch(tmp_path: Path) -> Path:
@@ -160,3 +162,162 @@ def test_a_repository_without_the_branch_is_walked_as_a_folder(tmp_path: Path) -
     shutil.copyfile(ENTIRE_CODEX, repo / "rollout.jsonl")
     ((path, parsed),) = parse_path(repo).files
     assert (path.name, parsed.fmt) == ("rollout.jsonl", "codex")
+
+
+X5 = "01M05RN3X2Z7NSB62J6F0RH4X5"
+"""The corpus' Codex 0.147.0 ``codex exec`` rollout was the ``0/full.jsonl`` of this checkpoint,
+kept by Entire 0.10 on ``refs/entire/checkpoints/X5/<id>`` in teslamint/entirecontext."""
+
+
+def repo_with_checkpoint_refs(tmp_path: Path) -> Path:
+    """A repository as Entire 0.10 leaves it (teslamint/entirecontext, its snapshot read with
+    ``git for-each-ref`` / ``ls-tree``): no checkpoint branch; the checkpoint on a ref of its
+    own, ``refs/entire/checkpoints/X5/01M05RN3X2Z7NSB62J6F0RH4X5``, whose commit's tree *is*
+    the checkpoint folder (``metadata.json``, ``0/metadata.json``, ``0/full.jsonl`` and
+    Entire's condensed ``0/transcript.jsonl``), the metadata's ``token_usage`` as Entire
+    recorded it there (input 24,519, cache read 15,104, output 152, 1 API call); and a
+    ``refs/entire/checkpoints/v2/main`` of the other layout, which is not a checkpoint."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README.md").write_text("a project\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "start")
+    tree = tmp_path / "tree"
+    (tree / "0").mkdir(parents=True)
+    shutil.copyfile(TESLAMINT_EXEC, tree / "0" / "full.jsonl")
+    (tree / "0" / "transcript.jsonl").write_text('{"v":1,"agent":"codex","type":"user"}\n')
+    usage = {"input_tokens": 24519, "cache_creation_tokens": 0, "cache_read_tokens": 15104}
+    usage |= {"output_tokens": 152, "api_call_count": 1}
+    session = {"checkpoint_id": X5, "agent": "Codex", "token_usage": usage}
+    (tree / "0" / "metadata.json").write_text(json.dumps(session))
+    sessions = [{"metadata": "/0/metadata.json", "transcript": "/0/full.jsonl"}]
+    checkpoint = {"cli_version": "0.10.0", "checkpoint_id": X5, "sessions": sessions}
+    (tree / "metadata.json").write_text(json.dumps(checkpoint))
+    index = {"GIT_INDEX_FILE": str(tmp_path / "index"), "GIT_WORK_TREE": str(tree)}
+    git(repo, "add", "-A", env=index)
+    root = (
+        subprocess.run(
+            ["git", "-C", str(repo), "write-tree"],
+            check=True,
+            capture_output=True,
+            env=os.environ | index,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    for ref in (f"refs/entire/checkpoints/X5/{X5}", "refs/entire/checkpoints/v2/main"):
+        commit = (
+            subprocess.run(
+                ["git", "-C", str(repo), "commit-tree", root, "-m", f"Checkpoint: {X5}"],
+                check=True,
+                capture_output=True,
+                env=GIT_ENV | {"PATH": os.environ["PATH"]},
+            )
+            .stdout.decode()
+            .strip()
+        )
+        git(repo, "update-ref", ref, commit)
+    return repo
+
+
+def test_a_repository_imports_the_checkpoints_on_refs_of_their_own(
+    tmp_path: Path, store: Store
+) -> None:
+    """Entire 0.10's per-checkpoint ref is read with git (the working tree holds only the
+    README): the Codex rollout from its ``0/full.jsonl`` (not Entire's condensed
+    ``transcript.jsonl``), Entire's figures agreeing with its one call (no warning); the
+    ``v2/main`` ref is passed over and counted, though its tree is the same."""
+    repo = repo_with_checkpoint_refs(tmp_path)
+    files = parse_path(repo)
+    ((transcript, codex),) = files.files
+    assert Path(*transcript.parts[-4:]) == Path(f"X5/{X5}/0/full.jsonl")
+    assert codex.fmt == "codex"
+    assert codex.recorded["entire"]["checkpoint_id"] == X5
+    assert codex.recorded["entire"]["token_usage"]["input_tokens"] == 24519
+    assert not any("Entire" in w for w in codex.warnings)
+    assert files.notes == [
+        f"{repo}: 1 checkpoint(s) on refs of their own (refs/entire/checkpoints/<shard>/<id>),"
+        " read with git (not the files)",
+        f"{repo}: 1 other ref(s) under refs/entire/checkpoints/ not read (not one checkpoint's"
+        " ref)",
+    ]
+    (report,) = import_parsed(store, files, "/tmp/ws", Settings())
+    assert (report.fmt, report.rounds) == ("codex", 1)
+
+
+def test_a_per_checkpoint_ref_is_named_by_its_id_and_shard() -> None:
+    """entireio/cli's git-refs backend: ``refs/entire/checkpoints/<id[-2:]>/<id>``, a ULID."""
+    from engine.recordings.entire import per_checkpoint_id
+
+    assert per_checkpoint_id(f"refs/entire/checkpoints/X5/{X5}") == X5
+    assert per_checkpoint_id(f"refs/entire/checkpoints/AB/{X5}") is None  # shard ≠ id[-2:]
+    assert per_checkpoint_id("refs/entire/checkpoints/v2/main") is None
+    assert per_checkpoint_id("refs/entire/checkpoints/v2/full/0000000000001") is None
+    assert per_checkpoint_id(f"refs/heads/X5/{X5}") is None
+    assert per_checkpoint_id("refs/entire/checkpoints/IL/01M05RN3X2Z7NSB62J6F0RH4IL") is None
+
+
+def test_a_session_in_several_checkpoints_is_read_once(tmp_path: Path, store: Store) -> None:
+    """Entire copies a session's transcript into each checkpoint it reaches (teslamint/
+    entirecontext: one Claude Code session in 7 checkpoints, each copy the first bytes of the
+    next, imported as 6 sessions billing $55.67 for a $12.62 session). Here the fixture's
+    session in two checkpoints: ``aa/…`` holds its first 11 lines (the three responses before
+    ``/compact``: 3 API calls), ``3f/…`` all 19 (7 API calls). One session, from the longer
+    copy, with the fixture's 7 requests, the other copy named; Entire's 7 calls agree with it."""
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    early = tree / "aa" / "00000000000001"
+    (early / "0").mkdir(parents=True)
+    lines = (CHECKPOINT / "0" / "full.jsonl").read_bytes().splitlines(keepends=True)
+    (early / "0" / "full.jsonl").write_bytes(b"".join(lines[:11]))
+    session = json.loads((CHECKPOINT / "0" / "metadata.json").read_text())
+    session |= {"checkpoint_id": "aa00000000000001", "token_usage": None}
+    (early / "0" / "metadata.json").write_text(json.dumps(session))
+    (early / "metadata.json").write_text(
+        json.dumps({"checkpoint_id": "aa00000000000001", "sessions": []})
+    )
+    files = parse_path(tree)
+    ((transcript, parsed),) = files.files
+    assert Path(*transcript.parts[-3:]) == Path("a9c2e71b04d5/0/full.jsonl")
+    assert parsed.warnings == [
+        "the transcripts Entire kept of this session in 1 other checkpoint(s) "
+        "(aa00000000000001) are the start of this one: read once, here"
+    ]
+    (report,) = import_parsed(store, files, "/tmp/ws", Settings())
+    assert len(store.usages(report.session.id)) == 7
+
+
+def test_copies_of_a_session_that_differ_are_each_read(tmp_path: Path) -> None:
+    """A copy that is not the start of the other (the session rewound and gone on) is a
+    recording of its own: both are read."""
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    other = tree / "aa" / "00000000000001"
+    (other / "0").mkdir(parents=True)
+    lines = (CHECKPOINT / "0" / "full.jsonl").read_bytes().splitlines(keepends=True)
+    (other / "0" / "full.jsonl").write_bytes(b"".join(lines[1:11]))  # not its first bytes
+    session = json.loads((CHECKPOINT / "0" / "metadata.json").read_text())
+    (other / "0" / "metadata.json").write_text(json.dumps(session | {"token_usage": None}))
+    (other / "metadata.json").write_text(json.dumps({"checkpoint_id": "aa01", "sessions": []}))
+    assert len(parse_path(tree).files) == 2
+
+
+def test_entires_figures_for_a_part_of_the_session_are_not_compared() -> None:
+    """teslamint/entirecontext's checkpoint 01M0DCNGKH7RR42N781FTZ9HWB: its session metadata
+    says ``compact_transcript_start`` 43 and 7 API calls — the calls since line 43 of Entire's
+    condensed transcript (the checkpoint before it, at 0, counted the 29 before). The fixture's
+    7 calls against
+    Entire's 3: with a start above 0 kept and not compared; at 0, a difference named."""
+    from engine.recordings.entire import keep
+
+    files = parse_path(CHECKPOINT / "0" / "full.jsonl")
+    ((_, parsed),) = files.files
+    usage = {"input_tokens": 1, "output_tokens": 2, "api_call_count": 3}
+    keep(parsed, {}, {"compact_transcript_start": 43, "token_usage": usage})
+    assert parsed.recorded["entire"]["token_usage_from"] == 43
+    assert not parsed.warnings
+    keep(parsed, {}, {"compact_transcript_start": 0, "token_usage": usage})
+    assert [w.split(";")[0] for w in parsed.warnings] == [
+        "Entire's metadata.json counts 3 API calls, 1 input, 0 cache write, 0 cache read, 2 output"
+    ]
