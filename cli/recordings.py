@@ -166,7 +166,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             + ", ".join(f"{n} {k}" for k, n in sorted(parsed.skipped_files.items()))
         )
     left_out.extend(f"refused {printable(str(f))}: {printable(why)}" for f, why in parsed.refused)
-    left_out.extend(f"skipped {printable(note, one_line=True)}" for note in parsed.notes)
+    left_out.extend(f"note: {printable(note, one_line=True)}" for note in parsed.notes)
     if args.json:
         for line in left_out:  # the JSON is the sessions; what was left out goes beside it
             print(f"ctxscope: {line}", file=sys.stderr)

@@ -18,10 +18,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from engine.recordings.entire import BRANCH
 from engine.recordings.importing import import_parsed, parse_path
 from engine.settings.config import Settings
 from engine.store import Store
+from tests.cli_run import run_main as run
 from tests.engine.recordings.corpus import ENTIRE_CODEX, TESLAMINT_EXEC
 from tests.engine.recordings.helpers import FIXTURES, import_all
 
@@ -321,3 +324,21 @@ def test_entires_figures_for_a_part_of_the_session_are_not_compared() -> None:
     assert [w.split(";")[0] for w in parsed.warnings] == [
         "Entire's metadata.json counts 3 API calls, 1 input, 0 cache write, 0 cache read, 2 output"
     ]
+
+
+def test_import_says_where_it_read_the_checkpoints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ctxscope import REPO`` prints how the checkpoints were read as notes (they were read,
+    not skipped)."""
+    repo = repo_with_checkpoint_refs(tmp_path)
+    code, out, _ = run(capsys, "import", str(repo), "--db", str(tmp_path / "t.db"))
+    assert code == 0
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        f"note: {repo}: 1 checkpoint(s) on refs of their own (refs/entire/checkpoints/<shard>/"
+        "<id>), read with git (not the files)",
+        f"note: {repo}: 1 other ref(s) under refs/entire/checkpoints/ not read (not one "
+        "checkpoint's ref)",
+    ]
+    assert not [line for line in out.splitlines() if line.startswith("skipped")]
