@@ -106,7 +106,9 @@ def _transcript(folder: Path, meta: dict[str, Any]) -> Path | None:
 
 
 def parse_checkpoints(
-    folder: Path, parse: Callable[[Path], list[Parsed]]
+    folder: Path,
+    parse: Callable[[Path], list[Parsed]],
+    starts: dict[Path, list[Path]] | None = None,
 ) -> list[tuple[Path, Parsed]]:
     """Every session of the checkpoints under ``folder``, each transcript read by ``parse``
     (the import's own, which sniffs the agent), with Entire's figures kept and compared.
@@ -115,7 +117,9 @@ def parse_checkpoints(
     Entire copies a session's whole transcript into every checkpoint the session reaches, so
     one session is often in several checkpoints, each copy the start of the next: it is read
     once, from the longest copy (:func:`_read_once`), which names the others in a warning —
-    each copy imported would bill the session's first requests once per checkpoint."""
+    each copy imported would bill the session's first requests once per checkpoint. The
+    copies not read are put in ``starts`` under the copy read (an import finds the session
+    that stored one of them before, and stores the longer copy into it)."""
     out: list[tuple[Path, Parsed]] = []
     missing: list[str] = []
     found: list[_Copy] = []
@@ -129,6 +133,8 @@ def parse_checkpoints(
             else:
                 found.append(_Copy(transcript, meta, session_meta))
     for copy, within in _read_once(found):
+        if starts is not None and within:
+            starts[copy.transcript] = [c.transcript for c in within]
         for parsed in parse(copy.transcript):
             keep(parsed, copy.checkpoint, copy.session)
             if within:

@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from engine.models import Session
 from engine.recordings import agents, entire
 from engine.recordings.base import (
     ImportError_,
@@ -73,6 +74,10 @@ class ParsedFiles:
     """Files of a directory that could not be imported, with the reason, left out."""
     notes: list[str] = field(default_factory=list)
     """Lines about what a directory walk left out (a symlink out of the folder, a FIFO)."""
+    starts: dict[Path, list[Path]] = field(default_factory=dict)
+    """Files not read because their bytes begin a file that was (a session's copies in
+    several Entire checkpoints), under that file: a session that stored one of them is the
+    one to store it into (one recording, one session)."""
     holding: object = None
     """What must outlive the parse until the files are stored (the temporary copy of an
     Entire branch's checkpoints, :func:`_entire_branch`); dropped with these files."""
@@ -133,7 +138,8 @@ def _entire_branch(repo: Path) -> ParsedFiles | None:
     if not entire.read_trees(repo, trees + refs, root) or not entire.checkpoints(root):
         holder.cleanup()
         return None
-    out = ParsedFiles(entire.parse_checkpoints(root, parse_sessions), holding=holder)
+    out = ParsedFiles([], holding=holder)
+    out.files = entire.parse_checkpoints(root, parse_sessions, out.starts)
     if ref is not None:
         out.notes.append(
             f"{repo}: the checkpoints of its {ref} branch, read with git (not the files)"
@@ -175,7 +181,9 @@ def parse_path(path: Path) -> ParsedFiles:
     if not stat.S_ISDIR(mode):
         return ParsedFiles([(path, one) for one in parse_sessions(path)])
     if entire.checkpoints(path):  # Entire checkpoints: each session's transcript, its figures
-        return ParsedFiles(entire.parse_checkpoints(path, parse_sessions))
+        out = ParsedFiles([])
+        out.files = entire.parse_checkpoints(path, parse_sessions, out.starts)
+        return out
     if entire.is_repository(path):
         branch = _entire_branch(path)
         if branch is not None:
@@ -279,6 +287,8 @@ def import_parsed(
             nth[path] += 1
             found = store.session_for_source(key) if key else None
             held = None if found else stored_recording(store, path, index, one.source_session)
+            if found is None and held is None:
+                held = _holding_a_start(store, parsed.starts.get(path, []), index)
             if found is not None:
                 report = ImportReport(session=found, fmt=one.fmt, records=one.records)
                 report.stored_before = True
@@ -309,6 +319,17 @@ def import_parsed(
             reports.append(report)
         _remember(store, reports)
     return reports
+
+
+def _holding_a_start(store: Store, starts: list[Path], index: int) -> Session | None:
+    """The session that stored one of ``starts`` (files whose bytes begin the one being
+    stored: the same recording, shorter), if any."""
+    for start in starts:
+        key = imported_source(start, index)
+        held = store.session_for_source(key) if key else None
+        if held is not None:
+            return held
+    return None
 
 
 def _remember(store: Store, reports: list[ImportReport]) -> None:

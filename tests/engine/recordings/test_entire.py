@@ -265,8 +265,8 @@ def test_a_session_in_several_checkpoints_is_read_once(tmp_path: Path, store: St
     """Entire copies a session's transcript into each checkpoint it reaches (teslamint/
     entirecontext: one Claude Code session in 7 checkpoints, each copy the first bytes of the
     next, imported as 6 sessions billing $55.67 for a $12.62 session). Here the fixture's
-    session in two checkpoints: ``aa/…`` holds its first 11 lines (the three responses before
-    ``/compact``: 3 API calls), ``3f/…`` all 19 (7 API calls). One session, from the longer
+    session in two checkpoints: ``aa/…`` holds its first 11 lines (the five responses before
+    ``/compact``: 5 API calls), ``3f/…`` all 19 (7 API calls). One session, from the longer
     copy, with the fixture's 7 requests, the other copy named; Entire's 7 calls agree with it."""
     tree = tmp_path / "tree"
     shutil.copytree(TREE, tree)
@@ -342,3 +342,29 @@ def test_import_says_where_it_read_the_checkpoints(
         "checkpoint's ref)",
     ]
     assert not [line for line in out.splitlines() if line.startswith("skipped")]
+
+
+def test_a_session_grown_into_a_later_checkpoint_is_stored_into_its_session(
+    tmp_path: Path, store: Store
+) -> None:
+    """Imported when Entire had kept the session's first 11 lines (5 API calls), then again
+    once a later checkpoint holds all 19 (7): the same session, now with the 7 requests, not a
+    second session billing the first 5 again."""
+    tree = tmp_path / "tree"
+    early = tree / "aa" / "00000000000001"
+    (early / "0").mkdir(parents=True)
+    lines = (CHECKPOINT / "0" / "full.jsonl").read_bytes().splitlines(keepends=True)
+    (early / "0" / "full.jsonl").write_bytes(b"".join(lines[:11]))
+    session = json.loads((CHECKPOINT / "0" / "metadata.json").read_text())
+    session |= {"checkpoint_id": "aa00000000000001", "token_usage": None}
+    (early / "0" / "metadata.json").write_text(json.dumps(session))
+    (early / "metadata.json").write_text(
+        json.dumps({"checkpoint_id": "aa00000000000001", "sessions": []})
+    )
+    (first,) = import_parsed(store, parse_path(tree), "/tmp/ws", Settings())
+    assert len(store.usages(first.session.id)) == 5
+    shutil.copytree(TREE, tree, dirs_exist_ok=True)
+    (again,) = import_parsed(store, parse_path(tree), "/tmp/ws", Settings())
+    assert again.session.id == first.session.id
+    assert len(store.list_sessions()) == 1
+    assert len(store.usages(first.session.id)) == 7
