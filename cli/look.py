@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from engine.context.sources import Breakdown
     from engine.figures import SessionFigures
     from engine.models import Compaction, Session, SessionInfo
+    from engine.session.core import AgentCore
     from engine.settings.config import Settings
+    from engine.store import Store
 
 LOST_NAMED = 5
 """Lost items ``show`` names per compaction and kind (``--json`` has them all)."""
@@ -330,7 +332,7 @@ def add_context_parser(sub: Subcommands, parents: Parents) -> None:
 def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
-    from cli.common import emit, get_session, make_agent, open_store
+    from cli.common import emit, get_session, open_store
     from engine.context.builder import LAYERS
     from engine.context.sources import session_breakdown
     from engine.recordings.figures import session_figures
@@ -339,11 +341,11 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
 
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
-    agent = make_agent(store, session, settings)
+    agent = request_core(store, session, settings)
     settings = agent.settings  # the session's own numbers
     built, budget = agent.preview_and_budget(args.input)
-    plan = agent.plan(args.input)
-    data = {
+    plan = agent.strategy.plan(agent.policy_view(args.input))
+    data: dict[str, Any] = {
         "session_id": session.id,
         "layers": [{"name": name, "tokens": built.layers[name]} for name in LAYERS],
         "total": built.total,
@@ -415,6 +417,20 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
     return 0
+
+
+def request_core(store: Store, session: Session, settings: Settings) -> AgentCore:
+    """What an agent over ``session`` (:func:`cli.common.make_agent`) holds and would send,
+    without the agent: ``context`` runs no round, so it loads neither the round loop nor the
+    tools' code (issue 44). A read-only store: the agent would close no crashed round."""
+    from engine.llm.factory import make_provider
+    from engine.session.core import AgentCore
+    from engine.session.workspace import session_workspace
+    from engine.settings.params import session_settings
+
+    assert store.read_only
+    settings = session_settings(settings, session)
+    return AgentCore(store, session, settings, make_provider(settings), session_workspace(session))
 
 
 def source_line(b: Breakdown) -> str:

@@ -12,14 +12,12 @@ Two ways to write a summary:
 
 from __future__ import annotations
 
-import concurrent.futures
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Protocol
 
-from engine.compaction.extractive import extractive_summary, shorten
-from engine.compaction.extractive import time_label as time_label
 from engine.llm.base import ProviderError
 from engine.messages.render import render_messages
 from engine.models import Message
@@ -33,6 +31,22 @@ from prompts.agents_prompts.summary_prompt import (
 TIMEOUT_NOTICE = "Summary generation timed out, keeping recent history only."
 FAILURE_NOTICE = "Summary generation failed ({error}), keeping recent history only."
 FALLBACK_MARK = "*(Fallback: extractive summary written by ctxscope; {reason}.)*"
+
+
+def _extractive() -> ModuleType:
+    """:mod:`engine.compaction.extractive` (and its ledger), imported when a summary is made:
+    the strategies' specs are read by every command that plans, ``ctxscope context`` among
+    them, which makes none (issue 44)."""
+    import engine.compaction.extractive as extractive
+
+    return extractive
+
+
+def __getattr__(name: str) -> Any:
+    """``extractive_summary``, ``shorten`` and ``time_label``, as this module named them."""
+    if name in ("extractive_summary", "shorten", "time_label"):
+        return getattr(_extractive(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def render_messages_for_summary(messages: list[Message]) -> str:
@@ -111,7 +125,7 @@ class SummarySpec:
 A5_SPEC = SummarySpec(
     form="A5 template",
     prompt=SUMMARY_PROMPT,
-    extractive=lambda messages, focus: extractive_summary(messages, focus),
+    extractive=lambda messages, focus: _extractive().extractive_summary(messages, focus),
     finish=lambda content, messages: ensure_template(content, messages),
 )
 """Seed 000's summary: the A5 template from SUMMARY_PROMPT, extractive fallback."""
@@ -274,6 +288,8 @@ class SummaryCompressor:
         self, ask: Callable[[float], str], spec: SummarySpec, messages: list[Message]
     ) -> tuple[str, _Problem | None]:
         """One bounded call: (content, None) on success, ("", what went wrong) on failure."""
+        import concurrent.futures  # made only when a summary is asked for
+
         # Not a `with` block: on timeout we must return without waiting for the stuck call.
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="summary")
         future = pool.submit(ask, self.timeout)
@@ -283,7 +299,7 @@ class SummaryCompressor:
         except (TimeoutError, concurrent.futures.TimeoutError):
             return "", _Problem(f"timed out after {self.timeout:g} s", timed_out=True)
         except Exception as exc:  # noqa: BLE001 - any provider failure is a failed attempt
-            return "", _Problem(shorten(str(exc) or type(exc).__name__, 200))
+            return "", _Problem(_extractive().shorten(str(exc) or type(exc).__name__, 200))
         problem = spec.check(content)
         if problem is not None:
             return "", _Problem(problem)
@@ -323,6 +339,7 @@ def ensure_template(content: str, messages: list[Message]) -> str:
     summary ends with the note that its raw messages can be recalled."""
     content = content.strip()
     if not content.startswith(SUMMARY_HEADING):
+        time_label = _extractive().time_label
         start = time_label(messages[0].created_at) if messages else "unknown"
         cutoff = time_label(messages[-1].created_at) if messages else "unknown"
         content = f"{SUMMARY_HEADING}\n*(Contains context from {start} to {cutoff})*\n\n{content}"
