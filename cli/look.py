@@ -17,9 +17,13 @@ from cli.arguments import (
 )
 
 if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+
     from engine.compaction.policy import Plan
     from engine.context.sources import Breakdown
     from engine.figures import SessionFigures
+    from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent
     from engine.models import Compaction, Session, SessionInfo
     from engine.session.core import AgentCore
     from engine.settings.config import Settings
@@ -361,7 +365,11 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
         "strategy": {**agent.strategy.describe(), "plan": plan_json(plan)},
         "request": built.request.model_dump(mode="json"),
     }
-    hidden = hidden_prefix(store, session.id or 0)
+    # The history and observations as stored, read once for the hidden prefix and the
+    # breakdown (the agent keeps its own copy, which it may fill).
+    history = store.history(session.id or 0)
+    observations = store.observations(session.id or 0) if session.recorded else None
+    hidden = hidden_prefix(store, session.id or 0, history, observations)
     conversation = sum(built.layers[name] for name in LAYERS[3:])
     fig = session_figures(store, session, settings)
     data["figures"] = fig.to_json()
@@ -383,8 +391,9 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
         if own is None
         else OwnAgentView(figures=own, hidden_prefix=0 if hidden is None else hidden.tokens)
     )
+    tool_names = [t.get("name", "") for t in built.request.tools]
     breakdown = session_breakdown(
-        store, session, view, built.layers, [t.get("name", "") for t in built.request.tools]
+        store, session, view, built.layers, tool_names, history, observations
     )
     data["by_source"] = breakdown.as_json()
     width = max(len(n) for n in LAYERS)
@@ -423,14 +432,46 @@ def request_core(store: Store, session: Session, settings: Settings) -> AgentCor
     """What an agent over ``session`` (:func:`cli.common.make_agent`) holds and would send,
     without the agent: ``context`` runs no round, so it loads neither the round loop nor the
     tools' code (issue 44). A read-only store: the agent would close no crashed round."""
-    from engine.llm.factory import make_provider
     from engine.session.core import AgentCore
     from engine.session.workspace import session_workspace
     from engine.settings.params import session_settings
 
     assert store.read_only
     settings = session_settings(settings, session)
-    return AgentCore(store, session, settings, make_provider(settings), session_workspace(session))
+    provider = SendsNothing(settings.model)
+    return AgentCore(store, session, settings, provider, session_workspace(session))
+
+
+class SendsNothing:
+    """The provider of an agent that only looks: ``context`` builds the request and sends
+    nothing, so it makes no provider (:func:`engine.llm.factory.make_provider`: the offline
+    rules, or the Anthropic client's wrapper, and their modules). Nothing the request or the
+    plan is built from asks the provider; a call is a bug, and says so."""
+
+    name = "none"
+    is_model = False
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def complete(
+        self,
+        request: ProviderRequest,
+        on_event: Callable[[StreamEvent], None],
+        cancel: threading.Event | None = None,
+    ) -> ProviderResponse:
+        raise AssertionError("`ctxscope context` sends no request")
+
+    def ask_text(
+        self,
+        system: str,
+        text: str,
+        timeout: float,
+        *,
+        model: str | None = None,
+        retries: int | None = None,
+    ) -> str:
+        raise AssertionError("`ctxscope context` asks for no summary")
 
 
 def source_line(b: Breakdown) -> str:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
-from engine.llm.base import ProviderError
 from engine.messages.render import render_messages
 from engine.models import Message
 from prompts.agents_prompts.summary_prompt import (
@@ -270,6 +269,8 @@ class SummaryCompressor:
             return framed
 
         def unframed(timeout: float) -> str:
+            from engine.llm.base import ProviderError  # asked only when a summary is made
+
             text = render(messages)
             if focus:
                 text += f"\n\nFocus instructions from the user: {focus}"

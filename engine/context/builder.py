@@ -47,8 +47,8 @@ from typing import Any
 
 from engine.compaction.placement import IN_SYSTEM, leading_messages, system_text
 from engine.context.code_law import NotReadable, read_workspace_text
-from engine.llm.base import MAX_CACHE_BREAKPOINTS, ProviderRequest
 from engine.messages.render import render_messages, render_react, render_scratchpad
+from engine.messages.request import MAX_CACHE_BREAKPOINTS, ProviderRequest
 from engine.messages.scratchpad import ScratchResult, ScratchStep
 from engine.messages.sequences import common_prefix
 from engine.messages.tokens import (
