@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from engine.context.sources import Breakdown
     from engine.figures import SessionFigures
     from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent
-    from engine.models import Compaction, Session, SessionInfo
+    from engine.models import Compaction, History, Session, SessionInfo
     from engine.session.core import AgentCore
     from engine.settings.config import Settings
     from engine.store import Store
@@ -345,7 +345,14 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
 
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
-    agent = request_core(store, session, settings)
+    # The history and observations as stored, read once for the agent, the hidden prefix and
+    # the breakdown: the agent's copy is shared only when it has nothing to count (it fills a
+    # message's missing count; the other two read the stored figures).
+    history = store.history(session.id or 0)
+    counted = all(m.tokens is not None for m in history.messages) and all(
+        s.tokens is not None for s in history.summaries
+    )
+    agent = request_core(store, session, settings, history if counted else None)
     settings = agent.settings  # the session's own numbers
     built, budget = agent.preview_and_budget(args.input)
     plan = agent.strategy.plan(agent.policy_view(args.input))
@@ -365,9 +372,6 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
         "strategy": {**agent.strategy.describe(), "plan": plan_json(plan)},
         "request": built.request.model_dump(mode="json"),
     }
-    # The history and observations as stored, read once for the hidden prefix and the
-    # breakdown (the agent keeps its own copy, which it may fill).
-    history = store.history(session.id or 0)
     observations = store.observations(session.id or 0) if session.recorded else None
     hidden = hidden_prefix(store, session.id or 0, history, observations)
     conversation = sum(built.layers[name] for name in LAYERS[3:])
@@ -428,10 +432,13 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def request_core(store: Store, session: Session, settings: Settings) -> AgentCore:
+def request_core(
+    store: Store, session: Session, settings: Settings, history: History | None = None
+) -> AgentCore:
     """What an agent over ``session`` (:func:`cli.common.make_agent`) holds and would send,
     without the agent: ``context`` runs no round, so it loads neither the round loop nor the
-    tools' code (issue 44). A read-only store: the agent would close no crashed round."""
+    tools' code (issue 44). A read-only store: the agent would close no crashed round.
+    ``history``: the session's, just read from the store."""
     from engine.session.core import AgentCore
     from engine.session.workspace import session_workspace
     from engine.settings.params import session_settings
@@ -439,7 +446,8 @@ def request_core(store: Store, session: Session, settings: Settings) -> AgentCor
     assert store.read_only
     settings = session_settings(settings, session)
     provider = SendsNothing(settings.model)
-    return AgentCore(store, session, settings, provider, session_workspace(session))
+    workspace = session_workspace(session)
+    return AgentCore(store, session, settings, provider, workspace, stored_history=history)
 
 
 class SendsNothing:

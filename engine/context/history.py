@@ -52,7 +52,11 @@ class HistoryManager:
         settings: Settings,
         events: EventSink | None = None,
         data_dir: Path | None = None,
+        *,
+        stored: History | None = None,
     ) -> None:
+        """``stored``: the session's history just read from ``store`` by the caller, used for
+        the first load instead of reading it again (``ctxscope context``)."""
         self.store = store
         self.session_id = session_id
         self.settings = settings
@@ -71,10 +75,10 @@ class HistoryManager:
         """The tool messages of the loaded history in that form (rebuilt after a reload)."""
         self._as_returned: tuple[History, int, History] | None = None
         """The last history sent as returned: (stored history, its length, the copy)."""
-        self._history = self._load()
+        self._history = self._load(stored)
 
-    def _load(self) -> History:
-        history = self.store.history(self.session_id)
+    def _load(self, stored: History | None = None) -> History:
+        history = self.store.history(self.session_id) if stored is None else stored
         missing = {}
         for msg in history.messages:
             if msg.tokens is None and msg.id is not None:

@@ -131,7 +131,11 @@ class AgentCore:
         registry: ToolRegistry | None = None,
         ask: Asker | None = None,
         strategy: CompactionPolicy | None = None,
+        *,
+        stored_history: History | None = None,
     ) -> None:
+        """``stored_history``: the session's history just read from ``store``, when the caller
+        has it (:class:`HistoryManager`'s ``stored``)."""
         assert session.id is not None
         self.store = store
         self.session = session
@@ -154,7 +158,9 @@ class AgentCore:
         self.data_dir = data_folder(settings, store.path)
         """Files of this app beside the database; the session's own are in
         ``<database key>/<id>/`` (:mod:`engine.context.session_files`)."""
-        self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
+        self.history = HistoryManager(
+            store, self.session_id, settings, events, self.data_dir, stored=stored_history
+        )
         self.tool_ctx = ToolContext(
             # Without a workspace no tool runs (the loop refuses first); the tools still need
             # a path, and one that is no folder fails any tool that got to it.
