@@ -356,6 +356,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     settings = agent.settings  # the session's own numbers
     built, budget = agent.preview_and_budget(args.input)
     plan = agent.strategy.plan(agent.policy_view(args.input))
+    request = built.request.model_dump(mode="json")  # printed as it is, text and --json
     data: dict[str, Any] = {
         "session_id": session.id,
         "layers": [{"name": name, "tokens": built.layers[name]} for name in LAYERS],
@@ -370,7 +371,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             "fires": budget.fire,
         },
         "strategy": {**agent.strategy.describe(), "plan": plan_json(plan)},
-        "request": built.request.model_dump(mode="json"),
+        "request": request,
     }
     observations = store.observations(session.id or 0) if session.recorded else None
     hidden = hidden_prefix(store, session.id or 0, history, observations)
@@ -427,7 +428,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
         )
     lines.append(source_line(breakdown))
     lines.append("")
-    lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    lines.append(json.dumps(request, ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
     return 0
 
