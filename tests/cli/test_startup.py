@@ -247,6 +247,9 @@ NOT_FOR_A_LOOK = (
     "engine.compaction.tool_results",
     "engine.events",  # (it emits nothing)
     "concurrent.futures",
+    "engine.context.code_law",  # no CODE_LAW.md in the workspace (none for a recording)
+    "tools.files",
+    "tools.sandbox_init",
     "tools.registry",  # the tools' definitions are stored (tools/definitions.json)
     "tools.ls",
     "tools.glob_tool",
