@@ -20,17 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from tools.base import Tool
-from tools.common import clean_schema
+from tools.common import tool_definition
 
 STORED = Path(__file__).with_name("definitions.json")
 """The default registry's definitions, in its order."""
-
-
-def tool_definition(tool: Tool | type[Tool]) -> dict[str, Any]:
-    """One tool's Anthropic definition: name, description, input schema (inlined, untitled)."""
-    schema = tool.schema()
-    schema["input_schema"] = clean_schema(schema["input_schema"])
-    return schema
 
 
 def tool_definitions(extra: Sequence[type[Tool]] = ()) -> list[dict[str, Any]]:

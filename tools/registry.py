@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from tools.base import Tool, ToolContext, ToolResult
 from tools.bash import BashTool
-from tools.definitions import tool_definition
+from tools.common import tool_definition
 from tools.edit import EditTool, MultiEditTool
 from tools.glob_tool import GlobTool
 from tools.grep import GrepTool

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import ModuleType
+from datetime import datetime
 from typing import Any, Protocol
 
 from engine.messages.render import render_messages
@@ -32,20 +32,30 @@ FAILURE_NOTICE = "Summary generation failed ({error}), keeping recent history on
 FALLBACK_MARK = "*(Fallback: extractive summary written by ctxscope; {reason}.)*"
 
 
-def _extractive() -> ModuleType:
-    """:mod:`engine.compaction.extractive` (and its ledger), imported when a summary is made:
-    the strategies' specs are read by every command that plans, ``ctxscope context`` among
-    them, which makes none (issue 44)."""
-    import engine.compaction.extractive as extractive
-
-    return extractive
+# engine.compaction.extractive (and its ledger) is imported when a summary is made: the
+# strategies' specs are read by every command that plans, `ctxscope context` among them,
+# which makes none (issue 44). These three stand for its functions, by these names.
 
 
-def __getattr__(name: str) -> Any:
-    """``extractive_summary``, ``shorten`` and ``time_label``, as this module named them."""
-    if name in ("extractive_summary", "shorten", "time_label"):
-        return getattr(_extractive(), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def extractive_summary(messages: list[Message], focus: str | None = None, **more: Any) -> str:
+    """:func:`engine.compaction.extractive.extractive_summary`."""
+    from engine.compaction.extractive import extractive_summary as summary
+
+    return summary(messages, focus, **more)
+
+
+def shorten(text: str, limit: int) -> str:
+    """:func:`engine.compaction.extractive.shorten`."""
+    from engine.compaction.extractive import shorten as cut
+
+    return cut(text, limit)
+
+
+def time_label(value: datetime | None) -> str:
+    """:func:`engine.compaction.extractive.time_label`."""
+    from engine.compaction.extractive import time_label as label
+
+    return label(value)
 
 
 def render_messages_for_summary(messages: list[Message]) -> str:
@@ -124,7 +134,7 @@ class SummarySpec:
 A5_SPEC = SummarySpec(
     form="A5 template",
     prompt=SUMMARY_PROMPT,
-    extractive=lambda messages, focus: _extractive().extractive_summary(messages, focus),
+    extractive=lambda messages, focus: extractive_summary(messages, focus),
     finish=lambda content, messages: ensure_template(content, messages),
 )
 """Seed 000's summary: the A5 template from SUMMARY_PROMPT, extractive fallback."""
@@ -300,7 +310,7 @@ class SummaryCompressor:
         except (TimeoutError, concurrent.futures.TimeoutError):
             return "", _Problem(f"timed out after {self.timeout:g} s", timed_out=True)
         except Exception as exc:  # noqa: BLE001 - any provider failure is a failed attempt
-            return "", _Problem(_extractive().shorten(str(exc) or type(exc).__name__, 200))
+            return "", _Problem(shorten(str(exc) or type(exc).__name__, 200))
         problem = spec.check(content)
         if problem is not None:
             return "", _Problem(problem)
@@ -340,7 +350,6 @@ def ensure_template(content: str, messages: list[Message]) -> str:
     summary ends with the note that its raw messages can be recalled."""
     content = content.strip()
     if not content.startswith(SUMMARY_HEADING):
-        time_label = _extractive().time_label
         start = time_label(messages[0].created_at) if messages else "unknown"
         cutoff = time_label(messages[-1].created_at) if messages else "unknown"
         content = f"{SUMMARY_HEADING}\n*(Contains context from {start} to {cutoff})*\n\n{content}"
