@@ -22,8 +22,10 @@ run on the same (possibly loaded) machine:
   ``statusline`` (skipped while the command does not exist) on a small database (the corpus'
   pomodoro Claude Code session, imported), each against ``python -c "import peewee, sqlite3"``,
   compiled, interleaved; target ≤ 1.5×. ``--code DIR`` runs the commands from another checkout
-  of ctxscope (``git archive COMMIT | tar -x -C DIR``) with this venv, for a before / after in
-  one run; ``--budget-only`` runs only these rows. The load average is printed with them;
+  of ctxscope (``git archive COMMIT | tar -x -C DIR``) with this venv; given twice
+  (``--code BEFORE --code AFTER``), each run times the baseline and then both checkouts' command,
+  a before / after side by side against one baseline; ``--budget-only`` runs only these rows.
+  The load average is printed with them;
 - the workbench, in process (``App.run_test`` at 120×40): time to the first *usable* frame
   (the screen drawn and the input box enabled and focused, so typing works) and to the frame
   that shows the whole session, on a 10 000-message session against an empty one; target for
@@ -168,21 +170,24 @@ def help_figures(runs: int, tmp: Path) -> list[tuple[str, float, float]]:
     return out
 
 
-def budget_figures(
-    runs: int, tmp: Path, code: Path = ROOT
-) -> list[tuple[str, float, float, float, float]]:
-    """Each budgeted command on a one-session database against ``BUDGET_BASELINE``, every
-    command and the baseline from its bytecode (an untimed run first), A,B interleaved:
-    wall-clock medians, then CPU-time (user + system) medians, which a loaded machine's
-    waiting for a core does not lengthen."""
-    py = sys.executable
+BudgetRow = tuple[str, Path, float, float, float, float]
+"""(command, checkout, wall median, baseline wall median, CPU median, baseline CPU median)."""
+
+
+def _budget_env(tmp: Path, code: Path, db: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY",)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = str(code)
-    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache-budget")
-    db = tmp / "budget.db"
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache-budget")  # by source path: one per checkout
     env["CTXSCOPE_DB"] = str(db)
     env["HOME"] = str(tmp)  # no user settings file
+    return env
+
+
+def _budget_setup(py: str, tmp: Path, code: Path, db: Path) -> tuple[dict[str, str], bool]:
+    """The environment running ``code``'s commands on ``db`` (the pomodoro session imported by
+    that checkout), and whether that checkout has ``statusline``."""
+    env = _budget_env(tmp, code, db)
     imported = subprocess.run(
         [py, "-m", "cli.main", "import", str(BUDGET_SESSION), "--json"],
         env=env,
@@ -212,6 +217,18 @@ def budget_figures(
             check=True,
         ).stdout.split()
     )
+    return env, has_statusline
+
+
+def budget_figures(runs: int, tmp: Path, codes: list[Path]) -> list[BudgetRow]:
+    """Each budgeted command on a one-session database against ``BUDGET_BASELINE``, every
+    command and the baseline from its bytecode (an untimed run first), interleaved: each run
+    times the baseline, every command from each checkout in ``codes`` (a before / after side
+    by side), and the baseline again; every row is against the median of those 2 × ``runs``
+    baseline samples. Wall-clock medians, then CPU-time (user + system) medians, which a
+    loaded machine's waiting for a core does not lengthen."""
+    py = sys.executable
+    setups = [_budget_setup(py, tmp, code, tmp / f"budget-{i}.db") for i, code in enumerate(codes)]
     status_input = json.dumps(
         {"session_id": "bench", "transcript_path": str(BUDGET_SESSION), "cwd": str(tmp)}
     )
@@ -219,50 +236,64 @@ def budget_figures(
         ("`ctxscope sessions`", ["sessions"], None),
         ("`ctxscope show 1`", ["show", "1"], None),
         ("`ctxscope context 1`", ["context", "1"], None),
+        ("`ctxscope statusline`", ["statusline"], status_input),  # the lead's (issue 44 too)
     ]
-    if has_statusline:  # the lead's command (issue 44 asks for its budget too)
-        commands.append(("`ctxscope statusline`", ["statusline"], status_input))
-    else:
-        print("(`ctxscope statusline` does not exist in this checkout: its row is skipped)\n")
     baseline = [py, "-c", BUDGET_BASELINE]
 
-    def timed(args: list[str], given: str | None) -> tuple[float, float]:
+    def timed(
+        args: list[str], env: dict[str, str], cwd: Path, given: str | None
+    ) -> tuple[float, float]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(
-            args, env=env, cwd=code, input=given, text=True, capture_output=True, check=False
+            args, env=env, cwd=cwd, input=given, text=True, capture_output=True, check=False
         )
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         return wall, cpu
 
-    out: list[tuple[str, float, float, float, float]] = []
+    which: list[tuple[str, list[str], str | None, Path, dict[str, str]]] = []
     for label, args, given in commands:
         command = [py, "-m", "cli.main", *args]
-        done = subprocess.run(
-            command, env=env, cwd=code, input=given, text=True, capture_output=True, check=False
-        )
-        if done.returncode != 0 and args[0] == "statusline":  # its input may differ: say so
-            print(f"({label} exited {done.returncode}: {done.stderr.strip()[:200]}; skipped)\n")
-            continue
-        assert done.returncode == 0, f"{label}: {done.stderr}"  # untimed: fills the bytecode
-        timed(baseline, None)
-        base: list[tuple[float, float]] = []
-        cmd: list[tuple[float, float]] = []
-        for _ in range(runs):  # interleaved, so load changes hit both alike
-            base.append(timed(baseline, None))
-            cmd.append(timed(command, given))
-        out.append(
-            (
-                label,
-                statistics.median(c[0] for c in cmd),
-                statistics.median(b[0] for b in base),
-                statistics.median(c[1] for c in cmd),
-                statistics.median(b[1] for b in base),
+        for code, (env, has_statusline) in zip(codes, setups, strict=True):
+            if args[0] == "statusline" and not has_statusline:
+                print(f"({label} does not exist in {code}: skipped there)\n")
+                continue
+            done = subprocess.run(
+                command, env=env, cwd=code, input=given, text=True, capture_output=True, check=False
             )
+            if done.returncode != 0 and args[0] == "statusline":  # its input may differ: say so
+                print(
+                    f"({label} exited {done.returncode} in {code}: {done.stderr.strip()[:200]})\n"
+                )
+                continue
+            assert done.returncode == 0, f"{label}: {done.stderr}"  # untimed: fills the bytecode
+            which.append((label, command, given, code, env))
+    env0, code0 = setups[0][0], codes[0]
+    timed(baseline, env0, code0, None)
+    base: list[tuple[float, float]] = []
+    cmd: list[list[tuple[float, float]]] = [[] for _ in which]
+    for _ in range(runs):
+        # Interleaved: the baseline before and after every command of every checkout, so a
+        # change of load hits them all alike and every row has the same baseline samples.
+        base.append(timed(baseline, env0, code0, None))
+        for times, (_, command, given, code, env) in zip(cmd, which, strict=True):
+            times.append(timed(command, env, code, given))
+        base.append(timed(baseline, env0, code0, None))
+    base_wall = statistics.median(b[0] for b in base)
+    base_cpu = statistics.median(b[1] for b in base)
+    return [
+        (
+            label,
+            code,
+            statistics.median(c[0] for c in times),
+            base_wall,
+            statistics.median(c[1] for c in times),
+            base_cpu,
         )
-    return out
+        for times, (label, _, _, code, _) in zip(cmd, which, strict=True)
+    ]
 
 
 def load() -> str:
@@ -343,25 +374,27 @@ def main() -> int:
     parser.add_argument(
         "--code",
         type=Path,
-        default=ROOT,
-        help="run the budget rows' commands from this checkout (a before / after)",
+        action="append",
+        help="run the budget rows' commands from this checkout; twice (before, after): both "
+        "side by side, interleaved against one baseline (default: this checkout)",
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as name:
         tmp = Path(name)
+        codes = [c.resolve() for c in args.code or [ROOT]]
         print(
             f'median of {args.runs} runs; baseline `python -c "{BUDGET_BASELINE}"`, '
-            f"compiled, interleaved; code: {args.code}; {load()} at the start\n"
+            f"compiled, interleaved; code: {', '.join(map(str, codes))}; {load()} at the start\n"
         )
-        print("| measure | time | baseline | ratio | CPU | baseline CPU | CPU ratio | target |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for label, cmd, base, cmd_cpu, base_cpu in budget_figures(
-            args.runs, tmp, args.code.resolve()
-        ):
+        print(
+            "| measure | code | time | baseline | ratio | CPU | baseline CPU | CPU ratio | target |"
+        )
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        for label, code, cmd, base, cmd_cpu, base_cpu in budget_figures(args.runs, tmp, codes):
             print(
-                f"| {label} | {cmd * 1000:.0f} ms | {base * 1000:.0f} ms | {cmd / base:.2f}× "
-                f"| {cmd_cpu * 1000:.0f} ms | {base_cpu * 1000:.0f} ms | {cmd_cpu / base_cpu:.2f}× "
-                f"| ≤ {BUDGET_TARGET:g}× |"
+                f"| {label} | {code.name} | {cmd * 1000:.0f} ms | {base * 1000:.0f} ms "
+                f"| {cmd / base:.2f}× | {cmd_cpu * 1000:.0f} ms | {base_cpu * 1000:.0f} ms "
+                f"| {cmd_cpu / base_cpu:.2f}× | ≤ {BUDGET_TARGET:g}× |"
             )
         print(f"\n{load()} at the end\n")
         if args.budget_only:

@@ -17,11 +17,17 @@ from cli.arguments import (
 )
 
 if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+
     from engine.compaction.policy import Plan
     from engine.context.sources import Breakdown
     from engine.figures import SessionFigures
-    from engine.models import Compaction, Session, SessionInfo
+    from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent
+    from engine.models import Compaction, History, Session, SessionInfo
+    from engine.session.core import AgentCore
     from engine.settings.config import Settings
+    from engine.store import Store
 
 LOST_NAMED = 5
 """Lost items ``show`` names per compaction and kind (``--json`` has them all)."""
@@ -330,7 +336,7 @@ def add_context_parser(sub: Subcommands, parents: Parents) -> None:
 def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
-    from cli.common import emit, get_session, make_agent, open_store
+    from cli.common import emit, get_session, open_store
     from engine.context.builder import LAYERS
     from engine.context.sources import session_breakdown
     from engine.recordings.figures import session_figures
@@ -339,11 +345,19 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
 
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
-    agent = make_agent(store, session, settings)
+    # The history and observations as stored, read once for the agent, the hidden prefix and
+    # the breakdown: the agent's copy is shared only when it has nothing to count (it fills a
+    # message's missing count; the other two read the stored figures).
+    history = store.history(session.id or 0)
+    counted = all(m.tokens is not None for m in history.messages) and all(
+        s.tokens is not None for s in history.summaries
+    )
+    agent = request_core(store, session, settings, history if counted else None)
     settings = agent.settings  # the session's own numbers
     built, budget = agent.preview_and_budget(args.input)
-    plan = agent.plan(args.input)
-    data = {
+    plan = agent.strategy.plan(agent.policy_view(args.input))
+    request = built.request.model_dump(mode="json")  # printed as it is, text and --json
+    data: dict[str, Any] = {
         "session_id": session.id,
         "layers": [{"name": name, "tokens": built.layers[name]} for name in LAYERS],
         "total": built.total,
@@ -357,9 +371,10 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             "fires": budget.fire,
         },
         "strategy": {**agent.strategy.describe(), "plan": plan_json(plan)},
-        "request": built.request.model_dump(mode="json"),
+        "request": request,
     }
-    hidden = hidden_prefix(store, session.id or 0)
+    observations = store.observations(session.id or 0) if session.recorded else None
+    hidden = hidden_prefix(store, session.id or 0, history, observations)
     conversation = sum(built.layers[name] for name in LAYERS[3:])
     fig = session_figures(store, session, settings)
     data["figures"] = fig.to_json()
@@ -381,8 +396,9 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
         if own is None
         else OwnAgentView(figures=own, hidden_prefix=0 if hidden is None else hidden.tokens)
     )
+    tool_names = [t.get("name", "") for t in built.request.tools]
     breakdown = session_breakdown(
-        store, session, view, built.layers, [t.get("name", "") for t in built.request.tools]
+        store, session, view, built.layers, tool_names, history, observations
     )
     data["by_source"] = breakdown.as_json()
     width = max(len(n) for n in LAYERS)
@@ -412,9 +428,59 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
         )
     lines.append(source_line(breakdown))
     lines.append("")
-    lines.append(json.dumps(built.request.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    lines.append(json.dumps(request, ensure_ascii=False, indent=2))
     emit(args, data, "\n".join(lines))
     return 0
+
+
+def request_core(
+    store: Store, session: Session, settings: Settings, history: History | None = None
+) -> AgentCore:
+    """What an agent over ``session`` (:func:`cli.common.make_agent`) holds and would send,
+    without the agent: ``context`` runs no round, so it loads neither the round loop nor the
+    tools' code (issue 44). A read-only store: the agent would close no crashed round.
+    ``history``: the session's, just read from the store."""
+    from engine.session.core import AgentCore
+    from engine.session.workspace import session_workspace
+    from engine.settings.params import session_settings
+
+    assert store.read_only
+    settings = session_settings(settings, session)
+    provider = SendsNothing(settings.model)
+    workspace = session_workspace(session)
+    return AgentCore(store, session, settings, provider, workspace, stored_history=history)
+
+
+class SendsNothing:
+    """The provider of an agent that only looks: ``context`` builds the request and sends
+    nothing, so it makes no provider (:func:`engine.llm.factory.make_provider`: the offline
+    rules, or the Anthropic client's wrapper, and their modules). Nothing the request or the
+    plan is built from asks the provider; a call is a bug, and says so."""
+
+    name = "none"
+    is_model = False
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def complete(
+        self,
+        request: ProviderRequest,
+        on_event: Callable[[StreamEvent], None],
+        cancel: threading.Event | None = None,
+    ) -> ProviderResponse:
+        raise AssertionError("`ctxscope context` sends no request")
+
+    def ask_text(
+        self,
+        system: str,
+        text: str,
+        timeout: float,
+        *,
+        model: str | None = None,
+        retries: int | None = None,
+    ) -> str:
+        raise AssertionError("`ctxscope context` asks for no summary")
 
 
 def source_line(b: Breakdown) -> str:

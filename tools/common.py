@@ -61,6 +61,15 @@ class BaseTool(Tool):
         }
 
 
+def tool_definition(tool: Tool | type[Tool]) -> dict[str, Any]:
+    """One tool's Anthropic definition: name, description, input schema (inlined, untitled),
+    as :meth:`ToolRegistry.schemas <tools.registry.ToolRegistry.schemas>` and
+    :func:`tools.definitions.tool_definitions` give it."""
+    schema = tool.schema()
+    schema["input_schema"] = clean_schema(schema["input_schema"])
+    return schema
+
+
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Inline ``$ref``/``$defs`` and drop pydantic's ``title`` keys from a JSON Schema.
 

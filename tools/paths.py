@@ -16,7 +16,6 @@ from pathlib import Path
 
 from tools.base import ToolContext
 from tools.common import ToolFailure
-from tools.sandbox_init import CONTROL_FILES
 
 
 def workspace_root(ctx: ToolContext) -> Path:
@@ -99,6 +98,8 @@ def refuse_control_file(ctx: ToolContext, path: Path) -> None:
     ``CODE_LAW.md``, git's config and hooks…: :data:`tools.sandbox_init.CONTROL_FILES`), or
     below one: the agent may not change the settings and law it runs under, nor what the
     user's own tools run outside the sandbox. The user edits them."""
+    from tools.sandbox_init import CONTROL_FILES  # ctypes and the sandbox: a write needs them
+
     root = workspace_root(ctx)
     for name in CONTROL_FILES:
         if is_inside(path, root / name):

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from tools.base import Tool, ToolContext, ToolResult
 from tools.bash import BashTool
-from tools.common import clean_schema
+from tools.common import tool_definition
 from tools.edit import EditTool, MultiEditTool
 from tools.glob_tool import GlobTool
 from tools.grep import GrepTool
@@ -59,12 +59,7 @@ class ToolRegistry:
 
     def schemas(self) -> list[dict[str, Any]]:
         """Anthropic tool definitions (name, description, input_schema), in order."""
-        out: list[dict[str, Any]] = []
-        for tool in self._tools.values():
-            schema = tool.schema()
-            schema["input_schema"] = clean_schema(schema["input_schema"])
-            out.append(schema)
-        return out
+        return [tool_definition(tool) for tool in self._tools.values()]
 
     def run(self, name: str, raw_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Validate and run one call; never raises."""

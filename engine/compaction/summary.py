@@ -12,15 +12,12 @@ Two ways to write a summary:
 
 from __future__ import annotations
 
-import concurrent.futures
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
-from engine.compaction.extractive import extractive_summary, shorten
-from engine.compaction.extractive import time_label as time_label
-from engine.llm.base import ProviderError
 from engine.messages.render import render_messages
 from engine.models import Message
 from prompts.agents_prompts.summary_prompt import (
@@ -33,6 +30,32 @@ from prompts.agents_prompts.summary_prompt import (
 TIMEOUT_NOTICE = "Summary generation timed out, keeping recent history only."
 FAILURE_NOTICE = "Summary generation failed ({error}), keeping recent history only."
 FALLBACK_MARK = "*(Fallback: extractive summary written by ctxscope; {reason}.)*"
+
+
+# engine.compaction.extractive (and its ledger) is imported when a summary is made: the
+# strategies' specs are read by every command that plans, `ctxscope context` among them,
+# which makes none (issue 44). These three stand for its functions, by these names.
+
+
+def extractive_summary(messages: list[Message], focus: str | None = None, **more: Any) -> str:
+    """:func:`engine.compaction.extractive.extractive_summary`."""
+    from engine.compaction.extractive import extractive_summary as summary
+
+    return summary(messages, focus, **more)
+
+
+def shorten(text: str, limit: int) -> str:
+    """:func:`engine.compaction.extractive.shorten`."""
+    from engine.compaction.extractive import shorten as cut
+
+    return cut(text, limit)
+
+
+def time_label(value: datetime | None) -> str:
+    """:func:`engine.compaction.extractive.time_label`."""
+    from engine.compaction.extractive import time_label as label
+
+    return label(value)
 
 
 def render_messages_for_summary(messages: list[Message]) -> str:
@@ -256,6 +279,8 @@ class SummaryCompressor:
             return framed
 
         def unframed(timeout: float) -> str:
+            from engine.llm.base import ProviderError  # asked only when a summary is made
+
             text = render(messages)
             if focus:
                 text += f"\n\nFocus instructions from the user: {focus}"
@@ -274,6 +299,8 @@ class SummaryCompressor:
         self, ask: Callable[[float], str], spec: SummarySpec, messages: list[Message]
     ) -> tuple[str, _Problem | None]:
         """One bounded call: (content, None) on success, ("", what went wrong) on failure."""
+        import concurrent.futures  # made only when a summary is asked for
+
         # Not a `with` block: on timeout we must return without waiting for the stuck call.
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="summary")
         future = pool.submit(ask, self.timeout)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from engine.compaction.summary import render_messages_for_summary, time_label
+from engine.compaction.extractive import time_label
+from engine.compaction.summary import render_messages_for_summary
 from engine.llm.base import Provider, ProviderError
 from engine.models import Message
 from engine.settings.config import Settings

@@ -46,9 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.compaction.placement import IN_SYSTEM, leading_messages, system_text
-from engine.context.code_law import NotReadable, read_workspace_text
-from engine.llm.base import MAX_CACHE_BREAKPOINTS, ProviderRequest
 from engine.messages.render import render_messages, render_react, render_scratchpad
+from engine.messages.request import MAX_CACHE_BREAKPOINTS, ProviderRequest
 from engine.messages.scratchpad import ScratchResult, ScratchStep
 from engine.messages.sequences import common_prefix
 from engine.messages.tokens import (
@@ -393,6 +392,10 @@ class ContextBuilder:
         path = find_code_law(self.workspace)
         if path is None:
             return None, ""
+        # The tools' confined reading, imported when there is a file to read: a recording
+        # has no workspace, most workspaces no CODE_LAW.md (issue 44).
+        from engine.context.code_law import NotReadable, read_workspace_text
+
         try:
             content = read_workspace_text(path, self.workspace)  # the tools' confinement
         except NotReadable as exc:

@@ -9,19 +9,23 @@ which reads this history and names no strategy.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engine.compaction.executor import CompactionExecutor
 from engine.compaction.placement import summary_tokens
 from engine.compaction.policy import CompactionPolicy, ResultForm, keep_zone_tokens
 from engine.compaction.records import CompactionDraft, CompactionResult
 from engine.context.session_files import session_folder
-from engine.events import EventSink, ignore_events
 from engine.messages.tokens import ensure_counted
 from engine.models import Compaction, History, Message, MessageMeta, Round, RoundStatus
 from engine.settings.config import Settings
 from engine.store import Store
+
+if TYPE_CHECKING:
+    from engine.compaction.executor import CompactionExecutor
+    from engine.events import EventSink
 
 # A compaction's records live in engine.compaction.records; the workbench finds them here too.
 __all__ = [
@@ -46,19 +50,22 @@ class HistoryManager:
         store: Store,
         session_id: int,
         settings: Settings,
-        events: EventSink = ignore_events,
+        events: EventSink | None = None,
         data_dir: Path | None = None,
+        *,
+        stored: History | None = None,
     ) -> None:
+        """``stored``: the session's history just read from ``store`` by the caller, used for
+        the first load instead of reading it again (``ctxscope context``)."""
         self.store = store
         self.session_id = session_id
         self.settings = settings
         self.data_dir = data_dir
         """The data folder: seed 004's raw middles go to the session's folder in it
         (:func:`engine.context.session_files.session_folder`); None: not written."""
-        self.compactions = CompactionExecutor(
-            store, session_id, self, events, None if data_dir is None else self._session_folder
-        )
-        """Carries out this session's compactions (prepare, commit, compact)."""
+        self._events = events
+        """Where the compactions' events go (None: nowhere), until :attr:`compactions` holds
+        them."""
         self._pinned: frozenset[int] = frozenset()
         self._returned: dict[int, tuple[str, int] | None] = {}
         """Tool results as the tools returned them, by tool message id, with their token
@@ -68,10 +75,10 @@ class HistoryManager:
         """The tool messages of the loaded history in that form (rebuilt after a reload)."""
         self._as_returned: tuple[History, int, History] | None = None
         """The last history sent as returned: (stored history, its length, the copy)."""
-        self._history = self._load()
+        self._history = self._load(stored)
 
-    def _load(self) -> History:
-        history = self.store.history(self.session_id)
+    def _load(self, stored: History | None = None) -> History:
+        history = self.store.history(self.session_id) if stored is None else stored
         missing = {}
         for msg in history.messages:
             if msg.tokens is None and msg.id is not None:
@@ -84,6 +91,18 @@ class HistoryManager:
         self._pinned = frozenset(m.id for m in history.messages if m.pinned and m.id is not None)
         return history
 
+    @functools.cached_property
+    def compactions(self) -> CompactionExecutor:
+        """Carries out this session's compactions (prepare, commit, compact); made when first
+        asked, so that what only reads the history (``ctxscope context``) loads neither the
+        executor nor the events (issue 44)."""
+        from engine.compaction.executor import CompactionExecutor
+        from engine.events import ignore_events
+
+        folder = None if self.data_dir is None else self._session_folder
+        events = ignore_events if self._events is None else self._events
+        return CompactionExecutor(self.store, self.session_id, self, events, folder)
+
     @property
     def events(self) -> EventSink:
         """Where the compactions' events go (:attr:`compactions`)."""
@@ -91,7 +110,10 @@ class HistoryManager:
 
     @events.setter
     def events(self, sink: EventSink) -> None:
-        self.compactions.events = sink
+        if "compactions" in self.__dict__:
+            self.compactions.events = sink
+        else:
+            self._events = sink
 
     def _session_folder(self) -> Path:
         assert self.data_dir is not None

@@ -44,7 +44,7 @@ from engine.messages.tokens import (
     count_text,
     count_tool,
 )
-from engine.models import Message, Session
+from engine.models import History, Message, Observation, Session
 from engine.recordings.own_agent import OwnAgentView
 from engine.store import Store
 
@@ -367,24 +367,30 @@ def session_breakdown(
     own: OwnAgentView | None,
     layers: dict[str, int] | None = None,
     tool_names: Sequence[str] = (),
+    history: History | None = None,
+    observations: list[Observation] | None = None,
 ) -> Breakdown:
     """What a session's context is made of, by source: a proxied session's last request as
     sent (scaled to its usage: exact), a recording's estimate (``own``: its agent's view),
     else ctxscope's own next request from its ``layers`` (the builder's counts, its tools
     named) and its history's stored counts (no tokenizer is loaded but for a proxied
-    request)."""
+    request). ``history``, ``observations``: the session's as the store gives them, when the
+    caller has read them already."""
     sid = session.id or 0
     mains = [e for e in store.exchanges(sid) if e.kind == "main"]
     if mains:
         last = mains[-1]
         return request_breakdown(last.request, last.usage.input_side if last.usage else None)
-    history = store.history(sid)
+    if history is None:
+        history = store.history(sid)
     if own is not None:
         last_usage = store.last_usage(sid)
+        if observations is None:
+            observations = store.observations(sid)
         return recorded_breakdown(
             history.messages,
             [s.tokens or 0 for s in history.summaries],
-            {o.tool_use_id: o.tokens_full for o in store.observations(sid)},
+            {o.tool_use_id: o.tokens_full for o in observations},
             own.hidden_prefix,
             own.who,
             last_usage.usage.input_side if last_usage is not None else None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.models import History, Observation
 from engine.store import Store
 
 
@@ -28,8 +29,15 @@ class HiddenPrefix:
         return max(self.first_prompt_tokens - self.transcript_tokens, 0)
 
 
-def hidden_prefix(store: Store, session_id: int) -> HiddenPrefix | None:
-    """The hidden prefix of an imported session (None: not imported, or no usage recorded)."""
+def hidden_prefix(
+    store: Store,
+    session_id: int,
+    history: History | None = None,
+    observations: list[Observation] | None = None,
+) -> HiddenPrefix | None:
+    """The hidden prefix of an imported session (None: not imported, or no usage recorded).
+    ``history``, ``observations``: the session's as the store gives them, when the caller has
+    read them already (``ctxscope context`` reads them once for this and its breakdown)."""
     if store.get_session(session_id).provider != "import":
         return None
     usages = store.usages(session_id)
@@ -37,8 +45,12 @@ def hidden_prefix(store: Store, session_id: int) -> HiddenPrefix | None:
         return None
     first = usages[0]
     archived = [m for seg in store.segments(session_id) for m in seg.messages]
-    messages = archived + store.history(session_id).messages
-    full = {o.tool_use_id: o.tokens_full for o in store.observations(session_id)}
+    if history is None:
+        history = store.history(session_id)
+    if observations is None:
+        observations = store.observations(session_id)
+    messages = archived + history.messages
+    full = {o.tool_use_id: o.tokens_full for o in observations}
     shown = 0
     for m in messages:
         rnd, step = m.meta.round or 0, m.meta.step or 0

@@ -5,17 +5,15 @@ history as sent). The writer lease, steering, fitting and the round loop are eac
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from engine.compaction.execution_log import read_log
-from engine.compaction.policy import CompactionPolicy
+from engine.compaction.policy import CompactionPolicy, PolicyView
 from engine.compaction.strategies import get_strategy
-from engine.compaction.summary import SummaryCompressor
-from engine.compaction.summary_call import ProviderSummariser
-from engine.compaction.tool_results import ToolResultCompressor
 from engine.context.builder import (
     BuiltContext,
     ContextBuilder,
@@ -26,16 +24,11 @@ from engine.context.history import (
 )
 from engine.context.preprocess import REMINDER_CLOSE, REMINDER_OPEN, InputPreprocessor
 from engine.context.session_files import session_file
-from engine.events import (
-    EventSink,
-    ignore_events,
-)
-from engine.llm.base import (
-    Provider,
-)
 from engine.messages.tokens import (
+    BLOCK_OVERHEAD,
     BudgetCheck,
     check_budget,
+    count_text,
     remember,
 )
 from engine.models import (
@@ -53,12 +46,23 @@ from engine.settings.params import session_settings
 from engine.store import Store
 from engine.validation import workspace_refusal
 from tools.base import Asker, RecallHit, ToolContext
-from tools.registry import ToolRegistry, default_registry
-from tools.todo import todo_recap
+from tools.definitions import tool_definitions
+
+if TYPE_CHECKING:
+    from engine.compaction.summary import SummaryCompressor
+    from engine.compaction.tool_results import ToolResultCompressor
+    from engine.events import EventSink
+    from engine.llm.base import Provider
+    from tools.registry import ToolRegistry
 
 INTERRUPTED_ANSWER = "(round interrupted by the user)"
 CRASH_ANSWER = "(round interrupted: ctxscope stopped before it finished)"
 CRASH_RESULT = "ctxscope stopped before this tool returned a result."
+
+
+def _ignore_events(event: object) -> None:
+    """The default :data:`~engine.events.EventSink` (as ``engine.events.ignore_events``, whose
+    module a look at the request does not import)."""
 
 
 def fixed_tokens(built: BuiltContext) -> int:
@@ -123,11 +127,15 @@ class AgentCore:
         settings: Settings,
         provider: Provider,
         workspace: Path | None,
-        events: EventSink = ignore_events,
+        events: EventSink | None = None,
         registry: ToolRegistry | None = None,
         ask: Asker | None = None,
         strategy: CompactionPolicy | None = None,
+        *,
+        stored_history: History | None = None,
     ) -> None:
+        """``stored_history``: the session's history just read from ``store``, when the caller
+        has it (:class:`HistoryManager`'s ``stored``)."""
         assert session.id is not None
         self.store = store
         self.session = session
@@ -144,16 +152,15 @@ class AgentCore:
         """The folder its tools work in; None: the session has none it may use (recorded by
         another agent and not given one, :mod:`engine.session.workspace`): no tool runs and
         no workspace file is read."""
-        self.events = events
+        self.events: EventSink = events if events is not None else _ignore_events
         self.strategy = strategy or get_strategy(session.strategy or settings.strategy, settings)
-        self.registry = (registry or default_registry()).extended(
-            [tool() for tool in self.strategy.extra_tools]
-        )
-        """The tools the model is offered: the agent's own, then the strategy's."""
+        self._given_registry = registry
         self.data_dir = data_folder(settings, store.path)
         """Files of this app beside the database; the session's own are in
         ``<database key>/<id>/`` (:mod:`engine.context.session_files`)."""
-        self.history = HistoryManager(store, self.session_id, settings, events, self.data_dir)
+        self.history = HistoryManager(
+            store, self.session_id, settings, events, self.data_dir, stored=stored_history
+        )
         self.tool_ctx = ToolContext(
             # Without a workspace no tool runs (the loop refuses first); the tools still need
             # a path, and one that is no folder fails any tool that got to it.
@@ -164,19 +171,13 @@ class AgentCore:
             ask=ask,
             recall=self.recall_archive,  # Agent hands it Fitting.recall, which adds the set-aside
             chat_transcript=self.chat_transcript,
-            execution_log=lambda: read_log(self.execution_log_path),
+            execution_log=self._execution_log,
             injections=self.strategy.injections(),
         )
         self._injected: dict[str, Message] = {}
         """The assistant messages made of injected texts, by text (counted once per run)."""
-        self.builder = ContextBuilder(workspace, settings, self.registry.schemas())
-        self.compressor = ToolResultCompressor(settings)
+        self.builder = ContextBuilder(workspace, settings, self._tool_definitions())
         self.preprocessor = InputPreprocessor(settings)
-        self.summaries = SummaryCompressor(
-            ProviderSummariser(provider, settings),
-            settings.summary_timeout,
-            send=self._ask_summary,
-        )
         self.scratchpad: list[ScratchStep] = []
         """The current round's steps with full observations; empty between rounds."""
         self.last_scratchpad: list[ScratchStep] = []
@@ -189,6 +190,48 @@ class AgentCore:
         self.known: Known | None = None
         """While the writer lease is held (:class:`~engine.session.writer.WriterLease`): what
         the agent knows of its session; None: every figure is asked of the store."""
+
+    # The parts only a running round or a compaction uses, made when first asked: a look at
+    # the next request (``ctxscope context``) imports none of them (issue 44).
+
+    @functools.cached_property
+    def registry(self) -> ToolRegistry:
+        """The tools the model is offered: the agent's own, then the strategy's."""
+        from tools.registry import default_registry
+
+        base = self._given_registry or default_registry()
+        return base.extended([tool() for tool in self.strategy.extra_tools])
+
+    def _tool_definitions(self) -> list[dict[str, Any]]:
+        """:attr:`registry`'s definitions; the default tools' without importing them
+        (:mod:`tools.definitions`)."""
+        if self._given_registry is not None:
+            return self.registry.schemas()
+        return tool_definitions(self.strategy.extra_tools)
+
+    @functools.cached_property
+    def compressor(self) -> ToolResultCompressor:
+        """A3: each tool result's form in history."""
+        from engine.compaction.tool_results import ToolResultCompressor
+
+        return ToolResultCompressor(self.settings)
+
+    @functools.cached_property
+    def summaries(self) -> SummaryCompressor:
+        """The summary of a compaction: the model's, or the extractive fallback."""
+        from engine.compaction.summary import SummaryCompressor
+        from engine.compaction.summary_call import ProviderSummariser
+
+        return SummaryCompressor(
+            ProviderSummariser(self.provider, self.settings),
+            self.settings.summary_timeout,
+            send=self._ask_summary,
+        )
+
+    def _execution_log(self) -> list[dict[str, Any]]:
+        from engine.compaction.execution_log import read_log
+
+        return read_log(self.execution_log_path)
 
     def _ask_summary(
         self, system: str, text: str, timeout: float, *, retries: int | None = None
@@ -292,6 +335,44 @@ class AgentCore:
             usage_source=record.source if record else "api",
         )
 
+    def policy_view(
+        self, user_input: str = "", built: BuiltContext | None = None, excess: int = 0
+    ) -> PolicyView:
+        """What the strategy sees now: the history as sent, the request's counts, the pins;
+        ``excess``: how far over the window the request is while the engine's last resort runs
+        (:meth:`Steering.view <engine.session.steering.Steering.view>`), else 0."""
+        built = built or self.build_idle()
+        sent: dict[int, int] = {}
+        if self.current_round is not None:
+            # The round in progress sends full observations, not history's compressed copies.
+            full = {r.tool_use_id: r for step in self.scratchpad for r in step.results}
+            for msg in self.round_messages():
+                result = full.get(msg.meta.tool_use_id or "")
+                if msg.id is not None and result is not None:
+                    sent[msg.id] = result.tokens or BLOCK_OVERHEAD + count_text(result.text)
+        uses_api = self.strategy.uses_api_usage
+        record = self.last_record() if uses_api else None
+        return PolicyView(
+            history=self.history.sent_form(self.strategy),
+            in_progress=self.current_round,
+            request_tokens=built.total + self.extra_prefix_tokens,
+            fixed_tokens=fixed_tokens(built) + self.extra_prefix_tokens,
+            last_usage=self.fresh_usage(record) if uses_api else None,
+            last_usage_source=record.source if record else "api",
+            user_input=user_input,
+            sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,
+            pinned=self.history.pinned_ids,
+            count_request=self._request_tokens,
+            head_messages=1 + bool(built.layers.get("L2 CODE_LAW")),
+            excess=excess,
+        )
+
+    def _request_tokens(self, hist: History) -> int:
+        """The local count of the request ``hist`` would send now (as ``request_tokens``)."""
+        if self.current_round is not None:
+            return self.build(self.current_question, hist).total + self.extra_prefix_tokens
+        return self.build_idle("", hist).total + self.extra_prefix_tokens
+
     def sent_history(self) -> History:
         """L3 as the strategy sends it: its summaries, and history after its projection (seed
         002's projected rounds, masked observations); the round in progress as stored."""
@@ -394,7 +475,11 @@ class AgentCore:
         return self.store.search_archive(self.session_id, query, limit)
 
     def _recap(self) -> str:
-        return todo_recap(self.tool_ctx.todos) if self.tool_ctx.todos else ""
+        if not self.tool_ctx.todos:
+            return ""
+        from tools.todo import todo_recap  # only a session with todos needs the tool's module
+
+        return todo_recap(self.tool_ctx.todos)
 
     def give_workspace(self, folder: Path) -> None:
         """The folder the user gives a session that had none it may use (recorded by another

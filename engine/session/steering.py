@@ -19,13 +19,8 @@ from engine.events import (
 from engine.llm.base import (
     ProviderError,
 )
-from engine.messages.tokens import (
-    BLOCK_OVERHEAD,
-    count_text,
-)
 from engine.models import (
     Compaction,
-    History,
     Trigger,
 )
 from engine.session.core import AgentCore, fixed_tokens
@@ -162,41 +157,9 @@ class Steering:
             )
 
     def view(self, user_input: str, built: BuiltContext | None) -> PolicyView:
-        """What the strategy sees now: the history as sent, the request's counts, the pins."""
-        built = built or self.core.build_idle()
-        sent: dict[int, int] = {}
-        if self.core.current_round is not None:
-            # The round in progress sends full observations, not history's compressed copies.
-            full = {r.tool_use_id: r for step in self.core.scratchpad for r in step.results}
-            for msg in self.core.round_messages():
-                result = full.get(msg.meta.tool_use_id or "")
-                if msg.id is not None and result is not None:
-                    sent[msg.id] = result.tokens or BLOCK_OVERHEAD + count_text(result.text)
-        uses_api = self.core.strategy.uses_api_usage
-        record = self.core.last_record() if uses_api else None
-        return PolicyView(
-            history=self.core.history.sent_form(self.core.strategy),
-            in_progress=self.core.current_round,
-            request_tokens=built.total + self.core.extra_prefix_tokens,
-            fixed_tokens=fixed_tokens(built) + self.core.extra_prefix_tokens,
-            last_usage=self.core.fresh_usage(record) if uses_api else None,
-            last_usage_source=record.source if record else "api",
-            user_input=user_input,
-            sent_tokens=(lambda m: sent.get(m.id or 0, m.tokens or 0)) if sent else None,
-            pinned=self.core.history.pinned_ids,
-            count_request=self._request_tokens,
-            head_messages=1 + bool(built.layers.get("L2 CODE_LAW")),
-            excess=self.excess,
-        )
-
-    def _request_tokens(self, hist: History) -> int:
-        """The local count of the request ``hist`` would send now (as ``request_tokens``)."""
-        if self.core.current_round is not None:
-            return (
-                self.core.build(self.core.current_question, hist).total
-                + self.core.extra_prefix_tokens
-            )
-        return self.core.build_idle("", hist).total + self.core.extra_prefix_tokens
+        """What the strategy sees now (:meth:`AgentCore.policy_view`), over the window by
+        :attr:`excess` while the engine's last resort runs."""
+        return self.core.policy_view(user_input, built, self.excess)
 
     def _live_summary_call(self, built: BuiltContext | None) -> Callable[[float], str]:
         """Seed 002: the live conversation plus the strategy's (mock) user message, as the

@@ -140,7 +140,7 @@ def test_sqlite_commands_load_no_server_driver_and_listings_no_agent(tmp_path: P
         if args[0] != "context":
             assert _loaded(modules, AGENT) == [], args
         else:
-            assert "engine.session.loop" in modules  # context builds the request
+            assert "engine.context.builder" in modules  # context builds the request
 
 
 def _imported(
@@ -232,3 +232,54 @@ def test_with_stored_figures_the_looking_commands_load_no_prices(tmp_path: Path)
         modules = _modules_after(args, db, tmp_path)
         assert "engine.store" in modules, args
         assert _loaded(modules, NOT_FOR_STORED_FIGURES) == [], args
+
+
+NOT_FOR_A_LOOK = (
+    "engine.session.agent",  # the agent and its parts a round uses: context runs none
+    "engine.session.loop",
+    "engine.session.steering",
+    "engine.session.fitting",
+    "engine.session.writer",
+    "engine.compaction.executor",  # nor compacts,
+    "engine.compaction.extractive",  # nor summarises
+    "engine.compaction.ledger",
+    "engine.compaction.summary_call",
+    "engine.compaction.tool_results",
+    "engine.events",  # (it emits nothing)
+    "concurrent.futures",
+    "engine.context.code_law",  # no CODE_LAW.md in the workspace (none for a recording)
+    "tools.files",
+    "tools.sandbox_init",
+    "tools.registry",  # the tools' definitions are stored (tools/definitions.json)
+    "tools.ls",
+    "tools.glob_tool",
+    "tools.grep",
+    "tools.read",
+    "tools.edit",
+    "tools.write",
+    "tools.bash",
+    "tools.recall",
+)
+"""What ``context`` loads none of (issue 44: it built the whole agent, 1.9× the budget's
+baseline): it builds the request the next step would send and the strategy's plan, and runs
+no round, no tool and no compaction."""
+
+
+def test_context_builds_the_request_without_the_agent(tmp_path: Path) -> None:
+    """ctxscope's own session (from `ask`, its figures kept by a listing, as in the test
+    above: pricing it otherwise loads asyncio's thread pool through httpx) and a recorded one
+    (the corpus' pomodoro Claude Code session, layered), text and --json: the request is
+    built, and none of the above is loaded."""
+    db = tmp_path / "s.db"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# hello\n", encoding="utf-8")
+    corpus = ROOT / "tests" / "data" / "corpus"
+    pomodoro = corpus / "yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl"
+    assert main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)]) == 0
+    assert main(["import", str(pomodoro), "--db", str(db)]) == 0
+    assert main(["sessions", "--db", str(db)]) == 0  # keeps the new session's figures
+    for args in (["context", "1"], ["context", "1", "--json"], ["context", "2", "--json"]):
+        modules = _modules_after(args, db, tmp_path)
+        assert "engine.context.builder" in modules and "tools.definitions" in modules, args
+        assert _loaded(modules, NOT_FOR_A_LOOK) == [], args

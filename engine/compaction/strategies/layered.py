@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 
-from engine.compaction.extractive import SUMMARY_BUDGET
 from engine.compaction.policy import (
     CheckPoint,
     CompactionPolicy,
@@ -31,6 +30,14 @@ from engine.compaction.policy import (
 from engine.compaction.summary import A5_SPEC
 from engine.messages.tokens import BudgetCheck, check_budget
 from engine.models import Message, Placement
+
+
+def _summary_budget() -> float:
+    """:data:`engine.compaction.extractive.SUMMARY_BUDGET`, imported when the last resort
+    needs it: planning (``ctxscope context``) does not load the extractive summary."""
+    from engine.compaction.extractive import SUMMARY_BUDGET
+
+    return SUMMARY_BUDGET
 
 
 class LayeredStrategy(CompactionPolicy):
@@ -105,7 +112,7 @@ class LayeredStrategy(CompactionPolicy):
         The round's steps go by the room between the threshold and the window at least
         (``1 - threshold_ratio``, 20 %), not just the excess: a long round grows by a step at
         a time, and freeing only the excess would archive (and summarise) at every step."""
-        need = math.ceil(view.excess / (1 - SUMMARY_BUDGET))
+        need = math.ceil(view.excess / (1 - _summary_budget()))
         messages = view.history.messages
         gone = set(closed)
         freed = sum(view.tokens_of(m) for m in messages if m.meta.round in gone)
@@ -133,7 +140,7 @@ class LayeredStrategy(CompactionPolicy):
         """How many of the oldest ``closed`` rounds free ``excess`` tokens, with room for the
         summary that takes their place (an extractive A5 summary aims at ``SUMMARY_BUDGET`` of
         its segment; a longer one leaves the engine's last resort more to do)."""
-        need = math.ceil(excess / (1 - SUMMARY_BUDGET))
+        need = math.ceil(excess / (1 - _summary_budget()))
         tokens: dict[int | None, int] = {}
         for msg in view.history.messages:
             tokens[msg.meta.round] = tokens.get(msg.meta.round, 0) + view.tokens_of(msg)
