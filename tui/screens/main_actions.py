@@ -22,7 +22,6 @@ from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
 from tui.screens.keys_modal import KeysModal
-from tui.screens.permission_modal import PermissionModal
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from engine.store.forking import Fork
     from tui.screens.compact_preview_modal import Commit, Regenerate
     from tui.screens.main_screen import MainScreen
+    from tui.screens.permission_modal import PermissionModal
 
 
 @dataclass(frozen=True)
@@ -541,6 +541,8 @@ class MainActions:
         reply = message.reply
         if reply.done.is_set():
             return
+        from tui.screens.permission_modal import PermissionModal  # when a tool first asks
+
         modal = PermissionModal(reply.request)
         self._permission_modals[id(reply)] = modal
 

@@ -23,6 +23,7 @@ from textual import events, on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message as TextualMessage
 from textual.reactive import Reactive, reactive
 from textual.screen import Screen
 from textual.widgets import Input, ProgressBar, Static, Tab, Tabs
@@ -33,16 +34,9 @@ from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
 from tui.formatting import one_line
 from tui.presenter import Panes, Presenter
-from tui.screens.detail_modal import (
-    DetailModal,
-    DetailPart,
-    parts_for_message,
-    parts_for_summary,
-)
 from tui.screens.main_actions import MAIN_ACTIONS, MainActions
 from tui.screens.main_workers import SessionWorkers
 from tui.screens.pane_keys import PaneKeys
-from tui.screens.search_modal import SearchHit, SearchModal
 from tui.screens.strategy_switch import StrategySwitch
 from tui.session_loader import Resume, SessionView, layout_for
 from tui.text_wrap import plain
@@ -62,6 +56,7 @@ if TYPE_CHECKING:
     from engine.session import Agent
     from engine.store.forking import Fork
     from tui.host import Workbench
+    from tui.screens.search_modal import SearchHit
 
 PANES = ("scratch", "history", "gauge")
 
@@ -110,8 +105,15 @@ class MainScreen(Screen[None]):
     pane: Reactive[str] = reactive("history")
     """The pane shown in the narrow layout: ``scratch``, ``history`` or ``gauge``."""
 
+    class OpeningEnded(TextualMessage):
+        """A session's opening ended — the session shown, or the failure said — and that
+        frame is drawn (the app then resumes what it paused for start-up: :mod:`tui.gc_pause`)."""
+
     def __init__(self, resume: Resume, workbench: Workbench) -> None:
-        super().__init__()
+        # Made with the classes its first frame has (the pane shown, the layout for the
+        # terminal's width): each class added after mounting restyles every widget of the
+        # screen (~15 ms of CPU apiece, three of them before the first frame).
+        super().__init__(classes=f"-pane-history {self.breakpoint_class()}".strip())
         self.resume = resume
         self.workbench = workbench
         """The application it runs in: the store, settings, workspace, opening a session."""
@@ -140,6 +142,19 @@ class MainScreen(Screen[None]):
         if none is (:meth:`drop_trial_fork`)."""
         self.input_placeholder = ChatInput.PLACEHOLDER
         """The input box's hint when idle (a recording's says that typing forks it)."""
+        self.session_shown = False
+        """The opened session is on screen, drawn: its header, chat, history and gauge (what
+        ``bench/bench_recorded_open.py`` waits for). False again while another one opens."""
+
+    def breakpoint_class(self) -> str:
+        """The layout class Textual gives this screen at the app's width (``-narrow`` or
+        ``-wide``, :attr:`HORIZONTAL_BREAKPOINTS`), or "" outside a running app."""
+        try:
+            width = self.app.size.width
+        except RuntimeError:  # Textual's NoActiveAppError: a screen made outside an app
+            return ""
+        fitting = [name for least, name in sorted(self.HORIZONTAL_BREAKPOINTS) if width >= least]
+        return fitting[-1] if fitting else ""
 
     @property
     def ctx_app(self) -> Workbench:
@@ -252,6 +267,12 @@ class MainScreen(Screen[None]):
     def leave_session(self) -> None:
         self.session_workers.leave_session()
 
+    def opening_drawn(self) -> None:
+        """The frame after an opening worker ended is drawn (:meth:`SessionWorkers.state_changed`
+        calls this after the refresh)."""
+        self.session_shown = self.agent is not None
+        self.post_message(self.OpeningEnded())
+
     def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         self.session_workers.apply_view(view, scroll_end=scroll_end)
 
@@ -321,7 +342,6 @@ class MainScreen(Screen[None]):
             forget_text=self.bridge.forget,
             todos=lambda: list(self.agent.todos) if self.agent else [],
         )
-        self.set_class(True, "-pane-history")
         # Ctrl+T (pin) is offered while a history message is selected: the footer follows.
         self.watch(self.query_one(HistoryView), "cursor", self._history_cursor_moved, init=False)
         self.query_one(ChatInput).focus()
@@ -399,10 +419,14 @@ class MainScreen(Screen[None]):
         history = self.query_one(HistoryView).layout_data
         if self.session_id is None or history is None:
             return
+        from tui.screens.search_modal import SearchModal  # on first use: not in the first frame
+
         modal = SearchModal(self.ctx_app.store, self.session_id, history.history)
         self.app.push_screen(modal, self._found)
 
     def _found(self, hit: SearchHit | None) -> None:
+        from tui.screens.detail_modal import DetailModal, parts_for_message
+
         if hit is None:
             return
         if hit.key is not None:
@@ -476,11 +500,16 @@ class MainScreen(Screen[None]):
             box.cursor_position = len(box.value)
             box.focus()
             return
+        from tui.screens.detail_modal import DetailModal, DetailPart
+
         title = "".join(text for text, _ in block.header).strip() or "Text"
         self.app.push_screen(DetailModal(title, [DetailPart(title, block.body)]))
 
     @on(BlockView.BlockActivated, "#history")
     def _open_block(self, event: BlockView.BlockActivated) -> None:
+        # The detail dialog (and Textual's TextArea) is imported when first opened.
+        from tui.screens.detail_modal import DetailModal, parts_for_message, parts_for_summary
+
         data = event.block.data
         if isinstance(data, Summary):
             self.app.push_screen(DetailModal("Summary (L3)", parts_for_summary(data)))
