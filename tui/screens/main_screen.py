@@ -146,13 +146,14 @@ class MainScreen(Screen[None]):
         """The opened session is on screen, drawn: its header, chat, history and gauge (what
         ``bench/bench_recorded_open.py`` waits for). False again while another one opens."""
 
-    def breakpoint_class(self) -> str:
-        """The layout class Textual gives this screen at the app's width (``-narrow`` or
-        ``-wide``, :attr:`HORIZONTAL_BREAKPOINTS`), or "" outside a running app."""
-        try:
-            width = self.app.size.width
-        except RuntimeError:  # Textual's NoActiveAppError: a screen made outside an app
-            return ""
+    def breakpoint_class(self, width: int | None = None) -> str:
+        """The layout class Textual gives this screen at ``width`` (the app's by default):
+        ``-narrow`` or ``-wide`` (:attr:`HORIZONTAL_BREAKPOINTS`); "" outside a running app."""
+        if width is None:
+            try:
+                width = self.app.size.width
+            except RuntimeError:  # Textual's NoActiveAppError: a screen made outside an app
+                return ""
         fitting = [name for least, name in sorted(self.HORIZONTAL_BREAKPOINTS) if width >= least]
         return fitting[-1] if fitting else ""
 
@@ -296,20 +297,14 @@ class MainScreen(Screen[None]):
                 yield ChatInput(id="input")
                 yield CompactBar(id="compact-bar")
             with Vertical(id="right"):
-                yield Tabs(
-                    Tab("Scratchpad", id="tab-scratch"),
-                    Tab("History", id="tab-history"),
-                    Tab("Gauge", id="tab-gauge"),
-                    active="tab-history",
-                    id="pane-tabs",
-                )
+                if self.has_class("-narrow"):
+                    yield self.pane_tabs()
                 with Horizontal(id="work"):
                     with Vertical(id="scratch-pane", classes="pane"):
                         yield Static(id="todos")
                         yield ScratchpadView(id="scratch")
                     with Vertical(id="history-pane", classes="pane"):
                         yield Static(id="history-banner")
-                        yield ProgressBar(id="compact-progress", show_eta=False)
                         yield HistoryView(id="history")
                 with Vertical(id="gauge-pane", classes="pane"):
                     yield TokenGauge(id="gauge")
@@ -320,10 +315,6 @@ class MainScreen(Screen[None]):
         self.query_one("#scratch-pane").border_title = "Scratchpad · live"
         self.query_one("#history-pane").border_title = "History"
         self.query_one("#gauge-pane").border_title = "Token gauge"
-        self.query_one("#compact-progress").display = False
-        # the narrow layout's tabs show the pane F7 and Alt+1-4 chose; a focus there showed
-        # in colour only, invisible in a plain capture (issue 39)
-        self.query_one("#pane-tabs", Tabs).can_focus = False
         self.query_one("#history-banner").display = False
         self.query_one(CompactBar).display = False
         self.show_todos([])
@@ -353,7 +344,26 @@ class MainScreen(Screen[None]):
         self.open(self.resume)
         self.session_workers.load_files()
 
+    def pane_tabs(self) -> Tabs:
+        """The narrow layout's tabs over the right column: composed only for a narrow terminal,
+        mounted when one narrows (the wide layout never shows them, and each widget composed up
+        front costs the first frame)."""
+        tabs = Tabs(
+            Tab("Scratchpad", id="tab-scratch"),
+            Tab("History", id="tab-history"),
+            Tab("Gauge", id="tab-gauge"),
+            active=f"tab-{self.pane}",
+            id="pane-tabs",
+        )
+        # the tabs show the pane F7 and Alt+1-4 chose; a focus there showed in colour only,
+        # invisible in a plain capture (issue 39)
+        tabs.can_focus = False
+        return tabs
+
     def on_resize(self, event: events.Resize) -> None:
+        narrow = self.breakpoint_class(event.size.width) == "-narrow"
+        if narrow and not self.query("#pane-tabs"):
+            self.query_one("#right").mount(self.pane_tabs(), before=self.query_one("#work"))
         # The breakpoint class (-narrow / -wide) decides whether F7 does anything: show it
         # only where it does, once the class has changed.
         self.call_after_refresh(self.refresh_bindings)
@@ -361,8 +371,8 @@ class MainScreen(Screen[None]):
     def watch_pane(self, pane: str) -> None:
         for name in PANES:
             self.set_class(name == pane, f"-pane-{name}")
-        if self.is_mounted:
-            self.query_one(Tabs).active = f"tab-{pane}"
+        for tabs in self.query("#pane-tabs").results(Tabs):
+            tabs.active = f"tab-{pane}"
 
     @on(Tabs.TabActivated, "#pane-tabs")
     def _tab(self, event: Tabs.TabActivated) -> None:
@@ -386,12 +396,22 @@ class MainScreen(Screen[None]):
             "opening": "Opening the session… (you can type already)",
             "compacting": "Compacting… (the input is blocked meanwhile)",
         }.get(busy or "", self.input_placeholder)
-        self.query_one("#compact-progress").display = busy == "compacting"
+        self.show_compact_progress(busy == "compacting")
         # The scratchpad is wide while it has something to show (a round runs, or F6).
         self.set_class(busy == "round", "-round")
         self.refresh_bindings()
         if busy is None:
             box.focus()
+
+    def show_compact_progress(self, shown: bool) -> None:
+        """The bar over the history while a compaction runs: mounted by the first one, as no
+        frame before needs it (each widget composed up front costs the first frame)."""
+        found = self.query("#compact-progress")
+        if found:
+            found.first().display = shown
+        elif shown and self.is_mounted:
+            bar = ProgressBar(id="compact-progress", show_eta=False)
+            self.query_one("#history-pane").mount(bar, before=self.query_one(HistoryView))
 
     def show_todos(self, todos: list[TodoItem]) -> None:
         widget = self.query_one("#todos", Static)
