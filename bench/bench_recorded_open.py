@@ -142,6 +142,8 @@ def main() -> int:
         ratio = "" if wall == base_wall else f"  ratio {wall / base_wall:.1f}x wall"
         ratio += "" if cpu == base_cpu else f", {cpu / base_cpu:.1f}x CPU"
         print(f"{name}: {wall:.2f} s wall, {cpu:.2f} s CPU{ratio}")
+        print(f"    runs, wall: {' '.join(f'{w:.2f}' for w in walls[name])}")
+        print(f"    runs, CPU:  {' '.join(f'{c:.2f}' for c in cpus[name])}")
     print("target: recorded session ≤ 3x the five-line app")
     return 0
 

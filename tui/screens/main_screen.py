@@ -273,6 +273,31 @@ class MainScreen(Screen[None]):
         calls this after the refresh)."""
         self.session_shown = self.agent is not None
         self.post_message(self.OpeningEnded())
+        if not self.query(CompactBar):
+            self.call_after_refresh(self.with_compact_bar)  # after that frame, before any F5
+
+    def with_compact_bar(self, then: Callable[[CompactBar], None] | None = None) -> None:
+        """The compaction bar under the chat (F5), hidden until used: mounted after the first
+        session's frame (no frame before shows it, and each widget composed up front costs the
+        first one), or by an F5 that comes first; ``then`` runs with it once it is mounted."""
+        found = self.query(CompactBar)
+        if found:
+            if then is not None:
+                then(found.first())
+            return
+        self.call_later(self._mount_compact_bar, then)
+
+    async def _mount_compact_bar(self, then: Callable[[CompactBar], None] | None) -> None:
+        bar = self.query(CompactBar).first() if self.query(CompactBar) else None
+        if bar is None:
+            panes = self.query("#chat-pane")
+            if not panes:
+                return  # the screen is being taken down (the app closes)
+            bar = CompactBar(id="compact-bar")
+            bar.display = False
+            await panes.first().mount(bar)
+        if then is not None:
+            then(bar)
 
     def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         self.session_workers.apply_view(view, scroll_end=scroll_end)
@@ -295,7 +320,6 @@ class MainScreen(Screen[None]):
             with Vertical(id="chat-pane", classes="pane"):
                 yield ChatView(id="chat")
                 yield ChatInput(id="input")
-                yield CompactBar(id="compact-bar")
             with Vertical(id="right"):
                 if self.has_class("-narrow"):
                     yield self.pane_tabs()
@@ -316,7 +340,6 @@ class MainScreen(Screen[None]):
         self.query_one("#history-pane").border_title = "History"
         self.query_one("#gauge-pane").border_title = "Token gauge"
         self.query_one("#history-banner").display = False
-        self.query_one(CompactBar).display = False
         self.show_todos([])
         self.presenter = Presenter(
             Panes(
