@@ -202,10 +202,9 @@ async def measure(db_path: Path, workspace: Path, session_id: int) -> dict[str, 
 
 def _wrap_timing(timings: dict[str, float]) -> tuple[Any, Any]:
     """Time the open worker and the UI-thread apply step by wrapping them (bench only)."""
-    from tui.screens import main_screen
+    from tui.screens.main_workers import SessionWorkers
 
-    screen_cls = main_screen.MainScreen
-    original = (screen_cls._opened, CtxscopeApp.open_session)  # noqa: SLF001
+    original = (SessionWorkers._opened, CtxscopeApp.open_session)  # noqa: SLF001
 
     def opened(self: Any, result: Any) -> None:
         t = time.perf_counter()
@@ -218,15 +217,15 @@ def _wrap_timing(timings: dict[str, float]) -> tuple[Any, Any]:
         timings["worker"] = time.perf_counter() - t
         return result
 
-    screen_cls._opened = opened  # type: ignore[method-assign]  # noqa: SLF001
+    SessionWorkers._opened = opened  # type: ignore[method-assign]  # noqa: SLF001
     CtxscopeApp.open_session = open_session  # type: ignore[method-assign]
     return original
 
 
 def _unwrap_timing(original: tuple[Any, Any]) -> None:
-    from tui.screens import main_screen
+    from tui.screens.main_workers import SessionWorkers
 
-    main_screen.MainScreen._opened = original[0]  # type: ignore[method-assign]  # noqa: SLF001
+    SessionWorkers._opened = original[0]  # type: ignore[method-assign]  # noqa: SLF001
     CtxscopeApp.open_session = original[1]  # type: ignore[method-assign]
 
 

@@ -23,6 +23,7 @@ from engine.settings.config import Settings
 from engine.store import Store
 from tools.base import Asker
 from tui.formatting import Clock, wall_clock
+from tui.gc_pause import GcPause
 from tui.screens.keys_modal import key_label
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_screen import MainScreen
@@ -87,6 +88,14 @@ class CtxscopeApp(App[int]):
         the app runs and stored beside the session after each round (``load_grants``), so
         leaving a session and coming back, now or after a restart, does not forget them."""
         self.store = Store.open(db_path)
+        self.gc_pause = GcPause()
+        """The cyclic collector, paused from the app's start to the first session's frame."""
+
+    def on_load(self) -> None:
+        self.gc_pause.start()
+
+    def on_main_screen_opening_ended(self, _message: MainScreen.OpeningEnded) -> None:
+        self.call_after_refresh(self.gc_pause.end)  # once that frame is on screen
 
     def provider_factory(self) -> Callable[[Settings], Provider]:
         injected = self._provider
@@ -190,6 +199,7 @@ class CtxscopeApp(App[int]):
         self.exit(0)
 
     def on_unmount(self) -> None:
+        self.gc_pause.end()
         main = self.main_screen
         if main is not None:
             main.stop_agent()

@@ -19,13 +19,7 @@ from engine.context.builder import BuiltContext, ScratchResult, ScratchStep
 from engine.events import EventSink
 from engine.llm.base import OFFLINE_NAME, Provider
 from engine.messages.tokens import count_thinking
-from engine.models import (
-    History,
-    Message,
-    RoundStatus,
-    Session,
-    TodoItem,
-)
+from engine.models import History, Message, Observation, RoundStatus, Session, TodoItem
 from engine.recordings.own_agent import own_agent_view
 from engine.session import Agent
 from engine.session.workspace import session_workspace
@@ -261,8 +255,11 @@ def _chat_entry(msg: Message, statuses: dict[int, RoundStatus]) -> ChatEntry | N
     return None
 
 
-def last_scratchpad(store: Store, agent: Agent) -> list[ScratchStep]:
-    """The last round's scratchpad: the agent's own, or rebuilt from the stored observations."""
+def last_scratchpad(
+    store: Store, agent: Agent, observations: list[Observation] | None = None
+) -> list[ScratchStep]:
+    """The last round's scratchpad: the agent's own, or rebuilt from the stored observations
+    (``observations``: that round's, when the caller has them already)."""
     if agent.last_scratchpad:
         return list(agent.last_scratchpad)
     history = agent.history.history
@@ -271,6 +268,8 @@ def last_scratchpad(store: Store, agent: Agent) -> list[ScratchStep]:
     last = history.messages[-1].meta.round
     if last is None:
         return []
+    if observations is None:
+        observations = store.observations(agent.session_id, round_index=last)
     results = {
         o.tool_use_id: ScratchResult(
             tool_use_id=o.tool_use_id,
@@ -278,7 +277,7 @@ def last_scratchpad(store: Store, agent: Agent) -> list[ScratchStep]:
             text=o.text,
             is_error=o.result.get("status") == "error",
         )
-        for o in store.observations(agent.session_id, round_index=last)
+        for o in observations
     }
     steps: list[ScratchStep] = []
     for msg in history.messages:
@@ -290,14 +289,17 @@ def last_scratchpad(store: Store, agent: Agent) -> list[ScratchStep]:
 
 def last_scratchpad_blocks(store: Store, agent: Agent) -> list[Block]:
     """The last round's scratchpad as blocks, each observation with ``N tok seen → M kept``."""
-    steps = last_scratchpad(store, agent)
+    # The last round's observations, read once for both its steps and their costs.
+    messages = agent.history.history.messages
+    last = messages[-1].meta.round if messages and not agent.last_scratchpad else None
+    observations = None if last is None else store.observations(agent.session_id, round_index=last)
+    steps = last_scratchpad(store, agent, observations)
     if not steps:
         return []
     round_index = steps[0].assistant.meta.round
-    costs = {
-        o.tool_use_id: (o.tokens_full, o.tokens_compressed)
-        for o in store.observations(agent.session_id, round_index=round_index)
-    }
+    if observations is None or round_index != last:
+        observations = store.observations(agent.session_id, round_index=round_index)
+    costs = {o.tool_use_id: (o.tokens_full, o.tokens_compressed) for o in observations}
     return blocks_from_steps(steps, costs)
 
 

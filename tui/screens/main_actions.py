@@ -22,7 +22,6 @@ from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
 from tui.screens.keys_modal import KeysModal
-from tui.screens.permission_modal import PermissionModal
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from engine.store.forking import Fork
     from tui.screens.compact_preview_modal import Commit, Regenerate
     from tui.screens.main_screen import MainScreen
+    from tui.screens.permission_modal import PermissionModal
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,8 @@ class MainActions:
         self.cutting = True
         if screen.has_class("-narrow"):
             screen.pane = "history"
-        screen.query_one(CompactBar).start(rounds, default_keep(groups))
+        keep = default_keep(groups)
+        screen.with_compact_bar(lambda bar: bar.start(rounds, keep))
 
     def manual_layout(self, keep: int) -> HistoryLayout | None:
         """The history with the cut above its last ``keep`` rounds."""
@@ -266,13 +267,15 @@ class MainActions:
             history.scroll_to_region(
                 history.block_region(mark), animate=False, immediate=True, center=True
             )
-        screen.query_one(CompactBar).describe(cut_plan(layout))
+        for bar in screen.query(CompactBar).results(CompactBar):
+            bar.describe(cut_plan(layout))
 
     def _leave_cut(self) -> None:
         """Back from the cut: the bar goes, the history shows the strategy's own marks."""
         screen = self.screen
         self.cutting = False
-        screen.query_one(CompactBar).display = False
+        for bar in screen.query(CompactBar).results(CompactBar):
+            bar.display = False
         if self.cut_base is not None:
             screen.query_one(HistoryView).show(
                 self.cut_base, history_blocks(self.cut_base, screen.memo), scroll_end=False
@@ -541,6 +544,8 @@ class MainActions:
         reply = message.reply
         if reply.done.is_set():
             return
+        from tui.screens.permission_modal import PermissionModal  # when a tool first asks
+
         modal = PermissionModal(reply.request)
         self._permission_modals[id(reply)] = modal
 

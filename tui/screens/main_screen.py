@@ -23,6 +23,7 @@ from textual import events, on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message as TextualMessage
 from textual.reactive import Reactive, reactive
 from textual.screen import Screen
 from textual.widgets import Input, ProgressBar, Static, Tab, Tabs
@@ -33,16 +34,9 @@ from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
 from tui.formatting import one_line
 from tui.presenter import Panes, Presenter
-from tui.screens.detail_modal import (
-    DetailModal,
-    DetailPart,
-    parts_for_message,
-    parts_for_summary,
-)
 from tui.screens.main_actions import MAIN_ACTIONS, MainActions
 from tui.screens.main_workers import SessionWorkers
 from tui.screens.pane_keys import PaneKeys
-from tui.screens.search_modal import SearchHit, SearchModal
 from tui.screens.strategy_switch import StrategySwitch
 from tui.session_loader import Resume, SessionView, layout_for
 from tui.text_wrap import plain
@@ -62,6 +56,7 @@ if TYPE_CHECKING:
     from engine.session import Agent
     from engine.store.forking import Fork
     from tui.host import Workbench
+    from tui.screens.search_modal import SearchHit
 
 PANES = ("scratch", "history", "gauge")
 
@@ -110,8 +105,15 @@ class MainScreen(Screen[None]):
     pane: Reactive[str] = reactive("history")
     """The pane shown in the narrow layout: ``scratch``, ``history`` or ``gauge``."""
 
+    class OpeningEnded(TextualMessage):
+        """A session's opening ended — the session shown, or the failure said — and that
+        frame is drawn (the app then resumes what it paused for start-up: :mod:`tui.gc_pause`)."""
+
     def __init__(self, resume: Resume, workbench: Workbench) -> None:
-        super().__init__()
+        # Made with the classes its first frame has (the pane shown, the layout for the
+        # terminal's width): each class added after mounting restyles every widget of the
+        # screen (~15 ms of CPU apiece, three of them before the first frame).
+        super().__init__(classes=f"-pane-history {self.breakpoint_class()}".strip())
         self.resume = resume
         self.workbench = workbench
         """The application it runs in: the store, settings, workspace, opening a session."""
@@ -140,6 +142,20 @@ class MainScreen(Screen[None]):
         if none is (:meth:`drop_trial_fork`)."""
         self.input_placeholder = ChatInput.PLACEHOLDER
         """The input box's hint when idle (a recording's says that typing forks it)."""
+        self.session_shown = False
+        """The opened session is on screen, drawn: its header, chat, history and gauge (what
+        ``bench/bench_recorded_open.py`` waits for). False again while another one opens."""
+
+    def breakpoint_class(self, width: int | None = None) -> str:
+        """The layout class Textual gives this screen at ``width`` (the app's by default):
+        ``-narrow`` or ``-wide`` (:attr:`HORIZONTAL_BREAKPOINTS`); "" outside a running app."""
+        if width is None:
+            try:
+                width = self.app.size.width
+            except RuntimeError:  # Textual's NoActiveAppError: a screen made outside an app
+                return ""
+        fitting = [name for least, name in sorted(self.HORIZONTAL_BREAKPOINTS) if width >= least]
+        return fitting[-1] if fitting else ""
 
     @property
     def ctx_app(self) -> Workbench:
@@ -252,6 +268,37 @@ class MainScreen(Screen[None]):
     def leave_session(self) -> None:
         self.session_workers.leave_session()
 
+    def opening_drawn(self) -> None:
+        """The frame after an opening worker ended is drawn (:meth:`SessionWorkers.state_changed`
+        calls this after the refresh)."""
+        self.session_shown = self.agent is not None
+        self.post_message(self.OpeningEnded())
+        if not self.query(CompactBar):
+            self.call_after_refresh(self.with_compact_bar)  # after that frame, before any F5
+
+    def with_compact_bar(self, then: Callable[[CompactBar], None] | None = None) -> None:
+        """The compaction bar under the chat (F5), hidden until used: mounted after the first
+        session's frame (no frame before shows it, and each widget composed up front costs the
+        first one), or by an F5 that comes first; ``then`` runs with it once it is mounted."""
+        found = self.query(CompactBar)
+        if found:
+            if then is not None:
+                then(found.first())
+            return
+        self.call_later(self._mount_compact_bar, then)
+
+    async def _mount_compact_bar(self, then: Callable[[CompactBar], None] | None) -> None:
+        bar = self.query(CompactBar).first() if self.query(CompactBar) else None
+        if bar is None:
+            panes = self.query("#chat-pane")
+            if not panes:
+                return  # the screen is being taken down (the app closes)
+            bar = CompactBar(id="compact-bar")
+            bar.display = False
+            await panes.first().mount(bar)
+        if then is not None:
+            then(bar)
+
     def apply_view(self, view: SessionView, *, scroll_end: bool = True) -> None:
         self.session_workers.apply_view(view, scroll_end=scroll_end)
 
@@ -273,22 +320,15 @@ class MainScreen(Screen[None]):
             with Vertical(id="chat-pane", classes="pane"):
                 yield ChatView(id="chat")
                 yield ChatInput(id="input")
-                yield CompactBar(id="compact-bar")
             with Vertical(id="right"):
-                yield Tabs(
-                    Tab("Scratchpad", id="tab-scratch"),
-                    Tab("History", id="tab-history"),
-                    Tab("Gauge", id="tab-gauge"),
-                    active="tab-history",
-                    id="pane-tabs",
-                )
+                if self.has_class("-narrow"):
+                    yield self.pane_tabs()
                 with Horizontal(id="work"):
                     with Vertical(id="scratch-pane", classes="pane"):
                         yield Static(id="todos")
                         yield ScratchpadView(id="scratch")
                     with Vertical(id="history-pane", classes="pane"):
                         yield Static(id="history-banner")
-                        yield ProgressBar(id="compact-progress", show_eta=False)
                         yield HistoryView(id="history")
                 with Vertical(id="gauge-pane", classes="pane"):
                     yield TokenGauge(id="gauge")
@@ -299,12 +339,7 @@ class MainScreen(Screen[None]):
         self.query_one("#scratch-pane").border_title = "Scratchpad · live"
         self.query_one("#history-pane").border_title = "History"
         self.query_one("#gauge-pane").border_title = "Token gauge"
-        self.query_one("#compact-progress").display = False
-        # the narrow layout's tabs show the pane F7 and Alt+1-4 chose; a focus there showed
-        # in colour only, invisible in a plain capture (issue 39)
-        self.query_one("#pane-tabs", Tabs).can_focus = False
         self.query_one("#history-banner").display = False
-        self.query_one(CompactBar).display = False
         self.show_todos([])
         self.presenter = Presenter(
             Panes(
@@ -321,7 +356,6 @@ class MainScreen(Screen[None]):
             forget_text=self.bridge.forget,
             todos=lambda: list(self.agent.todos) if self.agent else [],
         )
-        self.set_class(True, "-pane-history")
         # Ctrl+T (pin) is offered while a history message is selected: the footer follows.
         self.watch(self.query_one(HistoryView), "cursor", self._history_cursor_moved, init=False)
         self.query_one(ChatInput).focus()
@@ -333,7 +367,26 @@ class MainScreen(Screen[None]):
         self.open(self.resume)
         self.session_workers.load_files()
 
+    def pane_tabs(self) -> Tabs:
+        """The narrow layout's tabs over the right column: composed only for a narrow terminal,
+        mounted when one narrows (the wide layout never shows them, and each widget composed up
+        front costs the first frame)."""
+        tabs = Tabs(
+            Tab("Scratchpad", id="tab-scratch"),
+            Tab("History", id="tab-history"),
+            Tab("Gauge", id="tab-gauge"),
+            active=f"tab-{self.pane}",
+            id="pane-tabs",
+        )
+        # the tabs show the pane F7 and Alt+1-4 chose; a focus there showed in colour only,
+        # invisible in a plain capture (issue 39)
+        tabs.can_focus = False
+        return tabs
+
     def on_resize(self, event: events.Resize) -> None:
+        narrow = self.breakpoint_class(event.size.width) == "-narrow"
+        if narrow and not self.query("#pane-tabs"):
+            self.query_one("#right").mount(self.pane_tabs(), before=self.query_one("#work"))
         # The breakpoint class (-narrow / -wide) decides whether F7 does anything: show it
         # only where it does, once the class has changed.
         self.call_after_refresh(self.refresh_bindings)
@@ -341,8 +394,8 @@ class MainScreen(Screen[None]):
     def watch_pane(self, pane: str) -> None:
         for name in PANES:
             self.set_class(name == pane, f"-pane-{name}")
-        if self.is_mounted:
-            self.query_one(Tabs).active = f"tab-{pane}"
+        for tabs in self.query("#pane-tabs").results(Tabs):
+            tabs.active = f"tab-{pane}"
 
     @on(Tabs.TabActivated, "#pane-tabs")
     def _tab(self, event: Tabs.TabActivated) -> None:
@@ -366,12 +419,22 @@ class MainScreen(Screen[None]):
             "opening": "Opening the session… (you can type already)",
             "compacting": "Compacting… (the input is blocked meanwhile)",
         }.get(busy or "", self.input_placeholder)
-        self.query_one("#compact-progress").display = busy == "compacting"
+        self.show_compact_progress(busy == "compacting")
         # The scratchpad is wide while it has something to show (a round runs, or F6).
         self.set_class(busy == "round", "-round")
         self.refresh_bindings()
         if busy is None:
             box.focus()
+
+    def show_compact_progress(self, shown: bool) -> None:
+        """The bar over the history while a compaction runs: mounted by the first one, as no
+        frame before needs it (each widget composed up front costs the first frame)."""
+        found = self.query("#compact-progress")
+        if found:
+            found.first().display = shown
+        elif shown and self.is_mounted:
+            bar = ProgressBar(id="compact-progress", show_eta=False)
+            self.query_one("#history-pane").mount(bar, before=self.query_one(HistoryView))
 
     def show_todos(self, todos: list[TodoItem]) -> None:
         widget = self.query_one("#todos", Static)
@@ -399,10 +462,14 @@ class MainScreen(Screen[None]):
         history = self.query_one(HistoryView).layout_data
         if self.session_id is None or history is None:
             return
+        from tui.screens.search_modal import SearchModal  # on first use: not in the first frame
+
         modal = SearchModal(self.ctx_app.store, self.session_id, history.history)
         self.app.push_screen(modal, self._found)
 
     def _found(self, hit: SearchHit | None) -> None:
+        from tui.screens.detail_modal import DetailModal, parts_for_message
+
         if hit is None:
             return
         if hit.key is not None:
@@ -476,11 +543,16 @@ class MainScreen(Screen[None]):
             box.cursor_position = len(box.value)
             box.focus()
             return
+        from tui.screens.detail_modal import DetailModal, DetailPart
+
         title = "".join(text for text, _ in block.header).strip() or "Text"
         self.app.push_screen(DetailModal(title, [DetailPart(title, block.body)]))
 
     @on(BlockView.BlockActivated, "#history")
     def _open_block(self, event: BlockView.BlockActivated) -> None:
+        # The detail dialog (and Textual's TextArea) is imported when first opened.
+        from tui.screens.detail_modal import DetailModal, parts_for_message, parts_for_summary
+
         data = event.block.data
         if isinstance(data, Summary):
             self.app.push_screen(DetailModal("Summary (L3)", parts_for_summary(data)))

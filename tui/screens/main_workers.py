@@ -27,7 +27,6 @@ from engine.settings.params import describe_params, strategy_params
 from engine.store.forking import Fork
 from tui.formatting import plural, tokens, workspace_label
 from tui.gauge_state import Decision
-from tui.screens.workspace_modal import WorkspaceModal, suggested_folder
 from tui.session_loader import (
     OpenedSession,
     Resume,
@@ -163,8 +162,12 @@ class SessionWorkers:
         screen = self.screen
         if resume != screen.session_id:
             self.leave_session()
+        # The loading indicator marks a session's panes as about to change; before the first
+        # one there is nothing to mark (the header says "opening…", the input box too), and its
+        # animation woke the UI thread 16 times a second while the worker wanted the GIL.
+        screen.query_one(HistoryView).loading = screen.session_id is not None
         screen.busy = "opening"
-        screen.query_one(HistoryView).loading = True
+        screen.session_shown = False
         self.open_worker(resume)
 
     @in_thread(group="open")
@@ -317,6 +320,8 @@ class SessionWorkers:
             if worker.group in BUSY_GROUPS:
                 screen.busy = None
                 screen.query_one(HistoryView).loading = False
+            if worker.group == "open":
+                screen.call_after_refresh(screen.opening_drawn)
 
     def _show_result(self, result: object) -> None:
         """What a worker's result changes on screen, by its type."""
@@ -414,6 +419,8 @@ class SessionWorkers:
         """A session recorded by another agent, about to run a round: ask the user for its
         folder, naming the recorded one (issue 29); ``then`` runs either way (without a
         folder, its tools refuse)."""
+        from tui.screens.workspace_modal import WorkspaceModal, suggested_folder  # when asked
+
         screen = self.screen
         agent = screen.agent
         if agent is None:

@@ -132,6 +132,9 @@ class BlockView(ScrollView, can_focus=True):
         self._cache: LRUCache[tuple[int, bool], Strip] = LRUCache(2048)
         self._styles: dict[str, Style] = {}
         self._combined: dict[tuple[str, bool], Style] = {}
+        self._base: Style | None = None
+        """The widget's own style (``rich_style`` walks its ancestors: once per style change,
+        not once per row)."""
 
     # ------------------------------------------------------------------ data
     @property
@@ -284,6 +287,7 @@ class BlockView(ScrollView, can_focus=True):
         super().notify_style_update()
         self._styles.clear()
         self._combined.clear()
+        self._base = None
         self._cache.clear()
 
     # ------------------------------------------------------------------ rendering
@@ -312,7 +316,7 @@ class BlockView(ScrollView, can_focus=True):
         """Row ``row`` of the whole list as drawn at the current width (on screen or not)."""
         width = self.scrollable_content_region.width
         index = self.block_at_row(row)
-        base = self.rich_style
+        base = self.base_style
         if index is None:
             return Strip.blank(width, base)
         selected = index == self.cursor
@@ -324,12 +328,19 @@ class BlockView(ScrollView, can_focus=True):
         self._cache[key] = strip
         return strip
 
+    @property
+    def base_style(self) -> Style:
+        """The widget's style, computed once per style change."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
+
     def _full_style(self, name: str, selected: bool) -> Style:
         """The widget's style + component ``name`` (+ the cursor), combined once."""
         key = (name, selected)
         style = self._combined.get(key)
         if style is None:
-            style = self.rich_style + self._style(name)
+            style = self.base_style + self._style(name)
             if selected:
                 style += self._style("block-view--cursor")
             self._combined[key] = style
@@ -339,7 +350,7 @@ class BlockView(ScrollView, can_focus=True):
         block = self._blocks[index]
         if block.space_before:
             if offset == 0:
-                return Strip.blank(width, self.rich_style)
+                return Strip.blank(width, self.base_style)
             offset -= 1
         segments = [Segment(block.gutter + " ", self._full_style(block.gutter_style, False))]
         used = GUTTER_WIDTH
@@ -358,7 +369,7 @@ class BlockView(ScrollView, can_focus=True):
             segments.append(Segment(" " * max(0, width - used), style))
         if used <= width:
             return Strip(segments, width)
-        return Strip(segments).crop_extend(0, width, self.rich_style)
+        return Strip(segments).crop_extend(0, width, self.base_style)
 
     # ------------------------------------------------------------------ cursor
     def watch_cursor(self, old: int | None, new: int | None) -> None:

@@ -102,11 +102,11 @@ class CompactBar(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="compact-bar-plan")
-        yield FocusInput(placeholder="Focus for the summary (optional)", id="compact-bar-focus")
-
-    def on_mount(self) -> None:
-        if self.app.is_headless:
-            self.query_one(FocusInput).cursor_blink = False
+        focus = FocusInput(placeholder="Focus for the summary (optional)", id="compact-bar-focus")
+        # Set here, not on mount: the bar is mounted after the first frame, maybe as the app
+        # closes, when its children may be gone already.
+        focus.cursor_blink = not self.app.is_headless
+        yield focus
 
     def start(self, rounds: int, keep: int) -> None:
         """Show the bar for a history of ``rounds`` rounds with the cut above the last ``keep``."""
