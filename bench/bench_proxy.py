@@ -35,19 +35,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import json
 import os
 import platform
+import random
 import re
+import signal
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +119,9 @@ async def answer(request: web.Request) -> web.StreamResponse:
     return response
 
 
-def start_upstream() -> int:
-    """The upstream on a free port, on an event loop in a thread; its port."""
-    ready: list[int] = []
-    event = threading.Event()
+def serve_upstream() -> None:
+    """``--upstream``: serve the fake upstream in this process; print its port, then run
+    until stdin ends (the benchmark's process is gone)."""
 
     async def main() -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -128,13 +130,24 @@ def start_upstream() -> int:
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
-        ready.append(int(runner.addresses[0][1]))
-        event.set()
-        await asyncio.Event().wait()
+        print(int(runner.addresses[0][1]), flush=True)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, sys.stdin.read)
 
-    threading.Thread(target=lambda: asyncio.run(main()), daemon=True).start()
-    event.wait()
-    return ready[0]
+    asyncio.run(main())
+
+
+def start_upstream() -> tuple[subprocess.Popen[str], int]:
+    """The upstream in a process of its own (its CPU apart from the clients', and no
+    interpreter lock shared with them); the process and its port."""
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--upstream"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    return process, int(process.stdout.readline())
 
 
 PROXY_ROOT = ROOT
@@ -268,17 +281,82 @@ class Client:
 
 CONCURRENT = 8
 """Clients sending at once in the concurrent measurement."""
+BLOCKS = 5
+"""The concurrent rounds are cut into this many runs of rounds, in order, to give the
+ratio's spread: each block's ratio of medians, lowest to highest."""
 
 
-def concurrent(direct: int, proxied: int, body: bytes, rounds: int) -> tuple[float, float]:
-    """Medians of each request's time, :data:`CONCURRENT` clients sending ``body`` at once,
-    a round direct then a round through the proxy (after warm-ups), on kept-alive
-    connections (an aiohttp client in this thread's own event loop)."""
+def cpu_seconds(pid: int) -> float:
+    """CPU time process ``pid`` has used so far, its threads' summed: the scheduler's count
+    in nanoseconds (``/proc/PID/task/*/schedstat``), not ``/proc/PID/stat``'s 10 ms ticks,
+    which a round of 8 small requests (a few ms of CPU) falls between."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
+
+
+def children_of(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def asleep(pid: int) -> bool:
+    """Whether process ``pid`` is waiting (state S): the recorder between captures."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+
+
+def settle(pids: list[int], limit: float = 5.0) -> None:
+    """Wait until each of ``pids`` is seen asleep twice 2 ms apart (the recorders have
+    stored what they were handed), at most ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if all(asleep(p) for p in pids):
+            time.sleep(0.002)
+            if all(asleep(p) for p in pids):
+                return
+        time.sleep(0.002)
+
+
+@dataclass
+class Side:
+    """One way of sending in the concurrent measurement: direct, or through one proxy."""
+
+    label: str
+    port: int
+    pid: int | None = None
+    """The proxy's process (None: direct)."""
+    times: list[list[float]] = field(default_factory=list)
+    """Each round's request times, in order."""
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds by process over this side's requests: ``clients`` (this process),
+    ``upstream``, and for a proxy ``proxy`` and ``recorder`` (over the whole run: they
+    work for no one else)."""
+
+    @property
+    def requests(self) -> int:
+        return sum(len(r) for r in self.times)
+
+    def median(self, rounds: slice = slice(None)) -> float:
+        return statistics.median(t for r in self.times[rounds] for t in r)
+
+    def cpu_ms(self, name: str) -> float:
+        """Milliseconds of CPU per request by process ``name``."""
+        return self.cpu.get(name, 0.0) * 1000 / self.requests
+
+
+def clients_at_once(upstream_pid: int, sides: list[Side], body: bytes, rounds: int) -> None:
+    """:data:`CONCURRENT` clients sending ``body`` at once, ``rounds`` rounds each side, the
+    sides in a new random order every round, each round started once the proxies' recorders
+    are idle (a proxy's background work does not fall on the next side's round). Fills each
+    side's times and CPU."""
     import aiohttp
 
-    async def main() -> tuple[float, float]:
-        times: dict[int, list[float]] = {direct: [], proxied: []}
-        headers = Client(direct)._headers()
+    recorders = [c for s in sides if s.pid is not None for c in children_of(s.pid)]
+    shuffle = random.Random(44).shuffle
+
+    async def main() -> None:
+        headers = Client(sides[0].port)._headers()
         connector = aiohttp.TCPConnector(limit_per_host=CONCURRENT)
         async with aiohttp.ClientSession(connector=connector) as session:
 
@@ -290,14 +368,79 @@ def concurrent(direct: int, proxied: int, body: bytes, rounds: int) -> tuple[flo
                     await response.read()
                 return time.perf_counter() - started
 
+            proxies_at: dict[int, tuple[float, float]] = {}
             for i in range(rounds + WARM_UP):
-                for port in (direct, proxied):
-                    took = await asyncio.gather(*(one(port) for _ in range(CONCURRENT)))
+                if i == WARM_UP:
+                    for side in sides:
+                        if side.pid is not None:
+                            recorder = children_of(side.pid)
+                            proxies_at[side.pid] = (
+                                cpu_seconds(side.pid),
+                                sum(cpu_seconds(r) for r in recorder),
+                            )
+                order = list(sides)
+                shuffle(order)
+                for side in order:
+                    settle(recorders)
+                    clients, upstream = time.process_time(), cpu_seconds(upstream_pid)
+                    took = await asyncio.gather(*(one(side.port) for _ in range(CONCURRENT)))
                     if i >= WARM_UP:
-                        times[port] += took
-        return statistics.median(times[direct]), statistics.median(times[proxied])
+                        side.times.append(took)
+                        side.cpu["clients"] = (
+                            side.cpu.get("clients", 0.0) + time.process_time() - clients
+                        )
+                        side.cpu["upstream"] = (
+                            side.cpu.get("upstream", 0.0) + cpu_seconds(upstream_pid) - upstream
+                        )
+            settle(recorders)
+            for side in sides:
+                if side.pid is not None:
+                    proxy_at, recorder_at = proxies_at[side.pid]
+                    side.cpu["proxy"] = cpu_seconds(side.pid) - proxy_at
+                    side.cpu["recorder"] = (
+                        sum(cpu_seconds(r) for r in children_of(side.pid)) - recorder_at
+                    )
 
-    return asyncio.run(main())
+    asyncio.run(main())
+
+
+def block_ratios(direct: Side, proxied: Side) -> list[float]:
+    """The ratio of medians in each of :data:`BLOCKS` runs of rounds, in order."""
+    n = len(direct.times)
+    cuts = [round(n * k / BLOCKS) for k in range(BLOCKS + 1)]
+    return [
+        proxied.median(slice(a, b)) / direct.median(slice(a, b))
+        for a, b in zip(cuts, cuts[1:], strict=False)
+        if b > a
+    ]
+
+
+def clients_lines(direct: Side, proxies: list[Side]) -> list[str]:
+    """The concurrent measurement as table rows: by wall time, then by CPU."""
+    lines = []
+    for side in proxies:
+        ratios = block_ratios(direct, side)
+        lines.append(
+            f"| round trip, small body, {CONCURRENT} clients at once{side.label} "
+            f"(ratio in {len(ratios)} runs of rounds: {min(ratios):.2f}–{max(ratios):.2f}×) | "
+            f"{direct.median() * 1000:.1f} ms | {side.median() * 1000:.1f} ms | "
+            f"{side.median() / direct.median():.3f}× | ≤ 1.1× |"
+        )
+    for side in proxies:
+        direct_cpu = direct.cpu_ms("clients") + direct.cpu_ms("upstream")
+        path_cpu = side.cpu_ms("clients") + side.cpu_ms("upstream") + side.cpu_ms("proxy")
+        lines.append(
+            f"| CPU per request on the path, {CONCURRENT} clients at once{side.label}: "
+            f"clients {direct.cpu_ms('clients'):.2f} / {side.cpu_ms('clients'):.2f} ms, "
+            f"upstream {direct.cpu_ms('upstream'):.2f} / {side.cpu_ms('upstream'):.2f} ms, "
+            f"the proxy's process {side.cpu_ms('proxy'):.2f} ms | {direct_cpu:.2f} ms | "
+            f"{path_cpu:.2f} ms | {path_cpu / direct_cpu:.2f}× | — |"
+        )
+        lines.append(
+            f"| CPU per request off the path, {CONCURRENT} clients at once{side.label}: "
+            f"the recorder's process | — | {side.cpu_ms('recorder'):.2f} ms | — | — |"
+        )
+    return lines
 
 
 HUGE_MB = 450
@@ -390,8 +533,28 @@ def alternated(clients: list[Client], measure: str, body: bytes, n: int) -> list
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=150,
+        help=f"rounds of {CONCURRENT} clients at once, each way",
+    )
     parser.add_argument("--growing", type=int, default=1000)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--clients-only",
+        action="store_true",
+        help=f"only the {CONCURRENT}-client measurement (printed, not written)",
+    )
+    parser.add_argument(
+        "--compare-root",
+        type=Path,
+        action="append",
+        default=[],
+        help=f"also measure the proxy of this checkout in the {CONCURRENT}-client rounds, "
+        "in the same run (a before: `git archive COMMIT | tar -x -C DIR`); repeatable",
+    )
+    parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--proxy-root",
         type=Path,
@@ -400,12 +563,75 @@ def main() -> None:
         "`git worktree add /tmp/before COMMIT`; the figures are printed, not written",
     )
     args = parser.parse_args()
+    if args.upstream:
+        serve_upstream()
+        return
     global PROXY_ROOT
     PROXY_ROOT = args.proxy_root.resolve()
-    if PROXY_ROOT != ROOT:
+    if PROXY_ROOT != ROOT or args.clients_only:
         args.no_write = True
     load_start = os.getloadavg()[0]
-    upstream = start_upstream()
+    upstream_process, upstream = start_upstream()
+    try:
+        run(args, upstream_process.pid, upstream, load_start)
+    finally:
+        upstream_process.terminate()
+        upstream_process.wait(timeout=30)
+
+
+def start_compared(upstream: int, tmp: Path, roots: list[Path]) -> list[Side]:
+    """A proxy of each checkout in ``roots`` (``--compare-root``), recording into ``tmp``."""
+    global PROXY_ROOT
+    sides = []
+    own = PROXY_ROOT
+    try:
+        for k, root in enumerate(roots):
+            PROXY_ROOT = root.resolve()
+            process, port = start_proxy(upstream, tmp / f"compared{k}.db")
+            sides.append(Side(f" ({root})", port, process.pid))
+    finally:
+        PROXY_ROOT = own
+    return sides
+
+
+def stop_all(pids: list[int]) -> None:
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(3000):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+            except ChildProcessError:
+                break
+            time.sleep(0.01)
+
+
+def clients_only(args: argparse.Namespace, upstream_pid: int, upstream: int, load: float) -> None:
+    """``--clients-only``: direct, this proxy and each ``--compare-root``, interleaved."""
+    with tempfile.TemporaryDirectory() as tmp:
+        process, port = start_proxy(upstream, Path(tmp) / "bench.db")
+        compared = start_compared(upstream, Path(tmp), args.compare_root)
+        try:
+            direct, proxied = Side("", upstream), Side(f" ({PROXY_ROOT})", port, process.pid)
+            sides = [direct, proxied, *compared]
+            small = body_of([{"role": "user", "content": "Say hi"}])
+            clients_at_once(upstream_pid, sides, small, args.rounds)
+        finally:
+            stop_all([process.pid, *(s.pid for s in compared if s.pid is not None)])
+    print(
+        f"`python bench/bench_proxy.py --clients-only --rounds {args.rounds}` on "
+        f"{os.cpu_count()} CPU(s); {CONCURRENT} clients x {args.rounds} rounds each way, the "
+        f"sides in random order each round; load average {load:.2f} at the start, "
+        f"{os.getloadavg()[0]:.2f} at the end.\n"
+    )
+    print("| measure | direct | through the proxy | ratio | target |\n|---|---:|---:|---:|---:|")
+    print("\n".join(clients_lines(direct, sides[1:])))
+
+
+def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: float) -> None:
+    if args.clients_only:
+        clients_only(args, upstream_pid, upstream, load_start)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         process, port = start_proxy(upstream, db)
@@ -417,8 +643,13 @@ def main() -> None:
             for label, body in (("small body", small), ("150k-token body (600 KB)", large)):
                 d, p = paired(direct, proxied, "round_trip", body, args.requests)
                 rows.append((label, d, p))
-            d, p = concurrent(upstream, port, small, args.requests)
-            rows.append((f"small body, {CONCURRENT} clients at once", d, p))
+            compared = start_compared(upstream, Path(tmp), args.compare_root)
+            direct_side, proxied_side = Side("", upstream), Side("", port, process.pid)
+            try:
+                clients_at_once(upstream_pid, [direct_side, proxied_side, *compared], small,
+                                args.rounds)  # fmt: skip
+            finally:
+                stop_all([s.pid for s in compared if s.pid is not None])
             steered_rows = []
             steered_process, steered_port = start_proxy(
                 upstream, Path(tmp) / "steered.db", "--steer", "all"
@@ -490,6 +721,8 @@ def main() -> None:
             f"| round trip, {label} | {d * 1000:.1f} ms | {p * 1000:.1f} ms | {ratio:.3f}× "
             "| ≤ 1.1× |"
         )
+    ok &= proxied_side.median() / direct_side.median() <= 1.1
+    lines += clients_lines(direct_side, [proxied_side, *compared])
     for label, d, p, st in steered_rows:
         ratio = st / d
         ok &= ratio <= 1.1
