@@ -10,11 +10,16 @@ one kept-alive connection each (http.client):
   large one (a ~150k-token conversation, 600 KB), median over ``--requests`` each;
   the target: through the proxy ≤ 1.1× direct.
 - **8 concurrent clients**: eight kept-alive connections each sending the small body at
-  once, ``--requests`` rounds, a round direct then a round through the proxy (taking turns);
-  the median of every request's time each way; the target: through the proxy ≤ 1.1× direct.
-- **one huge body**: a 450 MB request (Content-Length, then chunked), which the proxy
-  refuses over 32 MiB (413) without forwarding or holding it; the peak resident memory of the
-  proxy and its recorder (``VmHWM``) after it, against the 500 MB bound.
+  once, ``--rounds`` rounds each way: direct, through this proxy and through the proxy of
+  each ``--compare-root`` checkout (a before, in the same run), in a new random order every
+  round, each round started once the recorders are idle; the median of every request's time
+  each way, the ratio's spread over 5 runs of rounds, and the CPU per request of each
+  process (clients, upstream, proxy, recorder: ``/proc/PID/task/*/schedstat``); the
+  target: through the proxy ≤ 1.1× direct.
+- **one huge body**: a 450 MB request (Content-Length, then chunked), each to a fresh
+  proxy, which refuses a body over 32 MiB (413) without forwarding or holding it; the peak
+  resident memory (``VmHWM``) of the proxy, before and after, and of its recorder, against
+  the 500 MB bound.
 - **first event**: a streamed request, from sending to reading the first event's bytes;
   the target: ≤ 5 ms added at the median.
 - **steering on**: the same round trips through a second proxy started with ``--steer all``,
@@ -29,6 +34,11 @@ one kept-alive connection each (http.client):
 
     python bench/bench_proxy.py              # prints, and rewrites docs/benchmarks.md (#proxy)
     python bench/bench_proxy.py --requests 50 --growing 300 --no-write
+    python bench/bench_proxy.py --clients-only --compare-root /tmp/before   # 8 clients
+    python bench/bench_proxy.py --huge-only                                  # 450 MB bodies
+
+A before for ``--compare-root``: ``mkdir /tmp/before && git archive main | tar -x -C
+/tmp/before`` (its proxy runs with this checkout's Python and packages).
 """
 
 from __future__ import annotations
@@ -450,13 +460,52 @@ HUGE_BOUND_MB = 500
 
 
 def peak_kib(pid: int) -> int:
-    """The peak resident memory (``VmHWM``) of process ``pid`` and of its children."""
-    total = 0
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    for one in [pid, *map(int, children)]:
-        found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{one}/status").read_text())
-        total += int(found.group(1)) if found else 0
-    return total
+    """The peak resident memory (``VmHWM``) of process ``pid``."""
+    found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    return int(found.group(1)) if found else 0
+
+
+@dataclass
+class HugeRow:
+    """One huge body sent to a fresh proxy: what it answered, and the peak resident memory
+    of the proxy and of its recorder before and after."""
+
+    chunked: bool
+    status: int
+    proxy_before: int
+    proxy_after: int
+    recorder_after: int
+
+    def line(self) -> str:
+        sent = "chunked" if self.chunked else "Content-Length"
+        return (
+            f"| one {HUGE_MB} MB request body ({sent}) to a fresh proxy: answered "
+            f"{self.status or 'by closing'} | — | peak {self.proxy_after / 1024:.0f} MiB (the "
+            f"proxy; {self.proxy_before / 1024:.0f} MiB before the body), recorder "
+            f"{self.recorder_after / 1024:.0f} MiB | — | ≤ {HUGE_BOUND_MB} MB |"
+        )
+
+    @property
+    def ok(self) -> bool:
+        return (self.proxy_after + self.recorder_after) / 1024 <= HUGE_BOUND_MB
+
+
+def huge_rows(upstream: int, tmp: Path) -> list[HugeRow]:
+    """A :data:`HUGE_MB` body with a Content-Length, then chunked, each to a fresh proxy
+    that has answered one small request (its imports done)."""
+    rows = []
+    for chunked in (False, True):
+        process, port = start_proxy(upstream, tmp / f"huge{int(chunked)}.db")
+        try:
+            Client(port).round_trip(body_of([{"role": "user", "content": "Say hi"}]))
+            settle(children_of(process.pid))
+            before = peak_kib(process.pid)
+            status = huge_body(port, HUGE_MB << 20, chunked)
+            (recorder,) = children_of(process.pid)
+            rows.append(HugeRow(chunked, status, before, peak_kib(process.pid), peak_kib(recorder)))
+        finally:
+            stop_all([process.pid])
+    return rows
 
 
 def huge_body(port: int, size: int, chunked: bool) -> int:
@@ -554,6 +603,11 @@ def main() -> None:
         help=f"also measure the proxy of this checkout in the {CONCURRENT}-client rounds, "
         "in the same run (a before: `git archive COMMIT | tar -x -C DIR`); repeatable",
     )
+    parser.add_argument(
+        "--huge-only",
+        action="store_true",
+        help=f"only the {HUGE_MB} MB bodies (printed, not written)",
+    )
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--proxy-root",
@@ -568,7 +622,7 @@ def main() -> None:
         return
     global PROXY_ROOT
     PROXY_ROOT = args.proxy_root.resolve()
-    if PROXY_ROOT != ROOT or args.clients_only:
+    if PROXY_ROOT != ROOT or args.clients_only or args.huge_only:
         args.no_write = True
     load_start = os.getloadavg()[0]
     upstream_process, upstream = start_upstream()
@@ -632,6 +686,15 @@ def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: 
     if args.clients_only:
         clients_only(args, upstream_pid, upstream, load_start)
         return
+    if args.huge_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = huge_rows(upstream, Path(tmp))
+        print(f"`python bench/bench_proxy.py --huge-only` ({PROXY_ROOT})\n")
+        print(
+            "| measure | direct | through the proxy | ratio | target |\n|---|---:|---:|---:|---:|"
+        )
+        print("\n".join(row.line() for row in rows))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         process, port = start_proxy(upstream, db)
@@ -668,10 +731,7 @@ def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: 
             finally:
                 steered_process.terminate()
                 steered_process.wait(timeout=30)
-            huge_rows = []
-            for chunked in (False, True):
-                status = huge_body(port, HUGE_MB << 20, chunked)
-                huge_rows.append((chunked, status, peak_kib(process.pid)))
+            huge = huge_rows(upstream, Path(tmp))
             stream = body_of([{"role": "user", "content": "Say hi"}], stream=True)
             first_d, first_p = paired(direct, proxied, "first_event", stream, args.requests)
             # A conversation growing by one exchange (about 620 bytes new) a request.
@@ -748,13 +808,9 @@ def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: 
         f"{second_half:,.0f} B ({half}–{args.growing}) | "
         f"{second_half / first_half:.2f}× | flat (∝ what is new) |"
     )
-    for chunked, status, peak in huge_rows:
-        ok &= peak / 1024 <= HUGE_BOUND_MB
-        lines.append(
-            f"| one {HUGE_MB} MB request body ({'chunked' if chunked else 'Content-Length'}): "
-            f"answered {status or 'by closing'} | — | peak {peak / 1024:.0f} MiB (proxy and "
-            f"recorder, since start) | — | ≤ {HUGE_BOUND_MB} MB |"
-        )
+    for row in huge:
+        ok &= row.ok
+        lines.append(row.line())
     lines += [
         "",
         f"The database holds {stored} requests and {blob_bytes / 1024:.0f} KB of distinct "
