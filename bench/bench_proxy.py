@@ -70,7 +70,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
 START = "<!-- proxy-bench:start -->"
 END = "<!-- proxy-bench:end -->"
-DELAY = 0.020
+UPSTREAM_DELAY = 0.020
+DELAY = UPSTREAM_DELAY
 WARM_UP = 10
 """Requests each way not timed: the first connections, the proxy's first imports."""
 GROWING_TEXT = 300
@@ -151,13 +152,68 @@ def start_upstream() -> tuple[subprocess.Popen[str], int]:
     """The upstream in a process of its own (its CPU apart from the clients', and no
     interpreter lock shared with them); the process and its port."""
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--upstream"],
+        [sys.executable, str(Path(__file__).resolve()), "--upstream", "--delay", str(DELAY)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert process.stdout is not None
     return process, int(process.stdout.readline())
+
+
+def serve_bare(upstream: int) -> None:
+    """``--bare PORT``: the least a forwarder does with aiohttp (a server and a client session,
+    the body read whole, headers copied, no guard, no recorder), in front of the upstream on
+    ``PORT``: the floor the proxy's cost per request is compared with. Its address on stderr,
+    as the proxy says it."""
+    import aiohttp
+
+    async def main() -> None:
+        client = aiohttp.ClientSession(
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+            connector=aiohttp.TCPConnector(limit=0),
+        )
+        dropped = {"host", "content-length", "connection", "transfer-encoding"}
+
+        async def forward(request: web.BaseRequest) -> web.StreamResponse:
+            body = await request.read()
+            headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
+            async with client.request(
+                request.method,
+                f"http://127.0.0.1:{upstream}{request.raw_path}",
+                headers=headers,
+                data=body,
+            ) as answer:
+                data = await answer.read()
+                kept = {k: v for k, v in answer.headers.items() if k.lower() not in dropped}
+                return web.Response(status=answer.status, body=data, headers=kept)
+
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(web.Server(forward), "127.0.0.1", 0)
+        print(f"bare on 127.0.0.1:{server.sockets[0].getsockname()[1]}", file=sys.stderr)
+        sys.stderr.flush()
+        stop = asyncio.Event()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        await stop.wait()
+        await client.close()
+
+    asyncio.run(main())
+
+
+def start_bare(upstream: int) -> Side:
+    """A bare aiohttp forwarder (:func:`serve_bare`) as a side of the 8-client rounds."""
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--bare", str(upstream)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    found = re.search(r"127\.0\.0\.1:(\d+)", process.stderr.readline())
+    if not found:
+        raise SystemExit("the bare forwarder did not start")
+    return Side(" (a bare aiohttp forwarder: the floor)", int(found.group(1)), process.pid, False)
 
 
 PROXY_ROOT = ROOT
@@ -336,6 +392,8 @@ class Side:
     port: int
     pid: int | None = None
     """The proxy's process (None: direct)."""
+    recorded: bool = True
+    """Whether it has a recorder's process (the bare forwarder has none)."""
     times: list[list[float]] = field(default_factory=list)
     """Each round's request times, in order."""
     cpu: dict[str, float] = field(default_factory=dict)
@@ -446,6 +504,8 @@ def clients_lines(direct: Side, proxies: list[Side]) -> list[str]:
             f"the proxy's process {side.cpu_ms('proxy'):.2f} ms | {direct_cpu:.2f} ms | "
             f"{path_cpu:.2f} ms | {path_cpu / direct_cpu:.2f}× | — |"
         )
+        if not side.recorded:
+            continue
         lines.append(
             f"| CPU per request off the path, {CONCURRENT} clients at once{side.label}: "
             f"the recorder's process | — | {side.cpu_ms('recorder'):.2f} ms | — | — |"
@@ -608,7 +668,16 @@ def main() -> None:
         action="store_true",
         help=f"only the {HUGE_MB} MB bodies (printed, not written)",
     )
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=UPSTREAM_DELAY,
+        help=f"seconds the upstream waits before it answers (default {UPSTREAM_DELAY}); the "
+        "figures "
+        "written to docs/benchmarks.md are at the default",
+    )
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--bare", type=int, help=argparse.SUPPRESS)
     parser.add_argument(
         "--proxy-root",
         type=Path,
@@ -617,12 +686,17 @@ def main() -> None:
         "`git worktree add /tmp/before COMMIT`; the figures are printed, not written",
     )
     args = parser.parse_args()
+    global DELAY
+    DELAY = args.delay
     if args.upstream:
         serve_upstream()
         return
+    if args.bare:
+        serve_bare(args.bare)
+        return
     global PROXY_ROOT
     PROXY_ROOT = args.proxy_root.resolve()
-    if PROXY_ROOT != ROOT or args.clients_only or args.huge_only:
+    if PROXY_ROOT != ROOT or args.clients_only or args.huge_only or DELAY != UPSTREAM_DELAY:
         args.no_write = True
     load_start = os.getloadavg()[0]
     upstream_process, upstream = start_upstream()
@@ -664,7 +738,7 @@ def clients_only(args: argparse.Namespace, upstream_pid: int, upstream: int, loa
     """``--clients-only``: direct, this proxy and each ``--compare-root``, interleaved."""
     with tempfile.TemporaryDirectory() as tmp:
         process, port = start_proxy(upstream, Path(tmp) / "bench.db")
-        compared = start_compared(upstream, Path(tmp), args.compare_root)
+        compared = [*start_compared(upstream, Path(tmp), args.compare_root), start_bare(upstream)]
         try:
             direct, proxied = Side("", upstream), Side(f" ({PROXY_ROOT})", port, process.pid)
             sides = [direct, proxied, *compared]
@@ -674,7 +748,8 @@ def clients_only(args: argparse.Namespace, upstream_pid: int, upstream: int, loa
             stop_all([process.pid, *(s.pid for s in compared if s.pid is not None)])
     print(
         f"`python bench/bench_proxy.py --clients-only --rounds {args.rounds}` on "
-        f"{os.cpu_count()} CPU(s); {CONCURRENT} clients x {args.rounds} rounds each way, the "
+        f"{os.cpu_count()} CPU(s); upstream answers after {DELAY * 1000:.0f} ms; "
+        f"{CONCURRENT} clients x {args.rounds} rounds each way, the "
         f"sides in random order each round; load average {load:.2f} at the start, "
         f"{os.getloadavg()[0]:.2f} at the end.\n"
     )
@@ -706,7 +781,10 @@ def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: 
             for label, body in (("small body", small), ("150k-token body (600 KB)", large)):
                 d, p = paired(direct, proxied, "round_trip", body, args.requests)
                 rows.append((label, d, p))
-            compared = start_compared(upstream, Path(tmp), args.compare_root)
+            compared = [
+                *start_compared(upstream, Path(tmp), args.compare_root),
+                start_bare(upstream),
+            ]
             direct_side, proxied_side = Side("", upstream), Side("", port, process.pid)
             try:
                 clients_at_once(upstream_pid, [direct_side, proxied_side, *compared], small,
