@@ -622,21 +622,35 @@ def db_bytes(db: Path) -> int:
 
 def paired(
     direct: Client, proxied: Client, measure: str, body: bytes, n: int
-) -> tuple[float, float]:
-    """Medians over ``n`` requests each, direct and proxied alternately (after warm-ups)."""
+) -> tuple[list[float], list[float]]:
+    """Times of ``n`` requests each, direct and proxied taking turns (after warm-ups)."""
     d, p = alternated([direct, proxied], measure, body, n)
     return d, p
 
 
-def alternated(clients: list[Client], measure: str, body: bytes, n: int) -> list[float]:
-    """Medians over ``n`` requests through each client, taking turns (after warm-ups)."""
+def alternated(clients: list[Client], measure: str, body: bytes, n: int) -> list[list[float]]:
+    """Times of ``n`` requests through each client, taking turns, the order reversed every
+    other turn (A B, B A: neither goes first always), after warm-ups."""
     times: list[list[float]] = [[] for _ in clients]
     for i in range(n + WARM_UP):
-        for k, c in enumerate(clients):
+        turn = list(enumerate(clients))
+        for k, c in turn if i % 2 == 0 else turn[::-1]:
             took = getattr(c, measure)(body)
             if i >= WARM_UP:
                 times[k].append(took)
-    return [statistics.median(t) for t in times]
+    return times
+
+
+def spread(direct: list[float], other: list[float]) -> str:
+    """The ratio of medians in each of :data:`BLOCKS` runs of consecutive requests, lowest to
+    highest: how much the ratio moves within the run."""
+    cuts = [round(len(direct) * k / BLOCKS) for k in range(BLOCKS + 1)]
+    ratios = [
+        statistics.median(other[a:b]) / statistics.median(direct[a:b])
+        for a, b in zip(cuts, cuts[1:], strict=False)
+        if b > a
+    ]
+    return f"{min(ratios):.2f}–{max(ratios):.2f}×"
 
 
 def main() -> None:
@@ -763,12 +777,12 @@ def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: 
         return
     if args.huge_only:
         with tempfile.TemporaryDirectory() as tmp:
-            rows = huge_rows(upstream, Path(tmp))
+            huge = huge_rows(upstream, Path(tmp))
         print(f"`python bench/bench_proxy.py --huge-only` ({PROXY_ROOT})\n")
         print(
             "| measure | direct | through the proxy | ratio | target |\n|---|---:|---:|---:|---:|"
         )
-        print("\n".join(row.line() for row in rows))
+        print("\n".join(row.line() for row in huge))
         return
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
@@ -779,8 +793,8 @@ def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: 
             large = body_of(conversation(300, "large"))  # 600 KB: ~150k tokens of text
             rows = []
             for label, body in (("small body", small), ("150k-token body (600 KB)", large)):
-                d, p = paired(direct, proxied, "round_trip", body, args.requests)
-                rows.append((label, d, p))
+                dt, pt = paired(direct, proxied, "round_trip", body, args.requests)
+                rows.append((label, dt, pt))
             compared = [
                 *start_compared(upstream, Path(tmp), args.compare_root),
                 start_bare(upstream),
@@ -803,15 +817,15 @@ def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: 
                     ("150k-token body (600 KB)", large),
                     ("600 KB of tool calls, the last result rewritten by dups", dup),
                 ):
-                    d, p, s = alternated([direct, proxied, steered], "round_trip", body,
-                                         args.requests)  # fmt: skip
-                    steered_rows.append((label, d, p, s))
+                    dt, pt, stt = alternated([direct, proxied, steered], "round_trip", body,
+                                             args.requests)  # fmt: skip
+                    steered_rows.append((label, dt, pt, stt))
             finally:
                 steered_process.terminate()
                 steered_process.wait(timeout=30)
             huge = huge_rows(upstream, Path(tmp))
             stream = body_of([{"role": "user", "content": "Say hi"}], stream=True)
-            first_d, first_p = paired(direct, proxied, "first_event", stream, args.requests)
+            first_dt, first_pt = paired(direct, proxied, "first_event", stream, args.requests)
             # A conversation growing by one exchange (about 620 bytes new) a request.
             tenth, half = max(1, args.growing // 10), max(2, args.growing // 2)
             rss_early = size_early = size_half = 0
@@ -845,30 +859,32 @@ def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: 
         + "` on "
         f"CPython {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPU(s); "
         f"upstream answers after {DELAY * 1000:.0f} ms; medians over {args.requests} requests "
-        f"each way, alternating; load average {load_start:.2f} at the start, "
+        f"each way, taking turns (A B, B A); load average {load_start:.2f} at the start, "
         f"{os.getloadavg()[0]:.2f} at the end.",
         "",
         "| measure | direct | through the proxy | ratio / added | target |",
         "|---|---:|---:|---:|---:|",
     ]
     ok = True
-    for label, d, p in rows:
-        ratio = p / d
-        ok &= ratio <= 1.1
+    for label, dt, pt in rows:
+        d, p = statistics.median(dt), statistics.median(pt)
+        ok &= p / d <= 1.1
         lines.append(
-            f"| round trip, {label} | {d * 1000:.1f} ms | {p * 1000:.1f} ms | {ratio:.3f}× "
-            "| ≤ 1.1× |"
+            f"| round trip, {label} (ratio in {BLOCKS} runs of requests: {spread(dt, pt)}) | "
+            f"{d * 1000:.1f} ms | {p * 1000:.1f} ms | {p / d:.3f}× | ≤ 1.1× |"
         )
     ok &= proxied_side.median() / direct_side.median() <= 1.1
     lines += clients_lines(direct_side, [proxied_side, *compared])
-    for label, d, p, st in steered_rows:
-        ratio = st / d
-        ok &= ratio <= 1.1
+    for label, dt, pt, stt in steered_rows:
+        d, p, st = statistics.median(dt), statistics.median(pt), statistics.median(stt)
+        ok &= st / d <= 1.1
         lines.append(
             f"| round trip with `--steer all`, {label} (same run: direct {d * 1000:.1f} ms, "
-            f"proxy without steering {p * 1000:.1f} ms) | {d * 1000:.1f} ms | "
-            f"{st * 1000:.1f} ms | {ratio:.3f}× | ≤ 1.1× |"
+            f"proxy without steering {p * 1000:.1f} ms; ratio in {BLOCKS} runs of requests: "
+            f"{spread(dt, stt)}) | {d * 1000:.1f} ms | {st * 1000:.1f} ms | {st / d:.3f}× "
+            "| ≤ 1.1× |"
         )
+    first_d, first_p = statistics.median(first_dt), statistics.median(first_pt)
     added = (first_p - first_d) * 1000
     ok &= added <= 5
     lines.append(
