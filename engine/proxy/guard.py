@@ -88,7 +88,12 @@ def guard_middleware(
                 return refuse(403, reason)
             if request.can_read_body and (request.content_length or 0) <= max_body:
                 try:
-                    await asyncio.wait_for(request.read(), body_timeout)
+                    if request.content.is_eof():
+                        # The whole body came with the headers (an agent's request, most
+                        # often): read at once, without the deadline's task and timer.
+                        await request.read()
+                    else:
+                        await asyncio.wait_for(request.read(), body_timeout)
                 except TimeoutError:
                     late = refuse(408, f"the request body did not arrive within {body_timeout:g} s")
                     # Sent now, and the connection closed: what is left of the body is not

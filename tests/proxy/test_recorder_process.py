@@ -4,6 +4,7 @@ conversations it recorded."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -52,4 +53,32 @@ def test_every_capture_is_stored_in_order_and_the_session_said(tmp_path: Path) -
     sent = [e.request["messages"][0]["content"][0]["text"] for e in exchanges]
     assert sent == texts
     assert recorder.conversations == {sid: f"proxy:{shapes.SESSION}"}
+    assert list(recorder.failures) == []
+
+
+def test_on_the_event_loop_a_capture_larger_than_the_pipe_waits_and_order_is_kept(
+    tmp_path: Path,
+) -> None:
+    """Handed over on an event loop (as the proxy does), a 3,000,000-character request is more
+    than the pipe holds (1 MiB at most): its rest waits while the loop runs, and the two small
+    ones handed over behind it follow it in order."""
+    db = tmp_path / "loop.db"
+    Store.open(db).close()
+    recorder = RecorderProcess(db)
+    texts = ["x" * 3_000_000, "second", "third"]
+
+    async def hand_over() -> bool:
+        for text in texts:
+            recorder.submit(capture(text))
+        waited = recorder._loop is not None  # noqa: SLF001 - the pipe was full
+        while recorder._loop is not None:  # noqa: SLF001 - the loop writes the rest
+            await asyncio.sleep(0.01)
+        return waited
+
+    assert asyncio.run(hand_over())
+    recorder.close()
+    store = Store.open(db)
+    (sid,) = store.proxied_sessions()
+    sent = [e.request["messages"][0]["content"][0]["text"] for e in store.exchanges(sid)]
+    assert sent == texts
     assert list(recorder.failures) == []
