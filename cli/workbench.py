@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Literal
 from cli.arguments import CliError, UsageError
 
 if TYPE_CHECKING:  # the engine is imported once the arguments are parsed (``--help`` needs none)
+    from pathlib import Path
+
     from engine.settings.config import Settings
+    from tui.gc_pause import GcPause
 
 Resume = int | Literal["latest"] | None
 """What ``--resume`` asks for: nothing, ``"latest"`` or a session id."""
@@ -37,9 +40,7 @@ def parse_resume(value: str | None) -> Resume:
 
 def run_tui(args: argparse.Namespace, settings: Settings) -> int:
     """Open the workbench for ``ctxscope [--workspace W] [--resume [ID]] [--db F]``."""
-    from cli.common import db_path
     from engine.settings.config import workspace_folder
-    from engine.store import StoreError
     from engine.validation import workspace_refusal
 
     workspace = workspace_folder(getattr(args, "workspace", None))
@@ -51,6 +52,21 @@ def run_tui(args: argparse.Namespace, settings: Settings) -> int:
             f"{workspace} cannot be a workspace ({refused}): start ctxscope in a project "
             "folder or give --workspace FOLDER"
         )
+    from tui.gc_pause import GcPause
+
+    pause = GcPause()  # from before the import: collections over its heap cost ~0.09 s
+    pause.start()
+    try:
+        return _open(args, settings, workspace, pause)
+    finally:
+        pause.end()  # the app ended it at its first frame; not if it never got there
+
+
+def _open(args: argparse.Namespace, settings: Settings, workspace: Path, pause: GcPause) -> int:
+    """The workbench imported, built and run, the collector paused by ``pause`` until its
+    first session's frame."""
+    from cli.common import db_path
+    from engine.store import StoreError
     from tui.app import CtxscopeApp
 
     wanted = getattr(args, "resume", None)
@@ -67,6 +83,7 @@ def run_tui(args: argparse.Namespace, settings: Settings) -> int:
         settings=settings,
         resume=resume,
         workspace_explicit=bool(getattr(args, "workspace", None)),
+        gc_pause=pause,
     )
     if isinstance(resume, int):
         try:

@@ -69,8 +69,10 @@ class CtxscopeApp(App[int]):
         clock: Clock = wall_clock,
         workspace_label: str | None = None,
         workspace_explicit: bool = False,
+        gc_pause: GcPause | None = None,
     ) -> None:
-        """Open the store at ``db_path`` (errors raise ``StoreError`` before any screen)."""
+        """Open the store at ``db_path`` (errors raise ``StoreError`` before any screen);
+        ``gc_pause``: a pause of the collector begun before the workbench was imported."""
         super().__init__()
         self.settings = settings
         self.workspace = workspace.resolve()
@@ -88,7 +90,7 @@ class CtxscopeApp(App[int]):
         the app runs and stored beside the session after each round (``load_grants``), so
         leaving a session and coming back, now or after a restart, does not forget them."""
         self.store = Store.open(db_path)
-        self.gc_pause = GcPause()
+        self.gc_pause = gc_pause or GcPause()
         """The cyclic collector, paused from the app's start to the first session's frame."""
 
     def on_load(self) -> None:

@@ -156,3 +156,28 @@ async def test_a_recording_is_on_screen_when_the_screen_says_so(
         assert [e.role for e in last_two] == ["user", "answer"]
         assert last_two[0].text == "did you push?"
         assert last_two[1].text.startswith("Yes — everything is pushed and clean:")
+
+
+def test_the_pause_begins_before_the_workbench_is_imported(
+    collector_on: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ctxscope`` pauses the collector before it imports the workbench (the import's heap is
+    most of what a full collection walks) and hands the pause to the app; when the app never
+    reaches a frame — an unknown ``--resume`` id, refused before any screen — the collector
+    runs again after the command."""
+    import cli.workbench as workbench
+    from cli.main import main
+
+    seen: list[bool] = []
+    real = workbench._open
+
+    def opening(*args: object) -> int:
+        seen.append(gc.isenabled())
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(workbench, "_open", opening)
+    argv = ["--workspace", str(tmp_path), "--db", str(tmp_path / "t.db"), "--resume", "9"]
+    code = main(argv, run_tui=workbench.run_tui)
+    assert code != 0
+    assert seen == [False]
+    assert gc.isenabled()
