@@ -67,6 +67,10 @@ class _Job:
     """The folder for scratch databases (None: this import stages nothing)."""
 
 
+PRELOAD = ["engine.recordings.history_preload"]
+"""What the pool's forkserver imports before it forks a worker (a forkserver already started
+by this process, for a replay, keeps what it imported: only the start-up is slower)."""
+
 _job: _Job | None = None
 """The import's settings, in a worker process (what a tool result's history form depends on)."""
 _made = itertools.count()
@@ -188,9 +192,11 @@ def in_pool(
         for path in paths:
             yield path, parse_one(str(path))
         return
+    context = get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
     pool = ProcessPoolExecutor(
         max_workers=jobs,
-        mp_context=get_context("forkserver"),
+        mp_context=context,
         initializer=_worker,
         initargs=(_Job(settings, workspace, scratch),),
     )
