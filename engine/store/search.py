@@ -42,6 +42,10 @@ def create(db: Database) -> None:
     _index(db).create(db)
 
 
+_to_json = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)``, its encoder made once."""
+
+
 def _body(
     role: str, content: str, tool_calls: list[dict[str, Any]], observation: str | None
 ) -> str:
@@ -49,7 +53,7 @@ def _body(
     if role == "tool" and observation is not None and content:
         parts.append(content)
     for call in tool_calls or []:
-        args = json.dumps(call.get("input") or {}, ensure_ascii=False)
+        args = _to_json(call.get("input") or {})
         parts.append(f"{call.get('name', '')} {args}")
     return "\n".join(p for p in parts if p)
 
