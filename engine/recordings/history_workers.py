@@ -155,10 +155,13 @@ def _stage_one(path: str) -> Parsing | Staged:
 
 def _template(folder: Path) -> Path:
     """An empty database of the current schema, made once per worker (copying it is cheaper
-    than creating the tables for each file)."""
+    than creating the tables for each file); its search index a plain table, which the
+    writer's copy indexes (:meth:`Store.plain_index`)."""
     template = folder / f"{os.getpid()}-empty.sqlite"
     if not template.exists():
-        Store.open(template, durable=False).close()
+        store = Store.open(template, durable=False)
+        store.plain_index()
+        store.close()
     return template
 
 

@@ -177,6 +177,12 @@ class HistoryStore(StorePart):
         return staged.attached(self.db, scratch)
 
     @writes
+    def plain_index(self) -> None:
+        """Make this scratch database's search index a plain table (a history import's
+        worker writes into it; :func:`engine.store.staged.plain_index`)."""
+        staged.plain_index(self.db)
+
+    @writes
     def copy_staged(self) -> dict[str, int]:
         """Every row of the attached scratch database copied here, ids shifted past this
         database's; the shift of each table's ids, by table name."""
