@@ -263,7 +263,7 @@ class SessionStore(StorePart):
     @reads
     def session_for_source(self, source: str) -> Session | None:
         """The session that follows the recording ``source`` (``ctxscope watch``), if any."""
-        row = SessionRow.select().where(SessionRow.source == source).order_by(SessionRow.id).first()
+        row = _BY_SOURCE.first(self.db, (source,))  # plain SQL: an import asks per file
         return None if row is None else session_model(row)
 
     @reads
@@ -533,6 +533,7 @@ class SessionStore(StorePart):
 
 
 _SESSION = Select(SessionRow, "{id} = ?")
+_BY_SOURCE = Select(SessionRow, "{source} = ?", order="{id}", limit=1)
 
 
 def _dumped(params: StrategyParams | None) -> dict[str, Any] | None:

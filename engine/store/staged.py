@@ -15,6 +15,7 @@ SQLite only: a PostgreSQL database is written as before.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,7 +98,20 @@ def copy_staged(db: Database) -> Shift:
 def _shifted_columns(model: type[BaseRow], shift: Shift) -> tuple[str, str]:
     """The column list of ``model`` and what each takes from the staged row: an id or a
     reference to one plus its table's shift, anything else as it is."""
-    names, values = [], []
+    names, targets = _columns(model)
+    values = [
+        column if target is None else f"{column} + {shift[target]}"
+        for column, target in zip(names, targets, strict=True)
+    ]
+    return ", ".join(names), ", ".join(values)
+
+
+@functools.cache
+def _columns(model: type[BaseRow]) -> tuple[list[str], list[str | None]]:
+    """``model``'s quoted columns, and for each the table whose ids it holds (None: not
+    an id); worked out once per table, not for every file copied."""
+    names: list[str] = []
+    targets: list[str | None] = []
     for field in model._meta.sorted_fields:
         column = f'"{field.column_name}"'
         target: type[BaseRow] | None = None
@@ -108,8 +122,8 @@ def _shifted_columns(model: type[BaseRow], shift: Shift) -> tuple[str, str]:
         else:
             target = _IDS_WITHOUT_KEY.get((model, field.column_name))
         names.append(column)
-        values.append(column if target is None else f"{column} + {shift[target._meta.table_name]}")
-    return ", ".join(names), ", ".join(values)
+        targets.append(None if target is None else target._meta.table_name)
+    return names, targets
 
 
 INDEX_COLUMNS = ("body", "session_id", "segment_id", "message_id", "round", "role", "tool_name")
