@@ -135,7 +135,7 @@ def _stage_one(path: str) -> Parsing | Staged:
     sources = [imported_source(Path(path), n) for n in range(len(sessions))]
     scratch = job.scratch / f"{os.getpid()}-{next(_made)}.sqlite"
     shutil.copyfile(_template(job.scratch), scratch)
-    store = Store.open(scratch, durable=False)
+    store = Store.open(scratch, durable=False, made_here=True)
     try:
         with store.transaction():
             reports = [
