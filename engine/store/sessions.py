@@ -221,26 +221,32 @@ class SessionStore(StorePart):
         if workspace_given is None:
             workspace_given = provider != "import"
         now = utcnow()
-        row = SessionRow.create(
-            title=title,
-            workspace=workspace,
-            provider=provider,
-            model=model,
-            strategy=strategy,
-            created_at=now,
-            updated_at=now,
-            parent_session_id=parent_session_id,
-            agent_id=agent_id,
-            source=source,
-            params=_dumped(params),
-            origin_user=origin[0] if origin else None,
-            origin_machine=origin[1] if origin else None,
-            workspace_given=workspace_given,
-            recorded_agent=agent or None,
-            recorded_agent_version=agent_version or None,
-            recorded_id=recorded_id or None,
+        # One prepared INSERT (:meth:`_insert_row`), then the row read back as every read
+        # of a session reads it: peewee's Model.create took longer (issue 44: an import
+        # makes a session per recording).
+        new_id = self._insert_row(
+            SessionRow,
+            dict(
+                title=title,
+                workspace=workspace,
+                provider=provider,
+                model=model,
+                strategy=strategy,
+                created_at=now,
+                updated_at=now,
+                parent_session_id=parent_session_id,
+                agent_id=agent_id,
+                source=source,
+                params=_dumped(params),
+                origin_user=origin[0] if origin else None,
+                origin_machine=origin[1] if origin else None,
+                workspace_given=workspace_given,
+                recorded_agent=agent or None,
+                recorded_agent_version=agent_version or None,
+                recorded_id=recorded_id or None,
+            ),
         )
-        return session_model(row)
+        return session_model(self.session_row(new_id))
 
     @reads
     def get_session(self, session_id: int) -> Session:
