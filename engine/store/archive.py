@@ -322,10 +322,11 @@ class ArchiveStore(StorePart):
     @reads
     def summaries(self, session_id: int) -> list[Summary]:
         """Every summary of the session, active or superseded, oldest first."""
-        q = SummaryRow.select().where(SummaryRow.session == session_id).order_by(SummaryRow.id)
-        return [summary_model(r) for r in q]
+        # plain SQL: an import asks at each recorded compaction and at each session's end
+        return [summary_model(r) for r in _SUMMARIES.all(self.db, (session_id,))]
 
 
+_SUMMARIES = Select(SummaryRow, "{session} = ?", order="{id}")
 _LAST_SUMMARY_COMPACTION = Select(
     CompactionRow,
     "{session} = ? AND {summary} IS NOT NULL",
