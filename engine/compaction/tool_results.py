@@ -39,6 +39,10 @@ RECALL_HIT_CHARS = 300
 Form = dict[str, Any]
 
 
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Compact JSON, UTF-8 kept; the encoder made once (a history import makes a form a result)."""
+
+
 class ToolResultCompressor:
     """Turns a :class:`ToolResult` into the dict (and JSON) that a ``tool`` message holds."""
 
@@ -78,9 +82,7 @@ class ToolResultCompressor:
 
     def to_json(self, tool_name: str, result: ToolResult) -> str:
         """The compressed form as compact JSON (what a ``tool`` message's content holds)."""
-        return json.dumps(
-            self.compress(tool_name, result), ensure_ascii=False, separators=(",", ":")
-        )
+        return _compact(self.compress(tool_name, result))
 
     # --- per tool ----------------------------------------------------------------------
 

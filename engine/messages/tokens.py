@@ -165,7 +165,11 @@ def has_text(text: str) -> bool:
 
 def compact_json(value: Any) -> str:
     """The JSON form counted for tool inputs and definitions: no spaces, UTF-8 kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _compact(value)
+
+
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+"""``json.dumps`` with :func:`compact_json`'s options, its encoder made once."""
 
 
 def _block_payload(block: dict[str, Any], out: list[str]) -> int:

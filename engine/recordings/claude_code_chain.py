@@ -237,7 +237,11 @@ def _block_key(mid: Any, block: Any) -> str:
 
 
 def json_key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
+    return _sorted_json(value)
+
+
+_sorted_json = json.JSONEncoder(sort_keys=True).encode
+"""``json.dumps(value, sort_keys=True)``, its encoder made once."""
 
 
 Key = tuple[Place, int, int]

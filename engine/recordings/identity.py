@@ -31,14 +31,17 @@ HEAD_BYTES = 4096
 State = Literal["new", "grown", "rewritten", "unchanged"]
 
 
-def watched_source(path: Path, session_id: str) -> str:
-    """What a watched session is found again by: the file and its recorded session id."""
-    return f"{path.resolve()}#{session_id}"
+def watched_source(path: Path, session_id: str, resolved: Path | None = None) -> str:
+    """What a watched session is found again by: the file and its recorded session id
+    (``resolved``: ``path.resolve()``, when the caller has it)."""
+    return f"{resolved or path.resolve()}#{session_id}"
 
 
-def remembered(store: Store, path: Path) -> ImportedFile | None:
-    """What an import remembered of ``path`` (by the name it was given, or the file's own)."""
-    names = [n for n in (str(path), str(path.absolute()), str(path.resolve())) if storable(n)]
+def remembered(store: Store, path: Path, resolved: Path | None = None) -> ImportedFile | None:
+    """What an import remembered of ``path`` (by the name it was given, or the file's own;
+    ``resolved``: ``path.resolve()``, when the caller has it)."""
+    own = resolved or path.resolve()
+    names = [n for n in (str(path), str(path.absolute()), str(own)) if storable(n)]
     return store.imported_file(*dict.fromkeys(names)) if names else None
 
 
@@ -59,17 +62,18 @@ def stored_recording(
     bytes (``digest_key``), the path an import remembered, or the path a watch follows
     (``session_id``: the session id the recording names)."""
     candidates: list[Session | None] = []
-    if not storable(str(path.resolve())):
+    resolved = path.resolve()  # once: the history import asks for every file it stores
+    if not storable(str(resolved)):
         return None
     if digest_key:
         candidates.append(store.session_for_source(digest_key))
-    before = remembered(store, path)
+    before = remembered(store, path, resolved)
     if before is not None and index < len(before.sessions):
         try:
             candidates.append(store.get_session(before.sessions[index]))
         except SessionNotFound:  # deleted since
             pass
-    candidates.append(store.session_for_source(watched_source(path, session_id)))
+    candidates.append(store.session_for_source(watched_source(path, session_id, resolved)))
     return next((c for c in candidates if c is not None), None)
 
 

@@ -7,6 +7,7 @@ thousands of sessions reads a few rows per session, not every record.
 
 from __future__ import annotations
 
+import functools
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,7 +17,7 @@ from typing import Any
 from peewee import JOIN, SQL, Case, fn
 
 from engine.models import utcnow
-from engine.store import staged
+from engine.store import dialect, staged
 from engine.store.access import reads, writes
 from engine.store.models import (
     CompactionRow,
@@ -28,7 +29,7 @@ from engine.store.models import (
     UsageRow,
 )
 from engine.store.part import StorePart
-from engine.store.rows import row_dicts
+from engine.store.rows import Select, insert_statement, row_dicts
 
 LONG_REQUEST = 200_000
 """Input tokens above which a request is priced at a long-context tier where the price data
@@ -133,6 +134,11 @@ def _imported_file(r: dict[str, Any]) -> ImportedFile:
     )
 
 
+@functools.cache
+def _files_by_path(marks: str) -> Select:
+    return Select(ImportedFileRow, f"{{path}} IN ({marks})")
+
+
 class HistoryStore(StorePart):
     """The imported files' bookkeeping and the report's grouped reads."""
 
@@ -145,8 +151,10 @@ class HistoryStore(StorePart):
     @reads
     def imported_file(self, *paths: str) -> ImportedFile | None:
         """What an import remembered of the first of ``paths`` (names of one file) it knows."""
-        query = ImportedFileRow.select().where(ImportedFileRow.path.in_(paths)).dicts()
-        rows = {r["path"]: r for r in row_dicts(query)}
+        # plain SQL: the history import asks for every file it stores (issue 44)
+        marks = ", ".join("?" for _ in paths)
+        found = _files_by_path(marks).all(self.db, paths)
+        rows = {r.path: r._asdict() for r in found}
         return next((_imported_file(rows[p]) for p in paths if p in rows), None)
 
     @writes
@@ -162,12 +170,19 @@ class HistoryStore(StorePart):
             "refused": file.refused,
             "imported_at": utcnow(),
         }
+        # plain SQL: the history import remembers every file it stores (issue 44)
+        fields = ImportedFileRow._meta.fields
+        table = ImportedFileRow._meta.table_name
+        sets = ", ".join(f'"{fields[name].column_name}" = ?' for name in values)
+        params = [fields[name].db_value(value) for name, value in values.items()]
         with self.together():
-            done = (
-                ImportedFileRow.update(**values).where(ImportedFileRow.path == file.path).execute()
-            )
+            done = dialect.sql(
+                self.db, f'UPDATE "{table}" SET {sets} WHERE "path" = ?', [*params, file.path]
+            ).rowcount
             if not done:
-                ImportedFileRow.insert(path=file.path, **values).execute()
+                row = {"path": file.path, **values}
+                statement, to_params = insert_statement(ImportedFileRow, row)
+                dialect.sql(self.db, statement, to_params(row))
 
     def staged_file(self, scratch: Path) -> AbstractContextManager[None]:
         """A scratch database a history import's worker wrote a file's sessions into,
@@ -175,6 +190,12 @@ class HistoryStore(StorePart):
         outside a transaction)."""
         self.bind()
         return staged.attached(self.db, scratch)
+
+    @writes
+    def plain_index(self) -> None:
+        """Make this scratch database's search index a plain table (a history import's
+        worker writes into it; :func:`engine.store.staged.plain_index`)."""
+        staged.plain_index(self.db)
 
     @writes
     def copy_staged(self) -> dict[str, int]:

@@ -53,11 +53,16 @@ class TimestampField(TextField):
             raise damaged(self, value, "not an ISO 8601 time") from None
 
 
+_to_json = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)``, its encoder made once (issue 44: an import
+writes a few JSON columns a message)."""
+
+
 class JSONField(TextField):
     """Any JSON-serialisable value."""
 
     def db_value(self, value: Any) -> str | None:
-        return None if value is None else json.dumps(value, ensure_ascii=False)
+        return None if value is None else _to_json(value)
 
     def python_value(self, value: str | None) -> Any:
         if value is None:

@@ -434,6 +434,9 @@ class Store(StoreAccess):
     def copy_staged(self) -> dict[str, int]:
         return self.import_history.copy_staged()
 
+    def plain_index(self) -> None:
+        self.import_history.plain_index()
+
     def sessions_source_gone(self) -> set[int]:
         return self.import_history.sessions_source_gone()
 

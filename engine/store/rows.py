@@ -146,6 +146,10 @@ class Select:
         raw = schema.sql(db, self.sql, params).fetchone()
         return None if raw is None else self._convert(raw)
 
+    def all(self, db: Database, params: tuple[Any, ...]) -> list[Any]:
+        """Every row the query finds with ``params``, converted."""
+        return [self._convert(raw) for raw in schema.sql(db, self.sql, params).fetchall()]
+
     def _convert(self, raw: tuple[Any, ...]) -> Any:
         return self._row._make(
             [convert(v) for convert, v in zip(self._converters, raw, strict=True)]

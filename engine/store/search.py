@@ -23,7 +23,7 @@ from typing import Any
 from peewee import Database
 
 from engine.models import RecallHit
-from engine.store.dialect import dialect_of, sql
+from engine.store.dialect import dialect_of, execute_many, sql
 
 TABLE = "archive_fts"
 CREATE = (
@@ -42,6 +42,10 @@ def create(db: Database) -> None:
     _index(db).create(db)
 
 
+_to_json = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)``, its encoder made once."""
+
+
 def _body(
     role: str, content: str, tool_calls: list[dict[str, Any]], observation: str | None
 ) -> str:
@@ -49,7 +53,7 @@ def _body(
     if role == "tool" and observation is not None and content:
         parts.append(content)
     for call in tool_calls or []:
-        args = json.dumps(call.get("input") or {}, ensure_ascii=False)
+        args = _to_json(call.get("input") or {})
         parts.append(f"{call.get('name', '')} {args}")
     return "\n".join(p for p in parts if p)
 
@@ -65,11 +69,13 @@ def index_segment(db: Database, segment_id: int) -> int:
         "WHERE m.segment_id = ? ORDER BY m.id",
         (segment_id,),
     ).fetchall()
+    entries = []
     for mid, sid, number, role, content, calls, meta, observation in rows:
         tool_calls = json.loads(calls) if calls else []
         tool_name = (json.loads(meta) if meta else {}).get("tool_name")
         body = _body(role, content, tool_calls, observation)
-        _index(db).insert(db, body, (sid, segment_id, mid, number, role, tool_name))
+        entries.append((body, (sid, segment_id, mid, number, role, tool_name)))
+    _index(db).insert_all(db, entries)
     return len(rows)
 
 
@@ -318,6 +324,10 @@ class _Fts5:
     def insert(self, db: Database, body: str, row: Row) -> None:
         sql(db, INSERT, (body, *row))
 
+    def insert_all(self, db: Database, entries: list[tuple[str, Row]]) -> None:
+        """:meth:`insert` of each entry, one prepared statement for all."""
+        execute_many(db, INSERT, [(body, *row) for body, row in entries])
+
     def matches(
         self, db: Database, session_id: int, query: str, any_word: bool, limit: int
     ) -> list[Row] | None:
@@ -345,6 +355,10 @@ class _Tsvector:
 
     def insert(self, db: Database, body: str, row: Row) -> None:
         sql(db, PG_INSERT, (body, *tsvector(body), *row))
+
+    def insert_all(self, db: Database, entries: list[tuple[str, Row]]) -> None:
+        for body, row in entries:
+            self.insert(db, body, row)
 
     def matches(
         self, db: Database, session_id: int, query: str, any_word: bool, limit: int

@@ -221,26 +221,32 @@ class SessionStore(StorePart):
         if workspace_given is None:
             workspace_given = provider != "import"
         now = utcnow()
-        row = SessionRow.create(
-            title=title,
-            workspace=workspace,
-            provider=provider,
-            model=model,
-            strategy=strategy,
-            created_at=now,
-            updated_at=now,
-            parent_session_id=parent_session_id,
-            agent_id=agent_id,
-            source=source,
-            params=_dumped(params),
-            origin_user=origin[0] if origin else None,
-            origin_machine=origin[1] if origin else None,
-            workspace_given=workspace_given,
-            recorded_agent=agent or None,
-            recorded_agent_version=agent_version or None,
-            recorded_id=recorded_id or None,
+        # One prepared INSERT (:meth:`_insert_row`), then the row read back as every read
+        # of a session reads it: peewee's Model.create took longer (issue 44: an import
+        # makes a session per recording).
+        new_id = self._insert_row(
+            SessionRow,
+            dict(
+                title=title,
+                workspace=workspace,
+                provider=provider,
+                model=model,
+                strategy=strategy,
+                created_at=now,
+                updated_at=now,
+                parent_session_id=parent_session_id,
+                agent_id=agent_id,
+                source=source,
+                params=_dumped(params),
+                origin_user=origin[0] if origin else None,
+                origin_machine=origin[1] if origin else None,
+                workspace_given=workspace_given,
+                recorded_agent=agent or None,
+                recorded_agent_version=agent_version or None,
+                recorded_id=recorded_id or None,
+            ),
         )
-        return session_model(row)
+        return session_model(self.session_row(new_id))
 
     @reads
     def get_session(self, session_id: int) -> Session:
@@ -263,7 +269,7 @@ class SessionStore(StorePart):
     @reads
     def session_for_source(self, source: str) -> Session | None:
         """The session that follows the recording ``source`` (``ctxscope watch``), if any."""
-        row = SessionRow.select().where(SessionRow.source == source).order_by(SessionRow.id).first()
+        row = _BY_SOURCE.first(self.db, (source,))  # plain SQL: an import asks per file
         return None if row is None else session_model(row)
 
     @reads
@@ -492,22 +498,33 @@ class SessionStore(StorePart):
         """Remembered counts of the texts every request repeats, by digest
         (:func:`engine.messages.tokens.remember`); only those of ``digests`` when given (an
         import asks about its own texts at each session, not the whole table)."""
-        rows = TokenCountRow.select(TokenCountRow.digest, TokenCountRow.tokens)
+        # Plain SQL: an import asks twice a session, and peewee took ten times SQLite's time
+        # to write the query (issue 44).
+        table = TokenCountRow._meta.table_name
         if digests is None:
-            return {row.digest: row.tokens for row in rows}
+            rows = dialect.sql(self.db, f'SELECT "digest", "tokens" FROM "{table}"')
+            return {str(digest): int(tokens) for digest, tokens in rows.fetchall()}
         found: dict[str, int] = {}
         for batch in chunked(list(digests), 500):
-            found.update(
-                {row.digest: row.tokens for row in rows.where(TokenCountRow.digest.in_(batch))}
+            marks = ", ".join("?" for _ in batch)
+            rows = dialect.sql(
+                self.db,
+                f'SELECT "digest", "tokens" FROM "{table}" WHERE "digest" IN ({marks})',
+                batch,
             )
+            found.update({str(digest): int(tokens) for digest, tokens in rows.fetchall()})
         return found
 
     @writes
     def remember_token_counts(self, counts: dict[str, int]) -> None:
         """Keep new counts for later runs; a digest already known is left as it is."""
-        rows = [{"digest": d, "tokens": n} for d, n in counts.items()]
-        for batch in chunked(rows, 200):
-            TokenCountRow.insert_many(batch).on_conflict_ignore().execute()
+        table = TokenCountRow._meta.table_name
+        dialect.execute_many(
+            self.db,
+            f'INSERT INTO "{table}" ("digest", "tokens") VALUES (?, ?) '
+            'ON CONFLICT ("digest") DO NOTHING',
+            list(counts.items()),
+        )
 
     # ------------------------------------------------------------------ todos
     @reads
@@ -522,6 +539,7 @@ class SessionStore(StorePart):
 
 
 _SESSION = Select(SessionRow, "{id} = ?")
+_BY_SOURCE = Select(SessionRow, "{source} = ?", order="{id}", limit=1)
 
 
 def _dumped(params: StrategyParams | None) -> dict[str, Any] | None:

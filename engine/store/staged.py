@@ -15,6 +15,7 @@ SQLite only: a PostgreSQL database is written as before.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,7 +98,20 @@ def copy_staged(db: Database) -> Shift:
 def _shifted_columns(model: type[BaseRow], shift: Shift) -> tuple[str, str]:
     """The column list of ``model`` and what each takes from the staged row: an id or a
     reference to one plus its table's shift, anything else as it is."""
-    names, values = [], []
+    names, targets = _columns(model)
+    values = [
+        column if target is None else f"{column} + {shift[target]}"
+        for column, target in zip(names, targets, strict=True)
+    ]
+    return ", ".join(names), ", ".join(values)
+
+
+@functools.cache
+def _columns(model: type[BaseRow]) -> tuple[list[str], list[str | None]]:
+    """``model``'s quoted columns, and for each the table whose ids it holds (None: not
+    an id); worked out once per table, not for every file copied."""
+    names: list[str] = []
+    targets: list[str | None] = []
     for field in model._meta.sorted_fields:
         column = f'"{field.column_name}"'
         target: type[BaseRow] | None = None
@@ -108,8 +122,22 @@ def _shifted_columns(model: type[BaseRow], shift: Shift) -> tuple[str, str]:
         else:
             target = _IDS_WITHOUT_KEY.get((model, field.column_name))
         names.append(column)
-        values.append(column if target is None else f"{column} + {shift[target._meta.table_name]}")
-    return ", ".join(names), ", ".join(values)
+        targets.append(None if target is None else target._meta.table_name)
+    return names, targets
+
+
+INDEX_COLUMNS = ("body", "session_id", "segment_id", "message_id", "round", "role", "tool_name")
+"""The search index's columns, as the scratch database keeps them (:func:`plain_index`)."""
+
+
+def plain_index(db: Database) -> None:
+    """Make a scratch database's search index a plain table of the same columns: a worker's
+    compactions add their rows to it as they would to the index, and :func:`copy_staged`
+    copies them into the real index, where FTS5 tokenizes them (it must, in the database
+    the index lives in). An FTS5 table here tokenized every archived message a second time
+    for nothing (issue 44: a third of a worker's cost of archiving a compaction)."""
+    sql(db, f"DROP TABLE {search.TABLE}")
+    sql(db, f"CREATE TABLE {search.TABLE} ({', '.join(INDEX_COLUMNS)})")
 
 
 def _copy_index(db: Database, shift: Shift) -> None:
@@ -117,8 +145,7 @@ def _copy_index(db: Database, shift: Shift) -> None:
     s, seg, m = (shift[t._meta.table_name] for t in (SessionRow, SegmentRow, MessageRow))
     sql(
         db,
-        f"INSERT INTO main.{search.TABLE} "
-        "(body, session_id, segment_id, message_id, round, role, tool_name) "
+        f"INSERT INTO main.{search.TABLE} ({', '.join(INDEX_COLUMNS)}) "
         f"SELECT body, session_id + {s}, segment_id + {seg}, message_id + {m}, round, role, "
         f"tool_name FROM {SCHEMA}.{search.TABLE} ORDER BY rowid",
     )

@@ -24,7 +24,6 @@ from engine.store.models import (
 from engine.store.part import StorePart
 from engine.store.rows import (
     Select,
-    table_columns,
     usage_model,
     usage_row,
 )
@@ -59,12 +58,8 @@ class UsageStore(StorePart):
 
     @reads
     def usages(self, session_id: int) -> list[UsageRecord]:
-        q = (
-            UsageRow.select(*table_columns(UsageRow))
-            .where(UsageRow.session == session_id)
-            .order_by(UsageRow.id)
-        )
-        return [usage_model(r) for r in q.namedtuples()]
+        # plain SQL: an import reads a session's usage back for its compactions' flags
+        return [usage_model(r) for r in _USAGES.all(self.db, (session_id,))]
 
     @reads
     def last_usage(self, session_id: int) -> UsageRecord | None:
@@ -198,6 +193,7 @@ class UsageStore(StorePart):
                 dialect.sql(self.db, "PRAGMA query_only = 1")
 
 
+_USAGES = Select(UsageRow, "{session} = ?", order="{id}")
 _LAST_USAGE = Select(
     UsageRow,
     "{session} = ? AND {input_tokens} + {output_tokens} + {cache_read_input_tokens}"
