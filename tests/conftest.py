@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,13 @@ import pytest
 
 import engine.settings.config
 from tests.postgres_server import PostgresServer, binaries
+
+# pytest keeps each test module with its asserts rewritten as a .pyc under __pycache__ (as
+# `make` compiles ctxscope's own modules), even where PYTHONDONTWRITEBYTECODE is set: without it
+# every pytest process rewrote the asserts of all ~230 test modules at every start, 7 s of its
+# 13 s of collection CPU (measured at load 8; the first run on a fresh clone still pays it).
+# Only this process: the commands the tests start keep the environment's setting.
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture(autouse=True)
@@ -50,9 +58,45 @@ def _needs_postgres(item: pytest.Item) -> bool:
     return backend == "postgresql" or "postgres_server" in getattr(item, "fixturenames", ())
 
 
+# ------------------------------------------------------------------- order (pytest-xdist)
+LONGEST_FIRST = (
+    "tests/engine/store/test_recall_backends.py",
+    "tests/engine/store/test_postgres_writers.py",
+    "tests/engine/recordings/test_watch_equals_import.py",
+    "tests/cli/test_replay_selection.py",
+    "tests/tui/test_focus_plain.py",
+    "tests/engine/replay/test_replay_every_step.py",
+    "tests/tui/test_archive_undo.py",
+    "tests/test_tmux_pane.py",
+    "tests/proxy/test_cli.py",
+    "tests/cli/test_startup.py",
+    "tests/tui/test_watch.py",
+    "tests/tui/test_hand_compaction.py",
+    "tests/security/test_symlink_races.py",
+    "tests/tui/test_regressions.py",
+    "tests/engine/recordings/test_watch_race.py",
+)
+"""The files that hold the suite's longest tests, longest first (each has a test of 20 s or
+more in a run at load 8-14 on the 2-core build machine, 29 Nov: ``--durations``). They run
+first, so a long test never starts last and holds the end of the run while the other
+worker has nothing left: pytest-xdist's worksteal hands each worker a half of the list in
+order and a worker that runs out takes the back half of the other's queue, which then holds
+only short tests."""
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """:data:`LONGEST_FIRST`'s files first, in its order; each file's tests, and the rest of
+    the suite, in the order collected (the same on every worker: a stable sort)."""
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+    last = len(LONGEST_FIRST)
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], last))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without a PostgreSQL server the tests that need one are left out, and said so once at
-    the end (``pytest_terminal_summary``), rather than skipped one line each."""
+    """The longest tests first (:func:`_longest_first`). Without a PostgreSQL server the tests
+    that need one are left out, and said so once at the end (``pytest_terminal_summary``),
+    rather than skipped one line each."""
+    _longest_first(items)
     if binaries() is not None:
         return
     left_out = [item for item in items if _needs_postgres(item)]

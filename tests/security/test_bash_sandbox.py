@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -108,34 +109,54 @@ def test_the_key_cannot_be_read_through_proc_in_any_encoding(workspace: Path) ->
     assert f"/proc/{out['pid']}/environ: No such file or directory" in out["data"]["stderr"]
 
 
-def _spawn_escapers(workspace: Path, trials: int, **settings: object) -> list[Path]:
-    """Each call leaves a ``setsid`` child without the call's tag that stamps a file every
-    50 ms; return the stamp files."""
-    stamps = []
-    for i in range(trials):
-        stamp = workspace / f"alive-{i}"
-        command = (
-            "setsid env -u CTXSCOPE_BASH_CALL sh -c "
-            f"'while :; do date +%s%N > {stamp.name}; sleep 0.05; done' "
-            "> /dev/null 2>&1 < /dev/null & sleep 0.1; echo started"
-        )
-        result = _bash(workspace, command, **settings)
-        assert result.data["stdout"] == "started\n"
-        stamps.append(stamp)
-    return stamps
+def _spawn_escaper(workspace: Path, i: int, **settings: object) -> tuple[Path, int]:
+    """One call that leaves a ``setsid`` child without the call's tag, stamping a file with
+    the time every 50 ms; the call returns once the child has stamped once. Return the stamp
+    file and the time the call had ended (``time.time_ns()``, the clock ``date +%s%N`` reads)."""
+    stamp = workspace / f"alive-{i}"
+    command = (
+        "setsid env -u CTXSCOPE_BASH_CALL sh -c "
+        f"'while :; do date +%s%N > {stamp.name}; sleep 0.05; done' "
+        f"> /dev/null 2>&1 < /dev/null & until [ -s {stamp.name} ]; do sleep 0.01; done; "
+        "echo started"
+    )
+    result = _bash(workspace, command, **settings)
+    ended = time.time_ns()
+    assert result.data["stdout"] == "started\n"
+    return stamp, ended
 
 
 @pytest.mark.parametrize("sandbox", ["auto", "none"])
 def test_a_setsid_child_without_the_tag_is_gone_when_its_call_ends(
     workspace: Path, sandbox: str
 ) -> None:
-    stamps = _spawn_escapers(workspace, 15, bash_sandbox=sandbox)
-    assert all(s.exists() for s in stamps)  # each child ran
-    time.sleep(0.3)
-    before = [s.read_text() for s in stamps]
-    time.sleep(0.5)  # ten stamping periods
-    after = [s.read_text() for s in stamps]
-    assert sum(a != b for a, b in zip(after, before, strict=True)) == 0
+    """15 calls, 5 at a time (each waits out the guard's linger, tools.bash_guard.LINGER):
+    no child stamped a time after its call had ended — a child left running would stamp
+    every 50 ms — and none runs any more. A child killed while writing leaves its stamp
+    empty."""
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        calls = [pool.submit(_spawn_escaper, workspace, i, bash_sandbox=sandbox) for i in range(15)]
+        spawned = [call.result() for call in calls]
+    assert all(stamp.exists() for stamp, _ in spawned)  # each child ran
+    assert [s.name for s, ended in spawned if int(s.read_text() or 0) > ended] == []
+    assert _stamping(workspace) == []
+
+
+def _stamping(workspace: Path) -> list[str]:
+    """Command lines of processes still running a stamp loop of this test's workspace (their
+    working directory), as ``/proc`` shows them."""
+    left = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if b"> alive-" in cmdline and cwd == str(workspace):
+            left.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return left
 
 
 def test_only_the_workspace_is_writable_and_the_outside_is_not_visible(

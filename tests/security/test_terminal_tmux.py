@@ -107,10 +107,16 @@ def test_the_workbench_writes_no_attack_to_the_terminal(tmux: Tmux, tmp_path: Pa
     tmux("pipe-pane", "-o", "-t", "bench", f"cat >> {raw}")
     tmux("send-keys", "-t", "bench", command, "Enter")
     assert wait_for(lambda: "#1 import:" in tmux.screen("bench")), tmux.screen("bench")
-    time.sleep(2)  # the panes fill from workers
-    for key in ("F6", "F6", "Escape"):  # the scratchpad (the last round's tool call) and back
-        tmux("send-keys", "-t", "bench", key)
-        time.sleep(0.5)
+    # the panes fill from workers: the history's count, the gauge's heaviest step
+    filled = ("F6: last round", "4 messages", "heaviest assistant step")
+    assert wait_for(lambda: all(s in tmux.screen("bench") for s in filled)), tmux.screen("bench")
+    # the scratchpad (the last round's tool call) and back, each once it shows; the Escape
+    # is read before the C-q below, so the pipe holds what it drew
+    tmux("send-keys", "-t", "bench", "F6")
+    assert wait_for(lambda: "F6: back to live" in tmux.screen("bench"), 30), tmux.screen("bench")
+    tmux("send-keys", "-t", "bench", "F6")
+    assert wait_for(lambda: "Scratchpad · live" in tmux.screen("bench"), 30), tmux.screen("bench")
+    tmux("send-keys", "-t", "bench", "Escape")
     shown = tmux.screen("bench")
     tmux("send-keys", "-t", "bench", "C-q")
     assert wait_for(lambda: "#1 import:" not in tmux.screen("bench"), 30)

@@ -136,7 +136,10 @@ def test_every_process_of_a_compound_command_dies_when_ctxscope_is_killed(
     pids_file = workspace / "pids"
     _wait_for_pid_lines(pids_file, 2)
     pids = [int(line) for line in pids_file.read_text().split()]
-    time.sleep(0.2)  # the foreground sleep has started too
+    # the foreground sleep has started too: all three run
+    deadline = time.monotonic() + 30
+    while len(_sleeps_running(command)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert all(alive(pid) for pid in pids)
     proc.kill()  # SIGKILL: nothing of ctxscope runs; the guard must end them all
     proc.wait()
@@ -152,22 +155,28 @@ def _wait_for_pid_lines(path: Path, n: int) -> None:
     raise AssertionError(f"{path} never held {n} pids")
 
 
-def _sleeps_left(command: str) -> list[str]:
-    """Processes still running one of ``command``'s ``sleep 30N`` (foreground ones included)."""
+def _sleeps_running(command: str) -> list[str]:
+    """Processes running one of ``command``'s ``sleep 30N`` (foreground ones included)."""
     wanted = {f"sleep {word}" for word in command.split() if word.startswith("30")}
     assert len(wanted) == 3
+    running = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            text = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+            if text in wanted:
+                running.append(text)
+    return running
+
+
+def _sleeps_left(command: str) -> list[str]:
+    """:func:`_sleeps_running`, once none is left or after 5 s."""
     deadline = time.monotonic() + 5
     while True:
-        left = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                text = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
-                if text in wanted:
-                    left.append(text)
+        left = _sleeps_running(command)
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)

@@ -47,6 +47,23 @@ def db_path(tmp_path: Path) -> Path:
 
 AppFactory = Callable[..., CtxscopeApp]
 
+SHOWN_FOR = 3600.0
+"""Seconds a notification stays up in a test. The workbench's own (3 to 20 s, Textual's 5 s by
+default) are wall-clock time, which a loaded machine can spend before the test reads what was
+shown: at load 8-14, ``test_retry_wait_is_a_notice`` (a 3 s toast) and
+``test_a_skipped_compaction_leaves_no_fork`` (5 s) failed with the notification already gone."""
+
+
+def _lasting(app: CtxscopeApp) -> None:
+    """``app``'s notifications, each shown for :data:`SHOWN_FOR` seconds (its text, title and
+    severity as the workbench gives them)."""
+    notify = app.notify
+
+    def shown_until_read(message: str, **kwargs: Any) -> None:
+        notify(message, **{**kwargs, "timeout": SHOWN_FOR})
+
+    app.notify = shown_until_read  # type: ignore[method-assign]
+
 
 @pytest.fixture
 def make_app(workspace: Path, db_path: Path) -> Iterator[AppFactory]:
@@ -59,6 +76,7 @@ def make_app(workspace: Path, db_path: Path) -> Iterator[AppFactory]:
         kwargs.setdefault("workspace_label", "demo")
         kwargs.setdefault("provider", OfflineProvider(settings))
         app = CtxscopeApp(db_path=db_path, workspace=workspace, settings=settings, **kwargs)
+        _lasting(app)
         apps.append(app)
         return app
 

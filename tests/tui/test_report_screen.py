@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
@@ -83,10 +84,21 @@ async def test_the_report_is_in_the_command_palette(
         await opened(pilot)
         await pilot.press("ctrl+p")
         await pilot.press(*"Report")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: "Report" in _highlighted_command(pilot))
         await pilot.press("enter")
         screen = await _report(pilot)
         assert screen.report is not None and len(screen.report.sessions) == 3
+
+
+def _highlighted_command(pilot: Pilot[Any]) -> str:
+    """The command palette's highlighted hit ("" while it has none)."""
+    screen = pilot.app.screen
+    if not isinstance(screen, CommandPalette):
+        return ""
+    hits = screen.query_one(CommandList)
+    if hits.highlighted is None:
+        return ""
+    return str(hits.get_option_at_index(hits.highlighted).prompt)
 
 
 SnapCompare = Callable[..., bool]

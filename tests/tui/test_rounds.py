@@ -101,7 +101,7 @@ async def test_mention_completion_from_workspace_files(make_app: AppFactory) -> 
         box = main_screen(app).query_one("#input", Input)
         box.focus()
         await pilot.press("r", "e", "a", "d", "space", "@", "s", "r", "c", "/", "p")
-        await pilot.pause(0.1)
+        await settle(pilot)  # the suggestion is worked out in a worker
         await pilot.press("right")
         assert box.value == "read @src/parser.py"
 

@@ -94,9 +94,17 @@ def follow_both(lines: list[str]) -> TailParser:
     return parser
 
 
+@functools.cache
+def followed_as_it_is(path: Path) -> TailParser:
+    """:func:`follow_both` of a corpus file as it is, run once in a worker (its assertions
+    with it): marot's is both a test below and the baseline of the repeated-uuid tests (2.3 s
+    of CPU each time at load 8-14)."""
+    return follow_both(path.read_text(encoding="utf-8").splitlines())
+
+
 @pytest.mark.parametrize("path", [MAROT, MOREDIP, MOREDIP_AGENT, YOAVF], ids=lambda p: p.name[:30])
 def test_a_corpus_file_grown_look_by_look_parses_as_the_whole_file(path: Path) -> None:
-    parser = follow_both(path.read_text(encoding="utf-8").splitlines())
+    parser = followed_as_it_is(path)
     if path == MAROT:
         # 1,863 lines in 77 looks: the whole file is parsed again only when the tail cannot
         # be used (the first conversation, a record hanging elsewhere); most looks parse the
@@ -234,8 +242,7 @@ def test_a_repeated_uuid_keeps_the_tail(where: int, copied: str) -> None:
     assert parser.tail_parses >= plain_tail
 
 
-@functools.cache
 def _marot_parses() -> tuple[int, int]:
     """Whole and tail parses of marot as it is, grown the same way."""
-    plain = follow_both(MAROT.read_text(encoding="utf-8").splitlines())
+    plain = followed_as_it_is(MAROT)
     return plain.whole_parses, plain.tail_parses

@@ -228,7 +228,11 @@ def test_step_limit_ends_a_runaway_round(store: Store, workspace: Path) -> None:
 def test_cancel_mid_tool_leaves_a_valid_conversation(store: Store, workspace: Path) -> None:
     provider = Scripted(
         [
-            answer("", tool_use("t1", "Bash", command="sleep 30"), tool_use("t2", "LS", path=".")),
+            answer(
+                "",
+                tool_use("t1", "Bash", command="touch started; sleep 30"),
+                tool_use("t2", "LS", path="."),
+            ),
         ]
     )
     agent, events = make_agent(store, workspace, provider, bash_policy="allow")
@@ -238,7 +242,8 @@ def test_cancel_mid_tool_leaves_a_valid_conversation(store: Store, workspace: Pa
     deadline = time.monotonic() + 10
     while not any(e.type == "tool_started" for e in events) and time.monotonic() < deadline:
         time.sleep(0.02)
-    time.sleep(0.2)
+    while not (workspace / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)  # the command runs
     agent.cancel()
     runner.join(15)
     assert not runner.is_alive()

@@ -8,7 +8,6 @@ and every hit (a limit no session reaches)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -69,20 +68,28 @@ def _fill(store: Store) -> list[int]:
     return archived
 
 
-@pytest.fixture
-def both(postgres_server: PostgresServer, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+Filled = tuple[Store, Store, list[int], list[int]]
+
+
+@pytest.fixture(scope="module")
+def filled(
+    postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Filled]:
+    """Both stores filled once (:func:`_fill`) for this module's tests, which only read them
+    (the corpus imported into PostgreSQL once, not once a test), with the sessions each
+    archived."""
     url = postgres_server.create_database("recall")
-    lite, pg = Store.open(tmp_path / "r.db"), Store.open(url)
-    yield lite, pg
+    lite = Store.open(tmp_path_factory.mktemp("recall") / "r.db")
+    pg = Store.open(url)
+    yield lite, pg, _fill(lite), _fill(pg)
     lite.close()
     pg.close()
     postgres_server.drop_database(url)
 
 
-def test_recall_finds_the_same_messages_on_both(both: tuple[Store, Store]) -> None:
-    lite, pg = both
-    sessions = _fill(lite)
-    assert _fill(pg) == sessions
+def test_recall_finds_the_same_messages_on_both(filled: Filled) -> None:
+    lite, pg, sessions, on_pg = filled
+    assert on_pg == sessions
     assert len(sessions) >= 4  # the corpus has several sessions of more than one round
     asked_of: dict[int, list[str]] = {}
     for sid in sessions:
@@ -107,9 +114,9 @@ def test_recall_finds_the_same_messages_on_both(both: tuple[Store, Store]) -> No
     assert found > asked // 4  # the comparison is over real hits, not empty answers
 
 
-def test_a_hit_on_postgresql_carries_its_snippet_and_place(both: tuple[Store, Store]) -> None:
-    _, pg = both
-    sid = _fill(pg)[0]
+def test_a_hit_on_postgresql_carries_its_snippet_and_place(filled: Filled) -> None:
+    _, pg, _, on_pg = filled
+    sid = on_pg[0]
     hits = pg.search_archive(sid, "the", limit=3)
     assert hits and all(h.segment_id and h.round >= 1 and h.score > 0 for h in hits)
     assert all("[" in h.snippet and "]" in h.snippet for h in hits)
