@@ -218,6 +218,18 @@ def hold_session_lock(url: str, session_id: int) -> Any | None:
     return None
 
 
+def release_session_lock(con: Any) -> None:
+    """Free a lease lock :func:`hold_session_lock` took, then close its connection. Closing
+    alone frees it only once the server's backend for that connection has exited, a moment
+    later: a writer asking straight after a release could find the session still held."""
+    try:
+        con.execute("SELECT pg_advisory_unlock_all()")
+    except Exception:  # noqa: BLE001 — a broken connection: closing it frees the lock
+        pass
+    finally:
+        con.close()
+
+
 def session_lock_held(db: PostgresqlDatabase, session_id: int) -> bool:
     """Does a live client hold the session's lease lock?"""
     row = sql(

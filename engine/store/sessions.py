@@ -130,7 +130,7 @@ class SessionStore(StorePart):
                     )
                 except BaseException:
                     if held is not None:
-                        held.close()
+                        postgres.release_session_lock(held)
                     raise
             if taken:
                 lease = Lease(self, session_id, owner, other, heartbeat, held)
@@ -593,7 +593,7 @@ class Lease:
             self.store._release(self.owner)
         finally:
             if self._lock is not None:
-                self._lock.close()
+                postgres.release_session_lock(self._lock)
                 self._lock = None
 
     def __enter__(self) -> Lease:
