@@ -55,10 +55,29 @@ def rollout_lines() -> list[bytes]:
     return ROLLOUT.read_bytes().split(b"\n")[:-1]
 
 
+def db_stderr(db: Path) -> Path:
+    """Where :func:`_watch` writes the command's standard error."""
+    return db.with_suffix(".stderr")
+
+
+def _ended(proc: subprocess.Popen[str], stderr: Path) -> int:
+    """The exit code of a watch sent SIGTERM, within 20 s; past that its threads' stacks
+    (faulthandler, on SIGABRT) and its standard error are the failure's message."""
+    try:
+        return proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        proc.wait(timeout=20)
+        raise AssertionError(
+            "watch did not end within 20 s of SIGTERM:\n" + stderr.read_text(errors="replace")
+        ) from None
+
+
 def _watch(args: list[str], db: Path, home: Path) -> subprocess.Popen[str]:
-    err = open(db.with_suffix(".stderr"), "w")  # noqa: SIM115 - closed with the process
+    err = open(db_stderr(db), "w")  # noqa: SIM115 - closed with the process
     env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "CLAUDE_CONFIG_DIR")}
     env.update(PYTHONPATH=str(ROOT), HOME=str(home), CTXSCOPE_WATCH_POLL_INTERVAL="0.05")
+    env.update(PYTHONFAULTHANDLER="1")  # a watch that hangs shows where (:func:`_ended`)
     return subprocess.Popen(
         [sys.executable, "-m", "cli.workbench", "watch", *args, "--jsonl", "--db", str(db)],
         stdout=subprocess.PIPE,
@@ -100,7 +119,7 @@ def test_codex_rollout_grown_record_by_record(tmp_path: Path, home: Path) -> Non
             time.sleep(0.1)
         assert stored >= 42 and proc.poll() is None
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
+        assert _ended(proc, db_stderr(tmp_path / "w.db")) == 0
     finally:
         proc.kill()
     # Every record once (the updates' records add up to the lines written), in order (the
@@ -183,7 +202,7 @@ def test_watch_without_a_path_follows_the_newest_codex_rollout(tmp_path: Path, h
     try:
         first = _read_until(_lines(proc), 1)[0]
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
+        assert _ended(proc, db_stderr(tmp_path / "w.db")) == 0
     finally:
         proc.kill()
     assert first["path"] == str(newest) and first["records"] == 153
