@@ -43,7 +43,8 @@ async def test_the_workbench_shows_the_imported_figures(
         assert "context – (no API usage recorded)" in gauge
     else:
         assert (
-            f"context {figures['context_tokens']:,} / {figures['context_window']:,} window" in gauge
+            f"context {figures['context_tokens']:,} / {figures['context_window']:,} window "
+            f"({figures['percent']}%)" in gauge
         )
     if figures["auto_compact_at"] is not None:
         assert f"{figures['until_auto_compact']:,} until auto-compact" in gauge

@@ -44,9 +44,8 @@ def own_figures(state: GaugeState, own: OwnAgentView) -> Text:
         text.append("– (no API usage recorded)\n", style="dim")
     else:
         text.append(f"{own.context_tokens:,}", style=f"bold {colour}")
-        text.append(
-            f" / {own.context_window:,} window ({percent(own.context_tokens, own.context_window)})"
-        )
+        # the share as every surface prints it (engine.figures), not worked out again here
+        text.append(f" / {own.context_window:,} window ({own.figures.percent}%)")
         text.append(f" · {own.who}'s last call as recorded\n", style="dim")
     if own.compact_at is not None:
         text.append(f"{own.until_compact or 0:,} until auto-compact", style="bold")
