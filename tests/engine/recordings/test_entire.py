@@ -261,6 +261,22 @@ def test_a_per_checkpoint_ref_is_named_by_its_id_and_shard() -> None:
     assert per_checkpoint_id("refs/entire/checkpoints/IL/01M05RN3X2Z7NSB62J6F0RH4IL") is None
 
 
+def another_copy(tree: Path, lines: slice) -> None:
+    """The fixture's session in a second checkpoint under ``tree``, ``aa/00000000000001/``,
+    as Entire would keep a copy of it: those ``lines`` of its transcript, its session
+    metadata (without Entire's figures)."""
+    early = tree / "aa" / "00000000000001"
+    (early / "0").mkdir(parents=True)
+    transcript = (CHECKPOINT / "0" / "full.jsonl").read_bytes().splitlines(keepends=True)
+    (early / "0" / "full.jsonl").write_bytes(b"".join(transcript[lines]))
+    session = json.loads((CHECKPOINT / "0" / "metadata.json").read_text())
+    session |= {"checkpoint_id": "aa00000000000001", "token_usage": None}
+    (early / "0" / "metadata.json").write_text(json.dumps(session))
+    (early / "metadata.json").write_text(
+        json.dumps({"checkpoint_id": "aa00000000000001", "sessions": []})
+    )
+
+
 def test_a_session_in_several_checkpoints_is_read_once(tmp_path: Path, store: Store) -> None:
     """Entire copies a session's transcript into each checkpoint it reaches (teslamint/
     entirecontext: one Claude Code session in 7 checkpoints, each copy the first bytes of the
@@ -270,16 +286,7 @@ def test_a_session_in_several_checkpoints_is_read_once(tmp_path: Path, store: St
     copy, with the fixture's 7 requests, the other copy named; Entire's 7 calls agree with it."""
     tree = tmp_path / "tree"
     shutil.copytree(TREE, tree)
-    early = tree / "aa" / "00000000000001"
-    (early / "0").mkdir(parents=True)
-    lines = (CHECKPOINT / "0" / "full.jsonl").read_bytes().splitlines(keepends=True)
-    (early / "0" / "full.jsonl").write_bytes(b"".join(lines[:11]))
-    session = json.loads((CHECKPOINT / "0" / "metadata.json").read_text())
-    session |= {"checkpoint_id": "aa00000000000001", "token_usage": None}
-    (early / "0" / "metadata.json").write_text(json.dumps(session))
-    (early / "metadata.json").write_text(
-        json.dumps({"checkpoint_id": "aa00000000000001", "sessions": []})
-    )
+    another_copy(tree, slice(0, 11))
     files = parse_path(tree)
     ((transcript, parsed),) = files.files
     assert Path(*transcript.parts[-3:]) == Path("a9c2e71b04d5/0/full.jsonl")
@@ -296,13 +303,7 @@ def test_copies_of_a_session_that_differ_are_each_read(tmp_path: Path) -> None:
     recording of its own: both are read."""
     tree = tmp_path / "tree"
     shutil.copytree(TREE, tree)
-    other = tree / "aa" / "00000000000001"
-    (other / "0").mkdir(parents=True)
-    lines = (CHECKPOINT / "0" / "full.jsonl").read_bytes().splitlines(keepends=True)
-    (other / "0" / "full.jsonl").write_bytes(b"".join(lines[1:11]))  # not its first bytes
-    session = json.loads((CHECKPOINT / "0" / "metadata.json").read_text())
-    (other / "0" / "metadata.json").write_text(json.dumps(session | {"token_usage": None}))
-    (other / "metadata.json").write_text(json.dumps({"checkpoint_id": "aa01", "sessions": []}))
+    another_copy(tree, slice(1, 11))  # not its first bytes
     assert len(parse_path(tree).files) == 2
 
 
@@ -351,16 +352,7 @@ def test_a_session_grown_into_a_later_checkpoint_is_stored_into_its_session(
     once a later checkpoint holds all 19 (7): the same session, now with the 7 requests, not a
     second session billing the first 5 again."""
     tree = tmp_path / "tree"
-    early = tree / "aa" / "00000000000001"
-    (early / "0").mkdir(parents=True)
-    lines = (CHECKPOINT / "0" / "full.jsonl").read_bytes().splitlines(keepends=True)
-    (early / "0" / "full.jsonl").write_bytes(b"".join(lines[:11]))
-    session = json.loads((CHECKPOINT / "0" / "metadata.json").read_text())
-    session |= {"checkpoint_id": "aa00000000000001", "token_usage": None}
-    (early / "0" / "metadata.json").write_text(json.dumps(session))
-    (early / "metadata.json").write_text(
-        json.dumps({"checkpoint_id": "aa00000000000001", "sessions": []})
-    )
+    another_copy(tree, slice(0, 11))
     (first,) = import_parsed(store, parse_path(tree), "/tmp/ws", Settings())
     assert len(store.usages(first.session.id)) == 5
     shutil.copytree(TREE, tree, dirs_exist_ok=True)
