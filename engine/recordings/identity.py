@@ -18,6 +18,7 @@ bytes and more of them is a file that grew; anything else was rewritten.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -56,11 +57,18 @@ def storable(text: str) -> bool:
 
 
 def stored_recording(
-    store: Store, path: Path, index: int, session_id: str, digest_key: str | None = None
+    store: Store,
+    path: Path,
+    index: int,
+    session_id: str,
+    digest_key: str | None = None,
+    earlier_keys: Sequence[str] = (),
 ) -> Session | None:
     """The session holding the ``index``-th recording of ``path`` already, if any: by its
-    bytes (``digest_key``), the path an import remembered, or the path a watch follows
-    (``session_id``: the session id the recording names)."""
+    bytes (``digest_key``), the path an import remembered, the path a watch follows
+    (``session_id``: the session id the recording names), or the bytes of a shorter copy of
+    it (``earlier_keys``: copies whose bytes begin this file, as Entire keeps a session in
+    each checkpoint it reaches)."""
     candidates: list[Session | None] = []
     resolved = path.resolve()  # once: the history import asks for every file it stores
     if not storable(str(resolved)):
@@ -74,6 +82,7 @@ def stored_recording(
         except SessionNotFound:  # deleted since
             pass
     candidates.append(store.session_for_source(watched_source(path, session_id, resolved)))
+    candidates += (store.session_for_source(key) for key in earlier_keys)
     return next((c for c in candidates if c is not None), None)
 
 

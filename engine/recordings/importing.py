@@ -29,7 +29,6 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from engine.models import Session
 from engine.recordings import agents, entire
 from engine.recordings.base import (
     ImportError_,
@@ -286,9 +285,14 @@ def import_parsed(
             key = imported_source(path, index)
             nth[path] += 1
             found = store.session_for_source(key) if key else None
-            held = None if found else stored_recording(store, path, index, one.source_session)
-            if found is None and held is None:
-                held = _holding_a_start(store, parsed.starts.get(path, []), index)
+            held = None
+            if found is None:
+                # copies whose bytes begin this file (an Entire session's earlier checkpoints)
+                starts = parsed.starts.get(path, [])
+                earlier = [k for p in starts if (k := imported_source(p, index))]
+                held = stored_recording(
+                    store, path, index, one.source_session, earlier_keys=earlier
+                )
             if found is not None:
                 report = ImportReport(session=found, fmt=one.fmt, records=one.records)
                 report.stored_before = True
@@ -319,17 +323,6 @@ def import_parsed(
             reports.append(report)
         _remember(store, reports)
     return reports
-
-
-def _holding_a_start(store: Store, starts: list[Path], index: int) -> Session | None:
-    """The session that stored one of ``starts`` (files whose bytes begin the one being
-    stored: the same recording, shorter), if any."""
-    for start in starts:
-        key = imported_source(start, index)
-        held = store.session_for_source(key) if key else None
-        if held is not None:
-            return held
-    return None
 
 
 def _remember(store: Store, reports: list[ImportReport]) -> None:
