@@ -34,7 +34,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from engine.recordings.base import Parsed
 
@@ -217,7 +217,7 @@ def keep(parsed: Parsed, checkpoint: dict[str, Any], session: dict[str, Any]) ->
         own = transcript_usage(parsed)
         theirs = {k: figures.get(k, 0) for k in (*USAGE_FIELDS, "api_call_count")}
         start = session.get("compact_transcript_start")
-        if isinstance(start, int) and _count(start) and start > 0:
+        if _count(start) and start > 0:
             # Entire counted this checkpoint's part: its condensed transcript from that line
             facts["token_usage_from"] = start
         elif own != theirs:
@@ -230,7 +230,7 @@ def keep(parsed: Parsed, checkpoint: dict[str, Any], session: dict[str, Any]) ->
     parsed.recorded["entire"] = facts
 
 
-def _count(value: Any) -> bool:
+def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
