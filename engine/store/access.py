@@ -120,6 +120,27 @@ def _run(
         writing.opened = outer
 
 
+def _switch_journal(db: SqliteDatabase, mode: str, timeout: float) -> None:
+    """Give the file ``mode`` as its journal, waiting up to ``timeout`` for other processes.
+
+    SQLite answers a switch with "database is locked" at once, without calling the busy
+    handler, while another connection holds the write lock of a file still in its rollback
+    journal (a process that has just created the database and is switching it too): the
+    switch is tried again, after a short pause, until the file has the mode (from either
+    process) or the time is up.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.01
+    while schema.sql(db, "PRAGMA journal_mode").fetchone()[0] != mode:
+        try:
+            schema.sql(db, f"PRAGMA journal_mode = {mode}")
+        except OperationalError as exc:
+            if not locks.is_locked(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
+
 class _Writing(threading.local):
     """What this thread's running write of a store knows about its transaction."""
 
@@ -215,9 +236,7 @@ class StoreAccess:
                         db.pragma("user_version", schema.SCHEMA_VERSION)
             else:
                 schema.migrate(db, version)
-            journal = "wal" if durable else "memory"
-            if schema.sql(db, "PRAGMA journal_mode").fetchone()[0] != journal:
-                schema.sql(db, f"PRAGMA journal_mode = {journal}")
+            _switch_journal(db, "wal" if durable else "memory", busy_timeout)
             if read_only:
                 db.pragma("query_only", 1, permanent=True)
         except Exception as exc:

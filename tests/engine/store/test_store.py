@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,28 @@ def test_new_database_is_wal_with_foreign_keys_and_versioned(store: Store) -> No
     assert store.db.execute_sql("PRAGMA foreign_keys").fetchone()[0] == 1
     assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert store.db.execute_sql("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+
+
+@pytest.mark.sqlite_only
+def test_opening_waits_for_a_writer_of_a_file_not_yet_in_wal(tmp_path: Path) -> None:
+    """A process that has just created the database holds its write lock while the file is
+    still in its rollback journal; SQLite then answers another process' switch to WAL with
+    "database is locked" at once, without waiting (two `watch` processes started together
+    saw it). Opening waits for the lock like any other statement and switches the file."""
+    path = tmp_path / "w.db"
+    Store.open(path).close()
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("PRAGMA journal_mode = delete")
+    other.execute("BEGIN IMMEDIATE")
+    released = threading.Timer(0.3, other.execute, ("COMMIT",))
+    released.start()
+    try:
+        store = Store.open(path)
+    finally:
+        released.join()
+        other.close()
+    assert store.db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
 
 
 def test_reopening_keeps_sessions(database: Path | str) -> None:
