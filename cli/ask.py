@@ -4,10 +4,7 @@ line, then a ``result`` line)."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +21,7 @@ from cli.arguments import (
     silence_stdout,
     workspace,
 )
+from cli.signals import on_signals
 
 if TYPE_CHECKING:
     from engine.events import Event
@@ -131,7 +129,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     agent = make_agent(store, session, settings, on_event, lease_wait=args.wait)
     running.append(agent)
-    with agent.writing("round"), _cancel_on_signals(agent):
+    with agent.writing("round"), on_signals(agent.cancel):  # the round ends cleanly
         store.update_session(
             agent.session_id, provider=agent.provider.name, model=agent.provider.model
         )
@@ -195,22 +193,3 @@ def _moved(store: Store, session: Session, wanted: Path | None) -> Session:
     if wanted is None or (session_workspace(session) and str(wanted) == session.workspace):
         return session
     return store.update_session(session.id or 0, workspace=str(wanted))
-
-
-@contextmanager
-def _cancel_on_signals(agent: Any) -> Iterator[None]:
-    """SIGINT and SIGTERM interrupt the round cleanly (its Bash command ends with it)."""
-    import threading
-
-    def interrupt(signum: int, frame: object) -> None:
-        agent.cancel()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

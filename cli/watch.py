@@ -23,7 +23,6 @@ workbench as a notification.
 from __future__ import annotations
 
 import argparse
-import signal
 import time
 from contextlib import closing
 from pathlib import Path
@@ -36,6 +35,7 @@ from cli.arguments import (
     Subcommands,
     silence_stdout,
 )
+from cli.signals import on_signals
 
 if TYPE_CHECKING:
     import threading
@@ -101,14 +101,6 @@ def update_json(update: Update, path: Path, event: str) -> dict[str, Any]:
     return out
 
 
-def _stop_on_signals(stop: threading.Event) -> None:
-    def handler(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-
-
 def add_watch_parser(sub: Subcommands, parents: Parents) -> None:
     p = sub.add_parser(
         "watch",
@@ -129,12 +121,9 @@ def add_watch_parser(sub: Subcommands, parents: Parents) -> None:
 
 
 def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
-    import json
     import threading
 
     from cli.common import open_store
-    from engine.recordings.figures import session_figures
-    from engine.recordings.watching import follow
 
     stop = threading.Event()
     if args.session is not None:
@@ -143,7 +132,18 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(args, settings)
     if not args.jsonl:
         return _workbench(args, settings, followed, store)
-    _stop_on_signals(stop)
+    with on_signals(stop.set):
+        return _follow_jsonl(followed, settings, store, stop)
+
+
+def _follow_jsonl(followed: Target, settings: Settings, store: Any, stop: threading.Event) -> int:
+    """One JSON line per update of the followed session until ``stop`` is set or stdout
+    closes."""
+    import json
+
+    from engine.recordings.figures import session_figures
+    from engine.recordings.watching import follow
+
     if followed.pending is not None:
         waiting = f"{followed.pending} is not written yet: waiting for it"
         print(json.dumps({"event": "notice", "session": None, "path": str(followed.pending),
@@ -207,8 +207,6 @@ def _workbench(args: argparse.Namespace, settings: Settings, target: Target, sto
 
 def _watch_stored(args: argparse.Namespace, settings: Settings, stop: threading.Event) -> int:
     """A session another ctxscope process writes: its figures whenever its history changes."""
-    import json
-
     from cli.common import get_session, open_store
     from engine.settings.params import session_settings
 
@@ -216,21 +214,28 @@ def _watch_stored(args: argparse.Namespace, settings: Settings, stop: threading.
     session = get_session(store, args.session)
     assert session.id is not None
     settings = session_settings(settings, session)  # its window and threshold
-    _stop_on_signals(stop)
+    with on_signals(stop.set):
+        return _print_stored(store, session.id, settings, stop)
+
+
+def _print_stored(store: Any, session_id: int, settings: Settings, stop: threading.Event) -> int:
+    """The stored session's figures each time its history changes, until ``stop`` is set."""
+    import json
+
     marker: tuple[int, int, int] | None = None
     window = settings.context_window
     try:
         while not stop.is_set():
-            now = store.history_marker(session.id)
+            now = store.history_marker(session_id)
             if now != marker:
                 marker = now
-                messages = store.all_messages(session.id)
-                last = store.last_usage(session.id)
+                messages = store.all_messages(session_id)
+                last = store.last_usage(session_id)
                 used = last.usage.input_side + last.usage.output_tokens if last else 0
-                compactions = len(store.compactions(session.id))
+                compactions = len(store.compactions(session_id))
                 data = {
                     "event": "update",
-                    "session": session.id,
+                    "session": session_id,
                     "path": store.where,
                     "messages": len(messages),
                     "tool_calls": sum(len(m.tool_calls) for m in messages),
