@@ -282,7 +282,7 @@ def test_the_workbench_and_watch_jsonl_run_the_engines_one_loop() -> None:
     from engine.recordings import watching
 
     # cli.watch imports the loop when `watch` runs (its module stays light for the parser)
-    source = inspect.getsource(cli.watch.cmd_watch)
+    source = inspect.getsource(cli.watch._follow_jsonl)
     assert "from engine.recordings.watching import follow" in source
     assert "follow(" in source
     assert tui.watch.follow is watching.follow
