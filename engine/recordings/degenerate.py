@@ -109,9 +109,12 @@ def session_flags(
     session_id: int,
     settings: Settings,
     compactions: Sequence[Compaction] | None = None,
+    usages: Sequence[UsageRecord] | None = None,
 ) -> list[Flag]:
     """Every flag of the session's compactions that took effect, oldest first
-    (``compactions``: every compaction of the session, where the caller has read them)."""
+    (``compactions``: every compaction of the session, where the caller has read them;
+    ``usages``: every usage record of the session in the order stored, where the caller
+    has them in hand — an import that has just written them)."""
     session = store.get_session(session_id)
     model = session.model or settings.model
     every = store.compactions(session_id) if compactions is None else compactions
@@ -125,7 +128,8 @@ def session_flags(
     )
     if not compactions:
         return []
-    usages: list[UsageRecord] = sorted(store.usages(session_id), key=lambda u: u.created_at)
+    records = store.usages(session_id) if usages is None else usages
+    usages = sorted(records, key=lambda u: u.created_at)
     times = [u.created_at for u in usages]
     price = cache(partial(price_for, settings, model))  # priced when a flag says a cost
     out: list[Flag] = []

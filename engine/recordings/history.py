@@ -14,11 +14,13 @@ what a first import of the file as it is now stores (a faithful import needs the
 a compaction archives what came before it, a late tool result closes an early round).
 
 Parallel: files are read in a pool of processes (one per core) and stored by this process
-alone, one transaction per file, as each arrives: an interrupted import (Ctrl+C) leaves every
-file stored so far whole, and the next run goes on with the rest. A new file is written whole
-by its worker into a scratch database (:mod:`engine.recordings.history_workers`), whose rows
-this process copies in (:mod:`engine.store.staged`: issue 44, the writer's time per file went
-from its parse's size to a few statements); a file stored before is parsed there, its tokens
+alone, as they arrive, each file with its record in one transaction: an interrupted import
+(Ctrl+C, a crash) leaves every file stored so far whole, and the next run goes on with the
+rest. A new file is written whole by its worker into a scratch database
+(:mod:`engine.recordings.history_workers`), whose rows this process copies in
+(:mod:`engine.store.staged`: issue 44, the writer's time per file went from its parse's size
+to a few statements), up to eight files a transaction
+(:mod:`engine.recordings.history_staged`); a file stored before is parsed there, its tokens
 counted, and stored here into the same sessions.
 """
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -39,6 +41,12 @@ from engine.recordings.agent_folders import (
     unique_folders,
 )
 from engine.recordings.base import ImportError_, ImportReport, Parsed
+from engine.recordings.history_staged import (
+    StagedFile,
+    store_staged,
+    store_staged_batch,
+    stored_before,
+)
 from engine.recordings.history_workers import (
     Parsing,
     Staged,
@@ -57,6 +65,7 @@ from engine.recordings.importing import (
 from engine.settings.config import Settings
 from engine.store import Store
 from engine.store.history import ImportedFile
+from engine.store.staged import MOST_ATTACHED
 
 
 # ---------------------------------------------------------------------- the run
@@ -183,25 +192,19 @@ def import_history(
     new = {path for path, _, state in todo if state == "new"}
     where = Path(scratch.name) if scratch is not None else None
     answers = in_pool([p for p, _, _ in todo], jobs, settings, workspace, new, where)
-    try:
-        for path, answer in answers:
-            now, state = wanted[path]
-            _take(
-                store,
-                path,
-                answer,
-                now,
-                state,
-                known.get(str(path)),
-                workspace,
-                settings,
-                claimed,
-                result,
-            )
+    storing = _Storing(store, wanted, known, workspace, settings, claimed, result)
+
+    def stored(paths: list[Path]) -> None:
+        for path in paths:
             tally.files_done += 1
-            tally.bytes_done += now.size
+            tally.bytes_done += wanted[path][0].size
             if progress is not None:
                 progress(tally)
+
+    try:
+        for path, answer in answers:
+            stored(storing.add(path, answer))
+        stored(storing.flush())
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
@@ -211,6 +214,82 @@ def import_history(
     result.bytes_read = tally.bytes_done
     result.seconds = time.monotonic() - started
     return result
+
+
+class _Storing:
+    """What the workers made of each file, stored as it arrives; the new files' scratch
+    databases wait, up to :data:`~engine.store.staged.MOST_ATTACHED`, to be copied in one
+    transaction (:mod:`engine.recordings.history_staged`). Anything else is stored on its
+    own, after the waiting files, so that each file is stored with what came before it in
+    the database, as one at a time would."""
+
+    def __init__(
+        self,
+        store: Store,
+        wanted: Mapping[Path, tuple[ImportedFile, str]],
+        known: dict[str, ImportedFile],
+        workspace: str,
+        settings: Settings,
+        claimed: set[int],
+        result: HistoryResult,
+    ) -> None:
+        self.store, self.wanted, self.known = store, wanted, known
+        self.workspace, self.settings, self.claimed, self.result = (
+            workspace,
+            settings,
+            claimed,
+            result,
+        )
+        self.waiting: list[StagedFile] = []
+
+    def add(self, path: Path, answer: Parsing | Staged) -> list[Path]:
+        """Take one file's answer; the files stored by it, in order (none while it waits)."""
+        if isinstance(answer, Staged) and not _watched(self.store, path, answer, self.claimed):
+            self.waiting.append(StagedFile(path, self.wanted[path][0], answer))
+            return self.flush() if len(self.waiting) >= BATCH else []
+        done = self.flush()
+        self.one(path, answer)
+        return [*done, path]
+
+    def flush(self) -> list[Path]:
+        """Store the files waiting, in one transaction; those files."""
+        waiting, self.waiting = self.waiting, []
+        if not waiting:
+            return []
+        try:
+            batch = store_staged_batch(self.store, waiting, self.claimed)
+        except DATA_ERRORS:
+            # One file's copy failed and rolled them all back: each on its own, as ever.
+            for file in waiting:
+                self.one(file.path, file.staged)
+            return [file.path for file in waiting]
+        for file, reports in zip(waiting, batch, strict=True):
+            self._stored(file.path, reports)
+        return [file.path for file in waiting]
+
+    def one(self, path: Path, answer: Parsing | Staged) -> None:
+        now, state = self.wanted[path]
+        _take(
+            self.store,
+            path,
+            answer,
+            now,
+            state,
+            self.known.get(str(path)),
+            self.workspace,
+            self.settings,
+            self.claimed,
+            self.result,
+        )
+
+    def _stored(self, path: Path, reports: list[ImportReport]) -> None:
+        self.claimed.update(r.session.id for r in reports if r.session.id is not None)
+        self.result.reports += reports
+        self.result.states[self.wanted[path][1]] += 1
+
+
+BATCH = MOST_ATTACHED
+"""New files copied in one transaction, at most (:class:`_Storing`)."""
 
 
 def _take(
@@ -333,7 +412,7 @@ def store_file(
     keys = [imported_source(Path(now.path), n) for n in range(len(sessions))]  # hashed once
     with store.transaction():
         kinds = [(parsed.fmt, parsed.records) for parsed in sessions]
-        reports = [] if old else _stored_before(store, keys, kinds, claimed)
+        reports = [] if old else stored_before(store, keys, kinds, claimed)
         if not reports:
             for n, parsed in enumerate(sessions):
                 sid = (
@@ -372,71 +451,6 @@ def _watched(store: Store, path: Path, staged: Staged, claimed: set[int]) -> boo
         _held(store, path, n, recorded, claimed) is not None
         for n, recorded in enumerate(staged.recorded)
     )
-
-
-def store_staged(
-    store: Store, now: ImportedFile, staged: Staged, claimed: set[int] | frozenset[int]
-) -> list[ImportReport]:
-    """Store a new file whose sessions a worker wrote into a scratch database: its rows
-    copied in, in one transaction with the file's record (:meth:`Store.copy_staged`); the
-    reports with the ids they have here. A file whose every session ``import FILE`` stored
-    already is taken as those sessions, as :func:`store_file` does."""
-    kinds = [(r.fmt, r.records) for r in staged.reports]
-    try:
-        with store.staged_file(staged.scratch), store.transaction():
-            reports = _stored_before(store, staged.sources, kinds, claimed)
-            if not reports:
-                shift = store.copy_staged()["session_row"]
-                reports = [_shifted(r, shift) for r in staged.reports]
-            for report in reports:
-                report.path = now.path
-            store.remember_file(
-                replace(
-                    now,
-                    fmt=staged.fmt,
-                    sessions=tuple(r.session.id for r in reports if r.session.id is not None),
-                    refused=None,
-                )
-            )
-    finally:
-        staged.scratch.unlink(missing_ok=True)
-    return reports
-
-
-def _shifted(report: ImportReport, shift: int) -> ImportReport:
-    """``report`` (and its subagents') with the session ids they were copied under."""
-    session = report.session
-    parent = session.parent_session_id
-    report.session = session.model_copy(
-        update={
-            "id": None if session.id is None else session.id + shift,
-            "parent_session_id": None if parent is None else parent + shift,
-        }
-    )
-    report.children = [_shifted(child, shift) for child in report.children]
-    return report
-
-
-def _stored_before(
-    store: Store,
-    keys: list[str | None],
-    kinds: list[tuple[str, int]],
-    claimed: set[int] | frozenset[int],
-) -> list[ImportReport]:
-    """The reports of a file whose every session ``import FILE`` stored already (the same
-    bytes); none when any is missing or kept for another file."""
-    found = [store.session_for_source(key) if key else None for key in keys]
-    if not kinds or any(f is None or f.id in claimed for f in found):
-        return []
-    reports = []
-    for session, (fmt, records) in zip(found, kinds, strict=True):
-        assert session is not None
-        report = ImportReport(session=session, fmt=fmt, records=records)
-        report.warnings.append(
-            f"already stored as session {session.id} (the same file); not stored again"
-        )
-        reports.append(report)
-    return reports
 
 
 __all__ = [

@@ -303,6 +303,7 @@ class _ItemWriter:
         self.observations: list[Observation] = list(resume.observations) if resume else []
         self.stored_observations = len(self.observations)
         self.round_open = False
+        self.resumed = resume is not None
 
     def write_all(self) -> None:
         for n, item in enumerate(self.parsed.items):
@@ -523,8 +524,19 @@ class _ItemWriter:
         _warn_if_thin(parsed, report)
         if report.compactions:
             # Empty, opaque, spiralling... compactions said at once (docs/importing.md).
-            report.warnings += warning_lines(session_flags(store, sid, settings))
+            flags = session_flags(store, sid, settings, usages=self._usages_as_stored())
+            report.warnings += warning_lines(flags)
         return report
+
+    def _usages_as_stored(self) -> list[UsageRecord] | None:
+        """The session's usage records as reading them back would give them (a new
+        session's are all in hand, in the order stored, their times with a zone as stored);
+        None where they must be read (a resumed session, a time without a zone)."""
+        if self.resumed:
+            return None  # earlier records are stored, not in hand
+        if any(u.created_at.tzinfo is None for u in self.usages):
+            return None
+        return self.usages
 
 
 _PATH_KEYS = ("file_path", "path", "notebook_path")

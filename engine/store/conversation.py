@@ -98,7 +98,9 @@ class ConversationStore(StorePart):
         input), started and finished at its first and last message's times. Message ids are
         assigned in conversation order, round after round, from the highest id yet (what
         SQLite would give them one by one; the transaction holds the write lock). Returns
-        each round with its messages, ids set.
+        each round with its messages: the ones given, their ids set in place (``meta.round``
+        is set on them too), not copies (issue 44: a copy per message was 3 % of an import's
+        writing).
         """
         if any(not messages for messages, _ in rounds):
             raise ValueError("a round needs at least its user message")
@@ -129,13 +131,12 @@ class ConversationStore(StorePart):
                     "finished_at": rnd.finished_at,
                 }
             )
-            stored = []
             for m in messages:
                 m.meta.round = number
                 message_rows.append({"id": message_id, **message_row(session_id, round_id, m)})
-                stored.append(m.model_copy(update={"id": message_id}))
+                m.id = message_id
                 message_id += 1
-            out.append((rnd, stored))
+            out.append((rnd, messages))
             round_id += 1
         self._insert_rows(RoundRow, round_rows)
         self._insert_rows(MessageRow, message_rows)

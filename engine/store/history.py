@@ -184,12 +184,18 @@ class HistoryStore(StorePart):
                 statement, to_params = insert_statement(ImportedFileRow, row)
                 dialect.sql(self.db, statement, to_params(row))
 
-    def staged_file(self, scratch: Path) -> AbstractContextManager[None]:
+    def staged_file(self, scratch: Path) -> AbstractContextManager[list[str]]:
         """A scratch database a history import's worker wrote a file's sessions into,
         attached to this one until the block ends (:mod:`engine.store.staged`; SQLite only;
         outside a transaction)."""
+        return self.staged_files([scratch])
+
+    def staged_files(self, scratches: list[Path]) -> AbstractContextManager[list[str]]:
+        """Several scratch databases (at most :data:`~engine.store.staged.MOST_ATTACHED`)
+        attached at once until the block ends, so that one transaction copies them all;
+        the block gets the name of each, for :meth:`copy_staged`."""
         self.bind()
-        return staged.attached(self.db, scratch)
+        return staged.attached(self.db, scratches)
 
     @writes
     def plain_index(self) -> None:
@@ -198,10 +204,10 @@ class HistoryStore(StorePart):
         staged.plain_index(self.db)
 
     @writes
-    def copy_staged(self) -> dict[str, int]:
-        """Every row of the attached scratch database copied here, ids shifted past this
-        database's; the shift of each table's ids, by table name."""
-        return staged.copy_staged(self.db)
+    def copy_staged(self, schema: str = staged.SCHEMA) -> dict[str, int]:
+        """Every row of the scratch database attached as ``schema`` copied here, ids
+        shifted past this database's; the shift of each table's ids, by table name."""
+        return staged.copy_staged(self.db, schema)
 
     @reads
     def sessions_source_gone(self) -> set[int]:

@@ -58,11 +58,19 @@ _to_json = json.JSONEncoder(ensure_ascii=False).encode
 writes a few JSON columns a message)."""
 
 
+_EMPTY: dict[type, str] = {list: "[]", dict: "{}"}
+"""What ``_to_json`` makes of an empty list or object, without the encoder's call."""
+
+
 class JSONField(TextField):
     """Any JSON-serialisable value."""
 
     def db_value(self, value: Any) -> str | None:
-        return None if value is None else _to_json(value)
+        if value is None:
+            return None
+        if not value and type(value) in _EMPTY:  # most messages' calls, many metas
+            return _EMPTY[type(value)]
+        return _to_json(value)
 
     def python_value(self, value: str | None) -> Any:
         if value is None:

@@ -428,11 +428,14 @@ class Store(StoreAccess):
     def remember_file(self, file: ImportedFile) -> None:
         return self.import_history.remember_file(file)
 
-    def staged_file(self, scratch: Path) -> AbstractContextManager[None]:
+    def staged_file(self, scratch: Path) -> AbstractContextManager[list[str]]:
         return self.import_history.staged_file(scratch)
 
-    def copy_staged(self) -> dict[str, int]:
-        return self.import_history.copy_staged()
+    def staged_files(self, scratches: list[Path]) -> AbstractContextManager[list[str]]:
+        return self.import_history.staged_files(scratches)
+
+    def copy_staged(self, schema: str = "staged") -> dict[str, int]:
+        return self.import_history.copy_staged(schema)
 
     def plain_index(self) -> None:
         self.import_history.plain_index()

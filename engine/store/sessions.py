@@ -10,7 +10,6 @@ from typing import Any
 
 from peewee import (
     Case,
-    chunked,
     fn,
 )
 
@@ -505,7 +504,9 @@ class SessionStore(StorePart):
             rows = dialect.sql(self.db, f'SELECT "digest", "tokens" FROM "{table}"')
             return {str(digest): int(tokens) for digest, tokens in rows.fetchall()}
         found: dict[str, int] = {}
-        for batch in chunked(list(digests), 500):
+        wanted = list(digests)
+        # slices, not peewee's chunked (which pads each batch to 500 and searches it again)
+        for batch in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
             marks = ", ".join("?" for _ in batch)
             rows = dialect.sql(
                 self.db,

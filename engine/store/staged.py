@@ -36,7 +36,12 @@ from engine.store.models import (
 )
 
 SCHEMA = "staged"
-"""The name the scratch file is attached under."""
+"""The name the scratch file is attached under (the first of several: ``staged1``, …)."""
+
+MOST_ATTACHED = 8
+"""How many scratch files one transaction copies at most: SQLite attaches at most 10
+databases to a connection (``SQLITE_MAX_ATTACHED``, its default build), ``temp`` and
+``main`` aside."""
 
 _NOT_STAGED: tuple[type[BaseRow], ...] = (ImportedFileRow, ExchangeBlobRow)
 """Tables a staged import never writes (the file's record is the writer's)."""
@@ -50,22 +55,33 @@ Shift = dict[str, int]
 """What each table's staged ids were shifted by, by table name."""
 
 
+def schema_name(n: int) -> str:
+    """The name the ``n``-th scratch file of a transaction is attached under."""
+    return SCHEMA if n == 0 else f"{SCHEMA}{n}"
+
+
 @contextmanager
-def attached(db: Database, scratch: Path) -> Iterator[None]:
-    """``scratch`` attached as :data:`SCHEMA` (outside a transaction: SQLite refuses ATTACH
-    inside one), detached after."""
-    sql(db, f"ATTACH DATABASE ? AS {SCHEMA}", (str(scratch),))
+def attached(db: Database, scratches: list[Path]) -> Iterator[list[str]]:
+    """Each of ``scratches`` attached (outside a transaction: SQLite cannot detach a file
+    the transaction has read), under the names it yields, in order; detached after."""
+    if len(scratches) > MOST_ATTACHED:
+        raise ValueError(f"at most {MOST_ATTACHED} scratch files at once, not {len(scratches)}")
+    names: list[str] = []
     try:
-        yield
+        for n, scratch in enumerate(scratches):
+            sql(db, f"ATTACH DATABASE ? AS {schema_name(n)}", (str(scratch),))
+            names.append(schema_name(n))
+        yield names
     finally:
-        sql(db, f"DETACH DATABASE {SCHEMA}")
+        for name in names:
+            sql(db, f"DETACH DATABASE {name}")
 
 
-def copy_staged(db: Database) -> Shift:
-    """Copy every row of the attached scratch database into this one (call inside a write
-    transaction); the shift of each table's ids. A table this does not know to copy, holding
-    rows, is an error: nothing would be lost silently."""
-    _refuse_unknown(db)
+def copy_staged(db: Database, schema: str = SCHEMA) -> Shift:
+    """Copy every row of the scratch database attached as ``schema`` into this one (call
+    inside a write transaction); the shift of each table's ids. A table this does not know
+    to copy, holding rows, is an error: nothing would be lost silently."""
+    _refuse_unknown(db, schema)
     shift: Shift = {}
     for model in TABLES:
         table = model._meta.table_name
@@ -74,7 +90,7 @@ def copy_staged(db: Database) -> Shift:
     for model in TABLES:
         table = model._meta.table_name
         if model in _NOT_STAGED:
-            (rows,) = sql(db, f'SELECT COUNT(*) FROM {SCHEMA}."{table}"').fetchone()
+            (rows,) = sql(db, f'SELECT COUNT(*) FROM {schema}."{table}"').fetchone()
             if rows:
                 raise RuntimeError(f"a staged import wrote {table}, which it never writes")
             continue
@@ -82,16 +98,16 @@ def copy_staged(db: Database) -> Shift:
             sql(
                 db,
                 f'INSERT OR IGNORE INTO main."{table}" ("digest", "tokens") '
-                f'SELECT "digest", "tokens" FROM {SCHEMA}."{table}" ORDER BY "id"',
+                f'SELECT "digest", "tokens" FROM {schema}."{table}" ORDER BY "id"',
             )
             continue
         columns, values = _shifted_columns(model, shift)
         sql(
             db,
             f'INSERT INTO main."{table}" ({columns}) '
-            f'SELECT {values} FROM {SCHEMA}."{table}" ORDER BY "id"',
+            f'SELECT {values} FROM {schema}."{table}" ORDER BY "id"',
         )
-    _copy_index(db, shift)
+    _copy_index(db, shift, schema)
     return shift
 
 
@@ -140,25 +156,25 @@ def plain_index(db: Database) -> None:
     sql(db, f"CREATE TABLE {search.TABLE} ({', '.join(INDEX_COLUMNS)})")
 
 
-def _copy_index(db: Database, shift: Shift) -> None:
+def _copy_index(db: Database, shift: Shift, schema: str) -> None:
     """The archive's search index rows, their ids shifted like the rows they name."""
     s, seg, m = (shift[t._meta.table_name] for t in (SessionRow, SegmentRow, MessageRow))
     sql(
         db,
         f"INSERT INTO main.{search.TABLE} ({', '.join(INDEX_COLUMNS)}) "
         f"SELECT body, session_id + {s}, segment_id + {seg}, message_id + {m}, round, role, "
-        f"tool_name FROM {SCHEMA}.{search.TABLE} ORDER BY rowid",
+        f"tool_name FROM {schema}.{search.TABLE} ORDER BY rowid",
     )
 
 
-def _refuse_unknown(db: Database) -> None:
+def _refuse_unknown(db: Database, schema: str) -> None:
     known = {model._meta.table_name for model in TABLES} | {search.TABLE}
     names = sql(
-        db, f"SELECT name FROM {SCHEMA}.sqlite_master WHERE type = 'table' AND sql IS NOT NULL"
+        db, f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table' AND sql IS NOT NULL"
     ).fetchall()
     for (name,) in names:
         if name in known or name.startswith((f"{search.TABLE}_", "sqlite_")):
             continue
-        (rows,) = sql(db, f'SELECT COUNT(*) FROM {SCHEMA}."{name}"').fetchone()
+        (rows,) = sql(db, f'SELECT COUNT(*) FROM {schema}."{name}"').fetchone()
         if rows:
             raise RuntimeError(f"a staged import wrote {name}, which this copy does not know")

@@ -4,7 +4,10 @@ content as the import that writes every file itself (``jobs=1``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -121,13 +124,19 @@ def test_staged_import_stores_what_the_writer_alone_stores(
     make_history(home, sessions)
     folders = default_folders({"HOME": str(home)})
     copies: list[int] = []
-    copy_staged = Store.copy_staged
+    batches: list[int] = []
+    copy_staged, staged_files = Store.copy_staged, Store.staged_files
 
-    def counted(store: Store) -> dict[str, int]:
+    def counted(store: Store, schema: str = "staged") -> dict[str, int]:
         copies.append(1)
-        return copy_staged(store)
+        return copy_staged(store, schema)
+
+    def attached(store: Store, scratches: list[Path]) -> Any:
+        batches.append(len(scratches))
+        return staged_files(store, scratches)
 
     monkeypatch.setattr(Store, "copy_staged", counted)
+    monkeypatch.setattr(Store, "staged_files", attached)
     dumps = []
     for jobs in (1, 2):
         db = tmp_path / f"jobs{jobs}.sqlite"
@@ -148,11 +157,92 @@ def test_staged_import_stores_what_the_writer_alone_stores(
                 assert stored.get_session(child.session.id).agent_id == child.session.agent_id
         stored.close()
         dumps.append(dump(db))
-        # one process writes every file itself; two copy each new file in from its worker
+        # one process writes every file itself; two copy each new file in from its worker,
+        # the eight in one transaction (MOST_ATTACHED = 8 scratch files at once)
         assert len(copies) == (0 if jobs == 1 else sessions)
+        assert batches == ([] if jobs == 1 else [8])
     one, two = dumps
     assert one.keys() == two.keys()
     assert len(one["session_row"]) == 10
     assert len(one["archive_fts"]) > 0  # marot's compaction archived and indexed
+    for table in one:
+        assert one[table] == two[table], table
+
+
+CRASH = """
+import json, os, sys
+from pathlib import Path
+from engine.recordings import history
+from engine.recordings.history import default_folders, import_history
+from engine.settings.config import Settings
+from engine.store import Store
+
+def main():
+    history.BATCH = 3
+    copy_staged, copies = Store.copy_staged, []
+
+    def crash_at_the_fifth(store, schema="staged"):
+        copies.append(schema)
+        if len(copies) == 5:  # the second batch's second file, its first copied
+            os._exit(3)  # no rollback, no clean-up: the process is gone
+        return copy_staged(store, schema)
+
+    Store.copy_staged = crash_at_the_fifth
+    store = Store.open(Path(sys.argv[1]))
+    import_history(store, default_folders({"HOME": sys.argv[2]}), sys.argv[3], Settings(), jobs=2)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_crash_in_a_batch_loses_only_its_files_and_a_rerun_stores_the_same(
+    tmp_path: Path,
+) -> None:
+    """Several new files are copied in one transaction with their records (issue 44). A
+    process killed in the middle of the second batch of three (after its first file's copy,
+    at the second's) leaves the first batch's three files stored whole, with their records,
+    and nothing of the second batch; the next run imports the other five, and the database
+    then holds what one uninterrupted import stores, table for table."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    make_history(home, 8)
+    folders = default_folders({"HOME": str(home)})
+    clean = tmp_path / "clean.sqlite"
+    store = Store.open(clean)
+    import_history(store, folders, str(tmp_path), Settings(), jobs=2)
+    store.close()
+
+    crashed = tmp_path / "crashed.sqlite"
+    root = Path(__file__).resolve().parents[3]
+    run = [sys.executable, "-c", CRASH, str(crashed), str(home), str(tmp_path)]
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as err:
+        # a group of its own: its pool's forkserver and workers, orphaned by the crash, are
+        # ended with it (they would wait for work for ever)
+        killed = subprocess.Popen(run, cwd=root, stderr=err, start_new_session=True)
+        try:
+            returncode = killed.wait(timeout=300)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(killed.pid, signal.SIGKILL)
+    assert returncode == 3, errors.read_text()
+    con = sqlite3.connect(crashed)
+    files = con.execute("SELECT sessions FROM imported_file_row").fetchall()
+    kept = {sid for (ids,) in files for sid in json.loads(ids)}
+    parents = con.execute("SELECT id, parent_session_id FROM session_row").fetchall()
+    con.close()
+    assert len(files) == 3
+    # every session stored is a recorded file's, or its subagent: no half-copied file
+    assert {sid if parent is None else parent for sid, parent in parents} == kept
+
+    store = Store.open(crashed)
+    again = import_history(store, folders, str(tmp_path), Settings(), jobs=2)
+    store.close()
+    assert again.states == {"new": 5, "unchanged": 3}
+    one, two = dump(clean), dump(crashed)
+    assert one.keys() == two.keys()
     for table in one:
         assert one[table] == two[table], table

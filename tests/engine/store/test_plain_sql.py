@@ -193,7 +193,12 @@ def test_open_round_stores_and_returns_what_peewee_did(
 
 @pytest.mark.parametrize(
     ("table", "left_out"),
-    [(MessageRow, ()), (MessageRow, ("tool_calls", "meta", "tokens")), (UsageRow, ())],
+    [
+        (MessageRow, ()),
+        (MessageRow, ("tool_calls", "meta", "tokens")),
+        (UsageRow, ()),
+        (UsageRow, ("not plain",)),
+    ],
 )
 def test_inserted_rows_are_what_peewee_inserts(
     full: Store, table: type[Any], left_out: tuple[str, ...]
@@ -213,6 +218,10 @@ def test_inserted_rows_are_what_peewee_inserts(
     else:
         row = {"session": 2, "round_index": None, "step": 3, "input_tokens": 5}
         row["created_at"] = T0
+        if left_out == ("not plain",):
+            # values their column converts (an int, a bool as peewee stores them): the
+            # INSERT passes on only an int to an integer column, a str to a text one...
+            row.update(step=3.0, input_tokens=True, model=Path("m"), copied=1)
     row = {k: v for k, v in row.items() if k not in left_out}
     for _ in range(2):  # the second time through the kept statement
         ours = full._insert_row(table, row)
@@ -291,3 +300,12 @@ def test_observations_are_peewees(full: Store) -> None:
                 observation_model(r) for r in expected.order_by(o.id)
             ]
     assert [x.message_id is None for x in full.observations(1)] == [True, False]
+
+
+def test_token_counts_asked_by_digest_past_a_batch(full: Store) -> None:
+    """1,203 counts remembered, asked for 1,001 of them and two never stored (more than two
+    batches of 500 digests): exactly the stored ones asked for come back."""
+    counts = {f"d{n:04}": n for n in range(1203)}
+    full.remember_token_counts(counts)
+    asked = [f"d{n:04}" for n in range(100, 1101)] + ["x1", "x2"]
+    assert full.token_counts(asked) == {f"d{n:04}": n for n in range(100, 1101)}
