@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -126,9 +127,15 @@ def described(sub: Any) -> None:
     sub.add_parser = add
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser: the workbench's options, then each subcommand's, made by its own
-    module (:data:`COMMANDS`)."""
+    module (:data:`COMMANDS`).
+
+    Given the command line (``argv``) whose first word is a subcommand, only that
+    subcommand's parser is made: argparse hands every word after it to that parser alone, so
+    the others would parse nothing, and making them (some 150 options, each formatted once
+    by argparse to check it) was ~3 % of ``ctxscope context``'s start (issue 44). Any other
+    command line (``--help``, options first, no command, a mistyped one) gets them all."""
     common = Parser(add_help=False)
     common.add_argument(
         "--db",
@@ -165,9 +172,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     described(sub)
     parents = Parents(plain=[common], with_json=[common, as_json])
-    for name in COMMANDS:
+    first = argv[0] if argv else None
+    for name in [first] if first in COMMANDS else COMMANDS:
         _in_module(name, "add_{}_parser")(sub, parents)
     return parser
+
+
+NO_PYDANTIC_PLUGINS = frozenset({"sessions", "show", "context", "statusline"})
+"""Commands that run without pydantic's plugins: pydantic looks its plugins up the first time
+a model class is built, reading every installed distribution's entry points (~4 ms of CPU, 1–2 %
+of these commands' start, issue 44), and ctxscope uses none. These commands only look and
+start no process of the user's, so pydantic's documented switch, the environment variable
+``PYDANTIC_DISABLE_PLUGINS``, is set for them unless the user set it; a command whose tools
+run the user's commands (``ask``) leaves it alone, since it would reach them through Bash."""
 
 
 STORE_NOTHING_WHEN_INTERRUPTED = frozenset(
@@ -196,7 +213,8 @@ def main(
     STORED.clear()
     try:
         ready_for_interrupts()  # Ctrl+C is KeyboardInterrupt again, caught below
-        args = build_parser().parse_args(argv)
+        words = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(words).parse_args(words)
         command_name = args.command
         return _run(args, run_tui)
     except KeyboardInterrupt:
@@ -208,6 +226,8 @@ def _run(
     args: argparse.Namespace,
     run_tui: Callable[[argparse.Namespace, Settings], int] | None,
 ) -> int:
+    if args.command in NO_PYDANTIC_PLUGINS:  # before the first model class is built
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from cli.common import settings_for  # parsed: now the engine is needed
     from engine.settings.config import SettingsError
     from engine.store import StoreError
