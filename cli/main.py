@@ -182,8 +182,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 LOOKING = frozenset({"sessions", "show", "context", "statusline"})
 """Commands that only look: they write nothing but their output and start no process of the
-user's (the statusline's refresher is ctxscope's own). Two things every Python program pays
-and these need not (issue 44, each measured on ``context``):
+user's (the statusline's refresher is ctxscope's own). What every Python program pays and
+these need not (issue 44, measured on ``context`` with callgrind, which counts instructions
+whatever the machine's load):
 
 - pydantic's plugins: pydantic looks them up the first time a model class is built, reading
   every installed distribution's entry points (~4 ms of CPU, 1–2 % of these commands' start),
@@ -191,10 +192,16 @@ and these need not (issue 44, each measured on ``context``):
   ``PYDANTIC_DISABLE_PLUGINS``, is set for these commands unless the user set it; a command
   whose tools run the user's commands (``ask``) leaves it alone, since it would reach them
   through Bash;
-- the garbage collector's last passes at exit, over every object the ~330 modules made (~5 %
-  of ``context``'s instructions): ``gc.freeze()`` at exit leaves them to the operating system.
-  The modules are still torn down and every ``atexit`` handler runs; what it skips is
-  collecting reference cycles, which these commands leave none that hold anything to write.
+- the garbage collector's passes over the start-up's objects (~2.7 % of ``context``'s
+  instructions): the ~330 modules' classes, functions and schemas live until the process
+  ends, so looking for garbage among them finds none. The collector is off while they are
+  imported, then they are frozen (``gc.freeze()``: left out of every later collection) and
+  the collector is on again for the command's own work — the pattern the ``gc`` module's
+  documentation gives for a process that forks;
+- its last passes at exit, over every object (~5 %): ``gc.freeze()`` as the last ``atexit``
+  handler leaves them to the operating system. The modules are still torn down and every
+  ``atexit`` handler runs; what it skips is collecting reference cycles, which these
+  commands leave none that hold anything to write.
 """
 
 
@@ -237,10 +244,33 @@ def _run(
     args: argparse.Namespace,
     run_tui: Callable[[argparse.Namespace, Settings], int] | None,
 ) -> int:
-    if args.command in LOOKING:  # before the first model class is built
-        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-        atexit.unregister(gc.freeze)  # once, however often main() runs in one process
-        atexit.register(gc.freeze)  # runs after the handlers registered later (LIFO)
+    if args.command not in LOOKING:
+        return _run_command(args, run_tui, lambda: None)
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # before any model class
+    atexit.unregister(gc.freeze)  # once, however often main() runs in one process
+    atexit.register(gc.freeze)  # runs after the handlers registered later (LIFO)
+    collecting = gc.isenabled()
+    gc.disable()
+
+    def started() -> None:
+        gc.freeze()
+        if collecting:
+            gc.enable()
+
+    try:
+        return _run_command(args, run_tui, started)
+    finally:  # as it was (main() in a test's process): the exit handler freezes them again
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
+
+
+def _run_command(
+    args: argparse.Namespace,
+    run_tui: Callable[[argparse.Namespace, Settings], int] | None,
+    started: Callable[[], None],
+) -> int:
+    """The command, ``started()`` called once the start-up (imports, settings) is done."""
     from cli.common import settings_for  # parsed: now the engine is needed
     from engine.settings.config import SettingsError
     from engine.store import StoreError
@@ -256,6 +286,7 @@ def _run(
             from cli.common import agent_session
 
             args.session = agent_session(args, settings)
+        started()
         return command(args.command)(args, settings)
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
         # The message may echo a path, an argument or a recorded name: shown escaped.
