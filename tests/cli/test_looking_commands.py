@@ -66,3 +66,20 @@ def test_a_command_that_writes_or_runs_tools_keeps_both(database: Path) -> None:
     (database / "ws").mkdir()
     line = probe(database, "ask", "hello", "--model", "offline", "--workspace", "ws")
     assert line == "frozen False None"
+
+
+def test_in_a_tests_process_the_collector_is_left_as_it_was(
+    database: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main() run in-process (as the tests do) leaves the collector on and nothing frozen,
+    so a long test session collects its garbage as before."""
+    import gc
+
+    from cli.main import main
+
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "1")  # restored after the test
+    for _ in range(2):
+        assert main(["show", "1", "--db", str(database / "t.db")]) == 0
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == 0
+    assert "session 1: import: Build a simple Pomodoro timer" in capsys.readouterr().out
