@@ -25,7 +25,11 @@ run on the same (possibly loaded) machine:
   of ctxscope (``git archive COMMIT | tar -x -C DIR``) with this venv; given twice
   (``--code BEFORE --code AFTER``), each run times the baseline and then both checkouts' command,
   a before / after side by side against one baseline; ``--budget-only`` runs only these rows.
-  The load average is printed with them;
+  The load average is printed with them. ``--instructions`` also counts each command's and the
+  baseline's instructions once under callgrind (valgrind), which the machine's load does not
+  change: a figure to compare two checkouts by on a shared machine (it counts no waiting for
+  memory, so a change that saves memory traffic, as the collector's passes are, saves more
+  CPU time than instructions);
 - the workbench, in process (``App.run_test`` at 120×40): time to the first *usable* frame
   (the screen drawn and the input box enabled and focused, so typing works) and to the frame
   that shows the whole session, on a 10 000-message session against an empty one; target for
@@ -44,7 +48,9 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -296,6 +302,50 @@ def budget_figures(runs: int, tmp: Path, codes: list[Path]) -> list[BudgetRow]:
     ]
 
 
+def instructions(args: list[str], env: dict[str, str], cwd: Path, given: str | None) -> int:
+    """The instructions ``args`` runs, counted by callgrind (hash seed fixed: the same count
+    every run)."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *args],
+        env={**env, "PYTHONHASHSEED": "0"},
+        cwd=cwd,
+        input=given,
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    assert found, done.stderr[-500:]
+    return int(found.group(1))
+
+
+def instruction_figures(tmp: Path, codes: list[Path]) -> list[tuple[str, Path, int, int]]:
+    """(command, checkout, its instructions, the baseline's) for each budgeted command, each
+    checkout's on its own database; one run each (callgrind's count does not vary)."""
+    py = sys.executable
+    status_input = json.dumps(
+        {"session_id": "bench", "transcript_path": str(BUDGET_SESSION), "cwd": str(tmp)}
+    )
+    out: list[tuple[str, Path, int, int]] = []
+    for i, code in enumerate(codes):
+        env, has_statusline = _budget_setup(py, tmp, code, tmp / f"count-{i}.db")
+        base = instructions([py, "-c", BUDGET_BASELINE], env, code, None)
+        for label, words, given in (
+            ("`ctxscope sessions`", ["sessions"], None),
+            ("`ctxscope show 1`", ["show", "1"], None),
+            ("`ctxscope context 1`", ["context", "1"], None),
+            ("`ctxscope statusline`", ["statusline"], status_input),
+        ):
+            if words[0] == "statusline" and not has_statusline:
+                continue
+            command = [py, "-m", "cli.main", *words]
+            subprocess.run(  # untimed: fills the bytecode cache
+                command, env=env, cwd=code, input=given, text=True, capture_output=True
+            )
+            out.append((label, code, instructions(command, env, code, given), base))
+    return out
+
+
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
@@ -378,6 +428,11 @@ def main() -> int:
         help="run the budget rows' commands from this checkout; twice (before, after): both "
         "side by side, interleaved against one baseline (default: this checkout)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count the budget rows' instructions under callgrind (needs valgrind)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as name:
         tmp = Path(name)
@@ -397,6 +452,18 @@ def main() -> int:
                 f"| {cmd_cpu / base_cpu:.2f}× | ≤ {BUDGET_TARGET:g}× |"
             )
         print(f"\n{load()} at the end\n")
+        if args.instructions and shutil.which("valgrind"):
+            print("instructions (callgrind, one run each, PYTHONHASHSEED=0)\n")
+            print("| measure | code | instructions | baseline | ratio | target |")
+            print("|---|---|---:|---:|---:|---:|")
+            for label, code, count, base_count in instruction_figures(tmp, codes):
+                print(
+                    f"| {label} | {code.name} | {count / 1e6:,.0f} M | {base_count / 1e6:,.0f} M "
+                    f"| {count / base_count:.2f}× | ≤ {BUDGET_TARGET:g}× |"
+                )
+            print()
+        elif args.instructions:
+            print("(--instructions: valgrind is not installed)\n")
         if args.budget_only:
             return 0
         print(f"median of {args.runs} runs; baseline `python -c pass` in a fresh interpreter\n")

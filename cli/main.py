@@ -17,7 +17,10 @@ command pays at start-up for what it uses and no more.
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -126,9 +129,15 @@ def described(sub: Any) -> None:
     sub.add_parser = add
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser: the workbench's options, then each subcommand's, made by its own
-    module (:data:`COMMANDS`)."""
+    module (:data:`COMMANDS`).
+
+    Given the command line (``argv``) whose first word is a subcommand, only that
+    subcommand's parser is made: argparse hands every word after it to that parser alone, so
+    the others would parse nothing, and making them (some 150 options, each formatted once
+    by argparse to check it) was ~3 % of ``ctxscope context``'s start (issue 44). Any other
+    command line (``--help``, options first, no command, a mistyped one) gets them all."""
     common = Parser(add_help=False)
     common.add_argument(
         "--db",
@@ -165,9 +174,35 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     described(sub)
     parents = Parents(plain=[common], with_json=[common, as_json])
-    for name in COMMANDS:
+    first = argv[0] if argv else None
+    for name in [first] if first in COMMANDS else COMMANDS:
         _in_module(name, "add_{}_parser")(sub, parents)
     return parser
+
+
+LOOKING = frozenset({"sessions", "show", "context", "statusline"})
+"""Commands that only look: they write nothing but their output and start no process of the
+user's (the statusline's refresher is ctxscope's own). What every Python program pays and
+these need not (issue 44, measured on ``context`` with callgrind, which counts instructions
+whatever the machine's load):
+
+- pydantic's plugins: pydantic looks them up the first time a model class is built, reading
+  every installed distribution's entry points (~4 ms of CPU, 1–2 % of these commands' start),
+  and ctxscope uses none. Its documented switch, the environment variable
+  ``PYDANTIC_DISABLE_PLUGINS``, is set for these commands unless the user set it; a command
+  whose tools run the user's commands (``ask``) leaves it alone, since it would reach them
+  through Bash;
+- the garbage collector's passes over the start-up's objects (~2.7 % of ``context``'s
+  instructions): the ~330 modules' classes, functions and schemas live until the process
+  ends, so looking for garbage among them finds none. The collector is off while they are
+  imported, then they are frozen (``gc.freeze()``: left out of every later collection) and
+  the collector is on again for the command's own work — the pattern the ``gc`` module's
+  documentation gives for a process that forks;
+- its last passes at exit, over every object (~5 %): ``gc.freeze()`` as the last ``atexit``
+  handler leaves them to the operating system. The modules are still torn down and every
+  ``atexit`` handler runs; what it skips is collecting reference cycles, which these
+  commands leave none that hold anything to write.
+"""
 
 
 STORE_NOTHING_WHEN_INTERRUPTED = frozenset(
@@ -196,7 +231,8 @@ def main(
     STORED.clear()
     try:
         ready_for_interrupts()  # Ctrl+C is KeyboardInterrupt again, caught below
-        args = build_parser().parse_args(argv)
+        words = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(words).parse_args(words)
         command_name = args.command
         return _run(args, run_tui)
     except KeyboardInterrupt:
@@ -208,6 +244,33 @@ def _run(
     args: argparse.Namespace,
     run_tui: Callable[[argparse.Namespace, Settings], int] | None,
 ) -> int:
+    if args.command not in LOOKING:
+        return _run_command(args, run_tui, lambda: None)
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # before any model class
+    atexit.unregister(gc.freeze)  # once, however often main() runs in one process
+    atexit.register(gc.freeze)  # runs after the handlers registered later (LIFO)
+    collecting = gc.isenabled()
+    gc.disable()
+
+    def started() -> None:
+        gc.freeze()
+        if collecting:
+            gc.enable()
+
+    try:
+        return _run_command(args, run_tui, started)
+    finally:  # as it was (main() in a test's process): the exit handler freezes them again
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
+
+
+def _run_command(
+    args: argparse.Namespace,
+    run_tui: Callable[[argparse.Namespace, Settings], int] | None,
+    started: Callable[[], None],
+) -> int:
+    """The command, ``started()`` called once the start-up (imports, settings) is done."""
     from cli.common import settings_for  # parsed: now the engine is needed
     from engine.settings.config import SettingsError
     from engine.store import StoreError
@@ -223,6 +286,7 @@ def _run(
             from cli.common import agent_session
 
             args.session = agent_session(args, settings)
+        started()
         return command(args.command)(args, settings)
     except (CliError, SettingsError, StoreError, ValueError) as exc:  # ImportError_ is a ValueError
         # The message may echo a path, an argument or a recorded name: shown escaped.

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 # The todo list and Recall hits belong to the tools (below the engine); re-exported here.
 from tools.base import RecallHit as RecallHit
@@ -26,6 +26,12 @@ from tools.base import TodoStatus as TodoStatus
 Role = Literal["user", "assistant", "tool", "summary"]
 
 MISSING_RESULT = "No result was recorded for this tool call."
+
+BUILT_WHEN_USED = ConfigDict(defer_build=True)
+"""The config of a model no other model holds (its schema would be built again inside the
+other's) and that ``context`` does not read: pydantic builds its validator when it first
+validates one, not when ``engine.models`` is imported (issue 44: the five of them were ~0.5 %
+of every looking command's start)."""
 """The error result that pairs a ``tool_use`` whose result never came (an import, a request
 built while a round is open): the one text for every such pairing."""
 
@@ -88,6 +94,8 @@ class RoundStatus(StrEnum):
 
 class Round(BaseModel):
     """One user input through the assistant's final answer, with any number of tool calls."""
+
+    model_config = BUILT_WHEN_USED
 
     id: int | None = None
     session_id: int
@@ -157,6 +165,8 @@ class Outcome(StrEnum):
 class Compaction(BaseModel):
     """The record of one compaction, successful or not."""
 
+    model_config = BUILT_WHEN_USED
+
     id: int | None = None
     session_id: int
     trigger: Trigger
@@ -192,6 +202,8 @@ class Compaction(BaseModel):
 
 class ArchivedSegment(BaseModel):
     """The raw messages a compaction removed from history, kept whole."""
+
+    model_config = BUILT_WHEN_USED
 
     id: int | None = None
     compaction_id: int
@@ -331,6 +343,8 @@ class Session(BaseModel):
 class StrategySwitch(BaseModel):
     """A recorded change of a session's compaction strategy."""
 
+    model_config = BUILT_WHEN_USED
+
     previous: str
     strategy: str
     created_at: datetime = Field(default_factory=utcnow)
@@ -342,6 +356,8 @@ class StrategySwitch(BaseModel):
 
 class SessionInfo(BaseModel):
     """A session with the figures the sessions list shows."""
+
+    model_config = BUILT_WHEN_USED
 
     session: Session
     rounds: int

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -404,6 +403,8 @@ def load_settings(toml_file: Path | None = None, **overrides: Any) -> Settings:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     """The file's values, after refusing any key the settings do not know."""
+    import tomllib  # only with a file: most starts have none (issue 44)
+
     try:
         values = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeGuard, get_args, get_origin
@@ -68,6 +67,8 @@ def toml_values(model: type[BaseModel], path: Path) -> dict[str, Any]:
     path = path.expanduser()
     if not path.is_file():
         return {}
+    import tomllib  # only with a file: most starts have none (issue 44)
+
     with path.open("rb") as handle:
         return _matched_to_fields(model, tomllib.load(handle))
 
