@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from engine.recordings.base import MAX_LINE_CHARS, MAX_LINES_KEPT, ImportError_, NotRead
+from engine.recordings.base import (
+    MAX_LINE_CHARS,
+    MAX_LINES_KEPT,
+    ImportError_,
+    NotRead,
+    known_lines,
+)
 
 TEXT_PROBE = 8192
 """Bytes looked at for a NUL: a file with one there is not text."""
@@ -110,10 +116,14 @@ def _lines(f: BinaryIO, long_lines: list[int]) -> Iterator[bytes]:
         yield line
 
 
+RECORD_STARTS = (b"{", b"[")
+"""How a record line (an object, or an array the line reader names as such) begins."""
+
+
 def _is_record_line(line: bytes) -> bool:
     """Could this line (a JSON-lines file's) be a record: an object, a cut one, or a JSON
     array (which the line reader names as such)?"""
-    return line.lstrip(b"\xef\xbb\xbf \t").startswith((b"{", b"["))
+    return line.lstrip(b"\xef\xbb\xbf \t").startswith(RECORD_STARTS)
 
 
 def read_session(path: Path) -> SessionText:
@@ -136,8 +146,9 @@ def read_session(path: Path) -> SessionText:
             lines = _lines(f, out.long_lines)
             head = list(itertools.islice(lines, HEAD_LINES))
             first = next((line for line in head if line.strip(b"\xef\xbb\xbf \t\r\n")), b"")
-            if _is_record_line(first) and _is_json_object(first):
-                pieces = _records(head, lines, out)
+            records = _is_record_line(first) and _is_json_object(first)
+            if records:
+                parts = _records(head, lines, out)
             else:
                 data = b"".join(head)
                 pieces = [data]
@@ -156,7 +167,7 @@ def read_session(path: Path) -> SessionText:
                     out.whole = True
     except OSError as exc:
         raise ImportError_([f"cannot read it: {exc.strerror or exc}"], source=str(path)) from None
-    out.text, out.not_utf8 = _decoded(pieces)
+    out.text, out.not_utf8 = _lined(parts) if records else _decoded(pieces)
     return out
 
 
@@ -179,6 +190,28 @@ def _decoded(pieces: list[bytes]) -> tuple[str, int]:
     return "".join(texts), not_utf8
 
 
+def _lined(parts: list[bytes | int]) -> tuple[str, int]:
+    """:func:`_decoded` of a JSON-lines file's lines (:func:`_records`; an ``int``: that
+    many empty lines), each decoded without its line end; the text's lines are remembered
+    with it (:func:`~engine.recordings.base.known_lines`)."""
+    lines: list[str] = []
+    not_utf8 = 0
+    ended = True
+    for part in parts:
+        if isinstance(part, int):
+            lines += [""] * part
+            ended = True
+            continue
+        ended = part.endswith(b"\n")
+        text = (part[:-1] if ended else part).decode("utf-8", errors="replace")
+        if "\ufffd" in text:
+            not_utf8 += text.count("\ufffd") - part.count(_REPLACEMENT)
+        lines.append(text)
+    if ended:
+        lines.append("")
+    return known_lines("\n".join(lines), lines), not_utf8
+
+
 def _is_json_object(line: bytes) -> bool:
     try:
         return isinstance(json.loads(line.lstrip(b"\xef\xbb\xbf")), dict)
@@ -195,12 +228,12 @@ def _worth_reading_whole(head: bytes) -> bool:
     return any(_is_record_line(line) for line in head.splitlines())
 
 
-def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> list[bytes]:
+def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> list[bytes | int]:
     """A JSON-lines file's lines: record lines kept up to :data:`MAX_KEPT_BYTES` (the rest
     empty lines, counted in ``out.left_out``); the first :data:`MAX_LINES_KEPT` other lines
     shortened to a stand-in the line reader counts and names as it did the line, the others
-    empty lines counted here, a run at a time."""
-    parts: list[bytes] = []
+    empty lines counted here, a run at a time (an ``int``: how many)."""
+    parts: list[bytes | int] = []
     kept = 0
     full = False
     stand_ins = 0
@@ -210,10 +243,17 @@ def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> list
         nonlocal run_length
         if run_length:
             out.left_out.line(run_why, run_start, count=run_length)
-            parts.append(b"\n" * run_length)  # one piece per run: no list entry per line
+            parts.append(run_length)  # one piece per run: no list entry per line
             run_length = 0
 
     for number, line in enumerate(itertools.chain(head, rest), start=1):
+        if line.startswith(RECORD_STARTS) and not full and kept + len(line) <= MAX_KEPT_BYTES:
+            # Most lines: a record, kept (what the general case below does for it).
+            if run_length:
+                end_run()
+            kept += len(line)
+            parts.append(line)
+            continue
         stripped = line.strip()
         if not stripped or _is_record_line(stripped):
             if stripped and (full or kept + len(line) > MAX_KEPT_BYTES):
