@@ -286,6 +286,8 @@ def parse_records(
                 not_read.line(f"unexpected shape: {kind}", number)
         elif kind == "queue-operation":
             queue.append((number, rec))
+        elif kind == "system" and rec.get("subtype") == "compact_boundary":
+            found.boundaries.append((number, rec))
         elif kind not in RECORD_TYPES:
             if is_queued_command(rec):
                 queue.append((number, rec))
@@ -295,7 +297,7 @@ def parse_records(
     if not messages:
         raise ImportError_([_no_conversation(name, records, not_read, n_lines)], FORMAT)
 
-    links = relinks(records, warnings if root is None else [])
+    links = relinks(records, warnings if root is None else [], found)
     chain_ = chain(records, warnings, root, links, found)
     ordered, replayed = conversation(records, chain_, links, found)
     if replayed:
@@ -310,7 +312,8 @@ def parse_records(
             skipped[f"off_chain:{kind}"] += 1
         elif kind in RECORD_TYPES:
             if kind != "user" and kind != "assistant":
-                skipped[_kind(rec)] += 1
+                sub = rec.get("subtype")  # as _kind names it
+                skipped[f"{kind}:{sub}" if isinstance(sub, str) and sub else kind] += 1
         elif is_queued_command(rec):
             skipped["attachment:queued_command"] += 1
     queued = _queued(queue, ordered, skipped, warnings) if queue else []

@@ -111,18 +111,16 @@ def kept_segments(rec: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def relinks(records: list[Record], warnings: list[str]) -> Links:
+def relinks(records: list[Record], warnings: list[str], found: Index | None = None) -> Links:
     """The links each compaction that kept records makes, in file order, as Claude Code
     loads the file (``applyPreservedSegmentRelinks``): the kept head hangs off the anchor,
     the anchor's other children off the kept tail, and the boundary goes on to the head's
     old parent. A segment whose tail does not lead back to its head through the file is not
-    relinked (with a warning): the file is then read by its own parents."""
+    relinked (with a warning): the file is then read by its own parents. ``found``: the
+    records' :class:`Index`, when the caller made it."""
     links = Links()
-    boundaries = [
-        (number, rec, kept)
-        for number, rec in records
-        if is_boundary(rec) and (kept := kept_segments(rec))
-    ]
+    found = found or index(records)
+    boundaries = [(n, rec, kept) for n, rec in found.boundaries if (kept := kept_segments(rec))]
     if not boundaries:
         return links  # no compaction kept records: nothing to index
     by_uuid = {rec["uuid"]: (number, rec) for number, rec in records if "uuid" in rec}
@@ -184,12 +182,16 @@ class Index:
     """Each record by its ``uuid`` (the last of a repeated one)."""
     messages: set[int] = field(default_factory=set)
     """``id()`` of each user / assistant record (:func:`is_message`)."""
+    boundaries: list[Record] = field(default_factory=list)
+    """The compactions' boundaries (:func:`is_boundary`), in order."""
 
     def add(self, number: int, rec: dict[str, Any]) -> None:
         if "uuid" in rec:
             self.by_uuid[rec["uuid"]] = (number, rec)
         if is_message(rec):
             self.messages.add(id(rec))
+        elif is_boundary(rec):
+            self.boundaries.append((number, rec))
 
     def is_message(self, rec: dict[str, Any]) -> bool:
         return id(rec) in self.messages
@@ -294,10 +296,12 @@ def conversation(
     after the batch. Records a compaction kept go after its summary (``links``).
     ``found``: the records' :class:`Index`, when the caller made it."""
     place = (links or Links()).place
-    message = (found or index(records)).is_message
+    messages = (found or index(records)).messages
     start = min(chain.values())
     on_chain = [
-        (n, r) for n, r in records if r.get("uuid") in chain and (message(r) or is_boundary(r))
+        (n, r)
+        for n, r in records
+        if r.get("uuid") in chain and (id(r) in messages or is_boundary(r))
     ]
     keys: dict[int, Key] = {id(r): (place(n), 0, n) for n, r in on_chain}
     replayed: set[int] = set()
@@ -333,7 +337,7 @@ def conversation(
         elif rec["type"] == "user":
             answered.update(result_ids(rec))
     # The chain's side of the file first; then the earlier copies, the nearest first.
-    off_chain = [(n, r) for n, r in records if id(r) not in keys and message(r)]
+    off_chain = [(n, r) for n, r in records if id(r) in messages and id(r) not in keys]
     candidates = [(n, r) for n, r in off_chain if n >= start]
     candidates += [(n, r) for n, r in reversed(off_chain) if n < start]
     for number, rec in candidates:

@@ -148,7 +148,7 @@ def read_session(path: Path) -> SessionText:
             first = next((line for line in head if line.strip(b"\xef\xbb\xbf \t\r\n")), b"")
             records = _is_record_line(first) and _is_json_object(first)
             if records:
-                parts = _records(head, lines, out)
+                kept = _records(head, lines, out)
             else:
                 data = b"".join(head)
                 pieces = [data]
@@ -167,7 +167,10 @@ def read_session(path: Path) -> SessionText:
                     out.whole = True
     except OSError as exc:
         raise ImportError_([f"cannot read it: {exc.strerror or exc}"], source=str(path)) from None
-    out.text, out.not_utf8 = _lined(parts) if records else _decoded(pieces)
+    if records:
+        out.text = known_lines("\n".join(kept), kept)
+    else:
+        out.text, out.not_utf8 = _decoded(pieces)
     return out
 
 
@@ -190,28 +193,6 @@ def _decoded(pieces: list[bytes]) -> tuple[str, int]:
     return "".join(texts), not_utf8
 
 
-def _lined(parts: list[bytes | int]) -> tuple[str, int]:
-    """:func:`_decoded` of a JSON-lines file's lines (:func:`_records`; an ``int``: that
-    many empty lines), each decoded without its line end; the text's lines are remembered
-    with it (:func:`~engine.recordings.base.known_lines`)."""
-    lines: list[str] = []
-    not_utf8 = 0
-    ended = True
-    for part in parts:
-        if isinstance(part, int):
-            lines += [""] * part
-            ended = True
-            continue
-        ended = part.endswith(b"\n")
-        text = (part[:-1] if ended else part).decode("utf-8", errors="replace")
-        if "\ufffd" in text:
-            not_utf8 += text.count("\ufffd") - part.count(_REPLACEMENT)
-        lines.append(text)
-    if ended:
-        lines.append("")
-    return known_lines("\n".join(lines), lines), not_utf8
-
-
 def _is_json_object(line: bytes) -> bool:
     try:
         return isinstance(json.loads(line.lstrip(b"\xef\xbb\xbf")), dict)
@@ -228,59 +209,71 @@ def _worth_reading_whole(head: bytes) -> bool:
     return any(_is_record_line(line) for line in head.splitlines())
 
 
-def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> list[bytes | int]:
-    """A JSON-lines file's lines: record lines kept up to :data:`MAX_KEPT_BYTES` (the rest
-    empty lines, counted in ``out.left_out``); the first :data:`MAX_LINES_KEPT` other lines
-    shortened to a stand-in the line reader counts and names as it did the line, the others
-    empty lines counted here, a run at a time (an ``int``: how many)."""
-    parts: list[bytes | int] = []
+def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> list[str]:
+    """A JSON-lines file's lines, each decoded without its line end (bytes that are not UTF-8
+    read as U+FFFD, counted in ``out.not_utf8``): ``"\\n".join`` of them is the text. Record
+    lines kept up to :data:`MAX_KEPT_BYTES` (the rest empty lines, counted in
+    ``out.left_out``); the first :data:`MAX_LINES_KEPT` other lines shortened to a stand-in
+    the line reader counts and names as it did the line, the others empty lines counted
+    here, a run at a time. Decoded line by line, not whole (issue 44): CPython's decoder
+    takes its fast ASCII path only until the first other character, so a session with one
+    emoji early on decodes 5-10x slower whole."""
+    lines: list[str] = []
     kept = 0
     full = False
     stand_ins = 0
+    ended = True  # the last line kept had its line end
     run_why, run_start, run_length = "", 0, 0
 
     def end_run() -> None:
         nonlocal run_length
         if run_length:
             out.left_out.line(run_why, run_start, count=run_length)
-            parts.append(run_length)  # one piece per run: no list entry per line
+            lines.extend([""] * run_length)
             run_length = 0
 
     for number, line in enumerate(itertools.chain(head, rest), start=1):
-        if line.startswith(RECORD_STARTS) and not full and kept + len(line) <= MAX_KEPT_BYTES:
-            # Most lines: a record, kept (what the general case below does for it).
-            if run_length:
-                end_run()
-            kept += len(line)
-            parts.append(line)
-            continue
-        stripped = line.strip()
-        if not stripped or _is_record_line(stripped):
-            if stripped and (full or kept + len(line) > MAX_KEPT_BYTES):
-                full = True  # the rest of the file, not a shorter line that would still fit
-                why = PAST_CAP
-            else:
-                end_run()
-                kept += len(line)
-                parts.append(line)
+        if not line.startswith(RECORD_STARTS) or full or kept + len(line) > MAX_KEPT_BYTES:
+            # Not the common case, a record that fits: a blank line is kept too.
+            stripped = line.strip()
+            if stripped and _is_record_line(stripped):
+                if full or kept + len(line) > MAX_KEPT_BYTES:
+                    full = True  # the rest of the file, not a shorter line that would fit
+                    why = PAST_CAP
+                    if run_length and why != run_why:
+                        end_run()
+                    if not run_length:
+                        run_why, run_start = why, number
+                    run_length += 1
+                    continue
+            elif stripped:
+                why = "comment" if stripped.startswith((b"//", b"#")) else "not JSON"
+                if stand_ins < MAX_LINES_KEPT:
+                    # Two bytes: a comment stays one, anything else is not JSON; a last line
+                    # without its end keeps none (the reader names it a cut last line).
+                    stand_ins += 1
+                    end_run()
+                    lines.append("//" if why == "comment" else "?")
+                    ended = line.endswith(b"\n")
+                    continue
+                if run_length and why != run_why:
+                    end_run()
+                if not run_length:
+                    run_why, run_start = why, number
+                run_length += 1
                 continue
-        else:
-            why = "comment" if stripped.startswith((b"//", b"#")) else "not JSON"
-            if stand_ins < MAX_LINES_KEPT:
-                # Two bytes: a comment stays one, anything else is not JSON; a last line
-                # without its end keeps none (the reader names it a cut last line).
-                stand_ins += 1
-                short = b"//" if why == "comment" else b"?"
-                end_run()
-                parts.append(short + b"\n" if line.endswith(b"\n") else short)
-                continue
-        if run_length and why != run_why:
+        if run_length:
             end_run()
-        if not run_length:
-            run_why, run_start = why, number
-        run_length += 1
+        kept += len(line)
+        ended = line.endswith(b"\n")
+        text = (line[:-1] if ended else line).decode("utf-8", errors="replace")
+        if "\ufffd" in text:
+            out.not_utf8 += text.count("\ufffd") - line.count(_REPLACEMENT)
+        lines.append(text)
     end_run()
-    return parts
+    if ended:
+        lines.append("")  # the text ends with a line end (or is empty)
+    return lines
 
 
 def special_file(path: Path) -> str:
