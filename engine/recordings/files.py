@@ -148,7 +148,10 @@ def read_session(path: Path) -> SessionText:
             first = next((line for line in head if line.strip(b"\xef\xbb\xbf \t\r\n")), b"")
             records = _is_record_line(first) and _is_json_object(first)
             if records:
-                kept = _records(head, lines, out)
+                rest = _plain_rest(f, head, out)
+                kept = _records(head, lines if rest is None else iter(()), out)
+                if rest is not None:
+                    kept[-1:] = rest  # where the head's last line end leaves off
             else:
                 data = b"".join(head)
                 pieces = [data]
@@ -207,6 +210,36 @@ def _worth_reading_whole(head: bytes) -> bool:
     if text.startswith(("{", "[")) or b"# aider chat started at" in head:
         return True
     return any(_is_record_line(line) for line in head.splitlines())
+
+
+def _plain_rest(f: BinaryIO, head: list[bytes], out: SessionText) -> list[str] | None:
+    """The rest of a JSON-lines file after its ``head``, read at once and split at its line
+    ends (``"\\n".join`` of the list is its text, each line decoded as :func:`_records`
+    decodes one), when every line of it is a record that :func:`_records` would keep as it
+    is: it can hold no line over :data:`MAX_LINE_CHARS` nor pass :data:`MAX_KEPT_BYTES`, and
+    each line begins a record. The common case, without :func:`_records`' loop over each
+    line (issue 44); else None, the file where it was."""
+    at = f.tell()
+    size = os.fstat(f.fileno()).st_size - at
+    if size <= 0 or size > MAX_LINE_CHARS or size + sum(map(len, head)) > MAX_KEPT_BYTES:
+        return None
+    data = f.read(size)
+    lines = data.split(b"\n")
+    last = lines[-1]
+    plain = (
+        len(data) == size
+        and not f.read(1)  # not grown since: what is read is the whole rest
+        and all(line.startswith(RECORD_STARTS) for line in itertools.islice(lines, len(lines) - 1))
+        and (not last or last.startswith(RECORD_STARTS))
+    )
+    if not plain:
+        f.seek(at)
+        return None
+    texts = [line.decode("utf-8", errors="replace") for line in lines]
+    for line, text in zip(lines, texts, strict=True):
+        if "\ufffd" in text:
+            out.not_utf8 += text.count("\ufffd") - line.count(_REPLACEMENT)
+    return texts
 
 
 def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> list[str]:
