@@ -1,12 +1,13 @@
-"""Reading a JSON-lines session file past its head (issue 44): the rest is read at once and
-split at its line ends when every line of it is a record kept as it is
-(``files._plain_rest``), else line by line (``files._records``); the text, its lines as
-the line reader takes them (``base.known_lines``), the long lines and the bytes that are
-not UTF-8 are the same either way.
+"""Reading a JSON-lines session file past its head (issue 44): the rest is read a block at a
+time and split at its line ends, a run of lines that each begin a record decoded at once
+(``files._rest``, ``files._Kept.records``), any other line one by one as before; the text,
+its lines as the line reader takes them (``base.known_lines``), the long lines, the bytes that
+are not UTF-8 and what was left out are the same as when every line is read on its own
+(``files._lines``, made to read the rest here).
 
-Each file below is 250 records (``{"n": i}``, one a line) and then what the case adds: the
-first :data:`~engine.recordings.files.HEAD_LINES` (200) are the head, read line by line in
-both ways; what follows is the rest.
+Each file below is 250 records (``{"n": i}``, one a line, 11 or 12 bytes with the line end)
+and then what the case adds: the first :data:`~engine.recordings.files.HEAD_LINES` (200)
+are the head, read line by line in both ways; what follows is the rest.
 """
 
 from __future__ import annotations
@@ -18,40 +19,49 @@ import pytest
 from engine.recordings import base, files
 
 RECORDS = b"".join(b'{"n": %d}\n' % i for i in range(250))
+LONG = b'{"long": "' + b"x" * 200 + b'"}'
+"""A record of 212 bytes: over the cap of 100 these tests set."""
 
 
-def read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[files.SessionText, bool]:
-    """The file read as it is now, and whether the rest was read at once; checked against
-    the same file read line by line (``_plain_rest`` made to decline)."""
-    taken: list[bool] = []
-    plain_rest = files._plain_rest
+def read_both(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[files.SessionText, list[tuple[int, str, bool]], int]:
+    """The file read as it is now, its numbered lines, and how many lines came in runs
+    read at once; checked against the same file read a line at a time."""
+    at_once: list[int] = []
+    records = files._Kept.records
 
-    def spied(*args: object) -> list[str] | None:
-        rest = plain_rest(*args)  # type: ignore[arg-type]
-        taken.append(rest is not None)
-        return rest
+    def spied(kept: files._Kept, raw: list[bytes]) -> None:
+        at_once.append(len(raw))
+        records(kept, raw)
 
-    monkeypatch.setattr(files, "_plain_rest", spied)
-    fast = files.read_session(path)
+    with monkeypatch.context() as patch:
+        patch.setattr(files._Kept, "records", spied)
+        fast = files.read_session(path)
     fast_lines = list(base.numbered_lines(fast.text, skip_blank=True))
-    monkeypatch.setattr(files, "_plain_rest", lambda *args: None)
-    slow = files.read_session(path)
+    with monkeypatch.context() as patch:
+        patch.setattr(files, "_rest", files._lines)
+        slow = files.read_session(path)
     slow_lines = list(base.numbered_lines(slow.text, skip_blank=True))
     assert fast.text == slow.text
     assert fast_lines == slow_lines
     assert (fast.long_lines, fast.not_utf8) == (slow.long_lines, slow.not_utf8)
     assert fast.left_out.as_json() == slow.left_out.as_json()
-    return fast, taken == [True]
+    return fast, fast_lines, sum(at_once)
 
 
-def test_plain_records_are_read_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """250 records, each line ended: 250 line ends in the text, line 250 is ``{"n": 249}``."""
+@pytest.mark.parametrize("block", [files.BLOCK, 7, 64])
+def test_plain_records_are_read_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """250 records, each line ended, read in blocks of 1 MB, 7 or 64 bytes (a line across
+    blocks): the 50 past the head read at once; 250 line ends; line 250 is ``{"n": 249}``."""
+    monkeypatch.setattr(files, "BLOCK", block)
     path = tmp_path / "s.jsonl"
     path.write_bytes(RECORDS)
-    read, at_once = read_both(path, monkeypatch)
-    assert at_once
+    read, lines, at_once = read_both(path, monkeypatch)
+    assert at_once == 50
     assert read.text.count("\n") == 250
-    lines = list(base.numbered_lines(read.text, skip_blank=True))
     assert lines[-1] == (250, '{"n": 249}', False)
 
 
@@ -59,9 +69,8 @@ def test_a_cut_last_line_stays_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     """A last line without its end (a file still being written) is line 251, marked cut."""
     path = tmp_path / "s.jsonl"
     path.write_bytes(RECORDS + b'{"n": 25')
-    read, at_once = read_both(path, monkeypatch)
-    assert at_once
-    lines = list(base.numbered_lines(read.text, skip_blank=True))
+    _, lines, at_once = read_both(path, monkeypatch)
+    assert at_once == 50
     assert lines[-1] == (251, '{"n": 25', True)
 
 
@@ -69,9 +78,8 @@ def test_crlf_line_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     """CRLF line ends: each record still begins its line; the reader drops the CR."""
     path = tmp_path / "s.jsonl"
     path.write_bytes(RECORDS.replace(b"\n", b"\r\n"))
-    read, at_once = read_both(path, monkeypatch)
-    assert at_once
-    lines = list(base.numbered_lines(read.text, skip_blank=True))
+    _, lines, at_once = read_both(path, monkeypatch)
+    assert at_once == 50
     assert lines[-1] == (250, '{"n": 249}', False)
 
 
@@ -82,8 +90,7 @@ def test_bytes_that_are_not_utf8_are_counted(
     a U+FFFD written in the file (``\\xef\\xbf\\xbd``) is not one of them."""
     path = tmp_path / "s.jsonl"
     path.write_bytes(RECORDS + b'{"t": "a\xff b\xfe c\xef\xbf\xbd"}\n')
-    read, at_once = read_both(path, monkeypatch)
-    assert at_once
+    read, _, _ = read_both(path, monkeypatch)
     assert read.not_utf8 == 2
 
 
@@ -95,17 +102,43 @@ def test_bytes_that_are_not_utf8_are_counted(
         (b'  {"n": 250}\n', (251, '  {"n": 250}', False)),  # after spaces (kept)
     ],
 )
-def test_other_lines_are_read_line_by_line(
+def test_other_lines_are_read_one_by_one(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     rest: bytes,
     last: tuple[int, str, bool],
 ) -> None:
-    """A rest with a line that is not a record as it is (blank, not JSON, indented) is read
-    line by line, with the same numbers: the last record is on the line counted by hand."""
+    """A rest with a line that is not a record as it is (blank, not JSON, indented): the
+    same lines either way, the last record on the line counted by hand."""
     path = tmp_path / "s.jsonl"
     path.write_bytes(RECORDS + rest)
-    read, at_once = read_both(path, monkeypatch)
-    assert not at_once
-    lines = list(base.numbered_lines(read.text, skip_blank=True))
+    _, lines, _ = read_both(path, monkeypatch)
+    assert lines[-1] == last
+
+
+@pytest.mark.parametrize("block", [files.BLOCK, 64])
+@pytest.mark.parametrize(
+    ("rest", "long_lines", "last"),
+    [
+        (LONG + b'\n{"n": 250}\n', [251], (252, '{"n": 250}', False)),
+        (b'{"n": 250}\n' + LONG + b"\n", [252], (251, '{"n": 250}', False)),
+        (b'{"n": 250}\n' + LONG, [252], (251, '{"n": 250}', False)),  # the last, not ended
+    ],
+)
+def test_lines_over_the_cap(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    block: int,
+    rest: bytes,
+    long_lines: list[int],
+    last: tuple[int, str, bool],
+) -> None:
+    """With a cap of 100 bytes, a 212-byte record past the head (read whole, or across
+    64-byte blocks) is an empty line, its number kept; the records around it read."""
+    monkeypatch.setattr(files, "MAX_LINE_CHARS", 100)
+    monkeypatch.setattr(files, "BLOCK", block)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(RECORDS + rest)
+    read, lines, _ = read_both(path, monkeypatch)
+    assert read.long_lines == long_lines
     assert lines[-1] == last
