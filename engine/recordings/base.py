@@ -215,17 +215,6 @@ SURROGATE_WARNING = (
 _NOT_JSON = object()
 
 
-def _decoded(text: str) -> Any:
-    """``json.loads(text)``, or :data:`_NOT_JSON`; a text no JSON can begin with is known at
-    once (1 GB of junk lines is 50 million of them)."""
-    if text[0] not in _JSON_STARTS:
-        return _NOT_JSON
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return _NOT_JSON
-
-
 class JsonLines:
     """Lines read one by one into JSON objects, tolerantly: what is not an object is left
     out and named in :attr:`not_read`. Used over a whole file (:meth:`read`) and over the
@@ -265,7 +254,14 @@ class JsonLines:
         if stripped.startswith(COMMENT_PREFIXES):
             self.not_read.line("comment", number)
             return None
-        obj = _decoded(stripped)
+        # A text no JSON can begin with is known at once (1 GB of junk lines is 50 million).
+        if stripped[0] in _JSON_STARTS:
+            try:
+                obj = json.loads(stripped)
+            except (json.JSONDecodeError, RecursionError):
+                obj = _NOT_JSON
+        else:
+            obj = _NOT_JSON
         if obj is _NOT_JSON:
             if last:
                 self.warnings.append(CUT_WARNING.format(number))
@@ -278,12 +274,13 @@ class JsonLines:
             self.not_read.line(f"not a record ({type(obj).__name__})", number)
             return None
         record: dict[str, Any] = obj
-        cleaned, replaced = without_surrogates(stripped, record)
-        if replaced:
-            record = cleaned
-            if not self.skipped["lone_surrogate"]:
-                self.warnings.append(SURROGATE_WARNING.format(number))
-            self.skipped["lone_surrogate"] += replaced
+        if _SURROGATE_ESCAPE.search(stripped) is not None:  # else without_surrogates changes none
+            cleaned, replaced = without_surrogates(stripped, record)
+            if replaced:
+                record = cleaned
+                if not self.skipped["lone_surrogate"]:
+                    self.warnings.append(SURROGATE_WARNING.format(number))
+                self.skipped["lone_surrogate"] += replaced
         key = hash(stripped)
         if key in self._seen:
             kind = obj.get("type")
