@@ -354,8 +354,11 @@ def _records(head: list[bytes], rest: Iterator[bytes | list[bytes]], out: Sessio
     takes its fast ASCII path only until the first other character, so a session with one
     emoji early on decodes 5-10x slower whole."""
     kept = _Kept(out)
-    for line in head:
-        kept.line(line)
+    if all(line.startswith(RECORD_STARTS) and line.endswith(b"\n") for line in head):
+        kept.records([line[:-1] for line in head])  # the common head, as a run of records
+    else:
+        for line in head:
+            kept.line(line)
     for unit in rest:
         if isinstance(unit, list):
             kept.records(unit)

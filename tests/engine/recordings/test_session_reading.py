@@ -1,13 +1,14 @@
-"""Reading a JSON-lines session file past its head (issue 44): the rest is read a block at a
+"""Reading a JSON-lines session file (issue 44): past its head the rest is read a block at a
 time and split at its line ends, a run of lines that each begin a record decoded at once
-(``files._rest``, ``files._Kept.records``), any other line one by one as before; the text,
+(``files._rest``, ``files._Kept.records``), as is a head made only of such lines; any other
+line one by one as before; the text,
 its lines as the line reader takes them (``base.known_lines``), the long lines, the bytes that
 are not UTF-8 and what was left out are the same as when every line is read on its own
 (``files._lines``, made to read the rest here).
 
 Each file below is 250 records (``{"n": i}``, one a line, 11 or 12 bytes with the line end)
 and then what the case adds: the first :data:`~engine.recordings.files.HEAD_LINES` (200)
-are the head, read line by line in both ways; what follows is the rest.
+are the head, read with ``readline`` in both ways; what follows is the rest.
 """
 
 from __future__ import annotations
@@ -55,12 +56,13 @@ def test_plain_records_are_read_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
 ) -> None:
     """250 records, each line ended, read in blocks of 1 MB, 7 or 64 bytes (a line across
-    blocks): the 50 past the head read at once; 250 line ends; line 250 is ``{"n": 249}``."""
+    blocks): all 250 read at once (the head's 200, then the rest's 50); 250 line ends; line
+    250 is ``{"n": 249}``."""
     monkeypatch.setattr(files, "BLOCK", block)
     path = tmp_path / "s.jsonl"
     path.write_bytes(RECORDS)
     read, lines, at_once = read_both(path, monkeypatch)
-    assert at_once == 50
+    assert at_once == 250
     assert read.text.count("\n") == 250
     assert lines[-1] == (250, '{"n": 249}', False)
 
@@ -70,7 +72,7 @@ def test_a_cut_last_line_stays_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     path = tmp_path / "s.jsonl"
     path.write_bytes(RECORDS + b'{"n": 25')
     _, lines, at_once = read_both(path, monkeypatch)
-    assert at_once == 50
+    assert at_once == 250
     assert lines[-1] == (251, '{"n": 25', True)
 
 
@@ -79,7 +81,7 @@ def test_crlf_line_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     path = tmp_path / "s.jsonl"
     path.write_bytes(RECORDS.replace(b"\n", b"\r\n"))
     _, lines, at_once = read_both(path, monkeypatch)
-    assert at_once == 50
+    assert at_once == 250
     assert lines[-1] == (250, '{"n": 249}', False)
 
 
@@ -142,3 +144,17 @@ def test_lines_over_the_cap(
     read, lines, _ = read_both(path, monkeypatch)
     assert read.long_lines == long_lines
     assert lines[-1] == last
+
+
+def test_a_head_with_other_lines_is_read_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comment on line 2 and a blank line 3 (252 lines): the head's 200 one by one, the 52
+    after at once; the comment kept as its stand-in on its line, the last record on 252."""
+    path = tmp_path / "s.jsonl"
+    lines_in = RECORDS.splitlines(keepends=True)
+    path.write_bytes(lines_in[0] + b"// a comment\n\n" + b"".join(lines_in[1:]))
+    read, lines, at_once = read_both(path, monkeypatch)
+    assert at_once == 52
+    assert lines[1] == (2, "//", False)
+    assert lines[-1] == (252, '{"n": 249}', False)
