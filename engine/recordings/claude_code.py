@@ -218,24 +218,22 @@ def parse_read(
     main: list[Record] = []
     side: list[Record] = []
     responses: set[str] = set()
-    with_uuid = 0
-    for number, rec in records:
+    for record in records:
+        rec = record[1]
         uuid = rec.get("uuid")
         if isinstance(uuid, str):
             if uuid in seen:
-                not_read.line(REPEATED_UUID, number)
+                not_read.line(REPEATED_UUID, record[0])
                 continue
             seen.add(uuid)
-        if "uuid" in rec:
-            with_uuid += 1
-        unique.append((number, rec))
-        (side if rec.get("isSidechain") is True else main).append((number, rec))
+        unique.append(record)
+        (side if rec.get("isSidechain") is True else main).append(record)
         if rec["type"] == "assistant" and is_message(rec):
             mid = rec["message"].get("id")
             if isinstance(mid, str) and mid:
                 responses.add(f"message:{mid}")
     records = unique
-    if side and len(side) == with_uuid:
+    if side and len(side) == sum(1 for _, r in records if "uuid" in r):
         # A subagent's own file: every record is on its sidechain.
         parsed = parse_records(records, name, skipped, warnings, not_read, n_lines)
     else:
@@ -280,22 +278,23 @@ def parse_records(
     by_uuid, messages = found.by_uuid, found.messages
     queue: list[Record] = []  # the queue's records (:func:`_queued`)
     meta_ = Metadata()
-    for number, rec in records:
+    for record in records:
+        number, rec = record
         kind = rec["type"]
         if "uuid" in rec:
-            by_uuid[rec["uuid"]] = (number, rec)
+            by_uuid[rec["uuid"]] = record
         if kind == "user" or kind == "assistant":
             if is_message(rec):
                 messages.add(id(rec))
             else:
                 not_read.line(f"unexpected shape: {kind}", number)
         elif kind == "queue-operation":
-            queue.append((number, rec))
+            queue.append(record)
         elif kind == "system" and rec.get("subtype") == "compact_boundary":
-            found.boundaries.append((number, rec))
+            found.boundaries.append(record)
         elif kind not in RECORD_TYPES:
             if is_queued_command(rec):
-                queue.append((number, rec))
+                queue.append(record)
             else:
                 not_read.kind(kind, number)
         meta_.add(rec)
