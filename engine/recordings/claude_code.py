@@ -130,21 +130,11 @@ def read_records(raw: str) -> tuple[list[Record], JsonLines]:
     reader = JsonLines()
     records = []
     for record in reader.read(raw):
-        if isinstance(record[1].get("type"), str):  # accept(record), without a call per record
+        if isinstance(record[1].get("type"), str):  # a record: an object with a string type
             records.append(record)
         else:
             reader.not_read.line("not a record (no type)", record[0])
     return records, reader
-
-
-def accept(record: Record, not_read: NotRead) -> bool:
-    """Whether ``record`` goes on to the parser: a JSON object with a string ``type`` (else
-    named in ``not_read``)."""
-    number, obj = record
-    if not isinstance(obj.get("type"), str):
-        not_read.line("not a record (no type)", number)
-        return False
-    return True
 
 
 def parse(raw: str, name: str, copied_from: set[str] | None = None) -> Parsed:
