@@ -213,6 +213,7 @@ SURROGATE_WARNING = (
 
 
 _NOT_JSON = object()
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 class JsonLines:
@@ -255,13 +256,16 @@ class JsonLines:
             self.not_read.line("comment", number)
             return None
         # A text no JSON can begin with is known at once (1 GB of junk lines is 50 million).
+        obj: Any = _NOT_JSON
         if stripped[0] in _JSON_STARTS:
             try:
-                obj = json.loads(stripped)
+                # json.loads(stripped) without its wrappers: the text has no white space
+                # around it, so it is one JSON value exactly when the value ends the text.
+                value, end = _raw_decode(stripped)
+                if end == len(stripped):
+                    obj = value
             except (json.JSONDecodeError, RecursionError):
-                obj = _NOT_JSON
-        else:
-            obj = _NOT_JSON
+                pass
         if obj is _NOT_JSON:
             if last:
                 self.warnings.append(CUT_WARNING.format(number))
