@@ -213,17 +213,7 @@ SURROGATE_WARNING = (
 
 
 _NOT_JSON = object()
-
-
-def _decoded(text: str) -> Any:
-    """``json.loads(text)``, or :data:`_NOT_JSON`; a text no JSON can begin with is known at
-    once (1 GB of junk lines is 50 million of them)."""
-    if text[0] not in _JSON_STARTS:
-        return _NOT_JSON
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return _NOT_JSON
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 class JsonLines:
@@ -255,17 +245,27 @@ class JsonLines:
         the file's last line, with no line end yet (a file still being written)."""
         if number == 1:
             text = text.removeprefix("\ufeff")
-        if not text.strip():
+        stripped = text.strip()
+        if not stripped:
             return None
         self.lines += 1
         if len(text) > MAX_LINE_CHARS:
             self.not_read.line("line over 32 MB", number)
             return None
-        stripped = text.strip()
         if stripped.startswith(COMMENT_PREFIXES):
             self.not_read.line("comment", number)
             return None
-        obj = _decoded(stripped)
+        # A text no JSON can begin with is known at once (1 GB of junk lines is 50 million).
+        obj: Any = _NOT_JSON
+        if stripped[0] in _JSON_STARTS:
+            try:
+                # json.loads(stripped) without its wrappers: the text has no white space
+                # around it, so it is one JSON value exactly when the value ends the text.
+                value, end = _raw_decode(stripped)
+                if end == len(stripped):
+                    obj = value
+            except (json.JSONDecodeError, RecursionError):
+                pass
         if obj is _NOT_JSON:
             if last:
                 self.warnings.append(CUT_WARNING.format(number))
@@ -278,12 +278,13 @@ class JsonLines:
             self.not_read.line(f"not a record ({type(obj).__name__})", number)
             return None
         record: dict[str, Any] = obj
-        cleaned, replaced = without_surrogates(stripped, record)
-        if replaced:
-            record = cleaned
-            if not self.skipped["lone_surrogate"]:
-                self.warnings.append(SURROGATE_WARNING.format(number))
-            self.skipped["lone_surrogate"] += replaced
+        if _SURROGATE_ESCAPE.search(stripped) is not None:  # else without_surrogates changes none
+            cleaned, replaced = without_surrogates(stripped, record)
+            if replaced:
+                record = cleaned
+                if not self.skipped["lone_surrogate"]:
+                    self.warnings.append(SURROGATE_WARNING.format(number))
+                self.skipped["lone_surrogate"] += replaced
         key = hash(stripped)
         if key in self._seen:
             kind = obj.get("type")
@@ -306,6 +307,31 @@ class JsonLines:
         return out
 
 
+_split: tuple[str, list[str]] | None = None
+"""The text :func:`engine.recordings.files.read_session` last made of a JSON-lines file's
+lines, and those lines (:func:`known_lines`)."""
+
+
+def known_lines(text: str, lines: list[str]) -> str:
+    """``text`` (``"\\n".join(lines)``), remembered with its ``lines`` as they were read, so
+    the line reader takes them as they are (:func:`numbered_lines`) instead of finding each
+    line end again (issue 44: a session with one emoji is held 4 bytes a character whole, and
+    every line cut out of it is scanned again to narrow it: 2.5 ms of marot's 2.7 MB, a
+    sixth of ``json.loads`` of its lines). One text is remembered, until it is read."""
+    global _split
+    _split = (text, lines)
+    return text
+
+
+def _lines_of(text: str) -> list[str] | None:
+    """The lines :func:`known_lines` remembered for this very ``text`` (then forgotten)."""
+    global _split
+    if _split is None or _split[0] is not text:
+        return None
+    lines, _split = _split[1], None
+    return lines
+
+
 _BLANK_RUN = re.compile("\n+")
 
 
@@ -316,6 +342,10 @@ def numbered_lines(
     lone ``\\r``), and whether it is a last line with no end (cut); the first ``limit`` only;
     with ``skip_blank``, empty lines are passed over (a run of them at once, not one by one).
     Only those line ends split: a U+2028 inside a JSON string stays in its line."""
+    known = _lines_of(raw) if limit is None else None
+    if known is not None:
+        yield from _numbered(known, skip_blank)
+        return
     start, number, size = 0, 0, len(raw)
     while start < size and (limit is None or number < limit):
         if skip_blank and raw[start] == "\n":
@@ -349,6 +379,33 @@ def numbered_lines(
                 number += 1
             text = pieces[-1]
         yield number, text, False
+
+
+def _numbered(lines: list[str], skip_blank: bool) -> Iterator[tuple[int, str, bool]]:
+    """:func:`numbered_lines` of a text split at its ``\\n`` already (:func:`known_lines`)."""
+    number = 0
+    last = len(lines) - 1
+    for index, text in enumerate(lines):
+        if index == last and not text:
+            return  # the text ends with a line end (or is empty)
+        number += 1
+        if not text:
+            if not skip_blank:
+                yield number, text, False
+            continue
+        cut = index == last
+        if "\r" in text:
+            if not cut and text.endswith("\r"):
+                text = text[:-1]
+            if "\r" in text:
+                pieces = text.split("\r")
+                for piece in pieces[:-1]:
+                    yield number, piece, False
+                    number += 1
+                text = pieces[-1]
+                if cut and not text:
+                    return
+        yield number, text, cut
 
 
 def cut_result(text: str) -> tuple[str, int]:
@@ -564,10 +621,39 @@ def usage_of(raw: Any) -> Usage | None:
     """A recorded ``usage`` object, or None when absent or all zero (``<synthetic>`` turns)."""
     if raw is None:
         return None
-    usage = usage_from(raw)  # one line naming the bad field ("usage.input_tokens must be…")
+    counts = _counts(raw)
+    # A usage that is not plain counts: the one line naming the bad field ("usage.input_tokens
+    # must be…").
+    usage = Usage(**counts) if counts is not None else usage_from(raw)
     if not (usage.input_side or usage.output_tokens):
         return None
     return usage
+
+
+_USAGE_FIELDS = tuple(Usage.model_fields)
+
+
+def _counts(raw: Any) -> dict[str, int] | None:
+    """:func:`~engine.validation.usage_from`'s counts when every one it reads is a whole
+    number ≥ 0 (what every recording holds), else None (it then says which is not): the
+    same reading without its per-call look-up of the model's fields (issue 44)."""
+    if not isinstance(raw, dict):
+        return None
+    counts: dict[str, int] = {}
+    for name in _USAGE_FIELDS:
+        value = raw.get(name)
+        if value is None:
+            continue
+        if type(value) is not int or value < 0:
+            return None
+        counts[name] = value
+    split = raw.get("cache_creation")
+    hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+    if hour is not None:
+        if type(hour) is not int or hour < 0:
+            return None
+        counts["cache_creation_1h_input_tokens"] = hour
+    return counts
 
 
 def result_text(content: Any) -> str:

@@ -70,6 +70,7 @@ from engine.recordings.base import (
 )
 from engine.recordings.base import parse_time as _parse_time
 from engine.recordings.claude_code_chain import (
+    Index,
     Record,
     chain,
     conversation,
@@ -127,18 +128,13 @@ def read_records(raw: str) -> tuple[list[Record], JsonLines]:
     """Every record of ``raw`` with its line number, and the reader that says what it left
     out (lines that are not JSON objects with a string ``type``, repeated records)."""
     reader = JsonLines()
-    records = [r for r in reader.read(raw) if accept(r, reader.not_read)]
+    records = []
+    for record in reader.read(raw):
+        if isinstance(record[1].get("type"), str):  # a record: an object with a string type
+            records.append(record)
+        else:
+            reader.not_read.line("not a record (no type)", record[0])
     return records, reader
-
-
-def accept(record: Record, not_read: NotRead) -> bool:
-    """Whether ``record`` goes on to the parser: a JSON object with a string ``type`` (else
-    named in ``not_read``)."""
-    number, obj = record
-    if not isinstance(obj.get("type"), str):
-        not_read.line("not a record (no type)", number)
-        return False
-    return True
 
 
 def parse(raw: str, name: str, copied_from: set[str] | None = None) -> Parsed:
@@ -205,13 +201,32 @@ def parse_read(
     """A session (and its sidechains) from the records :func:`read_records` read: the one
     parser of a whole file and of a file being followed (:mod:`engine.recordings.follow`)."""
     not_read = not_read if not_read is not None else NotRead()
-    records = _unique(records, not_read)
-    side = [(n, r) for n, r in records if r.get("isSidechain") is True]
+    # One pass: each uuid once (the first; a repeated record named, not read twice), the
+    # file's keys (:func:`record_keys`), the main conversation's records and its sidechains'.
+    seen: set[str] = set()
+    unique: list[Record] = []
+    main: list[Record] = []
+    side: list[Record] = []
+    responses: set[str] = set()
+    for record in records:
+        rec = record[1]
+        uuid = rec.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in seen:
+                not_read.line(REPEATED_UUID, record[0])
+                continue
+            seen.add(uuid)
+        unique.append(record)
+        (side if rec.get("isSidechain") is True else main).append(record)
+        if rec["type"] == "assistant" and is_message(rec):
+            mid = rec["message"].get("id")
+            if isinstance(mid, str) and mid:
+                responses.add(f"message:{mid}")
+    records = unique
     if side and len(side) == sum(1 for _, r in records if "uuid" in r):
         # A subagent's own file: every record is on its sidechain.
         parsed = parse_records(records, name, skipped, warnings, not_read, n_lines)
     else:
-        main = [(n, r) for n, r in records if r.get("isSidechain") is not True]
         parsed = parse_records(main, name, skipped, warnings, not_read, n_lines)
         groups: dict[str, list[Record]] = {}
         for n, r in side:
@@ -226,27 +241,12 @@ def parse_read(
             child.agent_id = None if agent == "sidechain" else agent
             parsed.children.append(child)
     parsed.records = n_lines
-    parsed.record_keys = record_keys(records)
+    parsed.record_keys = seen | responses
     return parsed
 
 
 REPEATED_UUID = "repeats an earlier record (uuid)"
 """Why a record whose uuid an earlier one holds is not read (the follower names it so too)."""
-
-
-def _unique(records: list[Record], not_read: NotRead) -> list[Record]:
-    """The records, each uuid once (the first): a repeated record is named, not read twice."""
-    seen: set[str] = set()
-    out = []
-    for number, rec in records:
-        uuid = rec.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in seen:
-                not_read.line(REPEATED_UUID, number)
-                continue
-            seen.add(uuid)
-        out.append((number, rec))
-    return out
 
 
 def parse_records(
@@ -262,37 +262,59 @@ def parse_records(
     conversation from that record on (the records before it are not given: ``watch`` parses
     only what came after a round it already has, :mod:`engine.recordings.claude_code_follow`)."""
     not_read = not_read if not_read is not None else NotRead()
-    for number, rec in records:
+    # One pass: what is not read, the conversation's records by uuid, the queue's records,
+    # what the file says of the session (:class:`Metadata`).
+    found = Index()  # the records by uuid, which are messages
+    by_uuid, messages = found.by_uuid, found.messages
+    queue: list[Record] = []  # the queue's records (:func:`_queued`)
+    meta_ = Metadata()
+    for record in records:
+        number, rec = record
         kind = rec["type"]
-        if kind not in RECORD_TYPES and not is_queued_command(rec):
-            not_read.kind(kind, number)
-        elif kind in ("user", "assistant") and not is_message(rec):
-            not_read.line(f"unexpected shape: {kind}", number)
-    if not any(is_message(r) for _, r in records):
+        if "uuid" in rec:
+            by_uuid[rec["uuid"]] = record
+        if kind == "user" or kind == "assistant":
+            if is_message(rec):
+                messages.add(id(rec))
+            else:
+                not_read.line(f"unexpected shape: {kind}", number)
+        elif kind == "queue-operation":
+            queue.append(record)
+        elif kind == "system" and rec.get("subtype") == "compact_boundary":
+            found.boundaries.append(record)
+        elif kind not in RECORD_TYPES:
+            if is_queued_command(rec):
+                queue.append(record)
+            else:
+                not_read.kind(kind, number)
+        meta_.add(rec)
+    if not messages:
         raise ImportError_([_no_conversation(name, records, not_read, n_lines)], FORMAT)
 
-    links = relinks(records, warnings if root is None else [])
-    chain_ = chain(records, warnings, root, links)
-    ordered, replayed = conversation(records, chain_, links)
+    links = relinks(records, warnings if root is None else [], found)
+    chain_ = chain(records, warnings, root, links, found)
+    ordered, replayed = conversation(records, chain_, links, found)
     if replayed:
         skipped["replayed_copy"] += len(replayed)
     kept = {id(r) for _, r in ordered}
     for _number, rec in records:
-        if id(rec) in kept or id(rec) in replayed:
+        key = id(rec)
+        if key in kept or key in replayed:
             continue
-        if is_message(rec):
-            skipped[f"off_chain:{rec['type']}"] += 1
+        kind = rec["type"]
+        if key in messages:
+            skipped[f"off_chain:{kind}"] += 1
+        elif kind in RECORD_TYPES:
+            if kind != "user" and kind != "assistant":
+                sub = rec.get("subtype")  # as _kind names it
+                skipped[f"{kind}:{sub}" if isinstance(sub, str) and sub else kind] += 1
         elif is_queued_command(rec):
             skipped["attachment:queued_command"] += 1
-        elif rec["type"] in RECORD_TYPES and not (
-            rec["type"] in ("user", "assistant") and not is_message(rec)
-        ):
-            skipped[_kind(rec)] += 1
-    queued = _queued(records, kept, skipped, warnings)
+    queued = _queued(queue, ordered, skipped, warnings) if queue else []
 
     items = _deliver(_items(ordered, not_read, warnings), queued)
     items = _from_first_input(items, not_read)
-    meta = _metadata(records)
+    meta = meta_.result()
     dropped = meta.get("compacted_before_file")
     if dropped:
         warnings.append(f"{dropped:,} tokens compacted before this file begins")
@@ -310,7 +332,7 @@ def parse_records(
         cwd=first.get("cwd", ""),
         agent_id=str(agent) if agent else None,
         source_session=str(first.get("sessionId", "")),
-        conversation_records=sum(1 for _, r in records if is_message(r)),
+        conversation_records=len(messages),
         recorded=meta,
         not_read=not_read,
         agent_version=version,
@@ -329,14 +351,6 @@ def _no_conversation(name: str, records: list[Record], not_read: NotRead, n_line
     )
 
 
-def _metadata(records: list[Record]) -> dict[str, Any]:
-    """What the file says about the session beyond its conversation (:class:`Metadata`)."""
-    meta = Metadata()
-    for _, rec in records:
-        meta.add(rec)
-    return meta.result()
-
-
 class Metadata:
     """What the file says about the session beyond its conversation, read record by record:
     the agent's version (``2.1.11 → 2.1.14`` when a resumed session changed it), titles,
@@ -353,6 +367,8 @@ class Metadata:
         if isinstance(version, str) and version and version not in self.versions:
             self.versions.append(version)
         kind = rec["type"]
+        if kind == "progress":
+            return  # the most common kind, and none of those below
         if is_boundary(rec) and not self.boundaries:
             self.boundaries += 1
             dropped = dropped_before(rec.get("compactMetadata"))
@@ -414,10 +430,11 @@ def is_queued_command(rec: dict[str, Any]) -> bool:
 
 
 def _queued(
-    records: list[Record], kept: set[int], skipped: Counter[str], warnings: list[str]
+    queue: list[Record], ordered: list[Record], skipped: Counter[str], warnings: list[str]
 ) -> list[Queued]:
     """The inputs typed while the agent worked that reached the model but that no stored
-    user record holds.
+    user record holds: from the ``queue`` (its ``queue-operation`` and ``queued_command``
+    records, in file order), and the conversation's records (``ordered``).
 
     Claude Code writes ``enqueue`` (with the text) when the user types while the agent works,
     then takes the input off the queue: ``remove`` when it hands it to the model at the next
@@ -432,18 +449,18 @@ def _queued(
     attachment (:func:`is_queued_command`): that record is the place, and the queue's own
     ``remove`` of the same text adds nothing.
     """
-    texts = _user_texts(records, kept)
+    texts = _user_texts(ordered)
     pending: list[tuple[int, str]] = []
     delivered: list[Queued] = []
     attached: dict[str, list[Queued]] = {}
-    for number, rec in records:
+    for number, rec in queue:
         if is_queued_command(rec):
             text = rec["attachment"]["prompt"].strip()
             if text and text not in texts:
                 at = _parse_time(rec.get("timestamp"), number, [])
                 delivered.append(Queued(text, number, number, at))
                 attached.setdefault(text, []).append(delivered[-1])
-    for number, rec in records:
+    for number, rec in queue:
         if rec["type"] != "queue-operation":
             continue
         operation = rec.get("operation")
@@ -481,14 +498,14 @@ def _queued(
     return delivered
 
 
-def _user_texts(records: list[Record], kept: set[int]) -> set[str]:
+def _user_texts(records: list[Record]) -> set[str]:
     """The texts of the conversation's user records (each text block, stripped); a slash
     command's record also as the user typed it, ``/name args`` (an input queued as
     ``/compact keep the plan`` is written as ``<command-name>/compact</command-name>`` …
     ``<command-args>keep the plan</command-args>``)."""
     texts = set()
     for _, rec in records:
-        if id(rec) in kept and rec["type"] == "user":
+        if rec["type"] == "user":
             content = rec["message"].get("content")
             if isinstance(content, str):
                 texts.add(content.strip())
@@ -673,7 +690,8 @@ def _time(rec: dict[str, Any], number: int, last: datetime | None, warnings: lis
     for a bad one)."""
     problems: list[str] = []
     created = _parse_time(rec.get("timestamp"), number, problems)
-    warnings.extend(f"{p}; the previous record's time is used" for p in problems)
+    if problems:
+        warnings.extend(f"{p}; the previous record's time is used" for p in problems)
     return created or last or utcnow()
 
 

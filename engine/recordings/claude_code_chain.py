@@ -111,23 +111,25 @@ def kept_segments(rec: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def relinks(records: list[Record], warnings: list[str]) -> Links:
+def relinks(records: list[Record], warnings: list[str], found: Index | None = None) -> Links:
     """The links each compaction that kept records makes, in file order, as Claude Code
     loads the file (``applyPreservedSegmentRelinks``): the kept head hangs off the anchor,
     the anchor's other children off the kept tail, and the boundary goes on to the head's
     old parent. A segment whose tail does not lead back to its head through the file is not
-    relinked (with a warning): the file is then read by its own parents."""
+    relinked (with a warning): the file is then read by its own parents. ``found``: the
+    records' :class:`Index`, when the caller made it."""
+    links = Links()
+    found = found or index(records)
+    boundaries = [(n, rec, kept) for n, rec in found.boundaries if (kept := kept_segments(rec))]
+    if not boundaries:
+        return links  # no compaction kept records: nothing to index
     by_uuid = {rec["uuid"]: (number, rec) for number, rec in records if "uuid" in rec}
     children: dict[str, list[str]] = {}
     for _, rec in records:
         parent = rec.get("parentUuid")
         if isinstance(parent, str) and isinstance(rec.get("uuid"), str):
             children.setdefault(parent, []).append(rec["uuid"])
-    links = Links()
-    for number, rec in records:
-        kept = kept_segments(rec) if is_boundary(rec) else []
-        if not kept:
-            continue
+    for number, rec, kept in boundaries:
         usable = [
             (h, t, a) for h, t, a in kept if a in by_uuid and _walk_back(by_uuid, t, h) is not None
         ]
@@ -171,11 +173,43 @@ def _walk_back(
     return None
 
 
+@dataclass
+class Index:
+    """What the walk asks of every record, found in the parser's one pass over them
+    (:func:`engine.recordings.claude_code.parse_records`) instead of at each step."""
+
+    by_uuid: dict[Any, Record] = field(default_factory=dict)
+    """Each record by its ``uuid`` (the last of a repeated one)."""
+    messages: set[int] = field(default_factory=set)
+    """``id()`` of each user / assistant record (:func:`is_message`)."""
+    boundaries: list[Record] = field(default_factory=list)
+    """The compactions' boundaries (:func:`is_boundary`), in order."""
+
+    def add(self, number: int, rec: dict[str, Any]) -> None:
+        if "uuid" in rec:
+            self.by_uuid[rec["uuid"]] = (number, rec)
+        if is_message(rec):
+            self.messages.add(id(rec))
+        elif is_boundary(rec):
+            self.boundaries.append((number, rec))
+
+    def is_message(self, rec: dict[str, Any]) -> bool:
+        return id(rec) in self.messages
+
+
+def index(records: list[Record]) -> Index:
+    found = Index()
+    for number, rec in records:
+        found.add(number, rec)
+    return found
+
+
 def chain(
     records: list[Record],
     warnings: list[str],
     root: str | None = None,
     links: Links | None = None,
+    found: Index | None = None,
 ) -> dict[str, int]:
     """The uuids of the active chain (root to the last message), each with its line.
 
@@ -183,10 +217,12 @@ def chain(
     ``logicalParentUuid`` names a record that was never written) does not cut the chain: it
     goes on from the last conversation record before the one that names it, with a warning.
     ``root``: the record the walk ends at (its parents are not among ``records``);
-    ``links``: the parents a compaction that kept records changes (:func:`relinks`)."""
+    ``links``: the parents a compaction that kept records changes (:func:`relinks`);
+    ``found``: the records' :class:`Index`, when the caller made it."""
     links = links or Links()
-    by_uuid = {rec["uuid"]: (number, rec) for number, rec in records if "uuid" in rec}
-    start = next(rec for _, rec in reversed(records) if is_message(rec))
+    found = found or index(records)
+    by_uuid, message = found.by_uuid, found.is_message
+    start = next(rec for _, rec in reversed(records) if message(rec))
     chain: dict[str, int] = {}
     uuid: Any = start["uuid"]
     while uuid is not None and uuid not in chain:
@@ -200,7 +236,7 @@ def chain(
                 (
                     (n, r)
                     for n, r in reversed(records)
-                    if n < number and is_message(r) and r["uuid"] not in chain
+                    if n < number and message(r) and r["uuid"] not in chain
                 ),
                 None,
             )
@@ -232,10 +268,6 @@ def _blocks(rec: dict[str, Any]) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
-def _block_key(mid: Any, block: Any) -> str:
-    return f"{mid}\0{json_key(block)}"
-
-
 def json_key(value: Any) -> str:
     return _sorted_json(value)
 
@@ -249,7 +281,10 @@ Key = tuple[Place, int, int]
 
 
 def conversation(
-    records: list[Record], chain: dict[str, int], links: Links | None = None
+    records: list[Record],
+    chain: dict[str, int],
+    links: Links | None = None,
+    found: Index | None = None,
 ) -> tuple[list[Record], set[int]]:
     """The records of the conversation in order (the chain's, its responses' sibling records
     and the results answering its calls, each once and after its call), and ``id()`` of the
@@ -258,23 +293,40 @@ def conversation(
     A record at or after the chain's first line keeps its place in the file. One before it (a
     resumed session's earlier copy, the only one holding a parallel batch's other calls) goes
     with its batch: a sibling just before the batch's first record on the chain, a result
-    after the batch. Records a compaction kept go after its summary (``links``)."""
+    after the batch. Records a compaction kept go after its summary (``links``).
+    ``found``: the records' :class:`Index`, when the caller made it."""
     place = (links or Links()).place
+    messages = (found or index(records)).messages
     start = min(chain.values())
-    on_chain = [(n, r) for n, r in records if r.get("uuid") in chain and is_conversation(r)]
+    on_chain = [
+        (n, r)
+        for n, r in records
+        if r.get("uuid") in chain and (id(r) in messages or is_boundary(r))
+    ]
     keys: dict[int, Key] = {id(r): (place(n), 0, n) for n, r in on_chain}
     replayed: set[int] = set()
     batch_first: dict[str, int] = {}  # message.id -> its first line on the chain
     batch_last: dict[str, int] = {}  # message.id -> its last in-place line
-    seen_blocks: set[str] = set()
+    taken: dict[str, list[Any]] = {}  # message.id -> the blocks of its records taken
+    keyed: dict[str, set[str]] = {}  # message.id -> their keys, made when first asked
     calls: dict[str, tuple[str, Key]] = {}  # tool_use id -> (message.id, key of its record)
     answered: set[str] = set()
 
     def note_calls(rec: dict[str, Any], mid: str, key: Key) -> None:
-        for block in _blocks(rec):
-            seen_blocks.add(_block_key(mid, block))
+        blocks = _blocks(rec)
+        taken.setdefault(mid, []).extend(blocks)
+        if mid in keyed:
+            keyed[mid].update(json_key(b) for b in blocks)
+        for block in blocks:
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 calls[str(block.get("id"))] = (mid, key)
+
+    def seen(mid: str, blocks: list[Any]) -> bool:
+        """Whether a block of ``blocks`` was taken for response ``mid`` already (the keys,
+        each block's sorted JSON, made only for a response a copy claims a part of)."""
+        if mid not in keyed:
+            keyed[mid] = {json_key(b) for b in taken.get(mid, [])}
+        return any(json_key(b) in keyed[mid] for b in blocks)
 
     for number, rec in on_chain:
         if rec["type"] == "assistant":
@@ -285,17 +337,16 @@ def conversation(
         elif rec["type"] == "user":
             answered.update(result_ids(rec))
     # The chain's side of the file first; then the earlier copies, the nearest first.
-    after = [(n, r) for n, r in records if n >= start]
-    before = [(n, r) for n, r in reversed(records) if n < start]
-    candidates = [(n, r) for n, r in after + before if id(r) not in keys and is_message(r)]
+    off_chain = [(n, r) for n, r in records if id(r) in messages and id(r) not in keys]
+    candidates = [(n, r) for n, r in off_chain if n >= start]
+    candidates += [(n, r) for n, r in reversed(off_chain) if n < start]
     for number, rec in candidates:
         if rec["type"] != "assistant":
             continue
         mid = str(rec["message"].get("id"))
         if mid not in batch_first:
             continue
-        block_keys = [_block_key(mid, b) for b in _blocks(rec)]
-        if any(k in seen_blocks for k in block_keys):
+        if seen(mid, _blocks(rec)):
             replayed.add(id(rec))
             continue
         if number >= start:
@@ -309,8 +360,10 @@ def conversation(
         keys[id(rec)] = key
         note_calls(rec, mid, key)
     for number, rec in candidates:
+        if rec["type"] != "user":
+            continue
         ids = result_ids(rec)
-        if rec["type"] != "user" or not ids or not all(i in calls for i in ids):
+        if not ids or not all(i in calls for i in ids):
             continue
         if any(i in answered for i in ids):
             replayed.add(id(rec))
@@ -322,7 +375,9 @@ def conversation(
         if all(calls[i][1] < key for i in ids):
             answered.update(ids)
             keys[id(rec)] = key
-    ordered = sorted(((n, r) for n, r in records if id(r) in keys), key=lambda x: keys[id(x[1])])
+    ordered = sorted(
+        (r for r in on_chain + candidates if id(r[1]) in keys), key=lambda x: keys[id(x[1])]
+    )
     return ordered, replayed
 
 

@@ -58,7 +58,7 @@ class TailParser:
         self._sidechain = False
         self._first: dict[str, int] = {}
         """Each uuid's first line: a record on a later line repeats it, and every parse
-        leaves it out (:func:`claude_code._unique`)."""
+        leaves it out (:func:`claude_code.parse_read`)."""
         self._drop()
 
     def _drop(self) -> None:

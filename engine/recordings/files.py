@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from engine.recordings.base import MAX_LINE_CHARS, MAX_LINES_KEPT, ImportError_, NotRead
+from engine.recordings.base import (
+    MAX_LINE_CHARS,
+    MAX_LINES_KEPT,
+    ImportError_,
+    NotRead,
+    known_lines,
+)
 
 TEXT_PROBE = 8192
 """Bytes looked at for a NUL: a file with one there is not text."""
@@ -91,11 +97,11 @@ def _open_regular(path: Path) -> BinaryIO:
         raise ImportError_([f"cannot read it: {exc.strerror or exc}"], source=str(path)) from None
 
 
-def _lines(f: BinaryIO, long_lines: list[int]) -> Iterator[bytes]:
-    """The file's lines, one at a time, a line over :data:`MAX_LINE_CHARS` read in 1 MB
-    pieces and given as an empty line (its number in ``long_lines``)."""
+def _lines(f: BinaryIO, long_lines: list[int], number: int = 0) -> Iterator[bytes]:
+    """The file's lines (the first of them line ``number + 1``), one at a time, a line over
+    :data:`MAX_LINE_CHARS` read in 1 MB pieces and given as an empty line (its number in
+    ``long_lines``)."""
     cap = MAX_LINE_CHARS  # in bytes: a line this long in bytes is at least as long in chars
-    number = 0
     while True:
         line = f.readline(cap + 1)
         if not line:
@@ -110,10 +116,14 @@ def _lines(f: BinaryIO, long_lines: list[int]) -> Iterator[bytes]:
         yield line
 
 
+RECORD_STARTS = (b"{", b"[")
+"""How a record line (an object, or an array the line reader names as such) begins."""
+
+
 def _is_record_line(line: bytes) -> bool:
     """Could this line (a JSON-lines file's) be a record: an object, a cut one, or a JSON
     array (which the line reader names as such)?"""
-    return line.lstrip(b"\xef\xbb\xbf \t").startswith((b"{", b"["))
+    return line.lstrip(b"\xef\xbb\xbf \t").startswith(RECORD_STARTS)
 
 
 def read_session(path: Path) -> SessionText:
@@ -136,8 +146,10 @@ def read_session(path: Path) -> SessionText:
             lines = _lines(f, out.long_lines)
             head = list(itertools.islice(lines, HEAD_LINES))
             first = next((line for line in head if line.strip(b"\xef\xbb\xbf \t\r\n")), b"")
-            if _is_record_line(first) and _is_json_object(first):
-                pieces = _records(head, lines, out)
+            records = _is_record_line(first) and _is_json_object(first)
+            if records:
+                rest = _rest(f, out.long_lines, len(head)) if len(head) == HEAD_LINES else lines
+                kept = _records(head, rest, out)
             else:
                 data = b"".join(head)
                 pieces = [data]
@@ -156,7 +168,10 @@ def read_session(path: Path) -> SessionText:
                     out.whole = True
     except OSError as exc:
         raise ImportError_([f"cannot read it: {exc.strerror or exc}"], source=str(path)) from None
-    out.text, out.not_utf8 = _decoded(pieces)
+    if records:
+        out.text = known_lines("\n".join(kept), kept)
+    else:
+        out.text, out.not_utf8 = _decoded(pieces)
     return out
 
 
@@ -195,52 +210,164 @@ def _worth_reading_whole(head: bytes) -> bool:
     return any(_is_record_line(line) for line in head.splitlines())
 
 
-def _records(head: list[bytes], rest: Iterator[bytes], out: SessionText) -> list[bytes]:
-    """A JSON-lines file's lines: record lines kept up to :data:`MAX_KEPT_BYTES` (the rest
-    empty lines, counted in ``out.left_out``); the first :data:`MAX_LINES_KEPT` other lines
-    shortened to a stand-in the line reader counts and names as it did the line, the others
-    empty lines counted here, a run at a time."""
-    parts: list[bytes] = []
-    kept = 0
-    full = False
-    stand_ins = 0
-    run_why, run_start, run_length = "", 0, 0
+BLOCK = 1 << 20
+"""Bytes read at a time past a JSON-lines file's head."""
 
-    def end_run() -> None:
-        nonlocal run_length
-        if run_length:
-            out.left_out.line(run_why, run_start, count=run_length)
-            parts.append(b"\n" * run_length)  # one piece per run: no list entry per line
-            run_length = 0
 
-    for number, line in enumerate(itertools.chain(head, rest), start=1):
-        stripped = line.strip()
-        if not stripped or _is_record_line(stripped):
-            if stripped and (full or kept + len(line) > MAX_KEPT_BYTES):
-                full = True  # the rest of the file, not a shorter line that would still fit
-                why = PAST_CAP
+def _rest(f: BinaryIO, long_lines: list[int], number: int) -> Iterator[bytes | list[bytes]]:
+    """The lines after a JSON-lines file's head (the first of them line ``number + 1``), read
+    a block at a time and split at their line ends (issue 44: no ``readline`` per line): a
+    run of lines that each begin a record comes as one list, their bytes without their line
+    ends; any other line alone, as :func:`_lines` gives it (with its end; a line over
+    :data:`MAX_LINE_CHARS` an empty line, its number in ``long_lines``; a last line without
+    its end, without)."""
+    cap = MAX_LINE_CHARS
+    carry: list[bytes] = []  # the start of a line no block read so far ends
+    carried = 0
+    dropping = False  # that line is over the cap: its bytes are not kept
+    while block := f.read(BLOCK):
+        pieces = block.split(b"\n")
+        tail = pieces.pop()  # what follows the block's last line end
+        if pieces and dropping:
+            dropping = False
+            number += 1
+            yield b"\n"
+            del pieces[0]
+        elif pieces and carry:
+            carry.append(pieces[0])
+            pieces[0] = b"".join(carry)
+            carry, carried = [], 0
+        if pieces:
+            if max(map(len, pieces)) <= cap and all(p.startswith(RECORD_STARTS) for p in pieces):
+                number += len(pieces)
+                yield pieces
             else:
-                end_run()
-                kept += len(line)
-                parts.append(line)
-                continue
+                for piece in pieces:
+                    number += 1
+                    if len(piece) > cap:
+                        long_lines.append(number)
+                        yield b"\n"
+                    else:
+                        yield piece + b"\n"
+        if tail and not dropping:
+            carry.append(tail)
+            carried += len(tail)
+            if carried > cap:
+                long_lines.append(number + 1)
+                dropping = True
+                carry, carried = [], 0
+    if dropping:
+        yield b"\n"  # a last line over the cap, never ended
+    elif carry:
+        yield b"".join(carry)  # a last line without its end
+
+
+class _Kept:
+    """A JSON-lines file's lines as the readers get them (:func:`_records`)."""
+
+    def __init__(self, out: SessionText) -> None:
+        self.out = out
+        self.lines: list[str] = []
+        self.number = 0
+        self.kept = 0
+        """Bytes of records kept."""
+        self.full = False
+        self.stand_ins = 0
+        self.ended = True
+        """The last line kept had its line end."""
+        self.run_why, self.run_start, self.run_length = "", 0, 0
+
+    def records(self, raw: list[bytes]) -> None:
+        """Lines that each begin a record, without their ends (:func:`_rest`): kept at once
+        when they all fit, else one by one."""
+        size = sum(map(len, raw)) + len(raw)
+        if self.full or self.kept + size > MAX_KEPT_BYTES:
+            for line in raw:
+                self.line(line + b"\n")
+            return
+        self.end_run()
+        texts = [line.decode("utf-8", errors="replace") for line in raw]
+        for i in [i for i, text in enumerate(texts) if "\ufffd" in text]:
+            self.out.not_utf8 += texts[i].count("\ufffd") - raw[i].count(_REPLACEMENT)
+        self.lines += texts
+        self.kept += size
+        self.number += len(raw)
+        self.ended = True
+
+    def line(self, line: bytes) -> None:
+        """One line (with its end, but for a last line without)."""
+        self.number += 1
+        if (
+            not line.startswith(RECORD_STARTS)
+            or self.full
+            or self.kept + len(line) > MAX_KEPT_BYTES
+        ):
+            # Not the common case, a record that fits: a blank line is kept too.
+            stripped = line.strip()
+            if stripped and _is_record_line(stripped):
+                if self.full or self.kept + len(line) > MAX_KEPT_BYTES:
+                    self.full = True  # the rest of the file, not a shorter line that would fit
+                    self.left_out(PAST_CAP)
+                    return
+            elif stripped:
+                why = "comment" if stripped.startswith((b"//", b"#")) else "not JSON"
+                if self.stand_ins < MAX_LINES_KEPT:
+                    # Two bytes: a comment stays one, anything else is not JSON; a last line
+                    # without its end keeps none (the reader names it a cut last line).
+                    self.stand_ins += 1
+                    self.end_run()
+                    self.lines.append("//" if why == "comment" else "?")
+                    self.ended = line.endswith(b"\n")
+                    return
+                self.left_out(why)
+                return
+        self.end_run()
+        self.kept += len(line)
+        self.ended = line.endswith(b"\n")
+        text = (line[:-1] if self.ended else line).decode("utf-8", errors="replace")
+        if "\ufffd" in text:
+            self.out.not_utf8 += text.count("\ufffd") - line.count(_REPLACEMENT)
+        self.lines.append(text)
+
+    def left_out(self, why: str) -> None:
+        """The line is left out: counted with the run of lines left out for the same reason."""
+        if self.run_length and why != self.run_why:
+            self.end_run()
+        if not self.run_length:
+            self.run_why, self.run_start = why, self.number
+        self.run_length += 1
+
+    def end_run(self) -> None:
+        if self.run_length:
+            self.out.left_out.line(self.run_why, self.run_start, count=self.run_length)
+            self.lines += [""] * self.run_length
+            self.run_length = 0
+
+
+def _records(head: list[bytes], rest: Iterator[bytes | list[bytes]], out: SessionText) -> list[str]:
+    """A JSON-lines file's lines, each decoded without its line end (bytes that are not UTF-8
+    read as U+FFFD, counted in ``out.not_utf8``): ``"\\n".join`` of them is the text. Record
+    lines kept up to :data:`MAX_KEPT_BYTES` (the rest empty lines, counted in
+    ``out.left_out``); the first :data:`MAX_LINES_KEPT` other lines shortened to a stand-in
+    the line reader counts and names as it did the line, the others empty lines counted
+    here, a run at a time. Decoded line by line, not whole (issue 44): CPython's decoder
+    takes its fast ASCII path only until the first other character, so a session with one
+    emoji early on decodes 5-10x slower whole."""
+    kept = _Kept(out)
+    if all(line.startswith(RECORD_STARTS) and line.endswith(b"\n") for line in head):
+        kept.records([line[:-1] for line in head])  # the common head, as a run of records
+    else:
+        for line in head:
+            kept.line(line)
+    for unit in rest:
+        if isinstance(unit, list):
+            kept.records(unit)
         else:
-            why = "comment" if stripped.startswith((b"//", b"#")) else "not JSON"
-            if stand_ins < MAX_LINES_KEPT:
-                # Two bytes: a comment stays one, anything else is not JSON; a last line
-                # without its end keeps none (the reader names it a cut last line).
-                stand_ins += 1
-                short = b"//" if why == "comment" else b"?"
-                end_run()
-                parts.append(short + b"\n" if line.endswith(b"\n") else short)
-                continue
-        if run_length and why != run_why:
-            end_run()
-        if not run_length:
-            run_why, run_start = why, number
-        run_length += 1
-    end_run()
-    return parts
+            kept.line(unit)
+    kept.end_run()
+    if kept.ended:
+        kept.lines.append("")  # the text ends with a line end (or is empty)
+    return kept.lines
 
 
 def special_file(path: Path) -> str:
