@@ -60,6 +60,15 @@ if TYPE_CHECKING:
 
 PANES = ("scratch", "history", "gauge")
 
+PANES_WAIT = 0.5
+"""Seconds (wall) the panes wait for the first session before they are shown without it.
+
+Drawing them empty and then again with the session cost two full paints of the screen (each
+lays out and renders every pane, and the empty one mounts the scroll bars the second lays out
+again): the corpus' Claude Code session opens in less, and its first frame is one paint. A long
+session takes longer: its panes show empty after this wait (the header says it is opening, and
+typing works from the start, as before), and the session when it is ready."""
+
 
 FOOTER_DROP_ORDER = (
     "toggle_maximize",
@@ -78,6 +87,9 @@ class MainScreen(Screen[None]):
     actions (:class:`MainActions`), its workers (:class:`SessionWorkers`), the keys between
     panes (:class:`PaneKeys`) and the strategy switch (:class:`StrategySwitch`)."""
 
+    AUTO_FOCUS = "#input"
+    """The text box has the focus from the start: Textual's default gave it to the chat first,
+    and each move of the focus restyles the screen (the panes draw the focus within them)."""
     HORIZONTAL_BREAKPOINTS = [
         (0, "-narrow"),
         (110, "-wide"),
@@ -142,6 +154,8 @@ class MainScreen(Screen[None]):
         if none is (:meth:`drop_trial_fork`)."""
         self.input_placeholder = ChatInput.PLACEHOLDER
         """The input box's hint when idle (a recording's says that typing forks it)."""
+        self.files_asked = False
+        """The workspace's files were asked for (once, after the first session's frame)."""
         self.session_shown = False
         """The opened session is on screen, drawn: its header, chat, history and gauge (what
         ``bench/bench_recorded_open.py`` waits for). False again while another one opens."""
@@ -275,6 +289,11 @@ class MainScreen(Screen[None]):
         self.post_message(self.OpeningEnded())
         if not self.query(CompactBar):
             self.call_after_refresh(self.with_compact_bar)  # after that frame, before any F5
+        if not self.files_asked:
+            # The workspace's files for the input's @file suggestions: nothing in the first
+            # frame shows them, and listing a large workspace takes a while.
+            self.files_asked = True
+            self.session_workers.load_files()
 
     def with_compact_bar(self, then: Callable[[CompactBar], None] | None = None) -> None:
         """The compaction bar under the chat (F5), hidden until used: mounted after the first
@@ -316,7 +335,9 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield SessionHeader(id="header")
-        with Horizontal(id="panes"):
+        panes = Horizontal(id="panes")
+        panes.display = False  # until the first session is there (show_panes)
+        with panes:
             with Vertical(id="chat-pane", classes="pane"):
                 yield ChatView(id="chat")
                 yield ChatInput(id="input")
@@ -359,13 +380,17 @@ class MainScreen(Screen[None]):
         # Ctrl+T (pin) is offered while a history message is selected: the footer follows.
         self.watch(self.query_one(HistoryView), "cursor", self._history_cursor_moved, init=False)
         self.query_one(ChatInput).focus()
-        # Draw the screen first: the open worker holds the GIL for a while on a long session.
         self.busy = "opening"
-        self.call_after_refresh(self._open_after_first_frame)
-
-    def _open_after_first_frame(self) -> None:
+        # The panes wait for the session, for a moment (PANES_WAIT): one paint shows them.
+        self.set_timer(PANES_WAIT, self.show_panes)
         self.open(self.resume)
-        self.session_workers.load_files()
+
+    def show_panes(self) -> None:
+        """The panes on screen (once): with the first session, or without it once it took
+        longer than :data:`PANES_WAIT` to open."""
+        panes = self.query_one("#panes")
+        if not panes.display:
+            panes.display = True
 
     def pane_tabs(self) -> Tabs:
         """The narrow layout's tabs over the right column: composed only for a narrow terminal,

@@ -321,6 +321,7 @@ class SessionWorkers:
                 screen.busy = None
                 screen.query_one(HistoryView).loading = False
             if worker.group == "open":
+                screen.show_panes()  # the first frame shows them with the session
                 screen.call_after_refresh(screen.opening_drawn)
 
     def _show_result(self, result: object) -> None:
