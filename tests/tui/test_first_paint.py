@@ -2,7 +2,8 @@
 
 The collector is paused from the app's start to the first session's frame (``tui.gc_pause``);
 the first opening shows no loading indicator (there is no session on screen to mark stale), a
-later one does; the narrow layout's tabs are composed only where they are shown; the dialogs
+later one does; the panes are drawn once, with the first session, unless it takes long
+(``tui.first_frame``); the narrow layout's tabs are composed only where they are shown; the dialogs
 are imported when first opened; ``MainScreen.session_shown`` says when the session is on screen
 (what ``bench/bench_recorded_open.py`` waits for).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from engine.settings.config import Settings
 from engine.store import Store
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import opened, settle, wait_until
+from tui import first_frame
+from tui.first_frame import PanesWait
 from tui.gc_pause import GcPause
 from tui.screens.main_screen import MainScreen
 from tui.widgets.chat_view import ChatEntry, ChatView
@@ -42,6 +46,74 @@ def collector_on() -> Iterator[None]:
     yield
     if not was:
         gc.disable()
+
+
+def test_the_panes_wait_counts_cpu_and_the_clock() -> None:
+    """The wait ends at WAIT_CPU seconds of CPU or WAIT_WALL on the clock, whichever first;
+    a wait never begun is over."""
+    cpu, clock = [10.0], [100.0]
+    wait = PanesWait(cpu=lambda: cpu[0], clock=lambda: clock[0])
+    assert wait.over()
+    wait.start()
+    assert not wait.over()
+    cpu[0] += first_frame.WAIT_CPU * 0.9
+    clock[0] += first_frame.WAIT_WALL * 0.9
+    assert not wait.over()
+    cpu[0] += first_frame.WAIT_CPU * 0.2
+    assert wait.over()
+    wait.start()  # a loaded machine: the clock runs, the CPU count hardly moves
+    clock[0] += first_frame.WAIT_WALL
+    assert wait.over()
+
+
+async def test_the_panes_come_with_the_session(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header and key bar are drawn at once, the panes with the session: hidden while it
+    opens (the text box focused already: typing works), shown when it is applied. (The wait
+    made long: a loaded test machine may take longer than the real one to open.)"""
+    monkeypatch.setattr(first_frame, "WAIT_CPU", 60.0)
+    monkeypatch.setattr(first_frame, "WAIT_WALL", 60.0)
+    app = make_app()
+    seen: list[tuple[bool, bool]] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.main_screen
+        assert isinstance(screen, MainScreen)
+        opened_now = screen.session_workers._opened
+
+        def opening(result: object) -> None:
+            seen.append((screen.query_one("#panes").display, screen.query_one("#input").has_focus))
+            opened_now(result)  # type: ignore[arg-type]
+
+        screen.session_workers._opened = opening  # type: ignore[method-assign]
+        await opened(pilot)
+        assert seen == [(False, True)]
+        assert screen.query_one("#panes").display
+
+
+async def test_a_slow_session_shows_the_panes_first(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An opening that takes longer than the wait: the panes are shown without the session
+    (empty, the input usable), and the session fills them when it comes."""
+    monkeypatch.setattr(first_frame, "WAIT_WALL", 0.0)
+    release = threading.Event()
+    app = make_app()
+    open_session = app.open_session
+
+    def slow(*args: object, **kwargs: object) -> object:
+        release.wait(30)
+        return open_session(*args, **kwargs)  # type: ignore[arg-type]
+
+    app.open_session = slow  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.main_screen
+        assert isinstance(screen, MainScreen)
+        await wait_until(pilot, lambda: screen.query_one("#panes").display)
+        assert screen.agent is None and screen.busy == "opening"
+        release.set()
+        await opened(pilot)
+        assert screen.agent is not None and screen.query_one("#panes").display
 
 
 def test_a_pause_stops_and_resumes_the_collector(collector_on: None) -> None:

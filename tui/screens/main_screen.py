@@ -26,12 +26,14 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
 from textual.reactive import Reactive, reactive
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker
 
 from engine.context.builder import BuiltContext
 from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
+from tui.first_frame import LOOK_EVERY, PanesWait
 from tui.formatting import one_line
 from tui.presenter import Panes, Presenter
 from tui.screens.main_actions import MAIN_ACTIONS, MainActions
@@ -59,15 +61,6 @@ if TYPE_CHECKING:
     from tui.screens.search_modal import SearchHit
 
 PANES = ("scratch", "history", "gauge")
-
-PANES_WAIT = 0.5
-"""Seconds (wall) the panes wait for the first session before they are shown without it.
-
-Drawing them empty and then again with the session cost two full paints of the screen (each
-lays out and renders every pane, and the empty one mounts the scroll bars the second lays out
-again): the corpus' Claude Code session opens in less, and its first frame is one paint. A long
-session takes longer: its panes show empty after this wait (the header says it is opening, and
-typing works from the start, as before), and the session when it is ready."""
 
 
 FOOTER_DROP_ORDER = (
@@ -154,6 +147,9 @@ class MainScreen(Screen[None]):
         if none is (:meth:`drop_trial_fork`)."""
         self.input_placeholder = ChatInput.PLACEHOLDER
         """The input box's hint when idle (a recording's says that typing forks it)."""
+        self.panes_wait = PanesWait()
+        """How long the panes wait for the first session (:mod:`tui.first_frame`)."""
+        self._panes_timer: Timer | None = None
         self.files_asked = False
         """The workspace's files were asked for (once, after the first session's frame)."""
         self.session_shown = False
@@ -336,7 +332,7 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield SessionHeader(id="header")
         panes = Horizontal(id="panes")
-        panes.display = False  # until the first session is there (show_panes)
+        panes.display = False  # until the first session is there (tui/first_frame.py)
         with panes:
             with Vertical(id="chat-pane", classes="pane"):
                 yield ChatView(id="chat")
@@ -381,13 +377,22 @@ class MainScreen(Screen[None]):
         self.watch(self.query_one(HistoryView), "cursor", self._history_cursor_moved, init=False)
         self.query_one(ChatInput).focus()
         self.busy = "opening"
-        # The panes wait for the session, for a moment (PANES_WAIT): one paint shows them.
-        self.set_timer(PANES_WAIT, self.show_panes)
+        # The panes wait for the session, for a moment (tui/first_frame.py): one paint shows
+        # them with it.
+        self.panes_wait.start()
+        self._panes_timer = self.set_interval(LOOK_EVERY, self._panes_waited)
         self.open(self.resume)
+
+    def _panes_waited(self) -> None:
+        if self.panes_wait.over():
+            self.show_panes()
 
     def show_panes(self) -> None:
         """The panes on screen (once): with the first session, or without it once it took
-        longer than :data:`PANES_WAIT` to open."""
+        longer than :class:`~tui.first_frame.PanesWait` lets it."""
+        if self._panes_timer is not None:
+            self._panes_timer.stop()
+            self._panes_timer = None
         panes = self.query_one("#panes")
         if not panes.display:
             panes.display = True
