@@ -28,7 +28,8 @@ from tests.tui.helpers import opened, settle, wait_until
 from tui import first_frame
 from tui.first_frame import PanesWait
 from tui.gc_pause import GcPause
-from tui.screens.main_screen import MainScreen
+from tui.screens.main_screen import MainScreen, on_screen
+from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatEntry, ChatView
 from tui.widgets.history_view import HistoryView
 
@@ -203,8 +204,9 @@ async def test_a_recording_is_on_screen_when_the_screen_says_so(
     make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
     """marot's last input and answer (read off the file: its last ``user`` record with a string
-    content, ``did you push?``, and the text of its last ``assistant`` record) are the chat's
-    last entries once ``session_shown`` holds."""
+        content, ``did you push?``, and the text of its last ``assistant`` record) are the chat's
+        last entries once ``session_shown`` holds, and the panes' rows are wrapped then (the panes
+    are laid out only with the session: their views wrap on the resize after it)."""
     store = Store.open(db_path)
     report = import_session(store, MAROT, str(workspace), settings=Settings())
     store.close()
@@ -218,11 +220,13 @@ async def test_a_recording_is_on_screen_when_the_screen_says_so(
 
         def drawn() -> None:
             original()
-            ended.append(screen.session_shown)
+            views = [v for v in screen.query(BlockView) if on_screen(v)]
+            ended.append((screen.session_shown, all(v.rows_ready for v in views)))
 
         screen.opening_drawn = drawn  # type: ignore[method-assign]
         await wait_until(pilot, lambda: bool(ended), 30)
-        assert ended == [True] and screen.session_id == sid
+        # the chat's and history's rows wrapped at their width by then (drawn, not pending)
+        assert ended == [(True, True)] and screen.session_id == sid
         entries = [b.data for b in screen.query_one(ChatView).blocks]
         last_two = [e for e in entries if isinstance(e, ChatEntry)][-2:]
         assert [e.role for e in last_two] == ["user", "answer"]

@@ -27,6 +27,7 @@ from textual.message import Message as TextualMessage
 from textual.reactive import Reactive, reactive
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker
 
@@ -61,6 +62,16 @@ if TYPE_CHECKING:
     from tui.screens.search_modal import SearchHit
 
 PANES = ("scratch", "history", "gauge")
+
+
+OPENING_REFRESHES = 5
+"""Refreshes the end of an opening waits at most for the panes' rows (:meth:`MainScreen.
+after_rows_drawn`)."""
+
+
+def on_screen(widget: Widget) -> bool:
+    """``widget`` and every widget around it are displayed (not ``display: none``)."""
+    return all(node.display for node in widget.ancestors_with_self if isinstance(node, Widget))
 
 
 FOOTER_DROP_ORDER = (
@@ -278,9 +289,21 @@ class MainScreen(Screen[None]):
     def leave_session(self) -> None:
         self.session_workers.leave_session()
 
+    def after_rows_drawn(self, then: Callable[[], None], refreshes: int = 1) -> None:
+        """``then`` after the refresh that draws the panes' rows. The first session's panes are
+        laid out in the refresh after it is applied, and their views wrap their rows on the
+        resize that follows: until the views on screen have, this waits for the next refresh
+        (a few at most)."""
+        if refreshes < OPENING_REFRESHES and not all(
+            view.rows_ready for view in self.query(BlockView) if on_screen(view)
+        ):
+            self.call_after_refresh(self.after_rows_drawn, then, refreshes + 1)
+            return
+        then()
+
     def opening_drawn(self) -> None:
         """The frame after an opening worker ended is drawn (:meth:`SessionWorkers.state_changed`
-        calls this after the refresh)."""
+        calls this after the refresh, through :meth:`after_rows_drawn`)."""
         self.session_shown = self.agent is not None
         self.post_message(self.OpeningEnded())
         if not self.query(CompactBar):

@@ -322,7 +322,7 @@ class SessionWorkers:
                 screen.query_one(HistoryView).loading = False
             if worker.group == "open":
                 screen.show_panes()  # the first frame shows them with the session
-                screen.call_after_refresh(screen.opening_drawn)
+                screen.call_after_refresh(screen.after_rows_drawn, screen.opening_drawn)
 
     def _show_result(self, result: object) -> None:
         """What a worker's result changes on screen, by its type."""
