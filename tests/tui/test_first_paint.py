@@ -29,6 +29,8 @@ from tui import first_frame
 from tui.first_frame import PanesWait
 from tui.gc_pause import GcPause
 from tui.screens.main_screen import MainScreen, on_screen
+from tui.screens.main_workers import SessionWorkers
+from tui.session_loader import OpenedSession
 from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatEntry, ChatView
 from tui.widgets.history_view import HistoryView
@@ -70,26 +72,27 @@ def test_the_panes_wait_counts_cpu_and_the_clock() -> None:
 async def test_the_panes_come_with_the_session(
     make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The header and key bar are drawn at once, the panes with the session: hidden while it
-    opens (the text box focused already: typing works), shown when it is applied. (The wait
-    made long: a loaded test machine may take longer than the real one to open.)"""
+    """The header and key bar are drawn at once, the panes with the session: below the screen
+    while it opens (laid out: the chat knows its width; the text box focused already: typing
+    works), on it when the session is applied. (The wait made long: a loaded test machine may
+    take longer than the real one to open.)"""
     monkeypatch.setattr(first_frame, "WAIT_CPU", 60.0)
     monkeypatch.setattr(first_frame, "WAIT_WALL", 60.0)
+    seen: list[tuple[bool, bool, bool]] = []
+    opened_now = SessionWorkers._opened
+
+    def opening(part: SessionWorkers, result: OpenedSession) -> None:
+        screen = part.screen
+        chat = screen.query_one(ChatView)
+        seen.append((screen.panes_shown, screen.query_one("#input").has_focus, chat.size.width > 0))
+        opened_now(part, result)
+
+    monkeypatch.setattr(SessionWorkers, "_opened", opening)  # before the worker can end
     app = make_app()
-    seen: list[tuple[bool, bool]] = []
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.main_screen
-        assert isinstance(screen, MainScreen)
-        opened_now = screen.session_workers._opened
-
-        def opening(result: object) -> None:
-            seen.append((screen.query_one("#panes").display, screen.query_one("#input").has_focus))
-            opened_now(result)  # type: ignore[arg-type]
-
-        screen.session_workers._opened = opening  # type: ignore[method-assign]
-        await opened(pilot)
-        assert seen == [(False, True)]
-        assert screen.query_one("#panes").display
+        screen = await opened(pilot)
+        assert seen == [(False, True, True)]  # not drawn yet, but laid out: its size known
+        assert screen.panes_shown
 
 
 async def test_a_slow_session_shows_the_panes_first(
@@ -110,11 +113,11 @@ async def test_a_slow_session_shows_the_panes_first(
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.main_screen
         assert isinstance(screen, MainScreen)
-        await wait_until(pilot, lambda: screen.query_one("#panes").display)
+        await wait_until(pilot, lambda: screen.panes_shown)
         assert screen.agent is None and screen.busy == "opening"
         release.set()
         await opened(pilot)
-        assert screen.agent is not None and screen.query_one("#panes").display
+        assert screen.agent is not None and screen.panes_shown
 
 
 def test_a_pause_stops_and_resumes_the_collector(collector_on: None) -> None:

@@ -34,7 +34,7 @@ from textual.worker import Worker
 from engine.context.builder import BuiltContext
 from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
-from tui.first_frame import LOOK_EVERY, PanesWait
+from tui.first_frame import LOOK_EVERY, PANES_PARKED, PanesWait
 from tui.formatting import one_line
 from tui.presenter import Panes, Presenter
 from tui.screens.main_actions import MAIN_ACTIONS, MainActions
@@ -161,6 +161,8 @@ class MainScreen(Screen[None]):
         self.panes_wait = PanesWait()
         """How long the panes wait for the first session (:mod:`tui.first_frame`)."""
         self._panes_timer: Timer | None = None
+        self.panes_shown = False
+        """The panes are on screen (below it, not drawn, until the first session is there)."""
         self.files_asked = False
         """The workspace's files were asked for (once, after the first session's frame)."""
         self.session_shown = False
@@ -290,10 +292,11 @@ class MainScreen(Screen[None]):
         self.session_workers.leave_session()
 
     def after_rows_drawn(self, then: Callable[[], None], refreshes: int = 1) -> None:
-        """``then`` after the refresh that draws the panes' rows. The first session's panes are
-        laid out in the refresh after it is applied, and their views wrap their rows on the
-        resize that follows: until the views on screen have, this waits for the next refresh
-        (a few at most)."""
+        """``then`` after the refresh that draws the panes' rows: a view given its blocks before
+        its first layout wraps them on the resize after it (one row a block until then), so
+        until the views on screen have wrapped, this waits for the next refresh (a few at
+        most). The panes wait for the first session laid out (:mod:`tui.first_frame`), so its
+        rows are wrapped when it is applied, and one refresh does."""
         if refreshes < OPENING_REFRESHES and not all(
             view.rows_ready for view in self.query(BlockView) if on_screen(view)
         ):
@@ -355,7 +358,10 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield SessionHeader(id="header")
         panes = Horizontal(id="panes")
-        panes.display = False  # until the first session is there (tui/first_frame.py)
+        if not self.panes_shown:
+            # Laid out, so each pane has its size when the session comes, but below the
+            # screen, so not drawn until then (tui/first_frame.py).
+            panes.styles.offset = (0, PANES_PARKED)
         with panes:
             with Vertical(id="chat-pane", classes="pane"):
                 yield ChatView(id="chat")
@@ -416,9 +422,9 @@ class MainScreen(Screen[None]):
         if self._panes_timer is not None:
             self._panes_timer.stop()
             self._panes_timer = None
-        panes = self.query_one("#panes")
-        if not panes.display:
-            panes.display = True
+        if not self.panes_shown:
+            self.panes_shown = True
+            self.query_one("#panes").styles.offset = (0, 0)
 
     def pane_tabs(self) -> Tabs:
         """The narrow layout's tabs over the right column: composed only for a narrow terminal,
