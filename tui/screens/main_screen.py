@@ -161,6 +161,8 @@ class MainScreen(Screen[None]):
         self.panes_wait = PanesWait()
         """How long the panes wait for the first session (:mod:`tui.first_frame`)."""
         self._panes_timer: Timer | None = None
+        self.resumed = False
+        """The screen was shown once (its first resume restyles nothing: :meth:`on_event`)."""
         self.panes_shown = False
         """The panes are on screen (below it, not drawn, until the first session is there)."""
         self.files_asked = False
@@ -201,6 +203,14 @@ class MainScreen(Screen[None]):
 
     def on_key(self, event: events.Key) -> None:
         self.pane_keys.key(event)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.ScreenResume) and not self.resumed:
+            # The first resume comes right after the screen was mounted, every widget styled
+            # then: restyling them all again (Textual's default) cost ~10 ms of the first frame.
+            self.resumed = True
+            event.refresh_styles = False
+        await super().on_event(event)
 
     def strategy_commands(self) -> Iterable[SystemCommand]:
         """The palette's *Strategy: NAME* entries (:meth:`StrategySwitch.commands`)."""
