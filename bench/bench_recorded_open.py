@@ -87,12 +87,11 @@ app = Timed(db_path=Path(sys.argv[1]), workspace=Path(sys.argv[2]), settings=loa
             resume=int(sys.argv[3]), **pause)
 app.run(headless=True, size=(120, 40))
 """
-"""``ctxscope --resume ID`` as cli/workbench.py builds it (the garbage collector paused from before
-the workbench's import and handed to the app, where the checkout has that), closed once the
-session shows: told
-by the screen (``MainScreen.OpeningEnded`` with ``session_shown``, the frame drawn), or in a
-checkout from before issue 44, seen every 10 ms (its agent built, nothing busy: what the frame
-waited for then)."""
+"""``ctxscope --resume ID`` as cli/workbench.py builds it (the garbage collector paused from
+before the workbench's import and handed to the app, where the checkout has that), closed once
+the session shows: told by the screen (``MainScreen.OpeningEnded`` with ``session_shown``, the
+frame drawn), or in a checkout from before issue 44, seen every 10 ms (its agent built, nothing
+busy: what the frame waited for then)."""
 
 
 def timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
