@@ -58,6 +58,12 @@ Hello().run(headless=True, size=(120, 40))
 WORKBENCH = """
 import sys
 from pathlib import Path
+try:  # the collector paused from before the import, as cli/workbench.py does
+    from tui.gc_pause import GcPause
+    pause = {"gc_pause": GcPause()}
+    pause["gc_pause"].start()
+except ImportError:  # a checkout from before issue 44's second pass
+    pause = {}
 import tui.app
 from engine.settings.config import load_settings
 from tui.app import CtxscopeApp
@@ -78,13 +84,14 @@ class Timed(CtxscopeApp):
             self.call_after_refresh(lambda: drawn(self))
 
 app = Timed(db_path=Path(sys.argv[1]), workspace=Path(sys.argv[2]), settings=load_settings(),
-            resume=int(sys.argv[3]))
+            resume=int(sys.argv[3]), **pause)
 app.run(headless=True, size=(120, 40))
 """
-"""``ctxscope --resume ID`` as cli/workbench.py builds it, closed once the session shows: told
-by the screen (``MainScreen.OpeningEnded`` with ``session_shown``, the frame drawn), or in a
-checkout from before issue 44, seen every 10 ms (its agent built, nothing busy: what the frame
-waited for then)."""
+"""``ctxscope --resume ID`` as cli/workbench.py builds it (the garbage collector paused from
+before the workbench's import and handed to the app, where the checkout has that), closed once
+the session shows: told by the screen (``MainScreen.OpeningEnded`` with ``session_shown``, the
+frame drawn), or in a checkout from before issue 44, seen every 10 ms (its agent built, nothing
+busy: what the frame waited for then)."""
 
 
 def timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:

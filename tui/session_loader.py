@@ -163,12 +163,13 @@ def open_session(
         session = store.update_session(session.id, provider=provider.name, model=provider.model)
     agent = Agent(store, session, settings, provider, where, events=events, ask=ask)
     memo = BlockMemo()
+    messages = session_messages(store, session_id, agent.history.history)
     return OpenedSession(
         session=session,
         agent=agent,
         workspace=where,
-        chat=chat_entries(store, session_id, agent.history.history),
-        view=measure(agent, memo),
+        chat=chat_entries(store, session_id, agent.history.history, messages),
+        view=measure(agent, memo, messages),
         last_scratch=last_scratchpad_blocks(store, agent),
         memo=memo,
         notices=notices,
@@ -210,15 +211,26 @@ def is_offline(provider_name: str) -> bool:
     return provider_name == OFFLINE_NAME or provider_name.startswith("offline")
 
 
-def chat_entries(store: Store, session_id: int, history: History) -> list[ChatEntry]:
-    """The whole conversation, archived rounds included, with compactions where they fell.
-
-    ``history`` is L3 as the agent loaded it (read once: a long session takes a while).
-    """
+def session_messages(store: Store, session_id: int, history: History) -> list[Message]:
+    """Every message of the session, archived or in ``history`` (L3 as the agent loaded it:
+    read once, a long session takes a while), in the order written."""
     messages: list[Message] = list(history.messages)
     for segment in store.segments(session_id):
         messages.extend(segment.messages)
     messages.sort(key=lambda m: m.id or 0)
+    return messages
+
+
+def chat_entries(
+    store: Store, session_id: int, history: History, messages: list[Message] | None = None
+) -> list[ChatEntry]:
+    """The whole conversation, archived rounds included, with compactions where they fell.
+
+    ``history`` is L3 as the agent loaded it; ``messages``: :func:`session_messages`, when the
+    caller has them.
+    """
+    if messages is None:
+        messages = session_messages(store, session_id, history)
     statuses = {r.index: r.status for r in store.rounds(session_id)}
     # Messages in stored order (recorded timestamps of an import need not increase: a local
     # command's rounds were shown 5, 4, 6); a compaction goes after the last message stored
@@ -329,8 +341,10 @@ def decide(agent: Agent, text: str, built: BuiltContext | None = None) -> Decisi
     return Decision.of(agent.plan(question, built), len(text))
 
 
-def measure(agent: Agent, memo: BlockMemo) -> SessionView:
-    """History layout and blocks, gauge figures and todos as they stand now (worker thread)."""
+def measure(agent: Agent, memo: BlockMemo, messages: list[Message] | None = None) -> SessionView:
+    """History layout and blocks, gauge figures and todos as they stand now (worker thread);
+    ``messages``: the session's, archived or not, when the caller has them
+    (:func:`session_messages`)."""
     store = agent.store
     settings = agent.settings
     built, budget = agent.preview_and_budget()
@@ -342,7 +356,7 @@ def measure(agent: Agent, memo: BlockMemo) -> SessionView:
     steps, marks = steps_and_marks(usages, compactions)
     last = usages[-1] if usages else None
     layout = layout_for(agent, store, plan=plan)
-    own = own_agent_view(store, agent.session, settings)
+    own = own_agent_view(store, agent.session, settings, messages)
     gauge = GaugeState(
         context_window=settings.context_window,
         threshold=settings.threshold_tokens,

@@ -12,10 +12,11 @@ same rules. The agent is the one the registry names for the session
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.figures import SessionFigures
-from engine.models import Session, Usage
+from engine.models import Message, Session, Usage
 from engine.recordings.hidden import hidden_prefix
 from engine.settings.config import Settings
 from engine.store import Store
@@ -88,13 +89,17 @@ class OwnAgentView:
         return self.figures.cost_text
 
 
-def own_agent_view(store: Store, session: Session, settings: Settings) -> OwnAgentView | None:
-    """The figures of a recorded session through its own agent (None: not a recording)."""
+def own_agent_view(
+    store: Store, session: Session, settings: Settings, messages: Sequence[Message] | None = None
+) -> OwnAgentView | None:
+    """The figures of a recorded session through its own agent (None: not a recording).
+    ``messages``: the session's, archived or not, when the caller has read them (for the
+    hidden prefix: :func:`~engine.recordings.hidden.hidden_prefix`)."""
     if not session.recorded or session.id is None:
         return None
     from engine.recordings.figures import session_figures
 
-    hidden = hidden_prefix(store, session.id)
+    hidden = hidden_prefix(store, session.id, messages=messages)
     return OwnAgentView(
         figures=session_figures(store, session, settings),
         hidden_prefix=0 if hidden is None else hidden.tokens,

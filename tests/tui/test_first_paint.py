@@ -2,7 +2,8 @@
 
 The collector is paused from the app's start to the first session's frame (``tui.gc_pause``);
 the first opening shows no loading indicator (there is no session on screen to mark stale), a
-later one does; the narrow layout's tabs are composed only where they are shown; the dialogs
+later one does; the panes are drawn once, with the first session, unless it takes long
+(``tui.first_frame``); the narrow layout's tabs are composed only where they are shown; the dialogs
 are imported when first opened; ``MainScreen.session_shown`` says when the session is on screen
 (what ``bench/bench_recorded_open.py`` waits for).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +25,13 @@ from engine.settings.config import Settings
 from engine.store import Store
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import opened, settle, wait_until
+from tui import first_frame
+from tui.first_frame import PanesWait
 from tui.gc_pause import GcPause
-from tui.screens.main_screen import MainScreen
+from tui.screens.main_screen import MainScreen, on_screen
+from tui.screens.main_workers import SessionWorkers
+from tui.session_loader import OpenedSession
+from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatEntry, ChatView
 from tui.widgets.history_view import HistoryView
 
@@ -42,6 +49,75 @@ def collector_on() -> Iterator[None]:
     yield
     if not was:
         gc.disable()
+
+
+def test_the_panes_wait_counts_cpu_and_the_clock() -> None:
+    """The wait ends at WAIT_CPU seconds of CPU or WAIT_WALL on the clock, whichever first;
+    a wait never begun is over."""
+    cpu, clock = [10.0], [100.0]
+    wait = PanesWait(cpu=lambda: cpu[0], clock=lambda: clock[0])
+    assert wait.over()
+    wait.start()
+    assert not wait.over()
+    cpu[0] += first_frame.WAIT_CPU * 0.9
+    clock[0] += first_frame.WAIT_WALL * 0.9
+    assert not wait.over()
+    cpu[0] += first_frame.WAIT_CPU * 0.2
+    assert wait.over()
+    wait.start()  # a loaded machine: the clock runs, the CPU count hardly moves
+    clock[0] += first_frame.WAIT_WALL
+    assert wait.over()
+
+
+async def test_the_panes_come_with_the_session(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header and key bar are drawn at once, the panes with the session: below the screen
+    while it opens (laid out: the chat knows its width; the text box focused already: typing
+    works), on it when the session is applied. (The wait made long: a loaded test machine may
+    take longer than the real one to open.)"""
+    monkeypatch.setattr(first_frame, "WAIT_CPU", 60.0)
+    monkeypatch.setattr(first_frame, "WAIT_WALL", 60.0)
+    seen: list[tuple[bool, bool, bool]] = []
+    opened_now = SessionWorkers._opened
+
+    def opening(part: SessionWorkers, result: OpenedSession) -> None:
+        screen = part.screen
+        chat = screen.query_one(ChatView)
+        seen.append((screen.panes_shown, screen.query_one("#input").has_focus, chat.size.width > 0))
+        opened_now(part, result)
+
+    monkeypatch.setattr(SessionWorkers, "_opened", opening)  # before the worker can end
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        assert seen == [(False, True, True)]  # not drawn yet, but laid out: its size known
+        assert screen.panes_shown
+
+
+async def test_a_slow_session_shows_the_panes_first(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An opening that takes longer than the wait: the panes are shown without the session
+    (empty, the input usable), and the session fills them when it comes."""
+    monkeypatch.setattr(first_frame, "WAIT_WALL", 0.0)
+    release = threading.Event()
+    app = make_app()
+    open_session = app.open_session
+
+    def slow(*args: object, **kwargs: object) -> object:
+        release.wait(30)
+        return open_session(*args, **kwargs)  # type: ignore[arg-type]
+
+    app.open_session = slow  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.main_screen
+        assert isinstance(screen, MainScreen)
+        await wait_until(pilot, lambda: screen.panes_shown)
+        assert screen.agent is None and screen.busy == "opening"
+        release.set()
+        await opened(pilot)
+        assert screen.agent is not None and screen.panes_shown
 
 
 def test_a_pause_stops_and_resumes_the_collector(collector_on: None) -> None:
@@ -131,8 +207,9 @@ async def test_a_recording_is_on_screen_when_the_screen_says_so(
     make_app: AppFactory, db_path: Path, workspace: Path
 ) -> None:
     """marot's last input and answer (read off the file: its last ``user`` record with a string
-    content, ``did you push?``, and the text of its last ``assistant`` record) are the chat's
-    last entries once ``session_shown`` holds."""
+        content, ``did you push?``, and the text of its last ``assistant`` record) are the chat's
+        last entries once ``session_shown`` holds, and the panes' rows are wrapped then (the panes
+    are laid out only with the session: their views wrap on the resize after it)."""
     store = Store.open(db_path)
     report = import_session(store, MAROT, str(workspace), settings=Settings())
     store.close()
@@ -146,11 +223,13 @@ async def test_a_recording_is_on_screen_when_the_screen_says_so(
 
         def drawn() -> None:
             original()
-            ended.append(screen.session_shown)
+            views = [v for v in screen.query(BlockView) if on_screen(v)]
+            ended.append((screen.session_shown, all(v.rows_ready for v in views)))
 
         screen.opening_drawn = drawn  # type: ignore[method-assign]
         await wait_until(pilot, lambda: bool(ended), 30)
-        assert ended == [True] and screen.session_id == sid
+        # the chat's and history's rows wrapped at their width by then (drawn, not pending)
+        assert ended == [(True, True)] and screen.session_id == sid
         entries = [b.data for b in screen.query_one(ChatView).blocks]
         last_two = [e for e in entries if isinstance(e, ChatEntry)][-2:]
         assert [e.role for e in last_two] == ["user", "answer"]

@@ -26,12 +26,15 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
 from textual.reactive import Reactive, reactive
 from textual.screen import Screen
+from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Input, ProgressBar, Static, Tab, Tabs
 from textual.worker import Worker
 
 from engine.context.builder import BuiltContext
 from engine.models import Message, Summary, TodoItem
 from tui.bridge import EngineBridge, PermissionGate
+from tui.first_frame import LOOK_EVERY, PANES_PARKED, PanesWait
 from tui.formatting import one_line
 from tui.presenter import Panes, Presenter
 from tui.screens.main_actions import MAIN_ACTIONS, MainActions
@@ -61,6 +64,16 @@ if TYPE_CHECKING:
 PANES = ("scratch", "history", "gauge")
 
 
+OPENING_REFRESHES = 5
+"""Refreshes the end of an opening waits at most for the panes' rows (:meth:`MainScreen.
+after_rows_drawn`)."""
+
+
+def on_screen(widget: Widget) -> bool:
+    """``widget`` and every widget around it are displayed (not ``display: none``)."""
+    return all(node.display for node in widget.ancestors_with_self if isinstance(node, Widget))
+
+
 FOOTER_DROP_ORDER = (
     "toggle_maximize",
     "new_session",
@@ -78,6 +91,9 @@ class MainScreen(Screen[None]):
     actions (:class:`MainActions`), its workers (:class:`SessionWorkers`), the keys between
     panes (:class:`PaneKeys`) and the strategy switch (:class:`StrategySwitch`)."""
 
+    AUTO_FOCUS = "#input"
+    """The text box has the focus from the start: Textual's default gave it to the chat first,
+    and each move of the focus restyles the screen (the panes draw the focus within them)."""
     HORIZONTAL_BREAKPOINTS = [
         (0, "-narrow"),
         (110, "-wide"),
@@ -142,6 +158,15 @@ class MainScreen(Screen[None]):
         if none is (:meth:`drop_trial_fork`)."""
         self.input_placeholder = ChatInput.PLACEHOLDER
         """The input box's hint when idle (a recording's says that typing forks it)."""
+        self.panes_wait = PanesWait()
+        """How long the panes wait for the first session (:mod:`tui.first_frame`)."""
+        self._panes_timer: Timer | None = None
+        self.resumed = False
+        """The screen was shown once (its first resume restyles nothing: :meth:`on_event`)."""
+        self.panes_shown = False
+        """The panes are on screen (below it, not drawn, until the first session is there)."""
+        self.files_asked = False
+        """The workspace's files were asked for (once, after the first session's frame)."""
         self.session_shown = False
         """The opened session is on screen, drawn: its header, chat, history and gauge (what
         ``bench/bench_recorded_open.py`` waits for). False again while another one opens."""
@@ -178,6 +203,14 @@ class MainScreen(Screen[None]):
 
     def on_key(self, event: events.Key) -> None:
         self.pane_keys.key(event)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.ScreenResume) and not self.resumed:
+            # The first resume comes right after the screen was mounted, every widget styled
+            # then: restyling them all again (Textual's default) cost ~10 ms of the first frame.
+            self.resumed = True
+            event.refresh_styles = False
+        await super().on_event(event)
 
     def strategy_commands(self) -> Iterable[SystemCommand]:
         """The palette's *Strategy: NAME* entries (:meth:`StrategySwitch.commands`)."""
@@ -268,13 +301,31 @@ class MainScreen(Screen[None]):
     def leave_session(self) -> None:
         self.session_workers.leave_session()
 
+    def after_rows_drawn(self, then: Callable[[], None], refreshes: int = 1) -> None:
+        """``then`` after the refresh that draws the panes' rows: a view given its blocks before
+        its first layout wraps them on the resize after it (one row a block until then), so
+        until the views on screen have wrapped, this waits for the next refresh (a few at
+        most). The panes wait for the first session laid out (:mod:`tui.first_frame`), so its
+        rows are wrapped when it is applied, and one refresh does."""
+        if refreshes < OPENING_REFRESHES and not all(
+            view.rows_ready for view in self.query(BlockView) if on_screen(view)
+        ):
+            self.call_after_refresh(self.after_rows_drawn, then, refreshes + 1)
+            return
+        then()
+
     def opening_drawn(self) -> None:
         """The frame after an opening worker ended is drawn (:meth:`SessionWorkers.state_changed`
-        calls this after the refresh)."""
+        calls this after the refresh, through :meth:`after_rows_drawn`)."""
         self.session_shown = self.agent is not None
         self.post_message(self.OpeningEnded())
         if not self.query(CompactBar):
             self.call_after_refresh(self.with_compact_bar)  # after that frame, before any F5
+        if not self.files_asked:
+            # The workspace's files for the input's @file suggestions: nothing in the first
+            # frame shows them, and listing a large workspace takes a while.
+            self.files_asked = True
+            self.session_workers.load_files()
 
     def with_compact_bar(self, then: Callable[[CompactBar], None] | None = None) -> None:
         """The compaction bar under the chat (F5), hidden until used: mounted after the first
@@ -316,7 +367,12 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield SessionHeader(id="header")
-        with Horizontal(id="panes"):
+        panes = Horizontal(id="panes")
+        if not self.panes_shown:
+            # Laid out, so each pane has its size when the session comes, but below the
+            # screen, so not drawn until then (tui/first_frame.py).
+            panes.styles.offset = (0, PANES_PARKED)
+        with panes:
             with Vertical(id="chat-pane", classes="pane"):
                 yield ChatView(id="chat")
                 yield ChatInput(id="input")
@@ -359,13 +415,26 @@ class MainScreen(Screen[None]):
         # Ctrl+T (pin) is offered while a history message is selected: the footer follows.
         self.watch(self.query_one(HistoryView), "cursor", self._history_cursor_moved, init=False)
         self.query_one(ChatInput).focus()
-        # Draw the screen first: the open worker holds the GIL for a while on a long session.
         self.busy = "opening"
-        self.call_after_refresh(self._open_after_first_frame)
-
-    def _open_after_first_frame(self) -> None:
+        # The panes wait for the session, for a moment (tui/first_frame.py): one paint shows
+        # them with it.
+        self.panes_wait.start()
+        self._panes_timer = self.set_interval(LOOK_EVERY, self._panes_waited)
         self.open(self.resume)
-        self.session_workers.load_files()
+
+    def _panes_waited(self) -> None:
+        if self.panes_wait.over():
+            self.show_panes()
+
+    def show_panes(self) -> None:
+        """The panes on screen (once): with the first session, or without it once it took
+        longer than :class:`~tui.first_frame.PanesWait` lets it."""
+        if self._panes_timer is not None:
+            self._panes_timer.stop()
+            self._panes_timer = None
+        if not self.panes_shown:
+            self.panes_shown = True
+            self.query_one("#panes").styles.offset = (0, 0)
 
     def pane_tabs(self) -> Tabs:
         """The narrow layout's tabs over the right column: composed only for a narrow terminal,

@@ -321,7 +321,8 @@ class SessionWorkers:
                 screen.busy = None
                 screen.query_one(HistoryView).loading = False
             if worker.group == "open":
-                screen.call_after_refresh(screen.opening_drawn)
+                screen.show_panes()  # the first frame shows them with the session
+                screen.call_after_refresh(screen.after_rows_drawn, screen.opening_drawn)
 
     def _show_result(self, result: object) -> None:
         """What a worker's result changes on screen, by its type."""

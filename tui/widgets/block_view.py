@@ -143,6 +143,12 @@ class BlockView(ScrollView, can_focus=True):
         return self._blocks
 
     @property
+    def rows_ready(self) -> bool:
+        """The blocks are wrapped at the view's width: False while blocks given before its
+        first layout (one row each for now) wait for the resize that wraps them."""
+        return not self._blocks or (self.size.width > 0 and self._width == self._content_width())
+
+    @property
     def row_count(self) -> int:
         """Total number of rows at the current width."""
         return self._starts[-1]
@@ -317,7 +323,9 @@ class BlockView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         index = self.block_at_row(row)
         base = self.base_style
-        if index is None:
+        if index is None or not self._width:
+            # No row, or rows not wrapped yet (blocks given before the first layout: the
+            # resize that wraps them comes right after this frame).
             return Strip.blank(width, base)
         selected = index == self.cursor
         key = (row, selected)

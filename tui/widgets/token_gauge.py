@@ -196,6 +196,9 @@ class TokenGauge(Vertical):
     state: Reactive[GaugeState | None] = reactive[GaugeState | None](None)
     """Everything the gauge shows; replace it to redraw."""
 
+    _columns = 2
+    """The legend's columns as last drawn."""
+
     def compose(self) -> ComposeResult:
         yield LayerBar(id="gauge-bar")
         yield Static(id="gauge-legend")
@@ -209,8 +212,8 @@ class TokenGauge(Vertical):
             return
         self.query_one(LayerBar).state = state
         self.query_one(UsageSparkline).state = state
-        columns = 4 if self.size.width >= 96 else 2
-        self.query_one("#gauge-legend", Static).update(legend(state, columns))
+        self._columns = self.legend_columns()
+        self.query_one("#gauge-legend", Static).update(legend(state, self._columns))
         self.query_one("#gauge-figures", Static).update(figures(state))
         self.query_one("#gauge-heaviest", Static).update(heaviest(state))
         warning = self.query_one("#gauge-warning", Static)
@@ -219,5 +222,15 @@ class TokenGauge(Vertical):
         )
         warning.display = bool(state.warning)
 
+    def legend_columns(self) -> int:
+        """The legend's columns at the gauge's width: 4 where they fit, else 2."""
+        return 4 if self.size.width >= 96 else 2
+
     def on_mount(self) -> None:
         self.watch_state(self.state)
+
+    def on_resize(self) -> None:
+        # The state may come before the pane's first layout (its width 0 then: two columns),
+        # or the terminal may widen or narrow past the point where four fit.
+        if self.state is not None and self.legend_columns() != self._columns:
+            self.watch_state(self.state)
