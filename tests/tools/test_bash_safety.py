@@ -140,6 +140,7 @@ def test_every_process_of_a_compound_command_dies_when_ctxscope_is_killed(
     deadline = time.monotonic() + 30
     while len(_sleeps_running(command)) < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
+    assert len(_sleeps_running(command)) == 3
     assert all(alive(pid) for pid in pids)
     proc.kill()  # SIGKILL: nothing of ctxscope runs; the guard must end them all
     proc.wait()
@@ -157,8 +158,8 @@ def _wait_for_pid_lines(path: Path, n: int) -> None:
 
 def _sleeps_running(command: str) -> list[str]:
     """Processes running one of ``command``'s ``sleep 30N`` (foreground ones included)."""
-    wanted = {f"sleep {word}" for word in command.split() if word.startswith("30")}
-    assert len(wanted) == 3
+    wanted = {f"sleep {duration}" for duration in re.findall(r"sleep (30\d\.\d+)", command)}
+    assert len(wanted) == 3, wanted
     running = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
