@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -359,12 +359,9 @@ def numbered_lines(
         if end < 0:
             text = raw[start:]
             if "\r" in text:  # old Mac line ends
-                pieces = text.split("\r")
-                for piece in pieces[:-1]:
-                    yield number, piece, False
-                    number += 1
-                if pieces[-1]:
-                    yield number, pieces[-1], True
+                number, text = yield from _before_last_cr(number, text)
+                if text:
+                    yield number, text, True
                 return
             yield number, text, True
             return
@@ -373,12 +370,20 @@ def numbered_lines(
         if text.endswith("\r"):
             text = text[:-1]
         if "\r" in text:
-            pieces = text.split("\r")
-            for piece in pieces[:-1]:
-                yield number, piece, False
-                number += 1
-            text = pieces[-1]
+            number, text = yield from _before_last_cr(number, text)
         yield number, text, False
+
+
+def _before_last_cr(
+    number: int, text: str
+) -> Generator[tuple[int, str, bool], None, tuple[int, str]]:
+    """The pieces of ``text`` before its last lone ``\\r`` (an old Mac line end), each a line
+    of its own numbered from ``number``; returns the next number and the last piece."""
+    pieces = text.split("\r")
+    for piece in pieces[:-1]:
+        yield number, piece, False
+        number += 1
+    return number, pieces[-1]
 
 
 def _numbered(lines: list[str], skip_blank: bool) -> Iterator[tuple[int, str, bool]]:
@@ -398,11 +403,7 @@ def _numbered(lines: list[str], skip_blank: bool) -> Iterator[tuple[int, str, bo
             if not cut and text.endswith("\r"):
                 text = text[:-1]
             if "\r" in text:
-                pieces = text.split("\r")
-                for piece in pieces[:-1]:
-                    yield number, piece, False
-                    number += 1
-                text = pieces[-1]
+                number, text = yield from _before_last_cr(number, text)
                 if cut and not text:
                     return
         yield number, text, cut

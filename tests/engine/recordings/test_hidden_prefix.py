@@ -101,22 +101,15 @@ def test_a_tool_result_before_the_first_call_counts_in_full(tmp_path: Path) -> N
             Message(role="assistant", content="done", tokens=3, meta=MessageMeta(step=2)),
         )
         later, _ = store.open_round(sid, Message(role="user", content="more", tokens=90_000))
-        store.add_usage(
-            UsageRecord(
-                session_id=sid,
-                round_index=rnd.index,
-                step=2,
-                usage=Usage(input_tokens=10_000, output_tokens=5),
+        for round_index, step, tokens in ((rnd.index, 2, 10_000), (later.index, 1, 99_000)):
+            store.add_usage(
+                UsageRecord(
+                    session_id=sid,
+                    round_index=round_index,
+                    step=step,
+                    usage=Usage(input_tokens=tokens, output_tokens=5),
+                )
             )
-        )
-        store.add_usage(
-            UsageRecord(
-                session_id=sid,
-                round_index=later.index,
-                step=1,
-                usage=Usage(input_tokens=99_000, output_tokens=5),
-            )
-        )
         hidden = hidden_prefix(store, sid)
         assert hidden is not None
         assert hidden.first_prompt_tokens == 10_000
