@@ -307,14 +307,10 @@ def made_figures(
     settings: Settings,
     env: Mapping[str, str] | None = None,
     rules: WindowRules | None = None,
-    *,
-    groups: Sequence[UsageGroup] | None = None,
-    sums: tuple[int, int] | None = None,
 ) -> SessionFigures:
     """The figures of a stored session made from its calls, rules and prices (what the stored
-    figures are a copy of). ``groups`` (its usage sums) and ``sums`` (its history tokens and
-    counted compactions) where the caller has read them, else they are read here."""
-    return _made(store, session, settings, env, rules, groups=groups, sums=sums)[0]
+    figures are a copy of)."""
+    return _made(store, session, settings, env, rules)[0]
 
 
 def _made(
@@ -327,7 +323,9 @@ def _made(
     groups: Sequence[UsageGroup] | None = None,
     sums: tuple[int, int] | None = None,
 ) -> tuple[SessionFigures, WindowRules]:
-    """:func:`made_figures`, and the rules they were made by."""
+    """:func:`made_figures`, and the rules they were made by; ``groups`` (its usage sums) and
+    ``sums`` (its history tokens and counted compactions) where the caller has read them (a
+    listing, for every session at once), else they are read here."""
     assert session.id is not None
     sid = session.id
     model = session.model or ("" if session.recorded else settings.model)
