@@ -19,6 +19,16 @@ from cli.recordings import EXPORT_FORMATS
 from engine.recordings.export import FORMATS
 
 ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "data" / "corpus"
+
+
+def _ask(db: Path, tmp_path: Path) -> None:
+    """ctxscope's own session in ``db``: one offline `ask` reading a README."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# hello\n", encoding="utf-8")
+    assert main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)]) == 0
+
 
 NOT_NEEDED = (
     "pydantic_settings",  # the settings read their sources themselves (engine.settings.sources)
@@ -37,10 +47,7 @@ def test_export_choices_are_the_exporters_formats() -> None:
 
 def test_context_imports_none_of_what_it_does_not_use(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# hello\n", encoding="utf-8")
-    assert main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)]) == 0
+    _ask(db, tmp_path)
     script = (
         "import io, json, sys, contextlib\n"
         "from cli.main import main\n"
@@ -129,10 +136,7 @@ def test_sqlite_commands_load_no_server_driver_and_listings_no_agent(tmp_path: P
 
     assert importlib.util.find_spec("psycopg") is not None
     db = tmp_path / "s.db"
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# hello\n", encoding="utf-8")
-    assert main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)]) == 0
+    _ask(db, tmp_path)
     for args in (["sessions"], ["show", "1"], ["context", "1", "--json"]):
         modules = _modules_after(args, db, tmp_path)
         assert "peewee" in modules and "engine.store" in modules
@@ -211,13 +215,9 @@ def test_with_stored_figures_the_looking_commands_load_no_prices(tmp_path: Path)
     ctxscope's own session from `ask` listed once (the listing keeps its figures): then each
     command, text and --json, in a fresh interpreter, loads none of the above."""
     db = tmp_path / "s.db"
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# hello\n", encoding="utf-8")
-    corpus = ROOT / "tests" / "data" / "corpus"
-    marot = corpus / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    marot = CORPUS / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
     assert main(["import", str(marot), "--db", str(db)]) == 0
-    assert main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)]) == 0
+    _ask(db, tmp_path)
     assert main(["sessions", "--db", str(db)]) == 0  # makes and keeps the new session's
     for args in (
         ["sessions"],
@@ -271,12 +271,8 @@ def test_context_builds_the_request_without_the_agent(tmp_path: Path) -> None:
     (the corpus' pomodoro Claude Code session, layered), text and --json: the request is
     built, and none of the above is loaded."""
     db = tmp_path / "s.db"
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# hello\n", encoding="utf-8")
-    corpus = ROOT / "tests" / "data" / "corpus"
-    pomodoro = corpus / "yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl"
-    assert main(["ask", "read README.md", "--workspace", str(workspace), "--db", str(db)]) == 0
+    pomodoro = CORPUS / "yoavf__ai-sessions__claude-code-pomodoro-timer.jsonl"
+    _ask(db, tmp_path)
     assert main(["import", str(pomodoro), "--db", str(db)]) == 0
     assert main(["sessions", "--db", str(db)]) == 0  # keeps the new session's figures
     for args in (["context", "1"], ["context", "1", "--json"], ["context", "2", "--json"]):
