@@ -92,6 +92,17 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=every)
 
 
+def started_repo(tmp_path: Path) -> Path:
+    """``tmp_path/repo``: a git repository with one commit (a README) on ``main``."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README.md").write_text("a project\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "start")
+    return repo
+
+
 def repo_with_branch(tmp_path: Path) -> Path:
     """A repository whose ``main`` holds a README, and whose orphan
     ``entire/checkpoints/v1`` holds two checkpoints as Entire commits them: the fixture's
@@ -100,12 +111,7 @@ def repo_with_branch(tmp_path: Path) -> Path:
     keeps at that path), Entire's condensed ``transcript.jsonl`` beside it, and the session's
     ``metadata.json`` with the ``token_usage`` Entire recorded for it (input 30,854, cache
     read 30,464, output 2,205, 2 API calls). Nothing of the branch is checked out."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("a project\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "start")
+    repo = started_repo(tmp_path)
     git(repo, "checkout", "-q", "--orphan", BRANCH)
     git(repo, "rm", "-rq", "--cached", ".")
     (repo / "README.md").unlink()
@@ -180,12 +186,7 @@ def repo_with_checkpoint_refs(tmp_path: Path) -> Path:
     Entire's condensed ``0/transcript.jsonl``), the metadata's ``token_usage`` as Entire
     recorded it there (input 24,519, cache read 15,104, output 152, 1 API call); and a
     ``refs/entire/checkpoints/v2/main`` of the other layout, which is not a checkpoint."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("a project\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "start")
+    repo = started_repo(tmp_path)
     tree = tmp_path / "tree"
     (tree / "0").mkdir(parents=True)
     shutil.copyfile(TESLAMINT_EXEC, tree / "0" / "full.jsonl")
