@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 from engine.compaction.ledger import fidelity, fidelity_json
 from engine.compaction.tool_results import ToolResultCompressor
@@ -291,6 +292,9 @@ class _ItemWriter:
         """The stored messages no compaction archived."""
         self.pending: dict[str, ToolCall] = {}
         """Calls of the current step without a result yet."""
+        self.pending_at: datetime | None = None
+        """When the response that made them was recorded: the time a result the recording
+        never got is given (not the import's)."""
         self.position = 0
         """Of the item being written, in ``parsed.items``."""
         self.demos: list[Item] = []
@@ -351,6 +355,7 @@ class _ItemWriter:
 
     def pair_missing(self) -> None:
         for call in self.pending.values():
+            assert self.pending_at is not None  # set with the calls
             self.append(
                 Message(
                     role="tool",
@@ -364,6 +369,7 @@ class _ItemWriter:
                         is_error=True,
                         interrupted=True,
                     ),
+                    created_at=self.pending_at,
                 )
             )
             self.report.missing_results += 1
@@ -451,6 +457,7 @@ class _ItemWriter:
             )
         )
         self.pending.update({c.id: c for c in item.calls})
+        self.pending_at = item.created_at
         if item.usage is not None:
             self.usages.append(
                 UsageRecord(

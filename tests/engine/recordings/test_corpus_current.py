@@ -184,6 +184,12 @@ def test_codex_0_140_usage_after_the_outputs_and_a_step_cut_by_the_commit(store:
     # 21 recorded results (3 with an exit code above 0) and the 2 the file never got
     assert report.missing_results == 2
     assert sum(m.meta.is_error for m in one.role("tool")) == 3 + 2
+    # The two results the file never got are dated by the response that made their calls (its
+    # first record, line 88's reasoning, 01:07:25.404), not by the import: the session's last
+    # time stays the recording's (it was the import's clock, months later, in `sessions`).
+    missing = [m for m in one.role("tool") if m.meta.interrupted]
+    assert [m.created_at.isoformat() for m in missing] == ["2026-06-18T01:07:25.404000+00:00"] * 2
+    assert max(m.created_at for m in one.messages).isoformat() == "2026-06-18T01:07:25.404000+00:00"
     # Each count goes to the step it measures (the one before its outputs), none to the next
     assert len(one.usages) == 10
     assert [u.usage.output_tokens for u in one.usages] == [
