@@ -72,31 +72,46 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         for info in infos
         for figures in [figs[info.session.id or 0].to_json()]
     ]
-    rows = [
-        f"{'ID':>4}  {'STARTED':16}  {'LAST':11}  {'AGENT':11}  {'ROUNDS':>6}  {'CONTEXT':>9}  "
-        f"{'WINDOW':>9}  {'COMP':>4}  {'COST':>8}  TITLE"
-    ]
-    for info in infos:
-        s = info.session
-        fig = figs[s.id or 0]
-        context = "–" if fig.context_tokens is None else f"{fig.context_tokens:,}"
-        rows.append(
-            f"{s.id:>4}  {_own_dates(info)}  {one_line(fig.agent)[:11]:11}  "
-            f"{info.rounds:>6}  {context:>9}  {fig.window:>9,}  {fig.compactions:>4}  "
-            f"{fig.cost_text:>8}  {one_line(s.title) or '(untitled)'}"
-        )
-    emit(args, data, "\n".join(rows) if infos else "no sessions yet")
+    text = _sessions_table(infos, figs) if infos and not args.json else "no sessions yet"
+    emit(args, data, text)
     return 0
 
 
-def _own_dates(info: SessionInfo) -> str:
+def _sessions_table(infos: list[SessionInfo], figs: dict[int, SessionFigures]) -> str:
+    """``sessions``' table: every column piped; on a narrow terminal (80 columns) the last
+    time, the window, the compactions and the rounds left out, in that order, before the
+    title is cut (:mod:`cli.table`)."""
+    from cli.table import Column, table, terminal_width
+
+    shown = [(info, figs[info.session.id or 0]) for info in infos]
+    dates = [_own_dates(info) for info in infos]
+    columns = [
+        Column("ID", [str(info.session.id) for info in infos], right=True),
+        Column("STARTED", [start for start, _ in dates]),
+        Column("LAST", [last for _, last in dates], drop=1),
+        Column("AGENT", [one_line(fig.agent) for _, fig in shown]),
+        Column("ROUNDS", [str(info.rounds) for info in infos], right=True, drop=4),
+        Column(
+            "CONTEXT",
+            ["–" if fig.context_tokens is None else f"{fig.context_tokens:,}" for _, fig in shown],
+            right=True,
+        ),
+        Column("WINDOW", [f"{fig.window:,}" for _, fig in shown], right=True, drop=2),
+        Column("COMP", [str(fig.compactions) for _, fig in shown], right=True, drop=3),
+        Column("COST", [fig.cost_text for _, fig in shown], right=True),
+        Column("TITLE", [one_line(info.session.title) or "(untitled)" for info in infos]),
+    ]
+    return table(columns, terminal_width())
+
+
+def _own_dates(info: SessionInfo) -> tuple[str, str]:
     """When the session itself began and last ran, in UTC (issue 39: ``sessions`` showed the
-    time a recording was imported): ``2026-02-11 20:36  21:46`` within a day, the last with its
-    date (``02-12 01:10``) on another; before its first round, when it was made."""
+    time a recording was imported): ``2026-02-11 20:36`` and ``21:46`` within a day, the last
+    with its date (``02-12 01:10``) on another; before its first round, when it was made."""
     start = info.started_at or info.session.created_at
     last = info.last_at or info.session.updated_at
     last_text = f"{last:%H:%M}" if last.date() == start.date() else f"{last:%m-%d %H:%M}"
-    return f"{start:%Y-%m-%d %H:%M}  {last_text:11}"
+    return f"{start:%Y-%m-%d %H:%M}", last_text
 
 
 def _wanted(session: Session, args: argparse.Namespace) -> bool:
