@@ -76,6 +76,7 @@ REASONS = {
     403: "Forbidden",
     408: "Request Timeout",
     413: "Payload Too Large",
+    500: "Internal Server Error",
     502: "Bad Gateway",
 }
 
@@ -308,15 +309,19 @@ class UpstreamConnection(asyncio.Protocol):
         payload = self.payload
         head = b""
         if payload is None:
-            if not messages:
-                self.head += data
-                return
-            message, payload = messages[0]
-            self.payload = payload
             data, self.head = self.head + data, b""
-            end = data.find(b"\r\n\r\n") + 4
-            head, data = call.client.answer_head(call, message, data[:end]), data[end:]
-            self.reuse = not message.should_close
+            for message, body in messages:
+                end = data.find(b"\r\n\r\n") + 4  # the end of this message's head
+                if 100 <= message.code < 200:  # an interim answer (103): not passed on
+                    data = data[end:]
+                    continue
+                head, data = call.client.answer_head(call, message, data[:end]), data[end:]
+                self.payload = payload = body
+                self.reuse = not message.should_close
+                break
+            else:
+                self.head = data  # the answer's head is not all in yet
+                return
         piece = payload.read_nowait()
         capture = call.capture
         if capture is not None and piece:
@@ -327,8 +332,8 @@ class UpstreamConnection(asyncio.Protocol):
             # answer that is not stored.
             call.end()
             self.call = None
-            call.client.write(out)
             self.done()
+            call.client.write(out)
             call.client.answered(call)
             return
         call.client.write(out)
@@ -508,7 +513,12 @@ class ClientConnection(asyncio.Protocol):
             return  # headers still coming: their deadline stands
         if len(self.pending) > 1 and self.transport is not None:
             self.transport.pause_reading()  # pipelined: one request held at a time
-        self.advance()
+        try:
+            self.advance()
+        except Exception as exc:  # a fault of the proxy's own (steering, say): said, answered
+            log.error(cut(f"ctxscope proxy: failed on a request: {type(exc).__name__} {exc}", 300))
+            self.call = None
+            self.finish(500, f"the proxy failed on this request ({type(exc).__name__})")
 
     def malformed(self, error: Exception) -> None:
         words = " ".join(str(error).split())

@@ -129,7 +129,8 @@ class Proxy:
             if connection.transport is not None:
                 connection.transport.abort()  # its call, if any, ends as cancelled
         self.pool.close()
-        await asyncio.sleep(0)  # the aborted connections' connection_lost
+        for _ in range(3):  # the closed connections' connection_lost, and what they close
+            await asyncio.sleep(0)
 
 
 async def serve(proxy: Proxy, stop: asyncio.Event, started: asyncio.Event | None = None) -> None:
