@@ -11,7 +11,9 @@ one kept-alive connection each (http.client):
   the target: through the proxy ≤ 1.1× direct.
 - **8 concurrent clients**: eight kept-alive connections each sending the small body at
   once, ``--rounds`` rounds each way: direct, through this proxy and through the proxy of
-  each ``--compare-root`` checkout (a before, in the same run), in a new random order every
+  each ``--compare-root`` checkout (a before, in the same run) and through the bare
+  forwarders of ``bench/proxy_floors.py`` (``--floor``: aiohttp's, and one on asyncio
+  Protocols, the floors), in a new random order every
   round, each round started once the recorders are idle; the median of every request's time
   each way, the ratio's spread over 5 runs of rounds, and the CPU per request of each
   process (clients, upstream, proxy, recorder: ``/proc/PID/task/*/schedstat``); the
@@ -162,12 +164,15 @@ def start_upstream() -> tuple[subprocess.Popen[str], int]:
 
 
 FLOORS = {
-    "aiohttp": "a bare aiohttp forwarder: the floor",
+    "aiohttp": "a bare aiohttp forwarder: the floor before",
     "lean": "a lean aiohttp forwarder",
     "lean-stream": "a lean aiohttp forwarder, answers streamed",
-    "protocol": "a forwarder on asyncio Protocols",
+    "protocol": "a bare forwarder on asyncio Protocols: the floor now",
 }
-"""The forwarders of ``bench/proxy_floors.py`` measured beside the proxy (``--floor``)."""
+"""The forwarders of ``bench/proxy_floors.py`` measured beside the proxy (``--floor``): the
+least an aiohttp server and client can do (the proxy's floor until issue 44's third pass),
+and the least a forwarder on asyncio Protocols can (the proxy's floor since)."""
+DEFAULT_FLOORS = ["aiohttp", "protocol"]
 
 
 def start_floor(kind: str, upstream: int) -> Side:
@@ -666,7 +671,7 @@ def main() -> None:
         action="append",
         default=[],
         help=f"forwarders of bench/proxy_floors.py measured in the {CONCURRENT}-client rounds "
-        "(repeatable; default: aiohttp)",
+        f"(repeatable; default: {' and '.join(DEFAULT_FLOORS)})",
     )
     parser.add_argument(
         "--proxy-root",
@@ -681,7 +686,7 @@ def main() -> None:
     if args.upstream:
         serve_upstream()
         return
-    args.floor = args.floor or ["aiohttp"]
+    args.floor = args.floor or DEFAULT_FLOORS
     global PROXY_ROOT
     PROXY_ROOT = args.proxy_root.resolve()
     if PROXY_ROOT != ROOT or args.clients_only or args.huge_only or DELAY != UPSTREAM_DELAY:
