@@ -588,9 +588,8 @@ class ClientConnection(asyncio.Protocol):
         record = proxy.recorder is not None and recorded_path(method, path)
         capture = None
         if record:
-            kept = {
-                k.lower(): v for k, v in message.headers.items() if k.lower() in CAPTURED_HEADERS
-            }
+            headers = message.headers
+            kept = {name: found for name in CAPTURED_HEADERS if (found := headers.get(name))}
             capture = Capture(method, path, kept, body, limit=proxy.config.record_limit)
             if proxy.steering is not None:  # the capture keeps the agent's own body
                 body, capture.steering, capture.parsed = proxy.steering.rewrite(path, body)
