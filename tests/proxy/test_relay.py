@@ -82,6 +82,24 @@ def test_pipelined_requests_are_answered_in_order(
     assert -1 not in order and order == sorted(order)
 
 
+def test_a_pipelined_request_whose_body_comes_later_is_answered(
+    fake_anthropic: FakeAnthropicServer, proxy: RunningProxy
+) -> None:
+    """A second request written behind the first with half its body: the proxy keeps reading
+    while it answers the first (it stops reading only while two whole requests wait), so the
+    rest of the body, sent after the first answer, gets the second answer."""
+    fake_anthropic.script([text_reply("first"), text_reply("second")])
+    port = proxy.proxy.port
+    half = len(JSON_BODY) // 2
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head(port) + JSON_BODY + head(port) + JSON_BODY[:half])
+        first = exchange(sock, b'"end_turn"')
+        sock.sendall(JSON_BODY[half:])
+        second = exchange(sock, b'"end_turn"')
+    assert b'"first"' in first and first.startswith(b"HTTP/1.1 200")
+    assert b'"second"' in second and second.startswith(b"HTTP/1.1 200")
+
+
 def test_expect_100_continue_is_answered_before_the_body(
     fake_anthropic: FakeAnthropicServer, proxy: RunningProxy
 ) -> None:
