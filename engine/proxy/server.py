@@ -29,8 +29,9 @@ from engine.proxy.guard import (
     connection_cap,
 )
 from engine.proxy.recorder import RECORD_LIMIT, CaptureSink
-from engine.proxy.relay import ClientConnection, Upstream, UpstreamPool
+from engine.proxy.relay import ClientConnection
 from engine.proxy.steer_live import LiveSteering
+from engine.proxy.upstream import Upstream, UpstreamPool
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 DEFAULT_PORT = 8787
