@@ -198,6 +198,7 @@ class UpstreamConnection(asyncio.Protocol):
             self.pool.loop,
             PARSER_LIMIT,
             response_with_body=call.method != "HEAD",
+            read_until_eof=True,  # an answer without a length or chunks ends with its connection
             auto_decompress=False,
         )
         self.payload = None

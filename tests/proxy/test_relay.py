@@ -268,3 +268,84 @@ def test_http_client_keeps_one_connection_for_many_requests(
     assert texts == ["n0", "n1", "n2"]
     assert con.sock is sock is not None
     con.close()
+
+
+@pytest.fixture
+def raw_upstream() -> Iterator[tuple[str, list[bytes]]]:
+    """An upstream that answers each connection's first request with the bytes given (a
+    list holding one answer, set by the test), then closes: its URL and that list."""
+    answer: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                got = b""
+                while b"\r\n\r\n" not in got:
+                    got += conn.recv(65536)
+                head, _, body = got.partition(b"\r\n\r\n")
+                length = int(next(
+                    line.split(b":")[1] for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ))  # fmt: skip
+                while len(body) < length:
+                    body += conn.recv(65536)
+                conn.sendall(answer[0])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", answer
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def test_an_answer_ended_by_closing_its_connection_is_whole(
+    raw_upstream: tuple[str, list[bytes]], tmp_path: Path
+) -> None:
+    """An answer with neither a length nor chunks ends when the upstream closes: the client
+    gets all of it, ended the same way, and it is stored complete."""
+    url, answer = raw_upstream
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-fake",
+               "content": [{"type": "text", "text": "closed"}], "stop_reason": "end_turn",
+               "usage": {"input_tokens": 3, "output_tokens": 1}}  # fmt: skip
+    answer.append(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+        + json.dumps(message).encode()
+    )
+    proxy = RunningProxy(url, tmp_path / "p.db")
+    try:
+        status, headers, body = raw(proxy.proxy.port, "POST", "/v1/messages", JSON_BODY, {})
+    finally:
+        proxy.stop()
+    assert status == 200 and "connection" not in headers
+    assert json.loads(body) == message
+    store = Store.open(tmp_path / "p.db")
+    (stored,) = store.exchanges(store.proxied_sessions()[0])
+    assert (stored.outcome, stored.response) == ("complete", message)
+
+
+def test_an_interim_answer_is_not_passed_on(
+    raw_upstream: tuple[str, list[bytes]], tmp_path: Path
+) -> None:
+    """A ``103 Early Hints`` before the answer: the client gets the 200 alone (http.client
+    would take the 103 for the answer), its body whole."""
+    url, answer = raw_upstream
+    answer.append(
+        b"HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n"
+        b'{"ok": true}'
+    )
+    with running(Proxy(ProxyConfig(upstream=url, port=0))) as proxy:
+        status, headers, body = raw(proxy.port, "POST", "/v1/x", b"{}", {})
+    assert status == 200, body
+    assert "link" not in headers
+    assert body == b'{"ok": true}'
