@@ -176,6 +176,23 @@ class ClientConnection(asyncio.Protocol):
         if self.transport is not None and data:
             self.transport.write(data)
 
+    def pause_writing(self) -> None:
+        """The client reads slower than the upstream sends: the upstream waits (what the
+        proxy holds of an answer stays at the transport's high-water mark, 64 KiB)."""
+        self._upstream_reading(False)
+
+    def resume_writing(self) -> None:
+        self._upstream_reading(True)
+
+    def _upstream_reading(self, on: bool) -> None:
+        upstream = self.call.upstream if self.call is not None else None
+        transport = upstream.transport if upstream is not None else None
+        if transport is not None and not transport.is_closing():
+            if on:
+                transport.resume_reading()
+            else:
+                transport.pause_reading()
+
     # -- the guard's deadlines (checked by the proxy's sweep) -----------------------------
 
     def expect_headers(self) -> None:

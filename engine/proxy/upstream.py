@@ -203,6 +203,7 @@ class UpstreamConnection(asyncio.Protocol):
         )
         self.payload = None
         self.head = b""
+        self.transport.resume_reading()  # paused if the last answer's client read slowly
         self.transport.writelines(data)
 
     def data_received(self, data: bytes) -> None:

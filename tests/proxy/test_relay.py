@@ -12,6 +12,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -349,3 +350,38 @@ def test_an_interim_answer_is_not_passed_on(
     assert status == 200, body
     assert "link" not in headers
     assert body == b'{"ok": true}'
+
+
+def test_a_client_that_reads_slowly_holds_the_upstream_back(
+    raw_upstream: tuple[str, list[bytes]],
+) -> None:
+    """An 8 MiB answer to a client that does not read yet: the proxy stops reading the
+    upstream (it holds at most its buffers' worth, not the answer); once the client reads,
+    every byte comes."""
+    url, answer = raw_upstream
+    size = 8 << 20
+    answer.append(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size + b"z" * size)
+    with running(Proxy(ProxyConfig(upstream=url, port=0))) as proxy:
+        sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        sock.sendall(head(proxy.port, length=2).replace(b"/v1/messages", b"/v1/x") + b"{}")
+        deadline = time.monotonic() + 5
+        paused = False
+        while not paused and time.monotonic() < deadline:
+            time.sleep(0.02)
+            (client,) = proxy.connections.open if proxy.connections else ()
+            upstream = client.call.upstream if client.call else None
+            paused = (
+                upstream is not None
+                and upstream.transport is not None
+                and (not upstream.transport.is_reading())
+            )
+        assert paused
+        got = exchange(sock, b"\r\n\r\n")
+        while len(got.partition(b"\r\n\r\n")[2]) < size:
+            piece = sock.recv(1 << 20)
+            assert piece, "closed before the whole answer"
+            got += piece
+        sock.close()
+    assert got.startswith(b"HTTP/1.1 200")
+    assert got.partition(b"\r\n\r\n")[2] == b"z" * size
