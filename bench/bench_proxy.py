@@ -11,7 +11,9 @@ one kept-alive connection each (http.client):
   the target: through the proxy ≤ 1.1× direct.
 - **8 concurrent clients**: eight kept-alive connections each sending the small body at
   once, ``--rounds`` rounds each way: direct, through this proxy and through the proxy of
-  each ``--compare-root`` checkout (a before, in the same run), in a new random order every
+  each ``--compare-root`` checkout (a before, in the same run) and through the bare
+  forwarders of ``bench/proxy_floors.py`` (``--floor``: aiohttp's, and one on asyncio
+  Protocols, the floors), in a new random order every
   round, each round started once the recorders are idle; the median of every request's time
   each way, the ratio's spread over 5 runs of rounds, and the CPU per request of each
   process (clients, upstream, proxy, recorder: ``/proc/PID/task/*/schedstat``); the
@@ -161,50 +163,22 @@ def start_upstream() -> tuple[subprocess.Popen[str], int]:
     return process, int(process.stdout.readline())
 
 
-def serve_bare(upstream: int) -> None:
-    """``--bare PORT``: the least a forwarder does with aiohttp (a server and a client session,
-    the body read whole, headers copied, no guard, no recorder), in front of the upstream on
-    ``PORT``: the floor the proxy's cost per request is compared with. Its address on stderr,
-    as the proxy says it."""
-    import aiohttp
-
-    async def main() -> None:
-        client = aiohttp.ClientSession(
-            auto_decompress=False,
-            skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
-            connector=aiohttp.TCPConnector(limit=0),
-        )
-        dropped = {"host", "content-length", "connection", "transfer-encoding"}
-
-        async def forward(request: web.BaseRequest) -> web.StreamResponse:
-            body = await request.read()
-            headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
-            async with client.request(
-                request.method,
-                f"http://127.0.0.1:{upstream}{request.raw_path}",
-                headers=headers,
-                data=body,
-            ) as answer:
-                data = await answer.read()
-                kept = {k: v for k, v in answer.headers.items() if k.lower() not in dropped}
-                return web.Response(status=answer.status, body=data, headers=kept)
-
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(web.Server(forward), "127.0.0.1", 0)
-        print(f"bare on 127.0.0.1:{server.sockets[0].getsockname()[1]}", file=sys.stderr)
-        sys.stderr.flush()
-        stop = asyncio.Event()
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
-        await stop.wait()
-        await client.close()
-
-    asyncio.run(main())
+FLOORS = {
+    "aiohttp": "a bare aiohttp forwarder: the floor before",
+    "lean": "a lean aiohttp forwarder",
+    "lean-stream": "a lean aiohttp forwarder, answers streamed",
+    "protocol": "a bare forwarder on asyncio Protocols: the floor now",
+}
+"""The forwarders of ``bench/proxy_floors.py`` measured beside the proxy (``--floor``): the
+least an aiohttp server and client can do (the proxy's floor until issue 44's third pass),
+and the least a forwarder on asyncio Protocols can (the proxy's floor since)."""
+DEFAULT_FLOORS = ["aiohttp", "protocol"]
 
 
-def start_bare(upstream: int) -> Side:
-    """A bare aiohttp forwarder (:func:`serve_bare`) as a side of the 8-client rounds."""
+def start_floor(kind: str, upstream: int) -> Side:
+    """A forwarder of ``bench/proxy_floors.py`` as a side of the 8-client rounds."""
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--bare", str(upstream)],
+        [sys.executable, str(Path(__file__).with_name("proxy_floors.py")), kind, str(upstream)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -212,8 +186,8 @@ def start_bare(upstream: int) -> Side:
     assert process.stderr is not None
     found = re.search(r"127\.0\.0\.1:(\d+)", process.stderr.readline())
     if not found:
-        raise SystemExit("the bare forwarder did not start")
-    return Side(" (a bare aiohttp forwarder: the floor)", int(found.group(1)), process.pid, False)
+        raise SystemExit(f"the {kind} forwarder did not start")
+    return Side(f" ({FLOORS[kind]})", int(found.group(1)), process.pid, False)
 
 
 PROXY_ROOT = ROOT
@@ -691,7 +665,14 @@ def main() -> None:
         "written to docs/benchmarks.md are at the default",
     )
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--bare", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--floor",
+        choices=sorted(FLOORS),
+        action="append",
+        default=[],
+        help=f"forwarders of bench/proxy_floors.py measured in the {CONCURRENT}-client rounds "
+        f"(repeatable; default: {' and '.join(DEFAULT_FLOORS)})",
+    )
     parser.add_argument(
         "--proxy-root",
         type=Path,
@@ -705,9 +686,7 @@ def main() -> None:
     if args.upstream:
         serve_upstream()
         return
-    if args.bare:
-        serve_bare(args.bare)
-        return
+    args.floor = args.floor or DEFAULT_FLOORS
     global PROXY_ROOT
     PROXY_ROOT = args.proxy_root.resolve()
     if PROXY_ROOT != ROOT or args.clients_only or args.huge_only or DELAY != UPSTREAM_DELAY:
@@ -752,7 +731,10 @@ def clients_only(args: argparse.Namespace, upstream_pid: int, upstream: int, loa
     """``--clients-only``: direct, this proxy and each ``--compare-root``, interleaved."""
     with tempfile.TemporaryDirectory() as tmp:
         process, port = start_proxy(upstream, Path(tmp) / "bench.db")
-        compared = [*start_compared(upstream, Path(tmp), args.compare_root), start_bare(upstream)]
+        compared = [
+            *start_compared(upstream, Path(tmp), args.compare_root),
+            *(start_floor(kind, upstream) for kind in args.floor),
+        ]
         try:
             direct, proxied = Side("", upstream), Side(f" ({PROXY_ROOT})", port, process.pid)
             sides = [direct, proxied, *compared]
@@ -797,7 +779,7 @@ def run(args: argparse.Namespace, upstream_pid: int, upstream: int, load_start: 
                 rows.append((label, dt, pt))
             compared = [
                 *start_compared(upstream, Path(tmp), args.compare_root),
-                start_bare(upstream),
+                *(start_floor(kind, upstream) for kind in args.floor),
             ]
             direct_side, proxied_side = Side("", upstream), Side("", port, process.pid)
             try:
