@@ -240,9 +240,17 @@ class JsonLines:
         reader.warnings, reader.not_read = warnings, not_read
         return reader
 
-    def feed(self, number: int, text: str, last: bool = False) -> dict[str, Any] | None:
+    def feed(
+        self,
+        number: int,
+        text: str,
+        last: bool = False,
+        decoded: dict[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
         """The object on line ``number``, or None (blank, or left out and named). ``last``:
-        the file's last line, with no line end yet (a file still being written)."""
+        the file's last line, with no line end yet (a file still being written).
+        ``decoded``: the object this very line was decoded to already (the format's sniffer
+        decoded the file's first lines: :attr:`Known.records`), not decoded again."""
         if number == 1:
             text = text.removeprefix("\ufeff")
         stripped = text.strip()
@@ -257,7 +265,9 @@ class JsonLines:
             return None
         # A text no JSON can begin with is known at once (1 GB of junk lines is 50 million).
         obj: Any = _NOT_JSON
-        if stripped[0] in _JSON_STARTS:
+        if decoded is not None:
+            obj = decoded
+        elif stripped[0] in _JSON_STARTS:
             try:
                 # json.loads(stripped) without its wrappers: the text has no white space
                 # around it, so it is one JSON value exactly when the value ends the text.
@@ -296,40 +306,38 @@ class JsonLines:
         self._seen.add(key)
         return record
 
-    def read(self, raw: str) -> list[tuple[int, dict[str, Any]]]:
+    def read(self, raw: str, known: Known | None = None) -> list[tuple[int, dict[str, Any]]]:
         """Every object of a whole file's text, with its line number (the lines taken one at a
-        time: no list of them all)."""
+        time: no list of them all). With ``known``, what reading the file made of ``raw``
+        already: its lines taken as they are, and the records decoded of its first lines
+        taken as they were decoded."""
         out = []
-        for number, text, last in numbered_lines(raw, skip_blank=True):
-            obj = self.feed(number, text, last=last and number > 1)
+        if known is None:
+            lines, decoded = numbered_lines(raw, skip_blank=True), {}
+        else:
+            lines, decoded = numbered(known.lines, skip_blank=True), known.records
+        for number, text, last in lines:
+            obj = self.feed(number, text, last and number > 1, decoded.get(number))
             if obj is not None:
                 out.append((number, obj))
         return out
 
 
-_split: tuple[str, list[str]] | None = None
-"""The text :func:`engine.recordings.files.read_session` last made of a JSON-lines file's
-lines, and those lines (:func:`known_lines`)."""
+@dataclass(frozen=True)
+class Known:
+    """What reading a JSON-lines file made of its text already, handed to its reader so that
+    nothing is found or decoded twice (issue 44)."""
 
-
-def known_lines(text: str, lines: list[str]) -> str:
-    """``text`` (``"\\n".join(lines)``), remembered with its ``lines`` as they were read, so
-    the line reader takes them as they are (:func:`numbered_lines`) instead of finding each
-    line end again (issue 44: a session with one emoji is held 4 bytes a character whole, and
-    every line cut out of it is scanned again to narrow it: 2.5 ms of marot's 2.7 MB, a
-    sixth of ``json.loads`` of its lines). One text is remembered, until it is read."""
-    global _split
-    _split = (text, lines)
-    return text
-
-
-def _lines_of(text: str) -> list[str] | None:
-    """The lines :func:`known_lines` remembered for this very ``text`` (then forgotten)."""
-    global _split
-    if _split is None or _split[0] is not text:
-        return None
-    lines, _split = _split[1], None
-    return lines
+    lines: list[str]
+    """The text's lines as :func:`engine.recordings.files.read_session` read them, each
+    without its ``\\n`` (``"\\n".join(lines)`` is the text): the reader takes them as they
+    are (:func:`numbered`) instead of finding each line end again (a session with one emoji
+    is held 4 bytes a character whole, and every line cut out of it is scanned again to
+    narrow it: 2.5 ms of marot's 2.7 MB, a sixth of ``json.loads`` of its lines)."""
+    records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The objects the format's sniffer decoded of the first lines, by line number
+    (:attr:`engine.recordings.agents.protocol.Head.records`: 26 % of a Codex rollout's
+    bytes)."""
 
 
 _BLANK_RUN = re.compile("\n+")
@@ -342,10 +350,6 @@ def numbered_lines(
     lone ``\\r``), and whether it is a last line with no end (cut); the first ``limit`` only;
     with ``skip_blank``, empty lines are passed over (a run of them at once, not one by one).
     Only those line ends split: a U+2028 inside a JSON string stays in its line."""
-    known = _lines_of(raw) if limit is None else None
-    if known is not None:
-        yield from _numbered(known, skip_blank)
-        return
     start, number, size = 0, 0, len(raw)
     while start < size and (limit is None or number < limit):
         if skip_blank and raw[start] == "\n":
@@ -386,11 +390,16 @@ def _before_last_cr(
     return number, pieces[-1]
 
 
-def _numbered(lines: list[str], skip_blank: bool) -> Iterator[tuple[int, str, bool]]:
-    """:func:`numbered_lines` of a text split at its ``\\n`` already (:func:`known_lines`)."""
+def numbered(
+    lines: list[str], limit: int | None = None, *, skip_blank: bool = False
+) -> Iterator[tuple[int, str, bool]]:
+    """:func:`numbered_lines` of a text split at its ``\\n`` already (:attr:`Known.lines`):
+    the same numbers, lines and cut last line."""
     number = 0
     last = len(lines) - 1
     for index, text in enumerate(lines):
+        if limit is not None and number >= limit:
+            return
         if index == last and not text:
             return  # the text ends with a line end (or is empty)
         number += 1

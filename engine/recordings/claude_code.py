@@ -63,6 +63,7 @@ from engine.recordings.base import (
     ImportError_,
     Item,
     JsonLines,
+    Known,
     NotRead,
     Parsed,
     cut_result,
@@ -124,12 +125,13 @@ def _kind(rec: dict[str, Any]) -> str:
     return f"{rec['type']}:{sub}" if isinstance(sub, str) and sub else str(rec["type"])
 
 
-def read_records(raw: str) -> tuple[list[Record], JsonLines]:
+def read_records(raw: str, known: Known | None = None) -> tuple[list[Record], JsonLines]:
     """Every record of ``raw`` with its line number, and the reader that says what it left
-    out (lines that are not JSON objects with a string ``type``, repeated records)."""
+    out (lines that are not JSON objects with a string ``type``, repeated records).
+    ``known``: what reading the file made of ``raw`` already (:meth:`JsonLines.read`)."""
     reader = JsonLines()
     records = []
-    for record in reader.read(raw):
+    for record in reader.read(raw, known):
         if isinstance(record[1].get("type"), str):  # a record: an object with a string type
             records.append(record)
         else:
@@ -137,13 +139,15 @@ def read_records(raw: str) -> tuple[list[Record], JsonLines]:
     return records, reader
 
 
-def parse(raw: str, name: str, copied_from: set[str] | None = None) -> Parsed:
+def parse(
+    raw: str, name: str, copied_from: set[str] | None = None, known: Known | None = None
+) -> Parsed:
     """A session file. ``copied_from``: the :attr:`Parsed.record_keys` of the session a
     companion file belongs to (``<session>/subagents/agent-*.jsonl``): the records it repeats
     from there (a compaction's call, a side question, a fork: they start from a copy of the
     parent's context, same uuids, same API responses) are not its own work and are left out,
     counted (``copied_from_parent``) and named in one warning."""
-    records, reader = read_records(raw)
+    records, reader = read_records(raw, known)
     if copied_from:
         records = own_records(records, copied_from, reader.skipped, reader.warnings)
     parsed = parse_read(

@@ -78,6 +78,7 @@ from engine.recordings.base import (
     ImportError_,
     Item,
     JsonLines,
+    Known,
     NotRead,
     Parsed,
     numbers_named,
@@ -522,12 +523,13 @@ class _Reader:
         return self.step
 
 
-def parse(raw: str, name: str) -> Parsed:
+def parse(raw: str, name: str, given: Known | None = None) -> Parsed:
     """A whole rollout, read by the one tolerant line reader (:class:`JsonLines`: a BOM, CRLF,
     blank, comment, damaged, repeated and cut lines left out and named): lines of kinds this
-    parser does not know are named, not refused; it reads what it knows."""
+    parser does not know are named, not refused; it reads what it knows. ``given``: what
+    reading the file made of ``raw`` already (:meth:`JsonLines.read`)."""
     reader = JsonLines()
-    return parse_records(known(reader.read(raw), reader.not_read), reader, name)
+    return parse_records(known(reader.read(raw, given), reader.not_read), reader, name)
 
 
 def known(records: list[Record], not_read: NotRead) -> list[Record]:

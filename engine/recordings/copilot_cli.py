@@ -49,6 +49,7 @@ from engine.recordings.base import (
     ImportError_,
     Item,
     JsonLines,
+    Known,
     Parsed,
     parse_time,
     title_of,
@@ -105,11 +106,12 @@ def looks_like(obj: Any) -> bool:
     return kind in ("user.message", "assistant.message", "assistant.turn_start")
 
 
-def parse(raw: str, name: str) -> Parsed:
+def parse(raw: str, name: str, known: Known | None = None) -> Parsed:
     """A whole ``events.jsonl`` (the one tolerant line reader: damaged, repeated and cut lines
-    left out and named); refused only without a user message."""
+    left out and named); refused only without a user message. ``known``: what reading the
+    file made of ``raw`` already (:meth:`JsonLines.read`)."""
     reader = JsonLines()
-    return parse_records(reader.read(raw), reader, name)
+    return parse_records(reader.read(raw, known), reader, name)
 
 
 def parse_records(records: list[tuple[int, dict[str, Any]]], given: JsonLines, name: str) -> Parsed:

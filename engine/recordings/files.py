@@ -24,8 +24,8 @@ from engine.recordings.base import (
     MAX_LINE_CHARS,
     MAX_LINES_KEPT,
     ImportError_,
+    Known,
     NotRead,
-    known_lines,
 )
 
 TEXT_PROBE = 8192
@@ -75,6 +75,15 @@ class SessionText:
     """Records left out while reading, past the cap: counted, the first few numbered."""
     whole: bool = False
     """Read whole (a JSON document, an aider history, an unknown file's head)."""
+    lines: list[str] | None = None
+    """A JSON-lines file's lines as read, each without its ``\\n`` (``"\\n".join`` of them
+    is :attr:`text`): its reader takes them as they are
+    (:attr:`engine.recordings.base.Known.lines`). None for a file read whole."""
+
+    def known(self) -> Known | None:
+        """What a JSON-lines file's reader takes as read (its lines); None for a file read
+        whole."""
+        return None if self.lines is None else Known(self.lines)
 
 
 def read_session_text(path: Path) -> tuple[str, list[int], int]:
@@ -169,7 +178,7 @@ def read_session(path: Path) -> SessionText:
     except OSError as exc:
         raise ImportError_([f"cannot read it: {exc.strerror or exc}"], source=str(path)) from None
     if records:
-        out.text = known_lines("\n".join(kept), kept)
+        out.text, out.lines = "\n".join(kept), kept
     else:
         out.text, out.not_utf8 = _decoded(pieces)
     return out

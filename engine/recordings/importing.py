@@ -102,11 +102,12 @@ def parse_sessions(path: Path) -> list[Parsed]:
     raises :class:`ImportError_` (:class:`UnknownFormat` for no known format) naming it."""
     read = read_session(path)
     raw, long_lines, not_utf8 = read.text, read.long_lines, read.not_utf8
-    agent = agents.detect(path, raw)
+    head = agents.Head.of_read(read)
+    agent = agents.detect_head(path, head)
     try:
         if agent is None:
             raise UnknownFormat([_unknown(raw, long_lines)])
-        sessions = agent.parse(path, raw)
+        sessions = agent.parse(path, raw, head.known())
     except UnknownFormat as exc:
         raise UnknownFormat(exc.problems, source=str(path)) from None
     except ImportError_ as exc:

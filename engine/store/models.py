@@ -83,6 +83,49 @@ class JSONField(TextField):
             raise damaged(self, value, "JSON nested too deeply") from None
 
 
+class ResultField(JSONField):
+    """A tool result's envelope (``ObservationRow.result``): stored as :class:`JSONField`
+    stores it, byte for byte, with the tool's output escaped once where the envelope holds it
+    twice (its ``text``, and again as a value of its ``data``: Read's ``content``, Bash's
+    ``stdout``, another tool's ``output``): a third of the characters of a history import's
+    result column, each escaped by the JSON encoder (issue 44)."""
+
+    def db_value(self, value: Any) -> str | None:
+        text = value.get("text") if type(value) is dict else None
+        if type(text) is not str or len(text) < _REPEAT_WORTH:
+            return super().db_value(value)
+        holed, holes = _with_holes(value, text)
+        out = _to_json(holed)
+        if out.count(_HOLE_JSON) != holes:  # the result holds the hole's own text: as it is
+            return super().db_value(value)
+        return out.replace(_HOLE_JSON, _to_json(text))
+
+
+_REPEAT_WORTH = 256
+"""Characters from which an output is worth escaping once (a short one as it comes)."""
+_HOLE = "\x00ctxscope: the output\x00"
+_HOLE_JSON = _to_json(_HOLE)
+"""What stands for the output in the envelope until it is written in, once encoded. Its JSON
+can only occur in the envelope's as a string equal to it (a ``"`` followed by ``\\u0000``
+begins a string, and an unescaped ``"`` ends it), which the count finds."""
+
+
+def _with_holes(value: dict[str, Any], text: str) -> tuple[dict[str, Any], int]:
+    """``value`` with every string equal to ``text`` in it, or in an object it holds,
+    replaced by :data:`_HOLE` (copies; ``value`` is not changed), and how many were."""
+    holes = 0
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if item is text or (type(item) is str and item == text):
+            out[key], holes = _HOLE, holes + 1
+        elif type(item) is dict:
+            out[key], inner = _with_holes(item, text)
+            holes += inner
+        else:
+            out[key] = item
+    return out, holes
+
+
 def damaged(field: Field, value: str, why: str) -> StoreError:
     """A stored value ctxscope cannot read, named by table and column."""
     where = f"{field.model._meta.table_name}.{field.column_name}"
@@ -229,7 +272,7 @@ class ObservationRow(BaseRow):
     step = IntegerField()
     tool_use_id = TextField(index=True)
     tool_name = TextField()
-    result = JSONField()
+    result = ResultField()
     text = TextField()
     tokens_full = IntegerField(default=0)
     tokens_compressed = IntegerField(default=0)

@@ -55,6 +55,7 @@ __all__ = [
     "context_rules_for_parsed",
     "context_rules_for_session",
     "detect",
+    "detect_head",
     "home_folders",
     "label_of",
     "recorded_of_parsed",
@@ -82,6 +83,12 @@ _BY_NAME = {agent.name: agent for agent in AGENTS}
 def detect(path: Path | None, raw: str) -> AgentFormat | None:
     """The agent whose format ``raw`` (a file's text, or its start) is in; None: none."""
     return _earliest(path, Head(raw))
+
+
+def detect_head(path: Path | None, head: Head) -> AgentFormat | None:
+    """:func:`detect` of a head made by the caller, who hands on to the reader what the
+    sniffers decoded of it (:meth:`Head.known`)."""
+    return _earliest(path, head)
 
 
 def _earliest(path: Path | None, head: Head) -> AgentFormat | None:

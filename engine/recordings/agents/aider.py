@@ -18,7 +18,7 @@ from engine.recordings.agents.protocol import (
     Standalone,
     window_without_trigger,
 )
-from engine.recordings.base import ImportError_, Parsed
+from engine.recordings.base import ImportError_, Known, Parsed
 from engine.recordings.writer import check
 from engine.settings.config import Settings
 
@@ -34,7 +34,7 @@ class Aider(Standalone):
             return None
         return 0
 
-    def parse(self, path: Path, text: str) -> list[Parsed]:
+    def parse(self, path: Path, text: str, known: Known | None = None) -> list[Parsed]:
         sessions = aider.parse_all(text, path.name)
         for parsed in sessions:
             problems = check(parsed)

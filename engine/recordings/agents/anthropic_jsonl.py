@@ -19,7 +19,7 @@ from engine.recordings.agents.protocol import (
     checked,
     model_window,
 )
-from engine.recordings.base import Parsed
+from engine.recordings.base import Known, Parsed
 from engine.settings.config import Settings
 
 
@@ -34,7 +34,7 @@ class AnthropicJsonl(Standalone):
             (n for n, r in enumerate(head.records) if isinstance(r, dict) and "role" in r), None
         )
 
-    def parse(self, path: Path, text: str) -> list[Parsed]:
+    def parse(self, path: Path, text: str, known: Known | None = None) -> list[Parsed]:
         parsed = anthropic_jsonl.parse(text, path.name)
         return checked(parsed)
 

@@ -63,9 +63,9 @@ from engine.recordings.agents.protocol import (
     TailParser,
     home_of,
 )
-from engine.recordings.base import ImportError_, NotRead, Parsed
+from engine.recordings.base import ImportError_, Known, NotRead, Parsed
 from engine.recordings.claude_code_follow import TailParser as ClaudeTail
-from engine.recordings.files import read_session_text
+from engine.recordings.files import read_session
 from engine.recordings.writer import check
 from engine.settings.config import Settings
 
@@ -97,8 +97,8 @@ class ClaudeCode:
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return next((n for n, r in enumerate(head.records) if claude_code.looks_like(r)), None)
 
-    def parse(self, path: Path, text: str) -> list[Parsed]:
-        parsed = claude_code.parse(text, path.name)
+    def parse(self, path: Path, text: str, known: Known | None = None) -> list[Parsed]:
+        parsed = claude_code.parse(text, path.name, known=known)
         problems = check(parsed)
         if problems:
             raise ImportError_(problems, parsed.fmt)
@@ -222,7 +222,8 @@ class ClaudeCode:
         be read is a warning, not a refusal of its parent."""
         for file in self.companions(path):
             try:
-                child = claude_code.parse(read_session_text(file)[0], file.name, parsed.record_keys)
+                read = read_session(file)
+                child = claude_code.parse(read.text, file.name, parsed.record_keys, read.known())
                 if file.name.startswith("agent-acompact"):
                     _attach_compaction_call(parsed, child, file.name)
                     continue
@@ -276,8 +277,9 @@ class _FollowedSession:
             stamp = (st.st_size, st.st_mtime_ns)
             cached = self._calls.get(file)
             if cached is None or cached[0] != stamp:
-                text = read_session_text(file)[0]
-                self._calls[file] = (stamp, claude_code.parse(text, file.name, parsed.record_keys))
+                read = read_session(file)
+                call = claude_code.parse(read.text, file.name, parsed.record_keys, read.known())
+                self._calls[file] = (stamp, call)
         except (ImportError_, OSError, UnicodeDecodeError):
             self._calls[file] = ((-1, -1), None)  # read again once it changes
         return self._calls[file][1]

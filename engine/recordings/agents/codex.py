@@ -35,7 +35,7 @@ from engine.recordings.agents.protocol import (
     home_of,
     model_window,
 )
-from engine.recordings.base import JsonLines, NotRead, Parsed
+from engine.recordings.base import JsonLines, Known, NotRead, Parsed
 from engine.recordings.writer import check
 from engine.settings.config import Settings
 
@@ -55,8 +55,8 @@ class Codex:
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return next((n for n, r in enumerate(head.records) if codex.looks_like(r)), None)
 
-    def parse(self, path: Path, text: str) -> list[Parsed]:
-        parsed = codex.parse(text, path.name)
+    def parse(self, path: Path, text: str, known: Known | None = None) -> list[Parsed]:
+        parsed = codex.parse(text, path.name, known)
         return checked(parsed)
 
     def tail_parser(self, path: Path) -> TailParser | None:

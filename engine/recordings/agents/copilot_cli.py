@@ -28,7 +28,7 @@ from engine.recordings.agents.protocol import (
     home_of,
     window_without_trigger,
 )
-from engine.recordings.base import JsonLines, NotRead, Parsed
+from engine.recordings.base import JsonLines, Known, NotRead, Parsed
 from engine.recordings.writer import check
 from engine.settings.config import Settings
 
@@ -44,8 +44,8 @@ class CopilotCli:
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return next((n for n, r in enumerate(head.records) if copilot_cli.looks_like(r)), None)
 
-    def parse(self, path: Path, text: str) -> list[Parsed]:
-        parsed = copilot_cli.parse(text, path.name)
+    def parse(self, path: Path, text: str, known: Known | None = None) -> list[Parsed]:
+        parsed = copilot_cli.parse(text, path.name, known)
         return checked(parsed)
 
     def tail_parser(self, path: Path) -> TailParser | None:

@@ -32,7 +32,7 @@ from engine.recordings.agents.protocol import (
     home_of,
     load_document,
 )
-from engine.recordings.base import Parsed
+from engine.recordings.base import Known, Parsed
 from engine.settings.config import Settings
 
 DEFAULT_TOKEN_LIMIT = 1_048_576
@@ -56,7 +56,7 @@ class GeminiCli(Standalone):
             return 0
         return next((n for n, r in enumerate(head.records) if gemini.looks_like_contents(r)), None)
 
-    def parse(self, path: Path, text: str) -> list[Parsed]:
+    def parse(self, path: Path, text: str, known: Known | None = None) -> list[Parsed]:
         try:
             whole, surrogates = load_document(text)
         except (json.JSONDecodeError, RecursionError):

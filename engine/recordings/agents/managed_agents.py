@@ -22,7 +22,7 @@ from engine.recordings.agents.protocol import (
     checked,
     window_without_trigger,
 )
-from engine.recordings.base import Parsed
+from engine.recordings.base import Known, Parsed
 from engine.settings.config import Settings
 
 
@@ -35,7 +35,7 @@ class ManagedAgents(Standalone):
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return next((n for n, r in enumerate(head.records) if managed_agents.is_event(r)), None)
 
-    def parse(self, path: Path, text: str) -> list[Parsed]:
+    def parse(self, path: Path, text: str, known: Known | None = None) -> list[Parsed]:
         parsed = anthropic_jsonl.parse(text, path.name)
         return checked(parsed)
 

@@ -21,7 +21,7 @@ from engine.recordings.agents.protocol import (
     load_document,
     window_without_trigger,
 )
-from engine.recordings.base import Parsed
+from engine.recordings.base import Known, Parsed
 from engine.settings.config import Settings
 
 
@@ -34,7 +34,7 @@ class OpenHands(Standalone):
     def looks_like(self, path: Path | None, head: Head) -> int | None:
         return 0 if openhands.looks_like(head.whole) else None
 
-    def parse(self, path: Path, text: str) -> list[Parsed]:
+    def parse(self, path: Path, text: str, known: Known | None = None) -> list[Parsed]:
         whole, surrogates = load_document(text)
         parsed = count_surrogates(openhands.parse(whole, path.name), surrogates)
         return checked(parsed)

@@ -26,11 +26,14 @@ from typing import Any, Protocol
 
 from engine.recordings.base import (
     ImportError_,
+    Known,
     NotRead,
     Parsed,
+    numbered,
     numbered_lines,
     without_surrogates,
 )
+from engine.recordings.files import SessionText
 from engine.settings.config import Settings
 
 HEAD_RECORDS = 50
@@ -119,14 +122,24 @@ class Head:
     """The start of a file as the sniffer sees it: its text, the whole text as JSON (for
     the formats that are one JSON document), and its first records (JSON lines)."""
 
-    def __init__(self, raw: str, records: list[Any] | None = None) -> None:
+    def __init__(
+        self, raw: str, records: list[Any] | None = None, lines: list[str] | None = None
+    ) -> None:
         self.raw = raw.removeprefix("\ufeff")
         self._records = records
+        self._lines = lines
+        self._decoded: dict[int, dict[str, Any]] = {}
 
     @classmethod
     def of_records(cls, records: list[Any]) -> Head:
         """A head made of records already read (``watch`` reads lines, not a file)."""
         return cls("", records)
+
+    @classmethod
+    def of_read(cls, read: SessionText) -> Head:
+        """The head of a file as :func:`~engine.recordings.files.read_session` read it: a
+        JSON-lines file's records decoded from the lines it was read as."""
+        return cls(read.text, lines=read.lines)
 
     @cached_property
     def whole(self) -> Any:
@@ -148,13 +161,28 @@ class Head:
         """The first :data:`HEAD_RECORDS` lines, each as JSON (None for a line that is not)."""
         if self._records is not None:
             return self._records
+        if self._lines is None:
+            lines = numbered_lines(self.raw, HEAD_RECORDS)  # never the whole file split
+        else:
+            lines = numbered(self._lines, HEAD_RECORDS)
         out: list[Any] = []
-        for _, line, _ in numbered_lines(self.raw, HEAD_RECORDS):  # never the whole file split
+        for number, line, _ in lines:
             try:
-                out.append(json.loads(line))
+                record = json.loads(line.removeprefix("\ufeff") if number == 1 else line)
             except (json.JSONDecodeError, RecursionError):
-                out.append(None)
+                record = None
+            out.append(record)
+            if isinstance(record, dict):
+                self._decoded[number] = record
         return out
+
+    def known(self) -> Known | None:
+        """What the file's reader need not do again (:class:`~engine.recordings.base.Known`):
+        the lines it was read as, and the objects :attr:`records` decoded of them (as far as
+        the sniffers asked); None for a file read whole."""
+        if self._lines is None:
+            return None
+        return Known(self._lines, self._decoded)
 
 
 def load_document(text: str) -> tuple[Any, int]:
@@ -254,9 +282,11 @@ class AgentFormat(Protocol):
         registry takes the earliest, then the first in sniffing order."""
         ...
 
-    def parse(self, path: Path, text: str) -> list[Parsed]:
+    def parse(self, path: Path, text: str, known: Known | None = None) -> list[Parsed]:
         """Every session of the file (an aider history may hold several), with its companion
-        files read in; raises :class:`~engine.recordings.base.ImportError_`."""
+        files read in; raises :class:`~engine.recordings.base.ImportError_`. ``known``: what
+        reading a JSON-lines file made of ``text`` already (:meth:`Head.known`), which its
+        reader takes instead of doing it again; a whole-document format has none."""
         ...
 
     def tail_parser(self, path: Path) -> TailParser | None:

@@ -2,9 +2,10 @@
 time and split at its line ends, a run of lines that each begin a record decoded at once
 (``files._rest``, ``files._Kept.records``), as is a head made only of such lines; any other
 line one by one as before; the text,
-its lines as the line reader takes them (``base.known_lines``), the long lines, the bytes that
-are not UTF-8 and what was left out are the same as when every line is read on its own
-(``files._lines``, made to read the rest here).
+its lines as the line reader takes them (``SessionText.lines``, numbered by
+``base.numbered``), the long lines, the bytes that are not UTF-8 and what was left out are the
+same as when every line is read on its own (``files._lines``, made to read the rest here) and
+its text's lines found again (``base.numbered_lines``).
 
 Each file below is 250 records (``{"n": i}``, one a line, 11 or 12 bytes with the line end)
 and then what the case adds: the first :data:`~engine.recordings.files.HEAD_LINES` (200)
@@ -39,7 +40,8 @@ def read_both(
     with monkeypatch.context() as patch:
         patch.setattr(files._Kept, "records", spied)
         fast = files.read_session(path)
-    fast_lines = list(base.numbered_lines(fast.text, skip_blank=True))
+    assert fast.lines is not None and "\n".join(fast.lines) == fast.text
+    fast_lines = list(base.numbered(fast.lines, skip_blank=True))
     with monkeypatch.context() as patch:
         patch.setattr(files, "_rest", files._lines)
         slow = files.read_session(path)
