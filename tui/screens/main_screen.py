@@ -342,7 +342,7 @@ class MainScreen(Screen[None]):
         bar = self.query(CompactBar).first() if self.query(CompactBar) else None
         if bar is None:
             panes = self.query("#chat-pane")
-            if not panes:
+            if not panes or not panes.first().is_attached:
                 return  # the screen is being taken down (the app closes)
             bar = CompactBar(id="compact-bar")
             bar.display = False
