@@ -97,7 +97,7 @@ class CtxscopeApp(App[int]):
         self.gc_pause.start()
 
     def on_main_screen_opening_ended(self, _message: MainScreen.OpeningEnded) -> None:
-        self.call_after_refresh(self.gc_pause.end)  # once that frame is on screen
+        self.call_after_refresh(self.gc_pause.end_at_frame)  # once that frame is on screen
 
     def provider_factory(self) -> Callable[[Settings], Provider]:
         injected = self._provider
@@ -202,6 +202,7 @@ class CtxscopeApp(App[int]):
 
     def on_unmount(self) -> None:
         self.gc_pause.end()
+        self.gc_pause.thaw()
         main = self.main_screen
         if main is not None:
             main.stop_agent()
