@@ -116,8 +116,10 @@ class MainScreen(Screen[None]):
         ),
     ]
 
-    busy: Reactive[str | None] = reactive[str | None](None)
-    """What the agent is doing: ``opening``, ``round``, ``compacting``, or None when idle."""
+    busy: Reactive[str | None] = reactive[str | None](None, repaint=False)
+    """What the agent is doing: ``opening``, ``round``, ``compacting``, or None when idle.
+    (Its watcher changes the widgets that show it: a repaint of the whole screen at each
+    change, Textual's default, drew the header and key bar again while the session opened.)"""
     pane: Reactive[str] = reactive("history")
     """The pane shown in the narrow layout: ``scratch``, ``history`` or ``gauge``."""
 
@@ -444,6 +446,11 @@ class MainScreen(Screen[None]):
         if not self.panes_shown:
             self.panes_shown = True
             self.query_one("#panes").styles.offset = (0, 0)
+            # The screen's next refresh lays them out in their place, and what waits for it
+            # (call_after_refresh: after_rows_drawn) waits for that one: the panes' own request
+            # reaches the screen a moment later, and a screen with nothing to do runs those
+            # callbacks at once.
+            self.refresh(layout=True)
 
     def pane_tabs(self) -> Tabs:
         """The narrow layout's tabs over the right column: composed only for a narrow terminal,
