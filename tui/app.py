@@ -22,9 +22,8 @@ from engine.llm.base import Provider
 from engine.settings.config import Settings
 from engine.store import Store
 from tools.base import Asker
-from tui.formatting import Clock, wall_clock
+from tui.formatting import Clock, key_label, wall_clock
 from tui.gc_pause import GcPause
-from tui.screens.keys_modal import key_label
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_screen import MainScreen
 from tui.session_loader import OpenedSession, Resume, load_grants, open_session

@@ -225,13 +225,19 @@ async def test_the_narrow_tabs_are_made_where_they_show(make_app: AppFactory) ->
 
 def test_the_dialogs_wait_for_their_first_use() -> None:
     """Importing the workbench imports none of the dialogs a first frame does not show (nor
-    Textual's TextArea, which the message dialog brings)."""
+    Textual's TextArea, which the message dialog brings), nor the keys list, the compaction bar
+    (mounted after the first frame), the narrow layout's tabs or the compaction's progress bar
+    (with Textual's widgets for them)."""
     later = (
         "tui.screens.detail_modal",
         "tui.screens.search_modal",
         "tui.screens.workspace_modal",
         "tui.screens.permission_modal",
         "textual.widgets._text_area",
+        "tui.screens.keys_modal",
+        "tui.widgets.compact_bar",
+        "textual.widgets._tabs",
+        "textual.widgets._progress_bar",
     )
     code = f"import sys, tui.app; print([m for m in {later!r} if m in sys.modules])"
     done = subprocess.run(
