@@ -154,7 +154,8 @@ def main() -> int:
         if cpu != base_cpu:
             # each run against the five-line app's in the same round (the same load)
             each = [c / b for c, b in zip(cpus[name], cpus["five-line Textual app"], strict=True)]
-            print(f"    runs, CPU ratio: {' '.join(f'{r:.1f}' for r in each)} (max {max(each):.2f}x)")
+            ratios = " ".join(f"{r:.1f}" for r in each)
+            print(f"    runs, CPU ratio: {ratios} (max {max(each):.2f}x)")
     print("target: recorded session ≤ 3x the five-line app")
     return 0
 
