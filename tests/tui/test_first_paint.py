@@ -205,7 +205,8 @@ async def test_the_first_opening_runs_paused_and_unmarked(
 
 async def test_the_narrow_tabs_are_made_where_they_show(make_app: AppFactory) -> None:
     """Wide: no tabs (the layout never shows them); narrowed: mounted, on the pane shown, and
-    following F7. Narrow from the start: composed with the screen."""
+    following F7. Narrow from the start: composed with the screen, and a click on a tab shows
+    its pane (the tabs' message handled by its name: Textual's Tabs are imported with them)."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot)
@@ -221,6 +222,9 @@ async def test_the_narrow_tabs_are_made_where_they_show(make_app: AppFactory) ->
     async with narrow.run_test(size=(80, 24)) as pilot:
         screen = await opened(pilot)
         assert screen.query_one("#pane-tabs", Tabs).active == "tab-history"
+        await pilot.click("#tab-scratch")
+        await settle(pilot)
+        assert screen.pane == "scratch" and screen.has_class("-pane-scratch")
 
 
 def test_the_dialogs_wait_for_their_first_use() -> None:
