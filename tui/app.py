@@ -22,9 +22,8 @@ from engine.llm.base import Provider
 from engine.settings.config import Settings
 from engine.store import Store
 from tools.base import Asker
-from tui.formatting import Clock, wall_clock
+from tui.formatting import Clock, key_label, wall_clock
 from tui.gc_pause import GcPause
-from tui.screens.keys_modal import key_label
 from tui.screens.main_actions import MAIN_ACTIONS
 from tui.screens.main_screen import MainScreen
 from tui.session_loader import OpenedSession, Resume, load_grants, open_session
@@ -97,7 +96,7 @@ class CtxscopeApp(App[int]):
         self.gc_pause.start()
 
     def on_main_screen_opening_ended(self, _message: MainScreen.OpeningEnded) -> None:
-        self.call_after_refresh(self.gc_pause.end)  # once that frame is on screen
+        self.call_after_refresh(self.gc_pause.end_at_frame)  # once that frame is on screen
 
     def provider_factory(self) -> Callable[[Settings], Provider]:
         injected = self._provider
@@ -202,6 +201,7 @@ class CtxscopeApp(App[int]):
 
     def on_unmount(self) -> None:
         self.gc_pause.end()
+        self.gc_pause.thaw()
         main = self.main_screen
         if main is not None:
             main.stop_agent()

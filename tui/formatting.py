@@ -22,6 +22,18 @@ Clock = Callable[[], datetime]
 _REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
 
 
+def key_label(key: str) -> str:
+    """``f2`` → ``F2``, ``ctrl+n`` → ``Ctrl+N``, ``escape`` → ``Esc`` (the keys list, the
+    command palette)."""
+    if key == "escape":
+        return "Esc"
+    if key.startswith("alt+"):
+        return "Alt+" + key.removeprefix("alt+").upper()
+    if key.startswith("ctrl+"):
+        return "Ctrl+" + key.removeprefix("ctrl+").upper()
+    return key.upper()
+
+
 def wall_clock() -> datetime:
     """The real current time (UTC); the default :data:`Clock`."""
     return datetime.now(UTC)

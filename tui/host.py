@@ -12,6 +12,7 @@ from engine.settings.config import Settings
 from engine.store import Store
 from tools.base import Asker
 from tui.formatting import Clock
+from tui.gc_pause import GcPause
 from tui.session_loader import OpenedSession, Resume
 
 
@@ -25,6 +26,8 @@ class Workbench(Protocol):
     workspace_label: str | None
     """Shown instead of the workspace path (snapshots use a fixed name)."""
     clock: Clock
+    gc_pause: GcPause
+    """The collector's pause for the first session (thawed when another one opens)."""
 
     def open_session(self, resume: Resume, events: EventSink, ask: Asker) -> OpenedSession:
         """Open a session with its agent (called from a thread worker)."""

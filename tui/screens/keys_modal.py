@@ -19,6 +19,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from tui.formatting import key_label
+
 OTHER_KEYS: tuple[tuple[str, str], ...] = (
     ("Enter (input)", "send the question; @path mentions a file (→ or End completes it)"),
     ("Tab / Shift+Tab", "move between the input and the panes"),
@@ -39,17 +41,6 @@ OTHER_KEYS: tuple[tuple[str, str], ...] = (
     ("Ctrl+R (after F5)", "write the draft summary and edit it first (Ctrl+S stores it)"),
     ("Esc", "close any dialog or screen; after F5, cancel; during a round, interrupt it"),
 )
-
-
-def key_label(key: str) -> str:
-    """``f2`` → ``F2``, ``ctrl+n`` → ``Ctrl+N``, ``escape`` → ``Esc``."""
-    if key == "escape":
-        return "Esc"
-    if key.startswith("alt+"):
-        return "Alt+" + key.removeprefix("alt+").upper()
-    if key.startswith("ctrl+"):
-        return "Ctrl+" + key.removeprefix("ctrl+").upper()
-    return key.upper()
 
 
 def under_tmux() -> bool:

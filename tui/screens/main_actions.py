@@ -21,9 +21,7 @@ from engine.session.workspace import NO_FOLDER
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import plural, round_span, tokens, workspace_label
-from tui.screens.keys_modal import KeysModal
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.compact_bar import CompactBar
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
 from tui.widgets.scratchpad_view import ScratchpadView
 
@@ -32,6 +30,15 @@ if TYPE_CHECKING:
     from tui.screens.compact_preview_modal import Commit, Regenerate
     from tui.screens.main_screen import MainScreen
     from tui.screens.permission_modal import PermissionModal
+    from tui.widgets.compact_bar import CompactBar
+
+
+def compact_bars(screen: MainScreen) -> list[CompactBar]:
+    """The compaction bar, once mounted (after the first session's frame: its module is
+    imported then, not with the workbench)."""
+    from tui.widgets.compact_bar import CompactBar
+
+    return list(screen.query(CompactBar).results(CompactBar))
 
 
 @dataclass(frozen=True)
@@ -267,14 +274,14 @@ class MainActions:
             history.scroll_to_region(
                 history.block_region(mark), animate=False, immediate=True, center=True
             )
-        for bar in screen.query(CompactBar).results(CompactBar):
+        for bar in compact_bars(screen):
             bar.describe(cut_plan(layout))
 
     def _leave_cut(self) -> None:
         """Back from the cut: the bar goes, the history shows the strategy's own marks."""
         screen = self.screen
         self.cutting = False
-        for bar in screen.query(CompactBar).results(CompactBar):
+        for bar in compact_bars(screen):
             bar.display = False
         if self.cut_base is not None:
             screen.query_one(HistoryView).show(
@@ -411,6 +418,8 @@ class MainActions:
         screen.open(session_id)
 
     def keys(self) -> None:
+        from tui.screens.keys_modal import KeysModal  # on first use: not in the first frame
+
         screen = self.screen
         screen.app.push_screen(KeysModal([(a.key, a.help) for a in MAIN_ACTIONS]))
 

@@ -160,6 +160,10 @@ class SessionWorkers:
 
     def open(self, resume: Resume) -> None:
         screen = self.screen
+        if screen.session_id is not None:
+            # The first session's objects, frozen with the start-up's heap when its frame was
+            # up (tui/gc_pause.py), may become garbage in cycles from now on.
+            screen.ctx_app.gc_pause.thaw()
         if resume != screen.session_id:
             self.leave_session()
         # The loading indicator marks a session's panes as about to change; before the first

@@ -11,7 +11,6 @@ from textual import events
 from textual.widgets import Input
 
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.compact_bar import FocusInput
 from tui.widgets.history_view import HistoryView
 
 if TYPE_CHECKING:
@@ -66,7 +65,9 @@ class PaneKeys:
         question box."""
         screen = self.screen
         return (
-            screen.query_one(FocusInput) if screen.actions.cutting else screen.query_one(ChatInput)
+            screen.query_one("#compact-bar-focus", Input)
+            if screen.actions.cutting
+            else screen.query_one(ChatInput)
         )
 
     def steer_typing(self, event: events.Key | events.Paste) -> None:
