@@ -102,6 +102,16 @@ def test_a_listing_prints_the_stored_figures_while_the_price_data_is_the_same(
     assert row.figures is not None and round(row.figures["cost"], 2) == 11.85
 
 
+def test_the_key_names_the_installed_price_datas_version() -> None:
+    """The version in the key is the one the package's own metadata gives (read from the
+    folder name, not through importlib.metadata's e-mail parser)."""
+    from importlib.metadata import version
+
+    stored_figures._price_data_version.cache_clear()
+    assert stored_figures._price_data_version() == version("genai-prices")
+    assert figures_key(Settings(), {}).startswith(f"genai-prices {version('genai-prices')};")
+
+
 def test_a_prices_section_or_a_rule_variable_changes_the_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
