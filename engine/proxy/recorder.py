@@ -94,6 +94,15 @@ class CaptureSink(Protocol):
 
     def submit(self, capture: Capture) -> object: ...
 
+    @property
+    def behind(self) -> bool:
+        """So much waits to be stored that the proxy should forward no new request yet."""
+        ...
+
+    def when_caught_up(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on the proxy's event loop once no longer :attr:`behind`."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -146,6 +155,14 @@ class Recorder:
     def submit(self, capture: Capture) -> Future[Exchange | None]:
         """Store ``capture`` on the recorder's thread; returns at once."""
         return self._executor.submit(self.record, capture)
+
+    behind = False
+    """Never: a capture waits in the executor's queue (the thread's recorder serves the
+    recorder's own process, which reads the next capture only once it stored the last, and
+    the tests)."""
+
+    def when_caught_up(self, callback: Callable[[], None]) -> None:
+        callback()
 
     def close(self) -> None:
         """Wait for every capture handed over to be stored, then close the database."""

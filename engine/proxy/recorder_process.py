@@ -49,6 +49,11 @@ CAPTURE_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(Captur
 child). A tuple of them pickles in less than half the time the dataclass does (no
 ``copyreg`` in Python per capture): 45 against 110 µs on the forwarding path, where the
 proxy's caches are cold from waiting on the upstream (``bench/bench_proxy.py``, issue 44)."""
+PENDING_LIMIT = 64 << 20
+"""Bytes of captures waiting for room in the pipe (the child storing slower than requests
+come) past which the proxy forwards no new request until they are down to a quarter of it:
+the agent waits a moment instead of the proxy's memory growing without end (it grew by about
+0.13 MiB a request with an upstream that answers at once) or a capture being dropped."""
 ROOT = Path(__file__).resolve().parents[2]
 """The folder ``engine`` is imported from (the child imports it from there too)."""
 
@@ -88,6 +93,8 @@ class RecorderProcess:
         self._pending = bytearray()
         """Pickled captures the pipe had no room for yet (written as it drains)."""
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._caught_up: list[Callable[[], None]] = []
+        """What waits for :attr:`behind` to end (:meth:`when_caught_up`)."""
         self._write_all(pickle.dumps((str(path), self.settings, on_stored)))
         os.set_blocking(self._fd, False)
         self._closed = False
@@ -117,6 +124,19 @@ class RecorderProcess:
             return
         self._loop.add_writer(self._fd, self._drained)
 
+    @property
+    def behind(self) -> bool:
+        """More than :data:`PENDING_LIMIT` bytes of captures wait for the pipe."""
+        return len(self._pending) > PENDING_LIMIT
+
+    def when_caught_up(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the event loop) once what waits is down to a quarter of
+        :data:`PENDING_LIMIT`; at once if it is already."""
+        if len(self._pending) <= PENDING_LIMIT // 4:
+            callback()
+        else:
+            self._caught_up.append(callback)
+
     def _write_some(self, data: bytes) -> int:
         """Write what the pipe has room for of ``data``; how much was handled (all of it if
         the child is gone: said when the recorder is closed)."""
@@ -133,6 +153,10 @@ class RecorderProcess:
         if not self._pending and self._loop is not None:
             self._loop.remove_writer(self._fd)
             self._loop = None
+        if self._caught_up and len(self._pending) <= PENDING_LIMIT // 4:
+            waiting, self._caught_up = self._caught_up, []
+            for callback in waiting:
+                callback()
 
     def _flush(self) -> None:
         try:

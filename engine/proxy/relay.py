@@ -143,6 +143,8 @@ class ClientConnection(asyncio.Protocol):
         self.on_deadline: Callable[[], None] = self.too_slow
         self.draining = False
         """An answer has been sent early (an error): the rest of what comes is dropped."""
+        self.held = False
+        """A request waits for the recorder to catch up (:meth:`advance`)."""
 
     # -- the connection ----------------------------------------------------------------
 
@@ -267,12 +269,22 @@ class ClientConnection(asyncio.Protocol):
             return  # headers still coming: their deadline stands
         if len(self.pending) > 1 and self.transport is not None:
             self.transport.pause_reading()  # pipelined: one request held at a time
+        self.step()
+
+    def step(self) -> None:
+        """:meth:`advance`, a fault of the proxy's own (steering, say) said and answered."""
         try:
             self.advance()
-        except Exception as exc:  # a fault of the proxy's own (steering, say): said, answered
+        except Exception as exc:
             log.error(cut(f"ctxscope proxy: failed on a request: {type(exc).__name__} {exc}", 300))
             self.call = None
             self.finish(500, f"the proxy failed on this request ({type(exc).__name__})")
+
+    def caught_up(self) -> None:
+        """The recorder has caught up: the held request goes on (unless the client left)."""
+        self.held = False
+        if self.transport is not None:
+            self.step()
 
     def malformed(self, error: Exception) -> None:
         words = " ".join(str(error).split())
@@ -302,6 +314,15 @@ class ClientConnection(asyncio.Protocol):
             if not incoming.payload.is_eof():
                 self.deadline = incoming.body_deadline
                 self.on_deadline = self.body_too_slow
+                return
+            recorder = self.proxy.recorder
+            if self.held or (recorder is not None and recorder.behind):
+                # The recorder is far behind: the request waits for it, not for the client.
+                self.deadline = None
+                if not self.held:
+                    self.held = True
+                    assert recorder is not None
+                    recorder.when_caught_up(self.caught_up)
                 return
             self.pending.popleft()
             if self.transport is not None and len(self.pending) <= 1:

@@ -6,12 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
+import pytest
+
+from engine.proxy import recorder_process
 from engine.proxy.recorder import Capture
 from engine.proxy.recorder_process import RecorderProcess
+from engine.proxy.server import Proxy, ProxyConfig, ProxyThread
 from engine.store import Store
+from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply
 from tests.proxy import shapes
+from tests.proxy.conftest import client
 
 
 def capture(text: str) -> Capture:
@@ -82,3 +92,65 @@ def test_on_the_event_loop_a_capture_larger_than_the_pipe_waits_and_order_is_kep
     sent = [e.request["messages"][0]["content"][0]["text"] for e in store.exchanges(sid)]
     assert sent == texts
     assert list(recorder.failures) == []
+
+
+def test_a_recorder_far_behind_holds_the_next_request_until_it_has_caught_up(
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The recorder's process stopped (SIGSTOP): the pipe fills, then the captures wait in the
+    proxy, up to ``PENDING_LIMIT`` (here 1 MiB). The next request is held — neither forwarded
+    nor dropped — until the process runs again; then every request is answered and stored, in
+    order. (Before, what waited grew without a bound.)"""
+    monkeypatch.setattr(recorder_process, "PENDING_LIMIT", 1 << 20)
+    db = tmp_path / "behind.db"
+    Store.open(db).close()
+    recorder = RecorderProcess(db)
+    child = recorder._child.pid  # noqa: SLF001 - the recorder's process, stopped by hand
+    os.kill(child, signal.SIGSTOP)
+    proxy = Proxy(ProxyConfig(upstream=fake_anthropic.url, port=0), recorder)
+    running = ProxyThread(proxy).start()
+    texts = [f"{n} " + "x" * 400_000 for n in range(12)]  # 12 × 400 KB: over pipe + limit
+    fake_anthropic.script([text_reply("ok") for _ in texts])
+    answered: list[str] = []
+
+    def send() -> None:
+        sdk = client(proxy.url)
+        for text in texts:
+            reply = sdk.messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=5,
+                messages=[{"role": "user", "content": text}],
+            )
+            answered.append(reply.content[0].text)  # type: ignore[union-attr]
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        deadline = time.monotonic() + 60
+
+        def held() -> bool:
+            assert proxy.connections is not None
+            return any(getattr(c, "held", False) for c in list(proxy.connections.open))
+
+        while not held():  # a state, not a time: the proxy holds a request
+            assert time.monotonic() < deadline and sender.is_alive(), len(answered)
+            time.sleep(0.01)
+        forwarded = len(fake_anthropic.requests)
+        assert recorder.behind
+        assert 2 <= forwarded < len(texts)  # some went through before the limit, not all
+        assert len(answered) == forwarded  # each forwarded one was answered; the held one waits
+    finally:
+        os.kill(child, signal.SIGCONT)
+    sender.join(timeout=120)
+    assert not sender.is_alive()
+    running.stop()
+    assert answered == ["ok"] * len(texts)
+    assert len(fake_anthropic.requests) == len(texts)
+    store = Store.open(db)  # each its own conversation (no session header, other words)
+    stored = sorted(
+        (e for sid in store.proxied_sessions() for e in store.exchanges(sid)),
+        key=lambda e: e.id or 0,
+    )
+    assert [e.request["messages"][0]["content"] for e in stored] == texts
