@@ -42,12 +42,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench.make_history import make_history  # noqa: E402
 
-COUNT = """
-import gc, pickle, shutil, sys, tempfile
+WORK = """
+import gc, json, pickle, shutil, sys, tempfile, time
 from pathlib import Path
 
-def main():
-    home, mode, passes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def works(home, with_parsed):
+    '''The worker's steps over the history in ``home`` by name, the scratch folder and the
+    number of files; ``with_parsed``: every file parsed beforehand (for ``write``).'''
     from engine.recordings import history_workers as hw
     from engine.recordings.history import default_folders, session_files
     from engine.recordings.writer import write
@@ -58,8 +59,7 @@ def main():
     scratch = Path(tempfile.mkdtemp(prefix="bench-stage-"))
     settings = Settings()
     hw._worker(hw._Job(settings, "/ws", scratch))
-    if mode in ("write", "unpickle"):
-        parsed = {p: pickle.dumps(hw._parsed(p)[0]) for p in files}
+    parsed = {p: pickle.dumps(hw._parsed(p)[0]) for p in files} if with_parsed else {}
 
     def stage():
         for path in files:
@@ -88,7 +88,18 @@ def main():
             store.close()
             db.unlink()
 
-    work = {"stage": stage, "parse": parse, "write": write_only, "unpickle": unpickle}[mode]
+    named = {"stage": stage, "parse": parse, "write": write_only, "unpickle": unpickle}
+    return named, scratch, len(files)
+"""
+"""What both child programs run: the steps of a worker, set up as a worker has them."""
+
+COUNT = (
+    WORK
+    + """
+def main():
+    home, mode, passes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    named, scratch, _ = works(home, mode in ("write", "unpickle"))
+    work = named[mode]
     work()  # warm: the tokenizer's cache, the template, the caches
     for _ in range(passes):
         gc.collect()
@@ -98,42 +109,14 @@ def main():
 if __name__ == "__main__":
     main()
 """
+)
 
-MEASURE = """
-import gc, json, pickle, shutil, sys, tempfile, time
-from pathlib import Path
-
+MEASURE = (
+    WORK
+    + """
 def main():
     home, passes = sys.argv[1], int(sys.argv[2])
-    from engine.recordings import history_workers as hw
-    from engine.recordings.history import default_folders, session_files
-    from engine.recordings.writer import write
-    from engine.settings.config import Settings
-    from engine.store import Store
-
-    files = [str(p) for f in default_folders({"HOME": home}) for p in session_files(f.path)[0]]
-    scratch = Path(tempfile.mkdtemp(prefix="bench-stage-"))
-    settings = Settings()
-    hw._worker(hw._Job(settings, "/ws", scratch))
-    parsed = {p: pickle.dumps(hw._parsed(p)[0]) for p in files}
-
-    def stage():
-        for path in files:
-            done = hw.stage_one(path)
-            assert isinstance(done, hw.Staged), done
-            done.scratch.unlink()
-
-    def write_only():
-        for path in files:
-            sessions = pickle.loads(parsed[path])
-            db = scratch / "write.sqlite"
-            shutil.copyfile(hw._template(scratch), db)
-            store = Store.open(db, durable=False, made_here=True)
-            with hw._no_cycle_collection(), store.transaction():
-                for n, one in enumerate(sessions):
-                    write(store, one, "/ws", settings, recorded_cwd=True, source=str(n))
-            store.close()
-            db.unlink()
+    named, scratch, files = works(home, True)
 
     def cpu(work):
         gc.collect()
@@ -141,15 +124,16 @@ def main():
         work()
         return time.process_time() - start
 
-    stage(), write_only()  # warm: the tokenizer, the template, the caches
-    out = {"stage": min(cpu(stage) for _ in range(passes)),
-           "write": min(cpu(write_only) for _ in range(passes)), "files": len(files)}
+    named["stage"](), named["write"]()  # warm: the tokenizer, the template, the caches
+    out = {"stage": min(cpu(named["stage"]) for _ in range(passes)),
+           "write": min(cpu(named["write"]) for _ in range(passes)), "files": files}
     shutil.rmtree(scratch, ignore_errors=True)
     print(json.dumps(out))
 
 if __name__ == "__main__":
     main()
 """
+)
 
 
 def measure(code: Path, home: Path, passes: int) -> dict[str, float]:

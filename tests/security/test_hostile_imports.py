@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,10 +113,10 @@ def a_reader_that_fails(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     only — what any surprise in one file does."""
     real = claude_code.parse
 
-    def parse(raw: str, name: str) -> object:
+    def parse(raw: str, name: str, *rest: Any, **known: Any) -> object:
         if name == "broken.jsonl":
             raise KeyError("surprise")
-        return real(raw, name)
+        return real(raw, name, *rest, **known)
 
     monkeypatch.setattr(claude_code, "parse", parse)
     yield
