@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_startup import instructions as counted  # noqa: E402
 from bench.make_history import make_history  # noqa: E402
 
 WORK = """
@@ -150,27 +150,9 @@ def measure(code: Path, home: Path, passes: int) -> dict[str, float]:
 
 def instructions(code: Path, home: Path, mode: str, passes: int) -> int:
     """The instructions of a process doing ``passes`` passes of ``mode`` (callgrind)."""
-    done = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            "-c",
-            COUNT,
-            str(home),
-            mode,
-            str(passes),
-        ],
-        cwd=code,
-        env={**os.environ, "PYTHONPATH": str(code), "PYTHONHASHSEED": "0"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    assert found, done.stderr[-500:]
-    return int(found.group(1))
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    args = [sys.executable, "-c", COUNT, str(home), mode, str(passes)]
+    return counted(args, env, code, None)
 
 
 def one_pass(code: Path, home: Path, mode: str) -> float:
