@@ -26,14 +26,14 @@ from tools.base import TodoStatus as TodoStatus
 Role = Literal["user", "assistant", "tool", "summary"]
 
 MISSING_RESULT = "No result was recorded for this tool call."
+"""The error result that pairs a ``tool_use`` whose result never came (an import, a request
+built while a round is open): the one text for every such pairing."""
 
 BUILT_WHEN_USED = ConfigDict(defer_build=True)
 """The config of a model no other model holds (its schema would be built again inside the
 other's) and that ``context`` does not read: pydantic builds its validator when it first
 validates one, not when ``engine.models`` is imported (issue 44: the five of them were ~0.5 %
 of every looking command's start)."""
-"""The error result that pairs a ``tool_use`` whose result never came (an import, a request
-built while a round is open): the one text for every such pairing."""
 
 
 def utcnow() -> datetime:
