@@ -15,9 +15,10 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
+from rich.text import Text
 from textual import work
 from textual.message import Message
-from textual.widgets import Static
+from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from engine.recordings.follow import Figures, Follower
@@ -72,8 +73,10 @@ def bar_text(fig: Figures, width: int | None = None) -> str:
     return first + f" · {short[:room]}…" if room >= 8 else first
 
 
-class WatchBar(Static):
-    """One line over the panes: what the watched agent's context holds now."""
+class WatchBar(Widget):
+    """One line over the panes: what the watched agent's context holds now, fitted to the
+    width the bar has when it is drawn (so a resize, or figures that come before the bar is
+    laid out, never leave a line made for another width)."""
 
     DEFAULT_CSS = """
     WatchBar { height: 1; background: $boost; padding: 0 1; }
@@ -81,16 +84,18 @@ class WatchBar(Static):
     """
 
     figures: Figures | None = None
-    """The figures shown (drawn again, to fit, when the terminal's width changes)."""
+    """The figures shown."""
 
     def show(self, fig: Figures) -> None:
         self.figures = fig
-        self.update(bar_text(fig, max(20, self.size.width) if self.size.width else None))
         self.set_class(fig.warning, "-warning")
+        self.refresh()
 
-    def on_resize(self) -> None:
-        if self.figures is not None:
-            self.show(self.figures)
+    def render(self) -> Text:
+        if self.figures is None:
+            return Text()
+        width = self.size.width
+        return Text(bar_text(self.figures, max(20, width) if width else None), no_wrap=True)
 
 
 @dataclass
