@@ -23,8 +23,8 @@ registry's business (:mod:`engine.recordings.figures` joins the two).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -91,6 +91,8 @@ class Call:
 class Tokens:
     """Tokens over a session's billed calls, by kind, as the API billed them."""
 
+    billed: int = 0
+    """Measured calls that were billed."""
     input: int = 0
     cache_read: int = 0
     cache_write: int = 0
@@ -249,31 +251,95 @@ def figures_from_calls(
     """The figures of a session whose calls are ``calls`` (in order), run by ``agent`` under
     ``rules``; ``spend`` is what its billed calls cost (:mod:`engine.figures.spend`, the sums
     the report card prices the same way)."""
-    measured = [c for c in calls if _measured(c.usage)]
-    last = measured[-1] if measured else None
-    billed = [c for c in measured if c.billed]
-    models = tuple(dict.fromkeys(c.model for c in billed if c.model))
-    cost = spend.total_cost if spend.requests else None
-    context = None if last is None else call_context(last.usage, last.input_estimate)
-    estimated = last is not None and context != context_of(last.usage)
-    return SessionFigures(
+    tally = CallTally()
+    for call in calls:
+        tally.add(call)
+    return tally.figures(
+        rules,
+        spend,
+        cost_note,
         agent=agent,
-        model=(last.model if last is not None and last.model else model),
-        models=models,
-        window=rules.window,
-        window_source=rules.window_source,
-        auto_compact_at=rules.auto_compact_at,
-        trigger_source=rules.trigger_source,
-        context_tokens=context,
+        model=model,
         history_tokens=history_tokens,
         compactions=compactions,
-        requests=spend.requests,
-        tokens=_tokens(c.usage for c in billed),
-        cost=cost,
-        cost_note=cost_note if billed else "no billed calls",
-        unpriced_requests=spend.unpriced_requests,
-        **({"context_source": ESTIMATED_CONTEXT} if estimated else {}),
     )
+
+
+@dataclass
+class CallTally:
+    """What :func:`figures_from_calls` reads of a session's calls, summed as they are added
+    in order: the last measured call, the models billed calls ran on, the tokens billed. One
+    computation whether the calls are all read at once (:func:`figures_from_calls`) or added
+    as they come (``watch``: :mod:`engine.recordings.followed_figures`)."""
+
+    last: Call | None = None
+    """The last call that measured something (a record of all zeros is not one)."""
+    models: dict[str, None] = field(default_factory=dict)
+    """The models of the measured billed calls, in order of first use."""
+    billed: int = 0
+    """Measured calls that were billed."""
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+
+    def add(self, call: Call) -> None:
+        if not _measured(call.usage):
+            return
+        self.last = call
+        if not call.billed:
+            return
+        self.billed += 1
+        if call.model:
+            self.models[call.model] = None
+        usage = call.usage
+        self.input += usage.input_tokens
+        self.cache_read += usage.cache_read_input_tokens
+        self.cache_write += usage.cache_creation_input_tokens
+        self.output += usage.output_tokens
+
+    def copy(self) -> CallTally:
+        return replace(self, models=dict(self.models))
+
+    def figures(
+        self,
+        rules: WindowRules,
+        spend: Spend,
+        cost_note: str,
+        *,
+        agent: str,
+        model: str,
+        history_tokens: int,
+        compactions: int,
+    ) -> SessionFigures:
+        """The figures of the calls added so far (:func:`figures_from_calls`)."""
+        last = self.last
+        cost = spend.total_cost if spend.requests else None
+        context = None if last is None else call_context(last.usage, last.input_estimate)
+        estimated = last is not None and context != context_of(last.usage)
+        return SessionFigures(
+            agent=agent,
+            model=(last.model if last is not None and last.model else model),
+            models=tuple(self.models),
+            window=rules.window,
+            window_source=rules.window_source,
+            auto_compact_at=rules.auto_compact_at,
+            trigger_source=rules.trigger_source,
+            context_tokens=context,
+            history_tokens=history_tokens,
+            compactions=compactions,
+            requests=spend.requests,
+            tokens=Tokens(
+                input=self.input,
+                cache_read=self.cache_read,
+                cache_write=self.cache_write,
+                output=self.output,
+            ),
+            cost=cost,
+            cost_note=cost_note if self.billed else "no billed calls",
+            unpriced_requests=spend.unpriced_requests,
+            **({"context_source": ESTIMATED_CONTEXT} if estimated else {}),
+        )
 
 
 def call_context(usage: Usage, input_estimate: int | None = None) -> int:
@@ -289,13 +355,3 @@ ESTIMATED_CONTEXT = (
     "ctxscope's estimate of the last API call's input (the agent records none) + its "
     "recorded output"
 )
-
-
-def _tokens(usages: Iterable[Usage]) -> Tokens:
-    i = r = w = o = 0
-    for u in usages:
-        i += u.input_tokens
-        r += u.cache_read_input_tokens
-        w += u.cache_creation_input_tokens
-        o += u.output_tokens
-    return Tokens(input=i, cache_read=r, cache_write=w, output=o)

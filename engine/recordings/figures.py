@@ -271,7 +271,7 @@ def sessions_figures(
             and read.figures is not None
             and _still_holds(read.priced_with, key, checked)
         ):
-            history, compactions = sums[sid] if sums and sid in sums else _sums(store, sid)
+            history, compactions = sums[sid] if sums and sid in sums else history_sums(store, sid)
             try:
                 out[sid] = SessionFigures.from_stored(
                     read.figures, history_tokens=history, compactions=compactions
@@ -308,7 +308,8 @@ def sessions_figures(
     return out
 
 
-def _sums(store: Store, sid: int) -> tuple[int, int]:
+def history_sums(store: Store, sid: int) -> tuple[int, int]:
+    """A session's history tokens and counted compactions, as the store sums them."""
     return store.history_tokens(sid), sum(1 for c in store.compactions(sid) if counted(c))
 
 
@@ -339,19 +340,10 @@ def _made(
     listing, for every session at once), else they are read here."""
     assert session.id is not None
     sid = session.id
-    model = session.model or ("" if session.recorded else settings.model)
+    model = calls_model(session, settings)
     usages = store.usages(sid)
-    calls = [
-        Call(
-            usage=u.usage,
-            model=_normal(getattr(u, "model", None) or model),
-            created_at=u.created_at,
-            billed=u.source != "local",
-            input_estimate=u.local_estimate,
-        )
-        for u in usages
-    ]
-    history_tokens, compactions = _sums(store, sid) if sums is None else sums
+    calls = [call_of(u, model) for u in usages]
+    history_tokens, compactions = history_sums(store, sid) if sums is None else sums
     spend, note = session_spend(store, sid, session.model, settings, groups)
     if rules is None:
         rules = rules_for(store, session, settings, env, usages)
@@ -366,6 +358,46 @@ def _made(
         compactions=compactions,
     )
     return figures, rules
+
+
+def calls_model(session: Session, settings: Settings) -> str:
+    """The model a session's call is on when its usage record names none: the session's (for
+    ctxscope's own session without one, the settings')."""
+    return session.model or ("" if session.recorded else settings.model)
+
+
+def call_of(usage: UsageRecord, model: str) -> Call:
+    """A stored usage record as the call the figures count (``model``: :func:`calls_model`)."""
+    return Call(
+        usage=usage.usage,
+        model=_normal(usage.model or model),
+        created_at=usage.created_at,
+        billed=usage.source != "local",
+        input_estimate=usage.local_estimate,
+    )
+
+
+def keep_made(
+    store: Store,
+    session: Session,
+    settings: Settings,
+    figures: SessionFigures,
+    rules: WindowRules,
+    env: Mapping[str, str] | None = None,
+) -> int | None:
+    """Keep figures a caller made of ``session`` as it is stored now (``watch``, which brings
+    them up to date by what it wrote: :mod:`engine.recordings.followed_figures`) as
+    :func:`sessions_figures` keeps what it makes: under :func:`figures_key` and the rules'
+    :func:`project_part`, at the generation read here. Call it in the transaction of the
+    write they follow (a write after it moves the generation on: they are not kept then).
+    The generation they were kept at (every later write of the session moves it on), or None
+    when they were not kept."""
+    assert session.id is not None
+    read = store.stored_figures([session.id]).get(session.id)
+    if read is None:  # the database cannot be written: nothing is kept
+        return None
+    key = figures_key(settings, env) + project_part(rules.project_files, rules.project_fields)
+    return read.generation if store.keep_figures([(read, key, figures.stored())]) else None
 
 
 def session_spend(

@@ -40,12 +40,13 @@ from typing import Any
 from engine.compaction.ledger import FILE_KINDS
 from engine.figures import call_context
 from engine.messages.tokens import BLOCK_OVERHEAD, count_text, has_text
-from engine.models import Session
+from engine.models import Message, Observation, Session
 from engine.recordings import agents, claude_code
 from engine.recordings.agents.protocol import HEAD_RECORDS, AgentFormat, ContextRules, TailParser
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
 from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.file_tail import FileTail
+from engine.recordings.followed_figures import FollowedFigures
 from engine.recordings.identity import stored_recording, watched_source
 from engine.recordings.importing import drop_session, imported_source
 from engine.recordings.writer import Resume, archives_earlier_file, recorded_model, write
@@ -228,6 +229,13 @@ class Follower:
         self.parsed: Parsed | None = None
         self.session: Session | None = None
         self._stored: list[tuple[Any, ...]] = []
+        """The signature of each item stored (:func:`_signature`), in order."""
+        self._signed: list[Item] = []
+        """The items those signatures are of, as the parser gave them."""
+        self._live: list[Message] | None = None
+        """The stored messages no compaction archived, as of the last save, and their
+        observations (None: read from the store at the next save)."""
+        self._live_observations: list[Observation] = []
         self._facts: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
         """The recorded facts and hidden prefix stored with the first user message (the
         agent's rules read them back: Codex's window); other ones write the session again."""
@@ -240,6 +248,11 @@ class Follower:
         """The figures of the last update: the state every ``--jsonl`` line carries."""
         self._unreported = 0
         self._pending: bool | None = None  # None: never saved yet
+        self.stored_figures = FollowedFigures()
+        """The session's figures, summed as it is stored and kept with it at each save."""
+        self._generation: int | None = None
+        """The generation of the session's stored figures the last save left (any later
+        write of the session moves it on)."""
         self.children: dict[Path, Follower] = {}
         """Subagents (``<session>/subagents/agent-*.jsonl``), each followed as its own
         session linked to this one."""
@@ -455,12 +468,21 @@ class Follower:
 
     def save(self, parsed: Parsed) -> bool:
         """Store what changed since the last save; True when it was written again whole."""
+        try:
+            return self._save(parsed)
+        except BaseException:
+            # rolled back: what the follower kept of the session is read again next time
+            self._generation, self._live = None, None
+            self.stored_figures.forget()
+            raise
+
+    def _save(self, parsed: Parsed) -> bool:
         store = self.store
         assert store is not None
-        sigs = [_signature(i) for i in parsed.items]
+        sigs = self._signatures(parsed.items)
         common = 0
         for old, new in zip(self._stored, sigs, strict=False):
-            if old != new:
+            if old is not new and old != new:
                 break
             common += 1
         with store.begin_write():
@@ -479,13 +501,17 @@ class Follower:
                     agent=parsed.fmt,
                     agent_version=parsed.agent_version,
                 )
-                self._stored = []
+                self._stored, self._live = [], None
+            else:
+                self._written_elsewhere()
             facts = (parsed.recorded, parsed.hidden)
             # A result now where the last stored round began (an input delivered from the
             # queue moves after the results its step gets later) belongs to an earlier
             # round: from there the stored rounds no longer hold; the file is stored again.
             moved = common == self._resume_at < len(sigs) and parsed.items[common].kind == "result"
             whole = not self._stored or common < self._resume_at or facts != self._facts or moved
+            live: list[Message]
+            observations: list[Observation]
             if whole:
                 store.clear_session(self._sid)
                 start, rounds, live, observations = 0, 0, [], []
@@ -493,16 +519,7 @@ class Follower:
             else:
                 start, rounds = self._resume_at, self._resume_round
                 store.drop_rounds(self._sid, rounds + 1)
-                live = store.history(self._sid).messages
-                ids = {m.id for m in live}
-                # Only the live rounds' observations (a long session holds thousands more).
-                live_rounds = sorted({m.meta.round for m in live if m.meta.round is not None})
-                observations = [
-                    o
-                    for r in live_rounds
-                    for o in store.observations(self._sid, r)
-                    if o.message_id in ids
-                ]
+                live, observations = self._live_until(rounds)
                 self._round_starts = [p for p in self._round_starts if p < start]
             tail = Parsed(fmt=parsed.fmt, items=parsed.items[start:], title=parsed.title)
             tail.cwd = parsed.cwd
@@ -530,11 +547,77 @@ class Follower:
             workspace = parsed.cwd or self.workspace
             if whole and workspace != self.session.workspace:
                 self.session = store.update_session(self._sid, workspace=workspace)
+            # The figures every surface prints, brought up to date by the rows written and
+            # kept with the session: ``watch --jsonl`` prints the kept copy with each update.
+            self._generation = self.stored_figures.stored(
+                store, self.session, self.settings, None if whole else rounds + 1, self.env
+            )
         self._round_starts += [start + p for p in report.round_starts]
-        self._stored = sigs
+        self._stored, self._signed = sigs, list(parsed.items)
+        if report.compactions:  # it archived messages: read again at the next save
+            self._live = None
+        else:
+            self._live_written(live, observations, range(rounds + 1, rounds + report.rounds + 1))
         self._facts = copy.deepcopy((parsed.recorded, parsed.hidden))
         self._resume_from(parsed.items)
         return whole
+
+    def _written_elsewhere(self) -> None:
+        """In the save's transaction: when the session is not as the last save left it (the
+        generation of its figures moved on: another process wrote it), what the follower kept
+        of it (its live messages, its figures' sums) is read again from the store."""
+        store = self.store
+        assert store is not None
+        read = store.stored_figures([self._sid]).get(self._sid)
+        if self._generation is None or read is None or read.generation != self._generation:
+            self._live = None
+            self.stored_figures.forget()
+
+    def _signatures(self, items: list[Item]) -> list[tuple[Any, ...]]:
+        """Each item's :func:`_signature`; an item the parser kept from the last save (the
+        same object at the same place: Claude Code's tail parser keeps the items before the
+        last round's input) keeps the one it had, so a save signs what was parsed again, not
+        the whole session. A summary is signed again: the call that wrote it is attached anew
+        at each look (``agents.claude_code._FollowedSession``)."""
+        old, signed = self._stored, self._signed
+        return [
+            old[n]
+            if n < len(old) and n < len(signed) and item is signed[n] and item.kind != "summary"
+            else _signature(item)
+            for n, item in enumerate(items)
+        ]
+
+    def _live_until(self, rounds: int) -> tuple[list[Message], list[Observation]]:
+        """The stored messages no compaction archived of rounds up to ``rounds`` (the later
+        ones were just dropped, to be written again) and their observations: as the last save
+        left them, read from the store only when it did not keep them."""
+        store = self.store
+        assert store is not None
+        if self._live is not None:
+            live = [m for m in self._live if m.meta.round is None or m.meta.round <= rounds]
+            ids = {m.id for m in live}
+            return live, [o for o in self._live_observations if o.message_id in ids]
+        live = store.history(self._sid).messages
+        ids = {m.id for m in live}
+        # Only the live rounds' observations (a long session holds thousands more).
+        live_rounds = sorted({m.meta.round for m in live if m.meta.round is not None})
+        return live, [
+            o for r in live_rounds for o in store.observations(self._sid, r) if o.message_id in ids
+        ]
+
+    def _live_written(
+        self, live: list[Message], observations: list[Observation], written: range
+    ) -> None:
+        """The live messages and observations after a save that archived nothing: those it
+        went on from, and the rounds it wrote (``written``) read back."""
+        store = self.store
+        assert store is not None
+        fresh = [m for r in written for m in store.round_messages(self._sid, r)]
+        ids = {m.id for m in fresh}
+        self._live = live + fresh
+        self._live_observations = observations + [
+            o for r in written for o in store.observations(self._sid, r) if o.message_id in ids
+        ]
 
     def _held(self, parsed: Parsed, key: str) -> Session | None:
         """The session already holding this file's recording (one recording, one session):
@@ -562,12 +645,16 @@ class Follower:
         """Where the next save starts: the last round (stored again as it grows), or just
         after a compaction that no round follows yet."""
         last_start = self._round_starts[-1] if self._round_starts else 0
-        summaries = [n for n, i in enumerate(items) if i.kind == "summary"]
-        if summaries and (
-            summaries[-1] > last_start
-            or (summaries[-1] == last_start and archives_earlier_file(items[last_start]))
+        # the last summary, looked for from the end down to the last round's start
+        summary = next(
+            (n for n in range(len(items) - 1, last_start - 1, -1) if items[n].kind == "summary"),
+            -1,
+        )
+        if summary >= 0 and (
+            summary > last_start
+            or (summary == last_start and archives_earlier_file(items[last_start]))
         ):
-            self._resume_at, self._resume_round = summaries[-1] + 1, len(self._round_starts)
+            self._resume_at, self._resume_round = summary + 1, len(self._round_starts)
         elif self._round_starts:
             self._resume_at, self._resume_round = last_start, len(self._round_starts) - 1
         else:

@@ -363,8 +363,8 @@ class Store(StoreAccess):
     def add_usages(self, records: list[UsageRecord]) -> None:
         return self.usage.add_usages(records)
 
-    def usages(self, session_id: int) -> list[UsageRecord]:
-        return self.usage.usages(session_id)
+    def usages(self, session_id: int, from_round: int | None = None) -> list[UsageRecord]:
+        return self.usage.usages(session_id, from_round)
 
     def last_usage(self, session_id: int) -> UsageRecord | None:
         return self.usage.last_usage(session_id)

@@ -57,8 +57,13 @@ class UsageStore(StorePart):
             self.access._figures_changed(session_id)
 
     @reads
-    def usages(self, session_id: int) -> list[UsageRecord]:
+    def usages(self, session_id: int, from_round: int | None = None) -> list[UsageRecord]:
+        """A session's usage records in the order written; with ``from_round``, only those of
+        that round and later (what :meth:`drop_rounds` from it replaced: ``watch`` reads back
+        the rounds it stored again, not the whole session)."""
         # plain SQL: an import reads a session's usage back for its compactions' flags
+        if from_round is not None:
+            return [usage_model(r) for r in _USAGES_FROM.all(self.db, (session_id, from_round))]
         return [usage_model(r) for r in _USAGES.all(self.db, (session_id,))]
 
     @reads
@@ -194,6 +199,7 @@ class UsageStore(StorePart):
 
 
 _USAGES = Select(UsageRow, "{session} = ?", order="{id}")
+_USAGES_FROM = Select(UsageRow, "{session} = ? AND {round_index} >= ?", order="{id}")
 _LAST_USAGE = Select(
     UsageRow,
     "{session} = ? AND {input_tokens} + {output_tokens} + {cache_read_input_tokens}"
