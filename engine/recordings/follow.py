@@ -46,6 +46,7 @@ from engine.recordings.agents.protocol import HEAD_RECORDS, AgentFormat, Context
 from engine.recordings.base import ImportError_, Item, JsonLines, Parsed
 from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.file_tail import FileTail
+from engine.recordings.follow_tally import Counts, ItemTally, common_prefix
 from engine.recordings.followed_figures import FollowedFigures
 from engine.recordings.identity import stored_recording, watched_source
 from engine.recordings.importing import drop_session, imported_source
@@ -87,20 +88,21 @@ def figures(
     settings: Settings,
     env: Mapping[str, str] | None = None,
     rules: ContextRules | None = None,
+    counts: Counts | None = None,
 ) -> Figures:
     """The figures of a parsed session: its last usage and what came after it, against its
     agent's own window and auto-compact point
     (:func:`engine.recordings.agents.context_rules_for_parsed`; ``env``: where the agent's
-    settings are found, this process's environment when None)."""
+    settings are found, this process's environment when None). ``counts``: its items' counts,
+    where the caller kept them (:class:`~engine.recordings.follow_tally.ItemTally`)."""
     items = parsed.items
-    rules = rules or agents.context_rules_for_parsed(parsed, settings, env)
+    counts = counts or ItemTally().counts(items)
+    rules = rules or agents.context_rules_for_recorded(
+        parsed.fmt, counts.recorded(parsed), settings, env
+    )
     out = Figures(context_window=rules.window)
-    for item in items:
-        if item.kind == "summary":
-            out.compactions += 1
-        else:
-            out.messages += 1
-        out.tool_calls += len(item.calls)
+    out.messages, out.tool_calls = counts.messages, counts.tool_calls
+    out.compactions = counts.compactions
     # The last usage (or compaction) from the end: what comes after it is counted locally.
     last = next(
         (
@@ -232,6 +234,8 @@ class Follower:
         """The signature of each item stored (:func:`_signature`), in order."""
         self._signed: list[Item] = []
         """The items those signatures are of, as the parser gave them."""
+        self._summaries: list[int] = []
+        """Where the summaries are among them."""
         self._live: list[Message] | None = None
         """The stored messages no compaction archived, as of the last save, and their
         observations (None: read from the store at the next save)."""
@@ -244,6 +248,8 @@ class Follower:
         self._round_starts: list[int] = []
         self._compactions = 0
         self._warned = False
+        self._tally = ItemTally()
+        """What the figures count over the items, kept from one look to the next."""
         self.figures: Figures | None = None
         """The figures of the last update: the state every ``--jsonl`` line carries."""
         self._unreported = 0
@@ -305,7 +311,7 @@ class Follower:
         if parsed is None:
             return None
         self.parsed = parsed
-        fig = figures(parsed, self.settings, self.env)
+        fig = figures(parsed, self.settings, self.env, counts=self._tally.counts(parsed.items))
         events = ["update"]
         if fig.compactions > self._compactions:
             events.append("compaction")
@@ -479,7 +485,7 @@ class Follower:
     def _save(self, parsed: Parsed) -> bool:
         store = self.store
         assert store is not None
-        sigs = self._signatures(parsed.items)
+        sigs, summaries = self._signatures(parsed.items)
         common = 0
         for old, new in zip(self._stored, sigs, strict=False):
             if old is not new and old != new:
@@ -553,7 +559,7 @@ class Follower:
                 store, self.session, self.settings, None if whole else rounds + 1, self.env
             )
         self._round_starts += [start + p for p in report.round_starts]
-        self._stored, self._signed = sigs, list(parsed.items)
+        self._stored, self._signed, self._summaries = sigs, list(parsed.items), summaries
         if report.compactions:  # it archived messages: read again at the next save
             self._live = None
         else:
@@ -573,19 +579,22 @@ class Follower:
             self._live = None
             self.stored_figures.forget()
 
-    def _signatures(self, items: list[Item]) -> list[tuple[Any, ...]]:
-        """Each item's :func:`_signature`; an item the parser kept from the last save (the
-        same object at the same place: Claude Code's tail parser keeps the items before the
-        last round's input) keeps the one it had, so a save signs what was parsed again, not
-        the whole session. A summary is signed again: the call that wrote it is attached anew
-        at each look (``agents.claude_code._FollowedSession``)."""
-        old, signed = self._stored, self._signed
-        return [
-            old[n]
-            if n < len(old) and n < len(signed) and item is signed[n] and item.kind != "summary"
-            else _signature(item)
-            for n, item in enumerate(items)
-        ]
+    def _signatures(self, items: list[Item]) -> tuple[list[tuple[Any, ...]], list[int]]:
+        """Each item's :func:`_signature`, and where the summaries are. The items the parser
+        kept from the last save (the same objects from the start: Claude Code's tail parser
+        keeps those before the last round's input) keep theirs, so a save signs what was
+        parsed again, not the whole session; but a summary is signed again, the call that
+        wrote it being attached anew at each look (``agents.claude_code._FollowedSession``)."""
+        kept = min(common_prefix(self._signed, items), len(self._stored))
+        sigs = self._stored[:kept]
+        summaries = [n for n in self._summaries if n < kept]
+        for n in summaries:
+            sigs[n] = _signature(items[n])
+        for n in range(kept, len(items)):
+            sigs.append(_signature(items[n]))
+            if items[n].kind == "summary":
+                summaries.append(n)
+        return sigs, summaries
 
     def _live_until(self, rounds: int) -> tuple[list[Message], list[Observation]]:
         """The stored messages no compaction archived of rounds up to ``rounds`` (the later
@@ -613,11 +622,10 @@ class Follower:
         store = self.store
         assert store is not None
         fresh = [m for r in written for m in store.round_messages(self._sid, r)]
-        ids = {m.id for m in fresh}
         self._live = live + fresh
-        self._live_observations = observations + [
-            o for r in written for o in store.observations(self._sid, r) if o.message_id in ids
-        ]
+        # by their messages, not by round: a round's are found among the session's all
+        ids = [m.id for m in fresh if m.id is not None and m.role == "tool"]
+        self._live_observations = observations + store.observations_for_messages(ids)
 
     def _held(self, parsed: Parsed, key: str) -> Session | None:
         """The session already holding this file's recording (one recording, one session):

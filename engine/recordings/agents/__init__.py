@@ -174,6 +174,14 @@ def context_rules_for_parsed(
     return _rules(parsed.fmt, recorded_of_parsed(parsed), settings, env)
 
 
+def context_rules_for_recorded(
+    name: str, recorded: Recorded, settings: Settings, env: Mapping[str, str] | None = None
+) -> ContextRules:
+    """The window and auto-compact point of a recording of agent ``name`` whose facts a caller
+    kept as it parsed (``watch``: :mod:`engine.recordings.follow_tally`)."""
+    return _rules(name, recorded, settings, env)
+
+
 def context_rules_for_session(
     store: Store,
     session: Session,

@@ -1,7 +1,9 @@
-"""What a followed session's save keeps from the last one instead of doing again: each item's
-signature (what tells which part of the parse changed) and the live messages and observations
-it goes on from. After every look of a real file grown a few records at a time, what it kept
-is what doing it again gives: the signatures of every item parsed, the messages no compaction
+"""What a followed session's look and save keep from the last one instead of doing again: the
+counts over the items (``watch``'s messages, tool calls and compactions, and what the agent's
+rules read of the parse), each item's signature (what tells which part of the parse changed),
+and the live messages and observations a save goes on from. After every look of a real file grown a few records at a time, what it kept
+is what doing it again gives: the counts of every item and the rules' facts as
+:func:`recorded_of_parsed` reads them, the signatures of every item parsed, the messages no compaction
 archived as the store reads them (:meth:`Store.history`), and their observations as the store
 reads them by round. marot (Claude Code: its tail parser keeps the items before the last
 round's input between looks; one automatic compaction, line 1256), oh-my-posh 2.1.217 (a
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.recordings.agents.protocol import recorded_of_parsed
 from engine.recordings.follow import Follower, _signature
 from engine.settings.config import Settings
 from engine.store import Store
@@ -48,6 +51,13 @@ def test_what_a_save_keeps_is_what_doing_it_again_gives(
             saves += 1
             parsed = follower.parsed
             assert parsed is not None and follower.session.id is not None
+            counts = follower._tally.counts(parsed.items)  # what the look counted
+            assert counts.recorded(parsed) == recorded_of_parsed(parsed)
+            assert (counts.messages, counts.tool_calls, counts.compactions) == (
+                sum(1 for i in parsed.items if i.kind != "summary"),
+                sum(len(i.calls) for i in parsed.items),
+                sum(1 for i in parsed.items if i.kind == "summary"),
+            )
             assert follower._signed == parsed.items
             assert follower._stored == [_signature(i) for i in parsed.items]
             reused += sum(
