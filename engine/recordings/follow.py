@@ -237,9 +237,11 @@ class Follower:
         self._summaries: list[int] = []
         """Where the summaries are among them."""
         self._live: list[Message] | None = None
-        """The stored messages no compaction archived, as of the last save, and their
-        observations (None: read from the store at the next save)."""
+        """The stored messages no compaction archived of rounds up to :attr:`_live_upto`,
+        as the last save went on from them, and their observations (None: read from the
+        store at the next save)."""
         self._live_observations: list[Observation] = []
+        self._live_upto = 0
         self._facts: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
         """The recorded facts and hidden prefix stored with the first user message (the
         agent's rules read them back: Codex's window); other ones write the session again."""
@@ -562,8 +564,8 @@ class Follower:
         self._stored, self._signed, self._summaries = sigs, list(parsed.items), summaries
         if report.compactions:  # it archived messages: read again at the next save
             self._live = None
-        else:
-            self._live_written(live, observations, range(rounds + 1, rounds + report.rounds + 1))
+        else:  # the rounds up to ``rounds`` stay as they are; the later ones are read if kept
+            self._live, self._live_observations, self._live_upto = live, observations, rounds
         self._facts = copy.deepcopy((parsed.recorded, parsed.hidden))
         self._resume_from(parsed.items)
         return whole
@@ -598,34 +600,32 @@ class Follower:
 
     def _live_until(self, rounds: int) -> tuple[list[Message], list[Observation]]:
         """The stored messages no compaction archived of rounds up to ``rounds`` (the later
-        ones were just dropped, to be written again) and their observations: as the last save
-        left them, read from the store only when it did not keep them."""
+        ones were just dropped, to be written again) and their observations: those the last
+        save went on from, and the rounds stored since that are kept now, read (a save of
+        the same last round reads nothing); read whole from the store when none were kept."""
         store = self.store
         assert store is not None
-        if self._live is not None:
-            live = [m for m in self._live if m.meta.round is None or m.meta.round <= rounds]
+        if self._live is None:
+            live = store.history(self._sid).messages
             ids = {m.id for m in live}
-            return live, [o for o in self._live_observations if o.message_id in ids]
-        live = store.history(self._sid).messages
-        ids = {m.id for m in live}
-        # Only the live rounds' observations (a long session holds thousands more).
-        live_rounds = sorted({m.meta.round for m in live if m.meta.round is not None})
-        return live, [
-            o for r in live_rounds for o in store.observations(self._sid, r) if o.message_id in ids
-        ]
-
-    def _live_written(
-        self, live: list[Message], observations: list[Observation], written: range
-    ) -> None:
-        """The live messages and observations after a save that archived nothing: those it
-        went on from, and the rounds it wrote (``written``) read back."""
-        store = self.store
-        assert store is not None
-        fresh = [m for r in written for m in store.round_messages(self._sid, r)]
-        self._live = live + fresh
-        # by their messages, not by round: a round's are found among the session's all
-        ids = [m.id for m in fresh if m.id is not None and m.role == "tool"]
-        self._live_observations = observations + store.observations_for_messages(ids)
+            # Only the live rounds' observations (a long session holds thousands more).
+            live_rounds = sorted({m.meta.round for m in live if m.meta.round is not None})
+            return live, [
+                o
+                for r in live_rounds
+                for o in store.observations(self._sid, r)
+                if o.message_id in ids
+            ]
+        if rounds < self._live_upto:
+            live = [m for m in self._live if m.meta.round is None or m.meta.round <= rounds]
+            kept = {m.id for m in live}
+            return live, [o for o in self._live_observations if o.message_id in kept]
+        ended = range(self._live_upto + 1, rounds + 1)
+        fresh = [m for r in ended for m in store.round_messages(self._sid, r)]
+        # by their messages, not by round: a round's are found among all the session's
+        tools = [m.id for m in fresh if m.id is not None and m.role == "tool"]
+        observations = store.observations_for_messages(tools) if tools else []
+        return self._live + fresh, self._live_observations + observations
 
     def _held(self, parsed: Parsed, key: str) -> Session | None:
         """The session already holding this file's recording (one recording, one session):

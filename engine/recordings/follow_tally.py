@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from engine.recordings.agents.protocol import Recorded
 from engine.recordings.base import Item, Parsed
@@ -42,25 +42,6 @@ class Counts:
     model: str = ""
     """The model the last assistant step naming one names."""
 
-    def after(self, item: Item) -> Counts:
-        if item.kind == "summary":
-            return replace(
-                self,
-                compactions=self.compactions + 1,
-                tool_calls=self.tool_calls + len(item.calls),
-                largest_pre_compaction=max(self.largest_pre_compaction, item.pre_tokens or 0),
-            )
-        out = replace(
-            self, messages=self.messages + 1, tool_calls=self.tool_calls + len(item.calls)
-        )
-        if item.kind != "assistant":
-            return out
-        if item.usage is not None:
-            size = item.usage.input_side + item.usage.output_tokens
-            if size > out.largest_call:
-                out = replace(out, largest_call=size)
-        return replace(out, model=item.model) if item.model else out
-
     def recorded(self, parsed: Parsed) -> Recorded:
         """What the agent's rules read of ``parsed`` (whose items these counts are of): what
         :func:`~engine.recordings.agents.protocol.recorded_of_parsed` gives."""
@@ -74,21 +55,38 @@ class Counts:
         )
 
 
+Row = tuple[int, int, int, int, int, str]
+"""A :class:`Counts` as a tuple, in its fields' order (one is kept after every item)."""
+
+
 class ItemTally:
     """The :class:`Counts` after each item of the last parse counted."""
 
     def __init__(self) -> None:
         self._items: list[Item] = []
-        self._after: list[Counts] = []
+        self._after: list[Row] = []
 
     def counts(self, items: list[Item]) -> Counts:
         """The counts over ``items``: those of the items the last call had kept, the rest
         counted."""
         kept = common_prefix(self._items, items)
         del self._after[kept:]
-        now = self._after[-1] if self._after else Counts()
+        after = self._after
+        messages, calls, compactions, largest, pre, model = after[-1] if after else _NONE
         for item in items[kept:]:
-            now = now.after(item)
-            self._after.append(now)
+            calls += len(item.calls)
+            if item.kind == "summary":
+                compactions += 1
+                pre = max(pre, item.pre_tokens or 0)
+            else:
+                messages += 1
+                if item.kind == "assistant":
+                    if item.usage is not None:
+                        largest = max(largest, item.usage.input_side + item.usage.output_tokens)
+                    model = item.model or model
+            after.append((messages, calls, compactions, largest, pre, model))
         self._items = list(items)
-        return now
+        return Counts(*after[-1]) if after else Counts()
+
+
+_NONE: Row = (0, 0, 0, 0, 0, "")

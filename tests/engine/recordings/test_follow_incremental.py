@@ -1,10 +1,12 @@
 """What a followed session's look and save keep from the last one instead of doing again: the
 counts over the items (``watch``'s messages, tool calls and compactions, and what the agent's
 rules read of the parse), each item's signature (what tells which part of the parse changed),
-and the live messages and observations a save goes on from. After every look of a real file grown a few records at a time, what it kept
+and the live messages and observations a save goes on from (of the rounds it did not write
+again). After every look of a real file grown a few records at a time, what it kept
 is what doing it again gives: the counts of every item and the rules' facts as
 :func:`recorded_of_parsed` reads them, the signatures of every item parsed, the messages no compaction
-archived as the store reads them (:meth:`Store.history`), and their observations as the store
+archived of the rounds the next save goes on from, as the store reads them
+(:meth:`Store.history`), and their observations as the store
 reads them by round. marot (Claude Code: its tail parser keeps the items before the last
 round's input between looks; one automatic compaction, line 1256), oh-my-posh 2.1.217 (a
 manual ``/compact`` that keeps a preserved segment, line 543), and the Codex rollout (parsed
@@ -68,7 +70,12 @@ def test_what_a_save_keeps_is_what_doing_it_again_gives(
             if follower._live is not None:
                 kept_live += 1
                 sid = follower.session.id
-                live = store.history(sid).messages
+                upto = follower._live_upto  # the rounds the next save goes on from
+                live = [
+                    m
+                    for m in store.history(sid).messages
+                    if m.meta.round is None or m.meta.round <= upto
+                ]
                 assert follower._live == live
                 ids = {m.id for m in live}
                 rounds = sorted({m.meta.round for m in live if m.meta.round is not None})

@@ -128,9 +128,7 @@ def test_codex_rollout_grown_keeps_the_store_s_figures(tmp_path: Path, home: Pat
     assert (final.until_auto_compact, final.compactions) == (224_944, 0)
 
 
-def test_a_look_reads_back_the_rows_of_the_rounds_stored_again(
-    tmp_path: Path, home: Path
-) -> None:
+def test_a_look_reads_back_the_rows_of_the_rounds_stored_again(tmp_path: Path, home: Path) -> None:
     """marot's last 20 records appended one at a time to a follower that stored the rest: each
     store reads back only the usage rows of the last round (marot's last round, from its
     last user input on, holds fewer than 152 rows, every row of the session)."""
