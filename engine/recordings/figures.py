@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -271,7 +272,11 @@ def sessions_figures(
             and read.figures is not None
             and _still_holds(read.priced_with, key, checked)
         ):
-            history, compactions = sums[sid] if sums and sid in sums else history_sums(store, sid)
+            history, compactions = (
+                sums[sid]
+                if sums and sid in sums
+                else _known(store, sid, read.generation) or history_sums(store, sid)
+            )
             try:
                 out[sid] = SessionFigures.from_stored(
                     read.figures, history_tokens=history, compactions=compactions
@@ -306,6 +311,20 @@ def sessions_figures(
             made.append((read, key + part, out[sid].stored()))
     store.keep_figures(made)
     return out
+
+
+_KNOWN: weakref.WeakKeyDictionary[Store, dict[int, tuple[int, tuple[int, int]]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per store, the history sums (:func:`history_sums`) a writer in this process kept with a
+session's figures it made as it wrote the session (``watch``: :func:`keep_made`), by session:
+the generation they were kept at, and the sums. Any later write of the session moves its
+generation on, and they are read from the store again."""
+
+
+def _known(store: Store, sid: int, generation: int) -> tuple[int, int] | None:
+    known = _KNOWN.get(store, {}).get(sid)
+    return known[1] if known is not None and known[0] == generation else None
 
 
 def history_sums(store: Store, sid: int) -> tuple[int, int]:
@@ -384,6 +403,7 @@ def keep_made(
     figures: SessionFigures,
     rules: WindowRules,
     env: Mapping[str, str] | None = None,
+    with_sums: bool = False,
 ) -> int | None:
     """Keep figures a caller made of ``session`` as it is stored now (``watch``, which brings
     them up to date by what it wrote: :mod:`engine.recordings.followed_figures`) as
@@ -391,13 +411,23 @@ def keep_made(
     :func:`project_part`, at the generation read here. Call it in the transaction of the
     write they follow (a write after it moves the generation on: they are not kept then).
     The generation they were kept at (every later write of the session moves it on), or None
-    when they were not kept."""
+    when they were not kept. ``with_sums``: the figures' history tokens and compactions are
+    the session's as stored (:func:`history_sums`): :func:`session_figures` in this process
+    takes them too, while the session is not written again."""
     assert session.id is not None
     read = store.stored_figures([session.id]).get(session.id)
     if read is None:  # the database cannot be written: nothing is kept
         return None
     key = figures_key(settings, env) + project_part(rules.project_files, rules.project_fields)
-    return read.generation if store.keep_figures([(read, key, figures.stored())]) else None
+    if not store.keep_figures([(read, key, figures.stored())]):
+        return None
+    sums = (figures.history_tokens, figures.compactions)
+    known = _KNOWN.setdefault(store, {})
+    if with_sums:
+        known[session.id] = (read.generation, sums)
+    else:
+        known.pop(session.id, None)
+    return read.generation
 
 
 def session_spend(

@@ -558,7 +558,12 @@ class Follower:
             # The figures every surface prints, brought up to date by the rows written and
             # kept with the session: ``watch --jsonl`` prints the kept copy with each update.
             self._generation = self.stored_figures.stored(
-                store, self.session, self.settings, None if whole else rounds + 1, self.env
+                store,
+                self.session,
+                self.settings,
+                None if whole else rounds + 1,
+                self.env,
+                None if report.compactions else report.tokens_stored,
             )
         self._round_starts += [start + p for p in report.round_starts]
         self._stored, self._signed, self._summaries = sigs, list(parsed.items), summaries

@@ -125,6 +125,11 @@ class FollowedFigures:
         """The model a record naming none was counted at (:func:`calls_model`)."""
         self.reads = 0
         """Usage rows read back from the store (the benchmark and tests watch it)."""
+        self._summary_tokens: int | None = None
+        """The history tokens of the session's active summaries, and its counted compactions
+        (:func:`~engine.recordings.figures.history_sums`): they change only with a
+        compaction (None: read them at the next store)."""
+        self._compactions = 0
 
     def stored(
         self,
@@ -133,19 +138,29 @@ class FollowedFigures:
         settings: Settings,
         written_from: int | None,
         env: Mapping[str, str] | None = None,
+        live_tokens: int | None = None,
     ) -> int | None:
         """After a store of the session, in its transaction: read back the usage rows of the
         rounds ``written_from`` on (None: the session was written whole), and keep the
-        session's figures; the generation they were kept at (None: not kept)."""
+        session's figures; the generation they were kept at (None: not kept).
+        ``live_tokens``: the tokens of the session's messages no compaction archived, as the
+        writer summed them (:attr:`ImportReport.tokens_stored` of a store that wrote no
+        compaction; None after one). The summaries' tokens and the compactions are read from
+        the store after a store that wrote a compaction or the whole session, else kept."""
+        assert session.id is not None
         self._read(store, session, settings, written_from)
-        # history tokens and compactions are summed by the store as it lists: not kept
-        figures, rules = self._made(store, session, settings, env, (0, 0))
-        return keep_made(store, session, settings, figures, rules, env)
+        if live_tokens is None or written_from is None or self._summary_tokens is None:
+            history, self._compactions = history_sums(store, session.id)
+            self._summary_tokens = None if live_tokens is None else history - live_tokens
+        else:
+            history = live_tokens + self._summary_tokens
+        figures, rules = self._made(store, session, settings, env, (history, self._compactions))
+        return keep_made(store, session, settings, figures, rules, env, with_sums=True)
 
     def forget(self) -> None:
         """Sum every row again at the next store (the session was written by another
         process)."""
-        self._model = None
+        self._model, self._summary_tokens = None, None
 
     def figures(
         self,

@@ -1,6 +1,6 @@
 """The figures ``watch`` keeps as it stores a followed session are the store's own, after every
-look: a real Claude Code file (marot, one automatic compaction at line 1256) and a real Codex
-rollout grown a few records at a time.
+look: real Claude Code files (marot, one automatic compaction at line 1256; oh-my-posh 2.1.217,
+a manual one that keeps a segment) and a real Codex rollout grown a few records at a time.
 
 After each look that stored something, the figures ``watch --jsonl`` prints
 (:func:`session_figures` in the watcher's process, which reads the copy the follower kept:
@@ -44,7 +44,7 @@ from engine.recordings.figures import made_figures, session_figures
 from engine.recordings.follow import Follower
 from engine.settings.config import Settings
 from engine.store import Store
-from tests.engine.recordings.corpus import CORPUS, MAROT
+from tests.engine.recordings.corpus import CORPUS, MAROT, OMP_MANUAL
 
 ROLLOUT = CORPUS / "yoavf__ai-sessions__codex-pomodor-timer.jsonl"
 PACE = (1, 3, 7, 50)
@@ -151,3 +151,15 @@ def test_a_look_reads_back_the_rows_of_the_rounds_stored_again(tmp_path: Path, h
             in_last_round = sum(1 for u in rows if u.round_index == last_round)
             assert follower.stored_figures.reads - before <= in_last_round < len(rows)
     assert len(store.usages(sid)) == 152
+
+
+def test_a_manual_compaction_keeping_a_segment_keeps_the_store_s_figures(
+    tmp_path: Path, home: Path
+) -> None:
+    """oh-my-posh 2.1.217: a manual ``/compact`` at line 543 that keeps a preserved segment
+    (its summary's tokens are in the history tokens from then on)."""
+    follower, differences = grown(tmp_path, OMP_MANUAL, tmp_path / "w.db")
+    assert len(differences) > 10
+    assert [d for d in differences if d] == []
+    assert follower.store is not None and follower.session is not None
+    assert session_figures(follower.store, follower.session, Settings()).compactions == 1
