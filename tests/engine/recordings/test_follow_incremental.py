@@ -2,15 +2,15 @@
 counts over the items (``watch``'s messages, tool calls and compactions, and what the agent's
 rules read of the parse), each item's signature (what tells which part of the parse changed),
 and the live messages and observations a save goes on from (of the rounds it did not write
-again). After every look of a real file grown a few records at a time, what it kept
-is what doing it again gives: the counts of every item and the rules' facts as
-:func:`recorded_of_parsed` reads them, the signatures of every item parsed, the messages no compaction
-archived of the rounds the next save goes on from, as the store reads them
-(:meth:`Store.history`), and their observations as the store
-reads them by round. marot (Claude Code: its tail parser keeps the items before the last
-round's input between looks; one automatic compaction, line 1256), oh-my-posh 2.1.217 (a
-manual ``/compact`` that keeps a preserved segment, line 543), and the Codex rollout (parsed
-whole at every look: no item is kept). That the stored session is the one ``import`` stores is
+again). After every look of a real file grown a few records at a time, what it kept is what
+doing it again gives: the counts of every item and the rules' facts as
+:func:`recorded_of_parsed` reads them, the signatures of every item parsed, the messages no
+compaction archived of the rounds the next save goes on from as the store reads them
+(:meth:`Store.history`), and their observations as the store reads them by round. marot
+(Claude Code: its tail parser keeps the items before the last round's input between looks;
+one automatic compaction, line 1256), oh-my-posh 2.1.217 (a manual ``/compact`` that keeps a
+preserved segment, line 543), and the Codex rollout (parsed whole at every look: no item is
+kept). That the stored session is the one ``import`` stores is
 ``test_watch_equals_import.py``'s."""
 
 from __future__ import annotations
