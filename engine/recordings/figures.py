@@ -53,14 +53,16 @@ def rules_for(
     settings: Settings,
     env: Mapping[str, str] | None = None,
     usages: Sequence[UsageRecord] | None = None,
+    compactions: Sequence[Compaction] | None = None,
 ) -> WindowRules:
     """The rules a session is measured by: its own agent's for a recording, seed 000's for
-    ctxscope's own (``usages``: its usage records, when the caller has read them)."""
+    ctxscope's own (``usages``, ``compactions``: its usage records and compactions, when the
+    caller has read them)."""
     if not session.recorded:
         return own_rules(session_settings(settings, session))
     from engine.recordings.agents import context_rules_for_session
 
-    return context_rules_for_session(store, session, settings, env, usages)
+    return context_rules_for_session(store, session, settings, env, usages, compactions)
 
 
 def counted(compaction: Compaction) -> bool:
@@ -327,9 +329,13 @@ def _known(store: Store, sid: int, generation: int) -> tuple[int, int] | None:
     return known[1] if known is not None and known[0] == generation else None
 
 
-def history_sums(store: Store, sid: int) -> tuple[int, int]:
-    """A session's history tokens and counted compactions, as the store sums them."""
-    return store.history_tokens(sid), sum(1 for c in store.compactions(sid) if counted(c))
+def history_sums(
+    store: Store, sid: int, compactions: Sequence[Compaction] | None = None
+) -> tuple[int, int]:
+    """A session's history tokens and counted compactions, as the store sums them
+    (``compactions``: the session's, when the caller has read them)."""
+    done = store.compactions(sid) if compactions is None else compactions
+    return store.history_tokens(sid), sum(1 for c in done if counted(c))
 
 
 def made_figures(

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine.figures import CallTally, SessionFigures, WindowRules
-from engine.models import Session, UsageRecord
+from engine.models import Compaction, Session, UsageRecord
 from engine.recordings.figures import (
     agent_label,
     call_of,
@@ -130,6 +130,8 @@ class FollowedFigures:
         (:func:`~engine.recordings.figures.history_sums`): they change only with a
         compaction (None: read them at the next store)."""
         self._compactions = 0
+        self._compaction_rows: list[Compaction] = []
+        """The session's compactions as last read (what the agent's rules read of them)."""
 
     def stored(
         self,
@@ -150,7 +152,8 @@ class FollowedFigures:
         assert session.id is not None
         self._read(store, session, settings, written_from)
         if live_tokens is None or written_from is None or self._summary_tokens is None:
-            history, self._compactions = history_sums(store, session.id)
+            self._compaction_rows = store.compactions(session.id)
+            history, self._compactions = history_sums(store, session.id, self._compaction_rows)
             self._summary_tokens = None if live_tokens is None else history - live_tokens
         else:
             history = live_tokens + self._summary_tokens
@@ -161,18 +164,6 @@ class FollowedFigures:
         """Sum every row again at the next store (the session was written by another
         process)."""
         self._model, self._summary_tokens = None, None
-
-    def figures(
-        self,
-        store: Store,
-        session: Session,
-        settings: Settings,
-        env: Mapping[str, str] | None = None,
-    ) -> SessionFigures:
-        """The figures of the session as last stored (after :meth:`stored`), with its history
-        tokens and compactions read from the store."""
-        assert session.id is not None
-        return self._made(store, session, settings, env, history_sums(store, session.id))[0]
 
     def _read(
         self, store: Store, session: Session, settings: Settings, written_from: int | None
@@ -210,7 +201,7 @@ class FollowedFigures:
         for row in self._rows:
             now.add(row, model)
         largest = [] if now.largest is None else [now.largest]
-        rules = rules_for(store, session, settings, env, largest)
+        rules = rules_for(store, session, settings, env, largest, self._compaction_rows)
         spend, note = session_spend(store, sid, session.model, settings, now.usage_groups(sid))
         figures = now.calls.figures(
             rules,

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.models import PROXY_PROVIDER, Session, UsageRecord
+from engine.models import PROXY_PROVIDER, Compaction, Session, UsageRecord
 from engine.recordings.agents import (
     aider,
     anthropic_jsonl,
@@ -188,11 +188,13 @@ def context_rules_for_session(
     settings: Settings,
     env: Mapping[str, str] | None = None,
     usages: Sequence[UsageRecord] | None = None,
+    compactions: Sequence[Compaction] | None = None,
 ) -> ContextRules:
     """The window and auto-compact point of a stored recorded session, by its agent's rule,
-    from what the store kept of its recording (``usages``: its usage records, when the caller
-    has read them)."""
-    return _rules(agent_of(session), recorded_of_session(store, session, usages), settings, env)
+    from what the store kept of its recording (``usages``, ``compactions``: its usage records
+    and compactions, when the caller has read them)."""
+    recorded = recorded_of_session(store, session, usages, compactions)
+    return _rules(agent_of(session), recorded, settings, env)
 
 
 def agent_of(session: Session) -> str:
@@ -202,7 +204,10 @@ def agent_of(session: Session) -> str:
 
 
 def recorded_of_session(
-    store: Store, session: Session, usages: Sequence[UsageRecord] | None = None
+    store: Store,
+    session: Session,
+    usages: Sequence[UsageRecord] | None = None,
+    compactions: Sequence[Compaction] | None = None,
 ) -> Recorded:
     """The facts the context rules read, from a stored session: its model, its largest
     recorded request, its recorded compactions' context before them, and what its first user
@@ -212,7 +217,8 @@ def recorded_of_session(
     sid = session.id
     records = store.usages(sid) if usages is None else usages
     largest = max((u.usage.input_side + u.usage.output_tokens for u in records), default=0)
-    pre = [c.stats.get("recorded_pre_tokens") for c in store.compactions(sid)]
+    done = store.compactions(sid) if compactions is None else compactions
+    pre = [c.stats.get("recorded_pre_tokens") for c in done]
     first = store.first_message(sid)
     origin = (first.meta.origin if first is not None else None) or {}
     facts: dict[str, Any] = origin["recorded"] if isinstance(origin.get("recorded"), dict) else {}
