@@ -209,6 +209,7 @@ def growth(runs: int) -> str:
     from bench_follow_parse import longer, with_a_repeat
 
     rows, base = [], None
+    load_before = os.getloadavg()[0]
     for k in (1, 8):
         lines = [line.encode() for line in with_a_repeat(longer(k))]
         gaps = [PACE] * len(lines)
@@ -232,7 +233,8 @@ def growth(runs: int) -> str:
             f"`python bench/bench_watch.py --growth --runs {runs}`: the last {APPENDED} lines "
             f"appended {1 / PACE:g} a second, a uuid repeated just before them; medians over "
             f"{runs} run(s); CPython {platform.python_version()}, {platform.machine()}, "
-            f"{os.cpu_count()} CPU(s), load average at the end {os.getloadavg()[0]:.1f}.",
+            f"{os.cpu_count()} CPU(s), load average {load_before:.1f} at the start, "
+            f"{os.getloadavg()[0]:.1f} at the end.",
         ]
     )
 
