@@ -455,12 +455,12 @@ def request_core(
     without the agent: ``context`` runs no round, so it loads neither the round loop nor the
     tools' code (issue 44). A read-only store: the agent would close no crashed round.
     ``history``: the session's, just read from the store."""
+    from engine.recordings.own_agent import planning_settings
     from engine.session.core import AgentCore
     from engine.session.workspace import session_workspace
-    from engine.settings.params import session_settings
 
     assert store.read_only
-    settings = session_settings(settings, session)
+    settings = planning_settings(store, session, settings)
     provider = SendsNothing(settings.model)
     workspace = session_workspace(session)
     return AgentCore(store, session, settings, provider, workspace, stored_history=history)

@@ -61,6 +61,9 @@ def surfaces(name: str, tmp: Path) -> dict[str, dict[str, Any]]:
     assert code == 0, err
     context = json.loads(out)
     seen["context"] = context["figures"]
+    # ctxscope's own strategies plan a recording in the window its figures print (the
+    # what-ifs and the request `context` builds; `replay` and the workbench plan the same)
+    seen["context.plan"] = {"context_window": context["context_window"]}
     if "recorded" in context:  # the recorded agent's own block says the same
         rec = context["recorded"]
         seen["context.recorded"] = {
@@ -340,6 +343,25 @@ def test_an_opus_5_session_on_the_1m_window(tmp_path: Path) -> None:
     assert first["context_tokens"] == 554_446
     assert first["until_auto_compact"] == 412_554
     assert first["percent"] == 55.4
+
+
+def test_the_what_if_of_an_opus_5_session_plans_in_its_1m_window(
+    corpus_surfaces: Surfaces, tmp_path: Path
+) -> None:
+    """The corpus' Claude Code 2.1.219 session on claude-opus-5 ran on the 1M window (its
+    compaction's ``preTokens`` is 998,659, more than 200,000 holds). ``context`` used to plan
+    ctxscope's what-if in its own default of 200,000 beside it — "threshold 160,000 of
+    200,000 … fires" on a session at 23 % of its window. Now it plans in 1,000,000, at seed
+    000's 0.8 of it: 800,000 (``threshold = 0.8 * config.context_window``), and says the
+    layered strategy would not fire; the workbench's agent plans in the same window."""
+    name = "JanDeDobbeleer__oh-my-posh__entire__10_906611becd_0_full.jsonl"
+    assert corpus_surfaces(name)["context.plan"]["context_window"] == 1_000_000
+    db = str(tmp_path / "m.db")
+    assert run("import", str(CORPUS / name), "--db", db)[0] == 0
+    code, out, err = run("context", "1", "--db", db)
+    assert code == 0, err
+    assert "(threshold 800,000 of 1,000,000)" in out
+    assert "< 800,000: does not fire" in out
 
 
 def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:
