@@ -205,6 +205,15 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     }
     fig = session_figures(store, session, settings)
     data["figures"] = fig.to_json()
+    # The numbers it plans with: those stored, a recording in its own agent's window (the one
+    # its figures print; `context` and the workbench plan in it too)
+    params = session.params
+    if params is not None and session.recorded:
+        from engine.recordings.own_agent import planning_settings
+
+        window = planning_settings(store, session, settings).context_window
+        params = params.model_copy(update={"context_window": window})
+    data["plans_with"] = None if params is None else params.model_dump(mode="json")
     cost_line = ""
     if session.recorded and data["usage"]:
         # What the recorded calls cost at list price, each cache write by its lifetime, each
@@ -243,7 +252,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         )
         + f"  provider {one_line(session.provider)}  "
         f"model {one_line(session.model)}  strategy {one_line(session.strategy)}",
-        f"plans with {describe_params(session.params)}",
+        f"plans with {describe_params(params)}",
         f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
         f"{len(history.messages)} messages in history, {len(compactions)} compactions",
         printable(fig.context_line(), one_line=True),

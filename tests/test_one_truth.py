@@ -56,7 +56,9 @@ def surfaces(name: str, tmp: Path) -> dict[str, dict[str, Any]]:
     seen["sessions"] = next(s for s in json.loads(out) if s["id"] == sid)["figures"]
     code, out, err = run("show", str(sid), "--db", db, "--json")
     assert code == 0, err
-    seen["show"] = json.loads(out)["figures"]
+    shown = json.loads(out)
+    seen["show"] = shown["figures"]
+    seen["show.plans_with"] = {"context_window": shown["plans_with"]["context_window"]}
     code, out, err = run("context", str(sid), "--db", db, "--json")
     assert code == 0, err
     context = json.loads(out)
@@ -353,7 +355,8 @@ def test_the_what_if_of_an_opus_5_session_plans_in_its_1m_window(
     ctxscope's what-if in its own default of 200,000 beside it — "threshold 160,000 of
     200,000 … fires" on a session at 23 % of its window. Now it plans in 1,000,000, at seed
     000's 0.8 of it: 800,000 (``threshold = 0.8 * config.context_window``), and says the
-    layered strategy would not fire; the workbench's agent plans in the same window."""
+    layered strategy would not fire; ``show`` says it plans in that window (it said the
+    200,000 stored at import)."""
     name = "JanDeDobbeleer__oh-my-posh__entire__10_906611becd_0_full.jsonl"
     assert corpus_surfaces(name)["context.plan"]["context_window"] == 1_000_000
     db = str(tmp_path / "m.db")
@@ -362,6 +365,9 @@ def test_the_what_if_of_an_opus_5_session_plans_in_its_1m_window(
     assert code == 0, err
     assert "(threshold 800,000 of 1,000,000)" in out
     assert "< 800,000: does not fire" in out
+    code, out, err = run("show", "1", "--db", db)
+    assert code == 0, err
+    assert "plans with window 1,000,000 · threshold_ratio 0.8" in out
 
 
 def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:
