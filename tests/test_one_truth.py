@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -74,6 +75,10 @@ def surfaces(name: str, tmp: Path) -> dict[str, dict[str, Any]]:
             "context_tokens": rec["context_tokens"],
             "cost": rec["cost"],
         }
+    code, out, err = run("export", str(sid), "--db", db, "--format", "html")
+    assert code == 0, err
+    page = dict(re.findall(r'<span class="muted">([^<]+)</span><b>([^<]*)</b>', out))
+    seen["export.html"] = {"cost_text": page["cost at list price"], "calls": page["API calls"]}
     code, out, err = run("report", "--db", db, "--json", "--by", "session")
     assert code == 0, err
     line = next(s for s in json.loads(out)["sessions"] if s["id"] == sid)
@@ -111,6 +116,10 @@ def test_every_command_gives_the_same_figures(name: str, corpus_surfaces: Surfac
             if key in figures:
                 assert figures[key] == first[key], (surface, key)
     assert seen["report"]["requests"] == first["requests"]
+    # the HTML page prints the same calls and cost (it priced every call at the session's
+    # one model before)
+    cost = "–" if first["cost"] is None else f"${first['cost']:,.2f}"
+    assert seen["export.html"] == {"cost_text": cost, "calls": f"{first['requests']:,}"}
     # no screen names a window its context does not fit in
     if first["context_tokens"] is not None:
         assert first["context_tokens"] <= first["context_window"]
