@@ -432,7 +432,13 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     lines.append(
         f"{'total':<{width}}  {data['total']:>8}   (threshold {settings.threshold_tokens:,}"
         f" of {settings.context_window:,})"
-        + (f"; a what-if: {who(own)} compacts at its own point" if own is not None else "")
+        + (
+            ""
+            if own is None
+            else f"; a what-if: {who(own)} compacts at its own point"
+            if own.auto_compact_at is not None
+            else f"; a what-if: {who(own)}'s own auto-compact point is not known"
+        )
     )
     lines.append(
         f"strategy {agent.strategy.name}: {plan.measure.describe()}"
@@ -573,10 +579,13 @@ def own_line(own: SessionFigures) -> str:
     """The first line of ``context`` for a recorded session: its own agent's figures."""
     from engine.terminal_text import printable
 
+    source = (
+        "its last API call's input counted by ctxscope: the agent records none"
+        if own.context_estimated
+        else "its last API call as recorded"
+    )
     return printable(
-        f"recorded by {who(own)} ({own.model}): {own.context_line()} (its last API call as "
-        "recorded)",
-        one_line=True,
+        f"recorded by {who(own)} ({own.model}): {own.context_line()} ({source})", one_line=True
     )
 
 

@@ -379,6 +379,27 @@ def test_the_what_if_of_an_opus_5_session_plans_in_its_1m_window(
     assert "plans with window 1,000,000 · threshold_ratio 0.8" in out
 
 
+def test_a_copilot_session_plans_from_the_context_its_figures_print(tmp_path: Path) -> None:
+    """Copilot CLI records each response's output and no input: the figures' context is
+    ctxscope's count of the last request (the import's estimate) + its recorded output, said
+    as such. The layered what-if read the recorded input, 0, and measured "0 < 800,000"; it
+    now plans from the same count: 58,089 − the last response's outputTokens, 437 (the file's
+    last ``assistant.message``: a one-liner over ``data.outputTokens``) = 57,652."""
+    name = "polecatspeaks__StarCar__entire__70_f01dc53f44_0_full.jsonl"
+    db = str(tmp_path / "c.db")
+    assert run("import", str(CORPUS / name), "--db", db)[0] == 0
+    code, out, err = run("context", "1", "--db", db, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["figures"]["context_tokens"] == 58_089
+    assert data["budget"]["last_usage"] == 58_089 - 437
+    code, out, err = run("context", "1", "--db", db)
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.endswith("(its last API call's input counted by ctxscope: the agent records none)")
+    assert "Copilot CLI's own auto-compact point is not known" in out
+
+
 def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:
     """claude-sonnet-4-6 sent a 250,010-token request: only the 1M window holds it."""
     text = claude_code_session("claude-sonnet-4-6", [(10, 248_000, 2_000, 120)])

@@ -24,6 +24,7 @@ from engine.context.history import (
 )
 from engine.context.preprocess import REMINDER_CLOSE, REMINDER_OPEN, InputPreprocessor
 from engine.context.session_files import session_file
+from engine.figures import call_input
 from engine.messages.tokens import (
     BLOCK_OVERHEAD,
     BudgetCheck,
@@ -266,7 +267,8 @@ class AgentCore:
         compacted = self._last_summary_compaction()
         if compacted is not None and compacted > record.created_at:
             return None
-        return record.usage.input_side
+        # the agent's own count, or ours where it records none (the figures' rule)
+        return call_input(record.usage, record.local_estimate)
 
     def last_record(self) -> UsageRecord | None:
         """The session's last measured usage record (:meth:`Store.last_usage`); asked for once
