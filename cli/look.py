@@ -580,12 +580,15 @@ def own_line(own: SessionFigures) -> str:
     from engine.terminal_text import printable
 
     source = (
-        "its last API call's input counted by ctxscope: the agent records none"
+        "no API call recorded"
+        if own.context_tokens is None
+        else "its last API call's input counted by ctxscope: the agent records none"
         if own.context_estimated
         else "its last API call as recorded"
     )
+    model = f" ({own.model})" if own.model else ""
     return printable(
-        f"recorded by {who(own)} ({own.model}): {own.context_line()} ({source})", one_line=True
+        f"recorded by {who(own)}{model}: {own.context_line()} ({source})", one_line=True
     )
 
 

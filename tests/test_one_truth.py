@@ -400,6 +400,23 @@ def test_a_copilot_session_plans_from_the_context_its_figures_print(tmp_path: Pa
     assert "Copilot CLI's own auto-compact point is not known" in out
 
 
+def test_a_trajectory_without_calls_says_so(tmp_path: Path) -> None:
+    """The corpus' SWE-agent trajectory records no model and no per-call usage (its
+    ``history`` entries carry none; the import stores 0 usage records): ``context`` says no
+    call was recorded, where it said "recorded by SWE-agent ():" and "(its last API call as
+    recorded)" beside a context of –. The window is the default, said as such in its
+    ``window_source`` (the watch_context_window setting, 200,000)."""
+    db = str(tmp_path / "s.db")
+    name = "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj"
+    assert run("import", str(CORPUS / name), "--db", db)[0] == 0
+    code, out, err = run("context", "1", "--db", db)
+    assert code == 0, err
+    assert out.splitlines()[0] == (
+        "recorded by SWE-agent: context – / 200,000 · auto-compact point not known "
+        "(no API call recorded)"
+    )
+
+
 def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:
     """claude-sonnet-4-6 sent a 250,010-token request: only the 1M window holds it."""
     text = claude_code_session("claude-sonnet-4-6", [(10, 248_000, 2_000, 120)])
