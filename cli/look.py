@@ -208,11 +208,8 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     # The numbers it plans with: those stored, a recording in its own agent's window (the one
     # its figures print; `context` and the workbench plan in it too)
     params = session.params
-    if params is not None and session.recorded:
-        from engine.recordings.own_agent import planning_settings
-
-        window = planning_settings(store, session, settings).context_window
-        params = params.model_copy(update={"context_window": window})
+    if params is not None and session.recorded:  # the window planning_settings takes
+        params = params.model_copy(update={"context_window": fig.window})
     data["plans_with"] = None if params is None else params.model_dump(mode="json")
     cost_line = ""
     if session.recorded and data["usage"]:
@@ -470,12 +467,10 @@ def request_core(
     without the agent: ``context`` runs no round, so it loads neither the round loop nor the
     tools' code (issue 44). A read-only store: the agent would close no crashed round.
     ``history``: the session's, just read from the store."""
-    from engine.recordings.own_agent import planning_settings
     from engine.session.core import AgentCore
     from engine.session.workspace import session_workspace
 
-    assert store.read_only
-    settings = planning_settings(store, session, settings)
+    assert store.read_only  # the agent plans in the session's window (planning_settings)
     provider = SendsNothing(settings.model)
     workspace = session_workspace(session)
     return AgentCore(store, session, settings, provider, workspace, stored_history=history)
