@@ -234,12 +234,13 @@ def make_agent(
     """An agent over ``session``, planning with the numbers the session stores (imported
     lazily: the listing commands need no provider)."""
     from engine.llm.factory import make_provider
+    from engine.recordings.own_agent import planning_settings
     from engine.session import Agent
     from engine.session.workspace import session_workspace
-    from engine.settings.params import session_settings
 
     workspace = session_workspace(session)  # None: recorded elsewhere, none given yet
-    settings = session_settings(settings, session)  # the provider refuses what the window does
+    # the session's window (a recording's own agent's): the provider refuses what it does not hold
+    settings = planning_settings(store, session, settings)
     provider = make_provider(settings)
     kwargs: dict[str, Any] = {} if events is None else {"events": events}
     return Agent(store, session, settings, provider, workspace, lease_wait=lease_wait, **kwargs)

@@ -205,6 +205,12 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     }
     fig = session_figures(store, session, settings)
     data["figures"] = fig.to_json()
+    # The numbers it plans with: those stored, a recording in its own agent's window (the one
+    # its figures print; `context` and the workbench plan in it too)
+    params = session.params
+    if params is not None and session.recorded:  # the window planning_settings takes
+        params = params.model_copy(update={"context_window": fig.window})
+    data["plans_with"] = None if params is None else params.model_dump(mode="json")
     cost_line = ""
     if session.recorded and data["usage"]:
         # What the recorded calls cost at list price, each cache write by its lifetime, each
@@ -243,7 +249,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         )
         + f"  provider {one_line(session.provider)}  "
         f"model {one_line(session.model)}  strategy {one_line(session.strategy)}",
-        f"plans with {describe_params(session.params)}",
+        f"plans with {describe_params(params)}",
         f"{len(rounds)} rounds ({sum(r.archived for r in rounds)} archived), "
         f"{len(history.messages)} messages in history, {len(compactions)} compactions",
         printable(fig.context_line(), one_line=True),
@@ -423,7 +429,13 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     lines.append(
         f"{'total':<{width}}  {data['total']:>8}   (threshold {settings.threshold_tokens:,}"
         f" of {settings.context_window:,})"
-        + (f"; a what-if: {who(own)} compacts at its own point" if own is not None else "")
+        + (
+            ""
+            if own is None
+            else f"; a what-if: {who(own)} compacts at its own point"
+            if own.auto_compact_at is not None
+            else f"; a what-if: {who(own)}'s own auto-compact point is not known"
+        )
     )
     lines.append(
         f"strategy {agent.strategy.name}: {plan.measure.describe()}"
@@ -457,10 +469,8 @@ def request_core(
     ``history``: the session's, just read from the store."""
     from engine.session.core import AgentCore
     from engine.session.workspace import session_workspace
-    from engine.settings.params import session_settings
 
-    assert store.read_only
-    settings = session_settings(settings, session)
+    assert store.read_only  # the agent plans in the session's window (planning_settings)
     provider = SendsNothing(settings.model)
     workspace = session_workspace(session)
     return AgentCore(store, session, settings, provider, workspace, stored_history=history)
@@ -564,10 +574,16 @@ def own_line(own: SessionFigures) -> str:
     """The first line of ``context`` for a recorded session: its own agent's figures."""
     from engine.terminal_text import printable
 
+    source = (
+        "no API call recorded"
+        if own.context_tokens is None
+        else "its last API call's input counted by ctxscope: the agent records none"
+        if own.context_estimated
+        else "its last API call as recorded"
+    )
+    model = f" ({own.model})" if own.model else ""
     return printable(
-        f"recorded by {who(own)} ({own.model}): {own.context_line()} (its last API call as "
-        "recorded)",
-        one_line=True,
+        f"recorded by {who(own)}{model}: {own.context_line()} ({source})", one_line=True
     )
 
 

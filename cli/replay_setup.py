@@ -79,18 +79,13 @@ def replay_setup(
 ) -> tuple[Settings, Path, OwnAgentView | None]:
     """The settings ``session`` replays under (its own, then ``--window`` or its agent's
     window, then ``--set``), the folder it replays in, and its agent's view (a recording)."""
-    from engine.recordings.own_agent import own_agent_view
-    from engine.replay.runner import in_window
+    from engine.recordings.own_agent import own_agent_view, planning_settings
 
     # Without a workspace the replay reads no CODE_LAW.md from the folder a recording names.
     workspace = session_workspace(session) or NO_FOLDER
-    settings = session_settings(settings, session)  # then --window and --set change them
-    own = own_agent_view(store, session, settings)
-    if args.window is not None:
-        if args.window <= 0:
-            raise CliError("--window must be a positive number of tokens")
-        settings = in_window(settings, args.window)
-    elif own is not None:
-        settings = in_window(settings, own.context_window)  # a recording: its agent's window
+    if args.window is not None and args.window <= 0:
+        raise CliError("--window must be a positive number of tokens")
+    own = own_agent_view(store, session, session_settings(settings, session))
+    settings = planning_settings(store, session, settings, args.window)  # then --set
     settings = with_numbers(settings, parse_overrides(args.overrides))
     return settings, workspace, own

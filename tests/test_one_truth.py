@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -56,11 +57,16 @@ def surfaces(name: str, tmp: Path) -> dict[str, dict[str, Any]]:
     seen["sessions"] = next(s for s in json.loads(out) if s["id"] == sid)["figures"]
     code, out, err = run("show", str(sid), "--db", db, "--json")
     assert code == 0, err
-    seen["show"] = json.loads(out)["figures"]
+    shown = json.loads(out)
+    seen["show"] = shown["figures"]
+    seen["show.plans_with"] = {"context_window": shown["plans_with"]["context_window"]}
     code, out, err = run("context", str(sid), "--db", db, "--json")
     assert code == 0, err
     context = json.loads(out)
     seen["context"] = context["figures"]
+    # ctxscope's own strategies plan a recording in the window its figures print (the
+    # what-ifs and the request `context` builds; `replay` and the workbench plan the same)
+    seen["context.plan"] = {"context_window": context["context_window"]}
     if "recorded" in context:  # the recorded agent's own block says the same
         rec = context["recorded"]
         seen["context.recorded"] = {
@@ -69,6 +75,10 @@ def surfaces(name: str, tmp: Path) -> dict[str, dict[str, Any]]:
             "context_tokens": rec["context_tokens"],
             "cost": rec["cost"],
         }
+    code, out, err = run("export", str(sid), "--db", db, "--format", "html")
+    assert code == 0, err
+    page = dict(re.findall(r'<span class="muted">([^<]+)</span><b>([^<]*)</b>', out))
+    seen["export.html"] = {"cost_text": page["cost at list price"], "calls": page["API calls"]}
     code, out, err = run("report", "--db", db, "--json", "--by", "session")
     assert code == 0, err
     line = next(s for s in json.loads(out)["sessions"] if s["id"] == sid)
@@ -106,6 +116,10 @@ def test_every_command_gives_the_same_figures(name: str, corpus_surfaces: Surfac
             if key in figures:
                 assert figures[key] == first[key], (surface, key)
     assert seen["report"]["requests"] == first["requests"]
+    # the HTML page prints the same calls and cost (it priced every call at the session's
+    # one model before)
+    cost = "–" if first["cost"] is None else f"${first['cost']:,.2f}"
+    assert seen["export.html"] == {"cost_text": cost, "calls": f"{first['requests']:,}"}
     # no screen names a window its context does not fit in
     if first["context_tokens"] is not None:
         assert first["context_tokens"] <= first["context_window"]
@@ -340,6 +354,67 @@ def test_an_opus_5_session_on_the_1m_window(tmp_path: Path) -> None:
     assert first["context_tokens"] == 554_446
     assert first["until_auto_compact"] == 412_554
     assert first["percent"] == 55.4
+
+
+def test_the_what_if_of_an_opus_5_session_plans_in_its_1m_window(
+    corpus_surfaces: Surfaces, tmp_path: Path
+) -> None:
+    """The corpus' Claude Code 2.1.219 session on claude-opus-5 ran on the 1M window (its
+    compaction's ``preTokens`` is 998,659, more than 200,000 holds). ``context`` used to plan
+    ctxscope's what-if in its own default of 200,000 beside it — "threshold 160,000 of
+    200,000 … fires" on a session at 23 % of its window. Now it plans in 1,000,000, at seed
+    000's 0.8 of it: 800,000 (``threshold = 0.8 * config.context_window``), and says the
+    layered strategy would not fire; ``show`` says it plans in that window (it said the
+    200,000 stored at import)."""
+    name = "JanDeDobbeleer__oh-my-posh__entire__10_906611becd_0_full.jsonl"
+    assert corpus_surfaces(name)["context.plan"]["context_window"] == 1_000_000
+    db = str(tmp_path / "m.db")
+    assert run("import", str(CORPUS / name), "--db", db)[0] == 0
+    code, out, err = run("context", "1", "--db", db)
+    assert code == 0, err
+    assert "(threshold 800,000 of 1,000,000)" in out
+    assert "< 800,000: does not fire" in out
+    code, out, err = run("show", "1", "--db", db)
+    assert code == 0, err
+    assert "plans with window 1,000,000 · threshold_ratio 0.8" in out
+
+
+def test_a_copilot_session_plans_from_the_context_its_figures_print(tmp_path: Path) -> None:
+    """Copilot CLI records each response's output and no input: the figures' context is
+    ctxscope's count of the last request (the import's estimate) + its recorded output, said
+    as such. The layered what-if read the recorded input, 0, and measured "0 < 800,000"; it
+    now plans from the same count: 58,089 − the last response's outputTokens, 437 (the file's
+    last ``assistant.message``: a one-liner over ``data.outputTokens``) = 57,652."""
+    name = "polecatspeaks__StarCar__entire__70_f01dc53f44_0_full.jsonl"
+    db = str(tmp_path / "c.db")
+    assert run("import", str(CORPUS / name), "--db", db)[0] == 0
+    code, out, err = run("context", "1", "--db", db, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["figures"]["context_tokens"] == 58_089
+    assert data["budget"]["last_usage"] == 58_089 - 437
+    code, out, err = run("context", "1", "--db", db)
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.endswith("(its last API call's input counted by ctxscope: the agent records none)")
+    assert "Copilot CLI's own auto-compact point is not known" in out
+
+
+def test_a_trajectory_without_calls_says_so(tmp_path: Path) -> None:
+    """The corpus' SWE-agent trajectory records no model and no per-call usage (its
+    ``history`` entries carry none; the import stores 0 usage records): ``context`` says no
+    call was recorded, where it said "recorded by SWE-agent ():" and "(its last API call as
+    recorded)" beside a context of –. The window is the default, said as such in its
+    ``window_source`` (the watch_context_window setting, 200,000)."""
+    db = str(tmp_path / "s.db")
+    name = "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj"
+    assert run("import", str(CORPUS / name), "--db", db)[0] == 0
+    code, out, err = run("context", "1", "--db", db)
+    assert code == 0, err
+    assert out.splitlines()[0] == (
+        "recorded by SWE-agent: context – / 200,000 · auto-compact point not known "
+        "(no API call recorded)"
+    )
 
 
 def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:

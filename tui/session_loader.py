@@ -20,11 +20,11 @@ from engine.events import EventSink
 from engine.llm.base import OFFLINE_NAME, Provider
 from engine.messages.tokens import count_thinking
 from engine.models import History, Message, Observation, RoundStatus, Session, TodoItem
-from engine.recordings.own_agent import own_agent_view
+from engine.recordings.own_agent import own_agent_view, planning_settings
 from engine.session import Agent
 from engine.session.workspace import session_workspace
 from engine.settings.config import Settings, session_origin, workspace_folder
-from engine.settings.params import session_settings, strategy_params
+from engine.settings.params import strategy_params
 from engine.store import Store, StoreError
 from engine.store.forking import Fork
 from tools.base import Asker
@@ -153,7 +153,7 @@ def open_session(
             f"refuse to run. Point it at a folder with `ctxscope ask INPUT --session "
             f"{session_id} --workspace FOLDER --move-workspace`."
         )
-    settings = session_settings(settings, session)  # the numbers the session plans with
+    settings = planning_settings(store, session, settings)  # the numbers it plans with
     provider = provider_factory(settings)
     # A recording keeps the provider and model it was recorded with: looking changes nothing.
     if not session.recorded and (session.provider, session.model) != (

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.figures import call_input
 from engine.messages.tokens import (
     BLOCK_OVERHEAD,
     MESSAGE_OVERHEAD,
@@ -393,7 +394,7 @@ def session_breakdown(
             {o.tool_use_id: o.tokens_full for o in observations},
             own.hidden_prefix,
             own.who,
-            last_usage.usage.input_side if last_usage is not None else None,
+            None if last_usage is None else call_input(last_usage.usage, last_usage.local_estimate),
         )
     counter = _Counter()
     layers = layers or {}

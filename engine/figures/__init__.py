@@ -144,6 +144,11 @@ class SessionFigures:
         return max(0, self.auto_compact_at - self.context_tokens)
 
     @property
+    def context_estimated(self) -> bool:
+        """The context's input side is ctxscope's own count: the agent records none."""
+        return self.context_source == ESTIMATED_CONTEXT
+
+    @property
     def percent(self) -> float | None:
         """The context as a share of the window, in percent (one decimal)."""
         if self.context_tokens is None or self.window <= 0:
@@ -342,13 +347,18 @@ class CallTally:
         )
 
 
-def call_context(usage: Usage, input_estimate: int | None = None) -> int:
-    """The context of one call: what it sent and what it answered, as the API counted them;
-    where the agent records no input (Copilot CLI records only each response's output),
-    ctxscope's own count of what it sent (``input_estimate``) + the output."""
+def call_input(usage: Usage, input_estimate: int | None = None) -> int:
+    """What one call sent, as the API counted it (input, cache read, cache write); where the
+    agent records no input (Copilot CLI records only each response's output), ctxscope's own
+    count of what it sent (``input_estimate``)."""
     if usage.input_side == 0 and input_estimate is not None:
-        return input_estimate + usage.output_tokens
-    return context_of(usage)
+        return input_estimate
+    return usage.input_side
+
+
+def call_context(usage: Usage, input_estimate: int | None = None) -> int:
+    """The context of one call: what it sent (:func:`call_input`) and what it answered."""
+    return call_input(usage, input_estimate) + usage.output_tokens
 
 
 ESTIMATED_CONTEXT = (

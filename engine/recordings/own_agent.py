@@ -19,6 +19,7 @@ from engine.figures import SessionFigures
 from engine.models import Message, Session, Usage
 from engine.recordings.hidden import hidden_prefix
 from engine.settings.config import Settings
+from engine.settings.params import in_window, session_settings
 from engine.store import Store
 
 
@@ -104,3 +105,20 @@ def own_agent_view(
         figures=session_figures(store, session, settings),
         hidden_prefix=0 if hidden is None else hidden.tokens,
     )
+
+
+def planning_settings(
+    store: Store, session: Session, settings: Settings, window: int | None = None
+) -> Settings:
+    """The settings ctxscope's own agent and strategies plan ``session`` with — ``context``'s
+    request and what-ifs, the workbench, ``ask --session``, ``replay``: the numbers the
+    session stores, in ``window`` when one is given (``replay --window``), else, for a
+    recording, in its own agent's window as its figures print it (a Claude Code session on
+    the 1M window is planned in 1,000,000, not in ctxscope's default 200,000: one window per
+    session on every surface)."""
+    settings = session_settings(settings, session)
+    if window is None and session.recorded and session.id is not None:
+        from engine.recordings.figures import session_figures
+
+        window = session_figures(store, session, settings).window
+    return settings if window is None else in_window(settings, window)

@@ -232,16 +232,6 @@ def compared_steps(results: Sequence[ReplayResult]) -> int | None:
     return min(len(r.steps) for r in results)
 
 
-def in_window(settings: Settings, window: int) -> Settings:
-    """``settings`` for a replay in a ``window``-token context window: the session's window,
-    and the strategies' own windows with it, as each strategy's section scales itself
-    (:meth:`engine.settings.strategies.StrategySettings.in_window`: seed 001's
-    ``context_limit``, seed 002's profile window with its trigger at the same share of it).
-    Numbers set explicitly in a strategy's section are kept."""
-    strategies = settings.strategies.in_window(window)
-    return settings.model_copy(update={"context_window": window, "strategies": strategies})
-
-
 def replay(
     store: Store,
     session_id: int,

@@ -137,6 +137,10 @@ def dollars(value: float | None) -> str:
 
 
 # ---------------------------------------------------------------------- the chart
+LABEL_GAP = 13
+"""Pixels between two line labels' baselines: a label's height at the page's chart font."""
+
+
 @dataclass
 class Line:
     """A horizontal line across the chart: a trigger, the window."""
@@ -210,12 +214,17 @@ class Chart:
             f'<text x="{left + w / 2:.0f}" y="{self.height - 8}" text-anchor="middle">'
             f"{esc_line(self.x_label)}</text>"
         )
-        for line in self.lines:
+        below: float = -LABEL_GAP  # the baseline of the label above, from the top down
+        for line in sorted(self.lines, key=lambda ln: -ln.value):
             y = y_at(line.value)
+            # each label above its line, or below it when the label above is too near (a
+            # trigger a few per cent under the window: 967,000 of 1,000,000)
+            text_y = y - 4 if y - 4 >= below + LABEL_GAP else max(y + 13, below + LABEL_GAP)
+            below = text_y
             parts.append(
                 f'<line class="trigger" x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" '
                 f'stroke="{line.colour}" stroke-dasharray="6 4"/>'
-                f'<text x="{left + w - 4}" y="{y - 4:.1f}" text-anchor="end" '
+                f'<text x="{left + w - 4}" y="{text_y:.1f}" text-anchor="end" '
                 f'style="fill:{line.colour}">{esc_line(line.label)} {tokens(line.value)}</text>'
             )
         for mark in self.marks:

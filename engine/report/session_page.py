@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from engine.compaction.losses import NAMES, CompactionLosses, session_losses, where
 from engine.context.sources import Breakdown, session_breakdown
-from engine.figures.prices import price_for
+from engine.figures import SessionFigures
 from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, QUEUED, kind_of
 from engine.models import (
     Compaction,
@@ -33,6 +33,7 @@ from engine.models import (
 )
 from engine.recordings.degenerate import Flag, session_flags
 from engine.recordings.export import transcript_parts
+from engine.recordings.figures import session_figures
 from engine.recordings.own_agent import context_of, own_agent_view
 from engine.report.html import (
     Chart,
@@ -71,25 +72,25 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
     flags: dict[int, list[Flag]] = {}
     for flag in session_flags(store, session_id, settings):
         flags.setdefault(flag.compaction_id, []).append(flag)
-    billed = [u for u in usages if u.source != "local"]
-    price = price_for(settings, session.model or settings.model)
-    cost = price.total_cost(billed) if billed else None
+    # The calls and their cost as every other surface prints them: each call at its own
+    # model's price of its day (a session that switched models is not priced at one)
+    fig = session_figures(store, session, settings)
     contexts = [context_of(u.usage) for u in usages]
     lost_total = sum(len(loss.lost) for loss in losses.values())
     title = f"Session {session.id}: {session.title or '(untitled)'}"
     body = [
         f"<h1>{esc_line(title)}</h1>",
-        f'<p class="meta">{_meta(session, store.rounds(session_id))}</p>',
+        f'<p class="meta">{_meta(session, fig, store.rounds(session_id))}</p>',
         figures(
             [
-                ("API calls", f"{len(usages):,}"),
+                ("API calls", f"{fig.requests:,}"),
                 ("peak context", tokens(max(contexts) if contexts else None)),
                 ("compactions", f"{len(compactions):,}"),
                 ("items lost at compactions", f"{lost_total:,}"),
-                ("cost at list price", dollars(cost)),
+                ("cost at list price", fig.cost_text),
             ]
         ),
-        f'<p class="muted">{esc(price.note)}</p>' if price.note else "",
+        f'<p class="muted">{esc(fig.cost_note)}</p>' if fig.cost_note else "",
         "<h2>Context over time</h2>",
         _chart(store, settings, session, usages, compactions).svg(),
         "<h2>What the context is made of</h2>",
@@ -103,8 +104,15 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
     return page(title, body)
 
 
-def _meta(session: Session, rounds: Sequence[Round]) -> str:
-    who = "recorded by another agent" if session.recorded else "run by ctxscope"
+def _meta(session: Session, fig: SessionFigures, rounds: Sequence[Round]) -> str:
+    if not session.recorded:
+        who = "run by ctxscope"
+    elif fig.agent:
+        who = f"recorded by {fig.agent}" + (
+            f" {session.agent_version}" if session.agent_version else ""
+        )
+    else:
+        who = "recorded by another agent"
     # A recording's own times (its rounds'), not when it was imported.
     start = rounds[0].started_at if rounds else session.created_at
     end = max((r.finished_at or r.started_at for r in rounds), default=session.updated_at)

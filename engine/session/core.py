@@ -24,6 +24,7 @@ from engine.context.history import (
 )
 from engine.context.preprocess import REMINDER_CLOSE, REMINDER_OPEN, InputPreprocessor
 from engine.context.session_files import session_file
+from engine.figures import call_input
 from engine.messages.tokens import (
     BLOCK_OVERHEAD,
     BudgetCheck,
@@ -40,9 +41,9 @@ from engine.models import (
     TodoItem,
     UsageRecord,
 )
+from engine.recordings.own_agent import planning_settings
 from engine.session.workspace import NO_FOLDER
 from engine.settings.config import Settings, data_folder
-from engine.settings.params import session_settings
 from engine.store import Store
 from engine.validation import workspace_refusal
 from tools.base import Asker, RecallHit, ToolContext
@@ -143,10 +144,10 @@ class AgentCore:
         self.stored_counts = store.token_counts()
         """Counts of repeated texts the database holds (L1, tools, CODE_LAW, summaries)."""
         remember(self.stored_counts)
-        settings = session_settings(settings, session)
+        settings = planning_settings(store, session, settings)
         self.settings = settings
-        """The process' settings with the numbers the session stores in place
-        (:func:`engine.settings.params.session_settings`)."""
+        """The process' settings with the numbers the session stores in place, a recording in
+        its own agent's window (:func:`engine.recordings.own_agent.planning_settings`)."""
         self.provider = provider
         self.workspace = workspace
         """The folder its tools work in; None: the session has none it may use (recorded by
@@ -266,7 +267,8 @@ class AgentCore:
         compacted = self._last_summary_compaction()
         if compacted is not None and compacted > record.created_at:
             return None
-        return record.usage.input_side
+        # the agent's own count, or ours where it records none (the figures' rule)
+        return call_input(record.usage, record.local_estimate)
 
     def last_record(self) -> UsageRecord | None:
         """The session's last measured usage record (:meth:`Store.last_usage`); asked for once

@@ -102,6 +102,17 @@ def session_settings(settings: Settings, session: Session) -> Settings:
     return with_params(settings, session.strategy or settings.strategy, session.params)
 
 
+def in_window(settings: Settings, window: int) -> Settings:
+    """``settings`` for a session planned in a ``window``-token context window (a replay's
+    ``--window``, a recording's own agent's window): the session's window, and the
+    strategies' own windows with it, as each strategy's section scales itself
+    (:meth:`engine.settings.strategies.StrategySettings.in_window`: seed 001's
+    ``context_limit``, seed 002's profile window with its trigger at the same share of it).
+    Numbers set explicitly in a strategy's section are kept."""
+    strategies = settings.strategies.in_window(window)
+    return settings.model_copy(update={"context_window": window, "strategies": strategies})
+
+
 def changed_params(
     params: StrategyParams,
     strategy: str,

@@ -46,7 +46,12 @@ def own_figures(state: GaugeState, own: OwnAgentView) -> Text:
         text.append(f"{own.context_tokens:,}", style=f"bold {colour}")
         # the share as every surface prints it (engine.figures), not worked out again here
         text.append(f" / {own.context_window:,} window ({own.figures.percent}%)")
-        text.append(f" · {own.who}'s last call as recorded\n", style="dim")
+        said = (
+            f"its input counted by ctxscope ({own.who} records none)"
+            if own.figures.context_estimated
+            else f"{own.who}'s last call as recorded"
+        )
+        text.append(f" · {said}\n", style="dim")
     if own.compact_at is not None:
         text.append(f"{own.until_compact or 0:,} until auto-compact", style="bold")
         text.append(f" ({own.who} compacts at {own.compact_at:,})\n", style="dim")

@@ -113,6 +113,22 @@ def test_each_request_is_priced_at_its_own_model(tmp_path: Path, store: Store) -
     assert by_model.groups["claude-opus-4-6"].total_cost == pytest.approx(0.2)
 
 
+def test_the_session_page_prices_each_request_at_its_own_model(
+    tmp_path: Path, store: Store
+) -> None:
+    """``export ID --format html``: $0.21 (0.2125), not the $0.26 of every call at Opus, and
+    three calls (the ``<synthetic>`` error record is not one)."""
+    from engine.report.session_page import session_html
+
+    path = tmp_path / "m0de1-per-request.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in LINES))
+    (one,) = import_all(store, path)
+    page = session_html(store, one.report.session.id or 0, Settings())
+    assert "cost at list price</span><b>$0.21</b>" in page
+    assert "API calls</span><b>3</b>" in page
+    assert "recorded by Claude Code 2.1.119" in page
+
+
 def test_a_provider_prefix_is_priced_as_the_model() -> None:
     """``anthropic/claude-opus-4-6`` (OpenRouter's and LiteLLM's names) is not in
     genai-prices under that name; without the prefix it is: the same $0.085 as Opus A."""

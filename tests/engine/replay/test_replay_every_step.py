@@ -122,7 +122,7 @@ def test_a_replay_window_carries_the_strategies_windows() -> None:
     """Seed 002's init profile: ``200 000 / 150 000`` (window / COMPACT_TRIGGER_THRESHOLD),
     the trigger at 75 % of the window; in 32 000 tokens that is 24 000. Seed 001's
     ``MODEL_CONTEXT_LIMIT`` becomes the replay's window."""
-    from engine.replay.runner import in_window
+    from engine.settings.params import in_window
 
     moved = in_window(Settings(), 32_000)
     assert moved.context_window == 32_000

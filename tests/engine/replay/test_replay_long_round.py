@@ -19,8 +19,9 @@ import pytest
 from cli.main import main
 from engine.compaction.strategies import STRATEGIES
 from engine.recordings.importing import import_session
-from engine.replay.runner import in_window, replay
+from engine.replay.runner import replay
 from engine.settings.config import Settings
+from engine.settings.params import in_window
 from engine.store import Store
 from tests.engine.builders import round_with_an_answer_in_the_middle
 
