@@ -91,8 +91,6 @@ class Call:
 class Tokens:
     """Tokens over a session's billed calls, by kind, as the API billed them."""
 
-    billed: int = 0
-    """Measured calls that were billed."""
     input: int = 0
     cache_read: int = 0
     cache_write: int = 0
