@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from engine import json_text
 from engine.compaction.ledger import error_line
 from engine.settings.config import Settings
 from tools.base import ToolResult
@@ -39,7 +40,7 @@ RECALL_HIT_CHARS = 300
 Form = dict[str, Any]
 
 
-_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_compact = json_text.encoder(ensure_ascii=False, separators=(",", ":"))
 """Compact JSON, UTF-8 kept; the encoder made once (a history import makes a form a result)."""
 
 
