@@ -212,6 +212,9 @@ SURROGATE_WARNING = (
 )
 
 
+NO_TYPE = "not a record (no type)"
+"""Why an object that is not a record (no string ``type``) is not read."""
+
 _NOT_JSON = object()
 _raw_decode = json.JSONDecoder().raw_decode
 
@@ -306,12 +309,17 @@ class JsonLines:
         self._seen.add(key)
         return record
 
-    def read(self, raw: str, known: Known | None = None) -> list[tuple[int, dict[str, Any]]]:
+    def read(
+        self, raw: str, known: Known | None = None, typed: bool = False
+    ) -> list[tuple[int, dict[str, Any]]]:
         """Every object of a whole file's text, with its line number (the lines taken one at a
         time: no list of them all). With ``known``, what reading the file made of ``raw``
         already: its lines taken as they are, and the records decoded of its first lines
-        taken as they were decoded."""
+        taken as they were decoded. ``typed``: only records (objects with a string
+        ``type``); the other objects named ``not a record (no type)``, after what reading
+        the lines named (in the same pass: issue 44)."""
         out = []
+        untyped: list[int] = []
         if known is None:
             lines, decoded = numbered_lines(raw, skip_blank=True), {}
         else:
@@ -319,7 +327,12 @@ class JsonLines:
         for number, text, last in lines:
             obj = self.feed(number, text, last and number > 1, decoded.get(number))
             if obj is not None:
-                out.append((number, obj))
+                if typed and not isinstance(obj.get("type"), str):
+                    untyped.append(number)
+                else:
+                    out.append((number, obj))
+        for number in untyped:
+            self.not_read.line(NO_TYPE, number)
         return out
 
 
