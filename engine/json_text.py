@@ -28,7 +28,7 @@ def encoder(
     like = json.JSONEncoder(
         ensure_ascii=ensure_ascii, separators=separators, sort_keys=sort_keys, default=default
     )
-    make = _std.c_make_encoder
+    make = getattr(_std, "c_make_encoder", None)  # not in the standard library's stubs
     if make is None:
         return like.encode
     strings = _std.encode_basestring_ascii if ensure_ascii else _std.encode_basestring

@@ -60,11 +60,11 @@ each imported session was about 7 % of storing a small file (issue 44)."""
 
 
 def remember_repeated(
-    store: Store, texts: Iterable[str], digest: Callable[[str], str] = text_digest
+    store: Store, texts: Iterable[str], digest_of: Callable[[str], str] = text_digest
 ) -> int:
-    """Store the counts of ``texts`` the database lacks; how many were new. ``digest``:
+    """Store the counts of ``texts`` the database lacks; how many were new. ``digest_of``:
     :func:`repeated_digest` for texts that come back session after session."""
-    by_digest = {digest(text): text for text in texts}
+    by_digest = {digest_of(text): text for text in texts}
     known = store.token_counts(by_digest)
     new = {}
     for digest, text in by_digest.items():
