@@ -324,7 +324,33 @@ class JsonLines:
             lines, decoded = numbered_lines(raw, skip_blank=True), {}
         else:
             lines, decoded = numbered(known.lines, skip_blank=True), known.records
+        seen, decode, surrogate = self._seen, _raw_decode, _SURROGATE_ESCAPE.search
         for number, text, last in lines:
+            # The common line, an object alone on its line past the first: taken here as
+            # feed takes it, without its steps for what it is not (issue 44); any other line
+            # (blank, a comment, not JSON, a lone surrogate, a repeat, one the head decoded)
+            # goes through feed from the start.
+            if (
+                text[:1] == "{"
+                and text[-1:] == "}"
+                and number > 1
+                and len(text) <= MAX_LINE_CHARS
+                and number not in decoded
+            ):
+                try:
+                    value, end = decode(text)
+                except (json.JSONDecodeError, RecursionError):
+                    value, end = None, 0
+                if end == len(text) and type(value) is dict and surrogate(text) is None:
+                    key = hash(text)
+                    if key not in seen:
+                        seen.add(key)
+                        self.lines += 1
+                        if typed and not isinstance(value.get("type"), str):
+                            untyped.append(number)
+                        else:
+                            out.append((number, value))
+                        continue
             obj = self.feed(number, text, last and number > 1, decoded.get(number))
             if obj is not None:
                 if typed and not isinstance(obj.get("type"), str):
