@@ -28,7 +28,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from engine import json_text
 from engine.compaction.ledger import error_line
 from engine.settings.config import Settings
 from tools.base import ToolResult
@@ -40,7 +39,7 @@ RECALL_HIT_CHARS = 300
 Form = dict[str, Any]
 
 
-_compact = json_text.encoder(ensure_ascii=False, separators=(",", ":"))
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 """Compact JSON, UTF-8 kept; the encoder made once (a history import makes a form a result)."""
 
 

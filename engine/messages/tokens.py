@@ -25,12 +25,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine import json_text
 from engine.models import Message, Summary
 from engine.settings.config import Settings
 
@@ -168,7 +168,7 @@ def compact_json(value: Any) -> str:
     return _compact(value)
 
 
-_compact = json_text.encoder(separators=(",", ":"), ensure_ascii=False, default=str)
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
 """``json.dumps`` with :func:`compact_json`'s options, its encoder made once."""
 
 

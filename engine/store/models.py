@@ -19,7 +19,7 @@ from peewee import (
 )
 from playhouse.shortcuts import ThreadSafeDatabaseMetadata
 
-from engine import json_text
+from engine.store import json_text
 from engine.store.errors import StoreError
 
 UNBOUND = DatabaseProxy()

@@ -22,8 +22,8 @@ from typing import Any
 
 from peewee import Database
 
-from engine import json_text
 from engine.models import RecallHit
+from engine.store import json_text
 from engine.store.dialect import dialect_of, execute_many, sql
 
 TABLE = "archive_fts"

@@ -1,4 +1,4 @@
-"""engine.json_text: the C encoder called directly makes the text ``json.JSONEncoder`` makes
+"""engine.store.json_text: the C encoder called directly makes the text ``json.JSONEncoder`` makes
 with the same options (issue 44). The expected text is the standard library's own."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import json_text
+from engine.store import json_text
 
 SCALARS = (
     st.none()

@@ -1,10 +1,13 @@
-"""JSON text made by the standard library's C encoder without the Python steps around it.
+"""The JSON columns' text made by the standard library's C encoder without the Python steps
+around it.
 
 ``json.JSONEncoder(...).encode`` runs two Python functions at every call before the C
 encoder starts (``encode``, then ``iterencode``, which makes the C encoder anew with the same
 options each time): about as long as encoding a message's small JSON column itself, and a
 history import writes a few such columns a message (issue 44). :func:`encoder` makes the
-same text: the same C encoder, made with the same options, called directly.
+same text: the same C encoder, made with the same options, called directly. The store's own
+(its JSON columns, the search index's bodies): a module outside the store that imported it
+would import the store, and peewee, with it.
 """
 
 from __future__ import annotations
