@@ -212,7 +212,11 @@ SURROGATE_WARNING = (
 )
 
 
+NO_TYPE = "not a record (no type)"
+"""Why an object that is not a record (no string ``type``) is not read."""
+
 _NOT_JSON = object()
+_UNSEEN = object()
 _raw_decode = json.JSONDecoder().raw_decode
 
 
@@ -306,20 +310,83 @@ class JsonLines:
         self._seen.add(key)
         return record
 
-    def read(self, raw: str, known: Known | None = None) -> list[tuple[int, dict[str, Any]]]:
+    def read(
+        self, raw: str, known: Known | None = None, typed: bool = False
+    ) -> list[tuple[int, dict[str, Any]]]:
         """Every object of a whole file's text, with its line number (the lines taken one at a
         time: no list of them all). With ``known``, what reading the file made of ``raw``
         already: its lines taken as they are, and the records decoded of its first lines
-        taken as they were decoded."""
+        taken as they were decoded. ``typed``: only records (objects with a string
+        ``type``); the other objects named ``not a record (no type)``, after what reading
+        the lines named (in the same pass: issue 44)."""
         out = []
+        untyped: list[int] = []
         if known is None:
             lines, decoded = numbered_lines(raw, skip_blank=True), {}
         else:
             lines, decoded = numbered(known.lines, skip_blank=True), known.records
+        seen, decode, surrogate = self._seen, _raw_decode, _SURROGATE_ESCAPE.search
+        # A line repeats an earlier one only if that one has its uuid: a line whose uuid no
+        # line had is new without hashing it whole (issue 44: 2 % of a worker's instructions).
+        # Given the lines (they are kept anyway), the first of each uuid is kept by it; at a
+        # second line of that uuid the first is hashed, and from then on that uuid's lines go
+        # by their hash, as every line did (None: by hash).
+        by_uuid: dict[str, str | None] | None = {} if known is not None else None
         for number, text, last in lines:
+            # The common line, an object alone on its line past the first: taken here as
+            # feed takes it, without its steps for what it is not (issue 44); any other line
+            # (blank, a comment, not JSON, a lone surrogate, a repeat, one the head decoded)
+            # goes through feed from the start.
+            if (
+                text[:1] == "{"
+                and text[-1:] == "}"
+                and number > 1
+                and len(text) <= MAX_LINE_CHARS
+                and number not in decoded
+            ):
+                try:
+                    value, end = decode(text)
+                except (json.JSONDecodeError, RecursionError):
+                    value, end = None, 0
+                if end == len(text) and type(value) is dict and surrogate(text) is None:
+                    uuid = value.get("uuid")
+                    new = False
+                    if by_uuid is not None and type(uuid) is str:
+                        earlier = by_uuid.get(uuid, _UNSEEN)
+                        if earlier is _UNSEEN:
+                            by_uuid[uuid] = text
+                            new = True
+                        elif earlier is not None:
+                            seen.add(hash(earlier))
+                            by_uuid[uuid] = None
+                    if not new:
+                        key = hash(text)
+                        new = key not in seen
+                        if new:
+                            seen.add(key)
+                    if new:
+                        self.lines += 1
+                        if typed and not isinstance(value.get("type"), str):
+                            untyped.append(number)
+                        else:
+                            out.append((number, value))
+                        continue
             obj = self.feed(number, text, last and number > 1, decoded.get(number))
             if obj is not None:
-                out.append((number, obj))
+                if by_uuid is not None:
+                    # read by feed, by its hash: a later line of its uuid is too
+                    uuid = obj.get("uuid")
+                    if type(uuid) is str:
+                        earlier = by_uuid.get(uuid)
+                        if earlier is not None:
+                            seen.add(hash(earlier))
+                        by_uuid[uuid] = None
+                if typed and not isinstance(obj.get("type"), str):
+                    untyped.append(number)
+                else:
+                    out.append((number, obj))
+        for number in untyped:
+            self.not_read.line(NO_TYPE, number)
         return out
 
 

@@ -130,13 +130,7 @@ def read_records(raw: str, known: Known | None = None) -> tuple[list[Record], Js
     out (lines that are not JSON objects with a string ``type``, repeated records).
     ``known``: what reading the file made of ``raw`` already (:meth:`JsonLines.read`)."""
     reader = JsonLines()
-    records = []
-    for record in reader.read(raw, known):
-        if isinstance(record[1].get("type"), str):  # a record: an object with a string type
-            records.append(record)
-        else:
-            reader.not_read.line("not a record (no type)", record[0])
-    return records, reader
+    return reader.read(raw, known, typed=True), reader
 
 
 def parse(
@@ -269,7 +263,7 @@ def parse_records(
     # One pass: what is not read, the conversation's records by uuid, the queue's records,
     # what the file says of the session (:class:`Metadata`).
     found = Index()  # the records by uuid, which are messages
-    by_uuid, messages = found.by_uuid, found.messages
+    by_uuid, messages, spoken = found.by_uuid, found.messages, found.spoken
     queue: list[Record] = []  # the queue's records (:func:`_queued`)
     meta_ = Metadata()
     for record in records:
@@ -280,12 +274,14 @@ def parse_records(
         if kind == "user" or kind == "assistant":
             if is_message(rec):
                 messages.add(id(rec))
+                spoken.append(record)
             else:
                 not_read.line(f"unexpected shape: {kind}", number)
         elif kind == "queue-operation":
             queue.append(record)
         elif kind == "system" and rec.get("subtype") == "compact_boundary":
             found.boundaries.append(record)
+            spoken.append(record)
         elif kind not in RECORD_TYPES:
             if is_queued_command(rec):
                 queue.append(record)

@@ -184,14 +184,19 @@ class Index:
     """``id()`` of each user / assistant record (:func:`is_message`)."""
     boundaries: list[Record] = field(default_factory=list)
     """The compactions' boundaries (:func:`is_boundary`), in order."""
+    spoken: list[Record] = field(default_factory=list)
+    """The messages and the boundaries, in order: what :func:`conversation` orders (a third
+    of a session file's records; most of the rest are progress records)."""
 
     def add(self, number: int, rec: dict[str, Any]) -> None:
         if "uuid" in rec:
             self.by_uuid[rec["uuid"]] = (number, rec)
         if is_message(rec):
             self.messages.add(id(rec))
+            self.spoken.append((number, rec))
         elif is_boundary(rec):
             self.boundaries.append((number, rec))
+            self.spoken.append((number, rec))
 
     def is_message(self, rec: dict[str, Any]) -> bool:
         return id(rec) in self.messages
@@ -296,13 +301,10 @@ def conversation(
     after the batch. Records a compaction kept go after its summary (``links``).
     ``found``: the records' :class:`Index`, when the caller made it."""
     place = (links or Links()).place
-    messages = (found or index(records)).messages
+    found = found or index(records)
+    messages, spoken = found.messages, found.spoken
     start = min(chain.values())
-    on_chain = [
-        (n, r)
-        for n, r in records
-        if r.get("uuid") in chain and (id(r) in messages or is_boundary(r))
-    ]
+    on_chain = [(n, r) for n, r in spoken if r.get("uuid") in chain]
     keys: dict[int, Key] = {id(r): (place(n), 0, n) for n, r in on_chain}
     replayed: set[int] = set()
     batch_first: dict[str, int] = {}  # message.id -> its first line on the chain
@@ -337,7 +339,7 @@ def conversation(
         elif rec["type"] == "user":
             answered.update(result_ids(rec))
     # The chain's side of the file first; then the earlier copies, the nearest first.
-    off_chain = [(n, r) for n, r in records if id(r) in messages and id(r) not in keys]
+    off_chain = [(n, r) for n, r in spoken if id(r) in messages and id(r) not in keys]
     candidates = [(n, r) for n, r in off_chain if n >= start]
     candidates += [(n, r) for n, r in reversed(off_chain) if n < start]
     for number, rec in candidates:

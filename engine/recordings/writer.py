@@ -48,7 +48,7 @@ from engine.models import (
 from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
 from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.envelopes import envelope
-from engine.recordings.repeated import remember_repeated, repeated_texts
+from engine.recordings.repeated import remember_repeated, repeated_digest, repeated_texts
 from engine.settings.config import Settings, session_origin
 from engine.settings.params import strategy_params
 from engine.store import Store, StoreError
@@ -524,7 +524,7 @@ class _ItemWriter:
         report.tokens_stored += sum(count_summary(s) for s in active)
         # What every request of it repeats, so that its `context` needs no tokenizer.
         strategy = self.session.strategy or settings.strategy
-        remember_repeated(store, repeated_texts(strategy, settings, active))
+        remember_repeated(store, repeated_texts(strategy, settings, active), repeated_digest)
         # and the thinking it keeps, which the workbench's gauge shows (issue 30: no tokenizer)
         thoughts = [(m.meta.origin or {}).get("thinking", []) for m in self.live]
         remember_repeated(store, [t for blocks in thoughts for t in thinking_texts(blocks)])

@@ -199,8 +199,9 @@ class HistoryStore(StorePart):
 
     @writes
     def plain_index(self) -> None:
-        """Make this scratch database's search index a plain table (a history import's
-        worker writes into it; :func:`engine.store.staged.plain_index`)."""
+        """Make this scratch database's search index a plain table, without the indexes
+        only reads use (a history import's worker writes into it;
+        :func:`engine.store.staged.plain_index`)."""
         staged.plain_index(self.db)
 
     @writes

@@ -19,6 +19,7 @@ from peewee import (
 )
 from playhouse.shortcuts import ThreadSafeDatabaseMetadata
 
+from engine.store import json_text
 from engine.store.errors import StoreError
 
 UNBOUND = DatabaseProxy()
@@ -53,7 +54,7 @@ class TimestampField(TextField):
             raise damaged(self, value, "not an ISO 8601 time") from None
 
 
-_to_json = json.JSONEncoder(ensure_ascii=False).encode
+_to_json = json_text.encoder(ensure_ascii=False)
 """``json.dumps(value, ensure_ascii=False)``, its encoder made once (issue 44: an import
 writes a few JSON columns a message)."""
 

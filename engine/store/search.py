@@ -23,6 +23,7 @@ from typing import Any
 from peewee import Database
 
 from engine.models import RecallHit
+from engine.store import json_text
 from engine.store.dialect import dialect_of, execute_many, sql
 
 TABLE = "archive_fts"
@@ -42,7 +43,7 @@ def create(db: Database) -> None:
     _index(db).create(db)
 
 
-_to_json = json.JSONEncoder(ensure_ascii=False).encode
+_to_json = json_text.encoder(ensure_ascii=False)
 """``json.dumps(value, ensure_ascii=False)``, its encoder made once."""
 
 

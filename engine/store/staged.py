@@ -147,13 +147,31 @@ INDEX_COLUMNS = ("body", "session_id", "segment_id", "message_id", "round", "rol
 
 
 def plain_index(db: Database) -> None:
-    """Make a scratch database's search index a plain table of the same columns: a worker's
-    compactions add their rows to it as they would to the index, and :func:`copy_staged`
-    copies them into the real index, where FTS5 tokenizes them (it must, in the database
-    the index lives in). An FTS5 table here tokenized every archived message a second time
-    for nothing (issue 44: a third of a worker's cost of archiving a compaction)."""
+    """Make a scratch database what a worker writes into: its search index a plain table of
+    the same columns, and none of the indexes that serve only reads.
+
+    A worker's compactions add their rows to the plain table as they would to the index,
+    and :func:`copy_staged` copies them into the real index, where FTS5 tokenizes them (it
+    must, in the database the index lives in). An FTS5 table here tokenized every archived
+    message a second time for nothing (issue 44: a third of a worker's cost of archiving a
+    compaction).
+
+    The copy reads every table whole in the order of its ids, and the worker's own queries
+    read one file's rows, so the indexes of the user's database (by session, by round, by
+    message, by time) were only kept up to date at every insert, for nothing (issue 44: 1.5 %
+    of a worker's instructions; keeping the two its search rows are read by cost more than
+    the scans without them). The unique ones stay: they are constraints, and the token
+    counts' ``ON CONFLICT`` needs its own. What the copy inserts into the user's database is
+    indexed there, as before."""
     sql(db, f"DROP TABLE {search.TABLE}")
     sql(db, f"CREATE TABLE {search.TABLE} ({', '.join(INDEX_COLUMNS)})")
+    for (name,) in sql(db, _READ_INDEXES).fetchall():
+        sql(db, f'DROP INDEX "{name}"')
+
+
+_READ_INDEXES = "SELECT name FROM sqlite_master WHERE type = 'index' AND sql LIKE 'CREATE INDEX %'"
+"""The indexes a table's schema asks for that are not unique (SQLite's own, made for a
+primary key or a UNIQUE column, have no ``sql``)."""
 
 
 def _copy_index(db: Database, shift: Shift, schema: str) -> None:

@@ -16,7 +16,8 @@ import pytest
 
 from cli.common import make_agent
 from cli.main import main
-from engine.recordings.repeated import repeated_texts
+from engine.messages.tokens import text_digest
+from engine.recordings.repeated import repeated_digest, repeated_texts
 from engine.settings.config import Settings
 from engine.store import Store
 from tests.engine.recordings.corpus import MAROT
@@ -91,3 +92,15 @@ def test_import_stores_what_the_builder_repeats(imported: Path) -> None:
         assert wanted <= set(repeated_texts(session.strategy, settings, summaries))
     finally:
         store.close()
+
+
+def test_the_repeated_texts_are_digested_once_a_process() -> None:
+    """The system prompt and tool definitions every imported session stores counts of are
+    digested once a process (issue 44), each to what ``text_digest`` gives."""
+    texts = repeated_texts("layered", Settings(), [])
+    assert len(texts) >= 2 and len(set(texts)) == len(texts)  # the prompt, each tool once
+    repeated_digest.cache_clear()
+    assert [repeated_digest(t) for t in texts] == [text_digest(t) for t in texts]
+    again = repeated_texts("layered", Settings(), [])
+    assert [repeated_digest(t) for t in again] == [text_digest(t) for t in texts]
+    assert repeated_digest.cache_info().hits == len(texts)  # the second time, every one

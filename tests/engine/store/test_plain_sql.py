@@ -4,21 +4,25 @@ on a store holding several sessions, rounds, usage rows (NULLs included), times 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.models import (
     Compaction,
     Message,
+    MessageMeta,
     Observation,
     Outcome,
     RoundStatus,
     StrategyParams,
     Summary,
     TodoItem,
+    ToolCall,
     Trigger,
     Usage,
     UsageRecord,
@@ -33,6 +37,7 @@ from engine.store.models import (
     UsageRow,
 )
 from engine.store.rows import (
+    insert_statement,
     message_row,
     observation_model,
     round_model,
@@ -230,6 +235,30 @@ def test_inserted_rows_are_what_peewee_inserts(
         assert _columns(full, name, ours) == _columns(full, name, theirs)
 
 
+@pytest.mark.parametrize(
+    "when",
+    [
+        T0 + timedelta(microseconds=7),
+        datetime(2025, 3, 1, 12, 0),  # naive: taken as UTC
+        datetime(2025, 3, 1, 12, 0, tzinfo=timezone(timedelta(hours=-5))),
+    ],
+)
+def test_times_and_rows_without_some_fields_are_inserted_as_peewee_inserts(
+    full: Store, when: datetime
+) -> None:
+    """The INSERT's parameters are written out per statement (issue 44), a zoned time as
+    its ``isoformat()``: a time with a zone (UTC or another) or without, and a later row
+    that lacks a field the statement was made for (its default then, as peewee gives it),
+    go in as peewee's ``insert`` puts them."""
+    full.bind()
+    row = {"session": 2, "round_index": 1, "step": 3, "input_tokens": 5, "created_at": when}
+    for one in (row, {k: v for k, v in row.items() if k != "step"}):
+        sql, values = insert_statement(UsageRow, row)  # the statement made for ``row``'s fields
+        ours = dialect.insert_returning_id(full.db, sql, values(one))
+        theirs = UsageRow.insert(**one).execute()
+        assert _columns(full, "usage_row", ours) == _columns(full, "usage_row", theirs)
+
+
 @pytest.mark.sqlite_only  # reads the statements through SQLite's trace callback
 def test_finish_round_writes_only_its_three_columns(
     full: Store, monkeypatch: pytest.MonkeyPatch
@@ -309,3 +338,40 @@ def test_token_counts_asked_by_digest_past_a_batch(full: Store) -> None:
     full.remember_token_counts(counts)
     asked = [f"d{n:04}" for n in range(100, 1101)] + ["x1", "x2"]
     assert full.token_counts(asked) == {f"d{n:04}": n for n in range(100, 1101)}
+
+
+@given(
+    meta=st.builds(
+        MessageMeta,
+        round=st.none() | st.integers(-1, 3),
+        step=st.none() | st.integers(-1, 3),
+        tool_name=st.none() | st.text(max_size=3),
+        tool_use_id=st.none() | st.text(max_size=3),
+        is_error=st.booleans(),
+        interrupted=st.booleans(),
+        final=st.booleans(),
+        origin=st.none() | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    ),
+    calls=st.lists(
+        st.builds(
+            ToolCall,
+            id=st.text(max_size=3),
+            name=st.text(max_size=3),
+            input=st.dictionaries(st.text(max_size=3), st.integers() | st.text(), max_size=2),
+        ),
+        max_size=2,
+    ),
+)
+def test_a_message_row_holds_pydantics_dump_of_its_meta_and_calls(
+    meta: MessageMeta, calls: list[ToolCall]
+) -> None:
+    """A message's ``meta`` and ``tool_calls`` columns are made without pydantic's dumps
+    (issue 44): the same dictionaries, key for key and in order, as
+    ``model_dump(exclude_defaults=True)`` and ``model_dump()`` give (0 and ``False`` a
+    default or not as pydantic compares them)."""
+    row = message_row(1, 2, Message(role="assistant", meta=meta, tool_calls=calls))
+    expected = meta.model_dump(exclude_defaults=True)
+    assert row["meta"] == expected
+    assert list(row["meta"]) == list(expected)
+    assert row["tool_calls"] == [c.model_dump() for c in calls]
+    assert [list(c) for c in row["tool_calls"]] == [["id", "name", "input"]] * len(calls)

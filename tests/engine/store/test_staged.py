@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,37 @@ def test_a_table_it_does_not_know_is_refused_and_nothing_copied(tmp_path: Path) 
             main.copy_staged()
     assert main.list_sessions() == []
     main.close()
+
+
+def _indexes(path: Path) -> dict[str, str]:
+    con = sqlite3.connect(path)
+    found = con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql != ''")
+    out = {name: text for name, text in found}
+    con.close()
+    return out
+
+
+def test_a_scratch_database_keeps_only_the_unique_indexes_and_copies_in_indexed(
+    tmp_path: Path,
+) -> None:
+    """A worker's scratch database (issue 44) has none of the user's database's indexes that
+    only serve reads, and all its unique ones (constraints; the token counts' ``ON
+    CONFLICT``); its rows, copied in, are found through the user's indexes as ever."""
+    user = Store.open(tmp_path / "main.sqlite")
+    scratch = Store.open(tmp_path / "scratch.sqlite", durable=False)
+    scratch.plain_index()
+    sid = _session_with_round(scratch, "c")
+    scratch.remember_token_counts({"d": 3})
+    scratch.remember_token_counts({"d": 4})  # the same digest again: kept as it was
+    scratch.close()
+    made = _indexes(tmp_path / "main.sqlite")
+    kept = _indexes(tmp_path / "scratch.sqlite")
+    unique = {n: s for n, s in made.items() if s.startswith("CREATE UNIQUE INDEX")}
+    assert len(made) > len(unique) > 0  # the user's database has both kinds
+    assert kept == unique
+    with user.staged_file(tmp_path / "scratch.sqlite"), user.transaction():
+        user.copy_staged()
+    assert [m.content for m in user.history(sid).messages] == ["c: hello", "c: hi"]
+    assert user.token_counts(["d"]) == {"d": 3}
+    plan = sql(user.db, "EXPLAIN QUERY PLAN SELECT id FROM message_row WHERE session_id = 1")
+    assert "message_row_session_id" in " ".join(str(row) for row in plan.fetchall())
