@@ -170,7 +170,7 @@ def add_show_parser(sub: Subcommands, parents: Parents) -> None:
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     from cli.common import emit, find_session, open_store
     from engine.messages.render import render_react
-    from engine.recordings.figures import session_figures
+    from engine.recordings.figures import recorded_window, session_figures
     from engine.settings.params import describe_params
     from engine.terminal_text import printable
 
@@ -206,10 +206,11 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     fig = session_figures(store, session, settings)
     data["figures"] = fig.to_json()
     # The numbers it plans with: those stored, a recording in its own agent's window (the one
-    # its figures print; `context` and the workbench plan in it too)
+    # `context`, the workbench and replay plan in: planning_settings)
     params = session.params
-    if params is not None and session.recorded:  # the window planning_settings takes
-        params = params.model_copy(update={"context_window": fig.window})
+    window = recorded_window(store, session, settings, fig)
+    if params is not None and window is not None:
+        params = params.model_copy(update={"context_window": window})
     data["plans_with"] = None if params is None else params.model_dump(mode="json")
     cost_line = ""
     if session.recorded and data["usage"]:

@@ -246,6 +246,18 @@ def session_figures(
     return sessions_figures(store, [session], settings, env)[session.id]
 
 
+def recorded_window(
+    store: Store, session: Session, settings: Settings, figures: SessionFigures | None = None
+) -> int | None:
+    """The window a recording is planned in
+    (:func:`engine.recordings.own_agent.planning_settings`): its own agent's, as its figures
+    print it (``figures``: the session's, when the caller has them). None for ctxscope's own
+    session, which plans in the window it stores."""
+    if not session.recorded or session.id is None:
+        return None
+    return (figures or session_figures(store, session, settings)).window
+
+
 def sessions_figures(
     store: Store,
     sessions: Sequence[Session],

@@ -117,8 +117,8 @@ def planning_settings(
     the 1M window is planned in 1,000,000, not in ctxscope's default 200,000: one window per
     session on every surface)."""
     settings = session_settings(settings, session)
-    if window is None and session.recorded and session.id is not None:
-        from engine.recordings.figures import session_figures
+    if window is None:
+        from engine.recordings.figures import recorded_window
 
-        window = session_figures(store, session, settings).window
+        window = recorded_window(store, session, settings)
     return settings if window is None else in_window(settings, window)
