@@ -24,14 +24,17 @@ main(sys.argv[1:])
 """
 
 
-def probe(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> str:
-    """The probe's last line after running ``ctxscope ARGV`` in a fresh interpreter."""
+def fresh_python(
+    tmp_path: Path, script: str, *argv: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``script`` run with ``argv`` in a fresh interpreter, without a plugin setting of ours,
+    its home and database in ``tmp_path``."""
     environment = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
     environment.update(
         PYTHONPATH=str(ROOT), HOME=str(tmp_path), CTXSCOPE_DB=str(tmp_path / "t.db"), **(env or {})
     )
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv],
+    return subprocess.run(
+        [sys.executable, "-c", script, *argv],
         env=environment,
         cwd=tmp_path,
         capture_output=True,
@@ -39,7 +42,11 @@ def probe(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> str:
         timeout=120,
         check=False,
     )
-    return done.stdout.strip().splitlines()[-1]
+
+
+def probe(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> str:
+    """The probe's last line after running ``ctxscope ARGV`` in a fresh interpreter."""
+    return fresh_python(tmp_path, PROBE, *argv, env=env).stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture
@@ -83,17 +90,7 @@ def test_in_a_tests_process_the_collector_is_left_as_it_was(database: Path) -> N
     the suite's worker a thread a previous test left (a workbench's build, which pauses the
     collector while it assembles a request) could have it off at the moment of looking —
     seen once under load."""
-    environment = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
-    environment.update(PYTHONPATH=str(ROOT), HOME=str(database))
-    done = subprocess.run(
-        [sys.executable, "-c", IN_PROCESS, str(database / "t.db")],
-        env=environment,
-        cwd=database,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = fresh_python(database, IN_PROCESS, str(database / "t.db"))
     lines = [line for line in done.stdout.splitlines() if line.startswith("0 ")]
     assert lines == ["0 True 0", "0 True 0"], (done.stdout[-2000:], done.stderr[-2000:])
     assert "session 1: import: Build a simple Pomodoro timer" in done.stdout
