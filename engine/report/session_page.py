@@ -34,7 +34,7 @@ from engine.models import (
 from engine.recordings.degenerate import Flag, session_flags
 from engine.recordings.export import transcript_parts
 from engine.recordings.figures import session_figures
-from engine.recordings.own_agent import context_of, own_agent_view
+from engine.recordings.own_agent import OwnAgentView, context_of, own_agent_view
 from engine.report.html import (
     Chart,
     Line,
@@ -74,7 +74,8 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
         flags.setdefault(flag.compaction_id, []).append(flag)
     # The calls and their cost as every other surface prints them: each call at its own
     # model's price of its day (a session that switched models is not priced at one)
-    fig = session_figures(store, session, settings)
+    own = own_agent_view(store, session, settings)  # a recording's: its figures, made once
+    fig = own.figures if own is not None else session_figures(store, session, settings)
     contexts = [context_of(u.usage) for u in usages]
     lost_total = sum(len(loss.lost) for loss in losses.values())
     title = f"Session {session.id}: {session.title or '(untitled)'}"
@@ -92,9 +93,9 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
         ),
         f'<p class="muted">{esc(fig.cost_note)}</p>' if fig.cost_note else "",
         "<h2>Context over time</h2>",
-        _chart(store, settings, session, usages, compactions).svg(),
+        _chart(settings, session, own, usages, compactions).svg(),
         "<h2>What the context is made of</h2>",
-        _sources(session_breakdown(store, session, own_agent_view(store, session, settings))),
+        _sources(session_breakdown(store, session, own)),
         "<h2>Compactions and what each lost</h2>",
         *(_losses_block(c, losses.get(c.id or 0), flags.get(c.id or 0, [])) for c in compactions),
         *([] if compactions else ['<p class="muted">No compaction.</p>']),
@@ -124,15 +125,15 @@ def _meta(session: Session, fig: SessionFigures, rounds: Sequence[Round]) -> str
 
 
 def _chart(
-    store: Store,
     settings: Settings,
     session: Session,
+    own: OwnAgentView | None,
     usages: Sequence[UsageRecord],
     compactions: Sequence[Compaction],
 ) -> Chart:
-    """Context per call, the agent's trigger and window, a mark per compaction."""
+    """Context per call, the agent's trigger and window (``own``: a recording's own agent's
+    view), a mark per compaction."""
     lines: list[Line] = []
-    own = own_agent_view(store, session, settings)
     if own is not None:
         if own.compact_at is not None:
             lines.append(Line(own.compact_at, f"{own.who} auto-compacts at"))
