@@ -265,7 +265,9 @@ class MessageRow(BaseRow):
 
 
 class ObservationRow(BaseRow):
-    session = ForeignKeyField(SessionRow, backref="observations", on_delete="CASCADE")
+    session = ForeignKeyField(
+        SessionRow, backref="observations", on_delete="CASCADE", index=False
+    )  # indexed with its round (Meta): a watched session's last round is deleted by both
     session_id: int
     message = ForeignKeyField(MessageRow, null=True, on_delete="SET NULL")
     message_id: int | None
@@ -280,9 +282,14 @@ class ObservationRow(BaseRow):
     copied = BooleanField(default=False)
     """A fork's copy of its original's row: counted with the original, never again (report)."""
 
+    class Meta:
+        indexes = ((("session", "round_index"), False),)
+
 
 class UsageRow(BaseRow):
-    session = ForeignKeyField(SessionRow, backref="usages", on_delete="CASCADE")
+    session = ForeignKeyField(
+        SessionRow, backref="usages", on_delete="CASCADE", index=False
+    )  # indexed with its round (Meta), as an observation's
     session_id: int
     round_index = IntegerField(null=True)
     step = IntegerField(null=True)
@@ -299,6 +306,9 @@ class UsageRow(BaseRow):
     session's)."""
     copied = BooleanField(default=False)
     """A fork's copy of its original's row: counted with the original, never again (report)."""
+
+    class Meta:
+        indexes = ((("session", "round_index"), False),)
 
 
 class StrategySwitchRow(BaseRow):

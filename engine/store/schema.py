@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from playhouse.migrate import SchemaMigrator
 
 APPLICATION_ID = 0x63747873  # "ctxs"
-SCHEMA_VERSION = 24
+SCHEMA_VERSION = 25
 
 
 # Migrations from version N to N+1, applied in order inside one transaction each.
@@ -489,6 +489,22 @@ def _stored_losses(db: Database) -> None:
     db.create_tables([LossesRow], safe=True)
 
 
+def _rows_by_round(db: Database) -> None:
+    """24 -> 25: a session's observations and usage records are indexed by session and round
+    together, in place of by session alone (issue 44: ``watch`` deletes the open round of a
+    session as it grows, and each delete read every row the session had; a query by session
+    alone still uses the new index's first column)."""
+    from engine.store.models import ObservationRow, UsageRow
+
+    for table in (ObservationRow._meta.table_name, UsageRow._meta.table_name):
+        sql(
+            db,
+            f'CREATE INDEX IF NOT EXISTS "{table}_session_id_round_index" '
+            f'ON "{table}" (session_id, round_index)',
+        )
+        sql(db, f'DROP INDEX IF EXISTS "{table}_session_id"')
+
+
 MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     1: _compaction_policies,
     2: _pins_and_undo,
@@ -513,6 +529,7 @@ MIGRATIONS: dict[int, Callable[[SqliteDatabase], None]] = {
     21: _proxied_agents,
     22: _recorded_ids,
     23: _stored_losses,
+    24: _rows_by_round,
 }
 
 

@@ -113,7 +113,7 @@ def test_sessions_stored_before_get_their_agent_once_by_the_old_guess(tmp_path: 
     con.commit()
     con.close()
     store = Store.open(path)
-    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 24
+    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 25
     assert [store.get_session(n).agent for n in range(1, 7)] == [
         "codex",
         "claude-code",

@@ -22,7 +22,7 @@ def test_a_schema_15_database_gains_the_steering_column(tmp_path: Path) -> None:
     con.commit()
     con.close()
     store = Store.open(db)
-    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 24
+    assert store.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 25
     (sid,) = store.proxied_sessions()
     (kept,) = store.exchanges(sid)
     assert kept.steering is None and kept.request == {"messages": []}

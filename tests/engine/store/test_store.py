@@ -155,6 +155,51 @@ def test_an_older_schema_is_migrated_step_by_step(
     again.close()
 
 
+def _indexes(path: Path) -> set[tuple[str, str]]:
+    con = sqlite3.connect(path)
+    try:
+        return set(con.execute("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index'"))
+    finally:
+        con.close()
+
+
+def test_schema_24_s_rows_by_session_are_indexed_by_session_and_round(tmp_path: Path) -> None:
+    """24 -> 25: a database whose observations and usage records were indexed by session
+    alone (what peewee makes for a foreign key) comes up with them indexed by session and
+    round instead, as a new database has them, and a watched session's last round is deleted
+    through that index (SQLite's own plan, not a scan of the session's rows); its rows kept."""
+    from engine.store.schema import MIGRATIONS
+
+    fresh = tmp_path / "fresh.db"
+    Store.open(fresh).close()
+    path = tmp_path / "old.db"
+    store = Store.open(path)
+    sid = store.create_session("/w", "kept").id
+    store.close()
+    con = sqlite3.connect(path)
+    for table in ("observation_row", "usage_row"):
+        con.execute(f'DROP INDEX "{table}_session_id_round_index"')
+        con.execute(f'CREATE INDEX "{table}_session_id" ON "{table}" ("session_id")')
+    before = next(v for v, step in MIGRATIONS.items() if step.__name__ == "_rows_by_round")
+    con.execute(f"PRAGMA user_version = {before}")
+    con.commit()
+    con.close()
+    again = Store.open(path)
+    assert again.db.execute_sql("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 25
+    assert again.get_session(sid).title == "kept"
+    plan = again.db.execute_sql(
+        "EXPLAIN QUERY PLAN DELETE FROM observation_row WHERE session_id = 1 AND round_index >= 3"
+    ).fetchall()
+    (step,) = [row[3] for row in plan]  # "USING INDEX" or "USING COVERING INDEX"
+    assert step.startswith("SEARCH observation_row USING ")
+    assert step.endswith(
+        "INDEX observation_row_session_id_round_index (session_id=? AND round_index>?)"
+    )
+    again.close()
+    assert _indexes(path) == _indexes(fresh)
+    assert ("usage_row_session_id", "usage_row") not in _indexes(path)
+
+
 def test_rounds_are_grouped_by_their_round_not_by_user_messages() -> None:
     from engine.models import History, MessageMeta
 
