@@ -576,7 +576,7 @@ def own_line(own: SessionFigures) -> str:
     from engine.terminal_text import printable
 
     source = (
-        "no API call recorded"
+        "no call's usage recorded"  # SWE-agent: only the run's totals (info.model_stats)
         if own.context_tokens is None
         else "its last API call's input counted by ctxscope: the agent records none"
         if own.context_estimated

@@ -403,8 +403,9 @@ def test_a_copilot_session_plans_from_the_context_its_figures_print(tmp_path: Pa
 def test_a_trajectory_without_calls_says_so(tmp_path: Path) -> None:
     """The corpus' SWE-agent trajectory records no model and no per-call usage (its
     ``history`` entries carry none; the import stores 0 usage records): ``context`` says no
-    call was recorded, where it said "recorded by SWE-agent ():" and "(its last API call as
-    recorded)" beside a context of –. The window is the default, said as such in its
+    call's usage was recorded, where it said "recorded by SWE-agent ():" and "(its last API
+    call as recorded)" beside a context of –. Not "no API call recorded": the file's
+    ``info.model_stats`` counts 5 ``api_calls``, in total only. The window is the default, said as such in its
     ``window_source`` (the watch_context_window setting, 200,000)."""
     db = str(tmp_path / "s.db")
     name = "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj"
@@ -413,7 +414,7 @@ def test_a_trajectory_without_calls_says_so(tmp_path: Path) -> None:
     assert code == 0, err
     assert out.splitlines()[0] == (
         "recorded by SWE-agent: context – / 200,000 · auto-compact point not known "
-        "(no API call recorded)"
+        "(no call's usage recorded)"
     )
 
 
