@@ -405,8 +405,8 @@ def test_a_trajectory_without_calls_says_so(tmp_path: Path) -> None:
     ``history`` entries carry none; the import stores 0 usage records): ``context`` says no
     call's usage was recorded, where it said "recorded by SWE-agent ():" and "(its last API
     call as recorded)" beside a context of –. Not "no API call recorded": the file's
-    ``info.model_stats`` counts 5 ``api_calls``, in total only. The window is the default, said as such in its
-    ``window_source`` (the watch_context_window setting, 200,000)."""
+    ``info.model_stats`` counts 5 ``api_calls``, in total only. The window is the default,
+    said as such in its ``window_source`` (the watch_context_window setting, 200,000)."""
     db = str(tmp_path / "s.db")
     name = "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj"
     assert run("import", str(CORPUS / name), "--db", db)[0] == 0
