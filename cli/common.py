@@ -134,6 +134,15 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
         print(printable(text))
 
 
+def sessions_counted(sessions: int, subagents: int) -> str:
+    """``250 sessions (50 subagents)``: every session stored, subagents' included, as
+    ``import``, ``report`` and ``sessions`` count them."""
+    text = f"{sessions:,} session{'' if sessions == 1 else 's'}"
+    if subagents:
+        text += f" ({subagents:,} subagent{'' if subagents == 1 else 's'})"
+    return text
+
+
 def get_session(store: Store, session_id: int) -> Session:
     from engine.store import SessionNotFound
 

@@ -8,7 +8,14 @@ import sys
 import time
 from typing import TextIO
 
-from cli.common import EXIT_INTERRUPTED, CliError, UsageError, emit, open_store
+from cli.common import (
+    EXIT_INTERRUPTED,
+    CliError,
+    UsageError,
+    emit,
+    open_store,
+    sessions_counted,
+)
 from engine.recordings import agents
 from engine.recordings.base import ImportError_
 from engine.recordings.history import (
@@ -129,7 +136,7 @@ def _summary(r: HistoryResult) -> str:
     subagents = sum(len(x.children) for x in r.reports)
     lines = [f"read {', '.join(printable(str(f.path)) for f in r.folders)}"]
     lines.append(
-        f"imported {len(r.reports)} sessions ({subagents} subagents) from "
+        f"imported {sessions_counted(len(r.reports) + subagents, subagents)} from "
         f"{states['new'] + states['grown'] + states['rewritten']} files: {states['new']} new, "
         f"{states['grown']} grown, {states['rewritten']} rewritten; {states['unchanged']} "
         f"unchanged (skipped); {len(r.refused)} refused; "

@@ -97,12 +97,13 @@ def _tokens(f: Figures) -> str:
 
 
 def text_lines(r: Report) -> list[str]:
+    from cli.common import sessions_counted
     from engine.report import TOKEN_KINDS, Figures
     from engine.terminal_text import printable
 
     t = r.totals
     out = [
-        f"{len(r.sessions)} sessions ({len(r.subagents)} subagents) · {t.requests:,} requests · "
+        f"{sessions_counted(len(r.sessions), len(r.subagents))} · {t.requests:,} requests · "
         f"{dollars(t.total_cost)}" + (f" since {r.since:%Y-%m-%d %H:%M}" if r.since else ""),
         f"tokens: {_tokens(t)}",
         "cost: " + " · ".join(f"{k.replace('_', ' ')} {dollars(t.cost[k])}" for k in TOKEN_KINDS),

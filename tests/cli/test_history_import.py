@@ -66,10 +66,15 @@ def test_import_without_a_path_reads_every_agent_once_then_skips_the_unchanged(
     # progress on stderr: files and MB done, rate, time left (the last redraw: all done)
     assert "4/4 files" in err and " MB/s" in err and " s left" in err
     assert "4 new" in out and "0 unchanged" in out
-    # 4 files: 3 Claude Code sessions (one with its subagent) and 1 Codex rollout
+    # 4 files: 3 Claude Code sessions (one with its subagent) and 1 Codex rollout; the
+    # sessions stored counted as `sessions` and `report` count them (it said "imported 4
+    # sessions (1 subagents)" beside the 5 they list, and "1 subagents")
+    assert "imported 5 sessions (1 subagent) from 4 files: 4 new" in out
     listed = sessions(capsys)
     assert len(listed) == 5
     assert sum(1 for s in listed if s.get("parent_session_id")) == 1
+    code, out, _ = run(capsys, "report")
+    assert code == 0 and out.startswith("5 sessions (1 subagent) · ")
 
     code, out, err = run(capsys, "import", "--json")
     assert code == 0 and err == ""  # nothing but the JSON with --json

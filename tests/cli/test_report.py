@@ -168,7 +168,7 @@ def test_since_and_the_text_form(db: Path, capsys: pytest.CaptureFixture[str]) -
     assert "--since must be" in capsys.readouterr().err
     assert main(["report"]) == 0
     text = capsys.readouterr().out
-    assert "4 sessions (1 subagents)" in text
+    assert "4 sessions (1 subagent)" in text
     assert "what the summaries kept: files read" in text
     assert "lost the most at a compaction" in text
 
