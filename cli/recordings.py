@@ -28,6 +28,23 @@ EXPORT_FORMATS = ("anthropic-jsonl", "markdown", "html")
 building the parser does not import the exporter (a test checks they agree)."""
 
 
+def _contents(reports: list[Any]) -> str:
+    """``34 rounds, 456 messages, 214 observations, 208 usage records, 1 compaction``: what
+    the import stored of ``reports``, summed."""
+    from cli.common import counted
+
+    return ", ".join(
+        counted(sum(getattr(r, field) for r in reports), noun)
+        for field, noun in (
+            ("rounds", "round"),
+            ("messages", "message"),
+            ("observations", "observation"),
+            ("usage_records", "usage record"),
+            ("compactions", "compaction"),
+        )
+    )
+
+
 def _summary_line(path: Path, reports: list[Any]) -> str:
     """Several sessions from one folder or file (an aider history holds hundreds): one line of
     sums (issue 39: 702 sessions printed 702 lines); ``--verbose`` gives one line each."""
@@ -39,11 +56,7 @@ def _summary_line(path: Path, reports: list[Any]) -> str:
     subagents = sum(len(r.children) for r in reports)
     text = (
         f"imported {printable(str(path))} ({formats}) as {len(reports)} sessions "
-        f"({min(ids)}–{max(ids)}): {sum(r.rounds for r in reports)} rounds, "
-        f"{sum(r.messages for r in reports)} messages, "
-        f"{sum(r.observations for r in reports)} observations, "
-        f"{sum(r.usage_records for r in reports)} usage records, "
-        f"{sum(r.compactions for r in reports)} compactions; tokens "
+        f"({min(ids)}–{max(ids)}): {_contents(reports)}; tokens "
         f"{sum(r.tokens_raw for r in reports)} recorded → "
         f"{sum(r.tokens_stored for r in reports)} in history"
     )
@@ -103,7 +116,7 @@ def add_import_parser(sub: Subcommands, parents: Parents) -> None:
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     # The whole history (every agent's folders, incremental): cli/history.py.
-    from cli.common import emit, open_store
+    from cli.common import counted, emit, open_store
     from cli.history import cmd_import_history, cmd_import_hook, history_options_alone
     from engine.recordings.importing import import_parsed, parse_path
     from engine.settings.config import workspace_folder
@@ -139,9 +152,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         lines = [_summary_line(args.file, reports)]
     for r in reports if not lines else []:
         text = (
-            f"imported {r.path} ({r.fmt}) as session {r.session.id}: {r.rounds} rounds, "
-            f"{r.messages} messages, {r.observations} observations, {r.usage_records} usage "
-            f"records, {r.compactions} compactions; tokens {r.tokens_raw} recorded → "
+            f"imported {r.path} ({r.fmt}) as session {r.session.id}: {_contents([r])}; "
+            f"tokens {r.tokens_raw} recorded → "
             f"{r.tokens_stored} in history"
         )
         if r.missing_results:
@@ -156,7 +168,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         lines.extend(f"  warning: {w}" for w in r.warnings)
         lines.extend(
             f"  subagent {c.session.agent_id or '(sidechain)'} as session {c.session.id}: "
-            f"{c.rounds} rounds, {c.messages} messages, {c.observations} observations"
+            f"{counted(c.rounds, 'round')}, {counted(c.messages, 'message')}, "
+            f"{counted(c.observations, 'observation')}"
             for c in r.children
         )
     left_out = []

@@ -371,3 +371,27 @@ def test_counts_made_in_the_workers_are_the_writers_own(tmp_path: Path) -> None:
     assert children(by_pool) == children(by_alone) and len(children(by_pool)) == 1
     messages = sum(len(s["messages"]) for v in by_pool.values() for s in v)  # type: ignore[index]
     assert messages > 300  # marot alone stores 344
+
+
+def test_one_of_a_kind_is_counted_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The corpus' moredip session (12 lines: one user prompt, so one round; one ``tool_use``
+    block, the Task that spawned its subagent; two assistant message ids, each over two
+    records: two usage records, and 4 messages with the prompt and the Task's result; no
+    compaction) and its subagent: ``import`` and ``show`` say "1 round", "1 observation",
+    not "1 rounds" (and "0 compactions", "2 usage records")."""
+    folder = tmp_path / "project"
+    (folder / SHARE_ID / "subagents").mkdir(parents=True)
+    shutil.copy(MOREDIP, folder / f"{SHARE_ID}.jsonl")
+    shutil.copy(MOREDIP_AGENT, folder / SHARE_ID / "subagents" / "agent-a2018e5.jsonl")
+    db = str(tmp_path / "s.db")
+    code, out, err = run(capsys, "import", str(folder / f"{SHARE_ID}.jsonl"), "--db", db)
+    assert code == 0, err
+    assert (
+        "as session 1: 1 round, 4 messages, 1 observation, 2 usage records, 0 compactions;" in out
+    )
+    assert "  subagent a2018e5 as session 2: 1 round, " in out
+    code, out, err = run(capsys, "show", "1", "--db", db)
+    assert code == 0, err
+    assert "1 round (0 archived), 4 messages in history, 0 compactions" in out.splitlines()
