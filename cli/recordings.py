@@ -57,8 +57,8 @@ def _summary_line(path: Path, reports: list[Any]) -> str:
     text = (
         f"imported {printable(str(path))} ({formats}) as {len(reports)} sessions "
         f"({min(ids)}–{max(ids)}): {_contents(reports)}; tokens "
-        f"{sum(r.tokens_raw for r in reports)} recorded → "
-        f"{sum(r.tokens_stored for r in reports)} in history"
+        f"{sum(r.tokens_raw for r in reports):,} recorded → "
+        f"{sum(r.tokens_stored for r in reports):,} in history"
     )
     if subagents:
         text += f"; {subagents} subagent sessions"
@@ -153,8 +153,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     for r in reports if not lines else []:
         text = (
             f"imported {r.path} ({r.fmt}) as session {r.session.id}: {_contents([r])}; "
-            f"tokens {r.tokens_raw} recorded → "
-            f"{r.tokens_stored} in history"
+            f"tokens {r.tokens_raw:,} recorded → "
+            f"{r.tokens_stored:,} in history"
         )
         if r.missing_results:
             text += (
