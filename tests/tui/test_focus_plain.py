@@ -117,5 +117,54 @@ async def test_f2_says_when_a_recording_last_ran_not_when_it_was_imported(
         await settle(pilot)
         assert isinstance(app.screen, SessionsScreen)
         table = app.screen.query_one(DataTable)
-        assert str(table.columns[table.ordered_columns[4].key].label) == "Last active"
-        assert str(table.get_row_at(0)[4]) == "23 h ago"
+        assert str(table.columns[table.ordered_columns[3].key].label) == "Last active"
+        assert str(table.get_row_at(0)[3]) == "23 h ago"
+
+
+async def test_f2_keeps_every_figure_in_view_at_80_columns(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """F2 at 80 x 24 on marot's recording: the row shows its context and cost (77,419 and
+    $11.85: its last call, input + cache read + cache write + output, and its 152 calls at
+    Claude Opus 4.6's list price, as `sessions` prints them) and its one compaction, the
+    title shortened to the width they leave; the workspace column, last, is the one that
+    scrolls out (the table used to end at "La…" of Last active at this width)."""
+    sid = imported(db_path, workspace)
+    app = make_app(resume=sid, clock=lambda: datetime(2026, 2, 12, 21, 46, tzinfo=UTC))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+        await wait_until(pilot, lambda: app.screen.query_one(DataTable).row_count == 1)
+        await settle(pilot)
+        lines = screen_lines(app)
+        (header,) = [line for line in lines if " Title " in line]
+        assert header.split()[:8] == [
+            "ID",
+            "Title",
+            "Last",
+            "active",
+            "Context",
+            "Cost",
+            "Comp.",
+            "Rounds",
+        ]
+        (row,) = [line for line in lines if "$11.85" in line]
+        # the workspace's first letter at the edge ("demo" with the test's folder)
+        assert row.split()[-6:] == ["ago", "77,419", "$11.85", "1", "8", "d"]
+        assert "23 h ago" in row and len(row) <= 80
+        # wider, the rows are drawn again: the whole title ("import: " and the first prompt)
+        await pilot.resize_terminal(120, 24)
+        await wait_until(
+            pilot, lambda: any("Implement spotter-gqc " in x for x in screen_lines(app))
+        )
+
+
+def test_a_windows_workspace_is_named_by_its_last_folder() -> None:
+    from tui.screens.sessions_screen import folder_name
+
+    assert folder_name("D:\\oh-my-posh") == "oh-my-posh"
+    assert folder_name("C:\\Users\\Chris\\git\\starcar") == "starcar"
+    assert folder_name("/home/u/spotter") == "spotter"
+    assert folder_name("") == ""

@@ -34,7 +34,7 @@ from tests.tui.test_sessions import visible_state
 from tui.app import CtxscopeApp
 from tui.screens.archive_screen import ArchiveScreen
 from tui.screens.compare_screen import CompareScreen
-from tui.screens.sessions_screen import SessionsScreen
+from tui.screens.sessions_screen import COLUMNS, SessionsScreen
 from tui.widgets.block_view import BlockView
 from tui.widgets.chat_view import ChatView
 from tui.widgets.session_header import SessionHeader
@@ -141,7 +141,7 @@ async def test_an_imported_recording_shows_as_on_sqlite_and_f2_lists_it(
     # rounds: the file's 3 prompts (jq over its non-meta user lines that are not tool results)
     # and its one local command's 3 lines (caveat, bash-input, bash-stdout), as
     # tests/tui/test_imported_view.py counts them
-    assert row[5] == "6"
+    assert row[COLUMNS.index("Rounds")] == "6"
     assert pg_state == sqlite_state
 
 

@@ -1,7 +1,10 @@
 """SessionsScreen: the stored sessions; Enter resumes the one under the cursor.
 
-Columns: id, title, workspace, last update (relative to the app's clock), rounds, tokens of
-history as stored, compactions. By default only this workspace's sessions are listed (``w``
+Columns: id, title, last active (the session's own last round, relative to the app's clock),
+its context and cost (the figures every surface prints), compactions, rounds, and last the
+workspace's folder name. The title takes the width the others leave (at 80 columns every
+figure stays in view; the workspace, the least needed, is the one a narrow terminal scrolls
+to). By default only this workspace's sessions are listed (``w``
 shows every workspace); a preview of the selected session (its first and last question, its
 last answer) sits below; ``r`` renames, ``d`` deletes (after asking; the archive and the
 observations go with it). Store reads run in thread workers; the screen returns the chosen
@@ -11,7 +14,7 @@ session id (or None).
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import ClassVar
 
 from rich.text import Text
@@ -40,7 +43,7 @@ from tui.formatting import (
     workspace_label,
 )
 from tui.screens.session_modals import DeleteModal, RenameModal
-from tui.text_wrap import plain
+from tui.text_wrap import display_safe, plain
 from tui.widgets.key_bar import KeyBar
 
 
@@ -104,6 +107,8 @@ class SessionsScreen(Screen[int | None]):
         self.workspace = workspace
         """This workspace (the default filter); empty lists every session."""
         self.infos: dict[int, SessionInfo] = {}
+        self.shown: list[SessionInfo] = []
+        """The sessions listed, in order (drawn again at another width)."""
         self.figures: dict[int, SessionFigures] = {}
         """Each listed session's figures, the record ``sessions`` prints."""
 
@@ -112,9 +117,7 @@ class SessionsScreen(Screen[int | None]):
         table: DataTable[str | Text] = DataTable(
             id="sessions-table", cursor_type="row", zebra_stripes=True
         )
-        table.add_columns(
-            "", "ID", "Title", "Workspace", "Last active", "Rounds", "Context", "Comp.", "Cost"
-        )
+        table.add_columns(*COLUMNS)
         yield table
         yield Static("", id="sessions-preview")
         yield KeyBar()
@@ -161,29 +164,49 @@ class SessionsScreen(Screen[int | None]):
     def show(self, infos: list[SessionInfo]) -> None:
         table = self.query_one("#sessions-table", DataTable)
         table.loading = False
-        table.clear()
+        self.shown = infos
         self.infos = {i.session.id: i for i in infos if i.session.id is not None}
-        now = self.clock()
         if not infos:
             self.query_one("#sessions-preview", Static).update(
                 "No stored session here yet" + ("" if self.every_workspace else " (w: all)")
             )
-        for info in infos:
-            s = info.session
-            table.add_row(
-                "●" if s.id == self.current else "",
-                str(s.id),
-                plain(one_line(s.title or "(untitled)", 40)),
-                plain(Path(s.workspace).name or s.workspace, one_line=True),
-                # the session's own last round (a recording's as recorded, not its import)
-                relative_time(info.last_at or s.updated_at, now),
-                str(info.rounds),
-                _context(self.figures.get(s.id or 0)),
-                str(info.compactions),
-                "" if s.id not in self.figures else self.figures[s.id].cost_text,
-                key=str(s.id),
-            )
+        self._fill(table)
         table.focus()
+
+    def _fill(self, table: DataTable[str | Text]) -> None:
+        """The rows of :attr:`shown`, the title as wide as the table leaves it."""
+        now = self.clock()
+        rows = []
+        for info in self.shown:
+            s = info.session
+            fig = self.figures.get(s.id or 0)
+            rows.append(
+                [
+                    "●" if s.id == self.current else "",
+                    str(s.id),
+                    s.title or "(untitled)",
+                    # the session's own last round (a recording's as recorded, not its import)
+                    relative_time(info.last_at or s.updated_at, now),
+                    _context(fig),
+                    "" if fig is None else fig.cost_text,
+                    str(info.compactions),
+                    str(info.rounds),
+                    folder_name(s.workspace),
+                ]
+            )
+        width = title_width(table.size.width or self.size.width, rows)
+        selected = self._selected_id()
+        table.clear()
+        for row in rows:
+            row[TITLE] = one_line(display_safe(row[TITLE], one_line=True), width)
+            table.add_row(*_cells(row), key=row[1])
+        keys = [row[1] for row in rows]
+        if str(selected) in keys:  # the same session stays selected, wherever it moved
+            table.move_cursor(row=keys.index(str(selected)))
+
+    def on_resize(self) -> None:
+        if self.shown:
+            self._fill(self.query_one("#sessions-table", DataTable))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
@@ -282,6 +305,47 @@ class SessionsScreen(Screen[int | None]):
                 self.load()
 
         self.app.push_screen(DeleteModal(session_id, info.session.title, info.rounds), answered)
+
+
+COLUMNS = ("", "ID", "Title", "Last active", "Context", "Cost", "Comp.", "Rounds", "Workspace")
+TITLE, WORKSPACE = COLUMNS.index("Title"), COLUMNS.index("Workspace")
+FIGURES = {COLUMNS.index(c) for c in ("ID", "Context", "Cost", "Comp.", "Rounds")}
+"""The columns of numbers, right-aligned as ``sessions`` prints them."""
+SHORTEST_TITLE, LONGEST_TITLE = 16, 48
+
+
+def _cells(row: list[str]) -> list[str | Text]:
+    """A row's cells as the table draws them: the recording's own words (title, folder) as
+    plain text, never markup; the figures right-aligned."""
+    return [
+        plain(c, one_line=True)
+        if n in (TITLE, WORKSPACE)
+        else Text(c, justify="right")
+        if n in FIGURES
+        else c
+        for n, c in enumerate(row)
+    ]
+
+
+def title_width(width: int, rows: list[list[str]]) -> int:
+    """The title column's width in a table ``width`` cells wide: what the other columns but
+    the workspace leave, each as wide as its header or widest cell with a cell of padding
+    each side (the title's own padding and the vertical scroll bar, two cells each, taken
+    too), within 16-48."""
+    others = sum(
+        max([len(COLUMNS[n]), *(len(row[n]) for row in rows)]) + 2
+        for n in range(len(COLUMNS) - 1)
+        if n != TITLE
+    )
+    return max(SHORTEST_TITLE, min(LONGEST_TITLE, width - others - 2 - 2))
+
+
+def folder_name(workspace: str) -> str:
+    """The last part of a workspace's path, a Windows one's too (``D:\\oh-my-posh`` recorded
+    on Windows and read here): ``oh-my-posh``."""
+    if "\\" in workspace and "/" not in workspace:
+        return PureWindowsPath(workspace).name or workspace
+    return PurePosixPath(workspace).name or workspace
 
 
 def _context(fig: SessionFigures | None) -> str:
