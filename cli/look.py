@@ -19,6 +19,7 @@ from cli.arguments import (
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable
+    from datetime import datetime
 
     from engine.compaction.policy import Plan
     from engine.context.sources import Breakdown
@@ -64,8 +65,8 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
             "messages": info.messages,
             "current_tokens": info.current_tokens,
             "compactions": info.compactions,
-            "started_at": None if info.started_at is None else info.started_at.isoformat(),
-            "last_at": None if info.last_at is None else info.last_at.isoformat(),
+            "started_at": _when(info.started_at, figs[info.session.id or 0]),
+            "last_at": _when(info.last_at, figs[info.session.id or 0]),
             "cost": figures["cost"],
             "figures": figures,
         }
@@ -77,6 +78,12 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _when(at: datetime | None, fig: SessionFigures) -> str | None:
+    """A round's time in ``sessions --json``: null before the first round, and for a
+    recording that says no time (its stored times are the import's)."""
+    return None if at is None or not fig.times_recorded else at.isoformat()
+
+
 def _sessions_table(infos: list[SessionInfo], figs: dict[int, SessionFigures]) -> str:
     """``sessions``' table: every column piped; on a narrow terminal (80 columns) the last
     time, the window, the compactions and the rounds left out, in that order, before the
@@ -84,7 +91,7 @@ def _sessions_table(infos: list[SessionInfo], figs: dict[int, SessionFigures]) -
     from cli.table import Column, table, terminal_width
 
     shown = [(info, figs[info.session.id or 0]) for info in infos]
-    dates = [_own_dates(info) for info in infos]
+    dates = [_own_dates(info, fig) for info, fig in shown]
     columns = [
         Column("ID", [str(info.session.id) for info in infos], right=True),
         Column("STARTED", [start for start, _ in dates]),
@@ -104,12 +111,16 @@ def _sessions_table(infos: list[SessionInfo], figs: dict[int, SessionFigures]) -
     return table(columns, terminal_width())
 
 
-def _own_dates(info: SessionInfo) -> tuple[str, str]:
+def _own_dates(info: SessionInfo, fig: SessionFigures) -> tuple[str, str]:
     """When the session itself began and last ran, in UTC (issue 39: ``sessions`` showed the
     time a recording was imported): ``2026-02-11 20:36`` and ``21:46`` within a day, the last
-    with its date (``02-12 01:10``) on another; before its first round, when it was made."""
-    start = info.started_at or info.session.created_at
-    last = info.last_at or info.session.updated_at
+    with its date (``02-12 01:10``) on another; before its first round, when it was made;
+    ``–`` for a recording that says no time (:func:`engine.figures.session_times`)."""
+    from engine.figures import session_times
+
+    start, last = session_times(fig, info.session, info.started_at, info.last_at)
+    if start is None or last is None:
+        return "–", "–"
     last_text = f"{last:%H:%M}" if last.date() == start.date() else f"{last:%m-%d %H:%M}"
     return f"{start:%Y-%m-%d %H:%M}", last_text
 

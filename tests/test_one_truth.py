@@ -418,6 +418,35 @@ def test_a_trajectory_without_calls_says_so(tmp_path: Path) -> None:
     )
 
 
+def test_a_trajectory_without_times_shows_none(tmp_path: Path) -> None:
+    """The corpus' SWE-agent trajectory has no time in any entry (its ``history`` and
+    ``trajectory`` entries carry none; ``info`` neither): every surface said the import's
+    time was the run's ("2026-11-29 11:24", "12 min ago"). ``sessions`` shows "–",
+    ``sessions --json`` null with ``times_recorded`` false, the page says so; a Claude Code
+    recording keeps its own (marot's first prompt, line 5, is at 2026-02-11T20:36:45.618Z)."""
+    db = str(tmp_path / "s.db")
+    name = "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj"
+    assert run("import", str(CORPUS / name), "--db", db)[0] == 0
+    marot = "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    assert run("import", str(CORPUS / marot), "--db", db)[0] == 0
+    code, out, err = run("sessions", "--json", "--db", db)
+    assert code == 0, err
+    listed = {s["id"]: s for s in json.loads(out)}
+    assert (listed[1]["started_at"], listed[1]["last_at"]) == (None, None)
+    assert listed[1]["figures"]["times_recorded"] is False
+    assert listed[2]["started_at"] == "2026-02-11T20:36:45.618000+00:00"
+    assert listed[2]["figures"]["times_recorded"] is True
+    code, out, err = run("sessions", "--db", db)
+    assert code == 0, err
+    (row,) = [line for line in out.splitlines() if "SWE-agent" in line]
+    assert row.split()[1:3] == ["–", "–"]
+    (row,) = [line for line in out.splitlines() if "Claude Code" in line]
+    assert row.split()[1:3] == ["2026-02-11", "20:36"]
+    page = tmp_path / "s.html"
+    assert run("export", "1", "--format", "html", "-o", str(page), "--db", db)[0] == 0
+    assert "strategy layered · its times not recorded" in page.read_text()
+
+
 def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:
     """claude-sonnet-4-6 sent a 250,010-token request: only the 1M window holds it."""
     text = claude_code_session("claude-sonnet-4-6", [(10, 248_000, 2_000, 120)])

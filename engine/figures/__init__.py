@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.models import Usage
+from engine.models import Session, Usage
 
 if TYPE_CHECKING:
     from engine.figures.spend import Spend
@@ -59,6 +59,11 @@ class WindowRules(Protocol):
         """What the rules read of them, as dotted paths."""
         ...
 
+    @property
+    def times_recorded(self) -> bool:
+        """Whether the agent's files say when each step happened."""
+        ...
+
 
 @dataclass(frozen=True)
 class Rules:
@@ -70,6 +75,7 @@ class Rules:
     trigger_source: str
     project_files: tuple[str, ...] = ()
     project_fields: tuple[str, ...] = ()
+    times_recorded: bool = True
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,9 @@ class SessionFigures:
     context_source: str = field(
         default="the agent's last API call as recorded (input + cache read + cache write + output)"
     )
+    times_recorded: bool = True
+    """Whether the recording says when its steps happened (False: SWE-agent's trajectories,
+    whose stored times are the import's; :func:`session_times`)."""
 
     @property
     def until_auto_compact(self) -> int | None:
@@ -185,6 +194,7 @@ class SessionFigures:
             "cost": None if self.cost is None else round(self.cost, 6),
             "cost_note": self.cost_note,
             "unpriced_requests": self.unpriced_requests,
+            "times_recorded": self.times_recorded,
         }
 
     def stored(self) -> dict[str, Any]:
@@ -227,6 +237,18 @@ class SessionFigures:
         """The one line a status line prints: who, context, countdown, cost."""
         who = " · ".join(p for p in (self.agent, self.model) if p)
         return " · ".join(p for p in (who, self.context_line(), self.cost_text) if p)
+
+
+def session_times(
+    figures: SessionFigures, session: Session, started_at: datetime | None, last_at: datetime | None
+) -> tuple[datetime | None, datetime | None]:
+    """When a session began and last ran, as every surface shows it: its own first and last
+    rounds' times (``started_at``, ``last_at``: a recording's as it recorded them), before
+    its first round when it was made; ``(None, None)`` for a recording whose agent writes no
+    time (``figures.times_recorded``: the times stored are the import's, not the run's)."""
+    if not figures.times_recorded:
+        return None, None
+    return started_at or session.created_at, last_at or session.updated_at
 
 
 def context_of(usage: Usage) -> int:
@@ -342,6 +364,7 @@ class CallTally:
             cost_note=cost_note if self.billed else "no billed calls",
             unpriced_requests=spend.unpriced_requests,
             **({"context_source": ESTIMATED_CONTEXT} if estimated else {}),
+            times_recorded=rules.times_recorded,
         )
 
 

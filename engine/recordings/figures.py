@@ -99,9 +99,10 @@ RULE_SETTINGS = (
 )
 """The settings the figures are made with besides ``[prices]`` (checked the same way)."""
 
-KEY_FORM = 2
+KEY_FORM = 3
 """The key's own form, in its rules digest: 2 since a session's key names what its rules read
-of the project's settings files (:func:`project_part`), so figures kept before are made again
+of the project's settings files (:func:`project_part`), 3 since the figures say whether the
+recording has times of its own (``times_recorded``); figures kept before are made again
 once."""
 
 PROJECT = "; project "

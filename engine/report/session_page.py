@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from engine.compaction.losses import NAMES, CompactionLosses, session_losses, where
 from engine.context.sources import Breakdown, session_breakdown
-from engine.figures import SessionFigures
+from engine.figures import SessionFigures, session_times
 from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, QUEUED, kind_of
 from engine.models import (
     Compaction,
@@ -114,13 +114,22 @@ def _meta(session: Session, fig: SessionFigures, rounds: Sequence[Round]) -> str
         )
     else:
         who = "recorded by another agent"
-    # A recording's own times (its rounds'), not when it was imported.
-    start = rounds[0].started_at if rounds else session.created_at
-    end = max((r.finished_at or r.started_at for r in rounds), default=session.updated_at)
+    # A recording's own times (its rounds'), not when it was imported; none for a recording
+    # that says no time.
+    start, end = session_times(
+        fig,
+        session,
+        rounds[0].started_at if rounds else None,
+        max((r.finished_at or r.started_at for r in rounds), default=None),
+    )
+    when = (
+        "its times not recorded"
+        if start is None or end is None
+        else f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
+    )
     return esc_line(
         f"{who} · workspace {session.workspace} · provider {session.provider or '-'} · "
-        f"model {session.model or '-'} · strategy {session.strategy} · "
-        f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
+        f"model {session.model or '-'} · strategy {session.strategy} · {when}"
     )
 
 

@@ -168,3 +168,33 @@ def test_a_windows_workspace_is_named_by_its_last_folder() -> None:
     assert folder_name("C:\\Users\\Chris\\git\\starcar") == "starcar"
     assert folder_name("/home/u/spotter") == "spotter"
     assert folder_name("") == ""
+
+
+async def test_f2_shows_no_time_for_a_recording_that_has_none(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """The corpus' SWE-agent trajectory records no time (no entry carries one): F2's Last
+    active is "–", where it said when the file was imported ("just now")."""
+    from engine.recordings.importing import import_session
+    from engine.settings.config import Settings
+    from engine.store import Store
+    from tests.engine.recordings.corpus import CORPUS
+
+    store = Store.open(db_path)
+    report = import_session(
+        store,
+        CORPUS / "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj",
+        str(workspace),
+        settings=Settings(),
+    )
+    store.close()
+    app = make_app(resume=report.session.id)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+        table = app.screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 1)
+        assert str(table.columns[table.ordered_columns[3].key].label) == "Last active"
+        assert str(table.get_row_at(0)[3]) == "–"

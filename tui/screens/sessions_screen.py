@@ -14,6 +14,7 @@ session id (or None).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import ClassVar
 
@@ -26,7 +27,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState
 
-from engine.figures import SessionFigures
+from engine.figures import SessionFigures, session_times
 from engine.models import SessionInfo
 from engine.recordings.figures import session_figures
 from engine.session.workspace import NO_FOLDER, session_workspace
@@ -186,7 +187,7 @@ class SessionsScreen(Screen[int | None]):
                     str(s.id),
                     s.title or "(untitled)",
                     # the session's own last round (a recording's as recorded, not its import)
-                    relative_time(info.last_at or s.updated_at, now),
+                    _last_active(info, fig, now),
                     _context(fig),
                     "" if fig is None else fig.cost_text,
                     str(info.compactions),
@@ -346,6 +347,15 @@ def folder_name(workspace: str) -> str:
     if "\\" in workspace and "/" not in workspace:
         return PureWindowsPath(workspace).name or workspace
     return PurePosixPath(workspace).name or workspace
+
+
+def _last_active(info: SessionInfo, fig: SessionFigures | None, now: datetime) -> str:
+    """When the session last ran, relative to ``now``; ``–`` for a recording that says no
+    time (:func:`engine.figures.session_times`)."""
+    if fig is None:
+        return relative_time(info.last_at or info.session.updated_at, now)
+    _, last = session_times(fig, info.session, info.started_at, info.last_at)
+    return "–" if last is None else relative_time(last, now)
 
 
 def _context(fig: SessionFigures | None) -> str:

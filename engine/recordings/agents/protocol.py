@@ -61,6 +61,10 @@ class ContextRules:
     """What the rules read of those files, as dotted paths (``env.DISABLE_AUTO_COMPACT``,
     ``modelSettings.*.autoCompactWindow``): the stored figures are keyed by these fields'
     values (:func:`engine.recordings.figures.project_part`), not by the rest of a file."""
+    times_recorded: bool = True
+    """Whether the agent's files say when each step happened. False (SWE-agent's and
+    mini-swe-agent's trajectories): the times stored are the import's, and no surface shows
+    them as the session's (:func:`engine.figures.session_times`)."""
 
     def until(self, context_tokens: int) -> int | None:
         """Tokens left before the agent compacts, for a context of ``context_tokens``."""

@@ -8,6 +8,7 @@ compacts its context on its own by default: no trigger.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ from engine.settings.config import Settings
 
 
 class Trajectory(Standalone):
-    """One trajectory format."""
+    """One trajectory format: no entry says when it happened (the reader dates every step at
+    the import; the rules say so: ``times_recorded``)."""
 
     def __init__(
         self,
@@ -52,7 +54,7 @@ class Trajectory(Standalone):
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
     ) -> ContextRules:
-        return window_without_trigger(self.label, recorded, settings)
+        return replace(window_without_trigger(self.label, recorded, settings), times_recorded=False)
 
 
 SWE = Trajectory(trajectories.SWE, "SWE-agent", trajectories.looks_like_swe, trajectories.parse_swe)
