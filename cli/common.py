@@ -134,16 +134,13 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
         print(printable(text))
 
 
-def counted(n: int, noun: str, nouns: str | None = None) -> str:
-    """``1 round``, ``2 rounds``, ``1,204 usage records``."""
-    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
-
-
 def sessions_counted(sessions: int, subagents: int) -> str:
     """``250 sessions (50 subagents)``: every session stored, subagents' included, as
     ``import``, ``report`` and ``sessions`` count them."""
-    text = counted(sessions, "session")
-    return text + f" ({counted(subagents, 'subagent')})" if subagents else text
+    from engine.words import plural
+
+    text = plural(sessions, "session")
+    return text + f" ({plural(subagents, 'subagent')})" if subagents else text
 
 
 def get_session(store: Store, session_id: int) -> Session:

@@ -179,11 +179,12 @@ def add_show_parser(sub: Subcommands, parents: Parents) -> None:
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
-    from cli.common import counted, emit, find_session, open_store
+    from cli.common import emit, find_session, open_store
     from engine.messages.render import render_react
     from engine.recordings.figures import recorded_window, session_figures
     from engine.settings.params import describe_params
     from engine.terminal_text import printable
+    from engine.words import plural
 
     store = open_store(args, settings, read_only=True)
     session = find_session(store, args.session)
@@ -262,9 +263,9 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         + f"  provider {one_line(session.provider)}  "
         f"model {one_line(session.model)}  strategy {one_line(session.strategy)}",
         f"plans with {describe_params(params)}",
-        f"{counted(len(rounds), 'round')} ({sum(r.archived for r in rounds)} archived), "
-        f"{counted(len(history.messages), 'message')} in history, "
-        f"{counted(len(compactions), 'compaction')}",
+        f"{plural(len(rounds), 'round')} ({sum(r.archived for r in rounds)} archived), "
+        f"{plural(len(history.messages), 'message')} in history, "
+        f"{plural(len(compactions), 'compaction')}",
         printable(fig.context_line(), one_line=True),
         *([printable(cost_line, one_line=True)] if cost_line else []),
         "",

@@ -31,10 +31,10 @@ building the parser does not import the exporter (a test checks they agree)."""
 def _contents(reports: list[Any]) -> str:
     """``34 rounds, 456 messages, 214 observations, 208 usage records, 1 compaction``: what
     the import stored of ``reports``, summed."""
-    from cli.common import counted
+    from engine.words import plural
 
     return ", ".join(
-        counted(sum(getattr(r, field) for r in reports), noun)
+        plural(sum(getattr(r, field) for r in reports), noun)
         for field, noun in (
             ("rounds", "round"),
             ("messages", "message"),
@@ -116,11 +116,12 @@ def add_import_parser(sub: Subcommands, parents: Parents) -> None:
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     # The whole history (every agent's folders, incremental): cli/history.py.
-    from cli.common import counted, emit, open_store
+    from cli.common import emit, open_store
     from cli.history import cmd_import_history, cmd_import_hook, history_options_alone
     from engine.recordings.importing import import_parsed, parse_path
     from engine.settings.config import workspace_folder
     from engine.terminal_text import printable
+    from engine.words import plural
 
     if getattr(args, "hook", False):
         return cmd_import_hook(args, settings)
@@ -168,8 +169,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         lines.extend(f"  warning: {w}" for w in r.warnings)
         lines.extend(
             f"  subagent {c.session.agent_id or '(sidechain)'} as session {c.session.id}: "
-            f"{counted(c.rounds, 'round')}, {counted(c.messages, 'message')}, "
-            f"{counted(c.observations, 'observation')}"
+            f"{plural(c.rounds, 'round')}, {plural(c.messages, 'message')}, "
+            f"{plural(c.observations, 'observation')}"
             for c in r.children
         )
     left_out = []

@@ -15,6 +15,7 @@ from engine.compaction.ledger import fidelity_line
 from engine.llm.base import OFFLINE_NAME
 from engine.models import Compaction, Summary
 from engine.terminal_text import cut
+from engine.words import plural
 
 Clock = Callable[[], datetime]
 """Returns "now"; the app takes one so that tests can freeze what relative times say."""
@@ -106,11 +107,6 @@ def one_line(text: str, limit: int) -> str:
     """``text`` collapsed to one line, control characters shown escaped, cut to ``limit``
     characters with an ellipsis (after escaping: never inside an escape sequence)."""
     return cut(" ".join(text.split()), limit)
-
-
-def plural(n: int, noun: str, nouns: str | None = None) -> str:
-    """``1 round``, ``2 rounds`` (``nouns`` when the plural is not ``noun + s``)."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {nouns or noun + 's'}"
 
 
 def round_span(first: int | None, last: int | None, short: bool = False) -> str:

@@ -31,7 +31,8 @@ from engine.events import (
     UsageUpdated,
 )
 from engine.models import TodoItem
-from tui.formatting import compaction_result, plural
+from engine.words import plural
+from tui.formatting import compaction_result
 from tui.gauge_state import Decision, GaugeState
 from tui.widgets.chat_view import ChatEntry, ChatView
 from tui.widgets.history_view import HistoryView

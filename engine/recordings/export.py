@@ -31,6 +31,7 @@ from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, INPUT_KEY, QU
 from engine.models import Compaction, Message, Round, RoundStatus, Summary, UsageRecord
 from engine.store import Store
 from engine.terminal_text import json_printable, printable
+from engine.words import plural
 
 FORMATS = ("anthropic-jsonl", "markdown", "html")
 """``html`` is written by :mod:`engine.report.session_page` (a page to open in a browser)."""
@@ -182,8 +183,9 @@ def export_markdown(store: Store, session_id: int, include_archived: bool = Fals
             head = f"Compaction {comp.id} ({comp.trigger}" if comp else "Compaction ("
             if comp:
                 head += (
-                    f", {comp.messages_compacted} messages of {comp.rounds_compacted} rounds "
-                    f"archived, {comp.tokens_before} → {comp.tokens_after} tokens"
+                    f", {plural(comp.messages_compacted, 'message')} of "
+                    f"{plural(comp.rounds_compacted, 'round')} archived, {comp.tokens_before} → "
+                    f"{comp.tokens_after} tokens"
                 )
             head += f"): rounds {part.summary.first_round}-{part.summary.last_round}"
             out += ["", "---", "", f"> **{head}**", ">", "> **Summary**", ">"]

@@ -50,6 +50,7 @@ from engine.report.html import (
 from engine.settings.config import Settings
 from engine.settings.params import session_settings
 from engine.store import Store
+from engine.words import plural
 
 FOLD_CHARS = 2_000
 """A tool result or thinking block longer than this is folded (``<details>``), whole."""
@@ -197,8 +198,8 @@ def _losses_block(c: Compaction, loss: CompactionLosses | None, flags: list[Flag
         else f"{c.strategy}; "
     )
     head = (
-        f"Compaction {c.id}: {c.trigger}, {at}{c.messages_compacted} messages of "
-        f"{c.rounds_compacted} rounds archived ({c.tokens_before:,} → {c.tokens_after:,} "
+        f"Compaction {c.id}: {c.trigger}, {at}{plural(c.messages_compacted, 'message')} of "
+        f"{plural(c.rounds_compacted, 'round')} archived ({c.tokens_before:,} → {c.tokens_after:,} "
         "tokens of conversation as ctxscope counts it)"
     )
     out = [f'<div class="compaction" id="c{c.id}">', f"<h3>{esc_line(head)}</h3>"]

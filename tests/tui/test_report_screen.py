@@ -61,7 +61,7 @@ async def test_f11_shows_cost_per_day_and_what_compactions_kept(
         kept = screen.query_one(KeptChart)
         assert kept.count == 1 and "file_read" in kept.kept
         totals = str(screen.query_one("#report-totals", Static).render())
-        assert "1 compactions (1 auto)" in totals
+        assert "1 compaction (1 auto)" in totals
         table = screen.query_one(DataTable)
         assert table.row_count == 1
         row = [str(cell) for cell in table.get_row_at(0)]

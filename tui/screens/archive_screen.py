@@ -34,7 +34,8 @@ from engine.compaction.losses import NAMES, CompactionLosses, session_losses, wh
 from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
 from engine.recordings.base import recorded_compaction
 from engine.store import Store
-from tui.formatting import percent, plural, round_span, tokens
+from engine.words import plural
+from tui.formatting import percent, round_span, tokens
 from tui.screens.confirm_modal import ConfirmModal
 from tui.screens.detail_modal import DetailModal, parts_for_message
 from tui.text_wrap import display_safe

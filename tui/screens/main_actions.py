@@ -18,9 +18,10 @@ from textual.widget import Widget
 from engine.context.history import CompactionDraft, CompactionResult
 from engine.models import Message
 from engine.session.workspace import NO_FOLDER
+from engine.words import plural
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
-from tui.formatting import plural, round_span, tokens, workspace_label
+from tui.formatting import round_span, tokens, workspace_label
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.history_view import HistoryLayout, HistoryView, cut_mark_index, history_blocks
 from tui.widgets.scratchpad_view import ScratchpadView

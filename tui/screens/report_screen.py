@@ -23,6 +23,7 @@ from engine.report import Report, build_report
 from engine.settings.config import Settings
 from engine.store import Store
 from engine.terminal_text import printable
+from engine.words import plural
 from tui.formatting import one_line
 from tui.widgets.cost_chart import CostChart
 from tui.widgets.kept_chart import KeptChart
@@ -97,11 +98,12 @@ class ReportScreen(Screen[int | None]):
         comps = report.compactions
         auto = sum(1 for c in comps if c.facts.trigger == "auto")
         self.query_one("#report-totals", Static).update(
-            f"{len(report.sessions):,} sessions ({len(report.subagents):,} subagents) · "
+            f"{plural(len(report.sessions), 'session')} "
+            f"({plural(len(report.subagents), 'subagent')}) · "
             f"{t.requests:,} requests · {_dollars(t.total_cost)} · input {t.tokens['input']:,} · "
             f"output {t.tokens['output']:,} · cache read {t.tokens['cache_read']:,} · "
             f"writes 5m {t.tokens['cache_write_5m']:,} / 1h {t.tokens['cache_write_1h']:,} · "
-            f"{len(comps)} compactions ({auto} auto)"
+            f"{plural(len(comps), 'compaction')} ({auto} auto)"
         )
         self.query_one(CostChart).show(
             [(day, fig.total_cost) for day, fig in report.groups.items()]

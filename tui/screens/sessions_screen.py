@@ -35,10 +35,10 @@ from engine.settings.config import Settings
 from engine.settings.params import session_settings
 from engine.store import Store
 from engine.store.lease import SessionBusy
+from engine.words import plural
 from tui.formatting import (
     Clock,
     one_line,
-    plural,
     relative_time,
     strip_reminders,
     workspace_label,

@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass, field
 
 from engine.models import History, Message, Placement, RoundStatus, Summary
-from tui.formatting import is_local_command, plural, round_span, tokens
+from engine.words import plural
+from tui.formatting import is_local_command, round_span, tokens
 from tui.widgets.block_view import Block, BlockView
 
 MESSAGE_ROWS = 4

@@ -506,7 +506,7 @@ def test_export_markdown_marks_compactions_and_summaries(
     code, text, _ = run(capsys, "export", "1", "--db", str(db), "--format", "markdown")
     assert code == 0
     assert text.startswith("# Session 1: import: Fix the failing test")
-    assert "> **Compaction 1 (manual, 9 messages of 1 rounds archived" in text
+    assert "> **Compaction 1 (manual, 9 messages of 1 round archived" in text
     assert "> This session is being continued from a previous conversation." in text
     assert "## Round 1" not in text  # archived: left out without --include-archived
     assert "## Round 2 (interrupted)" in text and "Now add a test for negative numbers" in text
