@@ -18,6 +18,7 @@ from textual.widgets import DataTable
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import opened, screen_lines, settle, wait_until
 from tests.tui.test_recorded_readonly import imported
+from tui.app import CtxscopeApp
 from tui.screens.sessions_screen import SessionsScreen
 
 pytestmark = pytest.mark.anyio
@@ -111,14 +112,20 @@ async def test_f2_says_when_a_recording_last_ran_not_when_it_was_imported(
     (its raw file's latest timestamp); with the clock at 2026-02-12 21:46 that is 23 hours."""
     sid = imported(db_path, workspace)
     app = make_app(resume=sid, clock=lambda: datetime(2026, 2, 12, 21, 46, tzinfo=UTC))
+    assert await f2_last_active(app) == "23 h ago"
+
+
+async def f2_last_active(app: CtxscopeApp) -> str:
+    """F2's Last active of its one session."""
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(pilot)
         await pilot.press("f2")
         await settle(pilot)
         assert isinstance(app.screen, SessionsScreen)
         table = app.screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 1)
         assert str(table.columns[table.ordered_columns[3].key].label) == "Last active"
-        assert str(table.get_row_at(0)[3]) == "23 h ago"
+        return str(table.get_row_at(0)[3])
 
 
 async def test_f2_keeps_every_figure_in_view_at_80_columns(
@@ -188,13 +195,4 @@ async def test_f2_shows_no_time_for_a_recording_that_has_none(
         settings=Settings(),
     )
     store.close()
-    app = make_app(resume=report.session.id)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await opened(pilot)
-        await pilot.press("f2")
-        await settle(pilot)
-        assert isinstance(app.screen, SessionsScreen)
-        table = app.screen.query_one(DataTable)
-        await wait_until(pilot, lambda: table.row_count == 1)
-        assert str(table.columns[table.ordered_columns[3].key].label) == "Last active"
-        assert str(table.get_row_at(0)[3]) == "–"
+    assert await f2_last_active(make_app(resume=report.session.id)) == "–"
