@@ -134,6 +134,9 @@ HAND: dict[str, Hand] = {
     "teslamint__entirecontext__entire__P2_01M05FR2RHZ3ZR60MHZJ3273P2_0_full.jsonl": Hand(
         10, "gpt-5.6-sol", 67_799, 415_488, 0, 0, 6_732, GPT_5_6_SOL_JULY
     ),  # $0.748699 (0.338995 + 0.207744 + 0.20196); Entire's metadata.json: the same tokens
+    "teslamint__entirecontext__entire__SN_01M0FWRPX72AX3CYC2HMV1W2SN_0_full.jsonl": Hand(
+        1, "claude-opus-4-6", 2, 23_583, 0, 28_866, 248, OPUS
+    ),  # $0.3066615 (0.00001 + 0.28866 + 0.0117915 + 0.0062); Entire's metadata.json: the same
     "yoavf__ai-sessions__gemini-cli-pomodoro-timer.json": Hand(
         13, "gemini-2.5-pro", 34_028, 86_702, 0, 0, 6_223, GEMINI_2_5_PRO
     ),  # $0.115603
