@@ -18,12 +18,13 @@ def test_every_recording_is_the_blob_its_readme_names() -> None:
     readme = (CORPUS / "README.md").read_text(encoding="utf-8")
     named = set(re.findall(r"\(blob ([0-9a-f]{8})\)", readme))
     files = sorted(p for p in CORPUS.iterdir() if p.name != "README.md")
-    assert len(files) == 15
+    assert len(files) == 17
     blobs = {git_blob(p.read_bytes())[:8] for p in files}
     assert blobs == {
         "3ffa3caf", "4da99171", "6aed0d56", "d4f9e1a6",
         "00881aec", "e291f207", "9d90bb7a", "6d81fc44",
         "137eb8b0", "04782e05", "89cb56a2", "8ab75bdf",
-        "03580ea9", "22fc468c", "7bf70bb2",
+        "03580ea9", "22fc468c", "7bf70bb2", "99adb0fd",
+        "a05b893a",
     }  # fmt: skip
     assert named == blobs

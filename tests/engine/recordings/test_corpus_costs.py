@@ -99,6 +99,8 @@ GPT_5_CODEX = (1.25, 0, 0, 0.125, 10)
 GEMINI_2_5_PRO = (1.25, 0, 0, 0.125, 10)
 FABLE_5 = (10, 12.50, 20, 1, 50)
 SONNET_5 = (2, 2.50, 4, 0.20, 10)
+SONNET_5_5 = (2, 2.50, 4, 0.10, 10)
+"""Claude Sonnet 5.5 (genai-prices, citing Anthropic's pricing page): cache hits 0.05x input."""
 
 HAND: dict[str, Hand] = {
     "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl": Hand(
@@ -134,6 +136,12 @@ HAND: dict[str, Hand] = {
     "teslamint__entirecontext__entire__P2_01M05FR2RHZ3ZR60MHZJ3273P2_0_full.jsonl": Hand(
         10, "gpt-5.6-sol", 67_799, 415_488, 0, 0, 6_732, GPT_5_6_SOL_JULY
     ),  # $0.748699 (0.338995 + 0.207744 + 0.20196); Entire's metadata.json: the same tokens
+    "teslamint__entirecontext__entire__SN_01M0FWRPX72AX3CYC2HMV1W2SN_0_full.jsonl": Hand(
+        1, "claude-opus-4-6", 2, 23_583, 0, 28_866, 248, OPUS
+    ),  # $0.3066615 (0.00001 + 0.28866 + 0.0117915 + 0.0062); Entire's metadata.json: the same
+    "KuzniAI__opencode-entire-plugin__entire__K0_01M3Q4WPN518QH04367X86D6K0_0_full.jsonl": Hand(
+        4, "claude-sonnet-5-5", 8, 119_030, 0, 10_013, 1_332, SONNET_5_5
+    ),  # $0.065291 (0.000016 + 0.040052 + 0.011903 + 0.01332); Entire's metadata.json: the same
     "yoavf__ai-sessions__gemini-cli-pomodoro-timer.json": Hand(
         13, "gemini-2.5-pro", 34_028, 86_702, 0, 0, 6_223, GEMINI_2_5_PRO
     ),  # $0.115603

@@ -45,13 +45,13 @@ def _stored(store: Store) -> Counter[tuple[str | None, str, int, int]]:
 def test_four_writers_store_every_session_once_and_whole(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
-    assert len(FILES) == 15  # the corpus' session files (tests/data/corpus/README.md)
+    assert len(FILES) == 17  # the corpus' session files (tests/data/corpus/README.md)
     reference = Store.open(tmp_path / "one.db")
     _import(tmp_path / "one.db", FILES)
     expected = _stored(reference)
     reference.close()
-    # 15 files, 15 sessions and the Copilot CLI file's subagent
-    assert sum(expected.values()) == 16 and max(expected.values()) == 1
+    # 17 files, 17 sessions and the Copilot CLI file's subagent
+    assert sum(expected.values()) == 18 and max(expected.values()) == 1
 
     url = postgres_server.create_database("writers")
     Store.open(url).close()  # created once, before the race (creating is tested elsewhere)
