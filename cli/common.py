@@ -137,7 +137,7 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
 def sessions_counted(sessions: int, subagents: int) -> str:
     """``250 sessions (50 subagents)``: every session stored, subagents' included, as
     ``import``, ``report`` and ``sessions`` count them."""
-    from engine.words import plural
+    from engine.terminal_text import plural
 
     text = plural(sessions, "session")
     return text + f" ({plural(subagents, 'subagent')})" if subagents else text

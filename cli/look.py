@@ -183,8 +183,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     from engine.messages.render import render_react
     from engine.recordings.figures import recorded_window, session_figures
     from engine.settings.params import describe_params
-    from engine.terminal_text import printable
-    from engine.words import plural
+    from engine.terminal_text import plural, printable
 
     store = open_store(args, settings, read_only=True)
     session = find_session(store, args.session)

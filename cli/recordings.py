@@ -31,7 +31,7 @@ building the parser does not import the exporter (a test checks they agree)."""
 def _contents(reports: list[Any]) -> str:
     """``34 rounds, 456 messages, 214 observations, 208 usage records, 1 compaction``: what
     the import stored of ``reports``, summed."""
-    from engine.words import plural
+    from engine.terminal_text import plural
 
     return ", ".join(
         plural(sum(getattr(r, field) for r in reports), noun)
@@ -120,8 +120,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from cli.history import cmd_import_history, cmd_import_hook, history_options_alone
     from engine.recordings.importing import import_parsed, parse_path
     from engine.settings.config import workspace_folder
-    from engine.terminal_text import printable
-    from engine.words import plural
+    from engine.terminal_text import plural, printable
 
     if getattr(args, "hook", False):
         return cmd_import_hook(args, settings)

@@ -71,3 +71,9 @@ def json_printable(encoded: str) -> str:
     if _JSON_RAW.search(encoded) is None:
         return encoded
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """How a count reads on every surface: ``1 round``, ``2 rounds``, ``1,204 usage records``
+    (``nouns`` when the plural is not ``noun + s``)."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {nouns or noun + 's'}"

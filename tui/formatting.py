@@ -14,8 +14,7 @@ from pathlib import Path
 from engine.compaction.ledger import fidelity_line
 from engine.llm.base import OFFLINE_NAME
 from engine.models import Compaction, Summary
-from engine.terminal_text import cut
-from engine.words import plural
+from engine.terminal_text import cut, plural
 
 Clock = Callable[[], datetime]
 """Returns "now"; the app takes one so that tests can freeze what relative times say."""

@@ -31,7 +31,7 @@ from engine.events import (
     UsageUpdated,
 )
 from engine.models import TodoItem
-from engine.words import plural
+from engine.terminal_text import plural
 from tui.formatting import compaction_result
 from tui.gauge_state import Decision, GaugeState
 from tui.widgets.chat_view import ChatEntry, ChatView

@@ -30,8 +30,7 @@ from typing import Any
 from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, INPUT_KEY, QUEUED, kind_of
 from engine.models import Compaction, Message, Round, RoundStatus, Summary, UsageRecord
 from engine.store import Store
-from engine.terminal_text import json_printable, printable
-from engine.words import plural
+from engine.terminal_text import json_printable, plural, printable
 
 FORMATS = ("anthropic-jsonl", "markdown", "html")
 """``html`` is written by :mod:`engine.report.session_page` (a page to open in a browser)."""

@@ -50,7 +50,7 @@ from engine.report.html import (
 from engine.settings.config import Settings
 from engine.settings.params import session_settings
 from engine.store import Store
-from engine.words import plural
+from engine.terminal_text import plural
 
 FOLD_CHARS = 2_000
 """A tool result or thinking block longer than this is folded (``<details>``), whole."""

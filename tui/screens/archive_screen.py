@@ -34,7 +34,7 @@ from engine.compaction.losses import NAMES, CompactionLosses, session_losses, wh
 from engine.models import ArchivedSegment, Compaction, Message, RecallHit, Summary
 from engine.recordings.base import recorded_compaction
 from engine.store import Store
-from engine.words import plural
+from engine.terminal_text import plural
 from tui.formatting import percent, round_span, tokens
 from tui.screens.confirm_modal import ConfirmModal
 from tui.screens.detail_modal import DetailModal, parts_for_message

@@ -18,7 +18,7 @@ from textual.widget import Widget
 from engine.context.history import CompactionDraft, CompactionResult
 from engine.models import Message
 from engine.session.workspace import NO_FOLDER
-from engine.words import plural
+from engine.terminal_text import plural
 from tools.base import PermissionAnswer
 from tui.bridge import PermissionGate, PermissionReply
 from tui.formatting import round_span, tokens, workspace_label

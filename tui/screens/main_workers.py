@@ -25,7 +25,7 @@ from engine.context.history import CompactionDraft, CompactionResult
 from engine.models import Compaction, Session
 from engine.settings.params import describe_params, strategy_params
 from engine.store.forking import Fork
-from engine.words import plural
+from engine.terminal_text import plural
 from tui.formatting import tokens, workspace_label
 from tui.gauge_state import Decision
 from tui.session_loader import (

@@ -22,8 +22,7 @@ from engine.compaction.ledger import KIND_NAMES
 from engine.report import Report, build_report
 from engine.settings.config import Settings
 from engine.store import Store
-from engine.terminal_text import printable
-from engine.words import plural
+from engine.terminal_text import plural, printable
 from tui.formatting import one_line
 from tui.widgets.cost_chart import CostChart
 from tui.widgets.kept_chart import KeptChart

@@ -35,7 +35,7 @@ from engine.settings.config import Settings
 from engine.settings.params import session_settings
 from engine.store import Store
 from engine.store.lease import SessionBusy
-from engine.words import plural
+from engine.terminal_text import plural
 from tui.formatting import (
     Clock,
     one_line,

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from engine.models import History, Message, Placement, RoundStatus, Summary
-from engine.words import plural
+from engine.terminal_text import plural
 from tui.formatting import is_local_command, round_span, tokens
 from tui.widgets.block_view import Block, BlockView
 
