@@ -158,7 +158,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         )
         if r.missing_results:
             text += (
-                f"; {r.missing_results} tool calls had no recorded result and were "
+                f"; {plural(r.missing_results, 'tool call')} had no recorded result, each "
                 "paired with an error result"
             )
         if r.skipped:

@@ -125,9 +125,8 @@ class NotRead:
             )
         if self.lines:
             n = sum(self.count_of_line(why) for why in self.lines)
-            listed = ", ".join(
-                f"{why} {self.count_of_line(why)} "
-                f"({_line_numbers(sorted(v), self.count_of_line(why))})"
+            listed = ", ".join(  # "repeats an earlier line (lines 25, 35, 54)"
+                f"{why} ({_line_numbers(sorted(v), self.count_of_line(why))})"
                 for why, v in sorted(self.lines.items())
             )
             out.append(f"{n} line{'s' if n != 1 else ''} not read: {listed}")

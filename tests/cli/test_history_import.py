@@ -395,3 +395,19 @@ def test_one_of_a_kind_is_counted_in_the_singular(
     code, out, err = run(capsys, "show", "1", "--db", db)
     assert code == 0, err
     assert "1 round (0 archived), 4 messages in history, 0 compactions" in out.splitlines()
+
+
+def test_what_was_not_read_reads_as_a_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The corpus' Claude Code 2.1.284 session: its last call (line 57) has no result (the
+    commit that saved the file cut it), and lines 25, 35 and 54 are byte for byte line 15 (an
+    ``atis-latch`` record, a kind ctxscope does not read), found with a set of the lines seen.
+    The import says "1 tool call had no recorded result" (it said "1 tool calls") and
+    "repeats an earlier line (lines 25, 35, 54)" (it said "repeats an earlier line 3 (…)",
+    the count read as part of the reason)."""
+    name = "KuzniAI__opencode-entire-plugin__entire__K0_01M3Q4WPN518QH04367X86D6K0_0_full.jsonl"
+    code, out, err = run(capsys, "import", str(CORPUS / name), "--db", str(tmp_path / "s.db"))
+    assert code == 0, err
+    assert "; 1 tool call had no recorded result, each paired with an error result" in out
+    assert "  not read: 3 lines not read: repeats an earlier line (lines 25, 35, 54)\n" in out

@@ -44,7 +44,7 @@ def test_junk_lines_are_counted_without_keeping_them(tmp_path: Path) -> None:
     assert parsed.not_read.lines["not JSON"][:3] == [MAROT_LINES + 1, MAROT_LINES + 2, 1866]
     assert len(parsed.not_read.lines["not JSON"]) == MAX_LINES_KEPT
     (sentence,) = parsed.not_read_sentences()
-    assert sentence.startswith(f"{n} lines not read: not JSON {n} (lines 1864, 1865")
+    assert sentence.startswith(f"{n} lines not read: not JSON (lines 1864, 1865")
     assert sentence.endswith(f"and {n - 5} more)")
     assert peak - base < len(JUNK) * n / 4, (peak, base)
 

@@ -300,7 +300,7 @@ def test_a_damaged_line_in_the_middle_is_left_out_and_named() -> None:
     damaged = parse(MOREDIP, raw)
     assert damaged.not_read.lines == {"not JSON": [6]}
     assert [i.kind for i in damaged.items] == [i.kind for i in whole.items]
-    assert damaged.not_read_sentences() == ["1 line not read: not JSON 1 (line 6)"]
+    assert damaged.not_read_sentences() == ["1 line not read: not JSON (line 6)"]
 
 
 def test_a_replayed_result_is_not_pulled_in_ahead_of_the_chain() -> None:

@@ -193,7 +193,7 @@ def test_the_import_report_names_what_was_not_read(
     assert (
         "  not read: 3 records of kinds this version of ctxscope does not read: "
         "fancy-new-kind 3 (Claude Code 2.1.14)\n"
-        "  not read: 1 line not read: not JSON 1 (line 7)\n"
+        "  not read: 1 line not read: not JSON (line 7)\n"
     ) in out
     code, out, _ = run(capsys, "import", str(path), "--db", str(tmp_path / "b.db"), "--json")
     data = json.loads(out)
@@ -314,5 +314,5 @@ def test_a_codex_rollout_names_what_it_does_not_read_with_its_cli_version(
     assert sum(len(i.calls) for i in parsed.items) == 18
     assert parsed.not_read_sentences() == [
         "1 record of kinds this version of ctxscope does not read: world_state 1 (Codex 0.47.0)",
-        "1 line not read: not JSON 1 (line 4)",
+        "1 line not read: not JSON (line 4)",
     ]
