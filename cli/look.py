@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from engine.figures import SessionFigures
     from engine.llm.base import ProviderRequest, ProviderResponse, StreamEvent
     from engine.models import Compaction, History, Session, SessionInfo
+    from engine.recordings.own_agent import OwnAgentView
     from engine.session.core import AgentCore
     from engine.settings.config import Settings
     from engine.store import Store
@@ -375,7 +376,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     from engine.context.sources import session_breakdown
     from engine.recordings.figures import session_figures
     from engine.recordings.hidden import hidden_prefix
-    from engine.recordings.own_agent import OwnAgentView
+    from engine.recordings.own_agent import OwnAgentView, recorded_prompt
 
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
@@ -413,8 +414,17 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     fig = session_figures(store, session, settings)
     data["figures"] = fig.to_json()
     own = fig if session.recorded else None
-    if own is not None:
-        recorded_context(data, own, 0 if hidden is None else hidden.tokens)
+    view = (
+        None
+        if own is None
+        else OwnAgentView(
+            figures=own,
+            hidden_prefix=0 if hidden is None else hidden.tokens,
+            prompt=recorded_prompt(store.first_message(session.id or 0)),
+        )
+    )
+    if view is not None:
+        recorded_context(data, view)
     if hidden is not None:
         # An imported session: its first prompt as recorded minus what the transcript shows
         # is what the original agent sent around the conversation (its own L1/L2).
@@ -425,11 +435,6 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
             "conversation_tokens": conversation,
             "total": hidden.tokens + conversation,
         }
-    view = (
-        None
-        if own is None
-        else OwnAgentView(figures=own, hidden_prefix=0 if hidden is None else hidden.tokens)
-    )
     tool_names = [t.get("name", "") for t in built.request.tools]
     breakdown = session_breakdown(
         store, session, view, built.layers, tool_names, history, observations
@@ -545,12 +550,13 @@ def who(fig: SessionFigures) -> str:
     return fig.agent or "the recorded agent"
 
 
-def recorded_context(data: dict[str, Any], own: SessionFigures, hidden: int) -> None:
+def recorded_context(data: dict[str, Any], view: OwnAgentView) -> None:
     """``context --json`` of a recorded session: its own agent's figures first (``recorded``:
     window, auto-compact point, context as its last call reported it — the session's
     :class:`SessionFigures`); L1 is that agent's own prompt and tools as recorded (the hidden
     prefix), not ctxscope's system prompt; ctxscope's threshold and request stay as
     what-ifs."""
+    own = view.figures
     figures = own.to_json()
     data["recorded"] = {
         "agent": figures["agent"],
@@ -563,13 +569,34 @@ def recorded_context(data: dict[str, Any], own: SessionFigures, hidden: int) -> 
         "compactions": own.compactions,
         "cost": figures["cost"],
         "cost_note": own.cost_note,
+        "prompt": None
+        if view.prompt is None
+        else {
+            "line": view.prompt.line,
+            "system_tokens": view.prompt.system_tokens,
+            "tool_tokens": view.prompt.tool_tokens,
+            "tools": list(view.prompt.tools),
+        },
     }
     data["auto_compact_at"] = own.auto_compact_at
     what_if_layers = [dict(layer) for layer in data["layers"]]
+    system, tools = view.prefix_parts
     for layer in data["layers"]:
-        if layer["name"] == "L1 system":
-            layer["tokens"] = hidden
+        if layer["name"] == "L1 system" and tools:
+            layer["tokens"] = system
+            layer["what"] = (
+                f"{who(own)}'s own system prompt and the rest it sent around the conversation "
+                "(first prompt − transcript − its tools)"
+            )
+        elif layer["name"] == "L1 system":
+            layer["tokens"] = system
             layer["what"] = f"{who(own)}'s own prompt and tools (first prompt − transcript)"
+        elif layer["name"] == "L1 tools" and tools and view.prompt is not None:
+            layer["tokens"] = tools
+            layer["what"] = (
+                f"its {len(view.prompt.tools)} tools as the recording holds them (line "
+                f"{view.prompt.line}), counted by ctxscope"
+            )
         elif layer["name"] == "L1 tools":
             layer["tokens"] = 0
             layer["what"] = "in L1 system: the recording does not tell them apart"

@@ -55,13 +55,17 @@ SEVERITY_COLOURS: dict[Severity, str] = {"ok": "green", "near": "yellow", "over"
 
 def own_layers(own: OwnAgentView, summaries: int) -> dict[str, int]:
     """A recorded session's context split as far as the recording tells: its agent's own
-    prompt and tools (the hidden prefix), the summaries, and the rest of the conversation, up
-    to its context as its last call reported it."""
+    prompt and tools (the hidden prefix; its tools apart when the recording lists them), the
+    summaries, and the rest of the conversation, up to its context as its last call reported
+    it."""
     total = own.context_tokens or 0
     layers = dict.fromkeys(LAYERS, 0)
-    layers["L1 system"] = min(own.hidden_prefix, total)
-    layers["L3 summaries"] = min(summaries, total - layers["L1 system"])
-    layers["L3 history"] = total - layers["L1 system"] - layers["L3 summaries"]
+    system, tools = own.prefix_parts  # the tools apart where the recording lists them
+    layers["L1 tools"] = min(tools, total)
+    layers["L1 system"] = min(system, total - layers["L1 tools"])
+    fixed = layers["L1 system"] + layers["L1 tools"]
+    layers["L3 summaries"] = min(summaries, total - fixed)
+    layers["L3 history"] = total - fixed - layers["L3 summaries"]
     return layers
 
 

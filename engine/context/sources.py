@@ -320,20 +320,33 @@ def recorded_breakdown(
     messages: Sequence[Message],
     summary_tokens: Sequence[int],
     full_results: dict[str, int],
-    agent_prefix: int,
+    agent_prefix: tuple[int, int],
     who: str,
     last_input: int | None = None,
+    tools: Sequence[str] = (),
 ) -> Breakdown:
     """A recording's context, estimated from the counts the import stored (no tokenizer: a
-    recorded session's ``context`` never loads one): its agent's own prompt and tools as one
-    source (the recording lists neither: first prompt − transcript), the summaries, and each
+    recorded session's ``context`` never loads one): its agent's own prompt and tools
+    (``agent_prefix``: the hidden prefix as (prompt and the rest, tools), the second the
+    ``tools`` the recording lists, else 0 and the first one source: first prompt −
+    transcript), the summaries, and each
     message by what it holds (a tool result at its full size, ``full_results`` by call id; a
     message's parts shared out by their characters); with ``last_input`` (the last recorded
     call's input side) the conversation is scaled to the rest of it."""
     counter = _Counter()
-    if agent_prefix:
+    prompt, tool_tokens = agent_prefix
+    if prompt and tool_tokens:
+        counter.add(
+            "agent_prefix", f"{who}'s system prompt and the rest (first prompt − transcript − "
+            "its tools)", prompt,
+        )  # fmt: skip
+    elif prompt:
         counter.add("agent_prefix", f"{who}'s prompt and tools (first prompt − transcript)",
-                    agent_prefix)  # fmt: skip
+                    prompt)  # fmt: skip
+    tool_source = f"{who}'s tools (as recorded)"
+    if tool_tokens:
+        listed = counter.add("tools", tool_source, tool_tokens)
+        listed.items.extend(tools)
     if summary_tokens:
         counter.add("conversation", "compaction summaries", sum(summary_tokens))
     _stored_messages(counter, messages, full_results)
@@ -345,15 +358,23 @@ def recorded_breakdown(
         files,
         local,
         False,
-        "estimated: the recording does not list its agent's system prompt, tools or MCP "
-        "servers (one source, the first prompt less the transcript); the conversation from "
-        "the counts stored at import (cl100k_base; tool results in full)",
+        (
+            "estimated: its agent's tools as the recording lists them, the rest of what it "
+            "sent around the conversation as one source (the first prompt less the transcript "
+            "and the tools)"
+            if tool_tokens
+            else "estimated: the recording does not list its agent's system prompt, tools or "
+            "MCP servers (one source, the first prompt less the transcript)"
+        )
+        + "; the conversation from the counts stored at import (cl100k_base; tool results "
+        "in full)",
     )
-    rest_sources = [x for x in sources if x.kind != "agent_prefix"]
-    if last_input and last_input > agent_prefix:
+    fixed = prompt + tool_tokens
+    rest_sources = [x for x in sources if x.kind != "agent_prefix" and x.name != tool_source]
+    if last_input and last_input > fixed:
         # The prefix is itself worked out from the API's figures: it stays; the conversation
         # takes the rest of the last call's input, by local count.
-        _scale(rest_sources, files, local - agent_prefix, last_input - agent_prefix)
+        _scale(rest_sources, files, local - fixed, last_input - fixed)
         breakdown.total = last_input
         breakdown.method += (
             f"; the conversation scaled to the rest of the last recorded call's input "
@@ -392,9 +413,10 @@ def session_breakdown(
             history.messages,
             [s.tokens or 0 for s in history.summaries],
             {o.tool_use_id: o.tokens_full for o in observations},
-            own.hidden_prefix,
+            own.prefix_parts,
             own.who,
             None if last_usage is None else call_input(last_usage.usage, last_usage.local_estimate),
+            own.prompt.tools if own.prompt is not None else (),
         )
     counter = _Counter()
     layers = layers or {}

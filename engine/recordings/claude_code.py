@@ -49,6 +49,7 @@ Decisions (checked against the real files in ``tests/data/corpus``):
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -285,9 +286,9 @@ def parse_records(
         elif kind not in RECORD_TYPES:
             if is_queued_command(rec):
                 queue.append(record)
-            else:
+            elif not is_prompt_snapshot(rec):  # read: Metadata keeps it
                 not_read.kind(kind, number)
-        meta_.add(rec)
+        meta_.add(rec, number)
     if not messages:
         raise ImportError_([_no_conversation(name, records, not_read, n_lines)], FORMAT)
 
@@ -334,6 +335,7 @@ def parse_records(
         source_session=str(first.get("sessionId", "")),
         conversation_records=len(messages),
         recorded=meta,
+        hidden=meta_.hidden(),
         not_read=not_read,
         agent_version=version,
     )
@@ -361,8 +363,11 @@ class Metadata:
         self.versions: list[str] = []
         self.links: dict[str, dict[str, Any]] = {}
         self.boundaries = 0
+        self.prompt: tuple[int, dict[str, Any]] | None = None
+        """The line and body of the prompt snapshot the session's requests were sent with
+        (:func:`is_prompt_snapshot`): the last that lists the tools, else the last."""
 
-    def add(self, rec: dict[str, Any]) -> None:
+    def add(self, rec: dict[str, Any], line: int = 0) -> None:
         version = rec.get("version")
         if isinstance(version, str) and version and version not in self.versions:
             self.versions.append(version)
@@ -382,6 +387,10 @@ class Metadata:
             self.meta["agent_name"] = rec["agentName"]
         elif kind == "last-prompt" and isinstance(rec.get("lastPrompt"), str):
             self.meta["last_prompt"] = rec["lastPrompt"]
+        elif is_prompt_snapshot(rec):
+            snapshot = rec["attachment"]
+            if self.prompt is None or "tools" in snapshot or "tools" not in self.prompt[1]:
+                self.prompt = (line, snapshot)
         elif kind == "pr-link":
             url = rec.get("prUrl")
             key = str(url if isinstance(url, str) else rec.get("prNumber"))
@@ -401,6 +410,42 @@ class Metadata:
         if self.links:
             meta["pr_links"] = list(self.links.values())
         return meta
+
+    def hidden(self) -> list[dict[str, Any]]:
+        """What the agent sent around the conversation as its prompt snapshot records it
+        (``Parsed.hidden``): its system prompt, a block each (``cliPrefix`` first), and each
+        tool's definition as the API gets it (``schema``), one entry each with its name."""
+        if self.prompt is None:
+            return []
+        line, snapshot = self.prompt
+        prefix = snapshot.get("cliPrefix")
+        parts = [prefix] if isinstance(prefix, str) and prefix else []
+        system = snapshot.get("systemPrompt")
+        parts += [p for p in (system if isinstance(system, list) else []) if isinstance(p, str)]
+        out: list[dict[str, Any]] = [{"line": line, "role": "system", "text": p} for p in parts]
+        tools = snapshot.get("tools")
+        for tool in tools if isinstance(tools, list) else []:
+            if not isinstance(tool, dict):
+                continue
+            schema = tool.get("schema")
+            wire: dict[str, Any] = schema if isinstance(schema, dict) else tool
+            name = wire.get("name") if isinstance(wire.get("name"), str) else ""
+            text = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+            out.append({"line": line, "role": "tool", "name": name, "text": text})
+        return out
+
+
+def is_prompt_snapshot(rec: dict[str, Any]) -> bool:
+    """Whether ``rec`` is the ``attachment`` record Claude Code 2.1.28x writes with the system
+    prompt (``systemPrompt``: its blocks) and the tools (``tools``: each one's ``schema``) its
+    requests carry (``{"type": "attachment", "attachment": {"type": "prompt_snapshot", …}}``)."""
+    attachment = rec.get("attachment")
+    return (
+        rec["type"] == "attachment"
+        and isinstance(attachment, dict)
+        and attachment.get("type") == "prompt_snapshot"
+        and isinstance(attachment.get("systemPrompt"), list)
+    )
 
 
 @dataclass

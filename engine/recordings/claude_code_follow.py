@@ -96,7 +96,7 @@ class TailParser:
             uuid = rec.get("uuid")
             if isinstance(uuid, str) and self._first.setdefault(uuid, n) != n:
                 continue  # a repeat: the parse never sees it
-            self.meta.add(rec)
+            self.meta.add(rec, n)
             self._sidechain |= rec.get("isSidechain") is True
         self._meta_seen = len(records)
         if self.anchor is not None and self._still_under(records):
@@ -304,6 +304,7 @@ class TailParser:
             agent_id=self._head["agent_id"],
             source_session=str(self._head["source_session"] or tail.source_session),
             recorded=meta,
+            hidden=self.meta.hidden(),
             not_read=named,
             agent_version=version,
         )

@@ -30,6 +30,42 @@ def context_of(usage: Usage) -> int:
 
 
 @dataclass(frozen=True)
+class RecordedPrompt:
+    """The system prompt and tools a recording holds (``meta.origin["hidden_prefix"]`` of its
+    first message: Claude Code's prompt snapshot), as local counts made at import."""
+
+    line: int
+    """The line of the record they come from."""
+    system_tokens: int
+    tool_tokens: int
+    tools: tuple[str, ...]
+    """The tools' names, in the order the agent sent them."""
+
+
+def recorded_prompt(first: Message | None) -> RecordedPrompt | None:
+    """The system prompt and tools the session's first message keeps (None: none kept, or
+    kept before their counts were)."""
+    origin = (first.meta.origin if first is not None else None) or {}
+    entries = origin.get("hidden_prefix")
+    if not isinstance(entries, list):
+        return None
+    kept = [
+        e
+        for e in entries
+        if isinstance(e, dict) and e.get("role") in ("system", "tool")
+        and isinstance(e.get("tokens"), int)
+    ]  # fmt: skip
+    if not kept:
+        return None
+    return RecordedPrompt(
+        line=int(kept[0].get("line") or 0),
+        system_tokens=sum(e["tokens"] for e in kept if e["role"] == "system"),
+        tool_tokens=sum(e["tokens"] for e in kept if e["role"] == "tool"),
+        tools=tuple(str(e.get("name") or "") for e in kept if e["role"] == "tool"),
+    )
+
+
+@dataclass(frozen=True)
 class OwnAgentView:
     """A recorded session's figures as its own agent had them: its
     :class:`~engine.figures.SessionFigures` (the record every surface prints) and the hidden
@@ -39,6 +75,19 @@ class OwnAgentView:
     hidden_prefix: int
     """What the agent sent around the conversation (its own system prompt, tools), estimated
     (:mod:`engine.recordings.hidden`)."""
+    prompt: RecordedPrompt | None = None
+    """Its system prompt and tools as the recording holds them (Claude Code 2.1.28x's prompt
+    snapshot), counted locally at import; None: the recording does not hold them."""
+
+    @property
+    def prefix_parts(self) -> tuple[int, int]:
+        """The hidden prefix as (system prompt and the rest, tool definitions): the tools as
+        recorded, within the prefix; ``(hidden_prefix, 0)`` when the recording does not tell
+        them apart."""
+        if self.prompt is None or not self.prompt.tools:
+            return self.hidden_prefix, 0
+        tools = min(self.prompt.tool_tokens, self.hidden_prefix)
+        return self.hidden_prefix - tools, tools
 
     @property
     def agent(self) -> str:
@@ -101,9 +150,11 @@ def own_agent_view(
     from engine.recordings.figures import session_figures
 
     hidden = hidden_prefix(store, session.id, messages=messages)
+    first = messages[0] if messages else store.first_message(session.id)
     return OwnAgentView(
         figures=session_figures(store, session, settings),
         hidden_prefix=0 if hidden is None else hidden.tokens,
+        prompt=recorded_prompt(first),
     )
 
 

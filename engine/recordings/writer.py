@@ -147,6 +147,7 @@ def texts_to_count(parsed: Parsed, settings: Settings) -> Iterator[str]:
     calls: dict[str, ToolCall] = {}
     yield CONTINUED
     yield from repeated_texts(settings.strategy, settings, ())
+    yield from (entry.get("text") or "" for entry in parsed.hidden)
     for item in parsed.items:
         yield item.text
         if item.kind == "user" and item.demonstration:
@@ -617,8 +618,10 @@ def _first_origin(parsed: Parsed) -> dict[str, object] | None:
     origin: dict[str, object] = {}
     if parsed.recorded:
         origin["recorded"] = parsed.recorded
-    if parsed.hidden:
-        origin["hidden_prefix"] = parsed.hidden
+    if parsed.hidden:  # each with its local count (new dicts: the parse is compared later)
+        origin["hidden_prefix"] = [
+            {**entry, "tokens": count_text(entry.get("text") or "")} for entry in parsed.hidden
+        ]
     return origin or None
 
 

@@ -4,9 +4,11 @@ and ctxscope's strategy threshold shows only as a labelled what-if."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from tests.tui.conftest import AppFactory
 from tests.tui.helpers import opened, screen_lines
@@ -51,3 +53,39 @@ async def test_header_and_gauge_are_the_recorded_agents(
         assert "% threshold" not in str(bar.render())
         # the input box says what typing there does
         assert "forks this recording" in text
+
+
+async def test_the_gauge_shows_the_tools_a_recording_lists_apart(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """The corpus' Claude Code 2.1.284 session lists the 14 tools its requests carried (its
+    prompt snapshot, line 30): the gauge's L1 is the tools apart ("its 14 tools (recorded)",
+    the same count `context` prints: tests/engine/recordings/test_corpus_newer.py) and the
+    rest of the hidden prefix (30,212 in all) as the system prompt and the rest; its context
+    35,604 as the last call reported it (input 2 + cache read 32,480 + cache write 2,956 +
+    output 166: the file's last usage, line 57)."""
+    from engine.recordings.importing import import_session
+    from engine.settings.config import Settings
+    from engine.store import Store
+    from tests.engine.recordings.corpus import CORPUS
+    from tui.screens.main_screen import MainScreen
+    from tui.widgets.token_gauge import legend
+
+    name = "KuzniAI__opencode-entire-plugin__entire__K0_01M3Q4WPN518QH04367X86D6K0_0_full.jsonl"
+    store = Store.open(db_path)
+    report = import_session(store, CORPUS / name, str(workspace), settings=Settings())
+    store.close()
+    app = make_app(resume=report.session.id)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        assert isinstance(screen, MainScreen)
+        state = screen.query_one(TokenGauge).state
+        assert state is not None
+        tools, system = state.layers["L1 tools"], state.layers["L1 system"]
+        assert tools > 0 and tools + system == 30_212
+        assert state.layers["L3 history"] + tools + system == 35_604
+        console = Console(width=200, record=True, file=io.StringIO())
+        console.print(legend(state, 2))
+        text = " ".join(console.export_text().split())
+        assert f"its 14 tools (recorded) {tools:,}" in text
+        assert "Claude Code's system prompt & the rest (est.)" in text

@@ -31,6 +31,11 @@ OWN_LABELS = {
     "L3 history": "conversation",
 }
 """A recorded session's layers, as far as its recording tells them apart."""
+LISTED_TOOLS_LABELS = {
+    "L1 system": "{agent}'s system prompt & the rest (est.)",
+    "L1 tools": "its {tools} tools (recorded)",
+}
+"""The same where the recording lists the tools it sent (Claude Code's prompt snapshot)."""
 
 
 def own_figures(state: GaugeState, own: OwnAgentView) -> Text:
@@ -81,8 +86,11 @@ def legend(state: GaugeState, columns: int) -> Table:
         cell = Text()
         cell.append("■ ", style=LAYER_COLOURS[name])
         label = LAYER_LABELS[name]
-        if state.own is not None:
-            label = OWN_LABELS.get(name, label).format(agent=state.own.who)
+        own = state.own
+        if own is not None:
+            listed = own.prompt.tools if own.prompt is not None else ()
+            labels = {**OWN_LABELS, **LISTED_TOOLS_LABELS} if listed else OWN_LABELS
+            label = labels.get(name, label).format(agent=own.who, tools=len(listed))
         cell.append(label, style="bold" if state.layers.get(name) else "dim")
         count = state.layers.get(name, 0)
         cell.append(f" {tokens(count)}", style="")

@@ -15,11 +15,15 @@ written after the first call's result, and the last call cut by the commit.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 
 from engine.recordings.figures import session_figures
+from engine.recordings.importing import parse_sessions
 from engine.settings.config import Settings
 from engine.store import Store
+from tests.cli_run import run_redirected as run
 from tests.engine.recordings.helpers import CORPUS, import_all
 
 TESLAMINT_2_1_237 = (
@@ -166,13 +170,15 @@ def test_claude_code_2_1_284_kinds_not_read_are_named(store: Store) -> None:
     AGENTS.md), 17 (``session_context``), 18 (``date``), 19 (``credential_org``), 20
     (``remote_session_change``), 21 and 30 (``prompt_snapshot``: the system prompt; line 30 the
     tools too, 109,251 bytes), 36, 43 and 56 (``deferred_tools_record``). ``atis-latch``: lines
-    15, 25, 35 and 54, the same bytes each time; ``file-history-delta``: line 39."""
+    15, 25, 35 and 54, the same bytes each time; ``file-history-delta``: line 39. The two
+    ``prompt_snapshot`` records are read (the prompt and tools the requests carried:
+    test_claude_code_2_1_284_holds_the_prompt_and_tools_it_sent); the other 20 are named."""
     (one,) = import_all(store, KUZNI_2_1_284)
     not_read = one.report.not_read.as_json()
     assert not_read["kinds"] == {
         "atis-latch": {"count": 1, "lines": [15]},
         "attachment": {
-            "count": 22,
+            "count": 20,
             "lines": [
                 3,
                 4,
@@ -187,8 +193,6 @@ def test_claude_code_2_1_284_kinds_not_read_are_named(store: Store) -> None:
                 18,
                 19,
                 20,
-                21,
-                30,
                 31,
                 36,
                 42,
@@ -222,3 +226,54 @@ def test_claude_code_2_1_284_figures(store: Store) -> None:
         figures.tokens.output,
     ) == (8, 119_030, 10_013, 1_332)
     assert figures.cost is not None and round(figures.cost, 6) == 0.065291
+
+
+def test_claude_code_2_1_284_holds_the_prompt_and_tools_it_sent(tmp_path: Path) -> None:
+    """Line 30's ``prompt_snapshot`` (by hand, ``json`` over the line): ``cliPrefix`` "You are
+    Claude Code, Anthropic's official CLI for Claude, running within the Claude Agent SDK.",
+    13 ``systemPrompt`` blocks (9,283 characters; line 21 holds the same 13 and no tools), and
+    14 tools, each with a ``schema`` (the API's form, its ``name`` the tool's). The import keeps
+    them with the first message (15 system blocks would double line 21's: only one snapshot,
+    the one with the tools); ``context`` shows the tools apart in L1, counted locally
+    (cl100k_base over each schema as compact JSON, the file's own bytes, worked out here), the
+    rest of the hidden prefix (first prompt 30,238 − transcript 26 = 30,212, the figures
+    ``context`` printed before) as the system prompt and the rest."""
+    from engine.messages.tokens import encoding as cl100k  # tiktoken's, from the bundled file
+
+    (parsed,) = parse_sessions(KUZNI_2_1_284)
+    system = [e for e in parsed.hidden if e["role"] == "system"]
+    tools = [e for e in parsed.hidden if e["role"] == "tool"]
+    assert {e["line"] for e in parsed.hidden} == {30}
+    assert len(system) == 14 and system[0]["text"] == (
+        "You are Claude Code, Anthropic's official CLI for Claude, running within the Claude "
+        "Agent SDK."
+    )
+    assert sum(len(e["text"]) for e in system[1:]) == 9_283
+    assert [e["name"] for e in tools] == [
+        "Agent", "Artifact", "AskUserQuestion", "Bash", "Edit", "ListAgents", "Read",
+        "ReportFindings", "ScheduleWakeup", "SendUserFile", "Skill", "SuggestSkills",
+        "ToolSearch", "Write",
+    ]  # fmt: skip
+    record = json.loads(KUZNI_2_1_284.read_text(encoding="utf-8").splitlines()[29])
+    encoding = cl100k()
+    tool_tokens = sum(
+        len(
+            encoding.encode_ordinary(
+                json.dumps(t["schema"], ensure_ascii=False, separators=(",", ":"))
+            )
+        )
+        for t in record["attachment"]["tools"]
+    )
+    db = str(tmp_path / "s.db")
+    assert run("import", str(KUZNI_2_1_284), "--db", db)[0] == 0
+    code, out, err = run("context", "1", "--json", "--db", db)
+    assert code == 0, err
+    data = json.loads(out)
+    layers = {layer["name"]: layer["tokens"] for layer in data["layers"]}
+    assert layers["L1 tools"] == tool_tokens
+    assert layers["L1 system"] == 30_212 - tool_tokens
+    assert data["recorded"]["prompt"]["line"] == 30
+    assert data["recorded"]["prompt"]["tools"] == [e["name"] for e in tools]
+    code, out, err = run("context", "1", "--db", db)
+    assert code == 0, err
+    assert f"Claude Code's tools (as recorded) {tool_tokens:,} (14 tools)" in out
