@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from engine.compaction.ledger import fidelity, fidelity_json
 from engine.compaction.tool_results import ToolResultCompressor
@@ -619,10 +620,18 @@ def _first_origin(parsed: Parsed) -> dict[str, object] | None:
     if parsed.recorded:
         origin["recorded"] = parsed.recorded
     if parsed.hidden:  # each with its local count (new dicts: the parse is compared later)
-        origin["hidden_prefix"] = [
-            {**entry, "tokens": count_text(entry.get("text") or "")} for entry in parsed.hidden
-        ]
+        origin["hidden_prefix"] = [_counted_entry(entry) for entry in parsed.hidden]
     return origin or None
+
+
+def _counted_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A hidden-prefix entry as stored: with its local count; a tool's definition counted and
+    named, its text not kept (Claude Code's 14 tools are ~100 KB a session, the same in every
+    session of a version: the figures need only the count)."""
+    tokens = count_text(entry.get("text") or "")
+    if entry.get("role") == "tool":
+        return {k: v for k, v in entry.items() if k != "text"} | {"tokens": tokens}
+    return {**entry, "tokens": tokens}
 
 
 def _compaction_calls(item: Item, sid: int, index: int) -> list[UsageRecord]:

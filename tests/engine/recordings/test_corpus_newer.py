@@ -277,3 +277,14 @@ def test_claude_code_2_1_284_holds_the_prompt_and_tools_it_sent(tmp_path: Path) 
     code, out, err = run("context", "1", "--db", db)
     assert code == 0, err
     assert f"Claude Code's tools (as recorded) {tool_tokens:,} (14 tools)" in out
+    # kept with the first message: the system prompt's blocks whole, the tools named and
+    # counted (their ~100 KB of definitions not stored again for every session)
+    stored = Store.open(db)
+    first = stored.first_message(1)
+    stored.close()
+    assert first is not None and first.meta.origin is not None
+    kept = first.meta.origin["hidden_prefix"]
+    assert [e["text"] for e in kept if e["role"] == "system"] == [e["text"] for e in system]
+    assert [("text" in e, e["name"]) for e in kept if e["role"] == "tool"] == [
+        (False, e["name"]) for e in tools
+    ]
