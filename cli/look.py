@@ -235,6 +235,13 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             if fig.cost is not None
             else fig.cost_note
         )
+    elif session.recorded:
+        totals = own_totals(store, sid)
+        if totals:
+            # A run that records its totals only (SWE-agent's model_stats): its own figures,
+            # said as such; ctxscope prices no call it does not have.
+            data["recorded_totals"] = totals
+            cost_line = totals_line(who(fig), totals)
     observations = store.observations(sid) if getattr(args, "observations", False) else []
     if observations:
         data["observations"] = [o.model_dump(mode="json") for o in observations]
@@ -443,6 +450,11 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     width = max(len(n) for n in LAYERS)
     shown = {layer["name"]: layer["tokens"] for layer in data["layers"]}
     lines = [own_line(own)] if own is not None else []
+    if own is not None and own.requests == 0:
+        totals = own_totals(store, session.id or 0)
+        if totals:  # a run that records its totals only: its own figures, said as such
+            data["recorded"]["totals"] = totals
+            lines.append(totals_line(who(own), totals))
     lines += [f"{name:<{width}}  {shown[name]:>8}" for name in LAYERS]
     lines.append(
         f"{'total':<{width}}  {data['total']:>8}   (threshold {settings.threshold_tokens:,}"
@@ -543,6 +555,40 @@ def one_line(text: str) -> str:
     from engine.terminal_text import printable
 
     return printable(text, one_line=True)
+
+
+def own_totals(store: Store, session_id: int) -> dict[str, float | int]:
+    """What a recording says of its calls in total only (SWE-agent's ``info.model_stats``,
+    kept at import: ``recorded_cost``, ``api_calls``, ``tokens_sent``, ``tokens_received``);
+    empty for one that records none."""
+    first = store.first_message(session_id)
+    origin = (first.meta.origin if first is not None else None) or {}
+    facts = origin.get("recorded")
+    if not isinstance(facts, dict):
+        return {}
+    keys = ("api_calls", "tokens_sent", "tokens_received", "recorded_cost")
+    return {
+        k: facts[k]
+        for k in keys
+        if isinstance(facts.get(k), (int, float)) and not isinstance(facts.get(k), bool)
+    }
+
+
+def totals_line(agent: str, totals: dict[str, float | int]) -> str:
+    """``SWE-agent's own totals (no call recorded one by one): 5 calls, 52,861 tokens sent,
+    326 received, $0.54``."""
+    from engine.terminal_text import plural
+
+    parts = []
+    if "api_calls" in totals:
+        parts.append(plural(int(totals["api_calls"]), "call"))
+    if "tokens_sent" in totals:
+        parts.append(f"{int(totals['tokens_sent']):,} tokens sent")
+    if "tokens_received" in totals:
+        parts.append(f"{int(totals['tokens_received']):,} received")
+    if "recorded_cost" in totals:
+        parts.append(f"${float(totals['recorded_cost']):,.2f}")
+    return f"{agent}'s own totals (no call recorded one by one): " + ", ".join(parts)
 
 
 def who(fig: SessionFigures) -> str:

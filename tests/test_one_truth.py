@@ -416,6 +416,24 @@ def test_a_trajectory_without_calls_says_so(tmp_path: Path) -> None:
         "recorded by SWE-agent: context – / 200,000 · auto-compact point not known "
         "(no call's usage recorded)"
     )
+    # the run's own totals, its info.model_stats: total_cost 0.53839, tokens_sent 52,861,
+    # tokens_received 326, api_calls 5; said as its own, beside ctxscope's "–"
+    totals = (
+        "SWE-agent's own totals (no call recorded one by one): 5 calls, 52,861 tokens sent, "
+        "326 received, $0.54"
+    )
+    assert out.splitlines()[1] == totals
+    code, out, err = run("show", "1", "--db", db)
+    assert code == 0, err
+    assert totals in out.splitlines()
+    code, out, err = run("show", "1", "--json", "--db", db)
+    assert code == 0, err
+    assert json.loads(out)["recorded_totals"] == {
+        "api_calls": 5,
+        "tokens_sent": 52_861,
+        "tokens_received": 326,
+        "recorded_cost": 0.53839,
+    }
 
 
 def test_a_trajectory_without_times_shows_none(tmp_path: Path) -> None:
