@@ -236,7 +236,9 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             else fig.cost_note
         )
     elif session.recorded:
-        totals = own_totals(store, sid)
+        from engine.recordings.own_agent import recorded_totals, totals_line
+
+        totals = recorded_totals(store.first_message(sid))
         if totals:
             # A run that records its totals only (SWE-agent's model_stats): its own figures,
             # said as such; ctxscope prices no call it does not have.
@@ -383,7 +385,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     from engine.context.sources import session_breakdown
     from engine.recordings.figures import session_figures
     from engine.recordings.hidden import hidden_prefix
-    from engine.recordings.own_agent import OwnAgentView, recorded_prompt
+    from engine.recordings.own_agent import OwnAgentView, recorded_prompt, recorded_totals
 
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
@@ -421,13 +423,15 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     fig = session_figures(store, session, settings)
     data["figures"] = fig.to_json()
     own = fig if session.recorded else None
+    first = store.first_message(session.id or 0) if own is not None else None
     view = (
         None
         if own is None
         else OwnAgentView(
             figures=own,
             hidden_prefix=0 if hidden is None else hidden.tokens,
-            prompt=recorded_prompt(store.first_message(session.id or 0)),
+            prompt=recorded_prompt(first),
+            totals=recorded_totals(first) if own.requests == 0 else {},
         )
     )
     if view is not None:
@@ -450,11 +454,9 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     width = max(len(n) for n in LAYERS)
     shown = {layer["name"]: layer["tokens"] for layer in data["layers"]}
     lines = [own_line(own)] if own is not None else []
-    if own is not None and own.requests == 0:
-        totals = own_totals(store, session.id or 0)
-        if totals:  # a run that records its totals only: its own figures, said as such
-            data["recorded"]["totals"] = totals
-            lines.append(totals_line(who(own), totals))
+    if view is not None and view.totals:  # a run that records its totals only: said as its own
+        data["recorded"]["totals"] = dict(view.totals)
+        lines.append(view.totals_line)
     lines += [f"{name:<{width}}  {shown[name]:>8}" for name in LAYERS]
     lines.append(
         f"{'total':<{width}}  {data['total']:>8}   (threshold {settings.threshold_tokens:,}"
@@ -555,40 +557,6 @@ def one_line(text: str) -> str:
     from engine.terminal_text import printable
 
     return printable(text, one_line=True)
-
-
-def own_totals(store: Store, session_id: int) -> dict[str, float | int]:
-    """What a recording says of its calls in total only (SWE-agent's ``info.model_stats``,
-    kept at import: ``recorded_cost``, ``api_calls``, ``tokens_sent``, ``tokens_received``);
-    empty for one that records none."""
-    first = store.first_message(session_id)
-    origin = (first.meta.origin if first is not None else None) or {}
-    facts = origin.get("recorded")
-    if not isinstance(facts, dict):
-        return {}
-    keys = ("api_calls", "tokens_sent", "tokens_received", "recorded_cost")
-    return {
-        k: facts[k]
-        for k in keys
-        if isinstance(facts.get(k), (int, float)) and not isinstance(facts.get(k), bool)
-    }
-
-
-def totals_line(agent: str, totals: dict[str, float | int]) -> str:
-    """``SWE-agent's own totals (no call recorded one by one): 5 calls, 52,861 tokens sent,
-    326 received, $0.54``."""
-    from engine.terminal_text import plural
-
-    parts = []
-    if "api_calls" in totals:
-        parts.append(plural(int(totals["api_calls"]), "call"))
-    if "tokens_sent" in totals:
-        parts.append(f"{int(totals['tokens_sent']):,} tokens sent")
-    if "tokens_received" in totals:
-        parts.append(f"{int(totals['tokens_received']):,} received")
-    if "recorded_cost" in totals:
-        parts.append(f"${float(totals['recorded_cost']):,.2f}")
-    return f"{agent}'s own totals (no call recorded one by one): " + ", ".join(parts)
 
 
 def who(fig: SessionFigures) -> str:

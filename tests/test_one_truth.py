@@ -10,6 +10,7 @@ again would fail here. Two figures are also checked against the file itself, wor
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
@@ -434,6 +435,9 @@ def test_a_trajectory_without_calls_says_so(tmp_path: Path) -> None:
         "tokens_received": 326,
         "recorded_cost": 0.53839,
     }
+    page = tmp_path / "s.html"
+    assert run("export", "1", "--format", "html", "-o", str(page), "--db", db)[0] == 0
+    assert html.escape(totals) in page.read_text()
 
 
 def test_a_trajectory_without_times_shows_none(tmp_path: Path) -> None:

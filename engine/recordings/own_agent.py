@@ -12,8 +12,8 @@ same rules. The agent is the one the registry names for the session
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from engine.figures import SessionFigures
 from engine.models import Message, Session, Usage
@@ -21,6 +21,7 @@ from engine.recordings.hidden import hidden_prefix
 from engine.settings.config import Settings
 from engine.settings.params import in_window, session_settings
 from engine.store import Store
+from engine.terminal_text import plural
 
 
 def context_of(usage: Usage) -> int:
@@ -65,6 +66,37 @@ def recorded_prompt(first: Message | None) -> RecordedPrompt | None:
     )
 
 
+def recorded_totals(first: Message | None) -> dict[str, float | int]:
+    """What a recording says of its calls in total only (SWE-agent's ``info.model_stats``,
+    kept at import with its first message: ``api_calls``, ``tokens_sent``,
+    ``tokens_received``, ``recorded_cost``); empty for one that records none."""
+    origin = (first.meta.origin if first is not None else None) or {}
+    facts = origin.get("recorded")
+    if not isinstance(facts, dict):
+        return {}
+    keys = ("api_calls", "tokens_sent", "tokens_received", "recorded_cost")
+    return {
+        k: facts[k]
+        for k in keys
+        if isinstance(facts.get(k), (int, float)) and not isinstance(facts.get(k), bool)
+    }
+
+
+def totals_line(agent: str, totals: Mapping[str, float | int]) -> str:
+    """``SWE-agent's own totals (no call recorded one by one): 5 calls, 52,861 tokens sent,
+    326 received, $0.54``: a run's own figures, said as its own."""
+    parts = []
+    if "api_calls" in totals:
+        parts.append(plural(int(totals["api_calls"]), "call"))
+    if "tokens_sent" in totals:
+        parts.append(f"{int(totals['tokens_sent']):,} tokens sent")
+    if "tokens_received" in totals:
+        parts.append(f"{int(totals['tokens_received']):,} received")
+    if "recorded_cost" in totals:
+        parts.append(f"${float(totals['recorded_cost']):,.2f}")
+    return f"{agent}'s own totals (no call recorded one by one): " + ", ".join(parts)
+
+
 @dataclass(frozen=True)
 class OwnAgentView:
     """A recorded session's figures as its own agent had them: its
@@ -78,6 +110,14 @@ class OwnAgentView:
     prompt: RecordedPrompt | None = None
     """Its system prompt and tools as the recording holds them (Claude Code 2.1.28x's prompt
     snapshot), counted locally at import; None: the recording does not hold them."""
+    totals: Mapping[str, float | int] = field(default_factory=dict)
+    """Its own totals where it records no call one by one (:func:`recorded_totals`); empty
+    when its calls are recorded (their figures are the session's) or it records none."""
+
+    @property
+    def totals_line(self) -> str:
+        """The line every surface prints of :attr:`totals` (``""``: none)."""
+        return totals_line(self.who, self.totals) if self.totals else ""
 
     @property
     def prefix_parts(self) -> tuple[int, int]:
@@ -151,10 +191,12 @@ def own_agent_view(
 
     hidden = hidden_prefix(store, session.id, messages=messages)
     first = messages[0] if messages else store.first_message(session.id)
+    figures = session_figures(store, session, settings)
     return OwnAgentView(
-        figures=session_figures(store, session, settings),
+        figures=figures,
         hidden_prefix=0 if hidden is None else hidden.tokens,
         prompt=recorded_prompt(first),
+        totals=recorded_totals(first) if figures.requests == 0 else {},
     )
 
 

@@ -93,6 +93,7 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
             ]
         ),
         f'<p class="muted">{esc(fig.cost_note)}</p>' if fig.cost_note else "",
+        f'<p class="muted">{esc(own.totals_line)}</p>' if own is not None and own.totals else "",
         "<h2>Context over time</h2>",
         _chart(settings, session, own, usages, compactions).svg(),
         "<h2>What the context is made of</h2>",

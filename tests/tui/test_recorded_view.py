@@ -89,3 +89,35 @@ async def test_the_gauge_shows_the_tools_a_recording_lists_apart(
         text = " ".join(console.export_text().split())
         assert f"its 14 tools (recorded) {tools:,}" in text
         assert "Claude Code's system prompt & the rest (est.)" in text
+
+
+async def test_the_gauge_says_a_runs_own_totals_where_it_records_no_call(
+    make_app: AppFactory, db_path: Path, workspace: Path
+) -> None:
+    """The corpus' SWE-agent trajectory records its calls in total only (its info.model_stats:
+    5 api_calls, 52,861 tokens sent, 326 received, instance_cost 0.53839): the gauge's cost
+    is ctxscope's "–" and, below it, the run's own totals, said as its own (the line `context`
+    and `show` print: tests/test_one_truth.py)."""
+    from engine.recordings.importing import import_session
+    from engine.settings.config import Settings
+    from engine.store import Store
+    from tests.engine.recordings.corpus import CORPUS
+
+    store = Store.open(db_path)
+    report = import_session(
+        store,
+        CORPUS / "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj",
+        str(workspace),
+        settings=Settings(),
+    )
+    store.close()
+    app = make_app(resume=report.session.id)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await opened(pilot)
+        gauge = str(screen.query_one(TokenGauge).query_one("#gauge-figures").render())
+        text = " ".join(gauge.split())
+        assert "0 compactions recorded · cost –" in text
+        assert (
+            "SWE-agent's own totals (no call recorded one by one): 5 calls, 52,861 tokens "
+            "sent, 326 received, $0.54" in text
+        )

@@ -73,6 +73,8 @@ def own_figures(state: GaugeState, own: OwnAgentView) -> Text:
     text.append(f"\n{own.compactions} compaction{'s' if own.compactions != 1 else ''} recorded")
     text.append(" · cost ", style="dim")
     text.append(own.cost_text, style="bold")
+    if own.totals:  # a run that records its totals only: its own figures, said as its own
+        text.append("\n" + display_safe(own.totals_line), style="dim")
     return text
 
 
