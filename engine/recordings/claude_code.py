@@ -439,13 +439,16 @@ def is_prompt_snapshot(rec: dict[str, Any]) -> bool:
     """Whether ``rec`` is the ``attachment`` record Claude Code 2.1.28x writes with the system
     prompt (``systemPrompt``: its blocks) and the tools (``tools``: each one's ``schema``) its
     requests carry (``{"type": "attachment", "attachment": {"type": "prompt_snapshot", …}}``)."""
+    attachment = _attachment(rec, "prompt_snapshot")
+    return attachment is not None and isinstance(attachment.get("systemPrompt"), list)
+
+
+def _attachment(rec: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The body of ``rec`` when it is an ``attachment`` record of type ``kind``, else None."""
     attachment = rec.get("attachment")
-    return (
-        rec["type"] == "attachment"
-        and isinstance(attachment, dict)
-        and attachment.get("type") == "prompt_snapshot"
-        and isinstance(attachment.get("systemPrompt"), list)
-    )
+    if rec["type"] == "attachment" and isinstance(attachment, dict):
+        return attachment if attachment.get("type") == kind else None
+    return None
 
 
 @dataclass
@@ -465,13 +468,8 @@ def is_queued_command(rec: dict[str, Any]) -> bool:
     """Whether ``rec`` is the ``attachment`` record newer Claude Code versions write where a
     queued input reached the model (``{"type": "attachment", "attachment": {"type":
     "queued_command", "prompt", "commandMode", "origin": {"kind"}}}``)."""
-    attachment = rec.get("attachment")
-    return (
-        rec["type"] == "attachment"
-        and isinstance(attachment, dict)
-        and attachment.get("type") == "queued_command"
-        and isinstance(attachment.get("prompt"), str)
-    )
+    attachment = _attachment(rec, "queued_command")
+    return attachment is not None and isinstance(attachment.get("prompt"), str)
 
 
 def _queued(

@@ -182,17 +182,7 @@ async def test_f2_shows_no_time_for_a_recording_that_has_none(
 ) -> None:
     """The corpus' SWE-agent trajectory records no time (no entry carries one): F2's Last
     active is "–", where it said when the file was imported ("just now")."""
-    from engine.recordings.importing import import_session
-    from engine.settings.config import Settings
-    from engine.store import Store
-    from tests.engine.recordings.corpus import CORPUS
+    from tests.tui.test_recorded_readonly import SWE_AGENT
 
-    store = Store.open(db_path)
-    report = import_session(
-        store,
-        CORPUS / "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj",
-        str(workspace),
-        settings=Settings(),
-    )
-    store.close()
-    assert await f2_last_active(make_app(resume=report.session.id)) == "–"
+    sid = imported(db_path, workspace, SWE_AGENT)
+    assert await f2_last_active(make_app(resume=sid)) == "–"

@@ -33,12 +33,17 @@ def show_json(db: Path, session_id: int) -> str:
     return out.getvalue()
 
 
-def imported(db: Path, workspace: Path) -> int:
+def imported(db: Path, workspace: Path, path: Path = MAROT) -> int:
+    """The corpus file ``path`` (marot's session unless named) imported; its session's id."""
     store = Store.open(db)
-    report = import_session(store, MAROT, str(workspace), settings=Settings())
+    report = import_session(store, path, str(workspace), settings=Settings())
     store.close()
     assert report.session.id is not None
     return report.session.id
+
+
+SWE_AGENT = MAROT.parent / "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj"
+"""The corpus' SWE-agent trajectory: no time, no call recorded one by one."""
 
 
 async def test_opening_and_quitting_changes_nothing(

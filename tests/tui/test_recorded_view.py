@@ -98,20 +98,9 @@ async def test_the_gauge_says_a_runs_own_totals_where_it_records_no_call(
     5 api_calls, 52,861 tokens sent, 326 received, instance_cost 0.53839): the gauge's cost
     is ctxscope's "–" and, below it, the run's own totals, said as its own (the line `context`
     and `show` print: tests/test_one_truth.py)."""
-    from engine.recordings.importing import import_session
-    from engine.settings.config import Settings
-    from engine.store import Store
-    from tests.engine.recordings.corpus import CORPUS
+    from tests.tui.test_recorded_readonly import SWE_AGENT
 
-    store = Store.open(db_path)
-    report = import_session(
-        store,
-        CORPUS / "SWE-agent__SWE-agent__swe-agent__test-repo-i1.traj",
-        str(workspace),
-        settings=Settings(),
-    )
-    store.close()
-    app = make_app(resume=report.session.id)
+    app = make_app(resume=imported(db_path, workspace, SWE_AGENT))
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await opened(pilot)
         gauge = str(screen.query_one(TokenGauge).query_one("#gauge-figures").render())
