@@ -316,3 +316,30 @@ def test_a_codex_rollout_names_what_it_does_not_read_with_its_cli_version(
         "1 record of kinds this version of ctxscope does not read: world_state 1 (Codex 0.47.0)",
         "1 line not read: not JSON (line 4)",
     ]
+
+
+def test_a_damaged_prompt_snapshot_keeps_what_it_can() -> None:
+    """A ``prompt_snapshot`` whose blocks and tools are not all of the shape Claude Code
+    2.1.284 writes (the corpus' line 30: strings, and objects with a ``schema``): the strings
+    are the system prompt, a tool without a ``schema`` is taken whole, anything else is
+    left out; the conversation reads as before. One whose ``systemPrompt`` is not a list is
+    not a snapshot: named as an attachment not read."""
+    snapshot = record(
+        "attachment",
+        attachment={
+            "type": "prompt_snapshot",
+            "systemPrompt": ["You are an agent.", 7, None, "Be brief."],
+            "tools": ["Bash", {"name": "Read", "input_schema": {}}, {"schema": "x"}],
+        },
+    )
+    broken = record("attachment", attachment={"type": "prompt_snapshot", "systemPrompt": "x"})
+    parsed = parse("\n".join([*LINES, snapshot, broken]))
+    assert [(e["role"], e.get("name"), e["line"]) for e in parsed.hidden] == [
+        ("system", None, 13),
+        ("system", None, 13),
+        ("tool", "Read", 13),
+        ("tool", "", 13),
+    ]
+    assert [e["text"] for e in parsed.hidden[:2]] == ["You are an agent.", "Be brief."]
+    assert parsed.not_read.as_json()["kinds"] == {"attachment": {"count": 1, "lines": [14]}}
+    assert [i.kind for i in parsed.items] == KINDS
