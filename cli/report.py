@@ -117,9 +117,10 @@ def text_lines(r: Report) -> list[str]:
             shown = printable(key, one_line=True)
             if len(shown) > KEY_WIDTH:  # the tail tells one project from another, not the head
                 shown = "…" + shown[-(KEY_WIDTH - 1) :]
+            n = r.group_sessions.get(key, 0)
             out.append(
-                f"  {shown:{KEY_WIDTH}}  {r.group_sessions.get(key, 0):>5} "
-                f"sessions  {fig.requests:>7,} requests  {dollars(fig.total_cost):>12}"
+                f"  {shown:{KEY_WIDTH}}  {n:>5} {'session ' if n == 1 else 'sessions'}  "
+                f"{fig.requests:>7,} requests  {dollars(fig.total_cost):>12}"
             )
         if len(r.groups) > SHOWN:
             out.append(f"  … and {len(r.groups) - SHOWN} more (--json has them all)")

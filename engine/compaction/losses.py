@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from engine.compaction.ledger import KINDS, LedgerItem, extract_ledger, present
 from engine.models import ArchivedSegment, Compaction, Message, Observation, Session, Summary
+from engine.terminal_text import plural
 
 NAMES = {
     "file_read": "files read",
@@ -285,7 +286,7 @@ class HistoryLosses:
         if requests:
             shown = ", ".join(str(s) for s in requests[:10])
             more = f" and {len(requests) - 10} more" if len(requests) > 10 else ""
-            out.append(f"{len(requests)} sessions lost a user's request: {shown}{more}")
+            out.append(f"{plural(len(requests), 'session')} lost a user's request: {shown}{more}")
         return out
 
 

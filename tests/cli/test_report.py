@@ -171,6 +171,12 @@ def test_since_and_the_text_form(db: Path, capsys: pytest.CaptureFixture[str]) -
     assert "4 sessions (1 subagent)" in text
     assert "what the summaries kept: files read" in text
     assert "lost the most at a compaction" in text
+    # a group of one session reads "1 session", in the column the others' "sessions" take
+    assert main(["report", "--by", "session"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("by session:") + 1
+    rows = lines[start : lines.index("", start)]
+    assert len(rows) == 4 and all(" 1 session   " in row for row in rows)
 
 
 def test_a_recorded_compaction_call_is_priced_with_its_compaction(
