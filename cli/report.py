@@ -96,6 +96,14 @@ def _tokens(f: Figures) -> str:
     return " · ".join(f"{k.replace('_', ' ')} {f.tokens[k]:,}" for k in TOKEN_KINDS)
 
 
+def _agent_label(name: str) -> str:
+    """An agent's group in words, as every other surface names it (``Claude Code``, not
+    ``claude-code``); a name no agent has (``ctxscope``, ``proxy``) as it is."""
+    from engine.recordings.agents import label_of
+
+    return label_of(name) or name
+
+
 def text_lines(r: Report) -> list[str]:
     from cli.common import sessions_counted
     from engine.report import TOKEN_KINDS, Figures
@@ -113,8 +121,9 @@ def text_lines(r: Report) -> list[str]:
     if r.by:
         out.append("")
         out.append(f"by {r.by}:")
+        named = _agent_label if r.by == "agent" else str
         for key, fig in list(r.groups.items())[:SHOWN]:
-            shown = printable(key, one_line=True)
+            shown = printable(named(key), one_line=True)
             if len(shown) > KEY_WIDTH:  # the tail tells one project from another, not the head
                 shown = "…" + shown[-(KEY_WIDTH - 1) :]
             n = r.group_sessions.get(key, 0)

@@ -177,6 +177,11 @@ def test_since_and_the_text_form(db: Path, capsys: pytest.CaptureFixture[str]) -
     start = lines.index("by session:") + 1
     rows = lines[start : lines.index("", start)]
     assert len(rows) == 4 and all(" 1 session   " in row for row in rows)
+    # an agent by the name every other surface gives it (the JSON keeps the format's)
+    assert main(["report", "--by", "agent"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (row,) = lines[lines.index("by agent:") + 1 : lines.index("by agent:") + 2]
+    assert row.split()[:4] == ["Claude", "Code", "4", "sessions"]
 
 
 def test_a_recorded_compaction_call_is_priced_with_its_compaction(
