@@ -57,3 +57,34 @@ def test_lines_far_apart_keep_their_labels_above() -> None:
         float(y) for y in re.findall(r'class="trigger" x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)"', svg)
     ]
     assert sorted(ys.values()) == sorted(y - 4 for y in line_ys)
+
+
+def test_lines_far_above_the_values_are_named_not_drawn() -> None:
+    """The corpus' Claude Code 2.1.284 session peaks at 35,604 tokens (its last call: 2 +
+    32,480 + 2,956 + 166) on a 1,000,000 window that Claude Code compacts at 967,000: scaled to
+    hold those lines, its four calls were a flat line along the bottom (seen in a screenshot
+    of its page). Lines over ten times the highest value are named above the chart, in their
+    colours, and the values fill it; a line within reach (marot: 167,000 under a 200,000
+    window, its peak 167,094) is drawn as before."""
+    far = Chart(
+        values=[30_000.0, 31_500.0, 32_000.0, 35_604.0],
+        title="context",
+        x_label="API call",
+        lines=[Line(967_000, "auto-compacts at"), Line(1_000_000, "window", "#5b6473")],
+    ).svg()
+    assert 'class="trigger"' not in far
+    (named,) = re.findall(r'<text class="above"[^>]*>(.*?)</text>', far, re.S)
+    assert re.sub(r"<[^>]+>", "", named) == (
+        "window 1.0M · auto-compacts at 967,000 (above the chart)"
+    )
+    assert '<tspan style="fill:#5b6473">window 1.0M</tspan>' in named
+    # the highest value in the top fifth of the plot (y from 28 down to 288: 300 − 28 − 40 high)
+    ys = [float(y) for y in re.findall(r",([\d.]+)", re.search(r'points="([^"]+)"', far)[1])]
+    assert min(ys) < 28 + 260 * 0.2
+    near = Chart(
+        values=[60_000.0, 167_094.0],
+        title="context",
+        x_label="API call",
+        lines=[Line(167_000, "auto-compacts at"), Line(200_000, "window", "#5b6473")],
+    ).svg()
+    assert near.count('class="trigger"') == 2 and 'class="above"' not in near
