@@ -220,8 +220,12 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
         text = session_html(store, args.session, settings)
     else:
+        from engine.recordings.figures import session_figures
+
         write = export_markdown if args.format == "markdown" else export_jsonl
-        text = write(store, args.session, include_archived=args.include_archived)
+        # a recording that says no time: its stored times are the import's, not written
+        dated = session_figures(store, store.get_session(args.session), settings).times_recorded
+        text = write(store, args.session, include_archived=args.include_archived, dated=dated)
     if args.output is None:
         sys.stdout.write(text)
     else:

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from contextlib import redirect_stdout
 from copy import deepcopy
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -466,7 +467,21 @@ def test_a_trajectory_without_times_shows_none(tmp_path: Path) -> None:
     assert row.split()[1:3] == ["2026-02-11", "20:36"]
     page = tmp_path / "s.html"
     assert run("export", "1", "--format", "html", "-o", str(page), "--db", db)[0] == 0
-    assert "strategy layered · its times not recorded" in page.read_text()
+    text = page.read_text()
+    assert "strategy layered · its times not recorded" in text
+    assert re.findall(r'<span class="muted">(message \d+)</span>', text)[:1] == ["message 1"]
+    assert f"{datetime.now(UTC):%Y-%m-%d}" not in text  # the import's day, shown nowhere
+    # the exports: no time for its messages; marot's keep theirs
+    code, out, err = run("export", "1", "--format", "markdown", "--db", db)
+    assert code == 0, err
+    heads = [line for line in out.splitlines() if line.startswith("**User**")]
+    assert heads[:2] == ["**User**", "**User** (demonstration)"]
+    code, out, err = run("export", "1", "--db", db)
+    assert code == 0, err
+    assert all("timestamp" not in json.loads(line) for line in out.splitlines())
+    code, out, err = run("export", "2", "--db", db)
+    assert code == 0, err
+    assert all("timestamp" in json.loads(line) for line in out.splitlines())
 
 
 def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:

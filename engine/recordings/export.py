@@ -66,8 +66,12 @@ def transcript_parts(store: Store, session_id: int, include_archived: bool) -> l
     return parts
 
 
-def export_jsonl(store: Store, session_id: int, include_archived: bool = False) -> str:
-    """The session as JSON lines of Anthropic messages (see the module docstring)."""
+def export_jsonl(
+    store: Store, session_id: int, include_archived: bool = False, dated: bool = True
+) -> str:
+    """The session as JSON lines of Anthropic messages (see the module docstring); without
+    ``dated`` (a recording that says no time: the times stored are the import's), no line has
+    a ``timestamp``."""
     usage = {(u.round_index, u.step): u for u in store.usages(session_id)}
     lines: list[dict[str, Any]] = []
     line: dict[str, Any]
@@ -119,6 +123,9 @@ def export_jsonl(store: Store, session_id: int, include_archived: bool = False) 
     rounds = store.rounds(session_id)
     if lines and rounds and rounds[-1].status == RoundStatus.FINISHED:
         lines[-1]["finished"] = True
+    if not dated:
+        for line in lines:
+            line.pop("timestamp", None)
     return "".join(json_printable(json.dumps(line, ensure_ascii=False)) + "\n" for line in lines)
 
 
@@ -161,8 +168,11 @@ def _result_block(
     return block, recorded
 
 
-def export_markdown(store: Store, session_id: int, include_archived: bool = False) -> str:
-    """A readable transcript: rounds, steps, full results; compactions and summaries marked."""
+def export_markdown(
+    store: Store, session_id: int, include_archived: bool = False, dated: bool = True
+) -> str:
+    """A readable transcript: rounds, steps, full results; compactions and summaries marked;
+    each message's time unless not ``dated`` (a recording that says none)."""
     session = store.get_session(session_id)
     rounds: dict[int, Round] = {r.index: r for r in store.rounds(session_id)}
     usage: dict[tuple[int | None, int | None], UsageRecord] = {
@@ -199,7 +209,7 @@ def export_markdown(store: Store, session_id: int, include_archived: bool = Fals
             rnd = rounds.get(current or 0)
             status = f" ({rnd.status}{', archived' if rnd.archived else ''})" if rnd else ""
             out += ["", f"## Round {current}{status}"]
-        out += ["", *_markdown_message(store, session_id, msg, usage)]
+        out += ["", *_markdown_message(store, session_id, msg, usage, dated)]
     return printable("\n".join(out)) + "\n"
 
 
@@ -219,19 +229,20 @@ def _markdown_message(
     session_id: int,
     msg: Message,
     usage: dict[tuple[int | None, int | None], UsageRecord],
+    dated: bool = True,
 ) -> list[str]:
-    stamp = msg.created_at.isoformat(timespec="seconds")
+    stamp = f" · {msg.created_at.isoformat(timespec='seconds')}" if dated else ""
     if msg.role == "user":
         origin = msg.meta.origin or {}
         if origin.get("demonstration"):
-            return [f"**User** (demonstration) · {stamp}", "", msg.content]
+            return [f"**User** (demonstration){stamp}", "", msg.content]
         kind = kind_of(msg)
         if kind in HARNESS_KINDS:
-            return [f"**{HARNESS_LABELS[kind]}** (not the user) · {stamp}", "", msg.content]
+            return [f"**{HARNESS_LABELS[kind]}** (not the user){stamp}", "", msg.content]
         how = " (typed while the agent worked)" if kind == QUEUED else ""
-        return [f"**User**{how} · {stamp}", "", msg.content]
+        return [f"**User**{how}{stamp}", "", msg.content]
     if msg.role == "assistant":
-        lines = [f"**Assistant**, step {msg.meta.step} · {stamp}"]
+        lines = [f"**Assistant**, step {msg.meta.step}{stamp}"]
         record = usage.get((msg.meta.round, msg.meta.step))
         if record is not None:
             lines[0] += f" · {record.usage.input_side} in / {record.usage.output_tokens} out"

@@ -102,7 +102,7 @@ def session_html(store: Store, session_id: int, settings: Settings) -> str:
         *(_losses_block(c, losses.get(c.id or 0), flags.get(c.id or 0, [])) for c in compactions),
         *([] if compactions else ['<p class="muted">No compaction.</p>']),
         "<h2>Conversation</h2>",
-        *_conversation(store, session_id, usages, losses),
+        *_conversation(store, session_id, usages, losses, fig.times_recorded),
     ]
     return page(title, body)
 
@@ -246,6 +246,7 @@ def _conversation(
     session_id: int,
     usages: Sequence[UsageRecord],
     losses: dict[int, CompactionLosses],
+    dated: bool = True,
 ) -> list[str]:
     by_step = {(u.round_index, u.step): u for u in usages}
     observations = {o.tool_use_id: o for o in store.observations(session_id)}
@@ -262,7 +263,7 @@ def _conversation(
         if msg.meta.round != current:
             current = msg.meta.round
             out.append(f'<div class="round">Round {esc_line(current)}</div>')
-        out.append(_message(msg, by_step, observations))
+        out.append(_message(msg, by_step, observations, dated))
     return out
 
 
@@ -285,8 +286,10 @@ def _message(
     msg: Message,
     by_step: dict[tuple[int | None, int | None], UsageRecord],
     observations: dict[str, Observation],
+    dated: bool = True,
 ) -> str:
-    stamp = f"{msg.created_at:%Y-%m-%d %H:%M:%S}"
+    # a recording that says no time: the stored one is the import's, not shown as the message's
+    stamp = f"{msg.created_at:%Y-%m-%d %H:%M:%S} · " if dated else ""
     anchor = f' id="m{msg.id}"' if msg.id is not None else ""
     if msg.role == "user":
         kind = kind_of(msg)
@@ -299,7 +302,7 @@ def _message(
         )
         return (
             f'<div class="msg user"{anchor}><span class="who">{esc_line(who)}</span> '
-            f'<span class="muted">{stamp} · message {msg.id}</span>'
+            f'<span class="muted">{stamp}message {msg.id}</span>'
             f'<div class="text">{esc(msg.content)}</div></div>'
         )
     if msg.role == "assistant":
@@ -311,7 +314,7 @@ def _message(
         )
         parts = [
             f'<div class="msg assistant"{anchor}><span class="who">Assistant</span> '
-            f'<span class="muted">step {esc_line(msg.meta.step)} · {stamp} · message '
+            f'<span class="muted">step {esc_line(msg.meta.step)} · {stamp}message '
             f"{msg.id}{used}</span>"
         ]
         for block in (msg.meta.origin or {}).get("thinking", []):
@@ -337,7 +340,7 @@ def _message(
         head = (
             f'<div class="msg tool{error}"{anchor}><span class="who">Result</span> of '
             f"{esc_line(msg.meta.tool_name or '')}{esc_line(flag)} "
-            f'<span class="muted">{stamp} · message {msg.id}</span>'
+            f'<span class="muted">{stamp}message {msg.id}</span>'
         )
         if len(text) > FOLD_CHARS:
             shown = (
