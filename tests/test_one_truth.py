@@ -482,6 +482,11 @@ def test_a_trajectory_without_times_shows_none(tmp_path: Path) -> None:
     code, out, err = run("export", "2", "--db", db)
     assert code == 0, err
     assert all("timestamp" in json.loads(line) for line in out.splitlines())
+    # the report card's sessions alike
+    code, out, err = run("report", "--json", "--db", db)
+    assert code == 0, err
+    started = {s["id"]: s["started_at"] for s in json.loads(out)["sessions"]}
+    assert started == {1: None, 2: "2026-02-11 20:36:45.618000+00:00"}
 
 
 def test_sonnet_4_6_with_the_1m_context(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from engine.compaction.ledger import KINDS
 from engine.compaction.losses import CompactionLosses, HistoryLosses, item_json, session_losses
 from engine.context.sources import request_breakdown
 from engine.models import Usage
+from engine.recordings.agents import records_times
 from engine.recordings.degenerate import KINDS as FLAG_KINDS
 from engine.recordings.degenerate import Flag, session_flags
 from engine.report.figures import Figures, Prices, priced
@@ -53,7 +54,8 @@ class SessionLine:
             "model": f.model,
             "models": sorted(self.models),
             "parent_session_id": f.parent_session_id,
-            "started_at": f.started_at,
+            # a run whose agent writes no time: its stored one is the import's, not shown
+            "started_at": f.started_at if records_times(self.agent) else None,
             "compactions": self.compactions,
         } | self.figures.as_json()
 

@@ -112,6 +112,13 @@ def by_name(name: str) -> AgentFormat | None:
     return _BY_NAME.get(name)
 
 
+def records_times(name: str) -> bool:
+    """Whether the agent stored as ``name`` writes when each step happened (True for a name
+    ctxscope does not know, and for its own sessions: their times are theirs)."""
+    agent = by_name(name)
+    return agent is None or agent.records_times
+
+
 def label_of(name: str) -> str:
     """The agent in words (``Claude Code``), ``""`` for a name ctxscope does not know."""
     agent = by_name(name)

@@ -91,6 +91,7 @@ class ClaudeCode:
 
     name = claude_code.FORMAT
     label = "Claude Code"
+    records_times = True
     follow_glob = "*/*.jsonl"
     """``projects/<project>/<session>.jsonl``."""
 

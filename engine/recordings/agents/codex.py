@@ -49,6 +49,7 @@ class Codex:
 
     name = codex.FORMAT
     label = "Codex"
+    records_times = True
     follow_glob = "*/*/*/rollout-*.jsonl"
     """``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``."""
 

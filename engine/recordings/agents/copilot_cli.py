@@ -38,6 +38,7 @@ class CopilotCli:
 
     name = copilot_cli.FORMAT
     label = "Copilot CLI"
+    records_times = True
     follow_glob: str | None = "*/events.jsonl"
     """``session-state/<session id>/events.jsonl``."""
 

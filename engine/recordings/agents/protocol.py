@@ -215,6 +215,7 @@ class Standalone:
     companion files. An agent module takes these from here and defines what it has."""
 
     follow_glob: str | None = None
+    records_times = True
 
     def tail_parser(self, path: Path) -> TailParser | None:
         return None
@@ -272,6 +273,13 @@ class AgentFormat(Protocol):
     @property
     def label(self) -> str:
         """The agent in words (``Claude Code``)."""
+        ...
+
+    @property
+    def records_times(self) -> bool:
+        """Whether the agent's files say when each step happened (False: SWE-agent's and
+        mini-swe-agent's trajectories, whose stored times are the import's); its rules carry
+        it (``ContextRules.times_recorded``)."""
         ...
 
     @property

@@ -31,6 +31,8 @@ class Trajectory(Standalone):
     """One trajectory format: no entry says when it happened (the reader dates every step at
     the import; the rules say so: ``times_recorded``)."""
 
+    records_times = False
+
     def __init__(
         self,
         name: str,
@@ -54,7 +56,8 @@ class Trajectory(Standalone):
     def context_rules(
         self, recorded: Recorded, settings: Settings, env: Mapping[str, str]
     ) -> ContextRules:
-        return replace(window_without_trigger(self.label, recorded, settings), times_recorded=False)
+        rules = window_without_trigger(self.label, recorded, settings)
+        return replace(rules, times_recorded=self.records_times)
 
 
 SWE = Trajectory(trajectories.SWE, "SWE-agent", trajectories.looks_like_swe, trajectories.parse_swe)
