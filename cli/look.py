@@ -47,6 +47,7 @@ def add_sessions_parser(sub: Subcommands, parents: Parents) -> None:
 
 def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     from cli.common import emit, open_store
+    from engine.figures import by_last_active
     from engine.recordings.figures import sessions_figures
 
     store = open_store(args, settings, read_only=True)
@@ -59,6 +60,7 @@ def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         sums={i.session.id: (i.current_tokens, i.compactions) for i in infos if i.session.id},
         every=len(infos) == len(every),
     )
+    infos = by_last_active(infos, figs)
     data = [
         {
             **info.session.model_dump(mode="json"),

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.models import Session, Usage
+from engine.models import Session, SessionInfo, Usage
 
 if TYPE_CHECKING:
     from engine.figures.spend import Spend
@@ -249,6 +249,26 @@ def session_times(
     if not figures.times_recorded:
         return None, None
     return started_at or session.created_at, last_at or session.updated_at
+
+
+def by_last_active(
+    infos: Sequence[SessionInfo], figures: Mapping[int, SessionFigures]
+) -> list[SessionInfo]:
+    """``infos`` as ``sessions`` and F2 list them: most recently active first by their own
+    times (:func:`session_times`), so an imported history reads in the order its sessions
+    ran, not the order they were imported; a recording that says no time last; the newer
+    session first where two ran at the same moment."""
+
+    def key(info: SessionInfo) -> tuple[bool, datetime, int]:
+        fig = figures.get(info.session.id or 0)
+        last = (
+            session_times(fig, info.session, info.started_at, info.last_at)[1]
+            if fig is not None
+            else info.last_at or info.session.updated_at
+        )
+        return last is not None, last or datetime.min.replace(tzinfo=UTC), info.session.id or 0
+
+    return sorted(infos, key=key, reverse=True)
 
 
 def context_of(usage: Usage) -> int:

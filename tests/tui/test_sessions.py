@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -240,8 +241,10 @@ async def test_sessions_screen_filters_previews_renames_and_deletes(
     other = tmp_path / "elsewhere"
     other.mkdir()
     settings = offline_settings(keep_rounds=1)
-    first = build_session(db_path, workspace, settings, title="first", compact=True)
-    build_session(db_path, other, settings, ("ls",), title="not here")
+    # F2 lists the sessions by when they last ran: "first" an hour before "current"
+    older = timedelta(hours=4)
+    first = build_session(db_path, workspace, settings, title="first", compact=True, age=older)
+    build_session(db_path, other, settings, ("ls",), title="not here", age=older)
     build_session(db_path, workspace, settings, ("ls src",), title="current")
     app = make_app(settings=settings, resume=3)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -27,7 +27,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker, WorkerState
 
-from engine.figures import SessionFigures, session_times
+from engine.figures import SessionFigures, by_last_active, session_times
 from engine.models import SessionInfo
 from engine.recordings.figures import session_figures
 from engine.session.workspace import NO_FOLDER, session_workspace
@@ -151,7 +151,7 @@ class SessionsScreen(Screen[int | None]):
                 for i in infos
                 if i.session.id is not None
             }
-            return infos
+            return by_last_active(infos, self.figures)  # as `sessions` lists them
         finally:
             self.store.db.close()
 
