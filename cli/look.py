@@ -572,6 +572,8 @@ def recorded_context(data: dict[str, Any], view: OwnAgentView) -> None:
     :class:`SessionFigures`); L1 is that agent's own prompt and tools as recorded (the hidden
     prefix), not ctxscope's system prompt; ctxscope's threshold and request stay as
     what-ifs."""
+    from dataclasses import asdict
+
     own = view.figures
     figures = own.to_json()
     data["recorded"] = {
@@ -585,14 +587,8 @@ def recorded_context(data: dict[str, Any], view: OwnAgentView) -> None:
         "compactions": own.compactions,
         "cost": figures["cost"],
         "cost_note": own.cost_note,
-        "prompt": None
-        if view.prompt is None
-        else {
-            "line": view.prompt.line,
-            "system_tokens": view.prompt.system_tokens,
-            "tool_tokens": view.prompt.tool_tokens,
-            "tools": list(view.prompt.tools),
-        },
+        # the system prompt and tools as the recording lists them: line, counts, tools' names
+        "prompt": None if view.prompt is None else asdict(view.prompt),
     }
     data["auto_compact_at"] = own.auto_compact_at
     what_if_layers = [dict(layer) for layer in data["layers"]]
