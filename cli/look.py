@@ -238,14 +238,14 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
             else fig.cost_note
         )
     elif session.recorded:
-        from engine.recordings.own_agent import recorded_totals, totals_line
+        from engine.recordings.own_agent import own_view
 
-        totals = recorded_totals(store.first_message(sid))
-        if totals:
+        view = own_view(fig, 0, store.first_message(sid))
+        if view.totals:
             # A run that records its totals only (SWE-agent's model_stats): its own figures,
             # said as such; ctxscope prices no call it does not have.
-            data["recorded_totals"] = totals
-            cost_line = totals_line(who(fig), totals)
+            data["recorded_totals"] = dict(view.totals)
+            cost_line = view.totals_line
     observations = store.observations(sid) if getattr(args, "observations", False) else []
     if observations:
         data["observations"] = [o.model_dump(mode="json") for o in observations]
@@ -387,7 +387,7 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     from engine.context.sources import session_breakdown
     from engine.recordings.figures import session_figures
     from engine.recordings.hidden import hidden_prefix
-    from engine.recordings.own_agent import OwnAgentView, recorded_prompt, recorded_totals
+    from engine.recordings.own_agent import own_view
 
     store = open_store(args, settings, read_only=True)
     session = get_session(store, args.session)
@@ -425,15 +425,11 @@ def cmd_context(args: argparse.Namespace, settings: Settings) -> int:
     fig = session_figures(store, session, settings)
     data["figures"] = fig.to_json()
     own = fig if session.recorded else None
-    first = store.first_message(session.id or 0) if own is not None else None
     view = (
         None
         if own is None
-        else OwnAgentView(
-            figures=own,
-            hidden_prefix=0 if hidden is None else hidden.tokens,
-            prompt=recorded_prompt(first),
-            totals=recorded_totals(first) if own.requests == 0 else {},
+        else own_view(
+            own, 0 if hidden is None else hidden.tokens, store.first_message(session.id or 0)
         )
     )
     if view is not None:

@@ -254,18 +254,14 @@ def session_times(
 def by_last_active(
     infos: Sequence[SessionInfo], figures: Mapping[int, SessionFigures]
 ) -> list[SessionInfo]:
-    """``infos`` as ``sessions`` and F2 list them: most recently active first by their own
-    times (:func:`session_times`), so an imported history reads in the order its sessions
-    ran, not the order they were imported; a recording that says no time last; the newer
-    session first where two ran at the same moment."""
+    """``infos`` (each with its ``figures``, by id) as ``sessions`` and F2 list them: most
+    recently active first by their own times (:func:`session_times`), so an imported history
+    reads in the order its sessions ran, not the order they were imported; a recording that
+    says no time last; the newer session first where two ran at the same moment."""
 
     def key(info: SessionInfo) -> tuple[bool, datetime, int]:
-        fig = figures.get(info.session.id or 0)
-        last = (
-            session_times(fig, info.session, info.started_at, info.last_at)[1]
-            if fig is not None
-            else info.last_at or info.session.updated_at
-        )
+        fig = figures[info.session.id or 0]
+        _, last = session_times(fig, info.session, info.started_at, info.last_at)
         return last is not None, last or datetime.min.replace(tzinfo=UTC), info.session.id or 0
 
     return sorted(infos, key=key, reverse=True)

@@ -14,20 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.figures import SessionFigures
-from engine.models import Message, Session, Usage
+from engine.models import Message, Session
 from engine.recordings.hidden import hidden_prefix
 from engine.settings.config import Settings
 from engine.settings.params import in_window, session_settings
 from engine.store import Store
 from engine.terminal_text import plural
-
-
-def context_of(usage: Usage) -> int:
-    """The agent's context after a call, as the call reported it: everything it sent (input,
-    cache read, cache write) and the answer, which the next request carries."""
-    return usage.input_side + usage.output_tokens
 
 
 @dataclass(frozen=True)
@@ -43,11 +38,15 @@ class RecordedPrompt:
     """The tools' names, in the order the agent sent them."""
 
 
+def _origin(first: Message | None) -> dict[str, Any]:
+    """What a recording's first message keeps of it beyond the conversation."""
+    return (first.meta.origin if first is not None else None) or {}
+
+
 def recorded_prompt(first: Message | None) -> RecordedPrompt | None:
     """The system prompt and tools the session's first message keeps (None: none kept, or
     kept before their counts were)."""
-    origin = (first.meta.origin if first is not None else None) or {}
-    entries = origin.get("hidden_prefix")
+    entries = _origin(first).get("hidden_prefix")
     if not isinstance(entries, list):
         return None
     kept = [
@@ -70,8 +69,7 @@ def recorded_totals(first: Message | None) -> dict[str, float | int]:
     """What a recording says of its calls in total only (SWE-agent's ``info.model_stats``,
     kept at import with its first message: ``api_calls``, ``tokens_sent``,
     ``tokens_received``, ``recorded_cost``); empty for one that records none."""
-    origin = (first.meta.origin if first is not None else None) or {}
-    facts = origin.get("recorded")
+    facts = _origin(first).get("recorded")
     if not isinstance(facts, dict):
         return {}
     keys = ("api_calls", "tokens_sent", "tokens_received", "recorded_cost")
@@ -191,10 +189,18 @@ def own_agent_view(
 
     hidden = hidden_prefix(store, session.id, messages=messages)
     first = messages[0] if messages else store.first_message(session.id)
-    figures = session_figures(store, session, settings)
+    return own_view(
+        session_figures(store, session, settings), 0 if hidden is None else hidden.tokens, first
+    )
+
+
+def own_view(figures: SessionFigures, hidden_prefix: int, first: Message | None) -> OwnAgentView:
+    """A recording's view from its figures, its hidden prefix and its first message (what it
+    keeps of the recording: the prompt snapshot, the run's own totals, read only where its
+    calls are not recorded one by one)."""
     return OwnAgentView(
         figures=figures,
-        hidden_prefix=0 if hidden is None else hidden.tokens,
+        hidden_prefix=hidden_prefix,
         prompt=recorded_prompt(first),
         totals=recorded_totals(first) if figures.requests == 0 else {},
     )

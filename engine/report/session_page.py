@@ -2,7 +2,7 @@
 
 The page holds, in order: the session's figures (calls, peak context, compactions, what they
 lost, what the calls cost at list price); the context over time, one point per recorded API
-call (what it sent and got back, :func:`engine.recordings.own_agent.context_of`), with the
+call (what it sent and got back, :func:`engine.figures.context_of`), with the
 agent's own trigger line (a recording's agent's auto-compact point; ctxscope's threshold for
 its own sessions) and a mark at each compaction; every compaction with what it lost, by name,
 each item linked to the message it was in; then the whole conversation, the archived parts
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from engine.compaction.losses import NAMES, CompactionLosses, session_losses, where
 from engine.context.sources import Breakdown, session_breakdown
-from engine.figures import SessionFigures, session_times
+from engine.figures import SessionFigures, context_of, session_times
 from engine.messages.harness import HARNESS_KINDS, HARNESS_LABELS, QUEUED, kind_of
 from engine.models import (
     Compaction,
@@ -34,7 +34,7 @@ from engine.models import (
 from engine.recordings.degenerate import Flag, session_flags
 from engine.recordings.export import transcript_parts
 from engine.recordings.figures import session_figures
-from engine.recordings.own_agent import OwnAgentView, context_of, own_agent_view
+from engine.recordings.own_agent import OwnAgentView, own_agent_view
 from engine.report.html import (
     Chart,
     Line,
