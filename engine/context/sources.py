@@ -329,10 +329,10 @@ def recorded_breakdown(
     recorded session's ``context`` never loads one): its agent's own prompt and tools
     (``agent_prefix``: the hidden prefix as (prompt and the rest, tools), the second the
     ``tools`` the recording lists, else 0 and the first one source: first prompt −
-    transcript), the summaries, and each
-    message by what it holds (a tool result at its full size, ``full_results`` by call id; a
-    message's parts shared out by their characters); with ``last_input`` (the last recorded
-    call's input side) the conversation is scaled to the rest of it."""
+    transcript), the summaries, and each message by what it holds (a tool result at its full
+    size, ``full_results`` by call id; a message's parts shared out by their characters); with
+    ``last_input`` (the last recorded call's input side) the conversation is scaled to the rest
+    of it."""
     counter = _Counter()
     prompt, tool_tokens = agent_prefix
     if prompt and tool_tokens:

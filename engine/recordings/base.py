@@ -543,6 +543,13 @@ class Item:
     :mod:`engine.messages.harness`)."""
 
 
+PROMPT_ROLES = frozenset({"system", "tool"})
+"""The roles of the ``Parsed.hidden`` entries that are the prompt the agent sent (Claude
+Code's prompt snapshot: each system block, each tool's definition): counted at import and
+shown apart (:func:`engine.recordings.own_agent.recorded_prompt`); the others (Codex's
+developer messages) are kept as they are."""
+
+
 @dataclass
 class Parsed:
     """A whole file parsed: its items and the bookkeeping the report shows."""
@@ -574,8 +581,9 @@ class Parsed:
     ``meta.origin["recorded"]`` and shown in the import report."""
     hidden: list[dict[str, Any]] = field(default_factory=list)
     """What the original agent sent before the first user input that is not conversation
-    (Codex's developer messages and environment context): ``{line, role, text}`` each, kept in
-    the first user message's ``meta.origin["hidden_prefix"]``."""
+    (Codex's developer messages and environment context; Claude Code's prompt snapshot, its
+    system blocks and tools: :data:`PROMPT_ROLES`): ``{line, role, text}`` each, kept in the
+    first user message's ``meta.origin["hidden_prefix"]``."""
     not_read: NotRead = field(default_factory=NotRead)
     """What this version did not understand, by kind and line (the report's "not read")."""
     agent_version: str = ""

@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.figures import SessionFigures
 from engine.models import Message, Session
+from engine.recordings.base import PROMPT_ROLES
 from engine.recordings.hidden import hidden_prefix
 from engine.settings.config import Settings
 from engine.settings.params import in_window, session_settings
@@ -52,7 +53,7 @@ def recorded_prompt(first: Message | None) -> RecordedPrompt | None:
     kept = [
         e
         for e in entries
-        if isinstance(e, dict) and e.get("role") in ("system", "tool")
+        if isinstance(e, dict) and e.get("role") in PROMPT_ROLES
         and isinstance(e.get("tokens"), int)
     ]  # fmt: skip
     if not kept:

@@ -46,7 +46,7 @@ from engine.models import (
     Usage,
     UsageRecord,
 )
-from engine.recordings.base import ImportError_, ImportReport, Item, Parsed
+from engine.recordings.base import PROMPT_ROLES, ImportError_, ImportReport, Item, Parsed
 from engine.recordings.degenerate import session_flags, warning_lines
 from engine.recordings.envelopes import envelope
 from engine.recordings.repeated import remember_repeated, repeated_digest, repeated_texts
@@ -148,7 +148,7 @@ def texts_to_count(parsed: Parsed, settings: Settings) -> Iterator[str]:
     calls: dict[str, ToolCall] = {}
     yield CONTINUED
     yield from repeated_texts(settings.strategy, settings, ())
-    yield from (entry.get("text") or "" for entry in parsed.hidden)
+    yield from (e.get("text") or "" for e in parsed.hidden if e.get("role") in PROMPT_ROLES)
     for item in parsed.items:
         yield item.text
         if item.kind == "user" and item.demonstration:
@@ -619,13 +619,15 @@ def _first_origin(parsed: Parsed) -> dict[str, object] | None:
     origin: dict[str, object] = {}
     if parsed.recorded:
         origin["recorded"] = parsed.recorded
-    if parsed.hidden:  # each with its local count (new dicts: the parse is compared later)
-        origin["hidden_prefix"] = [_counted_entry(entry) for entry in parsed.hidden]
+    if parsed.hidden:  # the prompt's entries with their counts (new dicts: the parse is compared)
+        origin["hidden_prefix"] = [
+            _counted_entry(e) if e.get("role") in PROMPT_ROLES else e for e in parsed.hidden
+        ]
     return origin or None
 
 
 def _counted_entry(entry: dict[str, Any]) -> dict[str, Any]:
-    """A hidden-prefix entry as stored: with its local count; a tool's definition counted and
+    """A prompt entry as stored: with its local count; a tool's definition counted and
     named, its text not kept (Claude Code's 14 tools are ~100 KB a session, the same in every
     session of a version: the figures need only the count)."""
     tokens = count_text(entry.get("text") or "")
