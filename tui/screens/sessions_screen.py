@@ -180,7 +180,7 @@ class SessionsScreen(Screen[int | None]):
         rows = []
         for info in self.shown:
             s = info.session
-            fig = self.figures.get(s.id or 0)
+            fig = self.figures[s.id or 0]  # made with the list, for every session in it
             rows.append(
                 [
                     "●" if s.id == self.current else "",
@@ -189,7 +189,7 @@ class SessionsScreen(Screen[int | None]):
                     # the session's own last round (a recording's as recorded, not its import)
                     _last_active(info, fig, now),
                     _context(fig),
-                    "" if fig is None else fig.cost_text,
+                    fig.cost_text,
                     str(info.compactions),
                     str(info.rounds),
                     folder_name(s.workspace),
@@ -349,18 +349,16 @@ def folder_name(workspace: str) -> str:
     return PurePosixPath(workspace).name or workspace
 
 
-def _last_active(info: SessionInfo, fig: SessionFigures | None, now: datetime) -> str:
+def _last_active(info: SessionInfo, fig: SessionFigures, now: datetime) -> str:
     """When the session last ran, relative to ``now``; ``–`` for a recording that says no
     time (:func:`engine.figures.session_times`)."""
-    if fig is None:
-        return relative_time(info.last_at or info.session.updated_at, now)
     _, last = session_times(fig, info.session, info.started_at, info.last_at)
     return "–" if last is None else relative_time(last, now)
 
 
-def _context(fig: SessionFigures | None) -> str:
+def _context(fig: SessionFigures) -> str:
     """The context at the session's last call (``–``: no call yet)."""
-    return "–" if fig is None or fig.context_tokens is None else f"{fig.context_tokens:,}"
+    return "–" if fig.context_tokens is None else f"{fig.context_tokens:,}"
 
 
 def session_preview(
